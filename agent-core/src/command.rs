@@ -1,0 +1,142 @@
+//! `Send` and `Command`: dynamic routing from routers and nodes.
+//!
+//! A router (or a node, through a [`Command`]) can send work to a node with its own input —
+//! LangGraph's map-reduce idiom. Every `Send` becomes one task of the next super-step, after the
+//! edge-triggered tasks, in the order sent.
+
+use crate::constants::END;
+use crate::state::GraphState;
+
+/// A task for `node` in the next super-step, run on `input` instead of the graph state.
+///
+/// Named after LangGraph's `Send`. It shadows `std::marker::Send` when imported unqualified; if
+/// a module needs both, import this one as `agent_core::Send as SendTo`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Send<S> {
+    /// The node to run.
+    pub node: String,
+    /// The state the node sees.
+    pub input: S,
+}
+
+impl<S> Send<S> {
+    /// A task for `node` with `input`.
+    pub fn new(node: impl Into<String>, input: S) -> Self {
+        Send {
+            node: node.into(),
+            input,
+        }
+    }
+}
+
+/// One destination of a [`Command`] or a router: a node name (or `END`), or a [`Send`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Goto<S> {
+    /// A node by name (for routers: a path-map key), or `END`.
+    Node(String),
+    /// A task with its own input.
+    Send(Send<S>),
+}
+
+impl<S> From<&str> for Goto<S> {
+    fn from(name: &str) -> Self {
+        Goto::Node(name.to_owned())
+    }
+}
+
+impl<S> From<String> for Goto<S> {
+    fn from(name: String) -> Self {
+        Goto::Node(name)
+    }
+}
+
+impl<S> From<Send<S>> for Goto<S> {
+    fn from(send: Send<S>) -> Self {
+        Goto::Send(send)
+    }
+}
+
+/// A node's answer that updates the state and routes at once (LangGraph's `Command`).
+///
+/// Static edges out of the node still fire, as in LangGraph; `goto` adds to them.
+///
+/// ```
+/// # use agent_core::{Command, GraphState};
+/// # #[derive(GraphState, Clone, Default)]
+/// # struct S { answer: String }
+/// let cmd: Command<S> = Command::goto("review").update(SUpdate::default().answer("42".to_owned()));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Command<S: GraphState> {
+    /// The state update, if any.
+    pub update: Option<S::Update>,
+    /// Where to go next, in order.
+    pub goto: Vec<Goto<S>>,
+    /// A value answering a pending interrupt (used as run input).
+    pub resume: Option<serde_json::Value>,
+}
+
+impl<S: GraphState> Default for Command<S> {
+    fn default() -> Self {
+        Command {
+            update: None,
+            goto: Vec::new(),
+            resume: None,
+        }
+    }
+}
+
+impl<S: GraphState> Command<S> {
+    /// A command that only routes.
+    pub fn goto(to: impl Into<Goto<S>>) -> Self {
+        Command {
+            goto: vec![to.into()],
+            ..Command::default()
+        }
+    }
+
+    /// A command that routes to several destinations (all run in the next step).
+    pub fn goto_all<I, G>(to: I) -> Self
+    where
+        I: IntoIterator<Item = G>,
+        G: Into<Goto<S>>,
+    {
+        Command {
+            goto: to.into_iter().map(Into::into).collect(),
+            ..Command::default()
+        }
+    }
+
+    /// A command that only updates.
+    pub fn from_update(update: S::Update) -> Self {
+        Command {
+            update: Some(update),
+            ..Command::default()
+        }
+    }
+
+    /// A command that ends this branch of the run (the same as `goto(END)`).
+    pub fn end() -> Self {
+        Command::goto(END)
+    }
+
+    /// Sets the update.
+    pub fn update(mut self, update: S::Update) -> Self {
+        self.update = Some(update);
+        self
+    }
+
+    /// Adds a destination.
+    pub fn and_goto(mut self, to: impl Into<Goto<S>>) -> Self {
+        self.goto.push(to.into());
+        self
+    }
+
+    /// A command carrying a resume value for a pending interrupt.
+    pub fn resume(value: impl serde::Serialize) -> Result<Self, serde_json::Error> {
+        Ok(Command {
+            resume: Some(serde_json::to_value(value)?),
+            ..Command::default()
+        })
+    }
+}

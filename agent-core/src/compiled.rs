@@ -1,0 +1,378 @@
+//! `compile()`: validation, and the compiled graph's index-based layout the executor walks.
+//!
+//! Names are resolved to indices once here, so the run loop never hashes a string on the hot
+//! path (except to resolve what routers and commands return).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::constants::{END, START};
+use crate::error::{GraphError, list_names};
+use crate::graph::{Router, StateGraph};
+use crate::node::Node;
+use crate::state::{FieldSet, GraphState};
+
+/// A validated graph, ready to run. Cheap to clone (one `Arc`); share it across tasks and
+/// requests.
+pub struct CompiledGraph<S: GraphState> {
+    pub(crate) inner: Arc<Graph<S>>,
+}
+
+impl<S: GraphState> Clone for CompiledGraph<S> {
+    fn clone(&self) -> Self {
+        CompiledGraph {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S: GraphState> std::fmt::Debug for CompiledGraph<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledGraph")
+            .field("nodes", &self.inner.topology.nodes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a route leads once resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Node(usize),
+    End,
+}
+
+/// What happens when a node (or START) finishes.
+#[derive(Default)]
+pub(crate) struct Outgoing {
+    /// Plain edges.
+    pub(crate) targets: Vec<usize>,
+    /// Joins this node feeds: (join index, slot of this node in the join).
+    pub(crate) joins: Vec<(usize, usize)>,
+    /// Conditional edges out of this node.
+    pub(crate) branches: Vec<usize>,
+}
+
+pub(crate) struct Join {
+    pub(crate) sources: usize,
+    pub(crate) target: usize,
+}
+
+pub(crate) struct Branch<S> {
+    pub(crate) from: Arc<str>,
+    pub(crate) router: Router<S>,
+    /// `None`: keys are node names.
+    pub(crate) map: Option<HashMap<String, Target>>,
+    pub(crate) keys: String,
+}
+
+/// The shape of a compiled graph, for diagrams and introspection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    /// Node names in the order they were added.
+    pub nodes: Vec<String>,
+    /// Plain edges `(from, to)`, joins expanded to one edge per source; `__start__`/`__end__`
+    /// stand for START and END.
+    pub edges: Vec<(String, String)>,
+    /// Conditional edges: `(from, label, to)`; the label is the path-map key when it differs
+    /// from the target.
+    pub conditional: Vec<(String, Option<String>, String)>,
+    /// Declared `Command` destinations `(from, to)`.
+    pub commands: Vec<(String, String)>,
+}
+
+pub(crate) struct Graph<S: GraphState> {
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) index: HashMap<String, usize>,
+    pub(crate) nodes: Vec<Arc<dyn Node<S>>>,
+    /// Position of each node in name order: edge-triggered tasks run and apply in this order.
+    pub(crate) rank: Vec<u32>,
+    pub(crate) start: Outgoing,
+    pub(crate) out: Vec<Outgoing>,
+    pub(crate) joins: Vec<Join>,
+    pub(crate) branches: Vec<Branch<S>>,
+    pub(crate) last_value: FieldSet,
+    pub(crate) topology: Topology,
+}
+
+impl<S: GraphState> Graph<S> {
+    pub(crate) fn known_names(&self) -> String {
+        list_names(self.topology.nodes.iter().map(String::as_str))
+    }
+}
+
+impl<S: GraphState> CompiledGraph<S> {
+    /// The graph's nodes and edges.
+    pub fn topology(&self) -> &Topology {
+        &self.inner.topology
+    }
+}
+
+fn is_reserved(name: &str) -> bool {
+    name == START || name == END || name.contains(':') || name.contains('|') || name.is_empty()
+}
+
+pub(crate) fn compile<S: GraphState>(
+    builder: StateGraph<S>,
+) -> Result<CompiledGraph<S>, GraphError> {
+    let StateGraph {
+        nodes,
+        edges,
+        branches,
+        errors,
+    } = builder;
+    if let Some(error) = errors.into_iter().next() {
+        return Err(error);
+    }
+    if nodes.is_empty() {
+        return Err(GraphError::Empty);
+    }
+
+    let mut index = HashMap::with_capacity(nodes.len());
+    for (i, (name, _)) in nodes.iter().enumerate() {
+        if is_reserved(name) {
+            return Err(GraphError::ReservedName(name.clone()));
+        }
+        if index.insert(name.clone(), i).is_some() {
+            return Err(GraphError::DuplicateNode(name.clone()));
+        }
+    }
+    let known = || list_names(nodes.iter().map(|(n, _)| n.as_str()));
+    let lookup = |name: &str, context: &dyn Fn() -> String| -> Result<usize, GraphError> {
+        index
+            .get(name)
+            .copied()
+            .ok_or_else(|| GraphError::UnknownNode {
+                context: context(),
+                name: name.to_owned(),
+                known: known(),
+            })
+    };
+    let resolve_target = |name: &str, context: &dyn Fn() -> String| -> Result<Target, GraphError> {
+        if name == END {
+            Ok(Target::End)
+        } else if name == START {
+            Err(GraphError::InvalidEdge(context()))
+        } else {
+            lookup(name, context).map(Target::Node)
+        }
+    };
+
+    let n = nodes.len();
+    let mut start = Outgoing::default();
+    let mut out: Vec<Outgoing> = (0..n).map(|_| Outgoing::default()).collect();
+    let mut joins = Vec::new();
+    let mut topology = Topology {
+        nodes: nodes.iter().map(|(name, _)| name.clone()).collect(),
+        ..Topology::default()
+    };
+
+    for edge in &edges {
+        let describe = || {
+            format!(
+                "edge {} -> `{}`",
+                list_names(edge.sources.iter().map(String::as_str)),
+                edge.target
+            )
+        };
+        if edge.sources.iter().any(|s| s == END) {
+            return Err(GraphError::InvalidEdge(describe()));
+        }
+        let target = resolve_target(&edge.target, &describe)?;
+        for source in &edge.sources {
+            topology.edges.push((source.clone(), edge.target.clone()));
+        }
+        if edge.sources.len() == 1 {
+            let source = &edge.sources[0];
+            let from = if source == START {
+                &mut start
+            } else {
+                &mut out[lookup(source, &describe)?]
+            };
+            if let Target::Node(t) = target {
+                if !from.targets.contains(&t) {
+                    from.targets.push(t);
+                }
+            } else {
+                // An edge to END only marks the node as having a way out.
+            }
+            continue;
+        }
+        if edge.sources.iter().any(|s| s == START) {
+            return Err(GraphError::InvalidEdge(format!(
+                "{}: START cannot be part of a join",
+                describe()
+            )));
+        }
+        let Target::Node(target) = target else {
+            // A join to END: nothing to run; the sources still have a way out.
+            for source in &edge.sources {
+                lookup(source, &describe)?;
+            }
+            continue;
+        };
+        let join = joins.len();
+        let mut slot = 0;
+        let mut seen = Vec::new();
+        for source in &edge.sources {
+            let s = lookup(source, &describe)?;
+            if seen.contains(&s) {
+                continue;
+            }
+            seen.push(s);
+            out[s].joins.push((join, slot));
+            slot += 1;
+        }
+        joins.push(Join {
+            sources: slot,
+            target,
+        });
+    }
+
+    let mut compiled_branches = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let describe = || format!("conditional edges from `{}`", branch.from);
+        let from_out = if branch.from == START {
+            &mut start
+        } else if branch.from == END {
+            return Err(GraphError::InvalidEdge(describe()));
+        } else {
+            &mut out[lookup(&branch.from, &describe)?]
+        };
+        let (map, keys) = match branch.path_map.entries() {
+            None => {
+                for name in topology.nodes.iter().chain([&END.to_owned()]) {
+                    topology
+                        .conditional
+                        .push((branch.from.clone(), None, name.clone()));
+                }
+                (None, "any node name".to_owned())
+            }
+            Some(entries) => {
+                let mut map = HashMap::with_capacity(entries.len());
+                for (key, target) in entries {
+                    let context = || format!("path map of {} (key `{key}`)", describe());
+                    map.insert(key.clone(), resolve_target(target, &context)?);
+                    let label = (key != target).then(|| key.clone());
+                    topology
+                        .conditional
+                        .push((branch.from.clone(), label, target.clone()));
+                }
+                (
+                    Some(map),
+                    list_names(entries.iter().map(|(k, _)| k.as_str())),
+                )
+            }
+        };
+        from_out.branches.push(compiled_branches.len());
+        compiled_branches.push(Branch {
+            from: branch.from.as_str().into(),
+            router: branch.router,
+            map,
+            keys,
+        });
+    }
+
+    for (name, spec) in &nodes {
+        for dest in &spec.destinations {
+            let context = || format!("destinations of node `{name}`");
+            resolve_target(dest, &context)?;
+            topology.commands.push((name.clone(), dest.clone()));
+        }
+    }
+
+    if start.targets.is_empty() && start.branches.is_empty() {
+        return Err(GraphError::NoEntryPoint);
+    }
+
+    // Every node needs a way out: an edge (END included), conditional edges or destinations.
+    for (i, (name, spec)) in nodes.iter().enumerate() {
+        let has_edge = edges.iter().any(|e| e.sources.iter().any(|s| s == name));
+        if !has_edge && out[i].branches.is_empty() && spec.destinations.is_empty() {
+            return Err(GraphError::DeadEnd(name.clone()));
+        }
+    }
+
+    // Reachability from START; a join's target needs all its sources reachable.
+    let mut reachable = vec![false; n];
+    let mut queue: Vec<usize> = Vec::new();
+    let mark = |i: usize, reachable: &mut Vec<bool>, queue: &mut Vec<usize>| {
+        if !reachable[i] {
+            reachable[i] = true;
+            queue.push(i);
+        }
+    };
+    let branch_targets = |outgoing: &Outgoing| -> Vec<usize> {
+        let mut targets = Vec::new();
+        for &b in &outgoing.branches {
+            match &compiled_branches[b].map {
+                None => targets.extend(0..n),
+                Some(map) => targets.extend(map.values().filter_map(|t| match t {
+                    Target::Node(i) => Some(*i),
+                    Target::End => None,
+                })),
+            }
+        }
+        targets
+    };
+    for &t in start.targets.iter().chain(branch_targets(&start).iter()) {
+        mark(t, &mut reachable, &mut queue);
+    }
+    loop {
+        while let Some(i) = queue.pop() {
+            let mut next: Vec<usize> = out[i].targets.clone();
+            next.extend(branch_targets(&out[i]));
+            for dest in &nodes[i].1.destinations {
+                if let Some(&d) = index.get(dest) {
+                    next.push(d);
+                }
+            }
+            for t in next {
+                mark(t, &mut reachable, &mut queue);
+            }
+        }
+        let mut progressed = false;
+        for (j, join) in joins.iter().enumerate() {
+            if reachable[join.target] {
+                continue;
+            }
+            let all = (0..n)
+                .filter(|&i| out[i].joins.iter().any(|&(jj, _)| jj == j))
+                .all(|i| reachable[i]);
+            if all {
+                mark(join.target, &mut reachable, &mut queue);
+                progressed = true;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    if let Some(i) = reachable.iter().position(|r| !r) {
+        return Err(GraphError::Unreachable(nodes[i].0.clone()));
+    }
+
+    let mut by_name: Vec<usize> = (0..n).collect();
+    by_name.sort_by(|&a, &b| nodes[a].0.cmp(&nodes[b].0));
+    let mut rank = vec![0u32; n];
+    for (position, &i) in by_name.iter().enumerate() {
+        rank[i] = position as u32;
+    }
+
+    Ok(CompiledGraph {
+        inner: Arc::new(Graph {
+            names: nodes
+                .iter()
+                .map(|(name, _)| Arc::from(name.as_str()))
+                .collect(),
+            nodes: nodes.iter().map(|(_, spec)| spec.layered()).collect(),
+            index,
+            rank,
+            start,
+            out,
+            joins,
+            branches: compiled_branches,
+            last_value: S::last_value_fields(),
+            topology,
+        }),
+    })
+}

@@ -1,0 +1,106 @@
+//! Run configuration: limits, ids, tags and metadata for one invocation (LangGraph's `config`).
+
+use std::sync::Arc;
+
+/// LangGraph 1.2's default: a run may take this many super-steps.
+pub const DEFAULT_RECURSION_LIMIT: usize = 10_000;
+
+/// Settings for one run. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The most super-steps a run may take (input excluded).
+    pub recursion_limit: usize,
+    /// The run's id; generated when absent.
+    pub run_id: Option<String>,
+    /// Free-form tags, passed to nodes and tracing.
+    pub tags: Vec<String>,
+    /// Free-form metadata, passed to nodes.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The conversation thread, for checkpointers.
+    pub thread_id: Option<String>,
+    /// A checkpoint to resume or replay from.
+    pub checkpoint_id: Option<String>,
+    /// The checkpoint namespace (subgraphs run in their parent's namespace plus their name).
+    pub checkpoint_ns: String,
+    /// The most tasks of one super-step that run at the same time; `None` is no limit.
+    pub max_concurrency: Option<usize>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            recursion_limit: DEFAULT_RECURSION_LIMIT,
+            run_id: None,
+            tags: Vec::new(),
+            metadata: serde_json::Map::new(),
+            thread_id: None,
+            checkpoint_id: None,
+            checkpoint_ns: String::new(),
+            max_concurrency: None,
+        }
+    }
+}
+
+impl RunConfig {
+    /// The default configuration.
+    pub fn new() -> Self {
+        RunConfig::default()
+    }
+
+    /// Sets the recursion limit (super-steps).
+    pub fn recursion_limit(mut self, limit: usize) -> Self {
+        self.recursion_limit = limit;
+        self
+    }
+
+    /// Sets the run id.
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
+    /// Adds a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Adds a metadata entry.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the thread id.
+    pub fn thread_id(mut self, id: impl Into<String>) -> Self {
+        self.thread_id = Some(id.into());
+        self
+    }
+
+    /// Sets the checkpoint to start from.
+    pub fn checkpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.checkpoint_id = Some(id.into());
+        self
+    }
+
+    /// Limits how many tasks of a step run at once.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n.max(1));
+        self
+    }
+}
+
+/// A run id when the caller gave none: time-ordered and unique within the process.
+pub(crate) fn new_run_id() -> Arc<str> {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{millis:012x}-{:016x}", hasher.finish()).into()
+}

@@ -1,0 +1,189 @@
+//! The crate's one error type: what went wrong, where (node, field, edge), and what to do.
+
+use std::time::Duration;
+
+use crate::state::ReducerError;
+
+/// A boxed error from user code (nodes, reducers, routers).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong building or running a graph.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphError {
+    // ---- compile time: the graph is invalid -------------------------------------------------
+    /// A node name is used twice.
+    #[error("node `{0}` is added twice; node names must be unique")]
+    DuplicateNode(String),
+    /// A node uses a reserved name.
+    #[error(
+        "node name `{0}` is reserved (`__start__`, `__end__` and names containing ':' or '|' are not allowed); rename the node"
+    )]
+    ReservedName(String),
+    /// An edge or path map names a node that does not exist.
+    #[error(
+        "{context} refers to unknown node `{name}`; add it with add_node first (known nodes: {known})"
+    )]
+    UnknownNode {
+        /// Where the name appeared, e.g. "edge `a` -> `b`".
+        context: String,
+        /// The unknown name.
+        name: String,
+        /// The names that do exist.
+        known: String,
+    },
+    /// Nothing leaves START.
+    #[error(
+        "the graph has no entry point; add an edge from START, e.g. `.add_edge(START, \"first_node\")`"
+    )]
+    NoEntryPoint,
+    /// The graph has no nodes.
+    #[error("the graph has no nodes; add at least one with add_node")]
+    Empty,
+    /// A node no edge, route or destination can ever reach.
+    #[error("node `{0}` can never be reached from START; add an edge to it or remove it")]
+    Unreachable(String),
+    /// A node with no way out.
+    #[error(
+        "node `{0}` has no outgoing edge; add an edge (to END if it finishes the run), conditional edges, or declare Command destinations with `.with_destinations([...])`"
+    )]
+    DeadEnd(String),
+    /// `add_named` got a node that has no name of its own.
+    #[error(
+        "add_named got a node without a name; mark the fn with #[node] or use add_node(name, node)"
+    )]
+    UnnamedNode,
+    /// An edge leaves END or enters START.
+    #[error("invalid edge {0}: edges cannot leave END or enter START")]
+    InvalidEdge(String),
+
+    // ---- run time -------------------------------------------------------------------------
+    /// Two tasks wrote the same last-value field in one super-step.
+    #[error(
+        "at field `{field}`: can receive only one value per step, but nodes `{first}` and `{second}` both wrote it in step {step}; give the field a reducer (e.g. `#[reducer(append)]`) or route so only one node writes it"
+    )]
+    InvalidUpdate {
+        /// The field.
+        field: &'static str,
+        /// The first writer in task order.
+        first: String,
+        /// The second writer.
+        second: String,
+        /// The super-step.
+        step: i64,
+    },
+    /// A reducer rejected a write.
+    #[error("node `{node}` in step {step}: {source}")]
+    Reducer {
+        /// The node whose update was rejected (`__input__` for the run's input).
+        node: String,
+        /// The super-step.
+        step: i64,
+        /// The reducer's error.
+        #[source]
+        source: ReducerError,
+    },
+    /// A router returned a key its path map does not have.
+    #[error(
+        "router of node `{from}` returned `{key}`, which is not in its path map (keys: {known}); add it to the path map or fix the router"
+    )]
+    RouteNotInPathMap {
+        /// The node whose conditional edges ran.
+        from: String,
+        /// The key returned.
+        key: String,
+        /// The keys the path map has.
+        known: String,
+    },
+    /// A router, `Command` or `Send` names a node that does not exist.
+    #[error("{what} from `{from}` goes to unknown node `{target}`; known nodes: {known}")]
+    UnknownTarget {
+        /// "router", "Command goto" or "Send".
+        what: &'static str,
+        /// The node that routed (or `__start__`).
+        from: String,
+        /// The target named.
+        target: String,
+        /// The names that do exist.
+        known: String,
+    },
+    /// The run took more super-steps than allowed.
+    #[error(
+        "recursion limit of {limit} reached without hitting a stop condition (last nodes: {last_nodes}); raise it with `RunConfig::recursion_limit`, or stop earlier (e.g. check `ctx.remaining_steps()`)"
+    )]
+    RecursionLimit {
+        /// The limit in force.
+        limit: usize,
+        /// Nodes of the last step that ran.
+        last_nodes: String,
+    },
+    /// A node returned an error.
+    #[error("node `{node}` failed in step {step}: {source}")]
+    Node {
+        /// The node.
+        node: String,
+        /// The super-step.
+        step: i64,
+        /// The node's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A node ran past its timeout.
+    #[error(
+        "node `{node}` timed out after {after:?} in step {step}; raise its timeout or make it faster"
+    )]
+    NodeTimeout {
+        /// The node.
+        node: String,
+        /// The super-step.
+        step: i64,
+        /// The timeout.
+        after: Duration,
+    },
+    /// A node panicked.
+    #[error("node `{node}` panicked in step {step}: {message}")]
+    NodePanicked {
+        /// The node.
+        node: String,
+        /// The super-step.
+        step: i64,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// The input could not be applied.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+}
+
+impl GraphError {
+    /// The node the error is about, when there is one.
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            GraphError::Node { node, .. }
+            | GraphError::NodeTimeout { node, .. }
+            | GraphError::NodePanicked { node, .. }
+            | GraphError::Reducer { node, .. } => Some(node),
+            GraphError::RouteNotInPathMap { from, .. } | GraphError::UnknownTarget { from, .. } => {
+                Some(from)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Joins names for error messages: "`a`, `b`".
+pub(crate) fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for name in names {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        out.push('`');
+        out.push_str(name);
+        out.push('`');
+    }
+    if out.is_empty() {
+        out.push_str("none");
+    }
+    out
+}

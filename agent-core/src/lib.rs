@@ -1,0 +1,137 @@
+//! # agent-core: a graph runtime for stateful agents
+//!
+//! LangGraph's model with Rust types: a state struct whose fields have reducers, nodes that
+//! are async functions returning partial updates, edges (plain, joins, conditional, `Send`,
+//! `Command`) and a Pregel super-step executor that runs every triggered node of a step
+//! concurrently and applies their writes together, in a deterministic order.
+//!
+//! This crate knows nothing of LLMs; `agent-llm` and `agent-tools` build on it.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent_core::{node, GraphState, NodeContext, RunConfig, StateGraph, END, START};
+//!
+//! #[derive(GraphState, Clone, Default, Debug)]
+//! struct Research {
+//!     topic: String,
+//!     #[reducer(append)]
+//!     notes: Vec<String>,
+//! }
+//!
+//! /// Looks the topic up in two places at once.
+//! #[node]
+//! async fn plan(state: &Research) -> ResearchUpdate {
+//!     ResearchUpdate::default().notes(vec![format!("plan: {}", state.topic)])
+//! }
+//!
+//! #[node]
+//! async fn search_web(state: &Research, ctx: &NodeContext) -> ResearchUpdate {
+//!     ResearchUpdate::default().notes(vec![format!("{} (step {})", ctx.node(), ctx.step())])
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_core::GraphError> {
+//! let graph = StateGraph::new()
+//!     .add_named(plan)
+//!     .add_named(search_web)
+//!     .add_node("search_docs", |_s: Arc<Research>| async {
+//!         ResearchUpdate::default().notes(vec!["search_docs".to_owned()])
+//!     })
+//!     .add_edge(START, "plan")
+//!     .add_edge("plan", "search_web")
+//!     .add_edge("plan", "search_docs")
+//!     .add_edge(["search_web", "search_docs"], END)
+//!     .compile()?;
+//!
+//! let input = ResearchUpdate::default().topic("rust".to_owned());
+//! let out = graph.invoke(input, RunConfig::default()).await?;
+//! // Both searches ran in step 1; their writes landed in node-name order.
+//! assert_eq!(out.notes, ["plan: rust", "search_docs", "search_web (step 1)"]);
+//! # Ok(()) }
+//! ```
+
+extern crate self as agent_core;
+
+mod command;
+mod compiled;
+mod config;
+mod constants;
+mod context;
+mod diagram;
+mod error;
+mod executor;
+mod graph;
+mod layers;
+mod node;
+pub mod reducers;
+mod route;
+mod state;
+
+pub use agent_macros::{GraphState, node};
+pub use command::{Command, Goto, Send};
+pub use compiled::{CompiledGraph, Topology};
+pub use config::{DEFAULT_RECURSION_LIMIT, RunConfig};
+pub use constants::{END, START};
+pub use context::NodeContext;
+pub use diagram::{draw_ascii, draw_mermaid};
+pub use error::{BoxError, GraphError};
+pub use graph::{IntoSources, StateGraph};
+pub use layers::RetryPolicy;
+pub use node::{
+    BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
+};
+pub use route::{IntoRoute, PathMap, Route};
+pub use state::{
+    FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateUpdate,
+};
+
+/// Paths for generated code only; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+    pub use std::sync::Arc;
+    pub use std::time::Duration;
+
+    pub use crate::context::NodeContext;
+    pub use crate::layers::RetryPolicy;
+    pub use crate::node::{IntoNode, IntoNodeOutput, NodeError, NodeOutput, NodeSpec};
+    pub use crate::reducers::{self, ReducerOutput};
+    pub use crate::state::{FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind};
+
+    /// Marker for nodes written with `#[node]`.
+    pub struct NodeFnMarker;
+
+    /// Runs a reducer and names the field when it rejects the write.
+    #[inline]
+    pub fn reduce<R: ReducerOutput>(
+        output: R,
+        field: &'static str,
+        reducer: &'static str,
+    ) -> Result<(), ReducerError> {
+        output.into_result().map_err(|source| ReducerError {
+            field,
+            reducer,
+            source,
+        })
+    }
+
+    /// An error for a field index a state does not have.
+    pub fn no_such_field<E: serde::ser::Error>(index: usize) -> E {
+        E::custom(format_args!("graph state has no field with index {index}"))
+    }
+
+    /// An error for a field index a state does not have (deserialization side).
+    pub fn no_such_field_de<E: serde::de::Error>(index: usize) -> E {
+        E::custom(format_args!("graph state has no field with index {index}"))
+    }
+
+    /// Builds the spec of a `#[node]` fn from its wrapper closure.
+    pub fn node_spec<S, F, Fut, O>(f: F) -> NodeSpec<S>
+    where
+        S: GraphState,
+        F: Fn(Arc<S>, NodeContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = O> + Send + 'static,
+        O: IntoNodeOutput<S>,
+    {
+        IntoNode::<S, (crate::node::WithContext, O)>::into_node(f)
+    }
+}

@@ -1,0 +1,315 @@
+//! Nodes: the object-safe [`Node`] trait the executor stores, and the blanket impls that turn
+//! async functions and closures into nodes (axum's `Handler` idiom).
+//!
+//! Authors never implement [`Node`] by hand unless they want to: any
+//! `Fn(Arc<S>) -> impl Future<Output = O>` or `Fn(Arc<S>, NodeContext) -> impl Future<Output = O>`
+//! is a node, where `O` is an update, a [`Command`], `()`, or a `Result` of those. `#[node]` on an
+//! `async fn(&S, &NodeContext)` adds a name, retry, timeout and destinations.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::command::Command;
+use crate::context::NodeContext;
+use crate::error::BoxError;
+use crate::layers::RetryPolicy;
+use crate::state::GraphState;
+
+/// A boxed, `Send` future; what erased nodes return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + std::marker::Send + 'static>>;
+
+/// What a node produced: an update, or an update plus routing.
+#[derive(Debug, Clone)]
+pub enum NodeOutput<S: GraphState> {
+    /// A partial state update.
+    Update(S::Update),
+    /// An update plus destinations.
+    Command(Command<S>),
+}
+
+/// Values a node may return. The derive implements it for the state's update type; this crate
+/// implements it for [`Command`], `()` (no update), [`NodeOutput`], and `Result<T, E>`.
+#[diagnostic::on_unimplemented(
+    message = "a node of `{S}` cannot return `{Self}`",
+    note = "return the state's update type (from `#[derive(GraphState)]`), a `Command`, `()`, or a `Result` of one of those"
+)]
+pub trait IntoNodeOutput<S: GraphState> {
+    /// Converts to an output, or the node's error.
+    fn into_node_output(self) -> Result<NodeOutput<S>, NodeError>;
+}
+
+impl<S: GraphState> IntoNodeOutput<S> for NodeOutput<S> {
+    fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
+        Ok(self)
+    }
+}
+
+impl<S: GraphState> IntoNodeOutput<S> for Command<S> {
+    fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
+        Ok(NodeOutput::Command(self))
+    }
+}
+
+impl<S: GraphState> IntoNodeOutput<S> for () {
+    fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
+        Ok(NodeOutput::Update(S::Update::default()))
+    }
+}
+
+impl<S, T, E> IntoNodeOutput<S> for Result<T, E>
+where
+    S: GraphState,
+    T: IntoNodeOutput<S>,
+    E: Into<BoxError>,
+{
+    fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
+        match self {
+            Ok(value) => value.into_node_output(),
+            Err(error) => Err(NodeError::Failed(error.into())),
+        }
+    }
+}
+
+/// Why a node did not produce an output.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// The node returned an error.
+    #[error(transparent)]
+    Failed(BoxError),
+    /// An attempt ran past the node's timeout.
+    #[error("timed out after {0:?}")]
+    TimedOut(Duration),
+    /// Retries gave up.
+    #[error("gave up after {attempts} attempts: {last}")]
+    RetriesExhausted {
+        /// How many attempts ran.
+        attempts: u32,
+        /// The last attempt's error.
+        last: Box<NodeError>,
+    },
+}
+
+/// A node as the executor stores it: object-safe, shared, returning a boxed future.
+///
+/// Implement it directly for full control; usually a closure or `#[node]` fn is enough.
+pub trait Node<S: GraphState>: std::marker::Send + Sync + 'static {
+    /// Runs the node on a snapshot of the state.
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>>;
+}
+
+/// A node plus its settings: retry, timeout, declared `Command` destinations, default name.
+///
+/// Build one with [`IntoNode::into_node`] or the [`NodeExt`] adapters.
+pub struct NodeSpec<S: GraphState> {
+    pub(crate) node: Arc<dyn Node<S>>,
+    pub(crate) name: Option<&'static str>,
+    pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) destinations: Vec<String>,
+}
+
+impl<S: GraphState> Clone for NodeSpec<S> {
+    fn clone(&self) -> Self {
+        NodeSpec {
+            node: self.node.clone(),
+            name: self.name,
+            retry: self.retry.clone(),
+            timeout: self.timeout,
+            destinations: self.destinations.clone(),
+        }
+    }
+}
+
+impl<S: GraphState> std::fmt::Debug for NodeSpec<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeSpec")
+            .field("name", &self.name)
+            .field("retry", &self.retry)
+            .field("timeout", &self.timeout)
+            .field("destinations", &self.destinations)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: GraphState> NodeSpec<S> {
+    /// Wraps an erased node.
+    pub fn new(node: impl Node<S>) -> Self {
+        NodeSpec {
+            node: Arc::new(node),
+            name: None,
+            retry: None,
+            timeout: None,
+            destinations: Vec::new(),
+        }
+    }
+
+    /// The name the node suggests for itself (`#[node]` uses the fn's name).
+    pub fn default_name(&self) -> Option<&'static str> {
+        self.name
+    }
+
+    /// Sets the default name.
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// Retries failed attempts with `policy`.
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Fails an attempt that runs longer than `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Declares where this node's `Command`s may go (validation and diagrams; LangGraph's
+    /// `destinations`). A node with destinations needs no outgoing edge.
+    pub fn with_destinations<I, N>(mut self, destinations: I) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.destinations
+            .extend(destinations.into_iter().map(Into::into));
+        self
+    }
+
+    /// The node with its layers applied: retry around timeout around the node.
+    pub(crate) fn layered(&self) -> Arc<dyn Node<S>> {
+        let mut node = self.node.clone();
+        if let Some(timeout) = self.timeout {
+            node = Arc::new(crate::layers::Timeout::new(node, timeout));
+        }
+        if let Some(policy) = &self.retry {
+            node = Arc::new(crate::layers::Retry::new(node, policy.clone()));
+        }
+        node
+    }
+}
+
+/// Anything that can become a node of a graph over `S`. `M` is a marker that keeps the blanket
+/// impls for different closure shapes apart; callers never name it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a node of a graph over `{S}`",
+    note = "a node is an async fn or closure taking `Arc<State>` (and optionally `NodeContext`) and returning the update type, a `Command`, `()`, or a `Result` of those; or an `async fn(&State, &NodeContext)` marked `#[node]`"
+)]
+pub trait IntoNode<S: GraphState, M>: Sized {
+    /// Converts into a node with its settings.
+    fn into_node(self) -> NodeSpec<S>;
+}
+
+impl<S: GraphState> IntoNode<S, ()> for NodeSpec<S> {
+    fn into_node(self) -> NodeSpec<S> {
+        self
+    }
+}
+
+/// Marker for closures taking the state only.
+#[doc(hidden)]
+pub struct StateOnly;
+
+/// Marker for closures taking the state and the context.
+#[doc(hidden)]
+pub struct WithContext;
+
+struct FnNode<F, M> {
+    f: F,
+    _marker: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<S, F, Fut, O> Node<S> for FnNode<F, StateOnly>
+where
+    S: GraphState,
+    F: Fn(Arc<S>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(
+        &self,
+        state: Arc<S>,
+        _ctx: NodeContext,
+    ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        let fut = (self.f)(state);
+        Box::pin(async move { fut.await.into_node_output() })
+    }
+}
+
+impl<S, F, Fut, O> Node<S> for FnNode<F, WithContext>
+where
+    S: GraphState,
+    F: Fn(Arc<S>, NodeContext) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        let fut = (self.f)(state, ctx);
+        Box::pin(async move { fut.await.into_node_output() })
+    }
+}
+
+impl<S, F, Fut, O> IntoNode<S, (StateOnly, O)> for F
+where
+    S: GraphState,
+    F: Fn(Arc<S>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_node(self) -> NodeSpec<S> {
+        NodeSpec::new(FnNode {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> StateOnly>,
+        })
+    }
+}
+
+impl<S, F, Fut, O> IntoNode<S, (WithContext, O)> for F
+where
+    S: GraphState,
+    F: Fn(Arc<S>, NodeContext) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_node(self) -> NodeSpec<S> {
+        NodeSpec::new(FnNode {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> WithContext>,
+        })
+    }
+}
+
+/// Adapters on anything that is a node: `.with_retry(..)`, `.with_timeout(..)`,
+/// `.with_destinations(..)`, `.boxed()` (tower's `ServiceExt` idiom).
+pub trait NodeExt<S: GraphState, M>: IntoNode<S, M> {
+    /// Retries failed attempts with `policy`.
+    fn with_retry(self, policy: RetryPolicy) -> NodeSpec<S> {
+        self.into_node().with_retry(policy)
+    }
+
+    /// Fails an attempt that runs longer than `timeout`.
+    fn with_timeout(self, timeout: Duration) -> NodeSpec<S> {
+        self.into_node().with_timeout(timeout)
+    }
+
+    /// Declares where this node's `Command`s may go.
+    fn with_destinations<I, N>(self, destinations: I) -> NodeSpec<S>
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.into_node().with_destinations(destinations)
+    }
+
+    /// Erases the node's type (for lists of different nodes, e.g. `add_sequence`).
+    fn boxed(self) -> NodeSpec<S> {
+        self.into_node()
+    }
+}
+
+impl<S: GraphState, M, T: IntoNode<S, M>> NodeExt<S, M> for T {}

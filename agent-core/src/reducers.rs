@@ -1,0 +1,162 @@
+//! Built-in reducers: how a write to a field combines with its current value.
+//!
+//! Every reducer has the shape `fn(&mut T, T)` (or `fn(&mut T, T) -> Result<(), E>` when a write
+//! can be rejected), so a custom reducer is just a function: `#[reducer(my_crate::keep_max)]`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{BuildHasher, Hash};
+use std::ops::AddAssign;
+
+/// Last value wins (the default for a field without `#[reducer]`).
+pub fn replace<T>(current: &mut T, update: T) {
+    *current = update;
+}
+
+/// Extends the current collection with the update: `Vec`, `VecDeque`, `String`...
+pub fn append<T>(current: &mut T, update: T)
+where
+    T: Extend<<T as IntoIterator>::Item> + IntoIterator,
+{
+    current.extend(update);
+}
+
+/// Adds the update to the current value (token counts, scores).
+pub fn add<T: AddAssign>(current: &mut T, update: T) {
+    *current += update;
+}
+
+/// Key-wise merge of maps (the update's entries win), union of sets.
+pub fn merge<T: Merge>(current: &mut T, update: T) {
+    current.merge(update);
+}
+
+/// Values that [`merge`] knows how to combine.
+#[diagnostic::on_unimplemented(
+    message = "`#[reducer(merge)]` does not know how to merge `{Self}`",
+    note = "merge works on maps and sets (HashMap, BTreeMap, HashSet, BTreeSet, serde_json::Value objects, Option of those); use a custom reducer `#[reducer(path::to::fn)]` for other types"
+)]
+pub trait Merge {
+    /// Folds `other` into `self`.
+    fn merge(&mut self, other: Self);
+}
+
+impl<K: Eq + Hash, V, S: BuildHasher> Merge for HashMap<K, V, S> {
+    fn merge(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl<K: Ord, V> Merge for BTreeMap<K, V> {
+    fn merge(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl<T: Eq + Hash, S: BuildHasher> Merge for HashSet<T, S> {
+    fn merge(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl<T: Ord> Merge for BTreeSet<T> {
+    fn merge(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl Merge for serde_json::Value {
+    /// Objects merge key-wise (recursively); anything else is replaced.
+    fn merge(&mut self, other: Self) {
+        match (self, other) {
+            (serde_json::Value::Object(current), serde_json::Value::Object(update)) => {
+                for (key, value) in update {
+                    match current.get_mut(&key) {
+                        Some(existing) => existing.merge(value),
+                        None => {
+                            current.insert(key, value);
+                        }
+                    }
+                }
+            }
+            (current, other) => *current = other,
+        }
+    }
+}
+
+impl<T: Merge> Merge for Option<T> {
+    fn merge(&mut self, other: Self) {
+        match (self.as_mut(), other) {
+            (Some(current), Some(update)) => current.merge(update),
+            (None, Some(update)) => *self = Some(update),
+            (_, None) => {}
+        }
+    }
+}
+
+/// What a reducer returns: nothing, or a `Result` whose error rejects the write.
+///
+/// Implemented for `()` and `Result<(), E>`; generated code calls [`ReducerOutput::into_result`].
+pub trait ReducerOutput {
+    /// Converts to a result.
+    fn into_result(self) -> Result<(), crate::BoxError>;
+}
+
+impl ReducerOutput for () {
+    fn into_result(self) -> Result<(), crate::BoxError> {
+        Ok(())
+    }
+}
+
+impl<E> ReducerOutput for Result<(), E>
+where
+    E: Into<crate::BoxError>,
+{
+    fn into_result(self) -> Result<(), crate::BoxError> {
+        self.map_err(Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builtins() {
+        let mut v = vec![1, 2];
+        append(&mut v, vec![3]);
+        assert_eq!(v, vec![1, 2, 3]);
+
+        let mut n = 2u64;
+        add(&mut n, 40);
+        assert_eq!(n, 42);
+
+        let mut m = BTreeMap::from([("a", 1), ("b", 2)]);
+        merge(&mut m, BTreeMap::from([("b", 3), ("c", 4)]));
+        assert_eq!(m, BTreeMap::from([("a", 1), ("b", 3), ("c", 4)]));
+
+        let mut s = BTreeSet::from([1, 2]);
+        merge(&mut s, BTreeSet::from([2, 3]));
+        assert_eq!(s, BTreeSet::from([1, 2, 3]));
+
+        let mut x = "a";
+        replace(&mut x, "b");
+        assert_eq!(x, "b");
+    }
+
+    #[test]
+    fn json_objects_merge_deeply() {
+        let mut v = json!({"a": {"x": 1}, "b": 1});
+        merge(&mut v, json!({"a": {"y": 2}, "b": [1]}));
+        assert_eq!(v, json!({"a": {"x": 1, "y": 2}, "b": [1]}));
+    }
+
+    #[test]
+    fn option_merge() {
+        let mut o: Option<BTreeSet<i32>> = None;
+        merge(&mut o, Some(BTreeSet::from([1])));
+        merge(&mut o, None);
+        merge(&mut o, Some(BTreeSet::from([2])));
+        assert_eq!(o, Some(BTreeSet::from([1, 2])));
+    }
+}

@@ -1,0 +1,197 @@
+//! Conditional edges: what a router returns ([`Route`]) and how keys map to nodes ([`PathMap`]).
+//!
+//! A router reads the state and names where to go: one key, several keys (fan-out), `END`, or
+//! [`Send`] tasks. With a path map, every key must be in it — a missing key is an error, never a
+//! silent stop. Without one, keys are node names.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::command::{Goto, Send};
+
+/// Where a router sends the run: keys (node names or path-map keys, `END` included) and `Send`s.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route<S> {
+    /// The destinations, in order.
+    pub goto: Vec<Goto<S>>,
+}
+
+impl<S> Default for Route<S> {
+    fn default() -> Self {
+        Route { goto: Vec::new() }
+    }
+}
+
+impl<S> Route<S> {
+    /// Route to one key.
+    pub fn to(key: impl Into<String>) -> Self {
+        Route {
+            goto: vec![Goto::Node(key.into())],
+        }
+    }
+
+    /// Adds a key.
+    pub fn and(mut self, key: impl Into<String>) -> Self {
+        self.goto.push(Goto::Node(key.into()));
+        self
+    }
+
+    /// Adds a `Send`.
+    pub fn send(mut self, node: impl Into<String>, input: S) -> Self {
+        self.goto.push(Goto::Send(Send::new(node, input)));
+        self
+    }
+}
+
+/// Values a router may return. Implemented for names (`&str`, `String`), collections of names,
+/// `Send`s, `Vec<Send>`, [`Goto`] and [`Route`].
+#[diagnostic::on_unimplemented(
+    message = "a router cannot return `{Self}`",
+    note = "return a node name (`&'static str`, `String`), a Vec of names, `END`, `Send`s, or a `Route`"
+)]
+pub trait IntoRoute<S> {
+    /// Converts to a route.
+    fn into_route(self) -> Route<S>;
+}
+
+impl<S> IntoRoute<S> for Route<S> {
+    fn into_route(self) -> Route<S> {
+        self
+    }
+}
+
+impl<S> IntoRoute<S> for &str {
+    fn into_route(self) -> Route<S> {
+        Route::to(self)
+    }
+}
+
+impl<S> IntoRoute<S> for String {
+    fn into_route(self) -> Route<S> {
+        Route::to(self)
+    }
+}
+
+impl<S> IntoRoute<S> for Send<S> {
+    fn into_route(self) -> Route<S> {
+        Route {
+            goto: vec![Goto::Send(self)],
+        }
+    }
+}
+
+impl<S> IntoRoute<S> for Goto<S> {
+    fn into_route(self) -> Route<S> {
+        Route { goto: vec![self] }
+    }
+}
+
+impl<S, T: Into<Goto<S>>> IntoRoute<S> for Vec<T> {
+    fn into_route(self) -> Route<S> {
+        Route {
+            goto: self.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl<S, T: Into<Goto<S>>, const N: usize> IntoRoute<S> for [T; N] {
+    fn into_route(self) -> Route<S> {
+        Route {
+            goto: self.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// Maps router keys to node names. Build it from a list of names (each key maps to itself) or
+/// from `(key, node)` pairs; [`PathMap::any`] accepts any node name (no validation at compile
+/// time, and diagrams show an edge to every node).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathMap {
+    pub(crate) entries: Option<Vec<(String, String)>>,
+}
+
+impl PathMap {
+    /// Keys are node names; any node may be named.
+    pub fn any() -> Self {
+        PathMap { entries: None }
+    }
+
+    /// A map from `(key, node)` pairs.
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        PathMap {
+            entries: Some(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A map where each name is its own key.
+    pub fn from_names<N: Into<String>>(names: impl IntoIterator<Item = N>) -> Self {
+        PathMap {
+            entries: Some(
+                names
+                    .into_iter()
+                    .map(|n| {
+                        let n = n.into();
+                        (n.clone(), n)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The `(key, node)` entries, or `None` for [`PathMap::any`].
+    pub fn entries(&self) -> Option<&[(String, String)]> {
+        self.entries.as_deref()
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for PathMap {
+    fn from(names: [&str; N]) -> Self {
+        PathMap::from_names(names)
+    }
+}
+
+impl From<Vec<&str>> for PathMap {
+    fn from(names: Vec<&str>) -> Self {
+        PathMap::from_names(names)
+    }
+}
+
+impl From<Vec<String>> for PathMap {
+    fn from(names: Vec<String>) -> Self {
+        PathMap::from_names(names)
+    }
+}
+
+impl<const N: usize> From<[(&str, &str); N]> for PathMap {
+    fn from(pairs: [(&str, &str); N]) -> Self {
+        PathMap::from_pairs(pairs)
+    }
+}
+
+impl From<Vec<(&str, &str)>> for PathMap {
+    fn from(pairs: Vec<(&str, &str)>) -> Self {
+        PathMap::from_pairs(pairs)
+    }
+}
+
+impl<K: Into<String> + Ord, V: Into<String>> From<BTreeMap<K, V>> for PathMap {
+    fn from(map: BTreeMap<K, V>) -> Self {
+        PathMap::from_pairs(map)
+    }
+}
+
+impl<K: Into<String> + Ord, V: Into<String>> From<HashMap<K, V>> for PathMap {
+    fn from(map: HashMap<K, V>) -> Self {
+        // Sorted so diagrams and error messages are stable.
+        let mut pairs: Vec<(String, String)> =
+            map.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        pairs.sort();
+        PathMap::from_pairs(pairs)
+    }
+}

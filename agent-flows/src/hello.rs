@@ -1,0 +1,1 @@
+//! A small example flow: placeholder until the seed flows land.

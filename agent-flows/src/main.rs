@@ -1,0 +1,2 @@
+//! The `agent` command-line program.
+fn main() {}
