@@ -1,0 +1,701 @@
+//! What the HTTP providers share: timeouts, the retry policy (exponential backoff with jitter,
+//! `Retry-After`), mapping HTTP failures to [`LlmError`], and turning response bodies into
+//! event streams (SSE through `eventsource-stream`, NDJSON lines).
+
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+
+use crate::error::{LlmError, snippet};
+use crate::secret::SecretString;
+use crate::stream::{ChatChunk, ChatStream};
+
+/// When and how often a failed request is sent again.
+///
+/// Retried: HTTP 408, 409, 429 and 5xx, connection errors and timeouts. Never retried: other 4xx
+/// (the request itself is wrong). The delay before retry `n` (1-based) is
+/// `initial_backoff * 2^(n-1)`, capped at `max_backoff`, scaled by a random factor in
+/// `[0.5, 1.0]` when `jitter` is on, and never shorter than the server's `Retry-After`
+/// (or `retry-after-ms`). A `Retry-After` longer than `max_retry_after` is not waited for: the
+/// error is returned at once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 disables retrying).
+    pub max_retries: u32,
+    /// Delay before the first retry.
+    pub initial_backoff: Duration,
+    /// Longest computed delay.
+    pub max_backoff: Duration,
+    /// Randomise delays so clients do not retry in lockstep.
+    pub jitter: bool,
+    /// Longest `Retry-After` the client is willing to wait.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            jitter: true,
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Up to `max_retries` retries with the default delays.
+    pub fn new(max_retries: u32) -> Self {
+        RetryPolicy {
+            max_retries,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the first delay.
+    pub fn initial_backoff(mut self, delay: Duration) -> Self {
+        self.initial_backoff = delay;
+        self
+    }
+
+    /// Sets the longest computed delay.
+    pub fn max_backoff(mut self, delay: Duration) -> Self {
+        self.max_backoff = delay;
+        self
+    }
+
+    /// Turns jitter on or off.
+    pub fn jitter(mut self, jitter: bool) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Sets the longest `Retry-After` that is waited for.
+    pub fn max_retry_after(mut self, limit: Duration) -> Self {
+        self.max_retry_after = limit;
+        self
+    }
+
+    /// The delay before retry number `retry` (1-based), or `None` when the server asked for a
+    /// wait longer than [`max_retry_after`](Self::max_retry_after).
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Option<Duration> {
+        if retry_after.is_some_and(|ra| ra > self.max_retry_after) {
+            return None;
+        }
+        let exp = retry.saturating_sub(1).min(30);
+        let base = self
+            .initial_backoff
+            .saturating_mul(1u32 << exp)
+            .min(self.max_backoff);
+        let backoff = if self.jitter {
+            base.mul_f64(0.5 + fastrand::f64() * 0.5)
+        } else {
+            base
+        };
+        Some(retry_after.map_or(backoff, |ra| ra.max(backoff)))
+    }
+}
+
+/// Timeouts of an HTTP provider.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeouts {
+    /// Establishing the connection.
+    pub connect: Duration,
+    /// A whole non-streamed request.
+    pub request: Duration,
+    /// Longest silence between two pieces of a streamed response.
+    pub stream_idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            request: Duration::from_secs(300),
+            stream_idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Connection settings every HTTP provider builder carries.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpSettings {
+    pub(crate) base_url: Option<String>,
+    pub(crate) api_key: Option<SecretString>,
+    pub(crate) model: Option<String>,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) timeouts: Timeouts,
+}
+
+impl HttpSettings {
+    pub(crate) fn new() -> Self {
+        HttpSettings {
+            base_url: None,
+            api_key: None,
+            model: None,
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+/// Builder methods shared by the HTTP providers' builders (which hold `settings: HttpSettings`).
+macro_rules! http_builder_methods {
+    () => {
+        /// Sets the model name.
+        pub fn model(mut self, model: impl Into<String>) -> Self {
+            self.settings.model = Some(model.into());
+            self
+        }
+
+        /// Sets the base URL of the API.
+        pub fn base_url(mut self, url: impl Into<String>) -> Self {
+            self.settings.base_url = Some(url.into());
+            self
+        }
+
+        /// Sets the API key.
+        pub fn api_key(mut self, key: impl Into<$crate::SecretString>) -> Self {
+            self.settings.api_key = Some(key.into());
+            self
+        }
+
+        /// Sets the retry policy.
+        pub fn retry(mut self, retry: $crate::RetryPolicy) -> Self {
+            self.settings.retry = retry;
+            self
+        }
+
+        /// Sets all timeouts.
+        pub fn timeouts(mut self, timeouts: $crate::Timeouts) -> Self {
+            self.settings.timeouts = timeouts;
+            self
+        }
+
+        /// Sets the timeout of a whole non-streamed request.
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.settings.timeouts.request = timeout;
+            self
+        }
+    };
+}
+pub(crate) use http_builder_methods;
+
+/// A reqwest client plus retry policy and error mapping for one provider.
+#[derive(Clone, Debug)]
+pub(crate) struct Transport {
+    pub(crate) provider: &'static str,
+    client: reqwest::Client,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+}
+
+impl Transport {
+    pub(crate) fn new(
+        provider: &'static str,
+        settings: &HttpSettings,
+        base_url: &str,
+    ) -> Result<Self, LlmError> {
+        if base_url.starts_with("https://") && !cfg!(feature = "rustls") {
+            return Err(LlmError::Config {
+                provider,
+                message: format!(
+                    "base URL {base_url} needs TLS, which this build lacks; enable the `rustls` feature of agent-llm"
+                ),
+            });
+        }
+        if !base_url.starts_with("http://") && !base_url.starts_with("https://") {
+            return Err(LlmError::Config {
+                provider,
+                message: format!("base URL `{base_url}` must start with http:// or https://"),
+            });
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.timeouts.connect)
+            .read_timeout(settings.timeouts.stream_idle)
+            .build()
+            .map_err(|e| LlmError::Config {
+                provider,
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(Transport {
+            provider,
+            client,
+            retry: settings.retry.clone(),
+            timeouts: settings.timeouts.clone(),
+        })
+    }
+
+    /// POSTs `body` as JSON, retrying per the policy; returns a response with a success status.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Value,
+        streaming: bool,
+    ) -> Result<reqwest::Response, LlmError> {
+        let provider = self.provider;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let mut request = self.client.post(url).headers(headers.clone()).json(body);
+            if !streaming {
+                request = request.timeout(self.timeouts.request);
+            }
+            let (error, retry_after) = match request.send().await {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let retry_after = retry_after(response.headers());
+                    let body = response.bytes().await.unwrap_or_default();
+                    (http_error(provider, status, &body), retry_after)
+                }
+                Err(e) => (self.request_error(url, &e, streaming), None),
+            };
+            if !error.is_retryable() {
+                return Err(error);
+            }
+            let delay = if attempt > self.retry.max_retries {
+                None
+            } else {
+                self.retry.delay(attempt, retry_after)
+            };
+            let Some(delay) = delay else {
+                return Err(if attempt > 1 {
+                    LlmError::RetriesExhausted {
+                        provider,
+                        attempts: attempt,
+                        last: Box::new(error),
+                    }
+                } else {
+                    error
+                });
+            };
+            tracing::warn!(
+                target: "agent_llm",
+                provider,
+                attempt,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                %error,
+                "retrying llm request"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// POSTs and parses the JSON response body.
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Value,
+    ) -> Result<Value, LlmError> {
+        let response = self.post(url, headers, body, false).await?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.request_error(url, &e, false))?;
+        serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
+            provider: self.provider,
+            reason: format!("response body is not JSON: {e}"),
+            bytes: snippet(&bytes),
+        })
+    }
+
+    pub(crate) fn request_error(&self, url: &str, e: &reqwest::Error, streaming: bool) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout {
+                provider: self.provider,
+                url: url.to_owned(),
+                timeout: if streaming {
+                    self.timeouts.stream_idle
+                } else {
+                    self.timeouts.request
+                },
+            }
+        } else {
+            LlmError::Connection {
+                provider: self.provider,
+                url: url.to_owned(),
+                message: error_chain(e),
+            }
+        }
+    }
+}
+
+/// An error and its sources, joined with `: `.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+/// The delay a `Retry-After` (seconds) or `retry-after-ms` header asks for.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let parse = |name: &str| -> Option<f64> {
+        headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    if let Some(ms) = parse("retry-after-ms") {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    parse("retry-after").map(Duration::from_secs_f64)
+}
+
+/// Maps a non-success status and its body to an error, recognising context-length and
+/// content-filter errors of the providers here.
+pub(crate) fn http_error(provider: &'static str, status: u16, body: &[u8]) -> LlmError {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let (message, code) = match &json {
+        Some(v) => provider_message(v),
+        None => (None, String::new()),
+    };
+    let message = message.unwrap_or_else(|| {
+        if body.is_empty() {
+            "(empty body)".to_owned()
+        } else {
+            snippet(body)
+        }
+    });
+    let lower = message.to_lowercase();
+    if code.contains("context_length")
+        || code.contains("exceed_context")
+        || lower.contains("context length")
+        || lower.contains("context window")
+        || lower.contains("context size")
+        || lower.contains("prompt is too long")
+        || lower.contains("maximum context")
+    {
+        return LlmError::ContextLengthExceeded { provider, message };
+    }
+    if code.contains("content_filter") || code.contains("content_policy") {
+        return LlmError::ContentFiltered {
+            provider,
+            partial: String::new(),
+        };
+    }
+    LlmError::Http {
+        provider,
+        status,
+        message,
+        retryable: matches!(status, 408 | 409 | 429) || status >= 500,
+    }
+}
+
+/// The message and code/type of an error body: OpenAI / Anthropic `{"error": {"message",
+/// "type", "code"}}`, Ollama `{"error": "..."}`, or `{"message": "..."}`.
+pub(crate) fn provider_message(v: &Value) -> (Option<String>, String) {
+    let error = v.get("error");
+    let message = error
+        .and_then(|e| e.get("message"))
+        .or_else(|| error.filter(|e| e.is_string()))
+        .or_else(|| v.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let code = ["code", "type"]
+        .iter()
+        .filter_map(|k| error.and_then(|e| e.get(*k)).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    (message, code)
+}
+
+/// A sensitive header value (reqwest then hides it from `Debug`).
+pub(crate) fn secret_header(provider: &'static str, value: &str) -> Result<HeaderValue, LlmError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| LlmError::Config {
+        provider,
+        message: "the API key contains characters not allowed in an HTTP header; check the key"
+            .into(),
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// One event of a streamed body: an SSE event (name and data) or an NDJSON line (data only).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RawEvent {
+    pub(crate) event: String,
+    pub(crate) data: String,
+}
+
+/// Turns a provider's events into chunks; `on_end` runs when the body ends and says whether
+/// the response was complete.
+pub(crate) trait EventParser: Send + 'static {
+    fn on_event(&mut self, event: RawEvent) -> Result<Vec<ChatChunk>, LlmError>;
+    fn on_end(&mut self) -> Result<Vec<ChatChunk>, LlmError>;
+}
+
+/// The SSE events of a response body.
+pub(crate) fn sse_events(
+    transport: &Transport,
+    url: &str,
+    response: reqwest::Response,
+) -> impl Stream<Item = Result<RawEvent, LlmError>> + Send + 'static {
+    let transport = transport.clone();
+    let url = url.to_owned();
+    let provider = transport.provider;
+    response
+        .bytes_stream()
+        .eventsource()
+        .map(move |item| match item {
+            Ok(ev) => Ok(RawEvent {
+                event: ev.event,
+                data: ev.data,
+            }),
+            Err(EventStreamError::Transport(e)) => Err(transport.request_error(&url, &e, true)),
+            Err(EventStreamError::Utf8(e)) => Err(LlmError::MalformedResponse {
+                provider,
+                reason: format!("SSE stream is not UTF-8: {e}"),
+                bytes: snippet(e.as_bytes()),
+            }),
+            Err(EventStreamError::Parser(e)) => Err(LlmError::MalformedResponse {
+                provider,
+                reason: "SSE stream does not parse".into(),
+                bytes: snippet(e.to_string().as_bytes()),
+            }),
+        })
+}
+
+/// The NDJSON lines of a response body (empty lines skipped).
+pub(crate) fn ndjson_events(
+    transport: &Transport,
+    url: &str,
+    response: reqwest::Response,
+) -> impl Stream<Item = Result<RawEvent, LlmError>> + Send + 'static {
+    let transport = transport.clone();
+    let url = url.to_owned();
+    let body = response.bytes_stream();
+    struct State<S> {
+        body: S,
+        buffer: Vec<u8>,
+        ended: bool,
+    }
+    futures::stream::unfold(
+        State {
+            body,
+            buffer: Vec::new(),
+            ended: false,
+        },
+        move |mut st| {
+            let transport = transport.clone();
+            let url = url.clone();
+            async move {
+                loop {
+                    if let Some(pos) = st.buffer.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = st.buffer.drain(..=pos).collect();
+                        match line_event(transport.provider, &line) {
+                            Some(ev) => return Some((ev, st)),
+                            None => continue,
+                        }
+                    }
+                    if st.ended {
+                        if st.buffer.is_empty() {
+                            return None;
+                        }
+                        let line = std::mem::take(&mut st.buffer);
+                        match line_event(transport.provider, &line) {
+                            Some(ev) => return Some((ev, st)),
+                            None => return None,
+                        }
+                    }
+                    match st.body.next().await {
+                        Some(Ok(bytes)) => st.buffer.extend_from_slice(&bytes),
+                        Some(Err(e)) => {
+                            st.ended = true;
+                            st.buffer.clear();
+                            return Some((Err(transport.request_error(&url, &e, true)), st));
+                        }
+                        None => st.ended = true,
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn line_event(provider: &'static str, line: &[u8]) -> Option<Result<RawEvent, LlmError>> {
+    let text = match std::str::from_utf8(line) {
+        Ok(t) => t.trim(),
+        Err(e) => {
+            return Some(Err(LlmError::MalformedResponse {
+                provider,
+                reason: format!("NDJSON line is not UTF-8: {e}"),
+                bytes: snippet(line),
+            }));
+        }
+    };
+    if text.is_empty() {
+        return None;
+    }
+    Some(Ok(RawEvent {
+        event: String::new(),
+        data: text.to_owned(),
+    }))
+}
+
+/// Drives `parser` over `events`; the stream ends after the first error.
+pub(crate) fn parse_events<S, P>(events: S, parser: P) -> ChatStream
+where
+    S: Stream<Item = Result<RawEvent, LlmError>> + Send + 'static,
+    P: EventParser,
+{
+    struct State<S, P> {
+        events: std::pin::Pin<Box<S>>,
+        parser: P,
+        finished: bool,
+    }
+    let state = State {
+        events: Box::pin(events),
+        parser,
+        finished: false,
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        if st.finished {
+            return None;
+        }
+        loop {
+            let batch = match st.events.next().await {
+                Some(Ok(event)) => st.parser.on_event(event),
+                Some(Err(e)) => Err(e),
+                None => {
+                    st.finished = true;
+                    st.parser.on_end()
+                }
+            };
+            match batch {
+                Ok(chunks) if chunks.is_empty() && !st.finished => continue,
+                Ok(chunks) => {
+                    let items: Vec<Result<ChatChunk, LlmError>> =
+                        chunks.into_iter().map(Ok).collect();
+                    return Some((items, st));
+                }
+                Err(e) => {
+                    st.finished = true;
+                    return Some((vec![Err(e)], st));
+                }
+            }
+        }
+    });
+    Box::pin(stream.flat_map(futures::stream::iter))
+}
+
+/// Parses an event's data as JSON, keeping the offending bytes when it is not.
+pub(crate) fn event_json(provider: &'static str, data: &str) -> Result<Value, LlmError> {
+    serde_json::from_str(data).map_err(|e| LlmError::MalformedResponse {
+        provider,
+        reason: format!("stream event is not JSON: {e}"),
+        bytes: snippet(data.as_bytes()),
+    })
+}
+
+/// An error a provider reported inside a stream (`{"error": ...}`).
+pub(crate) fn stream_error(provider: &'static str, v: &Value) -> LlmError {
+    let (message, code) = provider_message(v);
+    let message = message.unwrap_or_else(|| v.to_string());
+    let status = if code.contains("overloaded") {
+        529
+    } else if code.contains("rate_limit") {
+        429
+    } else if code.contains("invalid_request") {
+        400
+    } else {
+        500
+    };
+    match http_error(provider, status, v.to_string().as_bytes()) {
+        LlmError::Http { .. } => LlmError::Http {
+            provider,
+            status,
+            message: format!("error inside the stream: {message}"),
+            retryable: false,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_honours_retry_after() {
+        let p = RetryPolicy::new(5)
+            .initial_backoff(Duration::from_millis(100))
+            .max_backoff(Duration::from_millis(350))
+            .jitter(false);
+        assert_eq!(p.delay(1, None), Some(Duration::from_millis(100)));
+        assert_eq!(p.delay(2, None), Some(Duration::from_millis(200)));
+        assert_eq!(p.delay(3, None), Some(Duration::from_millis(350)));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(2))),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), None);
+        let j = p.clone().jitter(true);
+        for _ in 0..50 {
+            let d = j.delay(2, None).unwrap_or_default();
+            assert!(
+                d >= Duration::from_millis(100) && d <= Duration::from_millis(200),
+                "{d:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("150"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+        let mut d = HeaderMap::new();
+        d.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&d), None);
+    }
+
+    #[test]
+    fn classifies_error_bodies() {
+        let e = http_error(
+            "openai",
+            400,
+            br#"{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}"#,
+        );
+        assert!(matches!(e, LlmError::ContextLengthExceeded { .. }), "{e}");
+        let e = http_error(
+            "anthropic",
+            400,
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+        );
+        assert!(matches!(e, LlmError::ContextLengthExceeded { .. }), "{e}");
+        let e = http_error("ollama", 404, br#"{"error":"model 'x' not found"}"#);
+        assert_eq!(e.to_string(), "ollama: HTTP 404: model 'x' not found");
+        let e = http_error("openai", 503, b"upstream down");
+        assert!(e.is_retryable());
+        assert!(e.to_string().contains("upstream down"));
+    }
+}

@@ -1,0 +1,440 @@
+//! Ollama's native chat API (`POST {host}/api/chat`): NDJSON streaming, tools, `format` with a
+//! JSON schema for structured output, `options` for sampling.
+//!
+//! Ollama has no `tool_choice`: a named tool choice narrows the offered tools to that one;
+//! `required` cannot be enforced and is sent as auto. Ollama does not give tool calls ids, so
+//! fresh ones are made. The model's `thinking` is kept in `extra.reasoning_content` and sent
+//! back as `thinking`.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde_json::{Map, Value, json};
+
+use crate::error::{LlmError, snippet};
+use crate::message::{AiMessage, Message, ToolCall, Usage};
+use crate::model::ChatModel;
+use crate::observe;
+use crate::options::{CallOptions, ToolChoice};
+use crate::providers::http::{
+    EventParser, HttpSettings, RawEvent, Transport, event_json, http_builder_methods,
+    ndjson_events, parse_events, secret_header,
+};
+use crate::reducer::new_message_id;
+use crate::secret::SecretString;
+use crate::stream::{ChatChunk, ChatResponse, ChatStream, FinishReason, ToolCallChunk};
+
+const PROVIDER: &str = "ollama";
+const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+
+/// A chat model served by Ollama.
+///
+/// ```no_run
+/// use agent_llm::Ollama;
+/// // OLLAMA_HOST (default http://127.0.0.1:11434), OLLAMA_MODEL
+/// let model = Ollama::builder_from_env().model("qwen3").build()?;
+/// # Ok::<(), agent_llm::LlmError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Ollama {
+    model: String,
+    url: String,
+    api_key: Option<SecretString>,
+    transport: Transport,
+}
+
+/// Builds an [`Ollama`] model.
+#[derive(Clone, Debug)]
+pub struct OllamaBuilder {
+    settings: HttpSettings,
+}
+
+impl OllamaBuilder {
+    http_builder_methods!();
+
+    /// Builds the model. Fails without a model name, or on a host that is not http(s).
+    pub fn build(self) -> Result<Ollama, LlmError> {
+        let s = self.settings;
+        let model = s
+            .model
+            .clone()
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| LlmError::Config {
+                provider: PROVIDER,
+                message: "no model name; call .model(..) or set OLLAMA_MODEL".into(),
+            })?;
+        let mut base = s
+            .base_url
+            .clone()
+            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
+        if !base.contains("://") {
+            base = format!("http://{base}");
+        }
+        let base = base.trim_end_matches('/');
+        let transport = Transport::new(PROVIDER, &s, base)?;
+        Ok(Ollama {
+            model,
+            url: format!("{base}/api/chat"),
+            api_key: s.api_key.clone().filter(|k| !k.is_empty()),
+            transport,
+        })
+    }
+}
+
+impl Ollama {
+    /// A builder with no model and the default local host.
+    pub fn builder() -> OllamaBuilder {
+        OllamaBuilder {
+            settings: HttpSettings::new(),
+        }
+    }
+
+    /// A builder filled from `OLLAMA_HOST` (a URL or `host:port`), `OLLAMA_MODEL` and
+    /// `OLLAMA_API_KEY` (for hosted Ollama behind a bearer token).
+    pub fn builder_from_env() -> OllamaBuilder {
+        let mut b = Self::builder();
+        b.settings.base_url = std::env::var("OLLAMA_HOST").ok();
+        b.settings.model = std::env::var("OLLAMA_MODEL").ok();
+        b.settings.api_key = std::env::var("OLLAMA_API_KEY").ok().map(SecretString::from);
+        b
+    }
+
+    /// A model configured from the environment.
+    pub fn from_env() -> Result<Self, LlmError> {
+        Self::builder_from_env().build()
+    }
+
+    fn headers(&self) -> Result<HeaderMap, LlmError> {
+        let mut h = HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            h.insert(
+                AUTHORIZATION,
+                secret_header(PROVIDER, &format!("Bearer {}", key.expose_secret()))?,
+            );
+        }
+        Ok(h)
+    }
+
+    /// The request body for `messages` and `options` (it holds no key).
+    pub fn request_body(&self, messages: &[Message], options: &CallOptions, stream: bool) -> Value {
+        let mut call_names: HashMap<&str, &str> = HashMap::new();
+        let mut wire = Vec::new();
+        for m in messages {
+            let v = match m {
+                Message::System(m) => json!({"role": "system", "content": m.content}),
+                Message::Human(m) => json!({"role": "user", "content": m.content}),
+                Message::Ai(m) => {
+                    let mut v = json!({"role": "assistant", "content": m.content});
+                    if !m.tool_calls.is_empty() {
+                        v["tool_calls"] = m
+                            .tool_calls
+                            .iter()
+                            .map(|c| {
+                                call_names.insert(c.id.as_str(), c.name.as_str());
+                                json!({"function": {"name": c.name, "arguments": c.args}})
+                            })
+                            .collect();
+                    }
+                    if let Some(thinking) = m.extra.get("reasoning_content") {
+                        v["thinking"] = thinking.clone();
+                    }
+                    v
+                }
+                Message::Tool(m) => {
+                    let mut v = json!({"role": "tool", "content": m.content});
+                    let name = m
+                        .name
+                        .as_deref()
+                        .or_else(|| call_names.get(m.tool_call_id.as_str()).copied());
+                    if let Some(name) = name {
+                        v["tool_name"] = json!(name);
+                    }
+                    v
+                }
+                Message::Remove(_) => continue,
+            };
+            wire.push(v);
+        }
+        let mut body = Map::new();
+        body.insert(
+            "model".into(),
+            json!(options.model.as_deref().unwrap_or(&self.model)),
+        );
+        body.insert("messages".into(), Value::Array(wire));
+        body.insert("stream".into(), json!(stream));
+        let tools: Vec<Value> = match &options.tool_choice {
+            Some(ToolChoice::None) => Vec::new(),
+            choice => options
+                .tools
+                .iter()
+                .filter(|t| match choice {
+                    Some(ToolChoice::Tool(name)) => &t.name == name,
+                    _ => true,
+                })
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    }})
+                })
+                .collect(),
+        };
+        if !tools.is_empty() {
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(f) = &options.response_format {
+            body.insert("format".into(), f.schema.clone());
+        }
+        let mut opts = Map::new();
+        if let Some(t) = options.temperature {
+            opts.insert("temperature".into(), json!(t));
+        }
+        if let Some(m) = options.max_tokens {
+            opts.insert("num_predict".into(), json!(m));
+        }
+        if !options.stop.is_empty() {
+            opts.insert("stop".into(), json!(options.stop));
+        }
+        if let Some(s) = options.seed {
+            opts.insert("seed".into(), json!(s));
+        }
+        if !opts.is_empty() {
+            body.insert("options".into(), Value::Object(opts));
+        }
+        Value::Object(body)
+    }
+}
+
+fn done_reason(v: &Value, saw_tools: bool) -> FinishReason {
+    match v.get("done_reason").and_then(Value::as_str) {
+        _ if saw_tools => FinishReason::ToolCalls,
+        None | Some("stop") => FinishReason::Stop,
+        Some("length") => FinishReason::Length,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+fn usage(v: &Value) -> Usage {
+    Usage::new(
+        v.get("prompt_eval_count")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        v.get("eval_count").and_then(Value::as_u64).unwrap_or(0),
+    )
+}
+
+fn error_in(v: &Value) -> Option<LlmError> {
+    let message = v.get("error")?.as_str()?.to_owned();
+    Some(LlmError::Http {
+        provider: PROVIDER,
+        status: 500,
+        message: format!("error inside the response: {message}"),
+        retryable: false,
+    })
+}
+
+/// The tool calls of one response message, with fresh ids where Ollama gave none.
+fn tool_calls(message: &Value) -> Result<Vec<ToolCall>, LlmError> {
+    let mut calls = Vec::new();
+    for call in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let function = call.get("function").unwrap_or(&Value::Null);
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| LlmError::MalformedResponse {
+                provider: PROVIDER,
+                reason: "tool call has no function name".into(),
+                bytes: snippet(call.to_string().as_bytes()),
+            })?;
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("call_{}", new_message_id()), str::to_owned);
+        let args = match function.get("arguments") {
+            Some(Value::String(s)) => crate::stream::parse_tool_args(name, &id, s)?,
+            Some(v) if !v.is_null() => v.clone(),
+            _ => json!({}),
+        };
+        calls.push(ToolCall::new(id, name, args));
+    }
+    Ok(calls)
+}
+
+fn parse_chat(v: &Value, model: &str) -> Result<ChatResponse, LlmError> {
+    if let Some(e) = error_in(v) {
+        return Err(e);
+    }
+    let message = v
+        .get("message")
+        .ok_or_else(|| LlmError::MalformedResponse {
+            provider: PROVIDER,
+            reason: "response has no message".into(),
+            bytes: snippet(v.to_string().as_bytes()),
+        })?;
+    let tool_calls = tool_calls(message)?;
+    let mut extra = Map::new();
+    if let Some(t) = message
+        .get("thinking")
+        .filter(|t| t.as_str().is_some_and(|s| !s.is_empty()))
+    {
+        extra.insert("reasoning_content".into(), t.clone());
+    }
+    let usage = usage(v);
+    Ok(ChatResponse {
+        finish_reason: done_reason(v, !tool_calls.is_empty()),
+        message: AiMessage {
+            id: None,
+            content: message
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            tool_calls,
+            usage: Some(usage),
+            extra,
+        },
+        usage,
+        model: v
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(model)
+            .to_owned(),
+        latency: Default::default(),
+    })
+}
+
+/// Turns NDJSON lines into chunks.
+#[derive(Default)]
+struct LinesParser {
+    started: bool,
+    done: bool,
+    calls: usize,
+}
+
+impl EventParser for LinesParser {
+    fn on_event(&mut self, event: RawEvent) -> Result<Vec<ChatChunk>, LlmError> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let v = event_json(PROVIDER, &event.data)?;
+        if let Some(e) = error_in(&v) {
+            return Err(e);
+        }
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out.push(ChatChunk::Start {
+                id: None,
+                model: v.get("model").and_then(Value::as_str).map(str::to_owned),
+            });
+        }
+        if let Some(message) = v.get("message") {
+            if let Some(t) = message
+                .get("thinking")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                out.push(ChatChunk::Reasoning { text: t.to_owned() });
+            }
+            if let Some(t) = message
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                out.push(ChatChunk::Text { text: t.to_owned() });
+            }
+            for call in tool_calls(message)? {
+                out.push(ChatChunk::ToolCall(ToolCallChunk {
+                    index: self.calls,
+                    id: Some(call.id),
+                    name: Some(call.name),
+                    args: call.args.to_string(),
+                }));
+                self.calls += 1;
+            }
+        }
+        if v.get("done").and_then(Value::as_bool) == Some(true) {
+            self.done = true;
+            out.push(ChatChunk::Usage { usage: usage(&v) });
+            out.push(ChatChunk::Finish {
+                reason: done_reason(&v, self.calls > 0),
+            });
+        }
+        Ok(out)
+    }
+
+    fn on_end(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
+        if self.done {
+            Ok(Vec::new())
+        } else {
+            Err(LlmError::TruncatedStream {
+                provider: PROVIDER,
+                detail: "no line with `\"done\": true` arrived".into(),
+            })
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for Ollama {
+    fn provider(&self) -> &'static str {
+        PROVIDER
+    }
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    async fn invoke(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Result<ChatResponse, LlmError> {
+        let body = self.request_body(messages, options, false);
+        let model = options.model.as_deref().unwrap_or(&self.model);
+        observe::observe_invoke(PROVIDER, model, async {
+            let started = Instant::now();
+            let v = self
+                .transport
+                .post_json(&self.url, &self.headers()?, &body)
+                .await?;
+            let mut response = parse_chat(&v, model)?;
+            response.latency = started.elapsed();
+            Ok(response)
+        })
+        .await
+    }
+
+    async fn stream(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Result<ChatStream, LlmError> {
+        let body = self.request_body(messages, options, true);
+        let model = options.model.clone().unwrap_or_else(|| self.model.clone());
+        let span = observe::call_span(PROVIDER, &model, true);
+        let started = Instant::now();
+        let response = match self
+            .transport
+            .post(&self.url, &self.headers()?, &body, true)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                observe::record_error(&span, PROVIDER, &model, &e);
+                return Err(e);
+            }
+        };
+        let events = ndjson_events(&self.transport, &self.url, response);
+        let stream = parse_events(events, LinesParser::default());
+        Ok(observe::observe_stream(
+            PROVIDER, model, span, started, stream,
+        ))
+    }
+}

@@ -1,0 +1,118 @@
+//! The `add_messages` reducer: how a node's new messages merge into a conversation.
+//!
+//! Same semantics as LangGraph's `add_messages`, in a shape agent-core's
+//! `#[reducer(path)]` accepts (`fn(&mut T, T) -> Result<(), E>`).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::{LlmError, MessagesError};
+use crate::message::{Message, REMOVE_ALL_MESSAGES};
+
+/// Merges `update` into `current` the way LangGraph's `add_messages` does:
+///
+/// - a message whose id is not in `current` is appended;
+/// - a message whose id is already there replaces it in place (same position);
+/// - a message without id gets a fresh one (UUID v7) first, and so is appended;
+/// - [`Message::remove(id)`](Message::remove) deletes the message with that id (an id that is
+///   neither in `current` nor earlier in `update` is an error, and then `current` is left as
+///   it was);
+/// - [`Message::remove_all()`](Message::remove_all) clears everything before it: the result is
+///   the rest of `update`, merged into an empty list;
+/// - messages already in `current` without an id get one.
+///
+/// Use it on a graph state field: `#[reducer(agent_llm::add_messages)] messages: Vec<Message>`.
+///
+/// ```
+/// use agent_llm::{add_messages, Message};
+///
+/// let mut messages = vec![Message::human("hi").with_id("1")];
+/// add_messages(&mut messages, vec![Message::ai("hello").with_id("2")])?;
+/// add_messages(&mut messages, vec![Message::human("hi!").with_id("1"), Message::remove("2")])?;
+/// assert_eq!(messages, vec![Message::human("hi!").with_id("1")]);
+/// # Ok::<(), agent_llm::MessagesError>(())
+/// ```
+pub fn add_messages(current: &mut Vec<Message>, update: Vec<Message>) -> Result<(), MessagesError> {
+    let start = update
+        .iter()
+        .rposition(|m| matches!(m, Message::Remove(r) if r.id == REMOVE_ALL_MESSAGES))
+        .map_or(0, |i| i + 1);
+    let clear = start > 0;
+    let mut update: Vec<Message> = update.into_iter().skip(start).collect();
+    for m in &mut update {
+        if m.id().is_none() {
+            m.set_id(new_message_id());
+        }
+    }
+
+    // Where each id named by the update currently sits (None: not in `current`).
+    let mut position: HashMap<String, Option<usize>> = update
+        .iter()
+        .filter_map(|m| m.id().map(|id| (id.to_owned(), None)))
+        .collect();
+    if !clear && !position.is_empty() {
+        for (i, m) in current.iter().enumerate() {
+            if let Some(slot) = m.id().and_then(|id| position.get_mut(id)) {
+                *slot = Some(i);
+            }
+        }
+    }
+
+    // Check every removal before touching `current`, so a failed update changes nothing.
+    let mut known: HashSet<&str> = position
+        .iter()
+        .filter(|(_, pos)| pos.is_some())
+        .map(|(id, _)| id.as_str())
+        .collect();
+    for m in &update {
+        match m {
+            Message::Remove(r) if !known.contains(r.id.as_str()) => {
+                return Err(LlmError::UnknownMessageId { id: r.id.clone() });
+            }
+            Message::Remove(_) => {}
+            other => {
+                if let Some(id) = other.id() {
+                    known.insert(id);
+                }
+            }
+        }
+    }
+    drop(known);
+
+    if clear {
+        current.clear();
+    }
+    for m in current.iter_mut() {
+        if m.id().is_none() {
+            m.set_id(new_message_id());
+        }
+    }
+    let mut removed: HashSet<String> = HashSet::new();
+    for m in update {
+        let Some(id) = m.id().map(str::to_owned) else {
+            continue;
+        };
+        if matches!(m, Message::Remove(_)) {
+            removed.insert(id);
+            continue;
+        }
+        match position.get(&id).copied().flatten() {
+            Some(i) => {
+                removed.remove(&id);
+                current[i] = m;
+            }
+            None => {
+                position.insert(id, Some(current.len()));
+                current.push(m);
+            }
+        }
+    }
+    if !removed.is_empty() {
+        current.retain(|m| m.id().is_none_or(|id| !removed.contains(id)));
+    }
+    Ok(())
+}
+
+/// A fresh message id: a UUID v7, so ids sort by creation time.
+pub fn new_message_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
