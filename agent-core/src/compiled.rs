@@ -73,8 +73,8 @@ pub struct Topology {
     /// Plain edges `(from, to)`, joins expanded to one edge per source; `__start__`/`__end__`
     /// stand for START and END.
     pub edges: Vec<(String, String)>,
-    /// Conditional edges: `(from, label, to)`; the label is the path-map key when it differs
-    /// from the target.
+    /// Conditional edges: `(from, key, to)`; the key is the path-map key, `None` for
+    /// [`crate::PathMap::any`] (an edge to every node).
     pub conditional: Vec<(String, Option<String>, String)>,
     /// Declared `Command` destinations `(from, to)`.
     pub commands: Vec<(String, String)>,
@@ -252,10 +252,11 @@ pub(crate) fn compile<S: GraphState>(
                 for (key, target) in entries {
                     let context = || format!("path map of {} (key `{key}`)", describe());
                     map.insert(key.clone(), resolve_target(target, &context)?);
-                    let label = (key != target).then(|| key.clone());
-                    topology
-                        .conditional
-                        .push((branch.from.clone(), label, target.clone()));
+                    topology.conditional.push((
+                        branch.from.clone(),
+                        Some(key.clone()),
+                        target.clone(),
+                    ));
                 }
                 (
                     Some(map),

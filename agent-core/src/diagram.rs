@@ -55,7 +55,7 @@ pub fn draw_mermaid(t: &Topology) -> String {
     }
     for (from, label, to) in &t.conditional {
         match label {
-            Some(label) => {
+            Some(label) if label != to => {
                 let _ = writeln!(
                     out,
                     "\t{} -. &nbsp;{}&nbsp; .-> {};",
@@ -64,7 +64,7 @@ pub fn draw_mermaid(t: &Topology) -> String {
                     id(to)
                 );
             }
-            None => {
+            _ => {
                 let _ = writeln!(out, "\t{} -.-> {};", id(from), id(to));
             }
         }

@@ -1,4 +1,9 @@
 //! # agent-flows: reference flows
 //!
-//! The five seed graphs land here as small modules that read like their diagrams.
-pub mod hello;
+//! The seed graphs as small modules that read like their diagrams: state, nodes, edges,
+//! `build()`. Deterministic parts are plain functions with unit tests.
+//!
+//! - [`tool_router`]: router -> parallel tool executor -> generator (seed 000), with the
+//!   offline keyword router; the LLM router plugs in with agent-llm.
+
+pub mod tool_router;

@@ -226,8 +226,13 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
     } else {
         quote!(#ident::call(&state).await)
     };
-    // Errors about the future (not `Send`) or the output type point at the signature.
-    let closure = quote_spanned! {sig.span()=>
+    // Errors about the output type point at the return type; about the future (not `Send`)
+    // at the fn's name.
+    let output_span = match output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => sig.ident.span(),
+    };
+    let closure = quote_spanned! {sig.ident.span()=>
         move |state: #private::Arc<#state_ty>, ctx: #private::NodeContext| async move {
             let _ = &ctx;
             #call
@@ -242,6 +247,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
         let d = &options.destinations;
         quote!(.with_destinations([#(#d),*]))
     });
+    let node_spec = quote_spanned!(output_span=> #private::node_spec::<#state_ty, _, _, _>);
     let call_doc = format!(
         "The body of node `{}`; call it directly in tests.",
         name.value()
@@ -263,7 +269,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
 
         impl #private::IntoNode<#state_ty, #private::NodeFnMarker> for #ident {
             fn into_node(self) -> #private::NodeSpec<#state_ty> {
-                #private::node_spec::<#state_ty, _, _, _>(#closure)
+                #node_spec(#closure)
                     .named(#name)
                     #retry
                     #timeout

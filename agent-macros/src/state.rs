@@ -322,7 +322,7 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
     quote! {
         #[doc = #update_doc]
         #[derive(::core::clone::Clone, ::core::default::Default, #private::serde::Serialize, #private::serde::Deserialize #(, #derives)*)]
-        #[serde(crate = #serde_path)]
+        #[serde(crate = #serde_path, bound = "")]
         #vis struct #update #impl_generics #where_clause {
             #(
                 #[doc = #field_docs]

@@ -1,0 +1,6 @@
+use agent_core::node;
+
+#[node]
+async fn greet() {}
+
+fn main() {}

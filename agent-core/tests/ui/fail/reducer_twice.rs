@@ -1,0 +1,10 @@
+use agent_core::GraphState;
+
+#[derive(GraphState, Clone, Default)]
+struct State {
+    #[reducer(append)]
+    #[reducer(merge)]
+    messages: Vec<String>,
+}
+
+fn main() {}

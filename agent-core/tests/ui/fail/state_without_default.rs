@@ -1,0 +1,8 @@
+use agent_core::GraphState;
+
+#[derive(GraphState, Clone)]
+struct State {
+    name: String,
+}
+
+fn main() {}

@@ -1,1 +1,0 @@
-//! A small example flow: placeholder until the seed flows land.
