@@ -1,0 +1,83 @@
+//! Helpers shared by the integration tests: fast retry policies, SSE / NDJSON bodies and a
+//! tracing capture.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_llm::{RetryPolicy, Timeouts};
+use serde_json::Value;
+
+/// Retries with millisecond delays, so retry tests stay fast.
+pub fn fast_retry(max_retries: u32) -> RetryPolicy {
+    RetryPolicy::new(max_retries)
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(5))
+}
+
+/// Short timeouts for tests.
+pub fn test_timeouts() -> Timeouts {
+    Timeouts {
+        connect: Duration::from_secs(2),
+        request: Duration::from_secs(5),
+        stream_idle: Duration::from_secs(5),
+    }
+}
+
+/// An SSE body of `data:` events (no event names).
+pub fn sse(events: &[Value]) -> String {
+    events.iter().map(|e| format!("data: {e}\n\n")).collect()
+}
+
+/// An SSE body of named events (`event:` + `data:`), the Anthropic framing.
+pub fn sse_named(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap_or("message")
+            )
+        })
+        .collect()
+}
+
+/// An NDJSON body.
+pub fn ndjson(lines: &[Value]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Everything `tracing` writes while it lives (installed for the current thread).
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs a TRACE-level subscriber writing into the returned buffer for this thread.
+pub fn capture_tracing() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    (captured, guard)
+}
