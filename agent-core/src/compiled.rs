@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::checkpoint::Checkpointer;
 use crate::constants::{END, START};
 use crate::error::{GraphError, list_names};
 use crate::graph::{Router, StateGraph};
@@ -91,6 +92,9 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) joins: Vec<Join>,
     pub(crate) branches: Vec<Branch<S>>,
     pub(crate) last_value: FieldSet,
+    pub(crate) interrupt_before: Vec<bool>,
+    pub(crate) interrupt_after: Vec<bool>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) topology: Topology,
 }
 
@@ -105,6 +109,11 @@ impl<S: GraphState> CompiledGraph<S> {
     pub fn topology(&self) -> &Topology {
         &self.inner.topology
     }
+
+    /// The checkpointer runs persist through, if any.
+    pub fn checkpointer(&self) -> Option<&Arc<dyn Checkpointer>> {
+        self.inner.checkpointer.as_ref()
+    }
 }
 
 fn is_reserved(name: &str) -> bool {
@@ -113,11 +122,14 @@ fn is_reserved(name: &str) -> bool {
 
 pub(crate) fn compile<S: GraphState>(
     builder: StateGraph<S>,
+    checkpointer: Option<Arc<dyn Checkpointer>>,
 ) -> Result<CompiledGraph<S>, GraphError> {
     let StateGraph {
         nodes,
         edges,
         branches,
+        interrupt_before,
+        interrupt_after,
         errors,
     } = builder;
     if let Some(error) = errors.into_iter().next() {
@@ -281,6 +293,15 @@ pub(crate) fn compile<S: GraphState>(
         }
     }
 
+    let mut before = vec![false; n];
+    for name in &interrupt_before {
+        before[lookup(name, &|| "interrupt_before".to_owned())?] = true;
+    }
+    let mut after = vec![false; n];
+    for name in &interrupt_after {
+        after[lookup(name, &|| "interrupt_after".to_owned())?] = true;
+    }
+
     if start.targets.is_empty() && start.branches.is_empty() {
         return Err(GraphError::NoEntryPoint);
     }
@@ -373,6 +394,9 @@ pub(crate) fn compile<S: GraphState>(
             joins,
             branches: compiled_branches,
             last_value: S::last_value_fields(),
+            interrupt_before: before,
+            interrupt_after: after,
+            checkpointer,
             topology,
         }),
     })

@@ -24,6 +24,10 @@ pub struct RunConfig {
     pub checkpoint_ns: String,
     /// The most tasks of one super-step that run at the same time; `None` is no limit.
     pub max_concurrency: Option<usize>,
+    /// Pause before these nodes in this run (besides the graph's own list).
+    pub interrupt_before: Vec<String>,
+    /// Pause after these nodes in this run (besides the graph's own list).
+    pub interrupt_after: Vec<String>,
 }
 
 impl Default for RunConfig {
@@ -37,6 +41,8 @@ impl Default for RunConfig {
             checkpoint_id: None,
             checkpoint_ns: String::new(),
             max_concurrency: None,
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
         }
     }
 }
@@ -80,6 +86,26 @@ impl RunConfig {
     /// Sets the checkpoint to start from.
     pub fn checkpoint_id(mut self, id: impl Into<String>) -> Self {
         self.checkpoint_id = Some(id.into());
+        self
+    }
+
+    /// Sets the checkpoint namespace.
+    pub fn checkpoint_ns(mut self, ns: impl Into<String>) -> Self {
+        self.checkpoint_ns = ns.into();
+        self
+    }
+
+    /// Pauses before these nodes in this run.
+    pub fn interrupt_before<N: Into<String>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        self.interrupt_before
+            .extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Pauses after these nodes in this run.
+    pub fn interrupt_after<N: Into<String>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        self.interrupt_after
+            .extend(nodes.into_iter().map(Into::into));
         self
     }
 

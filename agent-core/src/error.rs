@@ -150,6 +150,44 @@ pub enum GraphError {
         /// The panic payload, when it was a string.
         message: String,
     },
+    /// The run needs a checkpointer for something it was asked to do.
+    #[error(
+        "{0} needs a checkpointer: compile with `compile_with(checkpointer)` and run with `RunConfig::thread_id`"
+    )]
+    NoCheckpointer(String),
+    /// Nothing to resume on a thread.
+    #[error(
+        "thread `{0}` has nothing to resume (no checkpoint, or no paused node); start it with an input"
+    )]
+    NothingToResume(String),
+    /// A checkpoint id that the thread does not have.
+    #[error(
+        "thread `{thread_id}` has no checkpoint `{checkpoint_id}`; list them with get_state_history"
+    )]
+    CheckpointNotFound {
+        /// The thread.
+        thread_id: String,
+        /// The id asked for.
+        checkpoint_id: String,
+    },
+    /// A stored checkpoint that cannot be read back.
+    #[error("checkpoint `{checkpoint_id}` of thread `{thread_id}` cannot be restored: {detail}")]
+    CorruptCheckpoint {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The checkpoint store failed.
+    #[error("{backend} checkpointer: {detail}")]
+    Storage {
+        /// "sqlite", "postgres", "memory".
+        backend: &'static str,
+        /// What failed.
+        detail: String,
+    },
     /// The input could not be applied.
     #[error("invalid input: {0}")]
     InvalidInput(String),

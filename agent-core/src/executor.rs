@@ -1,5 +1,5 @@
 //! The run loop (Pregel super-steps): plan tasks -> run them -> apply writes at the barrier ->
-//! route. Everything else hangs off this loop; keep it small.
+//! checkpoint -> route. Everything else hangs off this loop; keep it small.
 //!
 //! Semantics (LangGraph's):
 //! - every task of step N sees the state as of the end of step N-1 (one shared `Arc`, no copy);
@@ -7,35 +7,109 @@
 //!   (plain string order), then `Send` tasks in the order sent — never completion order;
 //! - two writes to a last-value field in one step are an error naming both nodes;
 //! - a node triggered by several finished nodes runs once; a join runs once all sources ran;
-//! - routers read the state as their node left it: the step's start plus that node's writes.
+//! - routers read the state as their node left it: the step's start plus that node's writes;
+//! - with a checkpointer: a checkpoint for each input and after every step; outputs of tasks
+//!   that finished are kept when a sibling fails or pauses, so a resume does not rerun them.
 
+use std::collections::HashMap;
+use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
 use tracing::Instrument;
 
-use crate::command::{Goto, Send};
+use crate::checkpoint::codec::{self, FieldCache};
+use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite, Source, WriteKind};
+use crate::command::{Command, Goto, Send};
 use crate::compiled::{CompiledGraph, Graph, Outgoing, Target};
 use crate::config::{RunConfig, new_run_id};
 use crate::constants::{END, START};
 use crate::context::{NodeContext, RunInfo};
 use crate::error::{GraphError, list_names};
+use crate::interrupt::{Interrupt, Interrupted};
 use crate::node::{NodeError, NodeOutput};
+use crate::persist::{self, Restored};
 use crate::state::{FieldSet, GraphState};
+
+/// What a run starts from: new input, a command (resume, update, goto), or nothing (continue
+/// a paused or failed thread from its checkpoint; LangGraph's `invoke(None)`).
+///
+/// `#[derive(GraphState)]` writes `From` impls for the state and its update, so
+/// `graph.invoke(state, ..)` and `graph.invoke(update, ..)` both work.
+#[derive(Debug, Clone)]
+pub enum Input<S: GraphState> {
+    /// New input: written by `__start__`, then START's edges fire.
+    Update(S::Update),
+    /// A command: resume a paused node, and/or update and route.
+    Command(Command<S>),
+    /// Continue from the thread's checkpoint.
+    Continue,
+}
+
+impl<S: GraphState> From<Command<S>> for Input<S> {
+    fn from(command: Command<S>) -> Self {
+        Input::Command(command)
+    }
+}
+
+/// What a run returns: the state (it derefs to it), plus how it stopped.
+#[derive(Debug, Clone)]
+pub struct RunOutput<S> {
+    /// The state at the end of the run.
+    pub state: S,
+    /// Pauses requested by nodes (`interrupt()`); empty when the run finished.
+    pub interrupts: Vec<Interrupt>,
+    /// Nodes that would run next: non-empty when the run paused.
+    pub next: Vec<String>,
+    /// The last checkpoint written, when the graph has a checkpointer and a thread.
+    pub checkpoint_id: Option<String>,
+    /// Super-steps this run executed.
+    pub steps: usize,
+    /// Tasks this run executed.
+    pub tasks: usize,
+}
+
+impl<S> RunOutput<S> {
+    /// Whether the run paused (an interrupt, or a static interrupt before/after a node).
+    pub fn is_paused(&self) -> bool {
+        !self.interrupts.is_empty() || !self.next.is_empty()
+    }
+
+    /// The final state.
+    pub fn into_state(self) -> S {
+        self.state
+    }
+}
+
+impl<S> Deref for RunOutput<S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
 
 /// One task of a super-step.
 struct Task<S> {
     node: usize,
     /// `Some` for a `Send` task: its own input.
     input: Option<S>,
+    /// Set when persisting: the task's deterministic id.
+    id: Option<String>,
+}
+
+/// How a task ended, short of an error.
+enum Done<S: GraphState> {
+    Output(NodeOutput<S>),
+    Paused(Interrupted),
 }
 
 /// What routes into the next step.
-struct Frontier<S> {
+pub(crate) struct Frontier<S> {
     triggered: Vec<bool>,
-    pulls: Vec<usize>,
-    pushes: Vec<(usize, S)>,
+    pub(crate) pulls: Vec<usize>,
+    pub(crate) pushes: Vec<(usize, S)>,
 }
 
 impl<S> Frontier<S> {
@@ -54,6 +128,25 @@ impl<S> Frontier<S> {
         }
     }
 
+    fn clear(&mut self) {
+        for &n in &self.pulls {
+            self.triggered[n] = false;
+        }
+        self.pulls.clear();
+        self.pushes.clear();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pulls.is_empty() && self.pushes.is_empty()
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pulls
+            .iter()
+            .copied()
+            .chain(self.pushes.iter().map(|(n, _)| *n))
+    }
+
     /// Tasks in the order they run and apply: pulls by node name, then pushes as sent.
     fn take_tasks(&mut self, rank: &[u32]) -> Vec<Task<S>> {
         let mut pulls = std::mem::take(&mut self.pulls);
@@ -61,57 +154,83 @@ impl<S> Frontier<S> {
         let mut tasks = Vec::with_capacity(pulls.len() + self.pushes.len());
         for node in pulls {
             self.triggered[node] = false;
-            tasks.push(Task { node, input: None });
+            tasks.push(Task {
+                node,
+                input: None,
+                id: None,
+            });
         }
         for (node, input) in self.pushes.drain(..) {
             tasks.push(Task {
                 node,
                 input: Some(input),
+                id: None,
             });
         }
         tasks
     }
 }
 
+/// A run's link to its checkpointer.
+pub(crate) struct Persist<S: GraphState> {
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) thread_id: String,
+    pub(crate) ns: String,
+    /// The checkpoint the next step starts from.
+    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) record: Option<CheckpointRecord>,
+    versions: Vec<Option<String>>,
+    caches: Vec<Option<FieldCache>>,
+    outputs: HashMap<String, NodeOutput<S>>,
+    resume: HashMap<String, Vec<serde_json::Value>>,
+    pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
+    pending_input: Option<S::Update>,
+}
+
 /// The state of one run.
-struct Run<'g, S: GraphState> {
-    graph: &'g Graph<S>,
+pub(crate) struct Run<'g, S: GraphState> {
+    pub(crate) graph: &'g Graph<S>,
     info: Arc<RunInfo>,
-    state: Arc<S>,
-    step: i64,
-    frontier: Frontier<S>,
-    join_seen: Vec<Vec<bool>>,
+    pub(crate) state: Arc<S>,
+    pub(crate) step: i64,
+    pub(crate) frontier: Frontier<S>,
+    pub(crate) join_seen: Vec<Vec<bool>>,
+    pub(crate) persist: Option<Persist<S>>,
+    interrupt_before: Vec<bool>,
+    interrupt_after: Vec<bool>,
+    skip_before_once: bool,
+    steps_run: usize,
+    tasks_run: usize,
+    interrupts: Vec<Interrupt>,
+    paused: bool,
 }
 
 impl<S: GraphState> CompiledGraph<S> {
-    /// Runs the graph to completion on `input` (a partial state; a full state converts into
-    /// one) and returns the final state.
+    /// Runs the graph on `input` — new input (a partial state or a full one), a [`Command`]
+    /// (e.g. `Command::resume(answer)`), or [`Input::Continue`] — until it finishes or pauses.
+    ///
+    /// With a checkpointer and `config.thread_id`, the run continues the thread: state from
+    /// earlier invocations is there, and every step is checkpointed.
     pub async fn invoke(
         &self,
-        input: impl Into<S::Update>,
+        input: impl Into<Input<S>>,
         config: RunConfig,
-    ) -> Result<S, GraphError> {
+    ) -> Result<RunOutput<S>, GraphError> {
+        let input = input.into();
         let run_id = match &config.run_id {
             Some(id) => Arc::from(id.as_str()),
             None => new_run_id(),
         };
-        let span = tracing::info_span!("graph", run_id = %run_id);
-        let info = Arc::new(RunInfo { run_id, config });
-        let graph = &*self.inner;
-        let mut run = Run {
-            graph,
-            info,
-            state: Arc::new(S::default()),
-            step: -1,
-            frontier: Frontier::new(graph.names.len()),
-            join_seen: graph.joins.iter().map(|j| vec![false; j.sources]).collect(),
-        };
-        let input = input.into();
+        let span = tracing::info_span!(
+            "graph",
+            run_id = %run_id,
+            thread_id = config.thread_id.as_deref().unwrap_or(""),
+        );
         async move {
-            run.apply_input(input)?;
+            let mut run = Run::open(self, config, run_id).await?;
+            run.feed(input).await?;
             run.run_steps().await?;
-            let Run { state, .. } = run;
-            Ok(Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone()))
+            Ok(run.finish())
         }
         .instrument(span)
         .await
@@ -119,12 +238,262 @@ impl<S: GraphState> CompiledGraph<S> {
 }
 
 impl<'g, S: GraphState> Run<'g, S> {
-    /// Step -1: the input is written as if by a node `__start__`, then START's edges fire.
+    /// Prepares a run: loads the thread's checkpoint when there is a checkpointer and a
+    /// thread id.
+    pub(crate) async fn open(
+        graph: &'g CompiledGraph<S>,
+        config: RunConfig,
+        run_id: Arc<str>,
+    ) -> Result<Self, GraphError> {
+        let graph = &*graph.inner;
+        let mut interrupt_before = graph.interrupt_before.clone();
+        let mut interrupt_after = graph.interrupt_after.clone();
+        for (names, mask) in [
+            (&config.interrupt_before, &mut interrupt_before),
+            (&config.interrupt_after, &mut interrupt_after),
+        ] {
+            for name in names {
+                let index =
+                    graph
+                        .index
+                        .get(name)
+                        .copied()
+                        .ok_or_else(|| GraphError::UnknownNode {
+                            context: "RunConfig interrupts".to_owned(),
+                            name: name.clone(),
+                            known: graph.known_names(),
+                        })?;
+                mask[index] = true;
+            }
+        }
+        let saver = match (&graph.checkpointer, &config.thread_id) {
+            (Some(saver), Some(thread)) => Some((saver.clone(), thread.clone())),
+            _ => None,
+        };
+        let ns = config.checkpoint_ns.clone();
+        let checkpoint_id = config.checkpoint_id.clone();
+        let info = Arc::new(RunInfo {
+            run_id,
+            config,
+            can_pause: saver.is_some(),
+        });
+        let n = graph.names.len();
+        let fields = S::fields().len();
+        let mut run = Run {
+            graph,
+            info,
+            state: Arc::new(S::default()),
+            step: -1,
+            frontier: Frontier::new(n),
+            join_seen: graph.joins.iter().map(|j| vec![false; j.sources]).collect(),
+            persist: None,
+            interrupt_before,
+            interrupt_after,
+            skip_before_once: false,
+            steps_run: 0,
+            tasks_run: 0,
+            interrupts: Vec::new(),
+            paused: false,
+        };
+        let Some((saver, thread_id)) = saver else {
+            return Ok(run);
+        };
+        let loaded = saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?;
+        if loaded.record.is_none()
+            && let Some(id) = &checkpoint_id
+        {
+            return Err(GraphError::CheckpointNotFound {
+                thread_id,
+                checkpoint_id: id.clone(),
+            });
+        }
+        let mut persist = Persist {
+            saver,
+            thread_id,
+            ns,
+            checkpoint_id: None,
+            record: None,
+            versions: vec![None; fields],
+            caches: vec![None; fields],
+            outputs: HashMap::new(),
+            resume: HashMap::new(),
+            interrupted: Vec::new(),
+            pending_input: None,
+        };
+        if let Some(restored) = persist::restore(graph, loaded)? {
+            let Restored {
+                record,
+                state,
+                versions,
+                caches,
+                pulls,
+                pushes,
+                joins,
+                pending_input,
+                outputs,
+                resume,
+                interrupted,
+                errors: _,
+            } = restored;
+            run.state = Arc::new(state);
+            run.step = record.step;
+            for node in pulls {
+                run.frontier.trigger(node);
+            }
+            run.frontier.pushes = pushes;
+            run.join_seen = joins;
+            persist.checkpoint_id = Some(record.id.clone());
+            persist.record = Some(record);
+            persist.versions = versions;
+            persist.caches = caches;
+            persist.outputs = outputs;
+            persist.resume = resume;
+            persist.interrupted = interrupted;
+            persist.pending_input = pending_input;
+        }
+        run.persist = Some(persist);
+        Ok(run)
+    }
+
+    /// Applies what the run starts from.
+    async fn feed(&mut self, input: Input<S>) -> Result<(), GraphError> {
+        match input {
+            Input::Update(update) => self.new_input(update).await,
+            Input::Command(command) => self.command(command).await,
+            Input::Continue => {
+                let Some(persist) = &mut self.persist else {
+                    return Err(GraphError::NoCheckpointer(
+                        "continuing a run (Input::Continue)".to_owned(),
+                    ));
+                };
+                if persist.checkpoint_id.is_none() {
+                    return Err(GraphError::NothingToResume(persist.thread_id.clone()));
+                }
+                if let Some(update) = persist.pending_input.take() {
+                    self.apply_input(update.clone())?;
+                    self.save(Source::Loop, serde_json::Value::Null, S::writes(&update))
+                        .await?;
+                }
+                self.skip_before_once = true;
+                Ok(())
+            }
+        }
+    }
+
+    async fn new_input(&mut self, update: S::Update) -> Result<(), GraphError> {
+        if let Some(persist) = &mut self.persist {
+            // A new input starts over from START: pending tasks of the thread are dropped.
+            self.step = if persist.checkpoint_id.is_some() {
+                self.step + 1
+            } else {
+                -1
+            };
+            persist.outputs.clear();
+            persist.resume.clear();
+            persist.interrupted.clear();
+            persist.pending_input = Some(update.clone());
+            self.frontier.clear();
+            for seen in &mut self.join_seen {
+                seen.iter_mut().for_each(|s| *s = false);
+            }
+            let writes = serde_json::json!({ START: to_json(&update) });
+            self.save(Source::Input, writes, FieldSet::EMPTY).await?;
+            if let Some(persist) = &mut self.persist {
+                persist.pending_input = None;
+                if let Some(id) = &persist.checkpoint_id {
+                    let write = PendingWrite {
+                        task_id: START.to_owned(),
+                        node: START.to_owned(),
+                        kind: WriteKind::Output,
+                        data: codec::encode(&update).map_err(|e| storage_encode(persist, e))?,
+                    };
+                    persist
+                        .saver
+                        .put_writes(&persist.thread_id, &persist.ns, id, &[write])
+                        .await?;
+                }
+            }
+            let written = S::writes(&update);
+            self.apply_input(update)?;
+            return self
+                .save(Source::Loop, serde_json::Value::Null, written)
+                .await;
+        }
+        self.apply_input(update)
+    }
+
+    async fn command(&mut self, command: Command<S>) -> Result<(), GraphError> {
+        let Command {
+            update,
+            goto,
+            resume,
+        } = command;
+        if let Some(value) = resume {
+            let Some(persist) = &mut self.persist else {
+                return Err(GraphError::NoCheckpointer(
+                    "resuming an interrupt".to_owned(),
+                ));
+            };
+            if persist.interrupted.is_empty() {
+                return Err(GraphError::NothingToResume(persist.thread_id.clone()));
+            }
+            let mut writes = Vec::new();
+            for (task, interrupts) in &persist.interrupted {
+                let values = persist.resume.entry(task.clone()).or_default();
+                values.push(value.clone());
+                let node = interrupts
+                    .first()
+                    .map(|i| i.node.clone())
+                    .unwrap_or_default();
+                writes.push(PendingWrite {
+                    task_id: task.clone(),
+                    node,
+                    kind: WriteKind::Resume,
+                    data: codec::encode(values).map_err(|e| storage_encode(persist, e))?,
+                });
+            }
+            if let Some(id) = &persist.checkpoint_id {
+                persist
+                    .saver
+                    .put_writes(&persist.thread_id, &persist.ns, id, &writes)
+                    .await?;
+            }
+            self.skip_before_once = true;
+        }
+        if update.is_some() || !goto.is_empty() {
+            // A command as input: written by `__start__`, routed by its gotos.
+            let written = update.as_ref().map(S::writes).unwrap_or_default();
+            let writes = serde_json::json!({ START: update.as_ref().map(to_json) });
+            if let Some(update) = update {
+                Arc::make_mut(&mut self.state)
+                    .apply(update)
+                    .map_err(|source| GraphError::Reducer {
+                        node: START.to_owned(),
+                        step: self.step + 1,
+                        source,
+                    })?;
+            }
+            self.fire(&Outgoing::default(), START, goto, Vec::new())?;
+            self.step += 1;
+            if self.persist.is_some() {
+                self.save(Source::Loop, writes, written).await?;
+            }
+        } else if self.persist.is_none() {
+            return Err(GraphError::NoCheckpointer(
+                "a Command input without update or goto".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The input step: the input is written as if by a node `__start__`, then START's edges
+    /// fire.
     fn apply_input(&mut self, input: S::Update) -> Result<(), GraphError> {
+        let step = self.step;
         let state = Arc::make_mut(&mut self.state);
         state.apply(input).map_err(|source| GraphError::Reducer {
             node: START.to_owned(),
-            step: -1,
+            step,
             source,
         })?;
         let graph = self.graph;
@@ -134,7 +503,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             routes.push((b, (branch.router)(&self.state).goto));
         }
         self.fire(&graph.start, START, Vec::new(), routes)?;
-        self.step = 0;
+        self.step += 1;
         Ok(())
     }
 
@@ -142,79 +511,303 @@ impl<'g, S: GraphState> Run<'g, S> {
         let limit = self.info.config.recursion_limit;
         let mut last_nodes = String::new();
         loop {
-            let tasks = self.frontier.take_tasks(&self.graph.rank);
-            if tasks.is_empty() {
+            if self.frontier.is_empty() {
                 return Ok(());
             }
-            if self.step as usize >= limit {
+            if self.steps_run >= limit {
                 return Err(GraphError::RecursionLimit { limit, last_nodes });
             }
+            let pause_before =
+                !self.skip_before_once && self.frontier.nodes().any(|n| self.interrupt_before[n]);
+            self.skip_before_once = false;
+            if pause_before {
+                if self.persist.is_none() {
+                    return Err(GraphError::NoCheckpointer("interrupt_before".to_owned()));
+                }
+                self.paused = true;
+                return Ok(());
+            }
+            // When persisting, a pause must leave the step's tasks as the next ones.
+            let before_step = self
+                .persist
+                .as_ref()
+                .map(|_| (self.frontier.pulls.clone(), self.frontier.pushes.clone()));
+            let mut tasks = self.frontier.take_tasks(&self.graph.rank);
+            if let Some(persist) = &self.persist
+                && let Some(cp) = &persist.checkpoint_id
+            {
+                let mut pushes = 0;
+                for task in &mut tasks {
+                    let push = task.input.as_ref().map(|_| {
+                        pushes += 1;
+                        pushes - 1
+                    });
+                    task.id = Some(persist::task_id(cp, &self.graph.names[task.node], push));
+                }
+            }
             let nodes: Vec<usize> = tasks.iter().map(|t| t.node).collect();
-            let outputs = self.run_tasks(tasks).await?;
-            self.barrier(&nodes, outputs)?;
+            let ids: Vec<Option<String>> = tasks.iter().map(|t| t.id.clone()).collect();
+            let done = self.run_tasks(tasks).await?;
+
+            let mut outputs = Vec::with_capacity(done.len());
+            let mut paused = Vec::new();
+            for (i, d) in done.into_iter().enumerate() {
+                match d {
+                    Done::Output(output) => outputs.push(output),
+                    Done::Paused(interrupted) => paused.push((i, interrupted)),
+                }
+            }
+            if !paused.is_empty() {
+                if let Some((pulls, pushes)) = before_step {
+                    for n in pulls {
+                        self.frontier.trigger(n);
+                    }
+                    self.frontier.pushes = pushes;
+                }
+                return self.pause_on_interrupts(&nodes, &ids, paused).await;
+            }
+            let writes_meta = self.persist.as_ref().map(|_| {
+                let mut by_node: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+                for (i, output) in outputs.iter().enumerate() {
+                    let update = match output {
+                        NodeOutput::Update(u) => to_json(u),
+                        NodeOutput::Command(c) => {
+                            c.update.as_ref().map(to_json).unwrap_or_default()
+                        }
+                    };
+                    let name = &self.graph.names[nodes[i]];
+                    match by_node.iter_mut().find(|(n, _)| n.as_str() == &**name) {
+                        Some((_, list)) => list.push(update),
+                        None => by_node.push((name.to_string(), vec![update])),
+                    }
+                }
+                let map: serde_json::Map<String, serde_json::Value> = by_node
+                    .into_iter()
+                    .map(|(name, mut list)| {
+                        let value = if list.len() == 1 {
+                            list.pop().unwrap_or_default()
+                        } else {
+                            serde_json::Value::Array(list)
+                        };
+                        (name, value)
+                    })
+                    .collect();
+                serde_json::Value::Object(map)
+            });
+            let written = self.barrier(&nodes, outputs)?;
             last_nodes = list_names(nodes.iter().map(|&n| &*self.graph.names[n]));
             self.step += 1;
+            self.steps_run += 1;
+            self.tasks_run += nodes.len();
+            if let Some(writes) = writes_meta {
+                self.save(Source::Loop, writes, written).await?;
+            }
+            if nodes.iter().any(|&n| self.interrupt_after[n]) {
+                if self.persist.is_none() {
+                    return Err(GraphError::NoCheckpointer("interrupt_after".to_owned()));
+                }
+                self.paused = true;
+                return Ok(());
+            }
         }
     }
 
-    /// Runs the step's tasks concurrently; results come back in task order.
-    async fn run_tasks(&self, tasks: Vec<Task<S>>) -> Result<Vec<NodeOutput<S>>, GraphError> {
+    /// Some tasks paused: keep the others' outputs as pending writes, report the interrupts.
+    async fn pause_on_interrupts(
+        &mut self,
+        nodes: &[usize],
+        ids: &[Option<String>],
+        paused: Vec<(usize, Interrupted)>,
+    ) -> Result<(), GraphError> {
+        let Some(persist) = &mut self.persist else {
+            let node = paused
+                .first()
+                .map(|(i, _)| self.graph.names[nodes[*i]].to_string())
+                .unwrap_or_default();
+            return Err(GraphError::NoCheckpointer(format!(
+                "interrupt() in node `{node}`"
+            )));
+        };
+        let mut writes = Vec::new();
+        for (i, interrupted) in paused {
+            let task = ids[i].clone().unwrap_or_default();
+            let node = self.graph.names[nodes[i]].to_string();
+            let interrupt = Interrupt {
+                id: format!("{task}#{}", interrupted.index),
+                node: node.clone(),
+                value: interrupted.value,
+            };
+            writes.push(PendingWrite {
+                task_id: task.clone(),
+                node,
+                kind: WriteKind::Interrupt,
+                data: codec::encode(&vec![interrupt.clone()])
+                    .map_err(|e| storage_encode(persist, e))?,
+            });
+            persist.interrupted.push((task, vec![interrupt.clone()]));
+            self.interrupts.push(interrupt);
+        }
+        if let Some(id) = &persist.checkpoint_id {
+            persist
+                .saver
+                .put_writes(&persist.thread_id, &persist.ns, id, &writes)
+                .await?;
+        }
+        self.paused = true;
+        Ok(())
+    }
+
+    /// Runs the step's tasks concurrently; results come back in task order. Tasks whose
+    /// output was kept from an earlier attempt of this step are not run again.
+    async fn run_tasks(&self, tasks: Vec<Task<S>>) -> Result<Vec<Done<S>>, GraphError> {
         let limit = self.info.config.recursion_limit;
-        let remaining = limit.saturating_sub(self.step as usize);
-        let step = self.step;
+        let remaining = limit.saturating_sub(self.steps_run);
+        let step = self.step + 1;
         let graph = self.graph;
         let make = |task: Task<S>, state: &Arc<S>| {
             let name = graph.names[task.node].clone();
-            let ctx = NodeContext::new(name.clone(), step, remaining, self.info.clone());
+            let resume = match (&self.persist, &task.id) {
+                (Some(p), Some(id)) => p.resume.get(id).cloned().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let ctx = NodeContext::new(name.clone(), step, remaining, self.info.clone(), resume);
             let input = match task.input {
                 Some(input) => Arc::new(input),
                 None => state.clone(),
             };
             let span = tracing::info_span!("node", node = %name, step);
             let fut = graph.nodes[task.node].call(input, ctx);
-            AssertUnwindSafe(fut).catch_unwind().instrument(span)
+            async move {
+                let started = std::time::Instant::now();
+                let result = AssertUnwindSafe(fut).catch_unwind().await;
+                tracing::debug!(
+                    elapsed_us = started.elapsed().as_micros() as u64,
+                    ok = matches!(result, Ok(Ok(_))),
+                    "node finished"
+                );
+                result
+            }
+            .instrument(span)
+        };
+        let restored = |task: &Task<S>| -> Option<NodeOutput<S>> {
+            let persist = self.persist.as_ref()?;
+            persist.outputs.get(task.id.as_ref()?).cloned()
         };
 
         if tasks.len() == 1 {
             let Some(task) = tasks.into_iter().next() else {
                 return Ok(Vec::new());
             };
+            if let Some(output) = restored(&task) {
+                return Ok(vec![Done::Output(output)]);
+            }
             let node = task.node;
+            let id = task.id.clone();
             let result = make(task, &self.state).await;
-            return Ok(vec![self.task_result(node, result)?]);
+            return match self.task_result(node, result) {
+                Ok(done) => Ok(vec![done]),
+                Err(error) => {
+                    self.record_failure(node, id, &error).await;
+                    Err(error)
+                }
+            };
         }
 
         let count = tasks.len();
         let nodes: Vec<usize> = tasks.iter().map(|t| t.node).collect();
-        let max_concurrency = self.info.config.max_concurrency.unwrap_or(usize::MAX);
-        let mut pending = tasks.into_iter().enumerate();
-        let mut set = tokio::task::JoinSet::new();
-        let mut outputs: Vec<Option<NodeOutput<S>>> = (0..count).map(|_| None).collect();
-        let mut spawn_next = |set: &mut tokio::task::JoinSet<_>| {
-            if let Some((i, task)) = pending.next() {
-                let fut = make(task, &self.state);
-                set.spawn(async move { (i, fut.await) });
+        let ids: Vec<Option<String>> = tasks.iter().map(|t| t.id.clone()).collect();
+        let mut results: Vec<Option<Done<S>>> = (0..count).map(|_| None).collect();
+        let mut to_run = Vec::with_capacity(count);
+        for (i, task) in tasks.into_iter().enumerate() {
+            match restored(&task) {
+                Some(output) => results[i] = Some(Done::Output(output)),
+                None => to_run.push((i, task)),
             }
-        };
+        }
+        let max_concurrency = self.info.config.max_concurrency.unwrap_or(usize::MAX);
+        let mut pending = to_run.into_iter();
+        let mut set = tokio::task::JoinSet::new();
+        let spawn_next =
+            |set: &mut tokio::task::JoinSet<_>,
+             pending: &mut std::vec::IntoIter<(usize, Task<S>)>| {
+                if let Some((i, task)) = pending.next() {
+                    let fut = make(task, &self.state);
+                    set.spawn(async move { (i, fut.await) });
+                }
+            };
         for _ in 0..max_concurrency.min(count) {
-            spawn_next(&mut set);
+            spawn_next(&mut set, &mut pending);
         }
         while let Some(joined) = set.join_next().await {
             let (i, result) = match joined {
                 Ok(done) => done,
                 Err(error) => {
-                    // Tasks catch their own panics; this is a cancelled runtime.
+                    // Tasks catch their own panics; this is a runtime shutting down.
                     return Err(GraphError::NodePanicked {
                         node: "unknown".to_owned(),
-                        step: self.step,
+                        step: self.step + 1,
                         message: error.to_string(),
                     });
                 }
             };
-            outputs[i] = Some(self.task_result(nodes[i], result)?);
-            spawn_next(&mut set);
+            match self.task_result(nodes[i], result) {
+                Ok(done) => {
+                    if let (Done::Output(output), Some(persist), Some(id)) =
+                        (&done, &self.persist, &ids[i])
+                    {
+                        // Kept at once, so a crash or a failing sibling does not lose it.
+                        let data = persist::encode_output(output)
+                            .map_err(|e| storage_encode(persist, e))?;
+                        let write = PendingWrite {
+                            task_id: id.clone(),
+                            node: self.graph.names[nodes[i]].to_string(),
+                            kind: WriteKind::Output,
+                            data,
+                        };
+                        if let Some(cp) = &persist.checkpoint_id {
+                            persist
+                                .saver
+                                .put_writes(&persist.thread_id, &persist.ns, cp, &[write])
+                                .await?;
+                        }
+                    }
+                    results[i] = Some(done);
+                }
+                Err(error) => {
+                    set.abort_all();
+                    self.record_failure(nodes[i], ids[i].clone(), &error).await;
+                    return Err(error);
+                }
+            }
+            spawn_next(&mut set, &mut pending);
         }
-        Ok(outputs.into_iter().flatten().collect())
+        Ok(results.into_iter().flatten().collect())
+    }
+
+    /// Keeps a failed task's error next to its step's checkpoint (best effort).
+    async fn record_failure(&self, node: usize, id: Option<String>, error: &GraphError) {
+        let (Some(persist), Some(id)) = (&self.persist, id) else {
+            return;
+        };
+        let Some(cp) = &persist.checkpoint_id else {
+            return;
+        };
+        let Ok(data) = codec::encode(&error.to_string()) else {
+            return;
+        };
+        let write = PendingWrite {
+            task_id: id,
+            node: self.graph.names[node].to_string(),
+            kind: WriteKind::Error,
+            data,
+        };
+        if let Err(e) = persist
+            .saver
+            .put_writes(&persist.thread_id, &persist.ns, cp, &[write])
+            .await
+        {
+            tracing::warn!(error = %e, "could not record a failed task");
+        }
     }
 
     fn task_result(
@@ -224,34 +817,54 @@ impl<'g, S: GraphState> Run<'g, S> {
             Result<NodeOutput<S>, NodeError>,
             Box<dyn std::any::Any + std::marker::Send>,
         >,
-    ) -> Result<NodeOutput<S>, GraphError> {
+    ) -> Result<Done<S>, GraphError> {
         let name = || self.graph.names[node].to_string();
+        let step = self.step + 1;
         match result {
-            Ok(Ok(output)) => Ok(output),
+            Ok(Ok(output)) => Ok(Done::Output(output)),
             Ok(Err(NodeError::TimedOut(after))) => Err(GraphError::NodeTimeout {
                 node: name(),
-                step: self.step,
+                step,
                 after,
             }),
+            Ok(Err(NodeError::Failed(source))) => match source.downcast::<Interrupted>() {
+                Ok(interrupted) => {
+                    if self.info.can_pause {
+                        Ok(Done::Paused(*interrupted))
+                    } else {
+                        Err(GraphError::NoCheckpointer(format!(
+                            "interrupt() in node `{}` (compile with a checkpointer and run with a thread_id)",
+                            name()
+                        )))
+                    }
+                }
+                Err(source) => Err(GraphError::Node {
+                    node: name(),
+                    step,
+                    source,
+                }),
+            },
             Ok(Err(error)) => Err(GraphError::Node {
                 node: name(),
-                step: self.step,
-                source: match error {
-                    NodeError::Failed(source) => source,
-                    other => Box::new(other),
-                },
+                step,
+                source: Box::new(error),
             }),
             Err(panic) => Err(GraphError::NodePanicked {
                 node: name(),
-                step: self.step,
+                step,
                 message: panic_message(panic.as_ref()),
             }),
         }
     }
 
-    /// Applies the step's writes in task order, then routes.
-    fn barrier(&mut self, nodes: &[usize], outputs: Vec<NodeOutput<S>>) -> Result<(), GraphError> {
+    /// Applies the step's writes in task order, then routes. Returns the fields written.
+    fn barrier(
+        &mut self,
+        nodes: &[usize],
+        outputs: Vec<NodeOutput<S>>,
+    ) -> Result<FieldSet, GraphError> {
         let graph = self.graph;
+        let step = self.step + 1;
         let mut updates = Vec::with_capacity(outputs.len());
         let mut gotos = Vec::with_capacity(outputs.len());
         for output in outputs {
@@ -269,9 +882,12 @@ impl<'g, S: GraphState> Run<'g, S> {
 
         // A last-value field takes one write per step.
         let mut written = FieldSet::EMPTY;
+        let mut all_written = FieldSet::EMPTY;
         for (i, update) in updates.iter().enumerate() {
             let Some(update) = update else { continue };
-            let writes = S::writes(update).intersection(graph.last_value);
+            let writes = S::writes(update);
+            all_written = all_written.union(writes);
+            let writes = writes.intersection(graph.last_value);
             let clash = writes.intersection(written);
             if let Some(field) = clash.iter().next() {
                 let first = updates[..i]
@@ -282,7 +898,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                     field: S::fields()[field].name,
                     first: graph.names[nodes[first]].to_string(),
                     second: graph.names[nodes[i]].to_string(),
-                    step: self.step,
+                    step,
                 });
             }
             written = written.union(writes);
@@ -301,7 +917,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 }
                 let mut local = (*self.state).clone();
                 if let Some(update) = &updates[i] {
-                    self.apply_one(&mut local, node, update.clone())?;
+                    apply_to(&mut local, graph, step, node, update.clone())?;
                 }
                 for &b in &graph.out[node].branches {
                     routes[i].push((b, (graph.branches[b].router)(&local).goto));
@@ -312,7 +928,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         let state = Arc::make_mut(&mut self.state);
         for (i, update) in updates.into_iter().enumerate() {
             if let Some(update) = update {
-                Self::apply_to(state, graph, self.step, nodes[i], update)?;
+                apply_to(state, graph, step, nodes[i], update)?;
             }
         }
 
@@ -323,46 +939,28 @@ impl<'g, S: GraphState> Run<'g, S> {
             }
         }
 
-        for (i, (&node, (goto, routes))) in
-            nodes.iter().zip(gotos.into_iter().zip(routes)).enumerate()
-        {
-            let _ = i;
+        for (&node, (goto, routes)) in nodes.iter().zip(gotos.into_iter().zip(routes)) {
             let name = graph.names[node].clone();
             self.fire(&graph.out[node], &name, goto, routes)?;
         }
+        self.settle_joins();
+        Ok(all_written)
+    }
 
-        // Joins whose sources have all run trigger their target.
-        for (j, join) in graph.joins.iter().enumerate() {
+    /// Joins whose sources have all run trigger their target.
+    pub(crate) fn settle_joins(&mut self) {
+        for (j, join) in self.graph.joins.iter().enumerate() {
             let seen = &mut self.join_seen[j];
             if seen.iter().all(|s| *s) {
                 seen.iter_mut().for_each(|s| *s = false);
                 self.frontier.trigger(join.target);
             }
         }
-        Ok(())
-    }
-
-    fn apply_one(&self, state: &mut S, node: usize, update: S::Update) -> Result<(), GraphError> {
-        Self::apply_to(state, self.graph, self.step, node, update)
-    }
-
-    fn apply_to(
-        state: &mut S,
-        graph: &Graph<S>,
-        step: i64,
-        node: usize,
-        update: S::Update,
-    ) -> Result<(), GraphError> {
-        state.apply(update).map_err(|source| GraphError::Reducer {
-            node: graph.names[node].to_string(),
-            step,
-            source,
-        })
     }
 
     /// Fires what a finished node (or START) leads to: static edges, joins, its `Command`
     /// gotos, then its routers' results.
-    fn fire(
+    pub(crate) fn fire(
         &mut self,
         outgoing: &Outgoing,
         from: &str,
@@ -431,6 +1029,125 @@ impl<'g, S: GraphState> Run<'g, S> {
                 target: name.to_owned(),
                 known: self.graph.known_names(),
             })
+    }
+
+    /// Writes a checkpoint of the run's position: new blobs for the fields written since the
+    /// last one, the frontier, and metadata.
+    pub(crate) async fn save(
+        &mut self,
+        source: Source,
+        writes: serde_json::Value,
+        written: FieldSet,
+    ) -> Result<(), GraphError> {
+        let Some(persist) = &mut self.persist else {
+            return Ok(());
+        };
+        let id = persist::new_checkpoint_id();
+        let fields = S::fields();
+        let mut blobs = Vec::with_capacity(written.len());
+        for index in written.iter() {
+            let field = fields[index].name;
+            let mut bytes = Vec::new();
+            self.state
+                .serialize_field(
+                    index,
+                    &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
+                )
+                .map_err(|e| storage_encode(persist, format!("field `{field}`: {e}")))?;
+            let (blob, cache) = codec::make_blob(field, &id, bytes, persist.caches[index].as_ref());
+            persist.caches[index] = Some(cache);
+            persist.versions[index] = Some(id.clone());
+            blobs.push(blob);
+        }
+        let body = persist::encode_body(
+            self.graph,
+            &self.frontier.pulls,
+            &self.frontier.pushes,
+            &self.join_seen,
+            persist.pending_input.is_some(),
+        )
+        .map_err(|e| storage_encode(persist, e))?;
+        let mut metadata = serde_json::Map::new();
+        for (k, v) in &self.info.config.metadata {
+            metadata.insert(k.clone(), v.clone());
+        }
+        metadata.insert("source".to_owned(), source.as_str().into());
+        metadata.insert("step".to_owned(), self.step.into());
+        metadata.insert("writes".to_owned(), writes);
+        metadata.insert("run_id".to_owned(), self.info.run_id.to_string().into());
+        let record = CheckpointRecord {
+            thread_id: persist.thread_id.clone(),
+            ns: persist.ns.clone(),
+            id: id.clone(),
+            parent_id: persist.checkpoint_id.clone(),
+            step: self.step,
+            created_at_ms: persist::now_ms(),
+            metadata: serde_json::Value::Object(metadata),
+            versions: fields
+                .iter()
+                .zip(&persist.versions)
+                .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
+                .collect(),
+            body,
+        };
+        persist.saver.put(&record, &blobs).await?;
+        persist.checkpoint_id = Some(id);
+        persist.record = Some(record);
+        persist.outputs.clear();
+        persist.resume.clear();
+        persist.interrupted.clear();
+        Ok(())
+    }
+
+    pub(crate) fn clear_frontier(&mut self) {
+        self.frontier.clear();
+    }
+
+    pub(crate) fn finish(self) -> RunOutput<S> {
+        let next = if self.paused {
+            let mut next: Vec<usize> = self.frontier.nodes().collect();
+            next.sort_unstable_by_key(|&n| self.graph.rank[n]);
+            next.dedup();
+            next.iter()
+                .map(|&n| self.graph.names[n].to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let checkpoint_id = self.persist.as_ref().and_then(|p| p.checkpoint_id.clone());
+        RunOutput {
+            state: Arc::try_unwrap(self.state).unwrap_or_else(|shared| (*shared).clone()),
+            interrupts: self.interrupts,
+            next,
+            checkpoint_id,
+            steps: self.steps_run,
+            tasks: self.tasks_run,
+        }
+    }
+}
+
+pub(crate) fn apply_to<S: GraphState>(
+    state: &mut S,
+    graph: &Graph<S>,
+    step: i64,
+    node: usize,
+    update: S::Update,
+) -> Result<(), GraphError> {
+    state.apply(update).map_err(|source| GraphError::Reducer {
+        node: graph.names[node].to_string(),
+        step,
+        source,
+    })
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+fn storage_encode<S: GraphState>(persist: &Persist<S>, detail: String) -> GraphError {
+    GraphError::Storage {
+        backend: persist.saver.backend(),
+        detail: format!("encoding for thread `{}`: {detail}", persist.thread_id),
     }
 }
 

@@ -107,6 +107,8 @@ pub struct StateGraph<S: GraphState> {
     pub(crate) nodes: Vec<(String, NodeSpec<S>)>,
     pub(crate) edges: Vec<EdgeSpec>,
     pub(crate) branches: Vec<BranchSpec<S>>,
+    pub(crate) interrupt_before: Vec<String>,
+    pub(crate) interrupt_after: Vec<String>,
     pub(crate) errors: Vec<GraphError>,
 }
 
@@ -116,6 +118,8 @@ impl<S: GraphState> Default for StateGraph<S> {
             nodes: Vec::new(),
             edges: Vec::new(),
             branches: Vec::new(),
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -203,8 +207,31 @@ impl<S: GraphState> StateGraph<S> {
         self.add_edge(name, END)
     }
 
-    /// Validates the graph and returns the runnable form.
+    /// Pauses every run before these nodes (needs a checkpointer).
+    pub fn interrupt_before<N: Into<String>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        self.interrupt_before
+            .extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Pauses every run after these nodes (needs a checkpointer).
+    pub fn interrupt_after<N: Into<String>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        self.interrupt_after
+            .extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Validates the graph and returns the runnable form (no checkpoints).
     pub fn compile(self) -> Result<CompiledGraph<S>, GraphError> {
-        crate::compiled::compile(self)
+        crate::compiled::compile(self, None)
+    }
+
+    /// Validates the graph and returns the runnable form, persisting every run with a thread
+    /// id through `checkpointer` (LangGraph's `compile(checkpointer=...)`).
+    pub fn compile_with(
+        self,
+        checkpointer: Arc<dyn crate::checkpoint::Checkpointer>,
+    ) -> Result<CompiledGraph<S>, GraphError> {
+        crate::compiled::compile(self, Some(checkpointer))
     }
 }

@@ -138,10 +138,12 @@ impl<S: GraphState> Node<S> for Retry<S> {
         Box::pin(async move {
             let mut attempt = 1;
             loop {
+                ctx.restart_attempt();
                 match inner.call(state.clone(), ctx.clone()).await {
                     Ok(output) => return Ok(output),
                     Err(error) => {
-                        if attempt >= policy.max_attempts || !(policy.retry_on)(&error) {
+                        let paused = matches!(&error, NodeError::Failed(e) if e.is::<crate::interrupt::Interrupted>());
+                        if paused || attempt >= policy.max_attempts || !(policy.retry_on)(&error) {
                             if attempt == 1 {
                                 return Err(error);
                             }

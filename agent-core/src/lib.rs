@@ -44,13 +44,14 @@
 //!
 //! let input = ResearchUpdate::default().topic("rust".to_owned());
 //! let out = graph.invoke(input, RunConfig::default()).await?;
-//! // Both searches ran in step 1; their writes landed in node-name order.
-//! assert_eq!(out.notes, ["plan: rust", "search_docs", "search_web (step 1)"]);
+//! // Both searches ran in step 2; their writes landed in node-name order.
+//! assert_eq!(out.notes, ["plan: rust", "search_docs", "search_web (step 2)"]);
 //! # Ok(()) }
 //! ```
 
 extern crate self as agent_core;
 
+pub mod checkpoint;
 mod command;
 mod compiled;
 mod config;
@@ -60,11 +61,14 @@ mod diagram;
 mod error;
 mod executor;
 mod graph;
+mod interrupt;
 mod layers;
 mod node;
+mod persist;
 pub mod reducers;
 mod route;
 mod state;
+mod state_api;
 
 pub use agent_macros::{GraphState, node};
 pub use command::{Command, Goto, Send};
@@ -74,7 +78,9 @@ pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
 pub use error::{BoxError, GraphError};
+pub use executor::{Input, RunOutput};
 pub use graph::{IntoSources, StateGraph};
+pub use interrupt::{Interrupt, Interrupted};
 pub use layers::RetryPolicy;
 pub use node::{
     BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
@@ -83,6 +89,7 @@ pub use route::{IntoRoute, PathMap, Route};
 pub use state::{
     FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateUpdate,
 };
+pub use state_api::{PendingTask, StateSnapshot};
 
 /// Paths for generated code only; not a public API.
 #[doc(hidden)]
@@ -92,6 +99,7 @@ pub mod __private {
     pub use std::time::Duration;
 
     pub use crate::context::NodeContext;
+    pub use crate::executor::Input;
     pub use crate::layers::RetryPolicy;
     pub use crate::node::{IntoNode, IntoNodeOutput, NodeError, NodeOutput, NodeSpec};
     pub use crate::reducers::{self, ReducerOutput};

@@ -209,7 +209,7 @@ async fn two_writes_to_a_last_value_field_in_one_step_are_an_error() {
         } => {
             assert_eq!(*field, "last");
             assert_eq!((first.as_str(), second.as_str()), ("b", "c"));
-            assert_eq!(*step, 1);
+            assert_eq!(*step, 2);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -439,7 +439,7 @@ async fn nodes_see_remaining_steps_and_can_stop_gracefully() {
         .invoke(Trace::default(), RunConfig::default().recursion_limit(3))
         .await
         .unwrap();
-    assert_eq!(out.visits, ["0:3", "1:2", "2:1"]);
+    assert_eq!(out.visits, ["1:3", "2:2", "3:1"]);
 }
 
 #[tokio::test]
@@ -512,7 +512,7 @@ async fn node_errors_name_the_node_and_stop_the_run() {
     assert_eq!(err.node(), Some("flaky"));
     assert_eq!(
         err.to_string(),
-        "node `flaky` failed in step 0: the weather service is down"
+        "node `flaky` failed in step 1: the weather service is down"
     );
 }
 
@@ -582,7 +582,7 @@ async fn retries_give_up_with_the_last_error() {
     let err = graph.invoke(Trace::default(), config()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "node `down` failed in step 0: gave up after 2 attempts: the weather service is down"
+        "node `down` failed in step 1: gave up after 2 attempts: the weather service is down"
     );
 }
 

@@ -7,8 +7,11 @@
 
 use proc_macro::TokenStream;
 
+#[cfg(test)]
+mod expansions;
 mod node;
 mod state;
+mod tool;
 mod util;
 
 /// Derives `agent_core::GraphState` for a struct with named fields, and writes its partial
@@ -33,4 +36,12 @@ pub fn derive_graph_state(input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn node(args: TokenStream, item: TokenStream) -> TokenStream {
     node::expand(args.into(), item.into()).into()
+}
+
+/// Turns `async fn name(args...) -> Result<T, E>` into an `agent_tools::Tool` named `name`,
+/// described by its doc comment (`# Arguments` entries describe the parameters). Options:
+/// `#[tool(name = "other", description = "...")]`. Use it as `agent_tools::tool`.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(args.into(), item.into()).into()
 }

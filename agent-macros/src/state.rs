@@ -405,6 +405,18 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
                 }
             }
 
+            impl #impl_generics ::core::convert::From<#update #ty_generics> for #private::Input<#name #ty_generics> #where_clause {
+                fn from(update: #update #ty_generics) -> Self {
+                    #private::Input::Update(update)
+                }
+            }
+
+            impl #impl_generics ::core::convert::From<#name #ty_generics> for #private::Input<#name #ty_generics> #where_clause {
+                fn from(state: #name #ty_generics) -> Self {
+                    #private::Input::Update(#private::GraphState::into_update(state))
+                }
+            }
+
             impl #impl_generics #private::IntoNodeOutput<#name #ty_generics> for #update #ty_generics #where_clause {
                 fn into_node_output(self) -> ::core::result::Result<#private::NodeOutput<#name #ty_generics>, #private::NodeError> {
                     ::core::result::Result::Ok(#private::NodeOutput::Update(self))

@@ -1,0 +1,373 @@
+//! The checkpoint format: MessagePack (rmp-serde, struct fields by name), versioned, with
+//! per-field blobs and append-only deltas for sequence fields.
+//!
+//! A field whose encoding is an array, and whose previous stored version is a prefix of the
+//! new one, is stored as "the first n elements of version v, then these": the prefix check
+//! compares hashes of each element's bytes, so it works for any sequence type and any reducer
+//! (a message replaced in place just moves the split point). Decoding never runs code from the
+//! data: it is plain serde into the state's own types, and any mismatch is an error.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+
+use super::FieldBlob;
+
+/// Version of the body layout below; bump on incompatible changes.
+pub(crate) const FORMAT: u32 = 1;
+
+/// What a checkpoint needs besides field values, to resume exactly where it stopped.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Body {
+    pub(crate) format: u32,
+    /// Edge-triggered nodes of the next step.
+    pub(crate) next: Vec<String>,
+    /// `Send` tasks of the next step: node and its input (an encoded full update).
+    pub(crate) sends: Vec<(String, serde_bytes_vec::Bytes)>,
+    /// Join barriers: which sources have arrived.
+    pub(crate) joins: Vec<Vec<bool>>,
+    /// The field names of the state that wrote it (for compatibility checks).
+    pub(crate) fields: Vec<String>,
+}
+
+/// Byte vectors encoded as MessagePack bin (not arrays of numbers).
+pub(crate) mod serde_bytes_vec {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Bytes that serialize as one binary blob.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    pub(crate) struct Bytes(pub(crate) Vec<u8>);
+
+    impl Serialize for Bytes {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(&self.0)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Bytes {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Bytes;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("bytes")
+                }
+                fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+                    Ok(Bytes(v.to_vec()))
+                }
+                fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Bytes, E> {
+                    Ok(Bytes(v))
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Bytes, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(b) = seq.next_element::<u8>()? {
+                        out.push(b);
+                    }
+                    Ok(Bytes(out))
+                }
+            }
+            d.deserialize_bytes(V)
+        }
+    }
+}
+
+/// Encodes a serde value as MessagePack with named struct fields.
+pub(crate) fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    value
+        .serialize(&mut rmp_serde::Serializer::new(&mut buf).with_struct_map())
+        .map_err(|e| e.to_string())?;
+    Ok(buf)
+}
+
+/// Decodes MessagePack into a serde value.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    rmp_serde::from_slice(bytes).map_err(|e| e.to_string())
+}
+
+/// What the writer remembers of the last stored version of a field.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FieldCache {
+    pub(crate) version: String,
+    /// Hashes of the array's elements; `None` when the value is not an array.
+    pub(crate) elements: Option<Vec<u64>>,
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// Builds the blob for a new version of a field, as a delta when the previous version is a
+/// prefix of this one.
+pub(crate) fn make_blob(
+    field: &str,
+    version: &str,
+    bytes: Vec<u8>,
+    previous: Option<&FieldCache>,
+) -> (FieldBlob, FieldCache) {
+    let elements = split_array(&bytes);
+    let hashes: Option<Vec<u64>> = elements.as_ref().map(|ranges| {
+        ranges
+            .iter()
+            .map(|r| hash_bytes(&bytes[r.clone()]))
+            .collect()
+    });
+    let cache = FieldCache {
+        version: version.to_owned(),
+        elements: hashes.clone(),
+    };
+    if let (Some(prev), Some(new), Some(ranges)) = (previous, &hashes, &elements)
+        && let Some(prev_hashes) = &prev.elements
+    {
+        let common = prev_hashes
+            .iter()
+            .zip(new.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        // Worth it only when most of the old value is kept.
+        if common > 0 && common * 2 >= prev_hashes.len() {
+            let start = ranges.get(common).map(|r| r.start).unwrap_or(bytes.len());
+            let blob = FieldBlob {
+                field: field.to_owned(),
+                version: version.to_owned(),
+                base: Some((prev.version.clone(), common as u64)),
+                data: bytes[start..].to_vec(),
+            };
+            return (blob, cache);
+        }
+    }
+    (
+        FieldBlob {
+            field: field.to_owned(),
+            version: version.to_owned(),
+            base: None,
+            data: bytes,
+        },
+        cache,
+    )
+}
+
+/// Rebuilds the full encoding of `field` at `version` from blobs (following delta bases).
+/// Returns the bytes and the cache for writing later deltas.
+pub(crate) fn reconstruct(
+    field: &str,
+    version: &str,
+    blobs: &HashMap<(String, String), &FieldBlob>,
+) -> Result<(Vec<u8>, FieldCache), String> {
+    // Walk to the full blob, then replay forward.
+    let mut chain: Vec<&FieldBlob> = Vec::new();
+    let mut key = (field.to_owned(), version.to_owned());
+    loop {
+        let blob = blobs
+            .get(&key)
+            .ok_or_else(|| format!("blob of field `{}` version `{}` is missing", key.0, key.1))?;
+        chain.push(blob);
+        match &blob.base {
+            Some((base, _)) => {
+                if chain.len() > 1_000_000 {
+                    return Err("delta chain does not end".to_owned());
+                }
+                key = (field.to_owned(), base.clone());
+            }
+            None => break,
+        }
+    }
+    let Some(full) = chain.pop() else {
+        return Err("empty blob chain".to_owned());
+    };
+    let mut elements: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = full.data.clone();
+    let mut is_array = false;
+    if !chain.is_empty() {
+        let ranges = split_array(&bytes).ok_or("delta base is not an array")?;
+        elements = ranges.iter().map(|r| bytes[r.clone()].to_vec()).collect();
+        is_array = true;
+    }
+    while let Some(delta) = chain.pop() {
+        let Some((_, keep)) = &delta.base else {
+            return Err("broken delta chain".to_owned());
+        };
+        let keep = *keep as usize;
+        if keep > elements.len() {
+            return Err(format!(
+                "delta keeps {keep} elements but its base has {}",
+                elements.len()
+            ));
+        }
+        elements.truncate(keep);
+        let mut at = 0;
+        while at < delta.data.len() {
+            let end = skip_value(&delta.data, at).ok_or("malformed delta elements")?;
+            elements.push(delta.data[at..end].to_vec());
+            at = end;
+        }
+    }
+    if is_array {
+        bytes = Vec::with_capacity(elements.iter().map(Vec::len).sum::<usize>() + 5);
+        write_array_header(&mut bytes, elements.len());
+        for e in &elements {
+            bytes.extend_from_slice(e);
+        }
+    }
+    let cache = FieldCache {
+        version: version.to_owned(),
+        elements: split_array(&bytes).map(|ranges| {
+            ranges
+                .iter()
+                .map(|r| hash_bytes(&bytes[r.clone()]))
+                .collect()
+        }),
+    };
+    Ok((bytes, cache))
+}
+
+fn write_array_header(out: &mut Vec<u8>, len: usize) {
+    if len <= 15 {
+        out.push(0x90 | len as u8);
+    } else if len <= u16::MAX as usize {
+        out.push(0xdc);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(0xdd);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+    }
+}
+
+fn read_be(bytes: &[u8], at: usize, n: usize) -> Option<usize> {
+    let slice = bytes.get(at..at + n)?;
+    Some(slice.iter().fold(0usize, |acc, b| (acc << 8) | *b as usize))
+}
+
+/// If `bytes` is one MessagePack array, the byte ranges of its elements.
+pub(crate) fn split_array(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+    let marker = *bytes.first()?;
+    let (len, mut at) = match marker {
+        0x90..=0x9f => ((marker & 0x0f) as usize, 1),
+        0xdc => (read_be(bytes, 1, 2)?, 3),
+        0xdd => (read_be(bytes, 1, 4)?, 5),
+        _ => return None,
+    };
+    let mut ranges = Vec::with_capacity(len.min(bytes.len()));
+    for _ in 0..len {
+        let end = skip_value(bytes, at)?;
+        ranges.push(at..end);
+        at = end;
+    }
+    (at == bytes.len()).then_some(ranges)
+}
+
+/// The end of the MessagePack value starting at `at`.
+pub(crate) fn skip_value(bytes: &[u8], mut at: usize) -> Option<usize> {
+    let mut pending: usize = 1;
+    while pending > 0 {
+        pending -= 1;
+        let marker = *bytes.get(at)?;
+        at += 1;
+        let (skip, items) = match marker {
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (0, 0),
+            0x80..=0x8f => (0, 2 * (marker & 0x0f) as usize),
+            0x90..=0x9f => (0, (marker & 0x0f) as usize),
+            0xa0..=0xbf => ((marker & 0x1f) as usize, 0),
+            0xc4 | 0xd9 => (1 + read_be(bytes, at, 1)?, 0),
+            0xc5 | 0xda => (2 + read_be(bytes, at, 2)?, 0),
+            0xc6 | 0xdb => (4 + read_be(bytes, at, 4)?, 0),
+            0xc7 => (2 + read_be(bytes, at, 1)?, 0),
+            0xc8 => (3 + read_be(bytes, at, 2)?, 0),
+            0xc9 => (5 + read_be(bytes, at, 4)?, 0),
+            0xca | 0xce | 0xd2 => (4, 0),
+            0xcb | 0xcf | 0xd3 => (8, 0),
+            0xcc | 0xd0 => (1, 0),
+            0xcd | 0xd1 => (2, 0),
+            0xd4 => (2, 0),
+            0xd5 => (3, 0),
+            0xd6 => (5, 0),
+            0xd7 => (9, 0),
+            0xd8 => (17, 0),
+            0xdc => (2, read_be(bytes, at, 2)?),
+            0xdd => (4, read_be(bytes, at, 4)?),
+            0xde => (2, 2 * read_be(bytes, at, 2)?),
+            0xdf => (4, 2 * read_be(bytes, at, 4)?),
+            0xc1 => return None,
+        };
+        at = at.checked_add(skip)?;
+        if at > bytes.len() {
+            return None;
+        }
+        pending = pending.checked_add(items)?;
+    }
+    Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roundtrip(versions: &[serde_json::Value]) -> Vec<FieldBlob> {
+        let mut cache: Option<FieldCache> = None;
+        let mut blobs = Vec::new();
+        for (i, v) in versions.iter().enumerate() {
+            let bytes = encode(v).unwrap();
+            let (blob, c) = make_blob("f", &format!("v{i}"), bytes, cache.as_ref());
+            cache = Some(c);
+            blobs.push(blob);
+        }
+        let map: HashMap<(String, String), &FieldBlob> = blobs
+            .iter()
+            .map(|b| ((b.field.clone(), b.version.clone()), b))
+            .collect();
+        for (i, v) in versions.iter().enumerate() {
+            let (bytes, _) = reconstruct("f", &format!("v{i}"), &map).unwrap();
+            let back: serde_json::Value = decode(&bytes).unwrap();
+            assert_eq!(&back, v, "version {i}");
+        }
+        blobs
+    }
+
+    #[test]
+    fn growing_arrays_store_only_new_elements() {
+        let versions: Vec<serde_json::Value> = (0..40)
+            .map(|n| {
+                json!(
+                    (0..n)
+                        .map(|i| json!({"id": i, "text": "hello ".repeat(10)}))
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        let blobs = roundtrip(&versions);
+        let total: usize = blobs.iter().map(|b| b.data.len()).sum();
+        let last_full = encode(&versions[39]).unwrap().len();
+        // Linear, not quadratic: about one full copy in all.
+        assert!(total < last_full * 2, "{total} vs {last_full}");
+    }
+
+    #[test]
+    fn replaced_elements_and_non_arrays_roundtrip() {
+        roundtrip(&[
+            json!([1, 2, 3]),
+            json!([1, 2, 3, 4]),
+            json!([1, 9, 3, 4, 5]),
+            json!([]),
+            json!({"a": [1, 2]}),
+            json!("text"),
+            json!([1.5, null, true, "x", {"k": [1, {"z": -3}]}, -100000, 1u64 << 40]),
+            json!((0..70000).collect::<Vec<u32>>()),
+            json!((0..70001).collect::<Vec<u32>>()),
+        ]);
+    }
+
+    #[test]
+    fn skip_rejects_truncated_input() {
+        let bytes = encode(&json!(["abc", [1, 2, 3]])).unwrap();
+        for cut in 1..bytes.len() {
+            assert!(split_array(&bytes[..cut]).is_none(), "cut {cut}");
+        }
+        assert!(split_array(&[0xc1]).is_none());
+    }
+}

@@ -1,0 +1,244 @@
+//! Checkpoints: the [`Checkpointer`] trait and what it stores.
+//!
+//! A checkpoint is written for each input and after every super-step. Storage grows with what
+//! changed, not with the whole state: a checkpoint records the *version* of every field, and a
+//! field's value is stored as a [`FieldBlob`] only when that version is new. Sequence fields
+//! (message histories) that only grew are stored as a delta on their previous version — the new
+//! elements only — so a 500-turn chat does not store 500 copies of its history.
+//!
+//! Savers store opaque bytes; encoding (MessagePack, versioned) lives in the executor. Three
+//! savers ship: [`InMemorySaver`], [`SqliteSaver`] (the embedded default) and
+//! [`PostgresSaver`].
+
+pub(crate) mod codec;
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::collections::BTreeMap;
+
+pub use memory::InMemorySaver;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresSaver;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteSaver;
+
+use crate::error::GraphError;
+
+/// Why a checkpoint was written (LangGraph's `metadata.source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A new input arrived (before it is applied).
+    Input,
+    /// A super-step finished (the input step included).
+    Loop,
+    /// `update_state` on the latest checkpoint.
+    Update,
+    /// `update_state` on an older checkpoint: a new branch.
+    Fork,
+}
+
+impl Source {
+    /// The lowercase name stored in metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Input => "input",
+            Source::Loop => "loop",
+            Source::Update => "update",
+            Source::Fork => "fork",
+        }
+    }
+}
+
+/// One checkpoint row: everything but the field values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointRecord {
+    /// The conversation thread.
+    pub thread_id: String,
+    /// The namespace (empty for the root graph).
+    pub ns: String,
+    /// Time-ordered id (uuid v7).
+    pub id: String,
+    /// The checkpoint this one follows, if any.
+    pub parent_id: Option<String>,
+    /// The super-step (-1 for a thread's first input).
+    pub step: i64,
+    /// Milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    /// JSON metadata: `source`, `step`, `writes`, `run_id` and the run's own metadata.
+    pub metadata: serde_json::Value,
+    /// The version of every field that has a value: field name -> version (blob key).
+    pub versions: BTreeMap<String, String>,
+    /// The executor's encoded body (field versions, next tasks, pending sends, joins).
+    pub body: Vec<u8>,
+}
+
+impl CheckpointRecord {
+    /// The `source` metadata entry.
+    pub fn source(&self) -> Option<&str> {
+        self.metadata.get("source").and_then(|s| s.as_str())
+    }
+}
+
+/// One stored version of one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldBlob {
+    /// The field's name.
+    pub field: String,
+    /// The version (the id of the checkpoint that wrote it).
+    pub version: String,
+    /// For a delta: the version it extends and how many of its elements it keeps.
+    pub base: Option<(String, u64)>,
+    /// Encoded value (full) or encoded new elements (delta).
+    pub data: Vec<u8>,
+}
+
+/// What a finished, failed or interrupted task left for its step (kept across a crash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteKind {
+    /// The task's output.
+    Output,
+    /// The task paused with `interrupt()`.
+    Interrupt,
+    /// Resume values for the task's interrupts.
+    Resume,
+    /// The task failed (kept for inspection).
+    Error,
+}
+
+impl WriteKind {
+    /// Stable code for storage.
+    pub fn code(self) -> i16 {
+        match self {
+            WriteKind::Output => 0,
+            WriteKind::Interrupt => 1,
+            WriteKind::Resume => 2,
+            WriteKind::Error => 3,
+        }
+    }
+
+    /// Parses a stored code.
+    pub fn from_code(code: i64) -> Option<Self> {
+        Some(match code {
+            0 => WriteKind::Output,
+            1 => WriteKind::Interrupt,
+            2 => WriteKind::Resume,
+            3 => WriteKind::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// A pending write of one task, attached to the checkpoint its step started from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingWrite {
+    /// Deterministic task id: the checkpoint id plus the task's path.
+    pub task_id: String,
+    /// The node the task ran.
+    pub node: String,
+    /// What the write holds.
+    pub kind: WriteKind,
+    /// Encoded payload.
+    pub data: Vec<u8>,
+}
+
+/// A checkpoint as loaded: the record, every blob its field versions need (delta chains
+/// included), and its pending writes.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedCheckpoint {
+    /// The record.
+    pub record: Option<CheckpointRecord>,
+    /// Blobs of the record's field versions and their delta bases.
+    pub blobs: Vec<FieldBlob>,
+    /// Pending writes of the record's next step.
+    pub writes: Vec<PendingWrite>,
+}
+
+/// Which checkpoints `list` returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListFilter {
+    /// Only checkpoints older than this id.
+    pub before: Option<String>,
+    /// At most this many, newest first.
+    pub limit: Option<usize>,
+    /// Only checkpoints whose metadata has these top-level entries.
+    pub metadata: BTreeMap<String, serde_json::Value>,
+}
+
+impl ListFilter {
+    /// Whether a record's metadata matches the filter's entries.
+    pub fn matches_metadata(&self, metadata: &serde_json::Value) -> bool {
+        self.metadata
+            .iter()
+            .all(|(k, v)| metadata.get(k) == Some(v))
+    }
+}
+
+/// Where checkpoints are stored. Object-safe: share one as `Arc<dyn Checkpointer>`.
+///
+/// Every method is about one thread; `ns` separates subgraphs of a run.
+#[async_trait::async_trait]
+pub trait Checkpointer: Send + Sync + 'static {
+    /// A short name for errors and traces ("sqlite", "postgres", "memory").
+    fn backend(&self) -> &'static str;
+
+    /// Stores a checkpoint and the new blobs it references, atomically.
+    async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError>;
+
+    /// Stores pending writes of tasks of the step that starts at `checkpoint_id`. A write with
+    /// the same task id and kind replaces the earlier one.
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError>;
+
+    /// Loads a checkpoint (the latest when `checkpoint_id` is `None`) with its blobs and writes.
+    async fn get(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<LoadedCheckpoint, GraphError>;
+
+    /// Lists checkpoint records, newest first.
+    async fn list(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        filter: &ListFilter,
+    ) -> Result<Vec<CheckpointRecord>, GraphError>;
+
+    /// Deletes everything stored for a thread (all namespaces).
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError>;
+
+    /// Keeps the newest `keep_last` checkpoints of a thread's namespace and deletes the rest
+    /// with their writes and the blobs no kept checkpoint needs. Returns how many checkpoints
+    /// were deleted.
+    async fn prune(&self, thread_id: &str, ns: &str, keep_last: usize)
+    -> Result<usize, GraphError>;
+}
+
+/// Blobs that a set of checkpoints needs: their versions plus the delta bases, transitively.
+pub(crate) fn needed_blobs<'a>(
+    wanted: impl IntoIterator<Item = (String, String)>,
+    base_of: impl Fn(&str, &str) -> Option<&'a (String, u64)>,
+) -> std::collections::HashSet<(String, String)> {
+    let mut needed = std::collections::HashSet::new();
+    let mut stack: Vec<(String, String)> = wanted.into_iter().collect();
+    while let Some(key) = stack.pop() {
+        if needed.contains(&key) {
+            continue;
+        }
+        if let Some((base, _)) = base_of(&key.0, &key.1) {
+            stack.push((key.0.clone(), base.clone()));
+        }
+        needed.insert(key);
+    }
+    needed
+}

@@ -1,0 +1,501 @@
+//! `PostgresSaver`: checkpoints in PostgreSQL, for many workers on many machines.
+//!
+//! Connections come from a deadpool pool. The saver creates and migrates its own schema
+//! (versioned in `agentgraph_meta`, under an advisory lock so concurrent workers starting at
+//! once do not race). Metadata is `jsonb`, so metadata filters run in the database.
+
+use std::collections::{BTreeMap, HashMap};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use super::{
+    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite,
+    WriteKind, needed_blobs,
+};
+use crate::error::GraphError;
+
+const SCHEMA_VERSION: i32 = 1;
+/// Advisory lock key for migrations ("agentgrf" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6167_656e_7467_7266;
+
+const MIGRATIONS: [&str; 1] = ["
+CREATE TABLE IF NOT EXISTS agentgraph_checkpoints (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    id TEXT NOT NULL,
+    parent_id TEXT,
+    step BIGINT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    metadata JSONB NOT NULL,
+    versions JSONB NOT NULL,
+    body BYTEA NOT NULL,
+    PRIMARY KEY (thread_id, ns, id)
+);
+CREATE INDEX IF NOT EXISTS agentgraph_checkpoints_metadata ON agentgraph_checkpoints USING GIN (metadata);
+CREATE TABLE IF NOT EXISTS agentgraph_blobs (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    field TEXT NOT NULL,
+    version TEXT NOT NULL,
+    base_version TEXT,
+    base_len BIGINT,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (thread_id, ns, field, version)
+);
+CREATE TABLE IF NOT EXISTS agentgraph_writes (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    kind SMALLINT NOT NULL,
+    node TEXT NOT NULL,
+    data BYTEA NOT NULL,
+    seq BIGSERIAL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, kind)
+);
+"];
+
+/// Checkpoints in PostgreSQL.
+#[derive(Clone)]
+pub struct PostgresSaver {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for PostgresSaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: never print it.
+        f.debug_struct("PostgresSaver").finish_non_exhaustive()
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> GraphError {
+    GraphError::Storage {
+        backend: "postgres",
+        detail: e.to_string(),
+    }
+}
+
+impl PostgresSaver {
+    /// Connects with a URL such as `postgres://user:pass@host:5432/db` (a pool of up to 16
+    /// connections) and migrates the schema.
+    pub async fn connect(url: &str) -> Result<Self, GraphError> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| err(format!("invalid connection URL: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(16)
+            .build()
+            .map_err(|e| err(format!("building the pool: {e}")))?;
+        let saver = PostgresSaver { pool };
+        saver.migrate().await?;
+        Ok(saver)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, GraphError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| err(format!("connecting: {e}")))
+    }
+
+    async fn migrate(&self) -> Result<(), GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(err)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS agentgraph_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        )
+        .await
+        .map_err(err)?;
+        let current: i32 = tx
+            .query_opt(
+                "SELECT value FROM agentgraph_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .await
+            .map_err(err)?
+            .map(|r| r.get(0))
+            .unwrap_or(0);
+        if current > SCHEMA_VERSION {
+            return Err(err(format!(
+                "database schema version {current} is newer than this program's ({SCHEMA_VERSION}); upgrade agent-core"
+            )));
+        }
+        for (i, migration) in MIGRATIONS.iter().enumerate() {
+            let version = i as i32 + 1;
+            if version > current {
+                tx.batch_execute(migration).await.map_err(err)?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO agentgraph_meta (key, value) VALUES ('schema_version', $1)
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            &[&SCHEMA_VERSION],
+        )
+        .await
+        .map_err(err)?;
+        tx.commit().await.map_err(err)
+    }
+
+    /// Bytes of blob data stored for a thread (for storage measurements).
+    pub async fn blob_bytes(&self, thread_id: &str) -> Result<u64, GraphError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT COALESCE(SUM(LENGTH(data)), 0)::BIGINT FROM agentgraph_blobs WHERE thread_id = $1",
+                &[&thread_id],
+            )
+            .await
+            .map_err(err)?;
+        Ok(row.get::<_, i64>(0) as u64)
+    }
+}
+
+const RECORD_COLUMNS: &str =
+    "thread_id, ns, id, parent_id, step, created_at_ms, metadata::TEXT, versions::TEXT, body";
+
+fn record_from_row(row: &tokio_postgres::Row) -> Result<CheckpointRecord, GraphError> {
+    let thread_id: String = row.get(0);
+    let id: String = row.get(2);
+    let corrupt = |what: &str, e: serde_json::Error| GraphError::CorruptCheckpoint {
+        thread_id: thread_id.clone(),
+        checkpoint_id: id.clone(),
+        detail: format!("{what} is not valid JSON: {e}"),
+    };
+    let metadata: String = row.get(6);
+    let versions: String = row.get(7);
+    Ok(CheckpointRecord {
+        metadata: serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?,
+        versions: serde_json::from_str(&versions).map_err(|e| corrupt("versions", e))?,
+        thread_id: thread_id.clone(),
+        ns: row.get(1),
+        id: id.clone(),
+        parent_id: row.get(3),
+        step: row.get(4),
+        created_at_ms: row.get(5),
+        body: row.get(8),
+    })
+}
+
+#[async_trait::async_trait]
+impl Checkpointer for PostgresSaver {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        let insert_blob = tx
+            .prepare(
+                "INSERT INTO agentgraph_blobs (thread_id, ns, field, version, base_version, base_len, data)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (thread_id, ns, field, version) DO NOTHING",
+            )
+            .await
+            .map_err(err)?;
+        for blob in blobs {
+            let (base, len) = match &blob.base {
+                Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
+                None => (None, None),
+            };
+            tx.execute(
+                &insert_blob,
+                &[
+                    &record.thread_id,
+                    &record.ns,
+                    &blob.field,
+                    &blob.version,
+                    &base,
+                    &len,
+                    &blob.data,
+                ],
+            )
+            .await
+            .map_err(err)?;
+        }
+        let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
+        let versions = serde_json::to_string(&record.versions).map_err(err)?;
+        tx.execute(
+            "INSERT INTO agentgraph_checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
+             VALUES ($1, $2, $3, $4, $5, $6, $7::TEXT::JSONB, $8::TEXT::JSONB, $9)
+             ON CONFLICT (thread_id, ns, id) DO UPDATE SET
+               parent_id = EXCLUDED.parent_id, step = EXCLUDED.step, created_at_ms = EXCLUDED.created_at_ms,
+               metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, body = EXCLUDED.body",
+            &[
+                &record.thread_id,
+                &record.ns,
+                &record.id,
+                &record.parent_id,
+                &record.step,
+                &record.created_at_ms,
+                &metadata,
+                &versions,
+                &record.body,
+            ],
+        )
+        .await
+        .map_err(err)?;
+        tx.commit().await.map_err(err)
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        let stmt = tx
+            .prepare(
+                "INSERT INTO agentgraph_writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind)
+                 DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data",
+            )
+            .await
+            .map_err(err)?;
+        for w in writes {
+            tx.execute(
+                &stmt,
+                &[
+                    &thread_id,
+                    &ns,
+                    &checkpoint_id,
+                    &w.task_id,
+                    &w.kind.code(),
+                    &w.node,
+                    &w.data,
+                ],
+            )
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    async fn get(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<LoadedCheckpoint, GraphError> {
+        let client = self.client().await?;
+        let row = match checkpoint_id {
+            Some(id) => client
+                .query_opt(
+                    &format!("SELECT {RECORD_COLUMNS} FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3"),
+                    &[&thread_id, &ns, &id],
+                )
+                .await,
+            None => client
+                .query_opt(
+                    &format!("SELECT {RECORD_COLUMNS} FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 ORDER BY id DESC LIMIT 1"),
+                    &[&thread_id, &ns],
+                )
+                .await,
+        }
+        .map_err(err)?;
+        let Some(row) = row else {
+            return Ok(LoadedCheckpoint::default());
+        };
+        let record = record_from_row(&row)?;
+        let versions = serde_json::to_string(&record.versions).map_err(err)?;
+        let rows = client
+            .query(
+                "WITH RECURSIVE chain(field, version) AS (
+                     SELECT key, value FROM jsonb_each_text($3::TEXT::JSONB)
+                     UNION
+                     SELECT b.field, b.base_version FROM agentgraph_blobs b JOIN chain c
+                       ON b.thread_id = $1 AND b.ns = $2 AND b.field = c.field AND b.version = c.version
+                      WHERE b.base_version IS NOT NULL
+                 )
+                 SELECT b.field, b.version, b.base_version, b.base_len, b.data
+                   FROM agentgraph_blobs b JOIN chain c
+                     ON b.thread_id = $1 AND b.ns = $2 AND b.field = c.field AND b.version = c.version",
+                &[&thread_id, &ns, &versions],
+            )
+            .await
+            .map_err(err)?;
+        let blobs = rows
+            .iter()
+            .map(|r| {
+                let base: Option<String> = r.get(2);
+                let len: Option<i64> = r.get(3);
+                FieldBlob {
+                    field: r.get(0),
+                    version: r.get(1),
+                    base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                    data: r.get(4),
+                }
+            })
+            .collect();
+        let rows = client
+            .query(
+                "SELECT task_id, kind, node, data FROM agentgraph_writes
+                  WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY seq",
+                &[&thread_id, &ns, &record.id],
+            )
+            .await
+            .map_err(err)?;
+        let mut writes = Vec::with_capacity(rows.len());
+        for r in rows {
+            let code: i16 = r.get(1);
+            let kind = WriteKind::from_code(i64::from(code)).ok_or_else(|| {
+                GraphError::CorruptCheckpoint {
+                    thread_id: thread_id.to_owned(),
+                    checkpoint_id: record.id.clone(),
+                    detail: format!("unknown pending write kind {code}"),
+                }
+            })?;
+            writes.push(PendingWrite {
+                task_id: r.get(0),
+                kind,
+                node: r.get(2),
+                data: r.get(3),
+            });
+        }
+        Ok(LoadedCheckpoint {
+            record: Some(record),
+            blobs,
+            writes,
+        })
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        filter: &ListFilter,
+    ) -> Result<Vec<CheckpointRecord>, GraphError> {
+        let client = self.client().await?;
+        let metadata = serde_json::to_string(&filter.metadata).map_err(err)?;
+        let before = filter.before.clone();
+        let limit = filter.limit.map(|l| l as i64);
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {RECORD_COLUMNS} FROM agentgraph_checkpoints
+                      WHERE thread_id = $1 AND ns = $2
+                        AND ($3::TEXT IS NULL OR id < $3)
+                        AND metadata @> $4::TEXT::JSONB
+                      ORDER BY id DESC
+                      LIMIT $5"
+                ),
+                &[&thread_id, &ns, &before, &metadata, &limit],
+            )
+            .await
+            .map_err(err)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        for table in [
+            "agentgraph_checkpoints",
+            "agentgraph_blobs",
+            "agentgraph_writes",
+        ] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE thread_id = $1"),
+                &[&thread_id],
+            )
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    async fn prune(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        keep_last: usize,
+    ) -> Result<usize, GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        let keep = keep_last as i64;
+        let doomed = tx
+            .query(
+                "SELECT id FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2
+                  ORDER BY id DESC OFFSET $3",
+                &[&thread_id, &ns, &keep],
+            )
+            .await
+            .map_err(err)?;
+        let doomed: Vec<String> = doomed.iter().map(|r| r.get(0)).collect();
+        if doomed.is_empty() {
+            return Ok(0);
+        }
+        tx.execute(
+            "DELETE FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = ANY($3)",
+            &[&thread_id, &ns, &doomed],
+        )
+        .await
+        .map_err(err)?;
+        tx.execute(
+            "DELETE FROM agentgraph_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = ANY($3)",
+            &[&thread_id, &ns, &doomed],
+        )
+        .await
+        .map_err(err)?;
+        let kept = tx
+            .query(
+                "SELECT versions::TEXT FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2",
+                &[&thread_id, &ns],
+            )
+            .await
+            .map_err(err)?;
+        let mut wanted = Vec::new();
+        for row in kept {
+            let text: String = row.get(0);
+            let map: BTreeMap<String, String> = serde_json::from_str(&text).map_err(err)?;
+            wanted.extend(map);
+        }
+        let rows = tx
+            .query(
+                "SELECT field, version, base_version, base_len FROM agentgraph_blobs WHERE thread_id = $1 AND ns = $2",
+                &[&thread_id, &ns],
+            )
+            .await
+            .map_err(err)?;
+        let mut bases: HashMap<(String, String), (String, u64)> = HashMap::new();
+        let mut all = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let key: (String, String) = (r.get(0), r.get(1));
+            let base: Option<String> = r.get(2);
+            if let Some(base) = base {
+                let len: Option<i64> = r.get(3);
+                bases.insert(key.clone(), (base, len.unwrap_or(0) as u64));
+            }
+            all.push(key);
+        }
+        let needed = needed_blobs(wanted, |f, v| bases.get(&(f.to_owned(), v.to_owned())));
+        let (fields, versions): (Vec<String>, Vec<String>) =
+            all.into_iter().filter(|k| !needed.contains(k)).unzip();
+        if !fields.is_empty() {
+            tx.execute(
+                "DELETE FROM agentgraph_blobs b USING unnest($3::TEXT[], $4::TEXT[]) AS d(field, version)
+                  WHERE b.thread_id = $1 AND b.ns = $2 AND b.field = d.field AND b.version = d.version",
+                &[&thread_id, &ns, &fields, &versions],
+            )
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)?;
+        Ok(doomed.len())
+    }
+}

@@ -1,0 +1,561 @@
+//! `SqliteSaver`: checkpoints in one SQLite file — the embedded default, zero set-up.
+//!
+//! The file is opened in WAL mode with a busy timeout, so several threads and processes can
+//! share it. The schema is created and migrated by the saver (versioned in
+//! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
+//! pool.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{
+    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite,
+    WriteKind, needed_blobs,
+};
+use crate::error::GraphError;
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agentgraph_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    id TEXT NOT NULL,
+    parent_id TEXT,
+    step INTEGER NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (thread_id, ns, id)
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    field TEXT NOT NULL,
+    version TEXT NOT NULL,
+    base_version TEXT,
+    base_len INTEGER,
+    data BLOB NOT NULL,
+    PRIMARY KEY (thread_id, ns, field, version)
+);
+CREATE TABLE IF NOT EXISTS writes (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, kind)
+);
+";
+
+/// Checkpoints in a SQLite file.
+#[derive(Clone)]
+pub struct SqliteSaver {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteSaver").finish_non_exhaustive()
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> GraphError {
+    GraphError::Storage {
+        backend: "sqlite",
+        detail: e.to_string(),
+    }
+}
+
+impl SqliteSaver {
+    /// Opens (or creates) the database file at `path` and migrates its schema.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, GraphError> {
+        let conn = Connection::open(path.as_ref())
+            .map_err(|e| err(format!("opening {}: {e}", path.as_ref().display())))?;
+        Self::setup(conn)
+    }
+
+    /// A private in-memory database (for tests).
+    pub fn in_memory() -> Result<Self, GraphError> {
+        Self::setup(Connection::open_in_memory().map_err(err)?)
+    }
+
+    fn setup(conn: Connection) -> Result<Self, GraphError> {
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(err)?;
+        // WAL lets readers and one writer work at once across processes; in-memory
+        // databases answer "memory", which is fine.
+        let _: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        conn.execute_batch("BEGIN IMMEDIATE;").map_err(err)?;
+        let migrate = || -> Result<(), GraphError> {
+            conn.execute_batch(SCHEMA).map_err(err)?;
+            let version: Option<String> = conn
+                .query_row(
+                    "SELECT value FROM agentgraph_meta WHERE key = 'schema_version'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(err)?;
+            match version.as_deref().map(str::parse::<i64>) {
+                None => {
+                    conn.execute(
+                        "INSERT INTO agentgraph_meta (key, value) VALUES ('schema_version', ?1)",
+                        params![SCHEMA_VERSION.to_string()],
+                    )
+                    .map_err(err)?;
+                }
+                Some(Ok(v)) if v == SCHEMA_VERSION => {}
+                Some(Ok(v)) if v > SCHEMA_VERSION => {
+                    return Err(err(format!(
+                        "database schema version {v} is newer than this program's ({SCHEMA_VERSION}); upgrade agent-core"
+                    )));
+                }
+                Some(other) => {
+                    return Err(err(format!("unknown schema version {other:?}")));
+                }
+            }
+            Ok(())
+        };
+        match migrate() {
+            Ok(()) => conn.execute_batch("COMMIT;").map_err(err)?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK;");
+                return Err(e);
+            }
+        }
+        Ok(SqliteSaver {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, GraphError> + Send + 'static,
+    ) -> Result<T, GraphError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| err(format!("blocking task failed: {e}")))?
+    }
+
+    /// Bytes of blob data stored for a thread (for storage measurements).
+    pub async fn blob_bytes(&self, thread_id: &str) -> Result<u64, GraphError> {
+        let thread = thread_id.to_owned();
+        self.with(move |c| {
+            c.query_row(
+                "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blobs WHERE thread_id = ?1",
+                params![thread],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u64)
+            .map_err(err)
+        })
+        .await
+    }
+}
+
+fn record_from_row(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(CheckpointRecord, String, String)> {
+    Ok((
+        CheckpointRecord {
+            thread_id: row.get(0)?,
+            ns: row.get(1)?,
+            id: row.get(2)?,
+            parent_id: row.get(3)?,
+            step: row.get(4)?,
+            created_at_ms: row.get(5)?,
+            metadata: serde_json::Value::Null,
+            versions: Default::default(),
+            body: row.get(8)?,
+        },
+        row.get(6)?,
+        row.get(7)?,
+    ))
+}
+
+fn finish_record(
+    (mut record, metadata, versions): (CheckpointRecord, String, String),
+) -> Result<CheckpointRecord, GraphError> {
+    let corrupt = |what: &str, e: serde_json::Error| GraphError::CorruptCheckpoint {
+        thread_id: record.thread_id.clone(),
+        checkpoint_id: record.id.clone(),
+        detail: format!("{what} is not valid JSON: {e}"),
+    };
+    let metadata = serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?;
+    let versions = serde_json::from_str(&versions).map_err(|e| corrupt("versions", e))?;
+    record.metadata = metadata;
+    record.versions = versions;
+    Ok(record)
+}
+
+const RECORD_COLUMNS: &str =
+    "thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body";
+
+#[async_trait::async_trait]
+impl Checkpointer for SqliteSaver {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
+        let record = record.clone();
+        let blobs = blobs.to_vec();
+        self.with(move |c| {
+            let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
+            let versions = serde_json::to_string(&record.versions).map_err(err)?;
+            let tx = c.transaction().map_err(err)?;
+            {
+                let mut insert_blob = tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO blobs (thread_id, ns, field, version, base_version, base_len, data)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .map_err(err)?;
+                for blob in &blobs {
+                    let (base, len) = match &blob.base {
+                        Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
+                        None => (None, None),
+                    };
+                    insert_blob
+                        .execute(params![
+                            record.thread_id,
+                            record.ns,
+                            blob.field,
+                            blob.version,
+                            base,
+                            len,
+                            blob.data
+                        ])
+                        .map_err(err)?;
+                }
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .map_err(err)?
+                .execute(params![
+                    record.thread_id,
+                    record.ns,
+                    record.id,
+                    record.parent_id,
+                    record.step,
+                    record.created_at_ms,
+                    metadata,
+                    versions,
+                    record.body
+                ])
+                .map_err(err)?;
+            }
+            tx.commit().map_err(err)
+        })
+        .await
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        let (thread, ns, cp) = (
+            thread_id.to_owned(),
+            ns.to_owned(),
+            checkpoint_id.to_owned(),
+        );
+        let writes = writes.to_vec();
+        self.with(move |c| {
+            let tx = c.transaction().map_err(err)?;
+            {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .map_err(err)?;
+                for w in &writes {
+                    stmt.execute(params![thread, ns, cp, w.task_id, w.kind.code(), w.node, w.data])
+                        .map_err(err)?;
+                }
+            }
+            tx.commit().map_err(err)
+        })
+        .await
+    }
+
+    async fn get(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<LoadedCheckpoint, GraphError> {
+        let (thread, ns, id) = (
+            thread_id.to_owned(),
+            ns.to_owned(),
+            checkpoint_id.map(str::to_owned),
+        );
+        self.with(move |c| {
+            let tx = c.transaction().map_err(err)?;
+            let row = match &id {
+                Some(id) => tx
+                    .query_row(
+                        &format!("SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"),
+                        params![thread, ns, id],
+                        record_from_row,
+                    )
+                    .optional(),
+                None => tx
+                    .query_row(
+                        &format!("SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1"),
+                        params![thread, ns],
+                        record_from_row,
+                    )
+                    .optional(),
+            }
+            .map_err(err)?;
+            let Some(row) = row else {
+                return Ok(LoadedCheckpoint::default());
+            };
+            let versions_json = row.2.clone();
+            let record = finish_record(row)?;
+            let blobs = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "WITH RECURSIVE chain(field, version) AS (
+                         SELECT key, value FROM json_each(?3)
+                         UNION
+                         SELECT b.field, b.base_version FROM blobs b JOIN chain c
+                           ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
+                          WHERE b.base_version IS NOT NULL
+                     )
+                     SELECT b.field, b.version, b.base_version, b.base_len, b.data
+                       FROM blobs b JOIN chain c
+                         ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
+                )
+                .map_err(err)?;
+            let blobs = stmt
+                .query_map(params![thread, ns, versions_json], |r| {
+                    let base: Option<String> = r.get(2)?;
+                    let len: Option<i64> = r.get(3)?;
+                    Ok(FieldBlob {
+                        field: r.get(0)?,
+                        version: r.get(1)?,
+                        base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                        data: r.get(4)?,
+                    })
+                })
+                .map_err(err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(err)?;
+            blobs
+            };
+            let writes = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT task_id, kind, node, data FROM writes
+                      WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 ORDER BY rowid",
+                )
+                .map_err(err)?;
+            let writes = stmt
+                .query_map(params![thread, ns, record.id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, Vec<u8>>(3)?))
+                })
+                .map_err(err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(err)?
+                .into_iter()
+                .map(|(task_id, kind, node, data)| {
+                    let kind = WriteKind::from_code(kind).ok_or_else(|| GraphError::CorruptCheckpoint {
+                        thread_id: thread.clone(),
+                        checkpoint_id: record.id.clone(),
+                        detail: format!("unknown pending write kind {kind}"),
+                    })?;
+                    Ok(PendingWrite { task_id, node, kind, data })
+                })
+                .collect::<Result<Vec<_>, GraphError>>()?;
+            writes
+            };
+            tx.commit().map_err(err)?;
+            Ok(LoadedCheckpoint {
+                record: Some(record),
+                blobs,
+                writes,
+            })
+        })
+        .await
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        filter: &ListFilter,
+    ) -> Result<Vec<CheckpointRecord>, GraphError> {
+        let (thread, ns, filter) = (thread_id.to_owned(), ns.to_owned(), filter.clone());
+        self.with(move |c| {
+            let mut sql = format!(
+                "SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2"
+            );
+            let mut args: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(thread), Box::new(ns)];
+            if let Some(before) = &filter.before {
+                args.push(Box::new(before.clone()));
+                sql.push_str(&format!(" AND id < ?{}", args.len()));
+            }
+            for (key, value) in &filter.metadata {
+                let _ = value;
+                args.push(Box::new(format!("$.\"{}\"", key.replace('"', ""))));
+                sql.push_str(&format!(
+                    " AND json_type(metadata, ?{}) IS NOT NULL",
+                    args.len()
+                ));
+            }
+            sql.push_str(" ORDER BY id DESC");
+            let mut stmt = c.prepare(&sql).map_err(err)?;
+            let rows = stmt
+                .query_map(
+                    rusqlite::params_from_iter(args.iter().map(|a| a.as_ref())),
+                    record_from_row,
+                )
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let record = finish_record(row.map_err(err)?)?;
+                // Exact JSON comparison of metadata values happens here, after SQL narrowed
+                // the rows to those that have the keys.
+                if !filter.matches_metadata(&record.metadata) {
+                    continue;
+                }
+                out.push(record);
+                if filter.limit.is_some_and(|l| out.len() >= l) {
+                    break;
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
+        let thread = thread_id.to_owned();
+        self.with(move |c| {
+            let tx = c.transaction().map_err(err)?;
+            for table in ["checkpoints", "blobs", "writes"] {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE thread_id = ?1"),
+                    params![thread],
+                )
+                .map_err(err)?;
+            }
+            tx.commit().map_err(err)
+        })
+        .await
+    }
+
+    async fn prune(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        keep_last: usize,
+    ) -> Result<usize, GraphError> {
+        let (thread, ns) = (thread_id.to_owned(), ns.to_owned());
+        self.with(move |c| {
+            let tx = c.transaction().map_err(err)?;
+            let ids: Vec<String> = {
+                let mut stmt = tx
+                    .prepare("SELECT id FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC")
+                    .map_err(err)?;
+                let rows = stmt
+                    .query_map(params![thread, ns], |r| r.get(0))
+                    .map_err(err)?
+                    .collect::<Result<Vec<String>, _>>()
+                    .map_err(err)?;
+                rows
+            };
+            let doomed: Vec<&String> = ids.iter().skip(keep_last).collect();
+            for id in &doomed {
+                tx.execute(
+                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+                    params![thread, ns, id],
+                )
+                .map_err(err)?;
+                tx.execute(
+                    "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3",
+                    params![thread, ns, id],
+                )
+                .map_err(err)?;
+            }
+            if !doomed.is_empty() {
+                let kept_versions: Vec<String> = {
+                    let mut stmt = tx
+                        .prepare("SELECT versions FROM checkpoints WHERE thread_id = ?1 AND ns = ?2")
+                        .map_err(err)?;
+                    let rows = stmt
+                        .query_map(params![thread, ns], |r| r.get(0))
+                        .map_err(err)?
+                        .collect::<Result<Vec<String>, _>>()
+                        .map_err(err)?;
+                    rows
+                };
+                let mut wanted = Vec::new();
+                for v in kept_versions {
+                    let map: std::collections::BTreeMap<String, String> =
+                        serde_json::from_str(&v).map_err(err)?;
+                    wanted.extend(map);
+                }
+                let bases: std::collections::HashMap<(String, String), (String, u64)> = {
+                    let mut stmt = tx
+                        .prepare("SELECT field, version, base_version, base_len FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND base_version IS NOT NULL")
+                        .map_err(err)?;
+                    let rows = stmt
+                        .query_map(params![thread, ns], |r| {
+                            Ok(((r.get::<_, String>(0)?, r.get::<_, String>(1)?), (r.get::<_, String>(2)?, r.get::<_, i64>(3)? as u64)))
+                        })
+                        .map_err(err)?
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(err)?;
+                    rows.into_iter().collect()
+                };
+                let needed = needed_blobs(wanted, |f, v| bases.get(&(f.to_owned(), v.to_owned())));
+                let all: Vec<(String, String)> = {
+                    let mut stmt = tx
+                        .prepare("SELECT field, version FROM blobs WHERE thread_id = ?1 AND ns = ?2")
+                        .map_err(err)?;
+                    let rows = stmt
+                        .query_map(params![thread, ns], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .map_err(err)?
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(err)?;
+                    rows
+                };
+                for key in all.iter().filter(|k| !needed.contains(*k)) {
+                    tx.execute(
+                        "DELETE FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND field = ?3 AND version = ?4",
+                        params![thread, ns, key.0, key.1],
+                    )
+                    .map_err(err)?;
+                }
+            }
+            tx.commit().map_err(err)?;
+            Ok(doomed.len())
+        })
+        .await
+    }
+}
