@@ -2,15 +2,17 @@
 //! on top of it (binding tools, structured output) that cannot live on a `dyn` trait.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::error::LlmError;
 use crate::message::Message;
 use crate::options::{CallOptions, ToolChoice, ToolSpec};
-use crate::stream::{ChatResponse, ChatStream, collect_stream};
+use crate::stream::{ChatResponse, ChatStream, ChunkAggregator};
 use crate::structured::StructuredModel;
 
 /// A chat model: messages in, an AI reply out, whole or streamed.
@@ -47,8 +49,13 @@ pub trait ChatModel: Send + Sync {
         messages: &[Message],
         options: &CallOptions,
     ) -> Result<ChatResponse, LlmError> {
-        let stream = self.stream(messages, options).await?;
-        collect_stream(self.provider(), stream).await
+        let started = Instant::now();
+        let mut stream = self.stream(messages, options).await?;
+        let mut aggregator = ChunkAggregator::new(self.provider()).started_at(started);
+        while let Some(chunk) = stream.next().await {
+            aggregator.push(&chunk?);
+        }
+        aggregator.finish()
     }
 }
 

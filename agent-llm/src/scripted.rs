@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -50,6 +50,7 @@ enum ReplyKind {
         usage: Option<Usage>,
         id: Option<String>,
         finish: Option<FinishReason>,
+        delay: Option<Duration>,
     },
     Error(LlmError),
     Dynamic(ReplyFn),
@@ -83,6 +84,7 @@ impl Reply {
                 usage: None,
                 id: None,
                 finish: None,
+                delay: None,
             },
         }
     }
@@ -167,6 +169,14 @@ impl Reply {
         self
     }
 
+    /// Makes the call take `delay` before answering (for timeouts and concurrency tests).
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        if let ReplyKind::Message { delay: slot, .. } = &mut self.kind {
+            *slot = Some(delay);
+        }
+        self
+    }
+
     /// Sets the finish reason (default: `tool_calls` when there are tool calls, else `stop`).
     pub fn with_finish_reason(mut self, reason: FinishReason) -> Self {
         if let ReplyKind::Message { finish, .. } = &mut self.kind {
@@ -201,6 +211,8 @@ struct Script {
     replies: VecDeque<Reply>,
     fallback: Option<ReplyFn>,
     requests: Vec<ScriptedRequest>,
+    record: bool,
+    calls: usize,
     scripted: usize,
 }
 
@@ -257,6 +269,8 @@ impl ScriptedModel {
                 replies,
                 fallback: None,
                 requests: Vec::new(),
+                record: true,
+                calls: 0,
             })),
             call_ids: Arc::new(AtomicUsize::new(1)),
         }
@@ -281,6 +295,13 @@ impl ScriptedModel {
         self
     }
 
+    /// Stops keeping a copy of every request (for benchmarks and long runs);
+    /// [`requests`](Self::requests) is then empty, [`call_count`](Self::call_count) still counts.
+    pub fn without_recording(self) -> Self {
+        self.lock().record = false;
+        self
+    }
+
     /// Appends a reply to the script.
     pub fn push(&self, reply: impl Into<Reply>) {
         let mut s = self.lock();
@@ -300,7 +321,7 @@ impl ScriptedModel {
 
     /// How many calls were made.
     pub fn call_count(&self) -> usize {
-        self.lock().requests.len()
+        self.lock().calls
     }
 
     fn lock(&self) -> MutexGuard<'_, Script> {
@@ -314,14 +335,17 @@ impl ScriptedModel {
         &self,
         messages: &[Message],
         options: &CallOptions,
-    ) -> Result<Vec<ChatChunk>, LlmError> {
+    ) -> Result<(Vec<ChatChunk>, Option<Duration>), LlmError> {
         let reply = {
             let mut s = self.lock();
-            s.requests.push(ScriptedRequest {
-                messages: messages.to_vec(),
-                options: options.clone(),
-            });
-            let call = s.requests.len();
+            s.calls += 1;
+            if s.record {
+                s.requests.push(ScriptedRequest {
+                    messages: messages.to_vec(),
+                    options: options.clone(),
+                });
+            }
+            let call = s.calls;
             match s.replies.pop_front() {
                 Some(r) => r,
                 None => match &s.fallback {
@@ -352,6 +376,7 @@ impl ScriptedModel {
             usage,
             id,
             finish,
+            delay,
         } = reply.kind
         else {
             return match reply.kind {
@@ -411,7 +436,7 @@ impl ScriptedModel {
             FinishReason::ToolCalls
         });
         chunks.push(ChatChunk::Finish { reason });
-        Ok(chunks)
+        Ok((chunks, delay))
     }
 }
 
@@ -432,7 +457,11 @@ impl ChatModel for ScriptedModel {
     ) -> Result<ChatResponse, LlmError> {
         observe::observe_invoke(PROVIDER, &self.name, async {
             let mut agg = ChunkAggregator::new(PROVIDER);
-            for chunk in self.next_chunks(messages, options)? {
+            let (chunks, delay) = self.next_chunks(messages, options)?;
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            for chunk in chunks {
                 agg.push(&chunk);
             }
             agg.finish()
@@ -448,7 +477,12 @@ impl ChatModel for ScriptedModel {
         let span = observe::call_span(PROVIDER, &self.name, true);
         let started = Instant::now();
         let chunks = match self.next_chunks(messages, options) {
-            Ok(c) => c,
+            Ok((c, delay)) => {
+                if let Some(delay) = delay {
+                    tokio::time::sleep(delay).await;
+                }
+                c
+            }
             Err(e) => {
                 observe::record_error(&span, PROVIDER, &self.name, &e);
                 return Err(e);

@@ -273,3 +273,23 @@ fn usage_and_latency_are_traced() {
     assert!(text.contains("latency_ms="), "{text}");
     assert!(text.contains("provider=\"scripted\""), "{text}");
 }
+
+#[tokio::test]
+async fn delays_and_recording_switch() {
+    let model = ScriptedModel::new([
+        Reply::text("slow").with_delay(std::time::Duration::from_millis(200)),
+        Reply::text("fast"),
+    ])
+    .without_recording();
+    let slow = tokio::time::timeout(
+        std::time::Duration::from_millis(20),
+        model.invoke(&[], &opts()),
+    )
+    .await;
+    assert!(slow.is_err(), "the delayed reply is still pending");
+    // The timed-out call consumed its reply; the next one answers at once.
+    assert_eq!(model.invoke(&[], &opts()).await.unwrap().text(), "fast");
+    assert_eq!(model.call_count(), 2);
+    assert!(model.requests().is_empty());
+    assert_eq!(model.remaining(), 0);
+}

@@ -81,3 +81,22 @@ pub fn capture_tracing() -> (Captured, tracing::subscriber::DefaultGuard) {
     let guard = tracing::subscriber::set_default(subscriber);
     (captured, guard)
 }
+
+/// The URL of an external test server from `var`. Without it the test is skipped with a note,
+/// except under CI (`CI` set), where a missing server is a failure: `.ci/services/llm.sh`
+/// starts the servers and exports their URLs.
+pub fn service_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().trim_end_matches('/').to_owned()),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{var} is not set but CI is: `.ci/services/llm.sh` should have started the server and exported {var}"
+            );
+            eprintln!(
+                "note: {var} is not set, skipping; `source .ci/services/llm.sh` starts the server"
+            );
+            None
+        }
+    }
+}
