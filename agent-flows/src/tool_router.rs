@@ -178,6 +178,7 @@ pub async fn ask(question: &str) -> Result<AgentState, GraphError> {
             agent_core::RunConfig::default(),
         )
         .await
+        .map(agent_core::RunOutput::into_state)
 }
 
 #[cfg(test)]

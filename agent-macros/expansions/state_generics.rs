@@ -184,6 +184,32 @@ const _: () = {
     impl<
         T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
         U,
+    > ::core::convert::From<GenericUpdate<T, U>>
+    for ::agent_core::__private::Input<Generic<T, U>>
+    where
+        U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        fn from(update: GenericUpdate<T, U>) -> Self {
+            ::agent_core::__private::Input::Update(update)
+        }
+    }
+    impl<
+        T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+        U,
+    > ::core::convert::From<Generic<T, U>>
+    for ::agent_core::__private::Input<Generic<T, U>>
+    where
+        U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        fn from(state: Generic<T, U>) -> Self {
+            ::agent_core::__private::Input::Update(
+                ::agent_core::__private::GraphState::into_update(state),
+            )
+        }
+    }
+    impl<
+        T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+        U,
     > ::agent_core::__private::IntoNodeOutput<Generic<T, U>> for GenericUpdate<T, U>
     where
         U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,

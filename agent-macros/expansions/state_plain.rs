@@ -178,6 +178,19 @@ const _: () = {
             ::agent_core::__private::GraphState::into_update(state)
         }
     }
+    impl ::core::convert::From<ResearchUpdate>
+    for ::agent_core::__private::Input<Research> {
+        fn from(update: ResearchUpdate) -> Self {
+            ::agent_core::__private::Input::Update(update)
+        }
+    }
+    impl ::core::convert::From<Research> for ::agent_core::__private::Input<Research> {
+        fn from(state: Research) -> Self {
+            ::agent_core::__private::Input::Update(
+                ::agent_core::__private::GraphState::into_update(state),
+            )
+        }
+    }
     impl ::agent_core::__private::IntoNodeOutput<Research> for ResearchUpdate {
         fn into_node_output(
             self,

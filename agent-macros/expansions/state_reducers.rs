@@ -352,6 +352,19 @@ const _: () = {
             ::agent_core::__private::GraphState::into_update(state)
         }
     }
+    impl ::core::convert::From<ReducersUpdate>
+    for ::agent_core::__private::Input<Reducers> {
+        fn from(update: ReducersUpdate) -> Self {
+            ::agent_core::__private::Input::Update(update)
+        }
+    }
+    impl ::core::convert::From<Reducers> for ::agent_core::__private::Input<Reducers> {
+        fn from(state: Reducers) -> Self {
+            ::agent_core::__private::Input::Update(
+                ::agent_core::__private::GraphState::into_update(state),
+            )
+        }
+    }
     impl ::agent_core::__private::IntoNodeOutput<Reducers> for ReducersUpdate {
         fn into_node_output(
             self,

@@ -154,6 +154,18 @@ const _: () = {
             ::agent_core::__private::GraphState::into_update(state)
         }
     }
+    impl ::core::convert::From<Patch> for ::agent_core::__private::Input<Options> {
+        fn from(update: Patch) -> Self {
+            ::agent_core::__private::Input::Update(update)
+        }
+    }
+    impl ::core::convert::From<Options> for ::agent_core::__private::Input<Options> {
+        fn from(state: Options) -> Self {
+            ::agent_core::__private::Input::Update(
+                ::agent_core::__private::GraphState::into_update(state),
+            )
+        }
+    }
     impl ::agent_core::__private::IntoNodeOutput<Options> for Patch {
         fn into_node_output(
             self,

@@ -21,7 +21,8 @@ type Attribute = fn(TokenStream, TokenStream) -> TokenStream;
 const DERIVES: &[(&str, Derive)] = &[("GraphState", crate::state::expand)];
 
 /// The attribute macros of this crate, by the name users write in `#[name(..)]`.
-const ATTRIBUTES: &[(&str, Attribute)] = &[("node", crate::node::expand)];
+const ATTRIBUTES: &[(&str, Attribute)] =
+    &[("node", crate::node::expand), ("tool", crate::tool::expand)];
 
 /// The cases: file name (without `.rs`) and the item as a user writes it, macro included.
 const CASES: &[(&str, &str)] = &[
@@ -60,6 +61,14 @@ const CASES: &[(&str, &str)] = &[
     (
         "node_error_keeps_the_fn",
         "#[node] fn not_async(state: &Research) -> ResearchUpdate { ResearchUpdate::default() }",
+    ),
+    (
+        "tool_doc_arguments",
+        "/// Adds two numbers.\n///\n/// # Arguments\n///\n/// * `a` - The first number.\n/// * `b` - The second number.\n#[tool] async fn add(a: f64, b: f64) -> Result<f64, String> { Ok(a + b) }",
+    ),
+    (
+        "tool_name_and_description",
+        "#[tool(name = \"get_weather\", description = \"Current weather in a city.\")] pub async fn weather(city: String, days: Option<u8>) -> Result<String, ToolError> { Ok(format!(\"sunny in {city} for {} days\", days.unwrap_or(1))) }",
     ),
 ];
 

@@ -1,47 +1,94 @@
-//! `cargo xtask`: the project's automation (codegen checks, tidy, ci), in Rust, with no
-//! dependencies so it builds in seconds.
+//! `cargo xtask`: the project's automation (codegen, tidy, ci), in Rust, with no dependencies
+//! so it builds in seconds. It calls the `cargo` that runs it (`$CARGO`).
+//!
+//! A command is a module with a `run(&[String]) -> Result<(), String>` plus one line in
+//! [`COMMANDS`].
 
-use std::process::{Command, ExitCode};
+mod ci;
+mod codegen;
+mod shell;
+mod tidy;
+
+use std::process::ExitCode;
+
+/// One `cargo xtask` command.
+struct Command {
+    name: &'static str,
+    /// Arguments, for the usage line.
+    args: &'static str,
+    about: &'static str,
+    run: fn(&[String]) -> Result<(), String>,
+}
+
+/// Every command, in the order the usage lists them.
+const COMMANDS: &[Command] = &[
+    Command {
+        name: "codegen",
+        args: "[--check]",
+        about: "write the generated files (macro expansion snapshots, docs/graphs diagrams); --check verifies them without writing",
+        run: codegen::run,
+    },
+    Command {
+        name: "tidy",
+        args: "",
+        about: "check conventions: `//!` on every .rs file, no unwrap()/expect( outside tests, no todo!()",
+        run: tidy::run,
+    },
+    Command {
+        name: "ci",
+        args: "",
+        about: "fmt --check, clippy -D warnings, tests, codegen --check, tidy (what .ci/run runs)",
+        run: ci::run,
+    },
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("ci") => ci(),
-        _ => {
-            eprintln!("usage: cargo xtask ci");
+    let Some(name) = args.first() else {
+        eprint!("{}", usage());
+        return ExitCode::FAILURE;
+    };
+    if matches!(name.as_str(), "help" | "--help" | "-h") {
+        print!("{}", usage());
+        return ExitCode::SUCCESS;
+    }
+    let Some(command) = COMMANDS.iter().find(|c| c.name == name) else {
+        eprint!("error: unknown command `{name}`\n\n{}", usage());
+        return ExitCode::FAILURE;
+    };
+    match (command.run)(&args[1..]) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("\nerror: {message}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+fn usage() -> String {
+    let mut out = String::from("usage: cargo xtask <command>\n\ncommands:\n");
+    let width = COMMANDS
+        .iter()
+        .map(|c| c.name.len() + c.args.len() + 1)
+        .max()
+        .unwrap_or(0);
+    for c in COMMANDS {
+        let synopsis = format!("{} {}", c.name, c.args);
+        out.push_str(&format!("  {synopsis:<width$}  {}\n", c.about));
+    }
+    out.push_str(&format!("  {:<width$}  print this message\n", "help"));
+    out
 }
 
-fn run(mut cmd: Command) -> bool {
-    eprintln!("$ {cmd:?}");
-    cmd.status().map(|s| s.success()).unwrap_or(false)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn ci() -> ExitCode {
-    let steps: Vec<Vec<&str>> = vec![
-        vec!["fmt", "--all", "--check"],
-        vec![
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-        vec!["test", "--workspace"],
-    ];
-    for step in steps {
-        let mut cmd = cargo();
-        cmd.args(&step);
-        if !run(cmd) {
-            return ExitCode::FAILURE;
+    #[test]
+    fn usage_lists_every_command() {
+        let text = usage();
+        for command in COMMANDS {
+            assert!(text.contains(command.name), "{text}");
         }
     }
-    ExitCode::SUCCESS
 }

@@ -1,0 +1,44 @@
+//! Running cargo from xtask: the `cargo` that runs us (`$CARGO`), from the workspace root,
+//! each command echoed before it runs.
+
+use std::process::Command;
+
+use xtask::sourcegen::{MODE_ENV, project_root};
+
+/// `$CARGO` (the cargo running `cargo xtask`), or `cargo` from `PATH`, in the workspace root.
+/// Generated files are only checked unless the caller says otherwise (an exported
+/// `AGENTGRAPH_CODEGEN=write` must not make `cargo xtask ci` rewrite them).
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(project_root()).env_remove(MODE_ENV);
+    cmd
+}
+
+/// Runs `cmd`, echoing it first; an error says which command failed.
+pub fn run(mut cmd: Command) -> Result<(), String> {
+    let shown = show(&cmd);
+    eprintln!("$ {shown}");
+    match cmd.status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("`{shown}` failed ({status})")),
+        Err(error) => Err(format!("cannot run `{shown}`: {error}")),
+    }
+}
+
+/// The command as a shell line: environment set on it, program name, arguments.
+fn show(cmd: &Command) -> String {
+    let mut parts: Vec<String> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?)))
+        .collect();
+    let program = cmd.get_program().to_string_lossy();
+    // `$CARGO` is an absolute path into the toolchain; `cargo` reads better.
+    let program = if program.ends_with("cargo") {
+        "cargo".into()
+    } else {
+        program
+    };
+    parts.push(program.into_owned());
+    parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    parts.join(" ")
+}
