@@ -738,6 +738,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         for _ in 0..max_concurrency.min(count) {
             spawn_next(&mut set, &mut pending);
         }
+        let mut failure: Option<GraphError> = None;
         while let Some(joined) = set.join_next().await {
             let (i, result) = match joined {
                 Ok(done) => done,
@@ -774,12 +775,25 @@ impl<'g, S: GraphState> Run<'g, S> {
                     results[i] = Some(done);
                 }
                 Err(error) => {
-                    set.abort_all();
                     self.record_failure(nodes[i], ids[i].clone(), &error).await;
-                    return Err(error);
+                    if self.persist.is_none() {
+                        set.abort_all();
+                        return Err(error);
+                    }
+                    // With a checkpointer, siblings already running may finish: their
+                    // outputs are kept, so resuming the thread does not pay for them twice.
+                    if failure.is_none() {
+                        failure = Some(error);
+                    }
+                    continue;
                 }
             }
-            spawn_next(&mut set, &mut pending);
+            if failure.is_none() {
+                spawn_next(&mut set, &mut pending);
+            }
+        }
+        if let Some(error) = failure {
+            return Err(error);
         }
         Ok(results.into_iter().flatten().collect())
     }

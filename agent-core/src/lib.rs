@@ -71,6 +71,11 @@ mod state;
 mod state_api;
 
 pub use agent_macros::{GraphState, node};
+#[cfg(feature = "postgres")]
+pub use checkpoint::PostgresSaver;
+#[cfg(feature = "sqlite")]
+pub use checkpoint::SqliteSaver;
+pub use checkpoint::{Checkpointer, InMemorySaver, ListFilter};
 pub use command::{Command, Goto, Send};
 pub use compiled::{CompiledGraph, Topology};
 pub use config::{DEFAULT_RECURSION_LIMIT, RunConfig};

@@ -5,6 +5,9 @@
 //! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
 //! pool.
 
+// The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
+#![allow(clippy::let_and_return)]
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -342,12 +345,12 @@ impl Checkpointer for SqliteSaver {
                     "WITH RECURSIVE chain(field, version) AS (
                          SELECT key, value FROM json_each(?3)
                          UNION
-                         SELECT b.field, b.base_version FROM blobs b JOIN chain c
+                         SELECT b.field, b.base_version FROM chain c CROSS JOIN blobs b
                            ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
                           WHERE b.base_version IS NOT NULL
                      )
                      SELECT b.field, b.version, b.base_version, b.base_len, b.data
-                       FROM blobs b JOIN chain c
+                       FROM chain c CROSS JOIN blobs b
                          ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
                 )
                 .map_err(err)?;

@@ -1,0 +1,168 @@
+//! Crash recovery: a child process runs a long graph on SQLite and is killed (SIGKILL) in the
+//! middle of a parallel step; a second run resumes the thread. Nodes that finished are not
+//! run again, and the final state equals an uninterrupted run's.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    CompiledGraph, END, GraphState, Input, RunConfig, START, SqliteSaver, StateGraph,
+};
+
+const CHILD_ENV: &str = "AGENTGRAPH_CRASH_CHILD";
+const THREAD: &str = "crash";
+
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct Work {
+    #[reducer(append)]
+    log: Vec<String>,
+    #[reducer(add)]
+    total: u64,
+}
+
+fn record(side: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(side)
+        .expect("side file");
+    writeln!(file, "{line}").expect("write side file");
+}
+
+fn graph(side: Option<PathBuf>, saver: Option<Arc<SqliteSaver>>) -> CompiledGraph<Work> {
+    let node = |name: &'static str, millis: u64| {
+        let side = side.clone();
+        move |_s: Arc<Work>| {
+            let side = side.clone();
+            async move {
+                if let Some(side) = &side {
+                    record(side, &format!("start:{name}"));
+                }
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+                if let Some(side) = &side {
+                    record(side, &format!("done:{name}"));
+                }
+                WorkUpdate::default().log(vec![name.to_owned()]).total(1)
+            }
+        }
+    };
+    let g = StateGraph::new()
+        .add_node("s1", node("s1", 20))
+        .add_node("s2", node("s2", 20))
+        .add_node("fan", node("fan", 20))
+        .add_node("p1", node("p1", 10))
+        .add_node("p2", node("p2", 1_500))
+        .add_node("p3", node("p3", 1_500))
+        .add_node("s3", node("s3", 20))
+        .add_node("s4", node("s4", 20))
+        .add_edge(START, "s1")
+        .add_edge("s1", "s2")
+        .add_edge("s2", "fan")
+        .add_edge("fan", "p1")
+        .add_edge("fan", "p2")
+        .add_edge("fan", "p3")
+        .add_edge(["p1", "p2", "p3"], "s3")
+        .add_edge("s3", "s4")
+        .add_edge("s4", END);
+    match saver {
+        Some(saver) => g.compile_with(saver).expect("graph"),
+        None => g.compile().expect("graph"),
+    }
+}
+
+/// The child: runs the graph until the parent kills it.
+async fn child(db: &Path, side: &Path) {
+    let saver = Arc::new(SqliteSaver::open(db).expect("sqlite"));
+    let g = graph(Some(side.to_owned()), Some(saver));
+    let _ = g
+        .invoke(Work::default(), RunConfig::default().thread_id(THREAD))
+        .await;
+    record(side, "child finished (it should have been killed)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_run_resumes_without_rerunning_finished_nodes() {
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        let (db, side) = spec.split_once('|').expect("db|side");
+        child(Path::new(db), Path::new(side)).await;
+        return;
+    }
+
+    let db = common::sqlite_path();
+    let side = std::env::temp_dir().join(format!("{}.log", common::unique("crash-side")));
+    let exe = std::env::current_exe().expect("test binary");
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "killed_run_resumes_without_rerunning_finished_nodes",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, format!("{}|{}", db.display(), side.display()))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn child");
+
+    // Kill it in the middle of the parallel step: p1 finished, p2 and p3 still sleeping.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&side).unwrap_or_default();
+        if text.lines().any(|l| l == "done:p1") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "child never reached p1: {text}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap child");
+    let before_kill = std::fs::read_to_string(&side).unwrap_or_default();
+    let finished: Vec<String> = before_kill
+        .lines()
+        .filter_map(|l| l.strip_prefix("done:"))
+        .map(str::to_owned)
+        .collect();
+    assert!(finished.contains(&"p1".to_owned()));
+    assert!(
+        !finished.contains(&"p2".to_owned()),
+        "killed too late: {before_kill}"
+    );
+
+    // A second process (here: this one) resumes the thread from the file.
+    let saver = Arc::new(SqliteSaver::open(&db).expect("sqlite"));
+    let g = graph(Some(side.clone()), Some(saver));
+    let snapshot = g
+        .get_state(&RunConfig::default().thread_id(THREAD))
+        .await
+        .expect("state")
+        .expect("a checkpoint");
+    assert_eq!(snapshot.next, ["p1", "p2", "p3"]);
+    assert!(
+        snapshot.tasks.iter().any(|t| t.node == "p1" && t.finished),
+        "p1's output was kept: {:?}",
+        snapshot.tasks
+    );
+    let out = g
+        .invoke(Input::Continue, RunConfig::default().thread_id(THREAD))
+        .await
+        .expect("resume");
+
+    let all = std::fs::read_to_string(&side).unwrap_or_default();
+    let after_kill = &all[before_kill.len()..];
+    for name in &finished {
+        assert!(
+            !after_kill.lines().any(|l| l == format!("start:{name}")),
+            "{name} finished before the kill but ran again:\n{all}"
+        );
+    }
+    assert_eq!(all.lines().filter(|l| *l == "start:p1").count(), 1);
+
+    let uninterrupted = graph(None, None)
+        .invoke(Work::default(), RunConfig::default())
+        .await
+        .expect("uninterrupted run");
+    assert_eq!(out.state, uninterrupted.state);
+    assert_eq!(out.total, 8);
+}

@@ -1,0 +1,532 @@
+//! Threads, time travel, human in the loop and recovery, on every checkpointer.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_core::checkpoint::Checkpointer;
+use agent_core::{
+    BoxError, Command, CompiledGraph, END, GraphError, GraphState, Input, ListFilter, NodeContext,
+    RunConfig, START, StateGraph,
+};
+
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct Chat {
+    #[reducer(append)]
+    messages: Vec<String>,
+    #[reducer(add)]
+    turns: u32,
+    approved: Option<String>,
+}
+
+fn thread(name: &str) -> RunConfig {
+    RunConfig::default().thread_id(common::unique(name))
+}
+
+fn human(text: &str) -> ChatUpdate {
+    ChatUpdate::default().messages(vec![format!("human: {text}")])
+}
+
+fn chat_graph(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> {
+    StateGraph::new()
+        .add_node("chat", |s: Arc<Chat>| async move {
+            let last = s.messages.last().cloned().unwrap_or_default();
+            ChatUpdate::default()
+                .messages(vec![format!("ai: re {last}")])
+                .turns(1)
+        })
+        .add_edge(START, "chat")
+        .add_edge("chat", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_turn_history_and_fork() {
+    for (name, saver) in common::backends().await {
+        let graph = chat_graph(saver);
+        let config = thread("multi");
+        for text in ["one", "two", "three"] {
+            graph.invoke(human(text), config.clone()).await.unwrap();
+        }
+        let state = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(state.values.turns, 3, "{name}");
+        assert_eq!(state.values.messages.len(), 6);
+        assert_eq!(state.values.messages[5], "ai: re human: three");
+        assert!(state.next.is_empty());
+
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        let steps: Vec<i64> = history.iter().map(|s| s.step).collect();
+        assert_eq!(steps, vec![7, 6, 5, 4, 3, 2, 1, 0, -1], "{name}");
+        let sources: Vec<&str> = history
+            .iter()
+            .map(|s| s.metadata["source"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            sources,
+            [
+                "loop", "loop", "input", "loop", "loop", "input", "loop", "loop", "input"
+            ],
+            "{name}"
+        );
+        assert_eq!(history[0].metadata["writes"]["chat"]["turns"], 1);
+        assert_eq!(history[2].next, ["__start__"]);
+        assert_eq!(history[1].next, ["chat"]);
+        // Parents chain back to the first input.
+        for pair in history.windows(2) {
+            assert_eq!(
+                pair[0].parent_config.as_ref().unwrap().checkpoint_id,
+                pair[1].config.checkpoint_id
+            );
+        }
+
+        // Fork from step 1 (after the first turn): a new branch, the original intact.
+        let step1 = history.iter().find(|s| s.step == 1).unwrap();
+        let fork = graph
+            .update_state(
+                &step1.config,
+                ChatUpdate::default().messages(vec!["human: edited".to_owned()]),
+                Some(START),
+            )
+            .await
+            .unwrap();
+        let forked = graph.get_state(&fork).await.unwrap().unwrap();
+        assert_eq!(forked.metadata["source"], "fork", "{name}");
+        assert_eq!(forked.next, ["chat"]);
+        let out = graph.invoke(Input::Continue, fork.clone()).await.unwrap();
+        assert_eq!(
+            out.messages,
+            [
+                "human: one",
+                "ai: re human: one",
+                "human: edited",
+                "ai: re human: edited"
+            ],
+            "{name}"
+        );
+        let original = graph.get_state(&history[0].config).await.unwrap().unwrap();
+        assert_eq!(
+            original.values.messages.len(),
+            6,
+            "{name}: original branch intact"
+        );
+        // The thread's latest checkpoint is now on the fork.
+        let latest = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(latest.values.messages.len(), 4);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaying_an_older_checkpoint_runs_from_there() {
+    for (name, saver) in common::backends().await {
+        let graph = chat_graph(saver);
+        let config = thread("replay");
+        graph.invoke(human("one"), config.clone()).await.unwrap();
+        graph.invoke(human("two"), config.clone()).await.unwrap();
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        // Step 0: the first input applied, `chat` next.
+        let before_chat = history.iter().find(|s| s.step == 0).unwrap();
+        let out = graph
+            .invoke(Input::Continue, before_chat.config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.messages, ["human: one", "ai: re human: one"], "{name}");
+        assert_eq!(out.steps, 1);
+    }
+}
+
+fn agent_tools_graph(saver: Arc<dyn Checkpointer>, before: bool) -> CompiledGraph<Chat> {
+    let graph = StateGraph::new()
+        .add_node("agent", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["agent".to_owned()])
+        })
+        .add_node("tools", |s: Arc<Chat>| async move {
+            let approved = s.approved.clone().unwrap_or_else(|| "none".to_owned());
+            ChatUpdate::default().messages(vec![format!("tools ({approved})")])
+        })
+        .add_node("answer", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["answer".to_owned()])
+        })
+        .add_edge(START, "agent")
+        .add_edge("agent", "tools")
+        .add_edge("tools", "answer")
+        .add_edge("answer", END);
+    let graph = if before {
+        graph.interrupt_before(["tools"])
+    } else {
+        graph.interrupt_after(["tools"])
+    };
+    graph.compile_with(saver).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_before_pauses_and_continue_resumes() {
+    for (name, saver) in common::backends().await {
+        let graph = agent_tools_graph(saver, true);
+        let config = thread("before");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["agent"], "{name}");
+        assert_eq!(out.next, ["tools"]);
+        assert!(out.is_paused());
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.next, ["tools"]);
+        // A human edits the state; `tools` is still next (as_node = the last writer, agent).
+        graph
+            .update_state(
+                &config,
+                ChatUpdate::default().approved(Some("yes".to_owned())),
+                None,
+            )
+            .await
+            .unwrap();
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.metadata["source"], "update", "{name}");
+        assert_eq!(snapshot.next, ["tools"]);
+        let out = graph.invoke(Input::Continue, config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["agent", "tools (yes)", "answer"], "{name}");
+        assert!(!out.is_paused());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_after_pauses_after_the_node() {
+    for (name, saver) in common::backends().await {
+        let graph = agent_tools_graph(saver, false);
+        let config = thread("after");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["agent", "tools (none)"], "{name}");
+        assert_eq!(out.next, ["answer"]);
+        let out = graph.invoke(Input::Continue, config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["agent", "tools (none)", "answer"], "{name}");
+    }
+}
+
+#[tokio::test]
+async fn per_run_interrupts_work_too() {
+    let graph = chat_graph(Arc::new(agent_core::InMemorySaver::new()));
+    let config = thread("per-run").interrupt_before(["chat"]);
+    let out = graph.invoke(human("hi"), config.clone()).await.unwrap();
+    assert_eq!(out.next, ["chat"]);
+    let out = graph.invoke(Input::Continue, config).await.unwrap();
+    assert_eq!(out.messages.len(), 2);
+}
+
+fn approval_graph(
+    saver: Arc<dyn Checkpointer>,
+    calls: Arc<AtomicUsize>,
+    two: bool,
+) -> CompiledGraph<Chat> {
+    StateGraph::new()
+        .add_node("draft", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["draft".to_owned()])
+        })
+        .add_node("approve", move |_s: Arc<Chat>, ctx: NodeContext| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let first = ctx.interrupt(serde_json::json!({"question": "ship it?"}))?;
+                let mut answers = vec![first.as_str().unwrap_or_default().to_owned()];
+                if two {
+                    let second: String = ctx.interrupt_as("really?")?;
+                    answers.push(second);
+                }
+                Ok::<_, BoxError>(ChatUpdate::default().approved(Some(answers.join("+"))))
+            }
+        })
+        .add_edge(START, "draft")
+        .add_edge("draft", "approve")
+        .add_edge("approve", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_interrupt_pauses_and_resume_answers_it() {
+    for (name, saver) in common::backends().await {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let graph = approval_graph(saver, calls.clone(), false);
+        let config = thread("interrupt");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        assert_eq!(out.interrupts[0].node, "approve");
+        assert_eq!(out.interrupts[0].value["question"], "ship it?");
+        assert_eq!(out.next, ["approve"]);
+        assert_eq!(out.approved, None);
+
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.next, ["approve"]);
+        assert_eq!(snapshot.tasks.len(), 1);
+        assert_eq!(snapshot.tasks[0].interrupts.len(), 1, "{name}");
+        assert_eq!(snapshot.interrupts[0].id, out.interrupts[0].id);
+
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert!(out.interrupts.is_empty(), "{name}");
+        assert_eq!(out.approved.as_deref(), Some("yes"));
+        assert_eq!(out.messages, ["draft"], "draft ran once");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "the node reruns from the top"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_interrupts_in_one_node_are_matched_in_order() {
+    for (name, saver) in common::backends().await {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let graph = approval_graph(saver, calls.clone(), true);
+        let config = thread("two");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts[0].value["question"], "ship it?", "{name}");
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        assert_eq!(out.interrupts[0].value, "really?");
+        let out = graph
+            .invoke(Command::resume("sure").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("yes+sure"), "{name}");
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        let err = graph
+            .invoke(Command::resume("again").unwrap(), config.clone())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, GraphError::NothingToResume(_)), "{err:?}");
+    }
+}
+
+#[tokio::test]
+async fn interrupts_without_a_checkpointer_are_an_error() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let graph = StateGraph::new()
+        .add_node("approve", move |_s: Arc<Chat>, ctx: NodeContext| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                ctx.interrupt("ok?")?;
+                Ok::<_, BoxError>(ChatUpdate::default())
+            }
+        })
+        .add_edge(START, "approve")
+        .add_edge("approve", END)
+        .compile()
+        .unwrap();
+    let err = graph
+        .invoke(Chat::default(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, GraphError::NoCheckpointer(what) if what.contains("approve")),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("needs a checkpointer"));
+
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {})
+        .add_edge(START, "a")
+        .add_edge("a", END)
+        .interrupt_before(["a"])
+        .compile()
+        .unwrap();
+    let err = graph
+        .invoke(Chat::default(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GraphError::NoCheckpointer(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_siblings_are_not_rerun_after_a_failure() {
+    for (name, saver) in common::backends().await {
+        let ok_runs = Arc::new(AtomicUsize::new(0));
+        let bad_runs = Arc::new(AtomicUsize::new(0));
+        let (ok, bad) = (ok_runs.clone(), bad_runs.clone());
+        let graph = StateGraph::new()
+            .add_node("start", |_s: Arc<Chat>| async {
+                ChatUpdate::default().messages(vec!["start".to_owned()])
+            })
+            .add_node("steady", move |_s: Arc<Chat>| {
+                ok.fetch_add(1, Ordering::SeqCst);
+                async {
+                    ChatUpdate::default()
+                        .messages(vec!["steady".to_owned()])
+                        .turns(1)
+                }
+            })
+            .add_node("flaky", move |_s: Arc<Chat>| {
+                let n = bad.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n == 0 {
+                        return Err("the service is down".into());
+                    }
+                    Ok::<_, BoxError>(
+                        ChatUpdate::default()
+                            .messages(vec!["flaky".to_owned()])
+                            .turns(10),
+                    )
+                }
+            })
+            .add_edge(START, "start")
+            .add_edge("start", "steady")
+            .add_edge("start", "flaky")
+            .add_edge(["steady", "flaky"], END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("siblings");
+        let err = graph
+            .invoke(Chat::default(), config.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.node(), Some("flaky"), "{name}");
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.next, ["flaky", "steady"]);
+        let steady = snapshot.tasks.iter().find(|t| t.node == "steady").unwrap();
+        let flaky = snapshot.tasks.iter().find(|t| t.node == "flaky").unwrap();
+        assert!(steady.finished, "{name}: steady's output was kept");
+        assert!(!flaky.finished);
+        assert!(
+            flaky
+                .error
+                .as_deref()
+                .unwrap_or_default()
+                .contains("the service is down"),
+            "{name}"
+        );
+
+        let out = graph.invoke(Input::Continue, config.clone()).await.unwrap();
+        assert_eq!(
+            ok_runs.load(Ordering::SeqCst),
+            1,
+            "{name}: steady did not run again"
+        );
+        assert_eq!(bad_runs.load(Ordering::SeqCst), 2);
+        // Writes applied in task order (flaky < steady), as if nothing had failed.
+        assert_eq!(out.messages, ["start", "flaky", "steady"], "{name}");
+        assert_eq!(out.turns, 11);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_checkpoints_are_clear_errors() {
+    for (name, saver) in common::backends().await {
+        let graph = chat_graph(saver.clone());
+        let config = thread("corrupt");
+        graph.invoke(human("hi"), config.clone()).await.unwrap();
+        let thread_id = config.thread_id.clone().unwrap();
+        let loaded = saver.get(&thread_id, "", None).await.unwrap();
+        let mut record = loaded.record.unwrap();
+        record.id = uuid_after(&record.id);
+        record.body = vec![0xc1, 0xff, 0x00];
+        saver.put(&record, &[]).await.unwrap();
+        let err = graph.get_state(&config).await.unwrap_err();
+        match &err {
+            GraphError::CorruptCheckpoint {
+                thread_id: t,
+                checkpoint_id,
+                ..
+            } => {
+                assert_eq!(t, &thread_id, "{name}");
+                assert_eq!(checkpoint_id, &record.id);
+            }
+            other => panic!("{name}: unexpected {other:?}"),
+        }
+        let err = graph
+            .invoke(human("again"), config.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, GraphError::CorruptCheckpoint { .. }),
+            "{name}: {err:?}"
+        );
+
+        // A field blob that does not decode into the state's type names the field.
+        let mut record = saver
+            .get(&thread_id, "", None)
+            .await
+            .unwrap()
+            .record
+            .unwrap();
+        let good = saver
+            .list(&thread_id, "", &ListFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.body != vec![0xc1, 0xff, 0x00])
+            .unwrap();
+        record.id = uuid_after(&record.id);
+        record.body = good.body.clone();
+        record.versions = [("turns".to_owned(), record.id.clone())]
+            .into_iter()
+            .collect();
+        let bad_blob = agent_core::checkpoint::FieldBlob {
+            field: "turns".to_owned(),
+            version: record.id.clone(),
+            base: None,
+            data: vec![0xa3, b'a', b'b', b'c'],
+        };
+        saver.put(&record, &[bad_blob]).await.unwrap();
+        let err = graph.get_state(&config).await.unwrap_err();
+        assert!(err.to_string().contains("field `turns`"), "{name}: {err}");
+    }
+}
+
+/// An id that sorts after `id` (uuid v7 strings sort by time).
+fn uuid_after(id: &str) -> String {
+    let mut chars: Vec<char> = id.chars().collect();
+    chars[0] = 'f';
+    chars.into_iter().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_grows_with_what_changed() {
+    let memory = Arc::new(agent_core::InMemorySaver::new());
+    let sqlite = Arc::new(agent_core::SqliteSaver::open(common::sqlite_path()).unwrap());
+    let mut results = Vec::new();
+    for turns in [100usize, 500] {
+        let graph = chat_graph(memory.clone());
+        let config = thread("growth");
+        let graph_sqlite = chat_graph(sqlite.clone());
+        let config_sqlite = thread("growth-sqlite");
+        for i in 0..turns {
+            let text = format!("message number {i} {}", "x".repeat(80));
+            graph.invoke(human(&text), config.clone()).await.unwrap();
+            graph_sqlite
+                .invoke(human(&text), config_sqlite.clone())
+                .await
+                .unwrap();
+        }
+        let state = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(state.values.messages.len(), turns * 2);
+        let mem_bytes = memory.blob_bytes(config.thread_id.as_deref().unwrap());
+        let sql_bytes = sqlite
+            .blob_bytes(config_sqlite.thread_id.as_deref().unwrap())
+            .await
+            .unwrap();
+        let history_bytes: usize = state.values.messages.iter().map(|m| m.len() + 2).sum();
+        eprintln!(
+            "{turns} turns: history {history_bytes} B, memory blobs {mem_bytes} B, sqlite blobs {sql_bytes} B"
+        );
+        results.push((mem_bytes as f64, sql_bytes as f64, history_bytes as f64));
+    }
+    let (m100, s100, h100) = results[0];
+    let (m500, s500, h500) = results[1];
+    // Linear: five times the turns, about five times the bytes (quadratic would be 25x),
+    // and a small multiple of one copy of the final history.
+    assert!(m500 / m100 < 6.0, "memory grew {:.1}x", m500 / m100);
+    assert!(s500 / s100 < 6.0, "sqlite grew {:.1}x", s500 / s100);
+    assert!(m500 < h500 * 3.0 && m100 < h100 * 3.0);
+}
