@@ -23,6 +23,8 @@ struct Options {
 /// One parameter of the fn: a field of the arguments struct.
 struct Arg<'a> {
     ident: &'a Ident,
+    /// The name without `r#`: the JSON field and the name docs use.
+    name: String,
     ty: &'a Type,
 }
 
@@ -122,6 +124,21 @@ fn borrows(tokens: TokenStream) -> bool {
     false
 }
 
+/// Whether a return type is `Result<..>` or an alias named like one (`io::Result<T>`,
+/// `anyhow::Result<T>`): anything else gets one clear error instead of several trait errors.
+fn looks_like_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident.to_string().ends_with("Result")),
+        Type::Group(group) => looks_like_result(&group.elem),
+        Type::Paren(paren) => looks_like_result(&paren.elem),
+        _ => false,
+    }
+}
+
 /// The owned type to suggest for a reference type.
 fn owned_suggestion(reference: &syn::TypeReference) -> String {
     let inner = reference.elem.to_token_stream().to_string();
@@ -159,9 +176,10 @@ fn check_args<'a>(function: &'a ItemFn, errors: &mut Errors) -> Vec<Arg<'a>> {
             Type::Reference(reference) => errors.spanned(
                 &typed.ty,
                 format!(
-                    "#[tool] arguments are deserialized from the model's JSON, so they must be owned: use `{}` instead of `{}`",
+                    "#[tool] arguments are deserialized from the model's JSON, so they must be owned: use `{}` instead of `&{}{}`",
                     owned_suggestion(reference),
-                    typed.ty.to_token_stream()
+                    if reference.mutability.is_some() { "mut " } else { "" },
+                    reference.elem.to_token_stream()
                 ),
             ),
             Type::ImplTrait(_) => errors.spanned(
@@ -172,7 +190,11 @@ fn check_args<'a>(function: &'a ItemFn, errors: &mut Errors) -> Vec<Arg<'a>> {
                 ty,
                 "#[tool] arguments are deserialized from the model's JSON, so they must be owned: remove the lifetime (e.g. `String` instead of `Cow<'_, str>`)",
             ),
-            ty => args.push(Arg { ident, ty }),
+            ty => args.push(Arg {
+                ident,
+                name: syn::ext::IdentExt::unraw(ident).to_string(),
+                ty,
+            }),
         }
     }
     args
@@ -199,7 +221,12 @@ fn doc_lines(attrs: &[Attribute]) -> (Vec<String>, Option<Span>) {
             }) = &nv.value
         {
             span.get_or_insert(attr.span());
-            lines.extend(text.value().lines().map(str::to_owned));
+            // `split`, not `lines`: an empty `///` line is a paragraph break and must stay.
+            lines.extend(
+                text.value()
+                    .split('\n')
+                    .map(|line| line.trim_end_matches('\r').to_owned()),
+            );
         }
     }
     // Remove the indentation all non-blank lines share (`/// text` gives " text").
@@ -320,6 +347,17 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
     }
     let args = check_args(function, &mut errors);
     let ret = match &sig.output {
+        ReturnType::Type(_, ty) if !looks_like_result(ty) => {
+            errors.spanned(
+                ty,
+                format!(
+                    "a #[tool] fn returns `Result<T, E>` (or an alias named like `io::Result<T>`), not `{}`: return `Result<{}, String>` and wrap the value in `Ok(..)`",
+                    ty.to_token_stream(),
+                    ty.to_token_stream()
+                ),
+            );
+            None
+        }
         ReturnType::Type(_, ty) => Some(&**ty),
         ReturnType::Default => {
             errors.spanned(
@@ -357,8 +395,8 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
         );
     }
     for (name, _) in &docs.args {
-        if !args.iter().any(|arg| arg.ident == name) {
-            let known: Vec<String> = args.iter().map(|arg| format!("`{}`", arg.ident)).collect();
+        if !args.iter().any(|arg| &arg.name == name) {
+            let known: Vec<String> = args.iter().map(|arg| format!("`{}`", arg.name)).collect();
             let known = if known.is_empty() {
                 "none".to_owned()
             } else {
@@ -391,14 +429,17 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
         .attrs
         .iter()
         .partition(|attr| attr.path().is_ident("doc"));
-    let args_struct = args_struct_name(ident);
+    // The struct is named `__ToolArgs` in Rust, so it cannot shadow a user type called
+    // like the schema (`SearchArgs` for `search`), which the model sees as its title.
+    let args_struct = format_ident!("__ToolArgs", span = Span::mixed_site());
+    let schema_name = args_struct_name(ident).to_string();
     let fields = args.iter().map(|arg| {
         let field = arg.ident;
         let ty = arg.ty;
         let doc = docs
             .args
             .iter()
-            .find(|(name, _)| arg.ident == name)
+            .find(|(name, _)| &arg.name == name)
             .map(|(_, text)| quote!(#[doc = #text]));
         quote!(#doc pub #field: #ty)
     });
@@ -442,7 +483,7 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
             #[doc(hidden)]
             #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
             #[serde(crate = #serde_crate)]
-            #[schemars(crate = #schemars_crate)]
+            #[schemars(crate = #schemars_crate, rename = #schema_name)]
             pub struct #args_struct {
                 #(#fields,)*
             }
@@ -538,7 +579,8 @@ mod tests {
         .expect("parses");
         let out = expand(TokenStream::new(), item).to_string();
         assert!(!out.contains("compile_error"), "{out}");
-        assert!(out.contains("struct AddArgs"), "{out}");
+        assert!(out.contains("struct __ToolArgs"), "{out}");
+        assert!(out.contains("rename = \"AddArgs\""), "{out}");
         assert!(
             out.contains(":: agent_tools :: __private :: Tool for add"),
             "{out}"
