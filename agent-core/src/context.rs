@@ -3,10 +3,12 @@
 //!
 //! A node gets a [`NodeContext`] next to the state snapshot. It is cheap to clone (one `Arc`).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::config::RunConfig;
 use crate::interrupt::{InterruptSlots, Interrupted};
+use crate::stream::{Event, NodePart, NodeSink, StreamMeta, StreamMode};
 
 /// The context of one task: which node, which step, how many steps remain, the run's config.
 #[derive(Debug, Clone)]
@@ -21,15 +23,37 @@ struct TaskInfo {
     remaining_steps: usize,
     run: Arc<RunInfo>,
     interrupts: Mutex<InterruptSlots>,
+    /// Set when the run streams: what triggered the task, its own run id.
+    streaming: Option<TaskStream>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TaskStream {
+    pub(crate) triggers: Vec<String>,
+    pub(crate) run_id: String,
 }
 
 /// Run-wide facts shared by every task of a run.
-#[derive(Debug)]
 pub(crate) struct RunInfo {
     pub(crate) run_id: Arc<str>,
     pub(crate) config: RunConfig,
     /// Whether a checkpointer will persist a pause (interrupts need one).
     pub(crate) can_pause: bool,
+    /// Where nodes stream to, when the caller streams.
+    pub(crate) sink: Option<Arc<dyn NodeSink>>,
+    /// Counters nodes add to (token usage); returned with the run's output.
+    pub(crate) usage: Mutex<BTreeMap<String, u64>>,
+}
+
+impl std::fmt::Debug for RunInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunInfo")
+            .field("run_id", &self.run_id)
+            .field("config", &self.config)
+            .field("can_pause", &self.can_pause)
+            .field("streaming", &self.sink.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl NodeContext {
@@ -39,6 +63,7 @@ impl NodeContext {
         remaining_steps: usize,
         run: Arc<RunInfo>,
         resume: Vec<serde_json::Value>,
+        streaming: Option<TaskStream>,
     ) -> Self {
         NodeContext {
             inner: Arc::new(TaskInfo {
@@ -47,6 +72,7 @@ impl NodeContext {
                 remaining_steps,
                 run,
                 interrupts: Mutex::new(InterruptSlots { resume, next: 0 }),
+                streaming,
             }),
         }
     }
@@ -61,8 +87,11 @@ impl NodeContext {
                 run_id: "detached".into(),
                 config: RunConfig::default(),
                 can_pause: false,
+                sink: None,
+                usage: Mutex::new(BTreeMap::new()),
             }),
             Vec::new(),
+            None,
         )
     }
 
@@ -129,6 +158,123 @@ impl NodeContext {
     ) -> Result<T, crate::BoxError> {
         let answer = self.interrupt(value)?;
         Ok(serde_json::from_value(answer)?)
+    }
+
+    /// Whether the caller streams `mode` (skip building chunks nobody reads).
+    pub fn is_streaming(&self, mode: StreamMode) -> bool {
+        self.inner
+            .run
+            .sink
+            .as_ref()
+            .is_some_and(|sink| sink.modes().has(mode))
+    }
+
+    fn meta(&self) -> StreamMeta {
+        StreamMeta {
+            node: self.inner.node.to_string(),
+            step: self.inner.step,
+            triggers: self
+                .inner
+                .streaming
+                .as_ref()
+                .map(|s| s.triggers.clone())
+                .unwrap_or_default(),
+            ns: Vec::new(),
+        }
+    }
+
+    async fn send(&self, part: NodePart) {
+        if let Some(sink) = &self.inner.run.sink {
+            // A consumer that went away cancels the run; nothing to do here.
+            let _ = sink.send(part).await;
+        }
+    }
+
+    /// Writes a value to the `custom` stream mode (LangGraph's `get_stream_writer()`).
+    /// Waits while the consumer is behind, so a slow consumer slows the node down rather than
+    /// growing memory.
+    pub async fn write_custom(&self, value: impl serde::Serialize) {
+        if !self.is_streaming(StreamMode::Custom) {
+            return;
+        }
+        let value = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
+        self.send(NodePart::Custom(value, self.meta())).await;
+    }
+
+    /// Writes an LLM message chunk (JSON) to the `messages` stream mode. Chat model
+    /// integrations call this for every token as it arrives.
+    pub async fn write_message(&self, chunk: serde_json::Value) {
+        if !self.is_streaming(StreamMode::Messages) {
+            return;
+        }
+        self.send(NodePart::Messages(chunk, self.meta())).await;
+    }
+
+    /// The run id of this task in the event stream (events of the node use it).
+    pub fn task_run_id(&self) -> String {
+        self.inner
+            .streaming
+            .as_ref()
+            .map(|s| s.run_id.clone())
+            .unwrap_or_default()
+    }
+
+    /// A fresh run id for something running inside this node (a model or tool call).
+    pub fn child_run_id(&self) -> String {
+        uuid::Uuid::now_v7().to_string()
+    }
+
+    /// Emits an `astream_events` v2 event from inside the node: `on_custom_event` for your own
+    /// events, or `on_chat_model_*` / `on_tool_*` from integrations. `run_id` is the emitting
+    /// runnable's id (`None`: this task's); parents are the graph and, for child runs, this
+    /// task.
+    pub async fn emit_event(
+        &self,
+        event: &str,
+        name: &str,
+        run_id: Option<&str>,
+        data: serde_json::Value,
+    ) {
+        if !self.is_streaming(StreamMode::Events) {
+            return;
+        }
+        let task_run_id = self.task_run_id();
+        let mut parent_ids = vec![self.inner.run.run_id.to_string()];
+        let run_id = match run_id {
+            Some(id) if id != task_run_id => {
+                parent_ids.push(task_run_id);
+                id.to_owned()
+            }
+            _ => task_run_id,
+        };
+        let config = &self.inner.run.config;
+        let event = Event {
+            event: event.to_owned(),
+            name: name.to_owned(),
+            run_id,
+            parent_ids,
+            tags: config.tags.clone(),
+            metadata: serde_json::json!({
+                "langgraph_node": &*self.inner.node,
+                "langgraph_step": self.inner.step,
+                "langgraph_triggers": self.meta().triggers,
+                "thread_id": config.thread_id,
+            }),
+            data,
+        };
+        self.send(NodePart::Event(event)).await;
+    }
+
+    /// Adds to a run-wide counter (e.g. `input_tokens`); the totals come back in
+    /// [`RunOutput::usage`](crate::RunOutput).
+    pub fn add_usage(&self, key: &str, amount: u64) {
+        let mut usage = self
+            .inner
+            .run
+            .usage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *usage.entry(key.to_owned()).or_default() += amount;
     }
 
     /// Starts a new attempt (retries call the node again from the top).

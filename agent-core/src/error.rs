@@ -188,6 +188,9 @@ pub enum GraphError {
         /// What failed.
         detail: String,
     },
+    /// The run stopped because its stream was dropped.
+    #[error("the run was cancelled: its stream was dropped")]
+    Cancelled,
     /// The input could not be applied.
     #[error("invalid input: {0}")]
     InvalidInput(String),

@@ -25,12 +25,15 @@ use crate::command::{Command, Goto, Send};
 use crate::compiled::{CompiledGraph, Graph, Outgoing, Target};
 use crate::config::{RunConfig, new_run_id};
 use crate::constants::{END, START};
-use crate::context::{NodeContext, RunInfo};
+use crate::context::{NodeContext, RunInfo, TaskStream};
 use crate::error::{GraphError, list_names};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::node::{NodeError, NodeOutput};
 use crate::persist::{self, Restored};
 use crate::state::{FieldSet, GraphState};
+use crate::stream::{
+    CHANNEL_CAPACITY, DebugEvent, Emitter, Event, GraphStream, StreamMode, StreamModes, StreamPart,
+};
 
 /// What a run starts from: new input, a command (resume, update, goto), or nothing (continue
 /// a paused or failed thread from its checkpoint; LangGraph's `invoke(None)`).
@@ -68,6 +71,8 @@ pub struct RunOutput<S> {
     pub steps: usize,
     /// Tasks this run executed.
     pub tasks: usize,
+    /// Run-wide counters nodes added with `NodeContext::add_usage` (token usage).
+    pub usage: std::collections::BTreeMap<String, u64>,
 }
 
 impl<S> RunOutput<S> {
@@ -97,7 +102,13 @@ struct Task<S> {
     input: Option<S>,
     /// Set when persisting: the task's deterministic id.
     id: Option<String>,
+    /// Set when streaming: what triggered it, and its run id in the event stream.
+    stream: Option<TaskStream>,
 }
+
+/// A trigger source that is not a node.
+const FROM_START: usize = usize::MAX;
+const FROM_JOIN: usize = usize::MAX - 1;
 
 /// How a task ended, short of an error.
 enum Done<S: GraphState> {
@@ -110,27 +121,36 @@ pub(crate) struct Frontier<S> {
     triggered: Vec<bool>,
     pub(crate) pulls: Vec<usize>,
     pub(crate) pushes: Vec<(usize, S)>,
+    /// When streaming: which nodes triggered each pulled node.
+    sources: Option<Vec<Vec<usize>>>,
 }
 
 impl<S> Frontier<S> {
-    fn new(n: usize) -> Self {
+    fn new(n: usize, track_sources: bool) -> Self {
         Frontier {
             triggered: vec![false; n],
             pulls: Vec::new(),
             pushes: Vec::new(),
+            sources: track_sources.then(|| vec![Vec::new(); n]),
         }
     }
 
-    fn trigger(&mut self, node: usize) {
+    fn trigger(&mut self, node: usize, from: usize) {
         if !self.triggered[node] {
             self.triggered[node] = true;
             self.pulls.push(node);
+        }
+        if let Some(sources) = &mut self.sources {
+            sources[node].push(from);
         }
     }
 
     fn clear(&mut self) {
         for &n in &self.pulls {
             self.triggered[n] = false;
+            if let Some(sources) = &mut self.sources {
+                sources[n].clear();
+            }
         }
         self.pulls.clear();
         self.pushes.clear();
@@ -148,23 +168,40 @@ impl<S> Frontier<S> {
     }
 
     /// Tasks in the order they run and apply: pulls by node name, then pushes as sent.
-    fn take_tasks(&mut self, rank: &[u32]) -> Vec<Task<S>> {
+    fn take_tasks(&mut self, rank: &[u32], names: &[Arc<str>]) -> Vec<Task<S>> {
         let mut pulls = std::mem::take(&mut self.pulls);
         pulls.sort_unstable_by_key(|&n| rank[n]);
         let mut tasks = Vec::with_capacity(pulls.len() + self.pushes.len());
         for node in pulls {
             self.triggered[node] = false;
+            let stream = self.sources.as_mut().map(|sources| TaskStream {
+                triggers: std::mem::take(&mut sources[node])
+                    .into_iter()
+                    .map(|from| match from {
+                        FROM_START => START.to_owned(),
+                        FROM_JOIN => "join".to_owned(),
+                        n => names[n].to_string(),
+                    })
+                    .collect(),
+                run_id: String::new(),
+            });
             tasks.push(Task {
                 node,
                 input: None,
                 id: None,
+                stream,
             });
         }
+        let track = self.sources.is_some();
         for (node, input) in self.pushes.drain(..) {
             tasks.push(Task {
                 node,
                 input: Some(input),
                 id: None,
+                stream: track.then(|| TaskStream {
+                    triggers: vec!["send".to_owned()],
+                    run_id: String::new(),
+                }),
             });
         }
         tasks
@@ -203,6 +240,7 @@ pub(crate) struct Run<'g, S: GraphState> {
     tasks_run: usize,
     interrupts: Vec<Interrupt>,
     paused: bool,
+    emitter: Option<Arc<Emitter<S>>>,
 }
 
 impl<S: GraphState> CompiledGraph<S> {
@@ -216,7 +254,41 @@ impl<S: GraphState> CompiledGraph<S> {
         input: impl Into<Input<S>>,
         config: RunConfig,
     ) -> Result<RunOutput<S>, GraphError> {
+        self.run_with(input.into(), config, None).await
+    }
+
+    /// Runs the graph like [`invoke`](Self::invoke) on its own task and streams what happens,
+    /// in the `modes` asked for (one mode or an array of them: items come tagged). The last
+    /// item is an error if the run fails. Dropping the stream cancels the run.
+    ///
+    /// Needs a tokio runtime (it spawns the run).
+    pub fn stream(
+        &self,
+        input: impl Into<Input<S>>,
+        config: RunConfig,
+        modes: impl Into<StreamModes>,
+    ) -> GraphStream<S> {
+        let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_CAPACITY);
+        let emitter = Arc::new(Emitter {
+            tx: tx.clone(),
+            modes: modes.into(),
+        });
+        let graph = self.clone();
         let input = input.into();
+        let task = tokio::spawn(async move {
+            if let Err(error) = graph.run_with(input, config, Some(emitter)).await {
+                let _ = tx.send(Err(error)).await;
+            }
+        });
+        GraphStream { rx, task }
+    }
+
+    async fn run_with(
+        &self,
+        input: Input<S>,
+        config: RunConfig,
+        emitter: Option<Arc<Emitter<S>>>,
+    ) -> Result<RunOutput<S>, GraphError> {
         let run_id = match &config.run_id {
             Some(id) => Arc::from(id.as_str()),
             None => new_run_id(),
@@ -227,9 +299,24 @@ impl<S: GraphState> CompiledGraph<S> {
             thread_id = config.thread_id.as_deref().unwrap_or(""),
         );
         async move {
-            let mut run = Run::open(self, config, run_id).await?;
+            let mut run = Run::open(self, config, run_id, emitter).await?;
+            if run.streams(StreamMode::Events) {
+                let data = match &input {
+                    Input::Update(update) => serde_json::json!({ "input": to_json(update) }),
+                    Input::Command(command) => {
+                        serde_json::json!({ "input": { "resume": command.resume } })
+                    }
+                    Input::Continue => serde_json::json!({ "input": null }),
+                };
+                run.graph_event("on_chain_start", data).await?;
+            }
             run.feed(input).await?;
             run.run_steps().await?;
+            if run.streams(StreamMode::Events) {
+                let output = to_json(&(*run.state).clone().into_update());
+                run.graph_event("on_chain_end", serde_json::json!({ "output": output }))
+                    .await?;
+            }
             Ok(run.finish())
         }
         .instrument(span)
@@ -244,6 +331,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         graph: &'g CompiledGraph<S>,
         config: RunConfig,
         run_id: Arc<str>,
+        emitter: Option<Arc<Emitter<S>>>,
     ) -> Result<Self, GraphError> {
         let graph = &*graph.inner;
         let mut interrupt_before = graph.interrupt_before.clone();
@@ -276,6 +364,10 @@ impl<'g, S: GraphState> Run<'g, S> {
             run_id,
             config,
             can_pause: saver.is_some(),
+            sink: emitter
+                .clone()
+                .map(|e| e as Arc<dyn crate::stream::NodeSink>),
+            usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         });
         let n = graph.names.len();
         let fields = S::fields().len();
@@ -284,7 +376,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             info,
             state: Arc::new(S::default()),
             step: -1,
-            frontier: Frontier::new(n),
+            frontier: Frontier::new(n, emitter.is_some()),
             join_seen: graph.joins.iter().map(|j| vec![false; j.sources]).collect(),
             persist: None,
             interrupt_before,
@@ -294,6 +386,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             tasks_run: 0,
             interrupts: Vec::new(),
             paused: false,
+            emitter,
         };
         let Some((saver, thread_id)) = saver else {
             return Ok(run);
@@ -338,7 +431,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             run.state = Arc::new(state);
             run.step = record.step;
             for node in pulls {
-                run.frontier.trigger(node);
+                run.frontier.trigger(node, FROM_START);
             }
             run.frontier.pushes = pushes;
             run.join_seen = joins;
@@ -473,7 +566,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                         source,
                     })?;
             }
-            self.fire(&Outgoing::default(), START, goto, Vec::new())?;
+            self.fire(&Outgoing::default(), None, goto, Vec::new())?;
             self.step += 1;
             if self.persist.is_some() {
                 self.save(Source::Loop, writes, written).await?;
@@ -502,7 +595,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             let branch = &graph.branches[b];
             routes.push((b, (branch.router)(&self.state).goto));
         }
-        self.fire(&graph.start, START, Vec::new(), routes)?;
+        self.fire(&graph.start, None, Vec::new(), routes)?;
         self.step += 1;
         Ok(())
     }
@@ -510,6 +603,9 @@ impl<'g, S: GraphState> Run<'g, S> {
     async fn run_steps(&mut self) -> Result<(), GraphError> {
         let limit = self.info.config.recursion_limit;
         let mut last_nodes = String::new();
+        if self.streams(StreamMode::Values) {
+            self.emit(StreamPart::Values(self.state.clone())).await?;
+        }
         loop {
             if self.frontier.is_empty() {
                 return Ok(());
@@ -532,7 +628,9 @@ impl<'g, S: GraphState> Run<'g, S> {
                 .persist
                 .as_ref()
                 .map(|_| (self.frontier.pulls.clone(), self.frontier.pushes.clone()));
-            let mut tasks = self.frontier.take_tasks(&self.graph.rank);
+            let mut tasks = self
+                .frontier
+                .take_tasks(&self.graph.rank, &self.graph.names);
             if let Some(persist) = &self.persist
                 && let Some(cp) = &persist.checkpoint_id
             {
@@ -545,9 +643,21 @@ impl<'g, S: GraphState> Run<'g, S> {
                     task.id = Some(persist::task_id(cp, &self.graph.names[task.node], push));
                 }
             }
+            if self.emitter.is_some() {
+                let events = self.streams(StreamMode::Events);
+                for task in &mut tasks {
+                    if let Some(stream) = &mut task.stream {
+                        if events {
+                            stream.run_id = uuid::Uuid::now_v7().to_string();
+                        }
+                        self.task_started(task.node, stream).await?;
+                    }
+                }
+            }
             let nodes: Vec<usize> = tasks.iter().map(|t| t.node).collect();
             let ids: Vec<Option<String>> = tasks.iter().map(|t| t.id.clone()).collect();
-            let done = self.run_tasks(tasks).await?;
+            let step_span = tracing::info_span!("step", step = self.step + 1, tasks = nodes.len());
+            let done = self.run_tasks(tasks).instrument(step_span).await?;
 
             let mut outputs = Vec::with_capacity(done.len());
             let mut paused = Vec::new();
@@ -560,7 +670,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             if !paused.is_empty() {
                 if let Some((pulls, pushes)) = before_step {
                     for n in pulls {
-                        self.frontier.trigger(n);
+                        self.frontier.trigger(n, FROM_START);
                     }
                     self.frontier.pushes = pushes;
                 }
@@ -594,7 +704,38 @@ impl<'g, S: GraphState> Run<'g, S> {
                     .collect();
                 serde_json::Value::Object(map)
             });
+            let updates_out: Option<Vec<(usize, S::Update)>> = (self.streams(StreamMode::Updates)
+                || self.streams(StreamMode::Events))
+            .then(|| {
+                outputs
+                    .iter()
+                    .zip(&nodes)
+                    .filter_map(|(output, &node)| match output {
+                        NodeOutput::Update(u) => Some((node, u.clone())),
+                        NodeOutput::Command(c) => c.update.clone().map(|u| (node, u)),
+                    })
+                    .collect()
+            });
             let written = self.barrier(&nodes, outputs)?;
+            if let Some(updates) = updates_out {
+                if self.streams(StreamMode::Events) {
+                    let mut chunk = serde_json::Map::new();
+                    for (node, update) in &updates {
+                        chunk.insert(self.graph.names[*node].to_string(), to_json(update));
+                    }
+                    self.graph_event("on_chain_stream", serde_json::json!({ "chunk": chunk }))
+                        .await?;
+                }
+                if self.streams(StreamMode::Updates) {
+                    for (node, update) in updates {
+                        let node = self.graph.names[node].to_string();
+                        self.emit(StreamPart::Updates { node, update }).await?;
+                    }
+                }
+            }
+            if self.streams(StreamMode::Values) {
+                self.emit(StreamPart::Values(self.state.clone())).await?;
+            }
             last_nodes = list_names(nodes.iter().map(|&n| &*self.graph.names[n]));
             self.step += 1;
             self.steps_run += 1;
@@ -670,7 +811,14 @@ impl<'g, S: GraphState> Run<'g, S> {
                 (Some(p), Some(id)) => p.resume.get(id).cloned().unwrap_or_default(),
                 _ => Vec::new(),
             };
-            let ctx = NodeContext::new(name.clone(), step, remaining, self.info.clone(), resume);
+            let ctx = NodeContext::new(
+                name.clone(),
+                step,
+                remaining,
+                self.info.clone(),
+                resume,
+                task.stream.clone(),
+            );
             let input = match task.input {
                 Some(input) => Arc::new(input),
                 None => state.clone(),
@@ -703,8 +851,13 @@ impl<'g, S: GraphState> Run<'g, S> {
             }
             let node = task.node;
             let id = task.id.clone();
+            let stream = task.stream.clone();
             let result = make(task, &self.state).await;
-            return match self.task_result(node, result) {
+            let result = self.task_result(node, result);
+            if let Some(stream) = &stream {
+                self.task_finished(node, stream, &result).await?;
+            }
+            return match result {
                 Ok(done) => Ok(vec![done]),
                 Err(error) => {
                     self.record_failure(node, id, &error).await;
@@ -716,6 +869,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         let count = tasks.len();
         let nodes: Vec<usize> = tasks.iter().map(|t| t.node).collect();
         let ids: Vec<Option<String>> = tasks.iter().map(|t| t.id.clone()).collect();
+        let streams: Vec<Option<TaskStream>> = tasks.iter().map(|t| t.stream.clone()).collect();
         let mut results: Vec<Option<Done<S>>> = (0..count).map(|_| None).collect();
         let mut to_run = Vec::with_capacity(count);
         for (i, task) in tasks.into_iter().enumerate() {
@@ -751,7 +905,11 @@ impl<'g, S: GraphState> Run<'g, S> {
                     });
                 }
             };
-            match self.task_result(nodes[i], result) {
+            let result = self.task_result(nodes[i], result);
+            if let Some(stream) = &streams[i] {
+                self.task_finished(nodes[i], stream, &result).await?;
+            }
+            match result {
                 Ok(done) => {
                     if let (Done::Output(output), Some(persist), Some(id)) =
                         (&done, &self.persist, &ids[i])
@@ -954,8 +1112,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
 
         for (&node, (goto, routes)) in nodes.iter().zip(gotos.into_iter().zip(routes)) {
-            let name = graph.names[node].clone();
-            self.fire(&graph.out[node], &name, goto, routes)?;
+            self.fire(&graph.out[node], Some(node), goto, routes)?;
         }
         self.settle_joins();
         Ok(all_written)
@@ -967,7 +1124,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             let seen = &mut self.join_seen[j];
             if seen.iter().all(|s| *s) {
                 seen.iter_mut().for_each(|s| *s = false);
-                self.frontier.trigger(join.target);
+                self.frontier.trigger(join.target, FROM_JOIN);
             }
         }
     }
@@ -977,13 +1134,19 @@ impl<'g, S: GraphState> Run<'g, S> {
     pub(crate) fn fire(
         &mut self,
         outgoing: &Outgoing,
-        from: &str,
+        from_index: Option<usize>,
         goto: Vec<Goto<S>>,
         routes: Vec<(usize, Vec<Goto<S>>)>,
     ) -> Result<(), GraphError> {
         let graph = self.graph;
+        let from_name: Arc<str> = match from_index {
+            Some(n) => graph.names[n].clone(),
+            None => Arc::from(START),
+        };
+        let from = &*from_name;
+        let source = from_index.unwrap_or(FROM_START);
         for &t in &outgoing.targets {
-            self.frontier.trigger(t);
+            self.frontier.trigger(t, source);
         }
         for &(join, slot) in &outgoing.joins {
             self.join_seen[join][slot] = true;
@@ -993,7 +1156,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 Goto::Node(name) => {
                     if name != END {
                         let target = self.node_named(&name, from, "Command goto")?;
-                        self.frontier.trigger(target);
+                        self.frontier.trigger(target, source);
                     }
                 }
                 Goto::Send(send) => self.push(send, from, "Send")?,
@@ -1017,7 +1180,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                             None => Target::Node(self.node_named(&key, &branch.from, "router")?),
                         };
                         if let Target::Node(t) = target {
-                            self.frontier.trigger(t);
+                            self.frontier.trigger(t, source);
                         }
                     }
                 }
@@ -1105,11 +1268,159 @@ impl<'g, S: GraphState> Run<'g, S> {
             body,
         };
         persist.saver.put(&record, &blobs).await?;
-        persist.checkpoint_id = Some(id);
+        persist.checkpoint_id = Some(id.clone());
         persist.record = Some(record);
         persist.outputs.clear();
         persist.resume.clear();
         persist.interrupted.clear();
+        if self.streams(StreamMode::Debug) {
+            let mut next: Vec<usize> = self.frontier.nodes().collect();
+            next.sort_unstable_by_key(|&n| self.graph.rank[n]);
+            next.dedup();
+            self.emit(StreamPart::Debug(DebugEvent::Checkpoint {
+                step: self.step,
+                checkpoint_id: id,
+                next: next
+                    .iter()
+                    .map(|&n| self.graph.names[n].to_string())
+                    .collect(),
+            }))
+            .await?;
+        }
+        Ok(())
+    }
+
+    fn streams(&self, mode: StreamMode) -> bool {
+        self.emitter.as_ref().is_some_and(|e| e.modes.has(mode))
+    }
+
+    async fn emit(&self, part: StreamPart<S>) -> Result<(), GraphError> {
+        if let Some(emitter) = &self.emitter
+            && !emitter.send(part).await
+        {
+            return Err(GraphError::Cancelled);
+        }
+        Ok(())
+    }
+
+    fn event(
+        &self,
+        event: &str,
+        name: &str,
+        run_id: String,
+        parent_ids: Vec<String>,
+        metadata: serde_json::Value,
+        data: serde_json::Value,
+    ) -> StreamPart<S> {
+        StreamPart::Event(Event {
+            event: event.to_owned(),
+            name: name.to_owned(),
+            run_id,
+            parent_ids,
+            tags: self.info.config.tags.clone(),
+            metadata,
+            data,
+        })
+    }
+
+    async fn graph_event(&self, event: &str, data: serde_json::Value) -> Result<(), GraphError> {
+        let metadata = serde_json::json!({ "thread_id": self.info.config.thread_id });
+        let part = self.event(
+            event,
+            "LangGraph",
+            self.info.run_id.to_string(),
+            Vec::new(),
+            metadata,
+            data,
+        );
+        self.emit(part).await
+    }
+
+    async fn node_event(
+        &self,
+        event: &str,
+        node: usize,
+        stream: &TaskStream,
+        data: serde_json::Value,
+    ) -> Result<(), GraphError> {
+        let metadata = serde_json::json!({
+            "langgraph_node": &*self.graph.names[node],
+            "langgraph_step": self.step + 1,
+            "langgraph_triggers": stream.triggers,
+            "thread_id": self.info.config.thread_id,
+        });
+        let part = self.event(
+            event,
+            &self.graph.names[node],
+            stream.run_id.clone(),
+            vec![self.info.run_id.to_string()],
+            metadata,
+            data,
+        );
+        self.emit(part).await
+    }
+
+    /// Stream items for a task that is about to run.
+    async fn task_started(&self, node: usize, stream: &TaskStream) -> Result<(), GraphError> {
+        if self.streams(StreamMode::Debug) {
+            self.emit(StreamPart::Debug(DebugEvent::Task {
+                step: self.step + 1,
+                node: self.graph.names[node].to_string(),
+                triggers: stream.triggers.clone(),
+            }))
+            .await?;
+        }
+        if self.streams(StreamMode::Events) {
+            self.node_event(
+                "on_chain_start",
+                node,
+                stream,
+                serde_json::json!({ "input": null }),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Stream items for a task that finished (in completion order).
+    async fn task_finished(
+        &self,
+        node: usize,
+        stream: &TaskStream,
+        done: &Result<Done<S>, GraphError>,
+    ) -> Result<(), GraphError> {
+        let update = match done {
+            Ok(Done::Output(NodeOutput::Update(u))) => to_json(u),
+            Ok(Done::Output(NodeOutput::Command(c))) => {
+                c.update.as_ref().map(to_json).unwrap_or_default()
+            }
+            _ => serde_json::Value::Null,
+        };
+        if self.streams(StreamMode::Debug) {
+            self.emit(StreamPart::Debug(DebugEvent::TaskResult {
+                step: self.step + 1,
+                node: self.graph.names[node].to_string(),
+                result: update.clone(),
+                error: done.as_ref().err().map(ToString::to_string),
+            }))
+            .await?;
+        }
+        if self.streams(StreamMode::Events) && matches!(done, Ok(Done::Output(_))) {
+            self.node_event(
+                "on_chain_stream",
+                node,
+                stream,
+                serde_json::json!({ "chunk": update }),
+            )
+            .await?;
+            self.node_event(
+                "on_chain_end",
+                node,
+                stream,
+                serde_json::json!({ "output": update }),
+            )
+            .await?;
+        }
         Ok(())
     }
 
@@ -1129,7 +1440,14 @@ impl<'g, S: GraphState> Run<'g, S> {
             Vec::new()
         };
         let checkpoint_id = self.persist.as_ref().and_then(|p| p.checkpoint_id.clone());
+        let usage = self
+            .info
+            .usage
+            .lock()
+            .map(|u| u.clone())
+            .unwrap_or_default();
         RunOutput {
+            usage,
             state: Arc::try_unwrap(self.state).unwrap_or_else(|shared| (*shared).clone()),
             interrupts: self.interrupts,
             next,

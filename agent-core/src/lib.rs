@@ -69,6 +69,7 @@ pub mod reducers;
 mod route;
 mod state;
 mod state_api;
+mod stream;
 
 pub use agent_macros::{GraphState, node};
 #[cfg(feature = "postgres")]
@@ -95,6 +96,7 @@ pub use state::{
     FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateUpdate,
 };
 pub use state_api::{PendingTask, StateSnapshot};
+pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
 
 /// Paths for generated code only; not a public API.
 #[doc(hidden)]
@@ -109,6 +111,43 @@ pub mod __private {
     pub use crate::node::{IntoNode, IntoNodeOutput, NodeError, NodeOutput, NodeSpec};
     pub use crate::reducers::{self, ReducerOutput};
     pub use crate::state::{FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind};
+
+    /// Formats a field with `Debug` when its type has it (autoref specialization: the
+    /// generated call site picks [`ViaDebug`] for `Debug` types, [`ViaOpaque`] otherwise).
+    pub struct DebugField<'a, T>(pub &'a T);
+
+    /// The `Debug` branch of [`DebugField`].
+    pub trait ViaDebug {
+        /// Formats the field.
+        fn agent_fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
+    }
+
+    impl<T: std::fmt::Debug> ViaDebug for &DebugField<'_, T> {
+        fn agent_fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            std::fmt::Debug::fmt(self.0, f)
+        }
+    }
+
+    /// The fallback branch of [`DebugField`].
+    pub trait ViaOpaque {
+        /// Formats the field.
+        fn agent_fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
+    }
+
+    impl<T> ViaOpaque for DebugField<'_, T> {
+        fn agent_fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("<not Debug>")
+        }
+    }
+
+    /// A `Debug` value from a closure.
+    pub struct FmtWith<F>(pub F);
+
+    impl<F: Fn(&mut std::fmt::Formatter<'_>) -> std::fmt::Result> std::fmt::Debug for FmtWith<F> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            (self.0)(f)
+        }
+    }
 
     /// Marker for nodes written with `#[node]`.
     pub struct NodeFnMarker;

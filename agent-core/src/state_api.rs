@@ -179,7 +179,7 @@ impl<S: GraphState> CompiledGraph<S> {
         let thread = thread_of(config)?.to_owned();
         let latest = saver.get(&thread, &config.checkpoint_ns, None).await?;
         let latest_id = latest.record.map(|r| r.id);
-        let mut run = Run::open(self, config.clone(), new_run_id()).await?;
+        let mut run = Run::open(self, config.clone(), new_run_id(), None).await?;
         let (record, is_latest) = match &run.persist {
             Some(p) => (p.record.clone(), p.checkpoint_id == latest_id),
             None => (None, true),
@@ -226,8 +226,7 @@ impl<S: GraphState> CompiledGraph<S> {
             for &b in &outgoing.branches {
                 routes.push((b, (graph.branches[b].router)(&run.state).goto));
             }
-            let from = as_node.clone().unwrap_or_default();
-            run.fire(outgoing, &from, Vec::new(), routes)?;
+            run.fire(outgoing, node, Vec::new(), routes)?;
             run.settle_joins();
         }
         run.step = step;

@@ -61,6 +61,36 @@ const _: () = {
     impl<
         T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
         U,
+    > ::core::fmt::Debug for GenericUpdate<T, U>
+    where
+        U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            #[allow(unused_imports)]
+            use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
+            let mut out = f.debug_struct("GenericUpdate");
+            if let ::core::option::Option::Some(value) = &self.value {
+                out.field(
+                    "value",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.items {
+                out.field(
+                    "items",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            out.finish()
+        }
+    }
+    impl<
+        T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+        U,
     > ::agent_core::__private::GraphState for Generic<T, U>
     where
         U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,

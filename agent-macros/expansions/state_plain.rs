@@ -49,6 +49,38 @@ impl ResearchUpdate {
     }
 }
 const _: () = {
+    impl ::core::fmt::Debug for ResearchUpdate {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            #[allow(unused_imports)]
+            use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
+            let mut out = f.debug_struct("ResearchUpdate");
+            if let ::core::option::Option::Some(value) = &self.topic {
+                out.field(
+                    "topic",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.count {
+                out.field(
+                    "count",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.done {
+                out.field(
+                    "done",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            out.finish()
+        }
+    }
     impl ::agent_core::__private::GraphState for Research {
         type Update = ResearchUpdate;
         fn fields() -> &'static [::agent_core::__private::FieldInfo] {

@@ -98,6 +98,70 @@ impl ReducersUpdate {
     }
 }
 const _: () = {
+    impl ::core::fmt::Debug for ReducersUpdate {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            #[allow(unused_imports)]
+            use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
+            let mut out = f.debug_struct("ReducersUpdate");
+            if let ::core::option::Option::Some(value) = &self.last {
+                out.field(
+                    "last",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.explicit {
+                out.field(
+                    "explicit",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.notes {
+                out.field(
+                    "notes",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.results {
+                out.field(
+                    "results",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.tokens {
+                out.field(
+                    "tokens",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.best {
+                out.field(
+                    "best",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.tags {
+                out.field(
+                    "tags",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            out.finish()
+        }
+    }
     impl ::agent_core::__private::GraphState for Reducers {
         type Update = ReducersUpdate;
         fn fields() -> &'static [::agent_core::__private::FieldInfo] {

@@ -16,7 +16,6 @@
     ::core::default::Default,
     ::agent_core::__private::serde::Serialize,
     ::agent_core::__private::serde::Deserialize,
-    Debug,
     PartialEq
 )]
 #[serde(crate = "::agent_core::__private::serde", bound = "")]
@@ -43,6 +42,30 @@ impl Patch {
     }
 }
 const _: () = {
+    impl ::core::fmt::Debug for Patch {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            #[allow(unused_imports)]
+            use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
+            let mut out = f.debug_struct("Patch");
+            if let ::core::option::Option::Some(value) = &self.name {
+                out.field(
+                    "name",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            if let ::core::option::Option::Some(value) = &self.log {
+                out.field(
+                    "log",
+                    &::agent_core::__private::FmtWith(|
+                        f: &mut ::core::fmt::Formatter<'_>|
+                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
+                );
+            }
+            out.finish()
+        }
+    }
     impl ::agent_core::__private::GraphState for Options {
         type Update = Patch;
         fn fields() -> &'static [::agent_core::__private::FieldInfo] {

@@ -42,15 +42,15 @@ const _: () = {
         ::agent_tools::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_tools::__private::serde")]
-    #[schemars(crate = "::agent_tools::__private::schemars")]
-    pub struct AddArgs {
+    #[schemars(crate = "::agent_tools::__private::schemars", rename = "AddArgs")]
+    pub struct __ToolArgs {
         ///The first number.
         pub a: f64,
         ///The second number.
         pub b: f64,
     }
     impl ::agent_tools::__private::Tool for add {
-        type Args = AddArgs;
+        type Args = __ToolArgs;
         type Output = <Result<f64, String> as ::agent_tools::__private::ToolResult>::Ok;
         type Error = <Result<f64, String> as ::agent_tools::__private::ToolResult>::Err;
         fn name(&self) -> &str {

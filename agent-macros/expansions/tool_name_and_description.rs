@@ -30,13 +30,13 @@ const _: () = {
         ::agent_tools::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_tools::__private::serde")]
-    #[schemars(crate = "::agent_tools::__private::schemars")]
-    pub struct WeatherArgs {
+    #[schemars(crate = "::agent_tools::__private::schemars", rename = "WeatherArgs")]
+    pub struct __ToolArgs {
         pub city: String,
         pub days: Option<u8>,
     }
     impl ::agent_tools::__private::Tool for weather {
-        type Args = WeatherArgs;
+        type Args = __ToolArgs;
         type Output = <Result<
             String,
             ToolError,

@@ -234,9 +234,16 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let private = quote!(::agent_core::__private);
     let serde_path = "::agent_core::__private::serde";
-    let derives = &options.derives;
+    // Debug is always implemented (below), so a requested `derive(Debug)` is dropped.
+    let derives: Vec<&Path> = options
+        .derives
+        .iter()
+        .filter(|p| !p.is_ident("Debug"))
+        .collect();
+    let update_name = update.to_string();
 
     let idents: Vec<&Ident> = fields.iter().map(|f| &f.ident).collect();
+    let names: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
     let tys: Vec<&syn::Type> = fields.iter().map(|f| &f.ty).collect();
     let indices: Vec<usize> = (0..fields.len()).collect();
 
@@ -343,6 +350,25 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
         }
 
         const _: () = {
+            impl #impl_generics ::core::fmt::Debug for #update #ty_generics #where_clause {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    #[allow(unused_imports)]
+                    use #private::{ViaDebug as _, ViaOpaque as _};
+                    let mut out = f.debug_struct(#update_name);
+                    #(
+                        if let ::core::option::Option::Some(value) = &self.#idents {
+                            out.field(
+                                #names,
+                                &#private::FmtWith(|f: &mut ::core::fmt::Formatter<'_>| {
+                                    (&&#private::DebugField(value)).agent_fmt(f)
+                                }),
+                            );
+                        }
+                    )*
+                    out.finish()
+                }
+            }
+
             impl #impl_generics #private::GraphState for #name #ty_generics #where_clause {
                 type Update = #update #ty_generics;
 
