@@ -6,7 +6,9 @@
 //! (`message_start`, `content_block_start/delta/stop` incl. `input_json_delta`,
 //! `message_delta`, `message_stop`, `ping`, `error`). Structured output is a forced tool whose
 //! input schema is the wanted schema; its input becomes the reply's text. Content blocks this
-//! crate does not model (thinking...) are kept in `extra.anthropic_blocks` and sent back.
+//! crate does not model (thinking...) are kept in `extra.anthropic_blocks` and sent back by
+//! `invoke`; a stream yields thinking text as reasoning chunks but does not keep the blocks'
+//! signatures, so extended thinking with tool use needs `invoke`.
 
 use std::collections::HashSet;
 use std::time::Instant;
