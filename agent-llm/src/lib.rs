@@ -47,6 +47,7 @@
 //! ```
 
 mod error;
+mod in_graph;
 mod message;
 mod model;
 mod observe;
@@ -59,6 +60,7 @@ mod stream;
 mod structured;
 
 pub use error::{LlmError, MessagesError};
+pub use in_graph::{ChatModelNodeExt, invoke_in_node};
 pub use message::{
     AiMessage, HumanMessage, Message, REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall,
     ToolMessage, Usage,

@@ -201,8 +201,32 @@ impl ToolNode {
     /// Runs one call and answers it with a `ToolMessage` (an error message per
     /// [`HandleErrors`]; `Err` only when the policy propagates).
     pub async fn answer(&self, call: &ToolCall) -> Result<ToolMessage, ToolError> {
+        self.answer_in(call, None).await
+    }
+
+    /// [`answer`](Self::answer) from inside a graph node: the call also appears in the run's
+    /// event stream (`on_tool_start` / `on_tool_end`, arguments redacted).
+    pub async fn answer_in(
+        &self,
+        call: &ToolCall,
+        ctx: Option<&NodeContext>,
+    ) -> Result<ToolMessage, ToolError> {
         let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-        async {
+        let run_id = ctx.map(NodeContext::child_run_id);
+        if let (Some(ctx), Some(run_id)) = (ctx, &run_id) {
+            let args = match self.registry.get(&call.name) {
+                Some(tool) => tool.redact_args(&call.args),
+                None => call.args.clone(),
+            };
+            ctx.emit_event(
+                "on_tool_start",
+                &call.name,
+                Some(run_id),
+                serde_json::json!({ "input": args }),
+            )
+            .await;
+        }
+        let answer = async {
             let started = Instant::now();
             let result = self.invoke(call).await;
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -228,15 +252,35 @@ impl ToolNode {
             })
         }
         .instrument(span)
-        .await
+        .await;
+        if let (Some(ctx), Some(run_id), Ok(message)) = (ctx, &run_id, &answer) {
+            ctx.emit_event(
+                "on_tool_end",
+                &call.name,
+                Some(run_id),
+                serde_json::json!({ "output": message.content, "is_error": message.is_error }),
+            )
+            .await;
+        }
+        answer
     }
 
     /// Runs `calls` concurrently (at most [`max_concurrency`](Self::max_concurrency) at
     /// once) and answers each, in call order whatever the completion order.
     pub async fn run_calls(&self, calls: &[ToolCall]) -> Result<Vec<ToolMessage>, ToolError> {
+        self.run_calls_in(calls, None).await
+    }
+
+    /// [`run_calls`](Self::run_calls) from inside a graph node (calls appear in the run's
+    /// event stream).
+    pub async fn run_calls_in(
+        &self,
+        calls: &[ToolCall],
+        ctx: Option<&NodeContext>,
+    ) -> Result<Vec<ToolMessage>, ToolError> {
         // Collected first: a stream over a borrowing closure would not be `Send` (the
         // compiler cannot see the closure is general over the borrow's lifetime).
-        let answers: Vec<_> = calls.iter().map(|call| self.answer(call)).collect();
+        let answers: Vec<_> = calls.iter().map(|call| self.answer_in(call, ctx)).collect();
         futures::stream::iter(answers)
             .buffered(self.max_concurrency)
             .try_collect()
@@ -246,10 +290,19 @@ impl ToolNode {
     /// Answers the tool calls of the last AI message of `messages` (none when it has none).
     /// Fails with [`ToolError::NoAiMessage`] when there is no AI message at all.
     pub async fn run(&self, messages: &[Message]) -> Result<Vec<Message>, ToolError> {
+        self.run_in(messages, None).await
+    }
+
+    /// [`run`](Self::run) from inside a graph node (calls appear in the run's event stream).
+    pub async fn run_in(
+        &self,
+        messages: &[Message],
+        ctx: Option<&NodeContext>,
+    ) -> Result<Vec<Message>, ToolError> {
         let ai = last_ai_message(messages).ok_or(ToolError::NoAiMessage {
             count: messages.len(),
         })?;
-        let answers = self.run_calls(&ai.tool_calls).await?;
+        let answers = self.run_calls_in(&ai.tool_calls, ctx).await?;
         Ok(answers.into_iter().map(Message::Tool).collect())
     }
 
@@ -317,13 +370,13 @@ where
     fn call(
         &self,
         state: Arc<S>,
-        _ctx: NodeContext,
+        ctx: NodeContext,
     ) -> NodeFuture<Result<NodeOutput<S>, NodeError>> {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
             let messages = shared
                 .node
-                .run((shared.read)(&state))
+                .run_in((shared.read)(&state), Some(&ctx))
                 .await
                 .map_err(|error| NodeError::Failed(Box::new(error)))?;
             if messages.is_empty() {
