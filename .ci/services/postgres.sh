@@ -20,4 +20,7 @@ run_as_pg "$pg_bin/pg_ctl" -D "$pg_data/data" -l "$pg_data/log" -w \
 export AGENTGRAPH_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"
 echo "postgres: $AGENTGRAPH_POSTGRES_URL ($($pg_bin/postgres --version))"
 agentgraph_stop_postgres() { run_as_pg "$pg_bin/pg_ctl" -D "$pg_data/data" -m fast stop >/dev/null 2>&1 || true; }
-trap agentgraph_stop_postgres EXIT
+# Chain onto any EXIT trap another service script set.
+agentgraph_previous_trap="$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")"
+# shellcheck disable=SC2064
+trap "${agentgraph_previous_trap:+$agentgraph_previous_trap; }agentgraph_stop_postgres" EXIT
