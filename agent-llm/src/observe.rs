@@ -3,7 +3,7 @@
 //!
 //! Nothing here sees requests or keys; only names, counts and durations are recorded.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use tracing::Instrument;
@@ -32,9 +32,9 @@ pub(crate) fn record(
     provider: &'static str,
     model: &str,
     usage: Usage,
-    started: Instant,
+    latency: Duration,
 ) {
-    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
     span.record("input_tokens", usage.input_tokens);
     span.record("output_tokens", usage.output_tokens);
     span.record("latency_ms", latency_ms);
@@ -81,7 +81,7 @@ where
             provider,
             &response_model(response, model),
             response.usage,
-            started,
+            started.elapsed(),
         ),
         Err(e) => record_error(&span, provider, model, e),
     }
@@ -96,7 +96,8 @@ fn response_model(response: &ChatResponse, fallback: &str) -> String {
     }
 }
 
-/// Wraps a provider stream so its usage and latency are recorded when it ends.
+/// Wraps a provider stream so its usage and latency (up to its last chunk) are recorded when
+/// the stream is dropped, and a failure as soon as it arrives.
 pub(crate) fn observe_stream(
     provider: &'static str,
     model: String,
@@ -109,6 +110,7 @@ pub(crate) fn observe_stream(
         model: String,
         span: tracing::Span,
         started: Instant,
+        last_item: Instant,
         usage: Usage,
         done: bool,
     }
@@ -116,13 +118,9 @@ pub(crate) fn observe_stream(
         fn drop(&mut self) {
             if !self.done {
                 self.done = true;
-                record(
-                    &self.span,
-                    self.provider,
-                    &self.model,
-                    self.usage,
-                    self.started,
-                );
+                // Latency runs to the last chunk, not to when the consumer drops the stream.
+                let latency = self.last_item.duration_since(self.started);
+                record(&self.span, self.provider, &self.model, self.usage, latency);
             }
         }
     }
@@ -131,10 +129,12 @@ pub(crate) fn observe_stream(
         model,
         span,
         started,
+        last_item: started,
         usage: Usage::default(),
         done: false,
     };
     Box::pin(stream.map(move |item| {
+        watch.last_item = Instant::now();
         match &item {
             Ok(ChatChunk::Usage { usage }) => watch.usage = *usage,
             Ok(ChatChunk::Start { model: Some(m), .. }) if !m.is_empty() => watch.model = m.clone(),

@@ -244,36 +244,6 @@ async fn structured_output_gives_up_after_the_corrective_retry() {
     assert!(err.to_string().contains("Weather"), "{err}");
 }
 
-#[test]
-fn usage_and_latency_are_traced() {
-    let (captured, _guard) = common::capture_tracing();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let model = ScriptedModel::new([
-            Reply::text("hi").with_usage(21, 4),
-            Reply::text("yo").with_usage(2, 1),
-        ]);
-        model.invoke(&[Message::human("x")], &opts()).await.unwrap();
-        let mut s = model.stream(&[], &opts()).await.unwrap();
-        while s.next().await.is_some() {}
-    });
-    let text = captured.text();
-    assert!(text.contains("llm call finished"), "{text}");
-    assert!(
-        text.contains("input_tokens=21") && text.contains("output_tokens=4"),
-        "{text}"
-    );
-    assert!(
-        text.contains("input_tokens=2 ") && text.contains("output_tokens=1"),
-        "{text}"
-    );
-    assert!(text.contains("latency_ms="), "{text}");
-    assert!(text.contains("provider=\"scripted\""), "{text}");
-}
-
 #[tokio::test]
 async fn delays_and_recording_switch() {
     let model = ScriptedModel::new([

@@ -68,8 +68,10 @@ impl Write for Captured {
     }
 }
 
-/// Installs a TRACE-level subscriber writing into the returned buffer for this thread.
-pub fn capture_tracing() -> (Captured, tracing::subscriber::DefaultGuard) {
+/// Installs a TRACE-level global subscriber writing into the returned buffer. Global, because
+/// `tracing` caches per-callsite interest across threads, which makes thread-local capture
+/// flaky when other tests run in parallel; so call it once, from a test binary of its own.
+pub fn capture_tracing() -> Captured {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -78,8 +80,8 @@ pub fn capture_tracing() -> (Captured, tracing::subscriber::DefaultGuard) {
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(move || writer.clone())
         .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
-    (captured, guard)
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    captured
 }
 
 /// The URL of an external test server from `var`. Without it the test is skipped with a note,
