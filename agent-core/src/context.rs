@@ -43,6 +43,8 @@ pub(crate) struct RunInfo {
     pub(crate) sink: Option<Arc<dyn NodeSink>>,
     /// Counters nodes add to (token usage); returned with the run's output.
     pub(crate) usage: Mutex<BTreeMap<String, u64>>,
+    /// Subgraph path: the parent nodes this run is nested in (empty for the root).
+    pub(crate) ns: Vec<String>,
 }
 
 impl std::fmt::Debug for RunInfo {
@@ -89,6 +91,7 @@ impl NodeContext {
                 can_pause: false,
                 sink: None,
                 usage: Mutex::new(BTreeMap::new()),
+                ns: Vec::new(),
             }),
             Vec::new(),
             None,
@@ -179,8 +182,17 @@ impl NodeContext {
                 .as_ref()
                 .map(|s| s.triggers.clone())
                 .unwrap_or_default(),
-            ns: Vec::new(),
+            ns: self.inner.run.ns.clone(),
         }
+    }
+
+    /// The subgraph path this task runs in (empty in the root graph).
+    pub fn ns(&self) -> &[String] {
+        &self.inner.run.ns
+    }
+
+    pub(crate) fn sink(&self) -> Option<Arc<dyn NodeSink>> {
+        self.inner.run.sink.clone()
     }
 
     async fn send(&self, part: NodePart) {

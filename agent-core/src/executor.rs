@@ -241,6 +241,8 @@ pub(crate) struct Run<'g, S: GraphState> {
     interrupts: Vec<Interrupt>,
     paused: bool,
     emitter: Option<Arc<Emitter<S>>>,
+    /// Set for a subgraph run: every update applied, in order (its output to the parent).
+    recorded: Option<Vec<S::Update>>,
 }
 
 impl<S: GraphState> CompiledGraph<S> {
@@ -368,6 +370,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 .clone()
                 .map(|e| e as Arc<dyn crate::stream::NodeSink>),
             usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            ns: Vec::new(),
         });
         let n = graph.names.len();
         let fields = S::fields().len();
@@ -387,6 +390,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             interrupts: Vec::new(),
             paused: false,
             emitter,
+            recorded: None,
         };
         let Some((saver, thread_id)) = saver else {
             return Ok(run);
@@ -684,6 +688,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                         NodeOutput::Command(c) => {
                             c.update.as_ref().map(to_json).unwrap_or_default()
                         }
+                        NodeOutput::Batch(b) => to_json(b),
                     };
                     let name = &self.graph.names[nodes[i]];
                     match by_node.iter_mut().find(|(n, _)| n.as_str() == &**name) {
@@ -710,9 +715,12 @@ impl<'g, S: GraphState> Run<'g, S> {
                 outputs
                     .iter()
                     .zip(&nodes)
-                    .filter_map(|(output, &node)| match output {
-                        NodeOutput::Update(u) => Some((node, u.clone())),
-                        NodeOutput::Command(c) => c.update.clone().map(|u| (node, u)),
+                    .flat_map(|(output, &node)| match output {
+                        NodeOutput::Update(u) => vec![(node, u.clone())],
+                        NodeOutput::Command(c) => {
+                            c.update.clone().map(|u| (node, u)).into_iter().collect()
+                        }
+                        NodeOutput::Batch(b) => b.iter().map(|u| (node, u.clone())).collect(),
                     })
                     .collect()
             });
@@ -1037,34 +1045,42 @@ impl<'g, S: GraphState> Run<'g, S> {
     ) -> Result<FieldSet, GraphError> {
         let graph = self.graph;
         let step = self.step + 1;
-        let mut updates = Vec::with_capacity(outputs.len());
+        let mut updates: Vec<Vec<S::Update>> = Vec::with_capacity(outputs.len());
         let mut gotos = Vec::with_capacity(outputs.len());
         for output in outputs {
             match output {
                 NodeOutput::Update(update) => {
-                    updates.push(Some(update));
+                    updates.push(vec![update]);
                     gotos.push(Vec::new());
                 }
                 NodeOutput::Command(command) => {
-                    updates.push(command.update);
+                    updates.push(command.update.into_iter().collect());
                     gotos.push(command.goto);
+                }
+                NodeOutput::Batch(batch) => {
+                    updates.push(batch);
+                    gotos.push(Vec::new());
                 }
             }
         }
 
-        // A last-value field takes one write per step.
+        // A last-value field takes one write per step (a batch counts as one task's write).
+        let task_writes = |batch: &[S::Update]| {
+            batch
+                .iter()
+                .fold(FieldSet::EMPTY, |acc, u| acc.union(S::writes(u)))
+        };
         let mut written = FieldSet::EMPTY;
         let mut all_written = FieldSet::EMPTY;
-        for (i, update) in updates.iter().enumerate() {
-            let Some(update) = update else { continue };
-            let writes = S::writes(update);
+        for (i, batch) in updates.iter().enumerate() {
+            let writes = task_writes(batch);
             all_written = all_written.union(writes);
             let writes = writes.intersection(graph.last_value);
             let clash = writes.intersection(written);
             if let Some(field) = clash.iter().next() {
                 let first = updates[..i]
                     .iter()
-                    .position(|u| u.as_ref().is_some_and(|u| S::writes(u).contains(field)))
+                    .position(|b| task_writes(b).contains(field))
                     .unwrap_or(0);
                 return Err(GraphError::InvalidUpdate {
                     field: S::fields()[field].name,
@@ -1088,7 +1104,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                     continue;
                 }
                 let mut local = (*self.state).clone();
-                if let Some(update) = &updates[i] {
+                for update in &updates[i] {
                     apply_to(&mut local, graph, step, node, update.clone())?;
                 }
                 for &b in &graph.out[node].branches {
@@ -1098,8 +1114,11 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
 
         let state = Arc::make_mut(&mut self.state);
-        for (i, update) in updates.into_iter().enumerate() {
-            if let Some(update) = update {
+        for (i, batch) in updates.into_iter().enumerate() {
+            for update in batch {
+                if let Some(record) = &mut self.recorded {
+                    record.push(update.clone());
+                }
                 apply_to(state, graph, step, nodes[i], update)?;
             }
         }
@@ -1290,6 +1309,53 @@ impl<'g, S: GraphState> Run<'g, S> {
         Ok(())
     }
 
+    /// Runs this graph as a node of a parent graph over the same state: it starts from the
+    /// parent's snapshot, streams its nodes' custom/messages/events to the parent's caller,
+    /// and returns the updates it applied, in order, as the parent task's writes.
+    pub(crate) async fn run_subgraph(
+        graph: &'g CompiledGraph<S>,
+        state: Arc<S>,
+        ctx: NodeContext,
+    ) -> Result<NodeOutput<S>, GraphError> {
+        let parent = ctx.config();
+        let config = RunConfig {
+            recursion_limit: parent.recursion_limit,
+            tags: parent.tags.clone(),
+            metadata: parent.metadata.clone(),
+            max_concurrency: parent.max_concurrency,
+            ..RunConfig::default()
+        };
+        let mut run = Run::open(graph, config, new_run_id(), None).await?;
+        let mut ns = ctx.ns().to_vec();
+        ns.push(ctx.node().to_owned());
+        let sink = ctx.sink();
+        run.info = Arc::new(RunInfo {
+            run_id: run.info.run_id.clone(),
+            config: run.info.config.clone(),
+            can_pause: false,
+            sink: sink.clone(),
+            usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            ns,
+        });
+        run.frontier = Frontier::new(run.graph.names.len(), sink.is_some());
+        run.state = state;
+        run.recorded = Some(Vec::new());
+        let graph_ref = run.graph;
+        let mut routes = Vec::new();
+        for &b in &graph_ref.start.branches {
+            routes.push((b, (graph_ref.branches[b].router)(&run.state).goto));
+        }
+        run.fire(&graph_ref.start, None, Vec::new(), routes)?;
+        run.step = 0;
+        run.run_steps().await?;
+        if let Ok(usage) = run.info.usage.lock() {
+            for (key, amount) in usage.iter() {
+                ctx.add_usage(key, *amount);
+            }
+        }
+        Ok(NodeOutput::Batch(run.recorded.take().unwrap_or_default()))
+    }
+
     fn streams(&self, mode: StreamMode) -> bool {
         self.emitter.as_ref().is_some_and(|e| e.modes.has(mode))
     }
@@ -1391,6 +1457,7 @@ impl<'g, S: GraphState> Run<'g, S> {
     ) -> Result<(), GraphError> {
         let update = match done {
             Ok(Done::Output(NodeOutput::Update(u))) => to_json(u),
+            Ok(Done::Output(NodeOutput::Batch(b))) => to_json(b),
             Ok(Done::Output(NodeOutput::Command(c))) => {
                 c.update.as_ref().map(to_json).unwrap_or_default()
             }

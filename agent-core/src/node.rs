@@ -27,6 +27,9 @@ pub enum NodeOutput<S: GraphState> {
     Update(S::Update),
     /// An update plus destinations.
     Command(Command<S>),
+    /// Several updates applied in order, as one task's writes (a subgraph's output: the
+    /// writes of its steps, so appends are not applied twice).
+    Batch(Vec<S::Update>),
 }
 
 /// Values a node may return. The derive implements it for the state's update type; this crate
@@ -281,6 +284,34 @@ where
             f: self,
             _marker: std::marker::PhantomData::<fn() -> WithContext>,
         })
+    }
+}
+
+/// Marker for a compiled graph used as a node.
+#[doc(hidden)]
+pub struct SubgraphMarker;
+
+struct Subgraph<S: GraphState> {
+    graph: crate::compiled::CompiledGraph<S>,
+}
+
+impl<S: GraphState> Node<S> for Subgraph<S> {
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        let graph = self.graph.clone();
+        Box::pin(async move {
+            crate::executor::Run::run_subgraph(&graph, state, ctx)
+                .await
+                .map_err(|error| NodeError::Failed(Box::new(error)))
+        })
+    }
+}
+
+/// A compiled graph over the same state is a node (a subgraph): it runs on the parent's
+/// snapshot and its writes land in the parent as that node's writes, each through the
+/// parent's reducers exactly once.
+impl<S: GraphState> IntoNode<S, SubgraphMarker> for crate::compiled::CompiledGraph<S> {
+    fn into_node(self) -> NodeSpec<S> {
+        NodeSpec::new(Subgraph { graph: self })
     }
 }
 

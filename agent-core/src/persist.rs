@@ -24,6 +24,8 @@ use crate::state::{GraphState, StateUpdate};
 pub(crate) struct StoredOutput<U: StateUpdate> {
     update: Option<U>,
     goto: Vec<StoredGoto<U>>,
+    #[serde(default)]
+    batch: Option<Vec<U>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -50,6 +52,12 @@ pub(crate) fn encode_output<S: GraphState>(output: &NodeOutput<S>) -> Result<Vec
         NodeOutput::Update(update) => StoredOutput {
             update: Some(update.clone()),
             goto: Vec::new(),
+            batch: None,
+        },
+        NodeOutput::Batch(batch) => StoredOutput {
+            update: None,
+            goto: Vec::new(),
+            batch: Some(batch.clone()),
         },
         NodeOutput::Command(command) => StoredOutput {
             update: command.update.clone(),
@@ -63,6 +71,7 @@ pub(crate) fn encode_output<S: GraphState>(output: &NodeOutput<S>) -> Result<Vec
                     }
                 })
                 .collect(),
+            batch: None,
         },
     };
     codec::encode(&stored)
@@ -70,6 +79,9 @@ pub(crate) fn encode_output<S: GraphState>(output: &NodeOutput<S>) -> Result<Vec
 
 pub(crate) fn decode_output<S: GraphState>(bytes: &[u8]) -> Result<NodeOutput<S>, String> {
     let stored: StoredOutput<S::Update> = codec::decode(bytes)?;
+    if let Some(batch) = stored.batch {
+        return Ok(NodeOutput::Batch(batch));
+    }
     if stored.goto.is_empty() {
         return Ok(NodeOutput::Update(stored.update.unwrap_or_default()));
     }
