@@ -55,8 +55,8 @@ fn graph(side: Option<PathBuf>, saver: Option<Arc<SqliteSaver>>) -> CompiledGrap
         .add_node("s2", node("s2", 20))
         .add_node("fan", node("fan", 20))
         .add_node("p1", node("p1", 10))
-        .add_node("p2", node("p2", 1_500))
-        .add_node("p3", node("p3", 1_500))
+        .add_node("p2", node("p2", 3_000))
+        .add_node("p3", node("p3", 3_000))
         .add_node("s3", node("s3", 20))
         .add_node("s4", node("s4", 20))
         .add_edge(START, "s1")
@@ -116,6 +116,9 @@ async fn killed_run_resumes_without_rerunning_finished_nodes() {
         assert!(Instant::now() < deadline, "child never reached p1: {text}");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // p1's body is done; give the executor time to persist its output (p2 and p3 sleep
+    // for seconds more), then kill.
+    std::thread::sleep(Duration::from_millis(500));
     child.kill().expect("SIGKILL");
     child.wait().expect("reap child");
     let before_kill = std::fs::read_to_string(&side).unwrap_or_default();
