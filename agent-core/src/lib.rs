@@ -98,6 +98,11 @@ pub use state::{
 pub use state_api::{PendingTask, StateSnapshot};
 pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
 
+/// The README's examples compile and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 /// Paths for generated code only; not a public API.
 #[doc(hidden)]
 pub mod __private {
