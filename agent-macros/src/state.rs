@@ -86,6 +86,18 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
+            // The update's setters are named after the fields; these would shadow trait
+            // methods every update has.
+            if ["default", "clone", "into", "from", "fmt", "eq", "serialize", "deserialize"]
+                .contains(&ident.to_string().as_str())
+            {
+                errors.spanned(
+                    &ident,
+                    format!(
+                        "a state field cannot be named `{ident}`: its setter on the update type would shadow `{ident}()` of a trait the update implements; rename the field (e.g. `{ident}_value`)"
+                    ),
+                );
+            }
             let reducer = parse_reducer(&field.attrs, &mut errors);
             fields.push(Field {
                 ident,
