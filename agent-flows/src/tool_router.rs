@@ -169,14 +169,16 @@ pub fn build() -> Result<CompiledGraph<AgentState>, GraphError> {
         .compile()
 }
 
+/// The input for one question.
+pub fn question(text: &str) -> AgentStateUpdate {
+    AgentStateUpdate::default().messages(vec![text.to_owned()])
+}
+
 /// Runs the flow on one question.
-pub async fn ask(question: &str) -> Result<AgentState, GraphError> {
+pub async fn ask(text: &str) -> Result<AgentState, GraphError> {
     let graph = build()?;
     graph
-        .invoke(
-            AgentStateUpdate::default().messages(vec![question.to_owned()]),
-            agent_core::RunConfig::default(),
-        )
+        .invoke(question(text), agent_core::RunConfig::default())
         .await
         .map(agent_core::RunOutput::into_state)
 }
