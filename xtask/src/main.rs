@@ -6,6 +6,7 @@
 
 mod ci;
 mod codegen;
+mod llm_server;
 mod shell;
 mod tidy;
 
@@ -33,6 +34,12 @@ const COMMANDS: &[Command] = &[
         args: "",
         about: "check conventions: `//!` on every .rs file, no unwrap()/expect( outside tests, no todo!()",
         run: tidy::run,
+    },
+    Command {
+        name: "llm-server",
+        args: "",
+        about: "build once (cached) and start llama-server with SmolLM2-135M and aimock for agent-llm's end-to-end tests; prints their URLs",
+        run: llm_server::run,
     },
     Command {
         name: "ci",
