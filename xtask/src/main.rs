@@ -4,6 +4,7 @@
 //! A command is a module with a `run(&[String]) -> Result<(), String>` plus one line in
 //! [`COMMANDS`].
 
+mod bench;
 mod ci;
 mod codegen;
 mod llm_server;
@@ -34,6 +35,12 @@ const COMMANDS: &[Command] = &[
         args: "",
         about: "check conventions: `//!` on every .rs file, no unwrap()/expect( outside tests, no todo!()",
         run: tidy::run,
+    },
+    Command {
+        name: "bench",
+        args: "[--vs-langgraph] [--quick]",
+        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios",
+        run: bench::run,
     },
     Command {
         name: "llm-server",

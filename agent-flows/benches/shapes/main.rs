@@ -1,0 +1,564 @@
+//! LangGraph's benchmark shapes on agentgraph, with each checkpointer, next to a hand-written
+//! floor; one JSON object per line. `cargo xtask bench` builds and runs this (and, with
+//! `--vs-langgraph`, the same shapes on LangGraph) and prints the ratio tables.
+//!
+//! ```text
+//! shapes [--quick] [--shape NAME].. [--saver none|memory|sqlite|postgres|floor].. [--out FILE]
+//!        [--runtime multi|current]
+//! shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]
+//! ```
+//!
+//! Every shape x saver runs in a child process of its own (this program again, with
+//! `--child`), so the peak RSS (`VmHWM`) it reports is that combination's. A child builds the
+//! graph once, runs it once to warm up, then times whole runs (`invoke`, a fresh thread id per
+//! run when there is a saver) until its time budget is spent; the input is cloned before the
+//! clock starts. `postgres` runs when `AGENTGRAPH_POSTGRES_URL` is set. After the shapes, a
+//! child measures the checkpoint bytes of a 100- and a 500-turn chat per saver.
+//!
+//! Not a test: nothing here asserts on time, and `cargo test` does not build it.
+
+mod floor;
+mod graphs;
+mod report;
+
+use std::io::Write as _;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    BoxError, BoxFuture, Checkpointer, END, InMemorySaver, ListFilter, PostgresSaver, RunConfig,
+    START, SqliteSaver, StateGraph,
+};
+use agent_llm::{CallOptions, ChatModel, Message, Reply, ScriptedModel};
+use serde_json::{Value, json};
+
+/// What one run of a shape did.
+pub struct Outcome {
+    /// Super-steps, subgraphs' included.
+    pub steps: usize,
+    /// Tasks (node runs), subgraphs' included.
+    pub tasks: usize,
+    /// A digest of the final state, compared with LangGraph's.
+    pub check: Value,
+}
+
+/// A prepared run: called before the clock starts (it clones the input), it returns the run.
+pub type Runner = Box<
+    dyn Fn() -> Box<dyn FnOnce(RunConfig) -> BoxFuture<Result<Outcome, BoxError>> + Send>
+        + Send
+        + Sync,
+>;
+
+/// A benchmark shape and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// A chain of n no-op nodes.
+    Sequential(usize),
+    /// One router, n `Send`s.
+    SendFanout(usize),
+    /// n tool calls, then an answer.
+    ReactAgent(usize),
+    /// The wide state looping until messages exceed `n`; input `outer` x `inner`.
+    WideState {
+        /// Loop bound and length of the random strings.
+        n: usize,
+        /// Keys of the input message.
+        outer: usize,
+        /// Keys of each inner dict.
+        inner: usize,
+    },
+    /// n subgraph runs.
+    FanoutToSubgraph(usize),
+}
+
+/// Every shape, in the order tables list them.
+pub const SHAPES: &[(&str, Shape)] = &[
+    ("sequential_10", Shape::Sequential(10)),
+    ("sequential_1000", Shape::Sequential(1000)),
+    ("send_fanout_100", Shape::SendFanout(100)),
+    ("send_fanout_1000", Shape::SendFanout(1000)),
+    ("react_agent_10x", Shape::ReactAgent(10)),
+    ("react_agent_100x", Shape::ReactAgent(100)),
+    (
+        "wide_state_25x300",
+        Shape::WideState {
+            n: 300,
+            outer: 5,
+            inner: 5,
+        },
+    ),
+    (
+        "wide_state_15x600",
+        Shape::WideState {
+            n: 600,
+            outer: 3,
+            inner: 5,
+        },
+    ),
+    (
+        "wide_state_9x1200",
+        Shape::WideState {
+            n: 1200,
+            outer: 3,
+            inner: 3,
+        },
+    ),
+    ("fanout_to_subgraph_10x", Shape::FanoutToSubgraph(10)),
+    ("fanout_to_subgraph_100x", Shape::FanoutToSubgraph(100)),
+];
+
+/// Savers, plus `floor` (the hand-written program).
+pub const SAVERS: &[&str] = &["none", "memory", "sqlite", "postgres", "floor"];
+
+const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
+
+struct Options {
+    quick: bool,
+    shapes: Vec<String>,
+    savers: Vec<String>,
+    out: Option<String>,
+    runtime: String,
+}
+
+fn main() -> ExitCode {
+    // `cargo bench` appends `--bench`; nothing else is cargo's.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let result = match args.first().map(String::as_str) {
+        Some("report") => report::run(&args[1..]),
+        _ => parse(&args).and_then(|(options, child)| match child {
+            Some(Child::Shape(shape, saver)) => child_shape(&options, &shape, &saver),
+            Some(Child::Storage) => child_storage(&options),
+            None => drive(&options),
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shapes: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum Child {
+    Shape(String, String),
+    Storage,
+}
+
+fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
+    let mut options = Options {
+        quick: false,
+        shapes: Vec::new(),
+        savers: Vec::new(),
+        out: None,
+        runtime: "multi".to_owned(),
+    };
+    let mut child = None;
+    let mut it = args.iter();
+    let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
+        it.next()
+            .cloned()
+            .ok_or_else(|| format!("{flag} needs a value"))
+    };
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => options.quick = true,
+            "--shape" => options.shapes.push(value(&mut it, arg)?),
+            "--saver" => options.savers.push(value(&mut it, arg)?),
+            "--out" => options.out = Some(value(&mut it, arg)?),
+            "--runtime" => options.runtime = value(&mut it, arg)?,
+            "--child" => {
+                let shape = value(&mut it, arg)?;
+                let saver = value(&mut it, arg)?;
+                child = Some(Child::Shape(shape, saver));
+            }
+            "--storage" => child = Some(Child::Storage),
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
+                    SAVERS.join("|")
+                )
+                .into());
+            }
+        }
+    }
+    for shape in &options.shapes {
+        if !SHAPES.iter().any(|(name, _)| name == shape) {
+            let known: Vec<&str> = SHAPES.iter().map(|(n, _)| *n).collect();
+            return Err(format!("unknown shape `{shape}`; known: {}", known.join(", ")).into());
+        }
+    }
+    for saver in &options.savers {
+        if !SAVERS.contains(&saver.as_str()) {
+            return Err(format!("unknown saver `{saver}`; known: {}", SAVERS.join(", ")).into());
+        }
+    }
+    if !matches!(options.runtime.as_str(), "multi" | "current") {
+        return Err("--runtime is `multi` (tokio's multi-thread default) or `current`".into());
+    }
+    Ok((options, child))
+}
+
+/// Runs every selected shape x saver in a child process and prints what they print.
+fn drive(options: &Options) -> Result<(), BoxError> {
+    let exe = std::env::current_exe()?;
+    let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|u| !u.is_empty());
+    let savers: Vec<&str> = if options.savers.is_empty() {
+        SAVERS
+            .iter()
+            .copied()
+            .filter(|s| *s != "postgres" || postgres)
+            .collect()
+    } else {
+        options.savers.iter().map(String::as_str).collect()
+    };
+    let mut out = match &options.out {
+        Some(path) => Some(std::fs::File::create(path)?),
+        None => None,
+    };
+    let mut lines = Vec::new();
+    let mut failures = Vec::new();
+    let started = Instant::now();
+    let mut spawn = |label: String, extra: &[&str]| -> Result<(), BoxError> {
+        eprintln!("shapes: {label}");
+        let mut cmd = Command::new(&exe);
+        cmd.args(extra).args(["--runtime", &options.runtime]);
+        if options.quick {
+            cmd.arg("--quick");
+        }
+        let output = cmd.stderr(Stdio::inherit()).output()?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        for line in text.lines().filter(|l| l.starts_with('{')) {
+            println!("{line}");
+            if let Some(file) = &mut out {
+                writeln!(file, "{line}")?;
+            }
+            lines.push(line.to_owned());
+        }
+        if !output.status.success() {
+            failures.push(label);
+        }
+        Ok(())
+    };
+    for (name, _) in SHAPES {
+        if !options.shapes.is_empty() && !options.shapes.iter().any(|s| s == name) {
+            continue;
+        }
+        for saver in &savers {
+            spawn(format!("{name} / {saver}"), &["--child", name, saver])?;
+        }
+    }
+    if options.shapes.is_empty() {
+        spawn("storage: 100- and 500-turn chat".to_owned(), &["--storage"])?;
+    }
+    eprintln!("shapes: done in {:.1} s", started.elapsed().as_secs_f64());
+    let records: Vec<Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    eprintln!("\n{}", report::render(&records, &[]));
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("failed: {}", failures.join(", ")).into())
+    }
+}
+
+fn runtime(options: &Options) -> std::io::Result<tokio::runtime::Runtime> {
+    match options.runtime.as_str() {
+        "current" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+}
+
+/// (time budget, least runs, most runs) of one shape x saver.
+fn budget(name: &str, quick: bool) -> (Duration, usize, usize) {
+    let big = name.ends_with("_1000") || name.ends_with("_100x") || name.starts_with("wide_state");
+    match (quick, big) {
+        (true, true) => (Duration::from_millis(300), 2, 50),
+        (true, false) => (Duration::from_millis(200), 5, 500),
+        (false, true) => (Duration::from_millis(1500), 5, 500),
+        (false, false) => (Duration::from_millis(1000), 20, 2000),
+    }
+}
+
+/// A saver of this kind, and a cleanup for it.
+async fn saver(
+    kind: &str,
+    dir: &std::path::Path,
+) -> Result<Option<Arc<dyn Checkpointer>>, BoxError> {
+    Ok(match kind {
+        "none" | "floor" => None,
+        "memory" => Some(Arc::new(InMemorySaver::new())),
+        "sqlite" => {
+            std::fs::create_dir_all(dir)?;
+            Some(Arc::new(SqliteSaver::open(dir.join("checkpoints.sqlite"))?))
+        }
+        "postgres" => {
+            let url =
+                std::env::var(POSTGRES_ENV).map_err(|_| format!("{POSTGRES_ENV} is not set"))?;
+            Some(Arc::new(PostgresSaver::connect(&url).await?))
+        }
+        other => return Err(format!("unknown saver `{other}`").into()),
+    })
+}
+
+fn scratch_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("agentgraph-bench-{}", std::process::id()))
+}
+
+/// A thread id no other run (or earlier bench) used.
+fn thread_id(run: usize) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("bench-{}-{nanos}-{run}", std::process::id())
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn child_shape(options: &Options, name: &str, kind: &str) -> Result<(), BoxError> {
+    let shape = SHAPES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .ok_or_else(|| format!("unknown shape `{name}`"))?;
+    let dir = scratch_dir();
+    let scratch = dir.clone();
+    let options_quick = options.quick;
+    let kind_owned = kind.to_owned();
+    let name_owned = name.to_owned();
+    let rt = runtime(options)?;
+    // The runs happen inside a task on the runtime, as a server's requests do (with the
+    // multi-thread runtime, `block_on`'s own thread is not one of its workers).
+    let measured = rt.spawn(async move {
+        let (dir, kind, name) = (scratch, kind_owned.as_str(), name_owned.as_str());
+        let saver = saver(kind, &dir).await?;
+        let persistent = saver.clone();
+        let runner = if kind == "floor" {
+            floor::build(shape)?
+        } else {
+            graphs::build(shape, saver.clone())?
+        };
+        let config = |run: usize| {
+            let config = RunConfig::default().recursion_limit(1_000_000);
+            if persistent.is_some() {
+                config.thread_id(thread_id(run))
+            } else {
+                config
+            }
+        };
+        let mut threads = Vec::new();
+        let warm = runner();
+        warm(config(usize::MAX)).await?;
+        let (seconds, least, most) = budget(name, options_quick);
+        let mut times = Vec::new();
+        let mut last = None;
+        let started = Instant::now();
+        while times.len() < most && (times.len() < least || started.elapsed() < seconds) {
+            let run = runner();
+            let config = config(times.len());
+            threads.extend(config.thread_id.clone());
+            let t0 = Instant::now();
+            let outcome = run(config).await?;
+            times.push(t0.elapsed());
+            last = Some(outcome);
+        }
+        if kind == "postgres"
+            && let Some(saver) = &saver
+        {
+            for thread in &threads {
+                saver.delete_thread(thread).await?;
+            }
+        }
+        let outcome = last.ok_or("no run")?;
+        Ok::<_, BoxError>((times, outcome))
+    });
+    let result = rt
+        .block_on(measured)
+        .map_err(|e| format!("the measuring task failed: {e}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let result = result?;
+    let (mut times, outcome) = result?;
+    times.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let median = us(times[times.len() / 2]);
+    let min = us(times[0]);
+    let steps = outcome.steps.max(1) as f64;
+    let record = json!({
+        "runner": if kind == "floor" { "handwritten" } else { "agentgraph" },
+        "shape": name,
+        "saver": if kind == "floor" { "none" } else { kind },
+        "runtime": options.runtime,
+        "super_steps": outcome.steps,
+        "tasks": outcome.tasks,
+        "runs": times.len(),
+        "median_us": round(median, 2),
+        "min_us": round(min, 2),
+        "median_us_per_step": round(median / steps, 4),
+        "min_us_per_step": round(min / steps, 4),
+        "peak_rss_kib": peak_rss_kib(),
+        "check": outcome.check,
+    });
+    println!("{record}");
+    Ok(())
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage: checkpoint bytes of a long chat.
+
+/// The chat's state.
+#[derive(agent_core::GraphState, Clone, Default, Debug)]
+struct Chat {
+    #[reducer(agent_llm::add_messages)]
+    messages: Vec<Message>,
+}
+
+/// What the user says on `turn` (the same text as the LangGraph side's).
+fn human_text(turn: usize) -> String {
+    format!("question {turn}: ") + &"how do I keep a long conversation cheap to store? ".repeat(2)
+}
+
+/// What the model answers on `turn`.
+fn ai_text(turn: usize) -> String {
+    format!("answer {turn}: ") + &"store what changed, not the whole history again. ".repeat(4)
+}
+
+/// A saver with its concrete type, for `blob_bytes`.
+enum Typed {
+    Memory(Arc<InMemorySaver>),
+    Sqlite(Arc<SqliteSaver>),
+    Postgres(Arc<PostgresSaver>),
+}
+
+impl Typed {
+    async fn open(kind: &str, dir: &std::path::Path) -> Result<Typed, BoxError> {
+        Ok(match kind {
+            "memory" => Typed::Memory(Arc::new(InMemorySaver::new())),
+            "sqlite" => {
+                std::fs::create_dir_all(dir)?;
+                Typed::Sqlite(Arc::new(SqliteSaver::open(dir.join("chat.sqlite"))?))
+            }
+            _ => {
+                let url = std::env::var(POSTGRES_ENV)?;
+                Typed::Postgres(Arc::new(PostgresSaver::connect(&url).await?))
+            }
+        })
+    }
+
+    fn shared(&self) -> Arc<dyn Checkpointer> {
+        match self {
+            Typed::Memory(s) => s.clone(),
+            Typed::Sqlite(s) => s.clone(),
+            Typed::Postgres(s) => s.clone(),
+        }
+    }
+
+    async fn blob_bytes(&self, thread: &str) -> Result<u64, BoxError> {
+        Ok(match self {
+            Typed::Memory(s) => s.blob_bytes(thread) as u64,
+            Typed::Sqlite(s) => s.blob_bytes(thread).await?,
+            Typed::Postgres(s) => s.blob_bytes(thread).await?,
+        })
+    }
+}
+
+fn child_storage(options: &Options) -> Result<(), BoxError> {
+    let dir = scratch_dir();
+    let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|u| !u.is_empty());
+    let kinds: Vec<&str> = ["memory", "sqlite", "postgres"]
+        .into_iter()
+        .filter(|k| *k != "postgres" || postgres)
+        .collect();
+    let result = runtime(options)?.block_on(async {
+        for kind in kinds {
+            let typed = Typed::open(kind, &dir).await?;
+            let saver = typed.shared();
+            let model = ScriptedModel::from_fn(|messages: &[Message]| {
+                let turn = messages.iter().filter(|m| m.kind() == "human").count();
+                Reply::text(ai_text(turn))
+                    .with_id(format!("ai-{turn}"))
+                    .with_usage(10, 10)
+            })
+            .without_recording();
+            let model = Arc::new(model);
+            let graph = StateGraph::<Chat>::new()
+                .add_node("chat", move |s: Arc<Chat>| {
+                    let model = model.clone();
+                    async move {
+                        let reply = model.invoke(&s.messages, &CallOptions::default()).await?;
+                        Ok::<_, agent_llm::LlmError>(
+                            ChatUpdate::default().messages(vec![reply.into()]),
+                        )
+                    }
+                })
+                .add_edge(START, "chat")
+                .add_edge("chat", END)
+                .compile_with(saver.clone())?;
+            let thread = thread_id(0);
+            let config = RunConfig::default().thread_id(thread.clone());
+            for turn in 1..=500 {
+                let human = Message::human(human_text(turn)).with_id(format!("h-{turn}"));
+                let out = graph
+                    .invoke(ChatUpdate::default().messages(vec![human]), config.clone())
+                    .await?;
+                if turn != 100 && turn != 500 {
+                    continue;
+                }
+                let blobs = typed.blob_bytes(&thread).await?;
+                let records = saver.list(&thread, "", &ListFilter::default()).await?;
+                let record_bytes: usize = records
+                    .iter()
+                    .map(|r| {
+                        r.metadata.to_string().len()
+                            + serde_json::to_string(&r.versions).map_or(0, |v| v.len())
+                            + r.body.len()
+                    })
+                    .sum();
+                let conversation = serde_json::to_vec(&out.state.messages)?.len();
+                let record = json!({
+                    "runner": "agentgraph",
+                    "kind": "storage",
+                    "saver": kind,
+                    "turns": turn,
+                    "checkpoints": records.len(),
+                    "blob_bytes": blobs,
+                    "record_bytes": record_bytes,
+                    "bytes": blobs + record_bytes as u64,
+                    "conversation_json_bytes": conversation,
+                });
+                println!("{record}");
+            }
+            if kind == "postgres" {
+                saver.delete_thread(&thread).await?;
+            }
+        }
+        Ok::<_, BoxError>(())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
