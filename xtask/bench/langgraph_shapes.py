@@ -23,10 +23,12 @@ The async API on uvloop is what LangGraph's suite times first; `--api sync` time
 
 import argparse
 import asyncio
+import atexit
 import json
 import operator
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -51,6 +53,9 @@ from langgraph.graph import MessagesState, StateGraph  # noqa: E402
 from langgraph.types import Send  # noqa: E402
 
 RECURSION_LIMIT = 1_000_000
+# SQLite files of this process, removed when it ends.
+SCRATCH = tempfile.mkdtemp(prefix="lg-bench-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 # --------------------------------------------------------------------------------------------
@@ -455,8 +460,7 @@ def langgraph_version() -> str:
 def run_child(shape: str, saver: str, api: str, quick: bool) -> None:
     seconds, min_runs, max_runs = budget(shape, quick)
     durabilities = [None] if saver == "none" else ["exit", None]
-    tmp = tempfile.mkdtemp(prefix="lg-bench-")
-    db_path = os.path.join(tmp, "checkpoints.sqlite")
+    db_path = os.path.join(SCRATCH, f"checkpoints-{api}.sqlite")
     thread = saver != "none"
 
     if api == "sync":
@@ -545,7 +549,7 @@ def run_storage() -> None:
     builder.add_edge(START, "chat")
     builder.add_edge("chat", END)
 
-    tmp = tempfile.mkdtemp(prefix="lg-storage-")
+    tmp = SCRATCH
     savers = {
         "memory": InMemorySaver(),
         "sqlite": SqliteSaver(
