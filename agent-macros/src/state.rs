@@ -88,8 +88,17 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             };
             // The update's setters are named after the fields; these would shadow trait
             // methods every update has.
-            if ["default", "clone", "into", "from", "fmt", "eq", "serialize", "deserialize"]
-                .contains(&ident.to_string().as_str())
+            if [
+                "default",
+                "clone",
+                "into",
+                "from",
+                "fmt",
+                "eq",
+                "serialize",
+                "deserialize",
+            ]
+            .contains(&ident.to_string().as_str())
             {
                 errors.spanned(
                     &ident,
