@@ -5,6 +5,18 @@ use std::sync::Arc;
 /// LangGraph 1.2's default: a run may take this many super-steps.
 pub const DEFAULT_RECURSION_LIMIT: usize = 10_000;
 
+/// When a run with a checkpointer writes its checkpoints (LangGraph's `durability`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// After every super-step, before the next starts, and each finished task's output as
+    /// it lands: a crash loses at most the tasks still running.
+    #[default]
+    Sync,
+    /// Once, when the run ends (finished, paused or failed): fastest; a crash loses the
+    /// whole run, and outputs of a failed step's finished siblings are not kept.
+    Exit,
+}
+
 /// Settings for one run. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -28,6 +40,8 @@ pub struct RunConfig {
     pub interrupt_before: Vec<String>,
     /// Pause after these nodes in this run (besides the graph's own list).
     pub interrupt_after: Vec<String>,
+    /// When checkpoints are written.
+    pub durability: Durability,
 }
 
 impl Default for RunConfig {
@@ -43,6 +57,7 @@ impl Default for RunConfig {
             max_concurrency: None,
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
+            durability: Durability::Sync,
         }
     }
 }
@@ -106,6 +121,12 @@ impl RunConfig {
     pub fn interrupt_after<N: Into<String>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
         self.interrupt_after
             .extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets when checkpoints are written.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
         self
     }
 

@@ -222,6 +222,8 @@ pub(crate) struct Persist<S: GraphState> {
     resume: HashMap<String, Vec<serde_json::Value>>,
     pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
     pending_input: Option<S::Update>,
+    /// With `Durability::Exit`: fields written and the last step's writes, not saved yet.
+    deferred: Option<(FieldSet, serde_json::Value)>,
 }
 
 /// The state of one run.
@@ -312,8 +314,15 @@ impl<S: GraphState> CompiledGraph<S> {
                 };
                 run.graph_event("on_chain_start", data).await?;
             }
-            run.feed(input).await?;
-            run.run_steps().await?;
+            let ran = match run.feed(input).await {
+                Ok(()) => run.run_steps().await,
+                Err(error) => Err(error),
+            };
+            // With `Durability::Exit`, the run's one checkpoint (also after a failure, so the
+            // thread can resume from the last step that completed).
+            let flushed = run.flush().await;
+            ran?;
+            flushed?;
             if run.streams(StreamMode::Events) {
                 let output = to_json(&(*run.state).clone().into_update());
                 run.graph_event("on_chain_end", serde_json::json!({ "output": output }))
@@ -416,6 +425,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             resume: HashMap::new(),
             interrupted: Vec::new(),
             pending_input: None,
+            deferred: None,
         };
         if let Some(restored) = persist::restore(graph, loaded)? {
             let Restored {
@@ -468,7 +478,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 }
                 if let Some(update) = persist.pending_input.take() {
                     self.apply_input(update.clone())?;
-                    self.save(Source::Loop, serde_json::Value::Null, S::writes(&update))
+                    self.checkpoint(Source::Loop, serde_json::Value::Null, S::writes(&update))
                         .await?;
                 }
                 self.skip_before_once = true;
@@ -478,6 +488,26 @@ impl<'g, S: GraphState> Run<'g, S> {
     }
 
     async fn new_input(&mut self, update: S::Update) -> Result<(), GraphError> {
+        if self.persist.is_some() && !self.sync() {
+            if let Some(persist) = &mut self.persist {
+                self.step = if persist.checkpoint_id.is_some() {
+                    self.step + 1
+                } else {
+                    -1
+                };
+                persist.outputs.clear();
+                persist.resume.clear();
+                persist.interrupted.clear();
+            }
+            self.frontier.clear();
+            for seen in &mut self.join_seen {
+                seen.iter_mut().for_each(|s| *s = false);
+            }
+            let written = S::writes(&update);
+            let writes = serde_json::json!({ START: to_json(&update) });
+            self.apply_input(update)?;
+            return self.checkpoint(Source::Loop, writes, written).await;
+        }
         if let Some(persist) = &mut self.persist {
             // A new input starts over from START: pending tasks of the thread are dropped.
             self.step = if persist.checkpoint_id.is_some() {
@@ -573,7 +603,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             self.fire(&Outgoing::default(), None, goto, Vec::new())?;
             self.step += 1;
             if self.persist.is_some() {
-                self.save(Source::Loop, writes, written).await?;
+                self.checkpoint(Source::Loop, writes, written).await?;
             }
         } else if self.persist.is_none() {
             return Err(GraphError::NoCheckpointer(
@@ -635,9 +665,10 @@ impl<'g, S: GraphState> Run<'g, S> {
             let mut tasks = self
                 .frontier
                 .take_tasks(&self.graph.rank, &self.graph.names);
-            if let Some(persist) = &self.persist
-                && let Some(cp) = &persist.checkpoint_id
-            {
+            if let Some(persist) = &self.persist {
+                // Before a thread's first checkpoint (Durability::Exit) ids get a placeholder
+                // prefix; a pause re-prefixes them with the checkpoint it writes.
+                let cp = persist.checkpoint_id.as_deref().unwrap_or("unsaved");
                 let mut pushes = 0;
                 for task in &mut tasks {
                     let push = task.input.as_ref().map(|_| {
@@ -661,7 +692,20 @@ impl<'g, S: GraphState> Run<'g, S> {
             let nodes: Vec<usize> = tasks.iter().map(|t| t.node).collect();
             let ids: Vec<Option<String>> = tasks.iter().map(|t| t.id.clone()).collect();
             let step_span = tracing::info_span!("step", step = self.step + 1, tasks = nodes.len());
-            let done = self.run_tasks(tasks).instrument(step_span).await?;
+            let done = match self.run_tasks(tasks).instrument(step_span).await {
+                Ok(done) => done,
+                Err(error) => {
+                    // The step did not happen: its tasks stay next (what a deferred
+                    // checkpoint must record).
+                    if let Some((pulls, pushes)) = before_step {
+                        for n in pulls {
+                            self.frontier.trigger(n, FROM_START);
+                        }
+                        self.frontier.pushes = pushes;
+                    }
+                    return Err(error);
+                }
+            };
 
             let mut outputs = Vec::with_capacity(done.len());
             let mut paused = Vec::new();
@@ -749,7 +793,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             self.steps_run += 1;
             self.tasks_run += nodes.len();
             if let Some(writes) = writes_meta {
-                self.save(Source::Loop, writes, written).await?;
+                self.checkpoint(Source::Loop, writes, written).await?;
             }
             if nodes.iter().any(|&n| self.interrupt_after[n]) {
                 if self.persist.is_none() {
@@ -768,7 +812,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         ids: &[Option<String>],
         paused: Vec<(usize, Interrupted)>,
     ) -> Result<(), GraphError> {
-        let Some(persist) = &mut self.persist else {
+        if self.persist.is_none() {
             let node = paused
                 .first()
                 .map(|(i, _)| self.graph.names[nodes[*i]].to_string())
@@ -776,10 +820,22 @@ impl<'g, S: GraphState> Run<'g, S> {
             return Err(GraphError::NoCheckpointer(format!(
                 "interrupt() in node `{node}`"
             )));
+        }
+        // Interrupts hang off a stored checkpoint: with Durability::Exit, write it now.
+        let before = self.persist.as_ref().and_then(|p| p.checkpoint_id.clone());
+        self.flush().await?;
+        let Some(persist) = &mut self.persist else {
+            return Ok(());
         };
+        let now = persist.checkpoint_id.clone().unwrap_or_default();
         let mut writes = Vec::new();
         for (i, interrupted) in paused {
-            let task = ids[i].clone().unwrap_or_default();
+            let mut task = ids[i].clone().unwrap_or_default();
+            if before.as_deref() != Some(now.as_str())
+                && let Some((_, path)) = task.split_once(':')
+            {
+                task = format!("{now}:{path}");
+            }
             let node = self.graph.names[nodes[i]].to_string();
             let interrupt = Interrupt {
                 id: format!("{task}#{}", interrupted.index),
@@ -919,9 +975,11 @@ impl<'g, S: GraphState> Run<'g, S> {
             }
             match result {
                 Ok(done) => {
-                    if let (Done::Output(output), Some(persist), Some(id)) =
-                        (&done, &self.persist, &ids[i])
-                    {
+                    if let (Done::Output(output), Some(persist), Some(id)) = (
+                        &done,
+                        self.persist.as_ref().filter(|_| self.sync()),
+                        &ids[i],
+                    ) {
                         // Kept at once, so a crash or a failing sibling does not lose it.
                         let data = persist::encode_output(output)
                             .map_err(|e| storage_encode(persist, e))?;
@@ -1354,6 +1412,42 @@ impl<'g, S: GraphState> Run<'g, S> {
             }
         }
         Ok(NodeOutput::Batch(run.recorded.take().unwrap_or_default()))
+    }
+
+    fn sync(&self) -> bool {
+        self.info.config.durability == crate::config::Durability::Sync
+    }
+
+    /// A checkpoint of the run's position: written now (`Durability::Sync`) or when the run
+    /// ends (`Durability::Exit`).
+    async fn checkpoint(
+        &mut self,
+        source: Source,
+        writes: serde_json::Value,
+        written: FieldSet,
+    ) -> Result<(), GraphError> {
+        if self.sync() {
+            return self.save(source, writes, written).await;
+        }
+        if let Some(persist) = &mut self.persist {
+            let fields = persist
+                .deferred
+                .take()
+                .map(|(f, _)| f)
+                .unwrap_or_default()
+                .union(written);
+            persist.deferred = Some((fields, writes));
+        }
+        Ok(())
+    }
+
+    /// Writes the deferred checkpoint, if any.
+    async fn flush(&mut self) -> Result<(), GraphError> {
+        let deferred = self.persist.as_mut().and_then(|p| p.deferred.take());
+        match deferred {
+            Some((written, writes)) => self.save(Source::Loop, writes, written).await,
+            None => Ok(()),
+        }
     }
 
     fn streams(&self, mode: StreamMode) -> bool {

@@ -79,7 +79,7 @@ pub use checkpoint::SqliteSaver;
 pub use checkpoint::{Checkpointer, InMemorySaver, ListFilter};
 pub use command::{Command, Goto, Send};
 pub use compiled::{CompiledGraph, Topology};
-pub use config::{DEFAULT_RECURSION_LIMIT, RunConfig};
+pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};

@@ -530,3 +530,110 @@ async fn storage_grows_with_what_changed() {
     assert!(s500 / s100 < 6.0, "sqlite grew {:.1}x", s500 / s100);
     assert!(m500 < h500 * 3.0 && m100 < h100 * 3.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_durability_writes_one_checkpoint_per_run() {
+    for (name, saver) in common::backends().await {
+        let graph = agent_tools_graph_plain(saver);
+        let config = thread("exit").durability(agent_core::Durability::Exit);
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["agent", "tools (none)", "answer"], "{name}");
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(history.len(), 1, "{name}: one checkpoint for the whole run");
+        assert_eq!(history[0].step, 3);
+        assert!(history[0].next.is_empty());
+        // The thread goes on from it.
+        let out = graph
+            .invoke(ChatUpdate::default().turns(1), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.messages.len(), 6, "{name}");
+        assert_eq!(
+            graph
+                .get_state_history(&config, &ListFilter::default())
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_durability_pauses_and_resumes() {
+    for (name, saver) in common::backends().await {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let graph = approval_graph(saver, calls.clone(), true);
+        let config = thread("exit-interrupt").durability(agent_core::Durability::Exit);
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        assert_eq!(out.messages, ["draft"]);
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts[0].value, "really?", "{name}");
+        let out = graph
+            .invoke(Command::resume("sure").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("yes+sure"), "{name}");
+        assert_eq!(out.messages, ["draft"], "{name}: draft ran once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_durability_keeps_the_last_completed_step_on_failure() {
+    for (name, saver) in common::backends().await {
+        let fail = Arc::new(AtomicUsize::new(0));
+        let f = fail.clone();
+        let graph = StateGraph::new()
+            .add_node("one", |_s: Arc<Chat>| async {
+                ChatUpdate::default().messages(vec!["one".to_owned()])
+            })
+            .add_node("two", move |_s: Arc<Chat>| {
+                let first = f.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        return Err("flaky".into());
+                    }
+                    Ok::<_, BoxError>(ChatUpdate::default().messages(vec!["two".to_owned()]))
+                }
+            })
+            .add_edge(START, "one")
+            .add_edge("one", "two")
+            .add_edge("two", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("exit-fail").durability(agent_core::Durability::Exit);
+        assert!(graph.invoke(Chat::default(), config.clone()).await.is_err());
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.values.messages, ["one"], "{name}");
+        assert_eq!(snapshot.next, ["two"]);
+        let out = graph.invoke(Input::Continue, config).await.unwrap();
+        assert_eq!(out.messages, ["one", "two"], "{name}");
+    }
+}
+
+fn agent_tools_graph_plain(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> {
+    StateGraph::new()
+        .add_node("agent", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["agent".to_owned()])
+        })
+        .add_node("tools", |s: Arc<Chat>| async move {
+            let approved = s.approved.clone().unwrap_or_else(|| "none".to_owned());
+            ChatUpdate::default().messages(vec![format!("tools ({approved})")])
+        })
+        .add_node("answer", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["answer".to_owned()])
+        })
+        .add_edge(START, "agent")
+        .add_edge("agent", "tools")
+        .add_edge("tools", "answer")
+        .add_edge("answer", END)
+        .compile_with(saver)
+        .unwrap()
+}
