@@ -553,7 +553,8 @@ fn fanout_to_subgraph(n: usize, saver: Option<Arc<dyn Checkpointer>>) -> Result<
                     let ns = namespaces.fetch_add(1, Ordering::Relaxed);
                     config = config
                         .thread_id(thread.clone())
-                        .checkpoint_ns(format!("generate_joke:{ns}"));
+                        .checkpoint_ns(format!("generate_joke:{ns}"))
+                        .durability(ctx.config().durability);
                 }
                 let input = JokeStateUpdate::default().letters(s.subject.clone());
                 let out = subgraph.invoke(input, config).await?;

@@ -4,11 +4,15 @@
 //!
 //! ```text
 //! shapes [--quick] [--shape NAME].. [--saver none|memory|sqlite|postgres|floor].. [--out FILE]
-//!        [--runtime multi|current]
+//!        [--durability sync|exit].. [--runtime multi|current]
 //! shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]
 //! ```
 //!
-//! Every shape x saver runs in a child process of its own (this program again, with
+//! With a saver, each shape runs in both durabilities: `sync` (a checkpoint every super-step,
+//! awaited before the next; the default) and `exit` (one checkpoint when the run ends, as
+//! LangGraph's `durability="exit"`); each line records its `durability` (`null` without a saver).
+//!
+//! Every shape x saver x durability runs in a child process of its own (this program again, with
 //! `--child`), so the peak RSS (`VmHWM`) it reports is that combination's. A child builds the
 //! graph once, runs it once to warm up, then times whole runs (`invoke`, a fresh thread id per
 //! run when there is a saver) until its time budget is spent; the input is cloned before the
@@ -27,8 +31,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    BoxError, BoxFuture, Checkpointer, END, InMemorySaver, ListFilter, PostgresSaver, RunConfig,
-    START, SqliteSaver, StateGraph,
+    BoxError, BoxFuture, Checkpointer, Durability, END, InMemorySaver, ListFilter, PostgresSaver,
+    RunConfig, START, SqliteSaver, StateGraph,
 };
 use agent_llm::{CallOptions, ChatModel, Message, Reply, ScriptedModel};
 use serde_json::{Value, json};
@@ -111,6 +115,9 @@ pub const SHAPES: &[(&str, Shape)] = &[
 /// Savers, plus `floor` (the hand-written program).
 pub const SAVERS: &[&str] = &["none", "memory", "sqlite", "postgres", "floor"];
 
+/// Durabilities a saver runs in: every step (the default), and once when the run ends.
+pub const DURABILITIES: &[&str] = &["sync", "exit"];
+
 const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
 struct Options {
@@ -118,6 +125,7 @@ struct Options {
     shapes: Vec<String>,
     savers: Vec<String>,
     out: Option<String>,
+    durabilities: Vec<String>,
     runtime: String,
 }
 
@@ -130,7 +138,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("report") => report::run(&args[1..]),
         _ => parse(&args).and_then(|(options, child)| match child {
-            Some(Child::Shape(shape, saver)) => child_shape(&options, &shape, &saver),
+            Some(Child::Shape(shape, saver, durability)) => {
+                child_shape(&options, &shape, &saver, &durability)
+            }
             Some(Child::Storage) => child_storage(&options),
             None => drive(&options),
         }),
@@ -145,7 +155,7 @@ fn main() -> ExitCode {
 }
 
 enum Child {
-    Shape(String, String),
+    Shape(String, String, String),
     Storage,
 }
 
@@ -155,6 +165,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
         shapes: Vec::new(),
         savers: Vec::new(),
         out: None,
+        durabilities: Vec::new(),
         runtime: "multi".to_owned(),
     };
     let mut child = None;
@@ -170,16 +181,18 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
             "--shape" => options.shapes.push(value(&mut it, arg)?),
             "--saver" => options.savers.push(value(&mut it, arg)?),
             "--out" => options.out = Some(value(&mut it, arg)?),
+            "--durability" => options.durabilities.push(value(&mut it, arg)?),
             "--runtime" => options.runtime = value(&mut it, arg)?,
             "--child" => {
                 let shape = value(&mut it, arg)?;
                 let saver = value(&mut it, arg)?;
-                child = Some(Child::Shape(shape, saver));
+                let durability = value(&mut it, arg)?;
+                child = Some(Child::Shape(shape, saver, durability));
             }
             "--storage" => child = Some(Child::Storage),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
+                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|exit].. [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
                     SAVERS.join("|")
                 )
                 .into());
@@ -197,13 +210,24 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
             return Err(format!("unknown saver `{saver}`; known: {}", SAVERS.join(", ")).into());
         }
     }
+    for durability in &options.durabilities {
+        if !DURABILITIES.contains(&durability.as_str()) {
+            return Err(format!("unknown durability `{durability}`; known: sync, exit").into());
+        }
+    }
+    if let Some(Child::Shape(_, _, durability)) = &child
+        && !DURABILITIES.contains(&durability.as_str())
+    {
+        return Err(format!("unknown durability `{durability}`; known: sync, exit").into());
+    }
     if !matches!(options.runtime.as_str(), "multi" | "current") {
         return Err("--runtime is `multi` (tokio's multi-thread default) or `current`".into());
     }
     Ok((options, child))
 }
 
-/// Runs every selected shape x saver in a child process and prints what they print.
+/// Runs every selected shape x saver x durability in a child process and prints what they
+/// print.
 fn drive(options: &Options) -> Result<(), BoxError> {
     let exe = std::env::current_exe()?;
     let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|u| !u.is_empty());
@@ -215,6 +239,11 @@ fn drive(options: &Options) -> Result<(), BoxError> {
             .collect()
     } else {
         options.savers.iter().map(String::as_str).collect()
+    };
+    let durabilities: Vec<&str> = if options.durabilities.is_empty() {
+        DURABILITIES.to_vec()
+    } else {
+        options.durabilities.iter().map(String::as_str).collect()
     };
     let mut out = match &options.out {
         Some(path) => Some(std::fs::File::create(path)?),
@@ -249,7 +278,19 @@ fn drive(options: &Options) -> Result<(), BoxError> {
             continue;
         }
         for saver in &savers {
-            spawn(format!("{name} / {saver}"), &["--child", name, saver])?;
+            if matches!(*saver, "none" | "floor") {
+                spawn(
+                    format!("{name} / {saver}"),
+                    &["--child", name, saver, "sync"],
+                )?;
+                continue;
+            }
+            for durability in &durabilities {
+                spawn(
+                    format!("{name} / {saver} / {durability}"),
+                    &["--child", name, saver, durability],
+                )?;
+            }
         }
     }
     if options.shapes.is_empty() {
@@ -336,7 +377,17 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn child_shape(options: &Options, name: &str, kind: &str) -> Result<(), BoxError> {
+fn child_shape(
+    options: &Options,
+    name: &str,
+    kind: &str,
+    durability: &str,
+) -> Result<(), BoxError> {
+    let durability_mode = if durability == "exit" {
+        Durability::Exit
+    } else {
+        Durability::Sync
+    };
     let shape = SHAPES
         .iter()
         .find(|(n, _)| *n == name)
@@ -362,7 +413,7 @@ fn child_shape(options: &Options, name: &str, kind: &str) -> Result<(), BoxError
         let config = |run: usize| {
             let config = RunConfig::default().recursion_limit(1_000_000);
             if persistent.is_some() {
-                config.thread_id(thread_id(run))
+                config.thread_id(thread_id(run)).durability(durability_mode)
             } else {
                 config
             }
@@ -408,6 +459,7 @@ fn child_shape(options: &Options, name: &str, kind: &str) -> Result<(), BoxError
         "runner": if kind == "floor" { "handwritten" } else { "agentgraph" },
         "shape": name,
         "saver": if kind == "floor" { "none" } else { kind },
+        "durability": if matches!(kind, "none" | "floor") { None } else { Some(durability) },
         "runtime": options.runtime,
         "super_steps": outcome.steps,
         "tasks": outcome.tasks,

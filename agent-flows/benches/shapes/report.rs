@@ -1,6 +1,8 @@
-//! Tables from the JSON lines: agentgraph per saver next to the hand-written floor, and, when
-//! LangGraph's lines are there, LangGraph ÷ agentgraph per super-step (medians) with the
-//! issue's targets marked, plus checkpoint bytes of a long chat.
+//! Tables from the JSON lines: agentgraph per saver and durability next to the hand-written
+//! floor, and, when LangGraph's lines are there, LangGraph ÷ agentgraph per super-step (medians)
+//! with the targets marked, plus checkpoint bytes of a long chat. Like is compared with
+//! like: agentgraph's `exit` with LangGraph's `exit` (one checkpoint per run), agentgraph's
+//! `sync` with LangGraph's default `async` (a checkpoint every step).
 
 use std::fmt::Write as _;
 
@@ -39,12 +41,20 @@ fn f(record: &Value, key: &str) -> Option<f64> {
     record.get(key)?.as_f64()
 }
 
-fn find<'a>(records: &'a [Value], runner: &str, shape: &str, saver: &str) -> Option<&'a Value> {
+/// One of our records; `durability` only matters with a saver (lines without one are `sync`).
+fn find<'a>(
+    records: &'a [Value],
+    runner: &str,
+    shape: &str,
+    saver: &str,
+    durability: &str,
+) -> Option<&'a Value> {
     records.iter().find(|r| {
         r["runner"] == runner
             && r["shape"] == shape
             && r["saver"] == saver
             && r.get("kind").is_none()
+            && (saver == "none" || r["durability"].as_str().unwrap_or("sync") == durability)
     })
 }
 
@@ -112,28 +122,29 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
     if !theirs.is_empty() {
         let _ = writeln!(
             out,
-            "LangGraph ÷ agentgraph, median time per super-step (targets: ≥{TARGET_NO_SAVER:.0}x without a saver and in memory, ≥{TARGET_SQLITE:.0}x with SQLite; ✗ = missed). LangGraph: the faster of its async and sync APIs; `exit` and `async` are its durability modes (agentgraph always checkpoints every step).\n"
+            "LangGraph ÷ agentgraph, median time per super-step (targets: ≥{TARGET_NO_SAVER:.0}x without a saver and in memory, ≥{TARGET_SQLITE:.0}x with SQLite; ✗ = missed). LangGraph: the faster of its async and sync APIs. `exit`: both sides write one checkpoint when the run ends. `sync ÷ async`: both write a checkpoint every super-step, LangGraph's default `async` in the background while the next step runs, agentgraph's `sync` awaiting each write before the next step.\n"
         );
         let _ = writeln!(
             out,
-            "| shape | super-steps | no saver | memory, exit | memory, async | SQLite, exit | SQLite, async |"
+            "| shape | super-steps | no saver | memory, exit | memory, sync ÷ async | SQLite, exit | SQLite, sync ÷ async |"
         );
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
         for shape in &shapes {
-            let steps = find(ours, "agentgraph", shape, "none")
+            let steps = find(ours, "agentgraph", shape, "none", "")
                 .and_then(|r| r["super_steps"].as_u64())
                 .map_or("–".to_owned(), |s| s.to_string());
             let mut row = format!("| {shape} | {steps} |");
-            for (saver, durability, target) in [
-                ("none", "", TARGET_NO_SAVER),
-                ("memory", "exit", TARGET_MEMORY),
-                ("memory", "async", TARGET_MEMORY),
-                ("sqlite", "exit", TARGET_SQLITE),
-                ("sqlite", "async", TARGET_SQLITE),
+            for (saver, mine, theirs_durability, target) in [
+                ("none", "", "", TARGET_NO_SAVER),
+                ("memory", "exit", "exit", TARGET_MEMORY),
+                ("memory", "sync", "async", TARGET_MEMORY),
+                ("sqlite", "exit", "exit", TARGET_SQLITE),
+                ("sqlite", "sync", "async", TARGET_SQLITE),
             ] {
                 let cell = match (
-                    find(ours, "agentgraph", shape, saver).and_then(|r| f(r, "median_us_per_step")),
-                    langgraph(theirs, shape, saver, durability)
+                    find(ours, "agentgraph", shape, saver, mine)
+                        .and_then(|r| f(r, "median_us_per_step")),
+                    langgraph(theirs, shape, saver, theirs_durability)
                         .and_then(|r| f(r, "median_us_per_step")),
                 ) {
                     (Some(a), Some(l)) if a > 0.0 => ratio(l / a, Some((target, true))),
@@ -145,13 +156,13 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
         }
         let _ = writeln!(
             out,
-            "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph:\n"
+            "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph, by durability (without a saver: the `async` / `sync` columns):\n"
         );
         let _ = writeln!(
             out,
-            "| shape | saver | LangGraph exit | LangGraph async | agentgraph | LangGraph peak RSS MiB | agentgraph peak RSS MiB |"
+            "| shape | saver | LangGraph exit | agentgraph exit | LangGraph async | agentgraph sync | LangGraph peak RSS MiB | agentgraph peak RSS MiB |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
         for shape in &shapes {
             for saver in ["none", "memory", "sqlite"] {
                 let api_pair = |durability: &str| {
@@ -169,17 +180,28 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
                     };
                     format!("{} / {}", us(pick("async")), us(pick("sync")))
                 };
-                let exit = if saver == "none" {
-                    "–".to_owned()
+                let (exit, mine_exit) = if saver == "none" {
+                    ("–".to_owned(), "–".to_owned())
                 } else {
-                    api_pair("exit")
+                    (
+                        api_pair("exit"),
+                        us(find(ours, "agentgraph", shape, saver, "exit")
+                            .and_then(|r| f(r, "median_us_per_step"))),
+                    )
                 };
                 let default = api_pair("async");
-                let mine = find(ours, "agentgraph", shape, saver);
-                let rss = |r: Option<&Value>| {
-                    r.and_then(|r| f(r, "peak_rss_kib"))
-                        .map_or("–".to_owned(), |k| format!("{:.0}", k / 1024.0))
-                };
+                let mine = find(ours, "agentgraph", shape, saver, "sync");
+                let rss = ours
+                    .iter()
+                    .filter(|r| {
+                        r["runner"] == "agentgraph"
+                            && r["shape"] == *shape
+                            && r["saver"] == saver
+                            && r.get("kind").is_none()
+                    })
+                    .filter_map(|r| f(r, "peak_rss_kib"))
+                    .reduce(f64::max)
+                    .map_or("–".to_owned(), |k| format!("{:.0}", k / 1024.0));
                 let lg_rss = theirs
                     .iter()
                     .filter(|r| {
@@ -190,19 +212,18 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
                     .map_or("–".to_owned(), |k| format!("{:.0}", k / 1024.0));
                 let _ = writeln!(
                     out,
-                    "| {shape} | {saver} | {exit} | {default} | {} | {lg_rss} | {} |",
+                    "| {shape} | {saver} | {exit} | {mine_exit} | {default} | {} | {lg_rss} | {rss} |",
                     us(mine.and_then(|r| f(r, "median_us_per_step"))),
-                    rss(mine),
                 );
             }
         }
         // Same final state on both sides?
         let mut mismatches = Vec::new();
         for shape in &shapes {
-            let mine = find(ours, "agentgraph", shape, "none").map(|r| &r["check"]);
+            let mine = find(ours, "agentgraph", shape, "none", "").map(|r| &r["check"]);
             let other = langgraph(theirs, shape, "none", "").map(|r| &r["check"]);
             let steps = (
-                find(ours, "agentgraph", shape, "none").map(|r| &r["super_steps"]),
+                find(ours, "agentgraph", shape, "none", "").map(|r| &r["super_steps"]),
                 langgraph(theirs, shape, "none", "").map(|r| &r["super_steps"]),
             );
             if let (Some(a), Some(b)) = (mine, other)
@@ -228,17 +249,20 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
 
     let _ = writeln!(
         out,
-        "agentgraph, median µs per run (per super-step), next to the hand-written floor (target: within {TARGET_FLOOR:.0}x):\n"
+        "agentgraph, median µs per run (per super-step), next to the hand-written floor (target: within {TARGET_FLOOR:.0}x); with a saver, `sync` checkpoints every super-step and `exit` once per run:\n"
     );
     let _ = writeln!(
         out,
-        "| shape | steps | tasks | no saver | memory | SQLite | Postgres | hand-written | agentgraph ÷ hand-written |"
+        "| shape | steps | tasks | no saver | memory, sync | memory, exit | SQLite, sync | SQLite, exit | Postgres, sync | Postgres, exit | hand-written | agentgraph ÷ hand-written |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for shape in &shapes {
-        let none = find(ours, "agentgraph", shape, "none");
-        let cell = |saver: &str| {
-            find(ours, "agentgraph", shape, saver).map_or("–".to_owned(), |r| {
+        let none = find(ours, "agentgraph", shape, "none", "");
+        let cell = |saver: &str, durability: &str| {
+            find(ours, "agentgraph", shape, saver, durability).map_or("–".to_owned(), |r| {
                 format!(
                     "{} ({})",
                     us(f(r, "median_us")),
@@ -246,7 +270,7 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
                 )
             })
         };
-        let floor = find(ours, "handwritten", shape, "none");
+        let floor = find(ours, "handwritten", shape, "none", "");
         let vs_floor = match (
             none.and_then(|r| f(r, "median_us")),
             floor.and_then(|r| f(r, "median_us")),
@@ -256,13 +280,16 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {shape} | {} | {} | {} | {} | {} | {} | {} | {vs_floor} |",
+            "| {shape} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {vs_floor} |",
             none.map_or("–".to_owned(), |r| r["super_steps"].to_string()),
             none.map_or("–".to_owned(), |r| r["tasks"].to_string()),
-            cell("none"),
-            cell("memory"),
-            cell("sqlite"),
-            cell("postgres"),
+            cell("none", ""),
+            cell("memory", "sync"),
+            cell("memory", "exit"),
+            cell("sqlite", "sync"),
+            cell("sqlite", "exit"),
+            cell("postgres", "sync"),
+            cell("postgres", "exit"),
             us(floor.and_then(|r| f(r, "median_us"))),
         );
     }
