@@ -724,7 +724,13 @@ impl<'g, S: GraphState> Run<'g, S> {
                 }
                 return self.pause_on_interrupts(&nodes, &ids, paused).await;
             }
+            // The step's writes as JSON for the checkpoint's metadata: only when a checkpoint
+            // is written for this step (with Durability::Exit most steps have none).
+            let sync = self.sync();
             let writes_meta = self.persist.as_ref().map(|_| {
+                if !sync {
+                    return serde_json::Value::Null;
+                }
                 let mut by_node: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
                 for (i, output) in outputs.iter().enumerate() {
                     let update = match output {
