@@ -3,12 +3,11 @@
 //!
 //! A field whose encoding is an array, and whose previous stored version is a prefix of the
 //! new one, is stored as "the first n elements of version v, then these": the prefix check
-//! compares hashes of each element's bytes, so it works for any sequence type and any reducer
-//! (a message replaced in place just moves the split point). Decoding never runs code from the
+//! compares each element's bytes with the last stored version's, so it works for any sequence
+//! type and any reducer (a message replaced in place just moves the split point). Decoding never runs code from the
 //! data: it is plain serde into the state's own types, and any mismatch is an error.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 use super::FieldBlob;
@@ -92,14 +91,9 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FieldCache {
     pub(crate) version: String,
-    /// Hashes of the array's elements; `None` when the value is not an array.
-    pub(crate) elements: Option<Vec<u64>>,
-}
-
-fn hash_bytes(bytes: &[u8]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
+    /// For an array: its encoding and the byte ranges of its elements (the next version is
+    /// compared with it byte for byte, so a delta is never based on a lookalike).
+    array: Option<(Vec<u8>, Vec<Range<usize>>)>,
 }
 
 /// Builds the blob for a new version of a field, as a delta when the previous version is a
@@ -110,46 +104,54 @@ pub(crate) fn make_blob(
     bytes: Vec<u8>,
     previous: Option<&FieldCache>,
 ) -> (FieldBlob, FieldCache) {
-    let elements = split_array(&bytes);
-    let hashes: Option<Vec<u64>> = elements.as_ref().map(|ranges| {
-        ranges
-            .iter()
-            .map(|r| hash_bytes(&bytes[r.clone()]))
-            .collect()
-    });
-    let cache = FieldCache {
-        version: version.to_owned(),
-        elements: hashes.clone(),
-    };
-    if let (Some(prev), Some(new), Some(ranges)) = (previous, &hashes, &elements)
-        && let Some(prev_hashes) = &prev.elements
+    let ranges = split_array(&bytes);
+    let mut kept = None;
+    if let (Some(prev), Some(new)) = (previous, &ranges)
+        && let Some((old_bytes, old)) = &prev.array
     {
-        let common = prev_hashes
+        let common = old
             .iter()
             .zip(new.iter())
-            .take_while(|(a, b)| a == b)
+            .take_while(|(a, b)| old_bytes[(*a).clone()] == bytes[(*b).clone()])
             .count();
         // Worth it only when most of the old value is kept.
-        if common > 0 && common * 2 >= prev_hashes.len() {
-            let start = ranges.get(common).map(|r| r.start).unwrap_or(bytes.len());
-            let blob = FieldBlob {
-                field: field.to_owned(),
-                version: version.to_owned(),
-                base: Some((prev.version.clone(), common as u64)),
-                data: bytes[start..].to_vec(),
-            };
-            return (blob, cache);
+        if common > 0 && common * 2 >= old.len() {
+            kept = Some((prev.version.clone(), common));
         }
     }
-    (
-        FieldBlob {
-            field: field.to_owned(),
-            version: version.to_owned(),
-            base: None,
-            data: bytes,
-        },
-        cache,
-    )
+    let data = match (&kept, &ranges) {
+        (Some((_, common)), Some(new)) => {
+            let start = new.get(*common).map(|r| r.start).unwrap_or(bytes.len());
+            bytes[start..].to_vec()
+        }
+        (None, Some(_)) => bytes.clone(),
+        _ => Vec::new(),
+    };
+    let blob = FieldBlob {
+        field: field.to_owned(),
+        version: version.to_owned(),
+        base: kept.map(|(v, common)| (v, common as u64)),
+        data,
+    };
+    match ranges {
+        Some(ranges) => (
+            blob,
+            FieldCache {
+                version: version.to_owned(),
+                array: Some((bytes, ranges)),
+            },
+        ),
+        None => (
+            FieldBlob {
+                data: bytes,
+                ..blob
+            },
+            FieldCache {
+                version: version.to_owned(),
+                array: None,
+            },
+        ),
+    }
 }
 
 /// Rebuilds the full encoding of `field` at `version` from blobs (following delta bases).
@@ -216,12 +218,7 @@ pub(crate) fn reconstruct(
     }
     let cache = FieldCache {
         version: version.to_owned(),
-        elements: split_array(&bytes).map(|ranges| {
-            ranges
-                .iter()
-                .map(|r| hash_bytes(&bytes[r.clone()]))
-                .collect()
-        }),
+        array: split_array(&bytes).map(|ranges| (bytes.clone(), ranges)),
     };
     Ok((bytes, cache))
 }
