@@ -98,18 +98,31 @@ impl RetryPolicy {
 
     /// The wait after failed attempt number `attempt` (1-based).
     pub fn interval(&self, attempt: u32) -> Duration {
-        let exp = self
-            .backoff_factor
-            .powi(attempt.saturating_sub(1).min(64) as i32);
-        let base = self.initial_interval.as_secs_f64() * exp;
-        let capped = base.min(self.max_interval.as_secs_f64()).max(0.0);
-        let factor = if self.jitter {
-            0.5 + random_unit()
-        } else {
-            1.0
-        };
-        Duration::from_secs_f64(capped * factor)
+        backoff_interval(
+            attempt,
+            self.initial_interval,
+            self.backoff_factor,
+            self.max_interval,
+            self.jitter,
+        )
     }
+}
+
+/// Exponential backoff: the wait after failed attempt number `attempt` (1-based), starting at
+/// `initial`, times `factor` per attempt, capped at `max`, randomized by +/-50% with `jitter`.
+/// Shared by every retry policy of the workspace (nodes here, tool calls in agent-tools).
+pub fn backoff_interval(
+    attempt: u32,
+    initial: Duration,
+    factor: f64,
+    max: Duration,
+    jitter: bool,
+) -> Duration {
+    let exp = factor.powi(attempt.saturating_sub(1).min(64) as i32);
+    let base = initial.as_secs_f64() * exp;
+    let capped = base.min(max.as_secs_f64()).max(0.0);
+    let spread = if jitter { 0.5 + random_unit() } else { 1.0 };
+    Duration::from_secs_f64(capped * spread)
 }
 
 /// A number in [0, 1) from std's randomly keyed hasher; good enough for jitter.

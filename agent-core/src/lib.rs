@@ -87,7 +87,7 @@ pub use error::{BoxError, GraphError};
 pub use executor::{Input, RunOutput};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};
-pub use layers::RetryPolicy;
+pub use layers::{RetryPolicy, backoff_interval};
 pub use node::{
     BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
 };

@@ -177,11 +177,30 @@ impl<S: GraphState> CompiledGraph<S> {
     ) -> Result<RunConfig, GraphError> {
         let saver = self.saver("update_state")?.clone();
         let thread = thread_of(config)?.to_owned();
-        let latest = saver.get(&thread, &config.checkpoint_ns, None).await?;
-        let latest_id = latest.record.map(|r| r.id);
+        // Only an explicit checkpoint id can be an older one; ask for the latest record alone
+        // (no field blobs) to tell.
+        let latest_id = match &config.checkpoint_id {
+            Some(_) => saver
+                .list(
+                    &thread,
+                    &config.checkpoint_ns,
+                    &ListFilter {
+                        limit: Some(1),
+                        ..ListFilter::default()
+                    },
+                )
+                .await?
+                .into_iter()
+                .next()
+                .map(|r| r.id),
+            None => None,
+        };
         let mut run = Run::open(self, config.clone(), new_run_id(), None).await?;
         let (record, is_latest) = match &run.persist {
-            Some(p) => (p.record.clone(), p.checkpoint_id == latest_id),
+            Some(p) => (
+                p.record.clone(),
+                latest_id.is_none() || p.checkpoint_id == latest_id,
+            ),
             None => (None, true),
         };
         let as_node: Option<String> = match as_node {

@@ -187,17 +187,13 @@ impl ToolRetryPolicy {
 
     /// The wait after failed attempt number `attempt` (1-based).
     pub fn interval(&self, attempt: u32) -> Duration {
-        let exp = self
-            .backoff_factor
-            .powi(attempt.saturating_sub(1).min(64) as i32);
-        let base = self.initial_interval.as_secs_f64() * exp;
-        let capped = base.min(self.max_interval.as_secs_f64()).max(0.0);
-        let factor = if self.jitter {
-            0.5 + fastrand::f64()
-        } else {
-            1.0
-        };
-        Duration::from_secs_f64(capped * factor)
+        agent_core::backoff_interval(
+            attempt,
+            self.initial_interval,
+            self.backoff_factor,
+            self.max_interval,
+            self.jitter,
+        )
     }
 }
 
