@@ -4,6 +4,7 @@
 //! path (except to resolve what routers and commands return).
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::checkpoint::Checkpointer;
@@ -11,26 +12,37 @@ use crate::constants::{END, START};
 use crate::error::{GraphError, list_names};
 use crate::graph::{Router, StateGraph};
 use crate::node::Node;
+use crate::runtime::{AnyContext, ContextType};
 use crate::state::{FieldSet, GraphState};
 
-/// A validated graph, ready to run. Cheap to clone (one `Arc`); share it across tasks and
+/// A validated graph, ready to run. Cheap to clone (two `Arc`s); share it across tasks and
 /// requests.
-pub struct CompiledGraph<S: GraphState> {
+///
+/// `C` is the graph's runtime context type (`()` when it has none); give the value with
+/// [`with_context`](Self::with_context) before running a graph whose nodes read it.
+pub struct CompiledGraph<S: GraphState, C = ()> {
     pub(crate) inner: Arc<Graph<S>>,
+    /// The context every run of this handle gets (type `C`, erased for the executor).
+    pub(crate) context: Option<AnyContext>,
+    _context: PhantomData<fn() -> C>,
 }
 
-impl<S: GraphState> Clone for CompiledGraph<S> {
+impl<S: GraphState, C> Clone for CompiledGraph<S, C> {
     fn clone(&self) -> Self {
         CompiledGraph {
             inner: self.inner.clone(),
+            context: self.context.clone(),
+            _context: PhantomData,
         }
     }
 }
 
-impl<S: GraphState> std::fmt::Debug for CompiledGraph<S> {
+impl<S: GraphState, C> std::fmt::Debug for CompiledGraph<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledGraph")
             .field("nodes", &self.inner.topology.nodes)
+            .field("context", &std::any::type_name::<C>())
+            .field("has_context", &self.context.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -82,7 +94,7 @@ pub struct Topology {
 }
 
 pub(crate) struct Graph<S: GraphState> {
-    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) names: Arc<[Arc<str>]>,
     pub(crate) index: HashMap<String, usize>,
     pub(crate) nodes: Vec<Arc<dyn Node<S>>>,
     /// Position of each node in name order: edge-triggered tasks run and apply in this order.
@@ -96,6 +108,8 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) interrupt_after: Vec<bool>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) topology: Topology,
+    /// The context type the nodes read, when one of them reads it.
+    pub(crate) needs_context: Option<ContextType>,
 }
 
 impl<S: GraphState> Graph<S> {
@@ -104,7 +118,38 @@ impl<S: GraphState> Graph<S> {
     }
 }
 
-impl<S: GraphState> CompiledGraph<S> {
+impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
+    /// This graph with `context` given to every run (LangGraph's `invoke(.., context=..)`).
+    /// Cheap: the handle is cloned, not the graph; keep one handle per context value.
+    pub fn with_context(&self, context: impl Into<Arc<C>>) -> Self {
+        let context: Arc<C> = context.into();
+        CompiledGraph {
+            inner: self.inner.clone(),
+            context: Some(context),
+            _context: PhantomData,
+        }
+    }
+
+    /// The context runs of this handle get, if one was given.
+    pub fn context(&self) -> Option<Arc<C>> {
+        self.context.clone().and_then(|c| c.downcast::<C>().ok())
+    }
+
+    /// The context for a run, or the error that says how to give one. Graphs whose nodes
+    /// never read a context run without one.
+    pub(crate) fn run_context(&self) -> Result<Option<AnyContext>, GraphError> {
+        match (&self.context, self.inner.needs_context) {
+            (Some(context), _) => Ok(Some(context.clone())),
+            (None, None) => Ok(None),
+            (None, Some(needed)) if needed.is_unit() => Ok(Some(Arc::new(()) as AnyContext)),
+            (None, Some(needed)) => Err(GraphError::MissingContext {
+                type_name: needed.name,
+            }),
+        }
+    }
+}
+
+impl<S: GraphState, C> CompiledGraph<S, C> {
     /// The graph's nodes and edges.
     pub fn topology(&self) -> &Topology {
         &self.inner.topology
@@ -120,10 +165,10 @@ fn is_reserved(name: &str) -> bool {
     name == START || name == END || name.contains(':') || name.contains('|') || name.is_empty()
 }
 
-pub(crate) fn compile<S: GraphState>(
-    builder: StateGraph<S>,
+pub(crate) fn compile<S: GraphState, C: 'static>(
+    builder: StateGraph<S, C>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
-) -> Result<CompiledGraph<S>, GraphError> {
+) -> Result<CompiledGraph<S, C>, GraphError> {
     let StateGraph {
         nodes,
         edges,
@@ -131,12 +176,30 @@ pub(crate) fn compile<S: GraphState>(
         interrupt_before,
         interrupt_after,
         errors,
+        ..
     } = builder;
     if let Some(error) = errors.into_iter().next() {
         return Err(error);
     }
     if nodes.is_empty() {
         return Err(GraphError::Empty);
+    }
+
+    // Nodes that read a runtime context must read the graph's (those the type system could
+    // not check: specs erased by `.with_retry(..)` and the like).
+    let graph_context = ContextType::of::<C>();
+    let mut needs_context = None;
+    for (name, spec) in &nodes {
+        if let Some(wanted) = spec.context {
+            if wanted != graph_context {
+                return Err(GraphError::ContextMismatch {
+                    node: name.clone(),
+                    wanted: wanted.name,
+                    graph: graph_context.name,
+                });
+            }
+            needs_context = Some(wanted);
+        }
     }
 
     let mut index = HashMap::with_capacity(nodes.len());
@@ -398,6 +461,9 @@ pub(crate) fn compile<S: GraphState>(
             interrupt_after: after,
             checkpointer,
             topology,
+            needs_context,
         }),
+        context: None,
+        _context: PhantomData,
     })
 }

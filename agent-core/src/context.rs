@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::RunConfig;
 use crate::interrupt::{InterruptSlots, Interrupted};
+use crate::runtime::AnyContext;
 use crate::stream::{Event, NodePart, NodeSink, StreamMeta, StreamMode};
 
 /// The context of one task: which node, which step, how many steps remain, the run's config.
@@ -45,6 +46,8 @@ pub(crate) struct RunInfo {
     pub(crate) usage: Mutex<BTreeMap<String, u64>>,
     /// Subgraph path: the parent nodes this run is nested in (empty for the root).
     pub(crate) ns: Vec<String>,
+    /// The graph's runtime context, when it has one (see [`crate::Runtime`]).
+    pub(crate) context: Option<AnyContext>,
 }
 
 impl std::fmt::Debug for RunInfo {
@@ -92,6 +95,7 @@ impl NodeContext {
                 sink: None,
                 usage: Mutex::new(BTreeMap::new()),
                 ns: Vec::new(),
+                context: None,
             }),
             Vec::new(),
             None,
@@ -184,6 +188,11 @@ impl NodeContext {
                 .unwrap_or_default(),
             ns: self.inner.run.ns.clone(),
         }
+    }
+
+    /// The run's context, type-erased ([`crate::Runtime`] is the typed door).
+    pub(crate) fn context_any(&self) -> Option<AnyContext> {
+        self.inner.run.context.clone()
     }
 
     /// The subgraph path this task runs in (empty in the root graph).

@@ -7,7 +7,7 @@ use crate::compiled::{CompiledGraph, Topology};
 use crate::constants::{END, START};
 use crate::state::GraphState;
 
-impl<S: GraphState> CompiledGraph<S> {
+impl<S: GraphState, C> CompiledGraph<S, C> {
     /// The graph as a Mermaid flowchart: solid arrows for edges, dotted for conditional edges
     /// (labelled with the path-map key when it differs from the node) and `Command` destinations.
     pub fn draw_mermaid(&self) -> String {

@@ -53,6 +53,26 @@ pub enum GraphError {
         "add_named got a node without a name; mark the fn with #[node] or use add_node(name, node)"
     )]
     UnnamedNode,
+    /// A node reads a runtime context of another type than the graph's.
+    #[error(
+        "node `{node}` reads the runtime context `{wanted}`, but the graph's context is `{graph}`; build the graph with `StateGraph::<State, {wanted}>::with_context_type()` or make the node take `&Runtime<{graph}>`"
+    )]
+    ContextMismatch {
+        /// The node.
+        node: String,
+        /// The context type it reads.
+        wanted: &'static str,
+        /// The graph's context type.
+        graph: &'static str,
+    },
+    /// A graph whose nodes read a runtime context was run without one.
+    #[error(
+        "the graph's nodes read a runtime context of type `{type_name}`, but none was given; call `.with_context(value)` on the compiled graph before running it"
+    )]
+    MissingContext {
+        /// The context type.
+        type_name: &'static str,
+    },
     /// An edge leaves END or enters START.
     #[error("invalid edge {0}: edges cannot leave END or enter START")]
     InvalidEdge(String),

@@ -30,6 +30,7 @@ use crate::error::{GraphError, list_names};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::node::{NodeError, NodeOutput};
 use crate::persist::{self, Restored};
+use crate::runtime::AnyContext;
 use crate::state::{FieldSet, GraphState};
 use crate::stream::{
     CHANNEL_CAPACITY, DebugEvent, Emitter, Event, GraphStream, StreamMode, StreamModes, StreamPart,
@@ -73,6 +74,92 @@ pub struct RunOutput<S> {
     pub tasks: usize,
     /// Run-wide counters nodes added with `NodeContext::add_usage` (token usage).
     pub usage: std::collections::BTreeMap<String, u64>,
+    /// The nodes this run executed, super-step by super-step.
+    pub path: RunPath,
+}
+
+/// The nodes a run executed, one list per super-step in task order (a node that ran several
+/// times in a step, through `Send`, is listed each time). Recorded as indices and named
+/// only when read, so runs pay nothing for it.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use agent_core::{GraphState, RunConfig, StateGraph, END, START};
+/// # #[derive(GraphState, Clone, Default, Debug)] struct S { n: u8 }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_core::GraphError> {
+/// let graph = StateGraph::<S>::new()
+///     .add_node("a", |_s: Arc<S>| async {})
+///     .add_node("b", |_s: Arc<S>| async {})
+///     .add_node("c", |_s: Arc<S>| async {})
+///     .add_edge(START, "a")
+///     .add_edge("a", "c")
+///     .add_edge("a", "b")
+///     .add_edge(["b", "c"], END)
+///     .compile()?;
+/// let out = graph.invoke(S::default(), RunConfig::default()).await?;
+/// assert_eq!(out.path.to_vec(), [vec!["a"], vec!["b", "c"]]);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct RunPath {
+    names: Option<Arc<[Arc<str>]>>,
+    /// Node indices of every step, concatenated.
+    nodes: Vec<u32>,
+    /// Where each step's nodes end in `nodes`.
+    ends: Vec<u32>,
+}
+
+impl RunPath {
+    fn record(&mut self, names: &Arc<[Arc<str>]>, nodes: &[usize]) {
+        if self.names.is_none() {
+            self.names = Some(names.clone());
+        }
+        self.nodes.extend(nodes.iter().map(|&n| n as u32));
+        self.ends.push(self.nodes.len() as u32);
+    }
+
+    /// How many super-steps ran.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no step ran.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The node names of each step, in order.
+    pub fn steps(&self) -> impl Iterator<Item = Vec<&str>> + '_ {
+        let names = self.names.as_deref().unwrap_or_default();
+        let mut start = 0usize;
+        self.ends.iter().map(move |&end| {
+            let step = self.nodes[start..end as usize]
+                .iter()
+                .map(|&n| &*names[n as usize])
+                .collect();
+            start = end as usize;
+            step
+        })
+    }
+
+    /// The node names of each step, owned.
+    pub fn to_vec(&self) -> Vec<Vec<String>> {
+        self.steps()
+            .map(|step| step.into_iter().map(str::to_owned).collect())
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for RunPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.steps()).finish()
+    }
+}
+
+impl serde::Serialize for RunPath {
+    fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        serializer.collect_seq(self.steps())
+    }
 }
 
 impl<S> RunOutput<S> {
@@ -240,6 +327,7 @@ pub(crate) struct Run<'g, S: GraphState> {
     skip_before_once: bool,
     steps_run: usize,
     tasks_run: usize,
+    path: RunPath,
     interrupts: Vec<Interrupt>,
     paused: bool,
     emitter: Option<Arc<Emitter<S>>>,
@@ -247,7 +335,7 @@ pub(crate) struct Run<'g, S: GraphState> {
     recorded: Option<Vec<S::Update>>,
 }
 
-impl<S: GraphState> CompiledGraph<S> {
+impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
     /// Runs the graph on `input` — new input (a partial state or a full one), a [`Command`]
     /// (e.g. `Command::resume(answer)`), or [`Input::Continue`] — until it finishes or pauses.
     ///
@@ -280,11 +368,18 @@ impl<S: GraphState> CompiledGraph<S> {
         let graph = self.clone();
         let input = input.into();
         let task = tokio::spawn(async move {
-            if let Err(error) = graph.run_with(input, config, Some(emitter)).await {
-                let _ = tx.send(Err(error)).await;
+            match graph.run_with(input, config, Some(emitter)).await {
+                Ok(output) => Some(output),
+                Err(error) => {
+                    let _ = tx.send(Err(error)).await;
+                    None
+                }
             }
         });
-        GraphStream { rx, task }
+        GraphStream {
+            rx,
+            task: Some(task),
+        }
     }
 
     async fn run_with(
@@ -303,7 +398,8 @@ impl<S: GraphState> CompiledGraph<S> {
             thread_id = config.thread_id.as_deref().unwrap_or(""),
         );
         async move {
-            let mut run = Run::open(self, config, run_id, emitter).await?;
+            let context = self.run_context()?;
+            let mut run = Run::open(&self.inner, context, config, run_id, emitter).await?;
             if run.streams(StreamMode::Events) {
                 let data = match &input {
                     Input::Update(update) => serde_json::json!({ "input": to_json(update) }),
@@ -339,12 +435,12 @@ impl<'g, S: GraphState> Run<'g, S> {
     /// Prepares a run: loads the thread's checkpoint when there is a checkpointer and a
     /// thread id.
     pub(crate) async fn open(
-        graph: &'g CompiledGraph<S>,
+        graph: &'g Graph<S>,
+        context: Option<AnyContext>,
         config: RunConfig,
         run_id: Arc<str>,
         emitter: Option<Arc<Emitter<S>>>,
     ) -> Result<Self, GraphError> {
-        let graph = &*graph.inner;
         let mut interrupt_before = graph.interrupt_before.clone();
         let mut interrupt_after = graph.interrupt_after.clone();
         for (names, mask) in [
@@ -380,6 +476,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 .map(|e| e as Arc<dyn crate::stream::NodeSink>),
             usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             ns: Vec::new(),
+            context,
         });
         let n = graph.names.len();
         let fields = S::fields().len();
@@ -396,6 +493,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             skip_before_once: false,
             steps_run: 0,
             tasks_run: 0,
+            path: RunPath::default(),
             interrupts: Vec::new(),
             paused: false,
             emitter,
@@ -798,6 +896,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             self.step += 1;
             self.steps_run += 1;
             self.tasks_run += nodes.len();
+            self.path.record(&self.graph.names, &nodes);
             if let Some(writes) = writes_meta {
                 self.checkpoint(Source::Loop, writes, written).await?;
             }
@@ -1377,10 +1476,13 @@ impl<'g, S: GraphState> Run<'g, S> {
     /// parent's snapshot, streams its nodes' custom/messages/events to the parent's caller,
     /// and returns the updates it applied, in order, as the parent task's writes.
     pub(crate) async fn run_subgraph(
-        graph: &'g CompiledGraph<S>,
+        graph: &'g Graph<S>,
+        context: Option<AnyContext>,
         state: Arc<S>,
         ctx: NodeContext,
     ) -> Result<NodeOutput<S>, GraphError> {
+        // The subgraph's own context, else its parent's.
+        let context = context.or_else(|| ctx.context_any());
         let parent = ctx.config();
         let config = RunConfig {
             recursion_limit: parent.recursion_limit,
@@ -1389,7 +1491,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             max_concurrency: parent.max_concurrency,
             ..RunConfig::default()
         };
-        let mut run = Run::open(graph, config, new_run_id(), None).await?;
+        let mut run = Run::open(graph, context.clone(), config, new_run_id(), None).await?;
         let mut ns = ctx.ns().to_vec();
         ns.push(ctx.node().to_owned());
         let sink = ctx.sink();
@@ -1400,6 +1502,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             sink: sink.clone(),
             usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             ns,
+            context,
         });
         run.frontier = Frontier::new(run.graph.names.len(), sink.is_some());
         run.state = state;
@@ -1621,6 +1724,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             checkpoint_id,
             steps: self.steps_run,
             tasks: self.tasks_run,
+            path: self.path,
         }
     }
 }

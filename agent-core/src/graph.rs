@@ -4,6 +4,7 @@
 //! entry...) is collected and reported by [`StateGraph::compile`], so the chain reads like the
 //! diagram it describes.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::compiled::CompiledGraph;
@@ -11,6 +12,7 @@ use crate::constants::{END, START};
 use crate::error::GraphError;
 use crate::node::{IntoNode, NodeSpec};
 use crate::route::{IntoRoute, PathMap, Route};
+use crate::runtime::CompatibleContext;
 use crate::state::GraphState;
 
 /// A router: reads the state, returns where to go.
@@ -103,17 +105,36 @@ impl IntoSources for Vec<String> {
 /// assert_eq!(out.log, ["hello", "world"]);
 /// # Ok(()) }
 /// ```
-pub struct StateGraph<S: GraphState> {
+///
+/// `C` is the runtime context every node may read (LangGraph's `context_schema`): `()` for
+/// [`StateGraph::new`], any type with [`StateGraph::with_context_type`]. See [`crate::Runtime`].
+pub struct StateGraph<S: GraphState, C = ()> {
     pub(crate) nodes: Vec<(String, NodeSpec<S>)>,
     pub(crate) edges: Vec<EdgeSpec>,
     pub(crate) branches: Vec<BranchSpec<S>>,
     pub(crate) interrupt_before: Vec<String>,
     pub(crate) interrupt_after: Vec<String>,
     pub(crate) errors: Vec<GraphError>,
+    pub(crate) _context: PhantomData<fn() -> C>,
 }
 
 impl<S: GraphState> Default for StateGraph<S> {
     fn default() -> Self {
+        StateGraph::with_context_type()
+    }
+}
+
+impl<S: GraphState> StateGraph<S> {
+    /// An empty graph without a runtime context.
+    pub fn new() -> Self {
+        StateGraph::default()
+    }
+}
+
+impl<S: GraphState, C: Send + Sync + 'static> StateGraph<S, C> {
+    /// An empty graph whose nodes may read a runtime context of type `C` (taking
+    /// `&Runtime<C>`); the compiled graph gets the value with `.with_context(..)`.
+    pub fn with_context_type() -> Self {
         StateGraph {
             nodes: Vec::new(),
             edges: Vec::new(),
@@ -121,24 +142,22 @@ impl<S: GraphState> Default for StateGraph<S> {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             errors: Vec::new(),
+            _context: PhantomData,
         }
-    }
-}
-
-impl<S: GraphState> StateGraph<S> {
-    /// An empty graph.
-    pub fn new() -> Self {
-        StateGraph::default()
     }
 
     /// Adds a node under `name`.
-    pub fn add_node<M>(mut self, name: impl Into<String>, node: impl IntoNode<S, M>) -> Self {
+    pub fn add_node<M: CompatibleContext<C>>(
+        mut self,
+        name: impl Into<String>,
+        node: impl IntoNode<S, M>,
+    ) -> Self {
         self.nodes.push((name.into(), node.into_node()));
         self
     }
 
     /// Adds a node that knows its own name (a `#[node]` fn, or a spec built with `.named()`).
-    pub fn add_named<M>(mut self, node: impl IntoNode<S, M>) -> Self {
+    pub fn add_named<M: CompatibleContext<C>>(mut self, node: impl IntoNode<S, M>) -> Self {
         let spec = node.into_node();
         match spec.default_name() {
             Some(name) => self.nodes.push((name.to_owned(), spec)),
@@ -222,7 +241,7 @@ impl<S: GraphState> StateGraph<S> {
     }
 
     /// Validates the graph and returns the runnable form (no checkpoints).
-    pub fn compile(self) -> Result<CompiledGraph<S>, GraphError> {
+    pub fn compile(self) -> Result<CompiledGraph<S, C>, GraphError> {
         crate::compiled::compile(self, None)
     }
 
@@ -231,7 +250,7 @@ impl<S: GraphState> StateGraph<S> {
     pub fn compile_with(
         self,
         checkpointer: Arc<dyn crate::checkpoint::Checkpointer>,
-    ) -> Result<CompiledGraph<S>, GraphError> {
+    ) -> Result<CompiledGraph<S, C>, GraphError> {
         crate::compiled::compile(self, Some(checkpointer))
     }
 }

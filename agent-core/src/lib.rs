@@ -67,6 +67,7 @@ mod node;
 mod persist;
 pub mod reducers;
 mod route;
+mod runtime;
 mod state;
 mod state_api;
 mod stream;
@@ -84,7 +85,7 @@ pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
 pub use error::{BoxError, GraphError};
-pub use executor::{Input, RunOutput};
+pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};
 pub use layers::{RetryPolicy, backoff_interval};
@@ -92,6 +93,7 @@ pub use node::{
     BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
 };
 pub use route::{IntoRoute, PathMap, Route};
+pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
 pub use state::{
     FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateUpdate,
 };
@@ -115,6 +117,7 @@ pub mod __private {
     pub use crate::layers::RetryPolicy;
     pub use crate::node::{IntoNode, IntoNodeOutput, NodeError, NodeOutput, NodeSpec};
     pub use crate::reducers::{self, ReducerOutput};
+    pub use crate::runtime::{CompatibleContext, Runtime};
     pub use crate::state::{FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind};
 
     /// Formats a field with `Debug` when its type has it (autoref specialization: the
@@ -157,6 +160,13 @@ pub mod __private {
     /// Marker for nodes written with `#[node]`.
     pub struct NodeFnMarker;
 
+    impl<C> CompatibleContext<C> for NodeFnMarker {}
+
+    /// Marker for `#[node]` fns that read the graph's runtime context `C`.
+    pub struct RuntimeFnMarker<C>(std::marker::PhantomData<fn() -> C>);
+
+    impl<C> CompatibleContext<C> for RuntimeFnMarker<C> {}
+
     /// Runs a reducer and names the field when it rejects the write.
     #[inline]
     pub fn reduce<R: ReducerOutput>(
@@ -190,5 +200,17 @@ pub mod __private {
         O: IntoNodeOutput<S>,
     {
         IntoNode::<S, (crate::node::WithContext, O)>::into_node(f)
+    }
+
+    /// Builds the spec of a `#[node]` fn that reads the runtime context `C`.
+    pub fn node_spec_with_runtime<S, C, F, Fut, O>(f: F) -> NodeSpec<S>
+    where
+        S: GraphState,
+        C: Send + Sync + 'static,
+        F: Fn(Arc<S>, Runtime<C>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = O> + Send + 'static,
+        O: IntoNodeOutput<S>,
+    {
+        IntoNode::<S, (crate::node::WithRuntime<C>, O)>::into_node(f)
     }
 }

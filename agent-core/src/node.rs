@@ -15,6 +15,7 @@ use crate::command::Command;
 use crate::context::NodeContext;
 use crate::error::BoxError;
 use crate::layers::RetryPolicy;
+use crate::runtime::{CompatibleContext, ContextType, Runtime};
 use crate::state::GraphState;
 
 /// A boxed, `Send` future; what erased nodes return.
@@ -112,6 +113,8 @@ pub struct NodeSpec<S: GraphState> {
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) destinations: Vec<String>,
+    /// The runtime context the node asks for (`&Runtime<C>`), checked by `compile()`.
+    pub(crate) context: Option<ContextType>,
 }
 
 impl<S: GraphState> Clone for NodeSpec<S> {
@@ -122,6 +125,7 @@ impl<S: GraphState> Clone for NodeSpec<S> {
             retry: self.retry.clone(),
             timeout: self.timeout,
             destinations: self.destinations.clone(),
+            context: self.context,
         }
     }
 }
@@ -133,6 +137,7 @@ impl<S: GraphState> std::fmt::Debug for NodeSpec<S> {
             .field("retry", &self.retry)
             .field("timeout", &self.timeout)
             .field("destinations", &self.destinations)
+            .field("context", &self.context.map(|c| c.name))
             .finish_non_exhaustive()
     }
 }
@@ -146,7 +151,15 @@ impl<S: GraphState> NodeSpec<S> {
             retry: None,
             timeout: None,
             destinations: Vec::new(),
+            context: None,
         }
+    }
+
+    /// Records that the node reads the graph's runtime context `C` (what `&Runtime<C>`
+    /// nodes do on their own); `compile()` checks it against the graph's context type.
+    pub fn with_context_type<C: 'static>(mut self) -> Self {
+        self.context = Some(ContextType::of::<C>());
+        self
     }
 
     /// The name the node suggests for itself (`#[node]` uses the fn's name).
@@ -222,6 +235,15 @@ pub struct StateOnly;
 #[doc(hidden)]
 pub struct WithContext;
 
+/// Marker for closures taking the state and the graph's [`Runtime`].
+#[doc(hidden)]
+pub struct WithRuntime<C>(std::marker::PhantomData<fn() -> C>);
+
+impl<C, O> CompatibleContext<C> for (StateOnly, O) {}
+impl<C, O> CompatibleContext<C> for (WithContext, O) {}
+impl<C, O> CompatibleContext<C> for (WithRuntime<C>, O) {}
+impl<C> CompatibleContext<C> for SubgraphMarker {}
+
 struct FnNode<F, M> {
     f: F,
     _marker: std::marker::PhantomData<fn() -> M>,
@@ -254,6 +276,42 @@ where
     fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
         let fut = (self.f)(state, ctx);
         Box::pin(async move { fut.await.into_node_output() })
+    }
+}
+
+impl<S, C, F, Fut, O> Node<S> for FnNode<F, WithRuntime<C>>
+where
+    S: GraphState,
+    C: std::marker::Send + Sync + 'static,
+    F: Fn(Arc<S>, Runtime<C>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        match Runtime::from_node_context(ctx) {
+            Ok(runtime) => {
+                let fut = (self.f)(state, runtime);
+                Box::pin(async move { fut.await.into_node_output() })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+}
+
+impl<S, C, F, Fut, O> IntoNode<S, (WithRuntime<C>, O)> for F
+where
+    S: GraphState,
+    C: std::marker::Send + Sync + 'static,
+    F: Fn(Arc<S>, Runtime<C>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_node(self) -> NodeSpec<S> {
+        NodeSpec::new(FnNode {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> WithRuntime<C>>,
+        })
+        .with_context_type::<C>()
     }
 }
 
@@ -291,15 +349,15 @@ where
 #[doc(hidden)]
 pub struct SubgraphMarker;
 
-struct Subgraph<S: GraphState> {
-    graph: crate::compiled::CompiledGraph<S>,
+struct Subgraph<S: GraphState, C> {
+    graph: crate::compiled::CompiledGraph<S, C>,
 }
 
-impl<S: GraphState> Node<S> for Subgraph<S> {
+impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<S, C> {
     fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
         let graph = self.graph.clone();
         Box::pin(async move {
-            crate::executor::Run::run_subgraph(&graph, state, ctx)
+            crate::executor::Run::run_subgraph(&graph.inner, graph.context.clone(), state, ctx)
                 .await
                 .map_err(|error| NodeError::Failed(Box::new(error)))
         })
@@ -308,8 +366,11 @@ impl<S: GraphState> Node<S> for Subgraph<S> {
 
 /// A compiled graph over the same state is a node (a subgraph): it runs on the parent's
 /// snapshot and its writes land in the parent as that node's writes, each through the
-/// parent's reducers exactly once.
-impl<S: GraphState> IntoNode<S, SubgraphMarker> for crate::compiled::CompiledGraph<S> {
+/// parent's reducers exactly once. It runs with its own context when it was given one, else
+/// with its parent's.
+impl<S: GraphState, C: std::marker::Send + Sync + 'static> IntoNode<S, SubgraphMarker>
+    for crate::compiled::CompiledGraph<S, C>
+{
     fn into_node(self) -> NodeSpec<S> {
         NodeSpec::new(Subgraph { graph: self })
     }

@@ -57,7 +57,7 @@ fn thread_of(config: &RunConfig) -> Result<&str, GraphError> {
     })
 }
 
-impl<S: GraphState> CompiledGraph<S> {
+impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
     fn saver(&self, what: &str) -> Result<&Arc<dyn Checkpointer>, GraphError> {
         self.inner
             .checkpointer
@@ -195,7 +195,7 @@ impl<S: GraphState> CompiledGraph<S> {
                 .map(|r| r.id),
             None => None,
         };
-        let mut run = Run::open(self, config.clone(), new_run_id(), None).await?;
+        let mut run = Run::open(&self.inner, None, config.clone(), new_run_id(), None).await?;
         let (record, is_latest) = match &run.persist {
             Some(p) => (
                 p.record.clone(),

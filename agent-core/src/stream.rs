@@ -266,7 +266,36 @@ impl<S: GraphState> NodeSink for Emitter<S> {
 /// A running graph's stream. Dropping it cancels the run.
 pub struct GraphStream<S: GraphState> {
     pub(crate) rx: mpsc::Receiver<Result<StreamPart<S>, GraphError>>,
-    pub(crate) task: tokio::task::JoinHandle<()>,
+    /// The run; `None` once [`GraphStream::into_output`] took it.
+    pub(crate) task: Option<tokio::task::JoinHandle<Option<crate::RunOutput<S>>>>,
+}
+
+impl<S: GraphState> GraphStream<S> {
+    /// Waits for the run to end and returns what [`invoke`](crate::CompiledGraph::invoke)
+    /// would have: the final state, interrupts, path, usage. Parts not read yet are dropped;
+    /// read the stream to its end first to see them all.
+    pub async fn into_output(mut self) -> Result<crate::RunOutput<S>, GraphError> {
+        let mut failure = None;
+        while let Some(part) = self.rx.recv().await {
+            if let Err(error) = part {
+                failure = Some(error);
+            }
+        }
+        let Some(task) = self.task.take() else {
+            return Err(GraphError::InvalidInput(
+                "the stream's run was already taken".into(),
+            ));
+        };
+        match task.await {
+            Ok(Some(output)) => Ok(output),
+            Ok(None) => Err(failure.unwrap_or_else(|| {
+                GraphError::InvalidInput("the run failed and its error was already read".into())
+            })),
+            Err(join) => Err(GraphError::InvalidInput(format!(
+                "the run's task ended: {join}"
+            ))),
+        }
+    }
 }
 
 impl<S: GraphState> std::fmt::Debug for GraphStream<S> {
@@ -285,7 +314,9 @@ impl<S: GraphState> futures::Stream for GraphStream<S> {
 
 impl<S: GraphState> Drop for GraphStream<S> {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 

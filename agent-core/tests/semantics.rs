@@ -350,6 +350,12 @@ async fn command_can_send() {
         .unwrap();
     let out = graph.invoke(Trace::default(), config()).await.unwrap();
     assert_eq!(out.visits, ["w:one", "w:two"]);
+    // The path lists each Send task of a step.
+    assert_eq!(out.path.to_vec(), [vec!["a"], vec!["w", "w"]]);
+    assert_eq!(
+        serde_json::to_string(&out.path).unwrap(),
+        r#"[["a"],["w","w"]]"#
+    );
 }
 
 trait IntoState {

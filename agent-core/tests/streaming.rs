@@ -422,3 +422,20 @@ async fn a_failing_run_ends_its_stream_with_the_error() {
         "error: node `bad` failed in step 1: boom"
     );
 }
+
+#[tokio::test]
+async fn a_stream_ends_with_the_runs_output() {
+    let mut stream = diamond().stream(S::default(), RunConfig::default(), StreamMode::Updates);
+    let mut updates = 0;
+    while let Some(part) = stream.next().await {
+        assert!(matches!(part.unwrap(), StreamPart::Updates { .. }));
+        updates += 1;
+        if updates == 2 {
+            break;
+        }
+    }
+    // Parts not read are dropped; the output is the whole run's.
+    let out = stream.into_output().await.unwrap();
+    assert_eq!(out.n, 4);
+    assert_eq!(out.path.to_vec(), [vec!["a"], vec!["b", "c"], vec!["d"]]);
+}

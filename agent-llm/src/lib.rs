@@ -56,6 +56,7 @@ pub mod providers;
 mod reducer;
 mod scripted;
 mod secret;
+mod spec;
 mod stream;
 mod structured;
 
@@ -74,6 +75,7 @@ pub use providers::openai::{OpenAiCompatible, OpenAiCompatibleBuilder};
 pub use reducer::{add_messages, new_message_id};
 pub use scripted::{Reply, ScriptedModel, ScriptedRequest};
 pub use secret::SecretString;
+pub use spec::{PROVIDERS, init_chat_model};
 pub use stream::{
     ChatChunk, ChatResponse, ChatStream, ChunkAggregator, FinishReason, ToolCallChunk,
     collect_stream,

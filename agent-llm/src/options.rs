@@ -29,6 +29,10 @@ pub struct CallOptions {
     pub seed: Option<u64>,
     /// Use this model instead of the one the provider was built with.
     pub model: Option<String>,
+    /// What the call is for (`router`, `generator`...): a label for logs and traces, and
+    /// what rule-based offline models answer by. Never sent to a provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 impl CallOptions {
@@ -91,6 +95,12 @@ impl CallOptions {
         self
     }
 
+    /// Labels the call with what it is for (see [`CallOptions::task`]).
+    pub fn task(mut self, task: impl Into<String>) -> Self {
+        self.task = Some(task.into());
+        self
+    }
+
     /// `self` with `other` laid over it: tools are concatenated (`self`'s first), every other
     /// field of `other` wins where it is set.
     pub fn merged(&self, other: &CallOptions) -> CallOptions {
@@ -114,6 +124,7 @@ impl CallOptions {
             stop,
             seed: other.seed.or(self.seed),
             model: other.model.clone().or_else(|| self.model.clone()),
+            task: other.task.clone().or_else(|| self.task.clone()),
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::stream::{
 
 const PROVIDER: &str = "scripted";
 
-type ReplyFn = Arc<dyn Fn(&[Message]) -> Reply + Send + Sync>;
+type ReplyFn = Arc<dyn Fn(&[Message], &CallOptions) -> Reply + Send + Sync>;
 
 /// One scripted answer.
 ///
@@ -140,6 +140,16 @@ impl Reply {
 
     /// An answer computed from the incoming messages when the call happens.
     pub fn from_fn(f: impl Fn(&[Message]) -> Reply + Send + Sync + 'static) -> Self {
+        Reply {
+            kind: ReplyKind::Dynamic(Arc::new(move |messages, _| f(messages))),
+        }
+    }
+
+    /// An answer computed from the whole request (messages and options: tools, response
+    /// format, [`CallOptions::task`]) when the call happens.
+    pub fn from_request_fn(
+        f: impl Fn(&[Message], &CallOptions) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         Reply {
             kind: ReplyKind::Dynamic(Arc::new(f)),
         }
@@ -278,6 +288,14 @@ impl ScriptedModel {
 
     /// A model that answers every call with `f(messages)`.
     pub fn from_fn(f: impl Fn(&[Message]) -> Reply + Send + Sync + 'static) -> Self {
+        Self::from_request_fn(move |messages, _| f(messages))
+    }
+
+    /// A model that answers every call with `f(messages, options)`: a rule-based model that
+    /// can tell calls apart by [`CallOptions::task`] or the response format asked for.
+    pub fn from_request_fn(
+        f: impl Fn(&[Message], &CallOptions) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         let model = Self::new(Vec::<Reply>::new());
         model.lock().fallback = Some(Arc::new(f));
         model
@@ -285,7 +303,7 @@ impl ScriptedModel {
 
     /// Answers with `f(messages)` once the script is used up (instead of failing).
     pub fn then_fn(self, f: impl Fn(&[Message]) -> Reply + Send + Sync + 'static) -> Self {
-        self.lock().fallback = Some(Arc::new(f));
+        self.lock().fallback = Some(Arc::new(move |messages, _| f(messages)));
         self
     }
 
@@ -349,10 +367,9 @@ impl ScriptedModel {
             match s.replies.pop_front() {
                 Some(r) => r,
                 None => match &s.fallback {
-                    Some(f) => Reply::from_fn({
-                        let f = Arc::clone(f);
-                        move |m| f(m)
-                    }),
+                    Some(f) => Reply {
+                        kind: ReplyKind::Dynamic(Arc::clone(f)),
+                    },
                     None => {
                         return Err(LlmError::ScriptExhausted {
                             call,
@@ -366,7 +383,7 @@ impl ScriptedModel {
         let mut reply = reply;
         for _ in 0..8 {
             match reply.kind {
-                ReplyKind::Dynamic(f) => reply = f(messages),
+                ReplyKind::Dynamic(f) => reply = f(messages, options),
                 _ => break,
             }
         }

@@ -5,6 +5,7 @@ use std::any::type_name;
 use std::fmt;
 use std::marker::PhantomData;
 
+use agent_core::NodeContext;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -99,13 +100,44 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         messages: &[Message],
         options: &CallOptions,
     ) -> Result<StructuredReply<T>, LlmError> {
-        let options = options.clone().response_format(self.format.clone());
+        self.ask(messages, options, None).await
+    }
+
+    /// Asks for a `T` from inside a graph node: the call shows in the run's event stream,
+    /// its tokens in the `messages` stream, and its usage in the run's counters (see
+    /// [`invoke_in_node`](crate::invoke_in_node)).
+    pub async fn invoke_in(
+        &self,
+        ctx: &NodeContext,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Result<StructuredReply<T>, LlmError> {
+        self.ask(messages, options, Some(ctx)).await
+    }
+
+    /// The structured-output loop; inside a node when `ctx` is given.
+    async fn ask(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+        ctx: Option<&NodeContext>,
+    ) -> Result<StructuredReply<T>, LlmError> {
+        let mut options = options.clone().response_format(self.format.clone());
+        if options.task.is_none() {
+            options.task = Some(self.format.name.clone());
+        }
         let mut conversation = messages.to_vec();
         let mut usage = Usage::default();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let response = self.inner.invoke(&conversation, &options).await?;
+            let response = match ctx {
+                Some(ctx) => {
+                    crate::in_graph::invoke_in_node(&self.inner, &conversation, &options, ctx)
+                        .await?
+                }
+                None => self.inner.invoke(&conversation, &options).await?,
+            };
             usage += response.usage;
             match parse_json::<T>(response.text()) {
                 Ok(value) => {

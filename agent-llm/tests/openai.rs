@@ -647,3 +647,34 @@ fn configuration_errors_say_what_to_do() {
         .unwrap_err();
     assert!(err.to_string().contains("http://"), "{err}");
 }
+
+/// The default build speaks TLS: an `https://` base URL builds, and talking TLS to a server
+/// that only speaks plain HTTP fails the handshake with a connection error (no panic about a
+/// missing crypto provider, no request sent in clear text).
+#[tokio::test]
+async fn https_is_on_by_default() {
+    if !cfg!(feature = "rustls") {
+        return;
+    }
+    let server = MockServer::start().await;
+    let https = server.uri().replacen("http://", "https://", 1);
+    let m = OpenAiCompatible::builder()
+        .model("m")
+        .base_url(https)
+        .retry(RetryPolicy::none())
+        .timeouts(test_timeouts())
+        .build()
+        .expect("https builds with the default features");
+    let err = m
+        .invoke(&[Message::human("hi")], &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Connection { .. }), "{err}");
+    assert!(
+        server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}

@@ -51,6 +51,10 @@ const CASES: &[(&str, &str)] = &[
         "/// Searches the web.\n#[node] pub async fn search_web(state: &Research, ctx: &NodeContext) -> ResearchUpdate { ResearchUpdate::default().notes(vec![format!(\"{} (step {})\", ctx.node(), ctx.step())]) }",
     ),
     (
+        "node_with_runtime",
+        "/// Answers with the model of the graph's context.\n#[node] async fn answer(state: &Chat, rt: &Runtime<Services>) -> Result<ChatUpdate, BoxError> { let reply = rt.context().model.reply(&state.question).await?; Ok(ChatUpdate::default().answer(reply)) }",
+    ),
+    (
         "node_all_options",
         "#[node(name = \"fetch\", retry(max_attempts = 5, initial_interval = \"500ms\", backoff_factor = 2.0, max_interval = \"10s\", jitter = false), timeout = \"30s\", destinations(\"review\", \"__end__\"))] async fn fetch_page(state: &Research, ctx: &NodeContext) -> Result<Command<Research>, NodeError> { let _ = (state, ctx); Ok(Command::goto(\"review\")) }",
     ),

@@ -167,6 +167,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
 
     let mut state_ty: Option<&Type> = None;
     let mut has_ctx = false;
+    let mut context_ty: Option<&Type> = None;
     for (position, arg) in sig.inputs.iter().enumerate() {
         match arg {
             FnArg::Receiver(receiver) => errors.spanned(
@@ -183,14 +184,20 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
                     &pat.ty,
                     "the first argument of a node is the state by reference: `state: &State`",
                 ),
-                (Type::Reference(r), 1) if r.mutability.is_none() => has_ctx = true,
+                (Type::Reference(r), 1) if r.mutability.is_none() => {
+                    has_ctx = true;
+                    match runtime_context(&r.elem) {
+                        Ok(context) => context_ty = context,
+                        Err(error) => errors.push(error),
+                    }
+                }
                 (_, 1) => errors.spanned(
                     &pat.ty,
-                    "the second argument of a node is the run context by reference: `ctx: &agent_core::NodeContext`",
+                    "the second argument of a node is the run context by reference: `ctx: &agent_core::NodeContext`, or `rt: &agent_core::Runtime<Context>` for the graph's runtime context",
                 ),
                 _ => errors.spanned(
                     pat,
-                    "a node takes at most two arguments: `state: &State` and `ctx: &agent_core::NodeContext`",
+                    "a node takes at most two arguments: `state: &State` and `ctx: &agent_core::NodeContext` (or `rt: &agent_core::Runtime<Context>`)",
                 ),
             },
         }
@@ -232,11 +239,26 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
         syn::ReturnType::Type(_, ty) => ty.span(),
         syn::ReturnType::Default => sig.ident.span(),
     };
-    let closure = quote_spanned! {sig.ident.span()=>
-        move |state: #private::Arc<#state_ty>, ctx: #private::NodeContext| async move {
-            let _ = &ctx;
-            #call
-        }
+    let (closure, marker, node_spec) = match context_ty {
+        None => (
+            quote_spanned! {sig.ident.span()=>
+                move |state: #private::Arc<#state_ty>, ctx: #private::NodeContext| async move {
+                    let _ = &ctx;
+                    #call
+                }
+            },
+            quote!(#private::NodeFnMarker),
+            quote_spanned!(output_span=> #private::node_spec::<#state_ty, _, _, _>),
+        ),
+        Some(context_ty) => (
+            quote_spanned! {sig.ident.span()=>
+                move |state: #private::Arc<#state_ty>, ctx: #private::Runtime<#context_ty>| async move {
+                    #call
+                }
+            },
+            quote!(#private::RuntimeFnMarker<#context_ty>),
+            quote_spanned!(output_span=> #private::node_spec_with_runtime::<#state_ty, #context_ty, _, _, _>),
+        ),
     };
     let retry = options.retry.as_ref().map(|r| {
         let settings = &r.settings;
@@ -247,7 +269,6 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
         let d = &options.destinations;
         quote!(.with_destinations([#(#d),*]))
     });
-    let node_spec = quote_spanned!(output_span=> #private::node_spec::<#state_ty, _, _, _>);
     let call_doc = format!(
         "The body of node `{}`; call it directly in tests.",
         name.value()
@@ -267,7 +288,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
             #vis async fn call(#inputs) #output #block
         }
 
-        impl #private::IntoNode<#state_ty, #private::NodeFnMarker> for #ident {
+        impl #private::IntoNode<#state_ty, #marker> for #ident {
             fn into_node(self) -> #private::NodeSpec<#state_ty> {
                 #node_spec(#closure)
                     .named(#name)
@@ -277,6 +298,30 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
             }
         }
     })
+}
+
+/// The context type of a `&Runtime<C>` argument; `None` for any other type (`&NodeContext`).
+fn runtime_context(ty: &Type) -> syn::Result<Option<&Type>> {
+    let Type::Path(path) = ty else {
+        return Ok(None);
+    };
+    let Some(last) = path.path.segments.last() else {
+        return Ok(None);
+    };
+    if last.ident != "Runtime" {
+        return Ok(None);
+    }
+    let generic = match &last.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => args.args.first(),
+        _ => None,
+    };
+    match generic {
+        Some(syn::GenericArgument::Type(context)) => Ok(Some(context)),
+        _ => Err(syn::Error::new_spanned(
+            last,
+            "`Runtime` takes the graph's context type: write `&Runtime<MyContext>`",
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -211,6 +211,31 @@ impl ToolNode {
         call: &ToolCall,
         ctx: Option<&NodeContext>,
     ) -> Result<ToolMessage, ToolError> {
+        let (content, is_error) = match self.call_in(call, ctx).await {
+            Ok(value) => (content_of(&value), false),
+            Err(error) => match self.handle_errors.render(&error) {
+                Some(text) => (text, true),
+                None => return Err(error),
+            },
+        };
+        Ok(ToolMessage {
+            tool_call_id: call.id.clone(),
+            name: Some(call.name.clone()),
+            content,
+            is_error,
+            ..ToolMessage::default()
+        })
+    }
+
+    /// Runs one call like [`invoke`](Self::invoke), traced (span `tool_call`, latency) and,
+    /// inside a graph node, shown in the run's event stream (`on_tool_start` /
+    /// `on_tool_end`, arguments redacted): for nodes that want the tool's JSON result
+    /// rather than a `ToolMessage`.
+    pub async fn call_in(
+        &self,
+        call: &ToolCall,
+        ctx: Option<&NodeContext>,
+    ) -> Result<Value, ToolError> {
         let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
         let run_id = ctx.map(NodeContext::child_run_id);
         if let (Some(ctx), Some(run_id)) = (ctx, &run_id) {
@@ -226,43 +251,37 @@ impl ToolNode {
             )
             .await;
         }
-        let answer = async {
+        let result = async {
             let started = Instant::now();
             let result = self.invoke(call).await;
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-            let (content, is_error) = match result {
-                Ok(value) => {
-                    tracing::info!(latency_ms, "tool call finished");
-                    (content_of(&value), false)
-                }
-                Err(error) => {
-                    tracing::warn!(latency_ms, %error, "tool call failed");
-                    match self.handle_errors.render(&error) {
-                        Some(text) => (text, true),
-                        None => return Err(error),
-                    }
-                }
-            };
-            Ok(ToolMessage {
-                tool_call_id: call.id.clone(),
-                name: Some(call.name.clone()),
-                content,
-                is_error,
-                ..ToolMessage::default()
-            })
+            match &result {
+                Ok(_) => tracing::info!(latency_ms, "tool call finished"),
+                Err(error) => tracing::warn!(latency_ms, %error, "tool call failed"),
+            }
+            result
         }
         .instrument(span)
         .await;
-        if let (Some(ctx), Some(run_id), Ok(message)) = (ctx, &run_id, &answer) {
+        if let (Some(ctx), Some(run_id)) = (ctx, &run_id) {
+            let (output, is_error) = match &result {
+                Ok(value) => (content_of(value), false),
+                Err(error) => (
+                    self.handle_errors
+                        .render(error)
+                        .unwrap_or_else(|| error.to_string()),
+                    true,
+                ),
+            };
             ctx.emit_event(
                 "on_tool_end",
                 &call.name,
                 Some(run_id),
-                serde_json::json!({ "output": message.content, "is_error": message.is_error }),
+                serde_json::json!({ "output": output, "is_error": is_error }),
             )
             .await;
         }
-        answer
+        result
     }
 
     /// Runs `calls` concurrently (at most [`max_concurrency`](Self::max_concurrency) at
@@ -343,6 +362,8 @@ impl ToolNode {
 /// Marker for [`ToolNode`]'s `IntoNode` impl; callers never name it.
 #[doc(hidden)]
 pub struct ToolNodeMarker;
+
+impl<C> agent_core::CompatibleContext<C> for ToolNodeMarker {}
 
 impl<S: MessagesState> IntoNode<S, ToolNodeMarker> for ToolNode {
     fn into_node(self) -> NodeSpec<S> {

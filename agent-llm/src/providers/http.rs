@@ -222,6 +222,12 @@ impl Transport {
                 message: format!("base URL `{base_url}` must start with http:// or https://"),
             });
         }
+        #[cfg(feature = "rustls")]
+        {
+            // reqwest's rustls comes without a crypto provider; install ring's once per
+            // process (an error only says another one is installed already, which is fine).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(settings.timeouts.connect)
             .read_timeout(settings.timeouts.stream_idle)

@@ -2,8 +2,12 @@
 //!
 //! Zones come from the tz database bundled into the binary by jiff, so results do not depend on
 //! the host's `/usr/share/zoneinfo` and daylight saving time is applied per the rules in
-//! force at that instant. The clock is injectable ([`DateTime::fixed`]) so tests are exact.
+//! force at that instant. The clock is injectable ([`DateTime::with_clock`], [`DateTime::fixed`])
+//! so flows that run on a graph's clock, and tests, are exact.
 
+use std::sync::Arc;
+
+use agent_core::{Clock, ManualClock};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 use schemars::JsonSchema;
@@ -51,20 +55,38 @@ pub struct DateTimeOutput {
 }
 
 /// The `datetime` tool: the current time in a time zone.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct DateTime {
-    fixed: Option<Timestamp>,
+    /// `None`: the system clock.
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl DateTime {
     /// The tool on the system clock.
     pub fn new() -> Self {
-        DateTime { fixed: None }
+        DateTime { clock: None }
+    }
+
+    /// The tool on `clock` (a graph's clock, so a flow and its tools agree on the time).
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        DateTime { clock: Some(clock) }
     }
 
     /// The tool on a clock stopped at `now` (tests, replays).
     pub fn fixed(now: Timestamp) -> Self {
-        DateTime { fixed: Some(now) }
+        let clock = ManualClock::at_unix_seconds(now.as_second());
+        clock.advance(std::time::Duration::from_nanos(
+            u64::try_from(now.subsec_nanosecond()).unwrap_or_default(),
+        ));
+        DateTime::with_clock(Arc::new(clock))
+    }
+
+    /// The instant the tool reads.
+    fn now(&self) -> Timestamp {
+        match &self.clock {
+            None => Timestamp::now(),
+            Some(clock) => Timestamp::try_from(clock.now()).unwrap_or_else(|_| Timestamp::now()),
+        }
     }
 
     /// The time in `timezone`, formatted with `format` (default [`DEFAULT_FORMAT`]).
@@ -73,7 +95,7 @@ impl DateTime {
         timezone: &str,
         format: Option<&str>,
     ) -> Result<DateTimeOutput, ToolError> {
-        let now = self.fixed.unwrap_or_else(Timestamp::now);
+        let now = self.now();
         let tz = TimeZone::get(timezone).map_err(|error| ToolError::UnknownTimeZone {
             zone: timezone.to_owned(),
             message: error.to_string(),
