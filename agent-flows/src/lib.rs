@@ -1,11 +1,62 @@
-//! # agent-flows: reference flows
+//! # agent-flows: the reference flows and the `agent` program
 //!
-//! The seed graphs as small modules that read like their diagrams: state, nodes, edges,
-//! `build()`. Deterministic parts are plain functions with unit tests.
+//! The five seed graphs as modules that read like their diagrams — state, nodes, routes,
+//! `graph()` / `build(context)` — on one platform:
 //!
-//! - [`tool_router`]: router -> parallel tool executor -> generator (seed 000), with the
-//!   offline keyword router; the LLM router plugs in with agent-llm.
-//! - [`catalog`]: every flow above with its description and diagram (for `docs/graphs/`).
+//! - [`registry`]: the typed [`FlowSpec`](registry::FlowSpec) each flow module implements,
+//!   the erased [`Flow`](registry::Flow) the CLI and the tests use, and [`FLOWS`], the list.
+//! - [`env`]: what a flow is built from (the model, the clock, options).
+//! - [`offline`]: rule-based models behind the `ChatModel` trait, the default of the CLI and
+//!   of the snapshot tests; real providers plug in with `--model` / `AGENTGRAPH_MODEL`.
+//! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.
+//! - [`dataset`]: the real data set the data flows query (US macroeconomic series), read-only.
+//!
+//! Flows: [`tool_router`] (seed 000).
+//!
+//! ```
+//! use agent_flows::{find, FlowEnv};
+//! use agent_core::StreamModes;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_flows::FlowError> {
+//! let flow = find("tool-router")?;
+//! let session = flow.open(&FlowEnv::offline(), None)?;
+//! let turn = session
+//!     .turn("What time is it in New York?", None, StreamModes::NONE, &mut |_| {})
+//!     .await?;
+//! assert_eq!(turn.path, [["router"], ["tool_executor"], ["generator"]]);
+//! assert!(turn.response.starts_with("In New York it is"));
+//! # Ok(()) }
+//! ```
 
-pub mod catalog;
+pub mod dataset;
+pub mod env;
+pub mod error;
+pub mod lang;
+pub mod offline;
+pub mod registry;
 pub mod tool_router;
+
+pub use env::FlowEnv;
+pub use error::FlowError;
+pub use registry::{Flow, FlowInfo, FlowSession, FlowSpec, StreamItem, TurnReport};
+
+use registry::Entry;
+
+/// Every flow, in seed order.
+pub static FLOWS: &[&dyn Flow] = &[&Entry::<tool_router::ToolRouter>::NEW];
+
+/// The flow named `name`, or an error listing the known names.
+pub fn find(name: &str) -> Result<&'static dyn Flow, FlowError> {
+    FLOWS
+        .iter()
+        .copied()
+        .find(|f| f.info().name == name)
+        .ok_or_else(|| FlowError::UnknownFlow {
+            name: name.to_owned(),
+            known: FLOWS
+                .iter()
+                .map(|f| f.info().name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}

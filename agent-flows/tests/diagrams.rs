@@ -1,26 +1,26 @@
-//! The diagrams in `docs/graphs/` are generated from `agent_flows::catalog`: one Markdown file
-//! per flow with its description and Mermaid diagram. This test fails when one is stale or
+//! The diagrams in `docs/graphs/` are generated from the flow registry: one Markdown file per
+//! flow with its description and Mermaid diagram. This test fails when one is stale or
 //! missing, or when a file there belongs to no flow; `cargo xtask codegen` rewrites them.
 
-use agent_flows::catalog::{FlowInfo, flows};
+use agent_flows::FLOWS;
 use xtask::sourcegen::{MARKDOWN_HEADER, ensure_dir, project_root};
-
-/// The Markdown page of one flow.
-fn page(flow: &FlowInfo) -> String {
-    format!(
-        "{MARKDOWN_HEADER}\n# `{name}`\n\n{description}\n\nSource: `agent-flows/src/{name}.rs`.\n\n```mermaid\n{mermaid}```\n",
-        name = flow.name,
-        description = flow.description,
-        mermaid = flow.mermaid,
-    )
-}
 
 #[test]
 fn codegen_flow_diagrams() {
-    let flows = flows().expect("every flow compiles");
-    let files: Vec<(String, String)> = flows
+    let files: Vec<(String, String)> = FLOWS
         .iter()
-        .map(|flow| (format!("{}.md", flow.name), page(flow)))
+        .map(|flow| {
+            let info = flow.info();
+            let mermaid = flow.diagram(false).expect("every flow compiles");
+            let module = info.name.replace('-', "_");
+            let page = format!(
+                "{MARKDOWN_HEADER}\n# `{name}` (seed {seed})\n\n{description}\n\nSource: `agent-flows/src/{module}/`. Run it: `agent run {name} \"...\"`.\n\n```mermaid\n{mermaid}```\n",
+                name = info.name,
+                seed = info.seed,
+                description = info.description,
+            );
+            (format!("{}.md", info.name), page)
+        })
         .collect();
     let dir = project_root().join("docs").join("graphs");
     if let Err(problems) = ensure_dir(&dir, "md", &files) {

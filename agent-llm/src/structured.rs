@@ -81,6 +81,14 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         self
     }
 
+    /// Sends `schema` instead of the one generated from `T`: a tighter schema built at run
+    /// time (the tools of a registry, an enum of known names...) for models that need the
+    /// grammar to keep to the point. Replies must still deserialize into `T`.
+    pub fn with_schema(mut self, schema: serde_json::Value) -> Self {
+        self.format.schema = schema;
+        self
+    }
+
     /// The response format sent to the provider.
     pub fn format(&self) -> &ResponseFormat {
         &self.format

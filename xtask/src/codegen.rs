@@ -6,7 +6,7 @@
 //! - `agent-macros/src/expansions.rs`: pretty-printed expansions of the macros on
 //!   representative inputs, in `agent-macros/expansions/*.rs`;
 //! - `agent-flows/tests/diagrams.rs`: the Mermaid diagram of every flow in
-//!   `agent_flows::catalog`, in `docs/graphs/*.md`.
+//!   the flow registry (`agent_flows::FLOWS`), in `docs/graphs/*.md`.
 //!
 //! This command runs exactly those tests, with `AGENTGRAPH_CODEGEN=write` (they update the
 //! files) or, with `--check`, `AGENTGRAPH_CODEGEN=check` (they fail on any difference, with a

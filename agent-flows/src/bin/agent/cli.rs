@@ -1,0 +1,147 @@
+//! The command line, as clap derives it: `agent list | run | chat | graph`, and the options
+//! every run shares (model, thread store, flow options, streaming, output format).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Stateful LLM agents as graphs: run the reference flows of agentgraph.
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent",
+    version,
+    about,
+    arg_required_else_help = true,
+    after_help = "Examples:\n  agent list\n  agent run tool-router \"¿Qué hora es en Tokio y Londres?\"\n  agent run tool-router \"What time is it in New York?\" --thread demo --json\n  agent chat form\n  agent graph tool-router --ascii\n\nModels: --model offline (default: deterministic rules, no key, no server), openai:<model> (OPENAI_API_KEY, OPENAI_BASE_URL for any OpenAI-compatible server), anthropic:<model> (ANTHROPIC_API_KEY), ollama:<model> (OLLAMA_HOST)."
+)]
+pub struct Cli {
+    /// Log format on stderr (filter with RUST_LOG, e.g. RUST_LOG=agent_core=debug).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every flow with a one-line description.
+    List {
+        /// One JSON object per flow.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one turn of a flow: MESSAGE, or standard input when it is not given.
+    Run {
+        /// The flow (see `agent list`).
+        flow: String,
+        /// The user's message.
+        message: Option<String>,
+        #[command(flatten)]
+        run: RunArgs,
+        /// Print one JSON object: flow, thread_id, path, state, response, usage (with
+        /// --stream: one object per streamed item, then the result).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Talk to a flow, one turn per line, on a thread (line editing and history).
+    Chat {
+        /// The flow (see `agent list`).
+        flow: String,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Print a flow's diagram (Mermaid; --ascii for the terminal).
+    Graph {
+        /// The flow (see `agent list`).
+        flow: String,
+        /// An ASCII outline instead of Mermaid.
+        #[arg(long)]
+        ascii: bool,
+    },
+}
+
+/// Options of `run` and `chat`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The model for every decision: offline, openai:<model>, anthropic:<model>,
+    /// ollama:<model>.
+    #[arg(long, env = "AGENTGRAPH_MODEL", default_value = "offline")]
+    pub model: String,
+    /// Continue (or start) this thread; its state persists between runs.
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// Where threads persist: a SQLite file (default: agentgraph/threads.sqlite in the user's
+    /// data directory) or a postgres:// URL.
+    #[arg(long, env = "AGENTGRAPH_DB")]
+    pub db: Option<String>,
+    /// Live output while the graph runs.
+    #[arg(long, value_enum)]
+    pub stream: Option<StreamArg>,
+    /// A flow option, KEY=VALUE (repeatable; `agent list` shows each flow's options).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub set: Vec<(String, String)>,
+    /// The form to fill (`form` flow): a TOML or JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub form: Option<PathBuf>,
+    /// The `react` flow's mode.
+    #[arg(long, value_enum)]
+    pub mode: Option<ReactMode>,
+    /// The `react` flow's deterministic echo fallback in LLM mode (also LLM_FALLBACK=1).
+    #[arg(long, env = "LLM_FALLBACK", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
+    pub llm_fallback: Option<bool>,
+    /// The user the `orchestrator` flow loads the profile of.
+    #[arg(long)]
+    pub user: Option<String>,
+}
+
+/// `--stream` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StreamArg {
+    /// The whole state after each step.
+    Values,
+    /// Each node's update as it lands.
+    Updates,
+    /// Model tokens as they are generated.
+    Messages,
+    /// astream_events v2 events (model, tool and custom events included).
+    Events,
+}
+
+/// The `react` flow's modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReactMode {
+    /// Deterministic routing.
+    Static,
+    /// A model with tools.
+    Llm,
+}
+
+/// Log formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.to_owned()))
+        }
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

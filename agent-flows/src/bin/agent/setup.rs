@@ -1,0 +1,107 @@
+//! Turning options into what a flow runs with: the model (`--model`), the thread store
+//! (`--db`), the flow's options (`--set`, `--form`, `--mode`...), and logging.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_core::{Checkpointer, GraphError, PostgresSaver, SqliteSaver};
+use agent_flows::FlowEnv;
+
+use crate::Failure;
+use crate::cli::{LogFormat, ReactMode, RunArgs};
+
+/// The flow environment the options describe.
+pub fn env(args: &RunArgs) -> Result<FlowEnv, Failure> {
+    let mut env = FlowEnv::offline();
+    let spec = args.model.trim();
+    if !spec.is_empty() && spec != "offline" {
+        let model = agent_llm::init_chat_model(spec).map_err(|e| Failure::runtime(e.into()))?;
+        env = env.with_model(model);
+    }
+    for (key, value) in &args.set {
+        env = env.with_option(key.clone(), value.clone());
+    }
+    if let Some(form) = &args.form {
+        env = env.with_option("form", form.display().to_string());
+    }
+    if let Some(mode) = args.mode {
+        let mode = match mode {
+            ReactMode::Static => "static",
+            ReactMode::Llm => "llm",
+        };
+        env = env.with_option("mode", mode);
+    }
+    if let Some(fallback) = args.llm_fallback {
+        env = env.with_option("llm_fallback", if fallback { "1" } else { "0" });
+    }
+    if let Some(user) = &args.user {
+        env = env.with_option("user", user.clone());
+    }
+    Ok(env)
+}
+
+/// The thread store: `--db` / `AGENTGRAPH_DB` (a SQLite path or a postgres:// URL), else the
+/// SQLite file in the user's data directory.
+pub async fn saver(db: Option<&str>) -> Result<Arc<dyn Checkpointer>, Failure> {
+    let target = match db {
+        Some(db) if !db.trim().is_empty() => db.trim().to_owned(),
+        _ => default_db()?.display().to_string(),
+    };
+    if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+        let saver = PostgresSaver::connect(&target)
+            .await
+            .map_err(|e| Failure::runtime(e.into()))?;
+        return Ok(Arc::new(saver));
+    }
+    let path = PathBuf::from(&target);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Failure::message(format!(
+                "cannot create the directory of the thread store {}: {e}",
+                parent.display()
+            ))
+        })?;
+    }
+    let saver = SqliteSaver::open(&path).map_err(|e: GraphError| {
+        Failure::message(format!(
+            "cannot open the thread store {}: {e}; pass another file with --db",
+            path.display()
+        ))
+    })?;
+    Ok(Arc::new(saver))
+}
+
+/// `agentgraph/threads.sqlite` in the user's data directory.
+fn default_db() -> Result<PathBuf, Failure> {
+    let base = dirs::data_dir().ok_or_else(|| {
+        Failure::message(
+            "no data directory is known for this user (HOME unset?); pass --db PATH or set AGENTGRAPH_DB"
+                .to_owned(),
+        )
+    })?;
+    Ok(base.join("agentgraph").join("threads.sqlite"))
+}
+
+/// Where `agent chat` keeps its line history.
+pub fn history_file() -> Option<PathBuf> {
+    let dir = dirs::data_dir()?.join("agentgraph");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("chat-history.txt"))
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default: warnings), colour only on a terminal.
+pub fn logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+            .try_init(),
+    };
+}

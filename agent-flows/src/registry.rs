@@ -1,0 +1,340 @@
+//! The flow registry: every seed flow behind one erased [`Flow`] interface, so the `agent`
+//! program, the snapshot tests and the generated diagrams are generic over it.
+//!
+//! A flow module implements the typed [`FlowSpec`] (its state, its context, its graph, how a
+//! user message becomes input and what the user sees as the answer); [`FLOWS`] lists one
+//! [`Entry`] per module. Adding a flow is one module plus one line there.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use agent_core::{
+    Checkpointer, CompiledGraph, GraphState, Input, RunConfig, RunOutput, StateGraph, StreamMode,
+    StreamModes, StreamPart,
+};
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::env::FlowEnv;
+use crate::error::FlowError;
+
+/// A conversation to show a flow with: the user's messages, one turn each, on one thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Demo {
+    /// A short name (snapshot file names use it).
+    pub name: &'static str,
+    /// The user's messages, in order.
+    pub turns: &'static [&'static str],
+    /// Options the demo runs with.
+    pub options: &'static [(&'static str, &'static str)],
+}
+
+/// An option a flow takes (`agent run <flow> --set key=value`, or a dedicated CLI flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FlowOption {
+    /// The option's name.
+    pub key: &'static str,
+    /// What it does and which values it takes.
+    pub help: &'static str,
+}
+
+/// A flow as its module writes it: typed state, typed context, the graph.
+pub trait FlowSpec: Send + Sync + 'static {
+    /// The graph's state.
+    type State: GraphState;
+    /// What the nodes read beside the state (models, tools, clock, settings).
+    type Context: Send + Sync + 'static;
+
+    /// The registry name (`tool-router`, `form`...).
+    const NAME: &'static str;
+    /// The seed document it implements (`000`...).
+    const SEED: &'static str;
+    /// One line for `agent list`.
+    const SUMMARY: &'static str;
+    /// A paragraph of Markdown for the generated docs.
+    const DESCRIPTION: &'static str;
+    /// The options it takes.
+    const OPTIONS: &'static [FlowOption] = &[];
+
+    /// Conversations to demo it with (the snapshot tests run every one).
+    fn demos() -> &'static [Demo];
+
+    /// The graph, not compiled (the caller picks the checkpointer).
+    fn graph() -> StateGraph<Self::State, Self::Context>;
+
+    /// The context for `env` (the offline model unless `env` names one).
+    fn context(env: &FlowEnv) -> Result<Self::Context, FlowError>;
+
+    /// The input of one turn: the user's message (and whatever else the flow resets per turn).
+    fn input(
+        message: &str,
+        env: &FlowEnv,
+    ) -> Result<<Self::State as GraphState>::Update, FlowError>;
+
+    /// What the user sees after a turn.
+    fn response(state: &Self::State) -> String;
+}
+
+/// A flow of the registry, erased over its state and context types.
+pub trait Flow: Send + Sync {
+    /// Name, seed, summary, description, options, demos.
+    fn info(&self) -> FlowInfo;
+
+    /// The compiled graph drawn in Mermaid, or as an ASCII outline.
+    fn diagram(&self, ascii: bool) -> Result<String, FlowError>;
+
+    /// The flow compiled for `env`, persisting threads through `saver` when given.
+    fn open(
+        &self,
+        env: &FlowEnv,
+        saver: Option<Arc<dyn Checkpointer>>,
+    ) -> Result<Box<dyn FlowSession>, FlowError>;
+}
+
+/// What the registry tells about a flow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FlowInfo {
+    /// The registry name.
+    pub name: &'static str,
+    /// The seed it implements.
+    pub seed: &'static str,
+    /// One line.
+    pub summary: &'static str,
+    /// A paragraph of Markdown.
+    pub description: &'static str,
+    /// The options it takes.
+    pub options: &'static [FlowOption],
+    /// Demo conversations.
+    pub demos: &'static [Demo],
+}
+
+/// A compiled flow, ready for turns.
+#[async_trait]
+pub trait FlowSession: Send + Sync {
+    /// Runs one turn: `message` from the user, on `thread` when given (the thread's state
+    /// carries over between turns when the session has a checkpointer). With `modes`, what
+    /// the run streams reaches `on_item` as it happens.
+    async fn turn(
+        &self,
+        message: &str,
+        thread: Option<&str>,
+        modes: StreamModes,
+        on_item: &mut (dyn FnMut(StreamItem) + Send),
+    ) -> Result<TurnReport, FlowError>;
+}
+
+/// What one turn did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TurnReport {
+    /// The flow's name.
+    pub flow: &'static str,
+    /// The thread, when the turn ran on one.
+    pub thread_id: Option<String>,
+    /// The nodes of each super-step, in order.
+    pub path: Vec<Vec<String>>,
+    /// The final state, as JSON.
+    pub state: Value,
+    /// What the user sees.
+    pub response: String,
+    /// Token usage and other run counters.
+    pub usage: BTreeMap<String, u64>,
+    /// Pauses requested by nodes (empty when the turn finished).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interrupts: Vec<Value>,
+}
+
+/// One streamed item, without the flow's types.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum StreamItem {
+    /// The state after the input and after each step.
+    Values {
+        /// The state.
+        state: Value,
+    },
+    /// A node's update.
+    Updates {
+        /// The node.
+        node: String,
+        /// Its update.
+        update: Value,
+    },
+    /// A piece of a model's reply, from inside a node.
+    Messages {
+        /// The node.
+        node: String,
+        /// The text of the piece (empty for tool-call and usage pieces).
+        text: String,
+        /// The chunk as the model crate streams it.
+        chunk: Value,
+    },
+    /// Something a node wrote to the custom stream.
+    Custom {
+        /// The node.
+        node: String,
+        /// The value.
+        value: Value,
+    },
+    /// An `astream_events` v2 event.
+    Events {
+        /// The event.
+        event: agent_core::Event,
+    },
+}
+
+/// A registry entry for the flow `F`.
+pub struct Entry<F>(PhantomData<fn() -> F>);
+
+impl<F> Entry<F> {
+    /// The entry.
+    pub const NEW: Self = Entry(PhantomData);
+}
+
+impl<F: FlowSpec> Flow for Entry<F> {
+    fn info(&self) -> FlowInfo {
+        FlowInfo {
+            name: F::NAME,
+            seed: F::SEED,
+            summary: F::SUMMARY,
+            description: F::DESCRIPTION,
+            options: F::OPTIONS,
+            demos: F::demos(),
+        }
+    }
+
+    fn diagram(&self, ascii: bool) -> Result<String, FlowError> {
+        let graph = F::graph().compile()?;
+        Ok(if ascii {
+            graph.draw_ascii()
+        } else {
+            graph.draw_mermaid()
+        })
+    }
+
+    fn open(
+        &self,
+        env: &FlowEnv,
+        saver: Option<Arc<dyn Checkpointer>>,
+    ) -> Result<Box<dyn FlowSession>, FlowError> {
+        for key in env.options.keys() {
+            if !F::OPTIONS.iter().any(|o| o.key == key) {
+                let known: Vec<&str> = F::OPTIONS.iter().map(|o| o.key).collect();
+                return Err(FlowError::Option {
+                    flow: F::NAME,
+                    key: key.clone(),
+                    message: if known.is_empty() {
+                        "this flow takes no options".to_owned()
+                    } else {
+                        format!(
+                            "not an option of this flow (its options: {})",
+                            known.join(", ")
+                        )
+                    },
+                });
+            }
+        }
+        let context = F::context(env)?;
+        let graph = match saver {
+            Some(saver) => F::graph().compile_with(saver)?,
+            None => F::graph().compile()?,
+        };
+        Ok(Box::new(Session::<F> {
+            graph: graph.with_context(context),
+            env: env.clone(),
+        }))
+    }
+}
+
+struct Session<F: FlowSpec> {
+    graph: CompiledGraph<F::State, F::Context>,
+    env: FlowEnv,
+}
+
+#[async_trait]
+impl<F: FlowSpec> FlowSession for Session<F> {
+    async fn turn(
+        &self,
+        message: &str,
+        thread: Option<&str>,
+        modes: StreamModes,
+        on_item: &mut (dyn FnMut(StreamItem) + Send),
+    ) -> Result<TurnReport, FlowError> {
+        if message.trim().is_empty() {
+            return Err(FlowError::Input(
+                "the message is empty; say something to the flow".to_owned(),
+            ));
+        }
+        let input = F::input(message, &self.env)?;
+        let mut config = RunConfig::default().tag(format!("flow:{}", F::NAME));
+        if let Some(thread) = thread {
+            config = config.thread_id(thread);
+        }
+        let output: RunOutput<F::State> = if modes == StreamModes::NONE {
+            self.graph.invoke(Input::Update(input), config).await?
+        } else {
+            let mut stream = self.graph.stream(Input::Update(input), config, modes);
+            while let Some(part) = stream.next().await {
+                on_item(erase(part?));
+            }
+            stream.into_output().await?
+        };
+        Ok(TurnReport {
+            flow: F::NAME,
+            thread_id: thread.map(str::to_owned),
+            path: output.path.to_vec(),
+            state: state_json(&output.state),
+            response: F::response(&output.state),
+            usage: output.usage.clone(),
+            interrupts: output.interrupts.iter().map(|i| i.value.clone()).collect(),
+        })
+    }
+}
+
+/// A state as JSON: every field by name.
+pub fn state_json<S: GraphState>(state: &S) -> Value {
+    serde_json::to_value(state.clone().into_update()).unwrap_or(Value::Null)
+}
+
+fn erase<S: GraphState>(part: StreamPart<S>) -> StreamItem {
+    match part {
+        StreamPart::Values(state) => StreamItem::Values {
+            state: state_json(&*state),
+        },
+        StreamPart::Updates { node, update } => StreamItem::Updates {
+            node,
+            update: serde_json::to_value(update).unwrap_or(Value::Null),
+        },
+        StreamPart::Messages { chunk, meta } => StreamItem::Messages {
+            node: meta.node,
+            text: match serde_json::from_value::<agent_llm::ChatChunk>(chunk.clone()) {
+                Ok(agent_llm::ChatChunk::Text { text }) => text,
+                _ => String::new(),
+            },
+            chunk,
+        },
+        StreamPart::Custom { value, meta } => StreamItem::Custom {
+            node: meta.node,
+            value,
+        },
+        StreamPart::Event(event) => StreamItem::Events { event },
+        StreamPart::Debug(debug) => StreamItem::Custom {
+            node: String::new(),
+            value: serde_json::to_value(debug).unwrap_or(Value::Null),
+        },
+    }
+}
+
+/// The stream modes of `--stream` names: `values`, `updates`, `messages`, `custom`, `events`.
+pub fn stream_mode(name: &str) -> Option<StreamMode> {
+    Some(match name {
+        "values" => StreamMode::Values,
+        "updates" => StreamMode::Updates,
+        "messages" => StreamMode::Messages,
+        "custom" => StreamMode::Custom,
+        "events" => StreamMode::Events,
+        _ => return None,
+    })
+}
