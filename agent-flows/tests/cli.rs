@@ -359,3 +359,38 @@ fn runtime_errors_exit_1_with_the_cause_and_no_panic() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("thread store"), "{}", out.stderr);
 }
+
+#[test]
+fn threads_can_live_in_postgres() {
+    let Some(url) = common::service_url("AGENTGRAPH_POSTGRES_URL") else {
+        return;
+    };
+    let s = Scratch::new("postgres");
+    let thread = format!("cli-pg-{}", std::process::id());
+    let first = run(s.agent(&[
+        "run",
+        "tool-router",
+        "hello",
+        "--thread",
+        &thread,
+        "--db",
+        &url,
+    ]));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let mut cmd = s.agent(&[
+        "run",
+        "tool-router",
+        "time in Lima?",
+        "--thread",
+        &thread,
+        "--json",
+    ]);
+    cmd.env("AGENTGRAPH_DB", &url);
+    let second = run(cmd);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(
+        second.json()["state"]["messages"].as_array().unwrap().len(),
+        4
+    );
+    assert!(!s.path("threads.sqlite").exists(), "nothing went to SQLite");
+}
