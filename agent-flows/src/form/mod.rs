@@ -333,7 +333,7 @@ impl FlowSpec for Form {
             Demo {
                 name: "ambiguous_correction_es",
                 turns: &[
-                    "Juan",
+                    "Soy Juan",
                     "En realidad, debería ser Pedro",
                     "pedro@ejemplo.com",
                 ],

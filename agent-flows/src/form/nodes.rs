@@ -209,11 +209,15 @@ pub async fn check_correction(
             candidates.push(current.clone());
         }
     }
-    let found = |field: String, by: &str| {
+    let found = |field: String, by: &str, marker: Option<&str>| {
+        let mut metadata = note("correction_by", by);
+        if let Some(marker) = marker {
+            metadata.insert("correction_marker".to_owned(), marker.into());
+        }
         FormStateUpdate::default()
             .is_correction(true)
             .correction_field(Some(field))
-            .metadata(note("correction_by", by))
+            .metadata(metadata)
     };
     let Some(marker) = rules::correction_marker(message) else {
         return Ok(
@@ -223,13 +227,13 @@ pub async fn check_correction(
                 &collected,
                 conversation.current_field.as_deref(),
             ) {
-                Some(field) => found(field, "restatement"),
+                Some(field) => found(field, "restatement", None),
                 None => none,
             },
         );
     };
     if let Some(field) = rules::correction_target(message, &ctx.form, &candidates) {
-        return Ok(found(field, "rules").metadata(note("correction_marker", marker)));
+        return Ok(found(field, "rules", Some(&marker)));
     }
     // A marker but no field the rules can tell: the seed's ambiguous case.
     let mut names = candidates.clone();
@@ -268,7 +272,7 @@ pub async fn check_correction(
         .value;
     Ok(
         if reply.is_correction && candidates.contains(&reply.field) {
-            found(reply.field, "model").metadata(note("correction_marker", marker))
+            found(reply.field, "model", Some(&marker))
         } else {
             none.metadata(note("correction_by", "model"))
         },
@@ -429,10 +433,15 @@ pub async fn validate(
             false
         }
     };
-    Ok(FormStateUpdate::default()
+    let update = FormStateUpdate::default()
         .is_valid(valid)
-        .conversation(conversation)
-        .metadata(metadata))
+        .conversation(conversation);
+    // An empty map would clear the turn's notes (see `merge_or_clear`).
+    Ok(if metadata.is_empty() {
+        update
+    } else {
+        update.metadata(metadata)
+    })
 }
 
 /// Asks for the next field, explains the expected format, or redirects.
@@ -639,5 +648,444 @@ pub fn route_after_validate(state: &FormState) -> &'static str {
         "complete"
     } else {
         "prompt_next"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use agent_core::{ManualClock, NodeContext};
+
+    use super::*;
+    use crate::form::spec::FormSpec;
+    use crate::form::state::ConversationState;
+    use crate::form::{offline, start};
+    use crate::lang::Lang;
+
+    const NOW: i64 = 1_000_000;
+
+    fn rt(form: &str, node: &str) -> Runtime<FormContext> {
+        let context = FormContext::new(
+            FormSpec::builtin(form).unwrap(),
+            offline::model(),
+            Arc::new(ManualClock::at_unix_seconds(NOW)),
+        );
+        Runtime::new(context, NodeContext::detached(node))
+    }
+
+    /// A conversation on `form` with `values` given and `asking` asked.
+    fn conversation(
+        form: &str,
+        values: &[(&str, &str)],
+        asking: Option<&str>,
+    ) -> ConversationState {
+        let mut c = start(&FormSpec::builtin(form).unwrap(), NOW - 60);
+        c.values = values
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        c.current_field = asking.map(str::to_owned);
+        c.last_field = values.last().map(|(k, _)| (*k).to_owned());
+        c.last_message_at = Some(NOW - 30);
+        c.turns = values.len() as u32;
+        c
+    }
+
+    fn state(message: &str, conversation: ConversationState) -> FormState {
+        FormState {
+            user_message: message.to_owned(),
+            conversation,
+            ..FormState::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn check_escalation_starts_the_conversation_and_fires_policies() {
+        let rt = rt("signup", "check_escalation");
+        let update = check_escalation::call(
+            &state("Mi nombre es Juan", ConversationState::default()),
+            &rt,
+        )
+        .await
+        .unwrap();
+        assert_eq!(update.should_escalate, Some(false));
+        let c = update.conversation.unwrap();
+        assert_eq!((c.form.as_str(), c.fields.len(), c.turns), ("signup", 2, 1));
+        assert_eq!((c.started_at, c.last_message_at), (Some(NOW), Some(NOW)));
+        assert_eq!(c.current_field.as_deref(), Some("name"));
+        assert_eq!(c.language, Lang::Es);
+
+        let update = check_escalation::call(
+            &state("I need to talk to a human", ConversationState::default()),
+            &rt,
+        )
+        .await
+        .unwrap();
+        assert_eq!(update.should_escalate, Some(true));
+        assert!(
+            update
+                .escalation_reason
+                .flatten()
+                .unwrap()
+                .contains("talk to a human")
+        );
+        assert_eq!(update.metadata.unwrap()["escalation_policy"], "keyword");
+
+        // llm_intent through the model (offline: its rules).
+        let update = check_escalation::call(
+            &state(
+                "¿Me puede atender alguien de carne y hueso?",
+                conversation("signup", &[], Some("name")),
+            ),
+            &rt,
+        )
+        .await
+        .unwrap();
+        assert_eq!(update.metadata.unwrap()["escalation_policy"], "llm_intent");
+
+        // Another form on the same thread is refused.
+        let mut other = conversation("signup", &[], Some("name"));
+        other.form = "contact".into();
+        let error = check_escalation::call(&state("hola", other), &rt)
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("this thread holds the form `contact`"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn check_escalation_after_the_end_changes_nothing() {
+        let rt = rt("signup", "check_escalation");
+        let mut done = conversation("signup", &[("name", "Juan"), ("email", "j@x.com")], None);
+        done.status = Status::Completed;
+        let update = check_escalation::call(&state("talk to a human", done), &rt)
+            .await
+            .unwrap();
+        assert_eq!(update.should_escalate, Some(false));
+        assert!(update.conversation.is_none());
+        let mut escalated = conversation("signup", &[], Some("name"));
+        escalated.status = Status::Escalated;
+        escalated.escalation = Some(EscalationRecord {
+            policy: Policy::Keyword,
+            reason: "asked".into(),
+            at: NOW,
+        });
+        let update = check_escalation::call(&state("hola", escalated), &rt)
+            .await
+            .unwrap();
+        assert_eq!(update.should_escalate, Some(true));
+        assert_eq!(update.escalation_reason, Some(Some("asked".into())));
+        assert!(update.conversation.is_none());
+    }
+
+    #[tokio::test]
+    async fn check_correction_by_marker_field_type_model_and_restatement() {
+        let rt = rt("contact", "check_correction");
+        let given = conversation(
+            "contact",
+            &[("name", "Juan"), ("email", "juan@ejemplo.com")],
+            Some("phone"),
+        );
+        for (message, expected, by) in [
+            (
+                "No, mi email es juan.nuevo@ejemplo.com",
+                Some("email"),
+                "rules",
+            ),
+            ("Perdón, es juan2@ejemplo.com", Some("email"), "rules"),
+            ("En realidad, debería ser Pedro", Some("name"), "model"),
+            ("mi email es otro@ejemplo.com", Some("email"), "restatement"),
+            ("600 123 456", None, ""),
+            ("Mi teléfono es 600 123 456", None, ""),
+        ] {
+            let update = check_correction::call(&state(message, given.clone()), &rt)
+                .await
+                .unwrap();
+            assert_eq!(update.is_correction, Some(expected.is_some()), "{message}");
+            assert_eq!(
+                update.correction_field.flatten().as_deref(),
+                expected,
+                "{message}"
+            );
+            if expected.is_some() {
+                assert_eq!(update.metadata.unwrap()["correction_by"], by, "{message}");
+            }
+        }
+        let mut done = given;
+        done.status = Status::Completed;
+        let update = check_correction::call(&state("No, mi email es x@y.com", done), &rt)
+            .await
+            .unwrap();
+        assert_eq!(update.is_correction, Some(false));
+    }
+
+    #[tokio::test]
+    async fn check_off_topic_by_rules_and_model() {
+        let rt = rt("signup", "check_off_topic");
+        let asking_name = conversation("signup", &[], Some("name"));
+        for (message, off) in [
+            ("¿Cómo está el clima?", true),
+            ("Buenos días", true),
+            ("Tengo otra pregunta", true),
+            ("Me llamo Juan", false),
+            ("Juan", false),
+            (
+                "Necesito que alguien me explique para qué sirve todo esto",
+                true,
+            ),
+        ] {
+            let update = check_off_topic::call(&state(message, asking_name.clone()), &rt)
+                .await
+                .unwrap();
+            assert_eq!(update.is_off_topic, Some(off), "{message}");
+        }
+        let update = check_off_topic::call(
+            &state(
+                "Necesito que alguien me explique para qué sirve todo esto",
+                asking_name,
+            ),
+            &rt,
+        )
+        .await
+        .unwrap();
+        assert_eq!(update.metadata.unwrap()["off_topic_by"], "model");
+        let all = conversation("signup", &[("name", "Juan"), ("email", "j@x.com")], None);
+        let update = check_off_topic::call(&state("¿Cómo está el clima?", all), &rt)
+            .await
+            .unwrap();
+        assert_eq!(
+            update.is_off_topic,
+            Some(false),
+            "a complete form goes to `complete`"
+        );
+    }
+
+    #[tokio::test]
+    async fn extract_field_targets_the_correction_else_the_field_asked() {
+        let rt = rt("contact", "extract_field");
+        let given = conversation(
+            "contact",
+            &[("name", "Juan"), ("email", "juan@ejemplo.com")],
+            Some("phone"),
+        );
+        let update = extract_field::call(&state("my phone is +34 600 123 456", given.clone()), &rt)
+            .await
+            .unwrap();
+        assert_eq!(update.extracted_value, Some(Some("+34 600 123 456".into())));
+        assert_eq!(update.current_field, Some(Some("phone".into())));
+        let mut correcting = state("No, mi email es juan.nuevo@ejemplo.com", given.clone());
+        correcting.correction_field = Some("email".into());
+        let update = extract_field::call(&correcting, &rt).await.unwrap();
+        assert_eq!(
+            update.extracted_value,
+            Some(Some("juan.nuevo@ejemplo.com".into()))
+        );
+        assert_eq!(update.current_field, Some(Some("email".into())));
+        let update = extract_field::call(&state("no lo tengo a mano", given), &rt)
+            .await
+            .unwrap();
+        assert_eq!(
+            update.extracted_value,
+            Some(None),
+            "NOT_PROVIDED is no value"
+        );
+    }
+
+    #[test]
+    fn normalise_drops_the_seeds_markers() {
+        for none in ["NOT_PROVIDED", "invalid", " ", "\"\"", "null", "N/A"] {
+            assert_eq!(normalise(none), None, "{none}");
+        }
+        assert_eq!(normalise(" \"juan@x.com\" ").as_deref(), Some("juan@x.com"));
+    }
+
+    #[tokio::test]
+    async fn validate_stores_a_valid_value_or_counts_the_failure() {
+        let rt = rt("signup", "validate");
+        let mut s = state(
+            "juan@ejemplo.com",
+            conversation("signup", &[("name", "Juan")], Some("email")),
+        );
+        s.current_field = Some("email".into());
+        s.extracted_value = Some("juan@ejemplo.com".into());
+        let update = validate::call(&s, &rt).await.unwrap();
+        assert_eq!(update.is_valid, Some(true));
+        let c = update.conversation.unwrap();
+        assert_eq!(c.values["email"], "juan@ejemplo.com");
+        assert!(c.all_fields_collected());
+        assert_eq!(c.current_field, None);
+
+        s.extracted_value = Some("juan@ejemplo".into());
+        let update = validate::call(&s, &rt).await.unwrap();
+        assert_eq!(update.is_valid, Some(false));
+        let c = update.conversation.unwrap();
+        assert_eq!(c.failed_attempts["email"], 1);
+        assert!(!c.values.contains_key("email"));
+        assert_eq!(update.metadata.unwrap()["validation_error"], "email:no_dot");
+
+        // A correction replaces the value and notes the old one.
+        let mut s = state(
+            "",
+            conversation("signup", &[("name", "Juan"), ("email", "a@b.com")], None),
+        );
+        s.current_field = Some("email".into());
+        s.extracted_value = Some("c@d.com".into());
+        let update = validate::call(&s, &rt).await.unwrap();
+        assert_eq!(update.conversation.unwrap().corrections, 1);
+        assert_eq!(update.metadata.unwrap()["previous_value"], "a@b.com");
+    }
+
+    #[tokio::test]
+    async fn prompt_next_redirects_explains_or_asks() {
+        let rt = rt("signup", "prompt_next");
+        let mut s = state(
+            "¿Cómo está el clima?",
+            conversation("signup", &[], Some("name")),
+        );
+        s.conversation.language = Lang::Es;
+        s.is_off_topic = true;
+        s.metadata = BTreeMap::from([("off_topic".to_owned(), Value::from("question"))]);
+        let update = prompt_next::call(&s, &rt).await.unwrap();
+        assert_eq!(
+            update.response.as_deref(),
+            Some(
+                "Ahora mismo no puedo ayudarte con eso: estoy recogiendo tus datos para el formulario. ¿Cuál es tu nombre?"
+            )
+        );
+        assert_eq!(update.next_action.as_deref(), Some("redirect"));
+
+        let mut s = state(
+            "juan@ejemplo",
+            conversation("signup", &[("name", "Juan")], Some("email")),
+        );
+        s.current_field = Some("email".into());
+        s.extracted_value = Some("juan@ejemplo".into());
+        s.conversation.failed_attempts.insert("email".into(), 1);
+        let update = prompt_next::call(&s, &rt).await.unwrap();
+        let text = update.response.unwrap();
+        assert!(
+            text.starts_with(
+                "That doesn't look like a valid email: the domain after the @ needs a dot"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("What is your email?"), "{text}");
+        s.conversation.failed_attempts.insert("email".into(), 3);
+        let text = prompt_next::call(&s, &rt).await.unwrap().response.unwrap();
+        assert!(text.contains("after 3 attempts"), "{text}");
+
+        let mut s = state(
+            "Juan",
+            conversation("signup", &[("name", "Juan")], Some("email")),
+        );
+        s.is_valid = true;
+        s.current_field = Some("name".into());
+        let update = prompt_next::call(&s, &rt).await.unwrap();
+        assert_eq!(
+            update.response.as_deref(),
+            Some("Nice to meet you, Juan! What is your email?")
+        );
+        assert_eq!(update.next_action.as_deref(), Some("ask_next"));
+    }
+
+    #[tokio::test]
+    async fn escalate_records_the_policy_once() {
+        let rt = rt("signup", "escalate");
+        let mut s = state(
+            "talk to a human",
+            conversation("signup", &[("name", "John")], Some("email")),
+        );
+        s.should_escalate = true;
+        s.escalation_reason = Some("the user asked".into());
+        s.metadata = BTreeMap::from([("escalation_policy".to_owned(), Value::from("keyword"))]);
+        let update = escalate::call(&s, &rt).await.unwrap();
+        let c = update.conversation.unwrap();
+        assert_eq!(c.status, Status::Escalated);
+        assert_eq!(
+            c.escalation,
+            Some(EscalationRecord {
+                policy: Policy::Keyword,
+                reason: "the user asked".into(),
+                at: NOW
+            })
+        );
+        assert!(
+            update
+                .response
+                .unwrap()
+                .ends_with("I'm passing on what we have: name: John.")
+        );
+        let mut again = s;
+        again.conversation = c;
+        let update = escalate::call(&again, &rt).await.unwrap();
+        assert!(update.conversation.is_none(), "changes nothing");
+        assert_eq!(update.next_action.as_deref(), Some("closed"));
+    }
+
+    #[tokio::test]
+    async fn complete_thanks_through_the_model_once() {
+        let rt = rt("signup", "complete");
+        let mut c = conversation(
+            "signup",
+            &[("name", "Juan"), ("email", "juan@ejemplo.com")],
+            None,
+        );
+        c.language = Lang::Es;
+        let update = complete::call(&state("juan@ejemplo.com", c.clone()), &rt)
+            .await
+            .unwrap();
+        assert_eq!(
+            update.response.as_deref(),
+            Some(
+                "¡Gracias, Juan! Ya tenemos todo lo necesario: nombre: Juan; email: juan@ejemplo.com."
+            )
+        );
+        let done = update.conversation.unwrap();
+        assert_eq!(
+            (done.status, done.finished_at),
+            (Status::Completed, Some(NOW))
+        );
+        let update = complete::call(&state("gracias", done), &rt).await.unwrap();
+        assert!(update.conversation.is_none());
+        assert!(
+            update
+                .response
+                .unwrap()
+                .starts_with("Tu formulario ya está completo")
+        );
+    }
+
+    #[test]
+    fn the_four_routes_as_the_seed_writes_them() {
+        let mut s = FormState::default();
+        assert_eq!(route_after_escalation_check(&s), "check_correction");
+        s.should_escalate = true;
+        assert_eq!(route_after_escalation_check(&s), "escalate");
+
+        assert_eq!(route_after_correction_check(&s), "check_off_topic");
+        s.is_correction = true;
+        assert_eq!(route_after_correction_check(&s), "extract_field");
+
+        s.conversation = conversation("signup", &[("name", "Juan")], Some("email"));
+        assert_eq!(route_after_off_topic_check(&s), "extract_field");
+        assert_eq!(route_after_validate(&s), "prompt_next");
+        s.is_off_topic = true;
+        assert_eq!(route_after_off_topic_check(&s), "prompt_next");
+        s.conversation
+            .values
+            .insert("email".into(), "j@x.com".into());
+        assert_eq!(
+            route_after_off_topic_check(&s),
+            "complete",
+            "collected wins over off topic"
+        );
+        assert_eq!(route_after_validate(&s), "complete");
+        // A conversation not started yet has nothing collected.
+        assert!(!ConversationState::default().all_fields_collected());
     }
 }

@@ -5,9 +5,10 @@
 //!   "put me through to someone real"), or a rejection of the machine ("no quiero hablar con
 //!   un robot"); not a question about what the assistant is.
 //! - `CorrectionCheck` (a correction marker with no field the node's rules could tell): the
-//!   field whose type the message's value fits, or that it names; else the field filled last
-//!   ("en realidad, debería ser Pedro" right after the name), else the one being asked; not a
-//!   correction when the value belongs to no field given so far.
+//!   field whose type the message's value fits, or that it names, or that would accept the
+//!   value after the marker ("en realidad, debería ser Pedro": the name); else the field
+//!   filled last, else the one being asked; not a correction when the value belongs to no
+//!   field given so far.
 //! - `OffTopicCheck`: an attempt at the field (one token, digits, an `@`, the field named, a
 //!   short answer to a text field) is on topic; longer talk is not.
 //! - `FieldExtraction`: [`rules::extract`] — names after "me llamo" / "my name is" / "soy" /
@@ -25,6 +26,7 @@ use super::nodes::{CONTEXT, FieldBrief};
 use super::replies;
 use super::rules;
 use super::spec::{FieldSpec, FieldType};
+use super::validate;
 use super::{CorrectionCheck, FieldExtraction, HumanIntent, OffTopicCheck};
 use crate::lang::Lang;
 use crate::offline::{OfflineModel, last_human, system_block};
@@ -120,6 +122,22 @@ pub fn correction(message: &str, facts: &Value) -> CorrectionCheck {
         .any(|kind| rules::typed_value(message, kind).is_some());
     if foreign_value || rules::correction_marker(message).is_none() {
         return no;
+    }
+    // The value after the marker fits one field's type ("debería ser Pedro": a name).
+    let fits: Vec<&FieldSpec> = fields
+        .iter()
+        .filter(|f| {
+            rules::extract(message, f).is_some_and(|v| validate::validate(f, Some(&v)).is_ok())
+        })
+        .collect();
+    let named = |key: &str| facts[key].as_str().map(str::to_owned);
+    if let [only] = fits.as_slice() {
+        return yes(&only.name);
+    }
+    if let Some(f) = fits.iter().find(|f| {
+        Some(&f.name) == named("last_filled").as_ref() || Some(&f.name) == named("asking").as_ref()
+    }) {
+        return yes(&f.name);
     }
     let given = |key: &str| {
         facts[key]

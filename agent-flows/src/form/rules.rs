@@ -472,6 +472,11 @@ static CORRECTED_TO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:deber[ií]a ser|debe ser|es|era|sería|should be|it should be|it's|it is|is|was|quise decir|i meant)\s+(.+)").unwrap()
 });
 
+/// Words that belong in names ("María de la Cruz", "Van der Berg").
+const NAME_PARTICLES: &[&str] = &[
+    "de", "del", "la", "las", "los", "y", "da", "do", "dos", "van", "von", "der", "di", "le", "el",
+];
+
 /// Words that end a value inside a sentence.
 const STOPS: &[&str] = &[
     "y", "pero", "porque", "aunque", "gracias", "and", "but", "because", "thanks", "please",
@@ -593,6 +598,16 @@ pub fn extract(message: &str, field: &FieldSpec) -> Option<String> {
                 return None;
             }
             if person && (find_email(body).is_some() || find_url(body).is_some()) {
+                return None;
+            }
+            // Without "me llamo" / "my name is", a name has no function words ("necesito
+            // hablar con un humano" is not one); particles of names are fine.
+            if person
+                && words(body).iter().any(|w| {
+                    (ES_CUES.contains(&w.as_str()) || EN_CUES.contains(&w.as_str()))
+                        && !NAME_PARTICLES.contains(&w.as_str())
+                })
+            {
                 return None;
             }
             text_value(body, person)
@@ -1287,6 +1302,8 @@ mod tests {
             ("juan@ejemplo.com", None),
             ("¿Para qué quieren mi nombre?", None),
             ("Hola", None),
+            ("Necesito hablar con un humano", None),
+            ("María de la Cruz", Some("María de la Cruz")),
         ] {
             assert_eq!(extract(text, &name).as_deref(), expected, "name: {text}");
         }

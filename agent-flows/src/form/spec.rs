@@ -149,12 +149,19 @@ impl FieldSpec {
         }
     }
 
-    /// The label in `lang`.
+    /// The label in `lang`; without one, the usual name of its type (a phone field is a
+    /// "teléfono"), else its name.
     pub fn label(&self, lang: Lang) -> String {
-        self.label
-            .get(lang)
-            .map(str::to_owned)
-            .unwrap_or_else(|| self.name.replace('_', " "))
+        if let Some(label) = self.label.get(lang) {
+            return label.to_owned();
+        }
+        let es = lang == Lang::Es;
+        match self.kind {
+            FieldType::Phone => if es { "teléfono" } else { "phone number" }.to_owned(),
+            FieldType::Email => "email".to_owned(),
+            FieldType::Url => if es { "web" } else { "website" }.to_owned(),
+            FieldType::Number | FieldType::Text => self.name.replace('_', " "),
+        }
     }
 
     /// The prompt in `lang`.

@@ -281,7 +281,7 @@ impl Invalid {
                         "no hay nada después de la @".into(),
                     ),
                     EmailProblem::NoDot => text(
-                        "the domain after the @ needs a dot, like ejemplo.com".into(),
+                        "the domain after the @ needs a dot, like example.com".into(),
                         "al dominio después de la @ le falta un punto, como ejemplo.com".into(),
                     ),
                     EmailProblem::DomainLabel(label) => text(
