@@ -190,28 +190,22 @@ pub fn mentioned_fields<'a>(text: &str, form: &'a FormSpec) -> Vec<&'a FieldSpec
 // Values in a message
 
 static EMAIL_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r#"[^\s<>(),;:"'¿?¡!]*@[^\s<>(),;:"'¿?¡!]*"#).unwrap()
+    Regex::new(r#"[^\s<>(),;:"'¿?¡!]*@[^\s<>(),;:"'¿?¡!]*"#).unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 static SPOKEN_EMAIL: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r"(?i)([\w.+-]+)\s+(?:arroba|at)\s+([\w-]+(?:\s+(?:punto|dot)\s+[\w-]+)+)").unwrap()
+    Regex::new(r"(?i)([\w.+-]+)\s+(?:arroba|at)\s+([\w-]+(?:\s+(?:punto|dot)\s+[\w-]+)+)").unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 static URL_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r#"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>"']+"#).unwrap()
+    Regex::new(r#"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>"']+"#).unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 static DOMAIN_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r"(?i)\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?:/\S*)?").unwrap()
+    Regex::new(r"(?i)\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?:/\S*)?").unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 static PHONE_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r"\+?\(?\d[\d\s().-]*\d").unwrap()
+    Regex::new(r"\+?\(?\d[\d\s().-]*\d").unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 static NUMBER_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?").unwrap()
+    Regex::new(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?").unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 
 /// Trailing punctuation that ends a sentence rather than a value.
@@ -464,12 +458,10 @@ fn strip_openers(text: &str) -> &str {
 }
 
 static NAME_MARKER: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r"(?i)\b(?:mi nombre(?: completo)? es|me llamo|my (?:full )?name is|my name's|i am|i'm|im|call me|soy|this is|name is)\s+(.+)").unwrap()
+    Regex::new(r"(?i)\b(?:mi nombre(?: completo)? es|me llamo|my (?:full )?name is|my name's|i am|i'm|im|call me|soy|this is|name is)\s+(.+)").unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 static CORRECTED_TO: LazyLock<Regex> = LazyLock::new(|| {
-    // tidy: allow(unwrap): a constant pattern, checked by the tests
-    Regex::new(r"(?i)\b(?:deber[ií]a ser|debe ser|es|era|sería|should be|it should be|it's|it is|is|was|quise decir|i meant)\s+(.+)").unwrap()
+    Regex::new(r"(?i)\b(?:deber[ií]a ser|debe ser|es|era|sería|should be|it should be|it's|it is|is|was|quise decir|i meant)\s+(.+)").unwrap() // tidy: allow(unwrap): a constant pattern, checked by the tests
 });
 
 /// Words that belong in names ("María de la Cruz", "Van der Berg").
