@@ -9,6 +9,15 @@ mod common;
 use common::{Scratch, run, service_url};
 use serde_json::Value;
 
+/// One test at a time on the server: llama-server has one slot, and two tests' calls queued
+/// behind each other on a busy machine can outlast a request's timeout.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERVER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn agent_on_llama(s: &Scratch, url: &str, args: &[&str]) -> common::Run {
     let mut cmd = s.agent(args);
     cmd.args(["--model", "openai:smollm2-135m", "--json"])
@@ -22,6 +31,7 @@ fn tool_router_on_a_real_model() {
     let Some(url) = service_url("LLAMA_SERVER_URL") else {
         return;
     };
+    let _server = one_at_a_time();
     let s = Scratch::new("llama-tool-router");
     let out = agent_on_llama(
         &s,
@@ -62,6 +72,7 @@ fn form_on_a_real_model() {
     let Some(url) = service_url("LLAMA_SERVER_URL") else {
         return;
     };
+    let _server = one_at_a_time();
     let s = Scratch::new("llama-form");
     let step = |names: &[&str]| -> Vec<Vec<String>> {
         names.iter().map(|n| vec![(*n).to_owned()]).collect()

@@ -204,10 +204,10 @@ pub async fn check_correction(
     let message = state.user_message.as_str();
     let collected = conversation.collected();
     let mut candidates = collected.clone();
-    if let Some(current) = &conversation.current_field {
-        if !candidates.contains(current) {
-            candidates.push(current.clone());
-        }
+    if let Some(current) = &conversation.current_field
+        && !candidates.contains(current)
+    {
+        candidates.push(current.clone());
     }
     let found = |field: String, by: &str, marker: Option<&str>| {
         let mut metadata = note("correction_by", by);

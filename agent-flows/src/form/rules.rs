@@ -67,7 +67,7 @@ const NEGATORS: &[&str] = &[
 
 /// The clauses of `text` (split at punctuation), each as folded words.
 fn clauses(text: &str) -> Vec<Vec<String>> {
-    text.split(|c: char| matches!(c, ',' | '.' | ';' | '!' | '?' | '¿' | '¡' | ':' | '\n'))
+    text.split([',', '.', ';', '!', '?', '¿', '¡', ':', '\n'])
         .map(words)
         .filter(|w| !w.is_empty())
         .collect()
@@ -93,7 +93,7 @@ fn phrase_positions(words: &[String], phrase: &[String]) -> Vec<usize> {
 /// quiero hablar con un humano" does not fire through "humano").
 pub fn find_phrase(text: &str, phrases: &[String]) -> Option<String> {
     let mut sorted: Vec<(Vec<String>, &String)> = phrases.iter().map(|p| (words(p), p)).collect();
-    sorted.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    sorted.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
     for clause in clauses(text) {
         let mut covered = vec![false; clause.len()];
         for (phrase, original) in &sorted {
@@ -553,10 +553,8 @@ pub fn extract(message: &str, field: &FieldSpec) -> Option<String> {
         FieldType::Text => {
             let body = strip_openers(message);
             let person = field.is_person_name();
-            if person {
-                if let Some(c) = NAME_MARKER.captures(body) {
-                    return text_value(&c[1], true);
-                }
+            if person && let Some(c) = NAME_MARKER.captures(body) {
+                return text_value(&c[1], true);
             }
             if is_greeting(body) {
                 return None;
@@ -1200,10 +1198,10 @@ pub fn wants_human(text: &str) -> bool {
                 let lo = j.saturating_sub(6);
                 let hi = (j + 4).min(clause.len());
                 let verb = (lo..hi).find(|&i| i != j && ASK_VERBS.contains(&clause[i].as_str()));
-                if let Some(i) = verb {
-                    if !negated(&clause, i.min(j)) {
-                        return true;
-                    }
+                if let Some(i) = verb
+                    && !negated(&clause, i.min(j))
+                {
+                    return true;
                 }
             }
             if MACHINES.contains(&w.as_str())

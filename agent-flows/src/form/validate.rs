@@ -105,10 +105,10 @@ pub fn validate(field: &FieldSpec, value: Option<&str>) -> Result<String, Invali
         FieldType::Number => number(value).ok_or(Invalid::Number).map(|_| ())?,
         FieldType::Text => {}
     }
-    if let Some(pattern) = &field.pattern {
-        if !pattern.is_match(value) {
-            return Err(Invalid::Pattern);
-        }
+    if let Some(pattern) = &field.pattern
+        && !pattern.is_match(value)
+    {
+        return Err(Invalid::Pattern);
     }
     Ok(value.to_owned())
 }
@@ -219,10 +219,10 @@ pub fn url(value: &str) -> Result<(), UrlProblem> {
         Some((host, port)) => (host, Some(port)),
         None => (host_port, None),
     };
-    if let Some(port) = port {
-        if port.is_empty() || port.parse::<u16>().is_err() {
-            return Err(UrlProblem::Port);
-        }
+    if let Some(port) = port
+        && (port.is_empty() || port.parse::<u16>().is_err())
+    {
+        return Err(UrlProblem::Port);
     }
     let ipv4 = host.split('.').count() == 4 && host.split('.').all(|p| p.parse::<u8>().is_ok());
     let domain = host.contains('.')
