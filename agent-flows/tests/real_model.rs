@@ -9,6 +9,15 @@ mod common;
 use common::{Scratch, run, service_url};
 use serde_json::Value;
 
+/// One test at a time on the server: llama-server has one slot, and two tests' calls queued
+/// behind each other on a busy machine can outlast a request's timeout.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERVER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn agent_on_llama(s: &Scratch, url: &str, args: &[&str]) -> common::Run {
     let mut cmd = s.agent(args);
     cmd.args(["--model", "openai:smollm2-135m", "--json"])
@@ -22,6 +31,7 @@ fn tool_router_on_a_real_model() {
     let Some(url) = service_url("LLAMA_SERVER_URL") else {
         return;
     };
+    let _server = one_at_a_time();
     let s = Scratch::new("llama-tool-router");
     let out = agent_on_llama(
         &s,
@@ -55,4 +65,68 @@ fn tool_router_on_a_real_model() {
     assert!(report["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0);
     assert_eq!(state["messages"].as_array().map(Vec::len), Some(2));
     let _: &Value = &report["thread_id"];
+}
+
+#[test]
+fn form_on_a_real_model() {
+    let Some(url) = service_url("LLAMA_SERVER_URL") else {
+        return;
+    };
+    let _server = one_at_a_time();
+    let s = Scratch::new("llama-form");
+    let step = |names: &[&str]| -> Vec<Vec<String>> {
+        names.iter().map(|n| vec![(*n).to_owned()]).collect()
+    };
+    let escalated = step(&["check_escalation", "escalate"]);
+    let asked = step(&[
+        "check_escalation",
+        "check_correction",
+        "check_off_topic",
+        "extract_field",
+        "validate",
+        "prompt_next",
+    ]);
+    let completed = step(&[
+        "check_escalation",
+        "check_correction",
+        "check_off_topic",
+        "extract_field",
+        "validate",
+        "complete",
+    ]);
+    // Two turns in two processes on one thread: llm_intent and extraction each turn, the
+    // thanks of `complete` at the end (five small calls at most).
+    let mut status = String::new();
+    for message in ["Mi nombre es Juan", "juan@ejemplo.com"] {
+        let out = agent_on_llama(&s, &url, &["run", "form", message, "--thread", "real"]);
+        assert_eq!(out.code, 0, "{message}: {}", out.stderr);
+        let report = out.json();
+        let path: Vec<Vec<String>> = serde_json::from_value(report["path"].clone()).unwrap();
+        let state = &report["state"];
+        let conversation = &state["conversation"];
+        if status == "escalated" {
+            assert_eq!(path, escalated, "an escalated conversation stays so");
+            break;
+        }
+        assert!(
+            path == escalated || path == asked || path == completed,
+            "{message}: path {path:?}"
+        );
+        // The state agrees with the path the model's decisions took.
+        if path == escalated {
+            assert_eq!(conversation["status"], "escalated");
+            assert_eq!(conversation["escalation"]["policy"], "llm_intent");
+        } else {
+            let field = state["current_field"].as_str().unwrap();
+            let stored = conversation["values"].get(field).is_some();
+            assert_eq!(state["is_valid"].as_bool(), Some(stored), "{state}");
+            if stored {
+                assert_eq!(conversation["values"][field], state["extracted_value"]);
+            }
+            assert_eq!(path == completed, conversation["status"] == "completed");
+        }
+        assert!(!report["response"].as_str().unwrap().trim().is_empty());
+        assert!(report["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0);
+        status = conversation["status"].as_str().unwrap().to_owned();
+    }
 }
