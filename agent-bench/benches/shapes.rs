@@ -21,102 +21,18 @@
 //!
 //! Not a test: nothing here asserts on time, and `cargo test` does not build it.
 
-mod floor;
-mod graphs;
-mod report;
-
 use std::io::Write as _;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_bench::{DURABILITIES, SAVERS, SHAPES, floor, graphs, report};
 use agent_core::{
-    BoxError, BoxFuture, Checkpointer, Durability, END, InMemorySaver, ListFilter, PostgresSaver,
-    RunConfig, START, SqliteSaver, StateGraph,
+    BoxError, Checkpointer, Durability, END, InMemorySaver, ListFilter, PostgresSaver, RunConfig,
+    START, SqliteSaver, StateGraph,
 };
 use agent_llm::{CallOptions, ChatModel, Message, Reply, ScriptedModel};
 use serde_json::{Value, json};
-
-/// What one run of a shape did.
-pub struct Outcome {
-    /// Super-steps, subgraphs' included.
-    pub steps: usize,
-    /// Tasks (node runs), subgraphs' included.
-    pub tasks: usize,
-    /// A digest of the final state, compared with LangGraph's.
-    pub check: Value,
-}
-
-/// A prepared run: called before the clock starts (it clones the input), it returns the run.
-pub type Runner = Box<
-    dyn Fn() -> Box<dyn FnOnce(RunConfig) -> BoxFuture<Result<Outcome, BoxError>> + Send>
-        + Send
-        + Sync,
->;
-
-/// A benchmark shape and its size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// A chain of n no-op nodes.
-    Sequential(usize),
-    /// One router, n `Send`s.
-    SendFanout(usize),
-    /// n tool calls, then an answer.
-    ReactAgent(usize),
-    /// The wide state looping until messages exceed `n`; input `outer` x `inner`.
-    WideState {
-        /// Loop bound and length of the random strings.
-        n: usize,
-        /// Keys of the input message.
-        outer: usize,
-        /// Keys of each inner dict.
-        inner: usize,
-    },
-    /// n subgraph runs.
-    FanoutToSubgraph(usize),
-}
-
-/// Every shape, in the order tables list them.
-pub const SHAPES: &[(&str, Shape)] = &[
-    ("sequential_10", Shape::Sequential(10)),
-    ("sequential_1000", Shape::Sequential(1000)),
-    ("send_fanout_100", Shape::SendFanout(100)),
-    ("send_fanout_1000", Shape::SendFanout(1000)),
-    ("react_agent_10x", Shape::ReactAgent(10)),
-    ("react_agent_100x", Shape::ReactAgent(100)),
-    (
-        "wide_state_25x300",
-        Shape::WideState {
-            n: 300,
-            outer: 5,
-            inner: 5,
-        },
-    ),
-    (
-        "wide_state_15x600",
-        Shape::WideState {
-            n: 600,
-            outer: 3,
-            inner: 5,
-        },
-    ),
-    (
-        "wide_state_9x1200",
-        Shape::WideState {
-            n: 1200,
-            outer: 3,
-            inner: 3,
-        },
-    ),
-    ("fanout_to_subgraph_10x", Shape::FanoutToSubgraph(10)),
-    ("fanout_to_subgraph_100x", Shape::FanoutToSubgraph(100)),
-];
-
-/// Savers, plus `floor` (the hand-written program).
-pub const SAVERS: &[&str] = &["none", "memory", "sqlite", "postgres", "floor"];
-
-/// Durabilities a saver runs in: every step (the default), and once when the run ends.
-pub const DURABILITIES: &[&str] = &["sync", "exit"];
 
 const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
