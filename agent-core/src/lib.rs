@@ -64,7 +64,6 @@ mod graph;
 mod interrupt;
 mod layers;
 mod node;
-mod persist;
 pub mod reducers;
 mod route;
 mod runtime;

@@ -1,0 +1,756 @@
+//! Durability: the only room that talks to a [`Checkpointer`]. It restores a run's position
+//! from a checkpoint, gives tasks their deterministic ids, keeps finished tasks' writes as
+//! pending writes, and writes checkpoints when the run's [`Durability`] says so:
+//! - `Sync`: after every step, awaited before the next, and each finished task's writes as they
+//!   land (a crash loses at most the tasks still running);
+//! - `Exit`: once, when the run ends (finished, paused or failed).
+//!
+//! Everything here runs only when a checkpointer and a thread are configured; a run without
+//! one never serializes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::codec::{self, Body, FieldCache, serde_bytes_vec::Bytes};
+use crate::checkpoint::{
+    CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, WriteKind,
+};
+use crate::command::{Goto, Send};
+use crate::compiled::Graph;
+use crate::config::Durability;
+use crate::constants::START;
+use crate::error::GraphError;
+use crate::interrupt::{Interrupt, Interrupted};
+use crate::state::{FieldSet, GraphState, StateUpdate};
+use crate::stream::{DebugEvent, StreamMode, StreamPart};
+
+use super::Run;
+use super::algo::Task;
+use super::runner::{TaskWrites, Updates};
+
+/// A run's link to its checkpointer and thread.
+pub(crate) struct Durable<S: GraphState> {
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) thread_id: String,
+    pub(crate) ns: String,
+    pub(crate) durability: Durability,
+    /// The checkpoint the next step starts from.
+    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) record: Option<CheckpointRecord>,
+    /// Per field, the version of its last stored value.
+    versions: Vec<Option<String>>,
+    /// Per field, what the next delta is computed against.
+    caches: Vec<Option<FieldCache>>,
+    /// Writes of tasks of the next step that already finished, by task id.
+    pub(crate) outputs: HashMap<String, TaskWrites<S>>,
+    /// Resume values by task id.
+    pub(crate) resume: HashMap<String, Vec<serde_json::Value>>,
+    /// Tasks paused on `interrupt()`, with what they asked.
+    pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
+    /// The input of an `input` checkpoint, not applied yet.
+    pub(crate) pending_input: Option<S::Update>,
+    /// With `Durability::Exit`: fields written and the last step's writes, not saved yet.
+    deferred: Option<(FieldSet, serde_json::Value)>,
+}
+
+impl<S: GraphState> Durable<S> {
+    /// Loads the thread's checkpoint (`checkpoint_id`, or the latest): the link, and where
+    /// the run stands when there is a checkpoint.
+    pub(crate) async fn open(
+        graph: &Graph<S>,
+        saver: Arc<dyn Checkpointer>,
+        thread_id: String,
+        ns: String,
+        checkpoint_id: Option<String>,
+        durability: Durability,
+    ) -> Result<(Self, Option<Restored<S>>), GraphError> {
+        let loaded = saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?;
+        if loaded.record.is_none()
+            && let Some(id) = checkpoint_id
+        {
+            return Err(GraphError::CheckpointNotFound {
+                thread_id,
+                checkpoint_id: id,
+            });
+        }
+        let fields = S::fields().len();
+        let mut durable = Durable {
+            saver,
+            thread_id,
+            ns,
+            durability,
+            checkpoint_id: None,
+            record: None,
+            versions: vec![None; fields],
+            caches: vec![None; fields],
+            outputs: HashMap::new(),
+            resume: HashMap::new(),
+            interrupted: Vec::new(),
+            pending_input: None,
+            deferred: None,
+        };
+        let mut restored = restore(graph, loaded)?;
+        if let Some(restored) = &mut restored {
+            durable.checkpoint_id = Some(restored.record.id.clone());
+            durable.record = Some(restored.record.clone());
+            durable.versions = std::mem::take(&mut restored.versions);
+            durable.caches = std::mem::take(&mut restored.caches);
+            durable.outputs = std::mem::take(&mut restored.outputs);
+            durable.resume = std::mem::take(&mut restored.resume);
+            durable.interrupted = std::mem::take(&mut restored.interrupted);
+            durable.pending_input = restored.pending_input.take();
+        }
+        Ok((durable, restored))
+    }
+
+    /// Forgets the pending writes of the step that starts at the current checkpoint (a new
+    /// checkpoint starts a new step).
+    pub(crate) fn clear_step(&mut self) {
+        self.outputs.clear();
+        self.resume.clear();
+        self.interrupted.clear();
+    }
+
+    fn encode_error(&self, detail: String) -> GraphError {
+        GraphError::Storage {
+            backend: self.saver.backend(),
+            detail: format!("encoding for thread `{}`: {detail}", self.thread_id),
+        }
+    }
+
+    /// Stores pending writes against the current checkpoint (none before the first).
+    async fn put_writes(&self, writes: &[PendingWrite]) -> Result<(), GraphError> {
+        match &self.checkpoint_id {
+            Some(id) => {
+                self.saver
+                    .put_writes(&self.thread_id, &self.ns, id, writes)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl<S: GraphState> Run<'_, S> {
+    /// Whether checkpoints are written as the run goes (`Durability::Sync`).
+    pub(super) fn sync(&self) -> bool {
+        self.durable
+            .as_ref()
+            .is_some_and(|d| d.durability == Durability::Sync)
+    }
+
+    /// Gives the step's tasks their ids: the checkpoint the step starts from plus the task's
+    /// path. Before a thread's first checkpoint (`Durability::Exit`) the prefix is a
+    /// placeholder; a pause re-prefixes them with the checkpoint it writes.
+    pub(crate) fn name_tasks(&self, tasks: &mut [Task<S>]) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        let cp = durable.checkpoint_id.as_deref().unwrap_or("unsaved");
+        for task in tasks {
+            task.id = Some(task_id(cp, &self.graph.names[task.node], task.push));
+        }
+    }
+
+    /// The writes an earlier attempt of this step kept for `task`, if it finished.
+    pub(crate) fn kept_writes(&self, task: &Task<S>) -> Option<TaskWrites<S>> {
+        let kept = self.durable.as_ref()?.outputs.get(task.id.as_ref()?)?;
+        let mut writes = kept.clone();
+        writes.node = task.node;
+        Some(writes)
+    }
+
+    /// The resume values for `task`'s interrupts.
+    pub(crate) fn resume_values(&self, task: &Task<S>) -> Vec<serde_json::Value> {
+        match (&self.durable, &task.id) {
+            (Some(durable), Some(id)) => durable.resume.get(id).cloned().unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Keeps a finished task's writes (with `Durability::Sync`), so a crash or a failing
+    /// sibling does not lose them.
+    pub(crate) async fn keep_writes(
+        &self,
+        task: &Task<S>,
+        writes: &TaskWrites<S>,
+    ) -> Result<(), GraphError> {
+        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+            return Ok(());
+        };
+        if !self.sync() || durable.checkpoint_id.is_none() {
+            return Ok(());
+        }
+        let data = encode_writes(writes).map_err(|e| durable.encode_error(e))?;
+        let write = PendingWrite {
+            task_id: id.clone(),
+            node: self.graph.names[task.node].to_string(),
+            kind: WriteKind::Output,
+            data,
+        };
+        durable.put_writes(&[write]).await
+    }
+
+    /// Keeps a failed task's error next to its step's checkpoint (best effort).
+    pub(crate) async fn record_failure(&self, task: &Task<S>, error: &GraphError) {
+        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+            return;
+        };
+        let Ok(data) = codec::encode(&error.to_string()) else {
+            return;
+        };
+        let write = PendingWrite {
+            task_id: id.clone(),
+            node: self.graph.names[task.node].to_string(),
+            kind: WriteKind::Error,
+            data,
+        };
+        if let Err(e) = durable.put_writes(&[write]).await {
+            tracing::warn!(error = %e, "could not record a failed task");
+        }
+    }
+
+    /// Stores the resume value for every paused task of the thread.
+    pub(crate) async fn store_resume(
+        &mut self,
+        value: serde_json::Value,
+    ) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Err(GraphError::NoCheckpointer(
+                "resuming an interrupt".to_owned(),
+            ));
+        };
+        if durable.interrupted.is_empty() {
+            return Err(GraphError::NothingToResume(durable.thread_id.clone()));
+        }
+        let mut writes = Vec::new();
+        for (task, interrupts) in &durable.interrupted {
+            let values = durable.resume.entry(task.clone()).or_default();
+            values.push(value.clone());
+            let node = interrupts
+                .first()
+                .map(|i| i.node.clone())
+                .unwrap_or_default();
+            let data = codec::encode(values).map_err(|e| GraphError::Storage {
+                backend: durable.saver.backend(),
+                detail: format!("encoding for thread `{}`: {e}", durable.thread_id),
+            })?;
+            writes.push(PendingWrite {
+                task_id: task.clone(),
+                node,
+                kind: WriteKind::Resume,
+                data,
+            });
+        }
+        durable.put_writes(&writes).await
+    }
+
+    /// Stores a new input as the input checkpoint's pending write, so a crash before the
+    /// input step is written still finds it.
+    pub(crate) async fn store_input(&mut self, update: &S::Update) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        let data = codec::encode(update).map_err(|e| durable.encode_error(e))?;
+        let write = PendingWrite {
+            task_id: START.to_owned(),
+            node: START.to_owned(),
+            kind: WriteKind::Output,
+            data,
+        };
+        durable.put_writes(&[write]).await
+    }
+
+    /// Some tasks paused: stores their interrupts against the step's checkpoint (written now
+    /// with `Durability::Exit`) and reports them.
+    pub(crate) async fn store_interrupts(
+        &mut self,
+        paused: Vec<(Option<String>, usize, Interrupted)>,
+    ) -> Result<(), GraphError> {
+        // Interrupts hang off a stored checkpoint: with Durability::Exit, write it now.
+        let before = self.durable.as_ref().and_then(|d| d.checkpoint_id.clone());
+        self.flush().await?;
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        let now = durable.checkpoint_id.clone().unwrap_or_default();
+        let mut writes = Vec::new();
+        for (id, node, interrupted) in paused {
+            let mut id = id.unwrap_or_default();
+            if before.as_deref() != Some(now.as_str())
+                && let Some((_, path)) = id.split_once(':')
+            {
+                id = format!("{now}:{path}");
+            }
+            let node = self.graph.names[node].to_string();
+            let interrupt = Interrupt {
+                id: format!("{id}#{}", interrupted.index),
+                node: node.clone(),
+                value: interrupted.value,
+            };
+            let data =
+                codec::encode(&vec![interrupt.clone()]).map_err(|e| durable.encode_error(e))?;
+            writes.push(PendingWrite {
+                task_id: id.clone(),
+                node,
+                kind: WriteKind::Interrupt,
+                data,
+            });
+            durable.interrupted.push((id, vec![interrupt.clone()]));
+            self.interrupts.push(interrupt);
+        }
+        durable.put_writes(&writes).await
+    }
+
+    /// A checkpoint of the run's position after a step: written now (`Durability::Sync`) or
+    /// when the run ends (`Durability::Exit`). `writes` is the step's metadata entry.
+    pub(crate) async fn checkpoint(
+        &mut self,
+        source: Source,
+        writes: serde_json::Value,
+        written: FieldSet,
+    ) -> Result<(), GraphError> {
+        if self.sync() {
+            return self.save(source, writes, written).await;
+        }
+        if let Some(durable) = &mut self.durable {
+            let fields = durable
+                .deferred
+                .take()
+                .map(|(f, _)| f)
+                .unwrap_or_default()
+                .union(written);
+            durable.deferred = Some((fields, writes));
+        }
+        Ok(())
+    }
+
+    /// Writes the deferred checkpoint, if any.
+    pub(crate) async fn flush(&mut self) -> Result<(), GraphError> {
+        let deferred = self.durable.as_mut().and_then(|d| d.deferred.take());
+        match deferred {
+            Some((written, writes)) => self.save(Source::Loop, writes, written).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The step's writes as the checkpoint metadata's `writes` entry: only when this step's
+    /// checkpoint is written now (with `Durability::Exit` most steps have none).
+    pub(crate) fn writes_metadata(&self, writes: &[TaskWrites<S>]) -> Option<serde_json::Value> {
+        self.durable.as_ref()?;
+        if !self.sync() {
+            return Some(serde_json::Value::Null);
+        }
+        let mut by_node: Vec<(&str, Vec<serde_json::Value>)> = Vec::new();
+        for task in writes {
+            let name = &*self.graph.names[task.node];
+            let update = task.update_json();
+            match by_node.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.push(update),
+                None => by_node.push((name, vec![update])),
+            }
+        }
+        let map: serde_json::Map<String, serde_json::Value> = by_node
+            .into_iter()
+            .map(|(name, mut list)| {
+                let value = if list.len() == 1 {
+                    list.pop().unwrap_or_default()
+                } else {
+                    serde_json::Value::Array(list)
+                };
+                (name.to_owned(), value)
+            })
+            .collect();
+        Some(serde_json::Value::Object(map))
+    }
+
+    /// Writes a checkpoint of the run's position: new blobs for the fields written since the
+    /// last one, the frontier, and metadata.
+    pub(crate) async fn save(
+        &mut self,
+        source: Source,
+        writes: serde_json::Value,
+        written: FieldSet,
+    ) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        let id = new_checkpoint_id();
+        let fields = S::fields();
+        let mut blobs = Vec::with_capacity(written.len());
+        for index in written.iter() {
+            let field = fields[index].name;
+            let mut bytes = Vec::new();
+            self.state
+                .serialize_field(
+                    index,
+                    &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
+                )
+                .map_err(|e| durable.encode_error(format!("field `{field}`: {e}")))?;
+            let (blob, cache) = codec::make_blob(field, &id, bytes, durable.caches[index].as_ref());
+            durable.caches[index] = Some(cache);
+            durable.versions[index] = Some(id.clone());
+            blobs.push(blob);
+        }
+        let body = encode_body(
+            self.graph,
+            &self.frontier.pulls,
+            &self.frontier.pushes,
+            &self.frontier.joins,
+            durable.pending_input.is_some(),
+        )
+        .map_err(|e| durable.encode_error(e))?;
+        let mut metadata = serde_json::Map::new();
+        for (k, v) in &self.info.config.metadata {
+            metadata.insert(k.clone(), v.clone());
+        }
+        metadata.insert("source".to_owned(), source.as_str().into());
+        metadata.insert("step".to_owned(), self.step.into());
+        metadata.insert("writes".to_owned(), writes);
+        metadata.insert("run_id".to_owned(), self.info.run_id.to_string().into());
+        let record = CheckpointRecord {
+            thread_id: durable.thread_id.clone(),
+            ns: durable.ns.clone(),
+            id: id.clone(),
+            parent_id: durable.checkpoint_id.clone(),
+            step: self.step,
+            created_at_ms: now_ms(),
+            metadata: serde_json::Value::Object(metadata),
+            versions: fields
+                .iter()
+                .zip(&durable.versions)
+                .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
+                .collect(),
+            body,
+        };
+        durable.saver.put(&record, &blobs).await?;
+        durable.checkpoint_id = Some(id.clone());
+        durable.record = Some(record);
+        durable.clear_step();
+        if self.streams(StreamMode::Debug) {
+            let next = self.frontier.next_names(self.graph);
+            self.emit(StreamPart::Debug(DebugEvent::Checkpoint {
+                step: self.step,
+                checkpoint_id: id,
+                next,
+            }))
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding: task writes as pending writes, a run's position as a checkpoint body, and back.
+
+/// A task's writes as stored in a pending write.
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+struct StoredWrites<U: StateUpdate> {
+    update: Option<U>,
+    goto: Vec<StoredGoto<U>>,
+    #[serde(default)]
+    batch: Option<Vec<U>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+enum StoredGoto<U: StateUpdate> {
+    Node(String),
+    Send(String, U),
+}
+
+/// A state as an update that writes every field (how `Send` inputs are stored).
+fn state_to_update<S: GraphState>(state: &S) -> S::Update {
+    state.clone().into_update()
+}
+
+/// The state an update builds from the default state.
+fn update_to_state<S: GraphState>(update: S::Update) -> Result<S, String> {
+    let mut state = S::default();
+    state.apply(update).map_err(|e| e.to_string())?;
+    Ok(state)
+}
+
+fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec<u8>, String> {
+    let (update, batch) = match &writes.updates {
+        Updates::None => (None, None),
+        Updates::One(update) => (Some(update.clone()), None),
+        Updates::Batch(list) => (None, Some(list.clone())),
+    };
+    let stored: StoredWrites<S::Update> = StoredWrites {
+        update,
+        batch,
+        goto: writes
+            .goto
+            .iter()
+            .map(|g| match g {
+                Goto::Node(name) => StoredGoto::Node(name.clone()),
+                Goto::Send(send) => {
+                    StoredGoto::Send(send.node.clone(), state_to_update(&send.input))
+                }
+            })
+            .collect(),
+    };
+    codec::encode(&stored)
+}
+
+fn decode_writes<S: GraphState>(node: usize, bytes: &[u8]) -> Result<TaskWrites<S>, String> {
+    let stored: StoredWrites<S::Update> = codec::decode(bytes)?;
+    let updates = match (stored.batch, stored.update) {
+        (Some(batch), _) => Updates::Batch(batch),
+        (None, Some(update)) => Updates::One(update),
+        (None, None) if stored.goto.is_empty() => Updates::One(S::Update::default()),
+        (None, None) => Updates::None,
+    };
+    let mut goto = Vec::with_capacity(stored.goto.len());
+    for g in stored.goto {
+        goto.push(match g {
+            StoredGoto::Node(name) => Goto::Node(name),
+            StoredGoto::Send(node, input) => Goto::Send(Send::new(node, update_to_state(input)?)),
+        });
+    }
+    Ok(TaskWrites {
+        node,
+        updates,
+        goto,
+    })
+}
+
+/// A run's position restored from a checkpoint.
+pub(crate) struct Restored<S: GraphState> {
+    pub(crate) record: CheckpointRecord,
+    pub(crate) state: S,
+    pub(crate) versions: Vec<Option<String>>,
+    pub(crate) caches: Vec<Option<FieldCache>>,
+    pub(crate) pulls: Vec<usize>,
+    pub(crate) pushes: Vec<(usize, S)>,
+    pub(crate) joins: Vec<Vec<bool>>,
+    /// The input of an `input` checkpoint that was not applied yet.
+    pub(crate) pending_input: Option<S::Update>,
+    /// Writes of tasks that finished, by task id.
+    pub(crate) outputs: HashMap<String, TaskWrites<S>>,
+    /// Resume values by task id.
+    pub(crate) resume: HashMap<String, Vec<serde_json::Value>>,
+    /// Tasks paused on `interrupt()`, with what they asked.
+    pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
+    /// Errors of tasks that failed, by task id.
+    pub(crate) errors: HashMap<String, String>,
+}
+
+fn corrupt(record: &CheckpointRecord, detail: impl Into<String>) -> GraphError {
+    GraphError::CorruptCheckpoint {
+        thread_id: record.thread_id.clone(),
+        checkpoint_id: record.id.clone(),
+        detail: detail.into(),
+    }
+}
+
+/// Rebuilds a run's position from a loaded checkpoint; `None` when there is none.
+pub(crate) fn restore<S: GraphState>(
+    graph: &Graph<S>,
+    loaded: LoadedCheckpoint,
+) -> Result<Option<Restored<S>>, GraphError> {
+    let LoadedCheckpoint {
+        record,
+        blobs,
+        writes,
+    } = loaded;
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    let body: Body = codec::decode(&record.body)
+        .map_err(|e| corrupt(&record, format!("unreadable body: {e}")))?;
+    if body.format != codec::FORMAT {
+        return Err(corrupt(
+            &record,
+            format!(
+                "format {} is not supported by this version (expected {})",
+                body.format,
+                codec::FORMAT
+            ),
+        ));
+    }
+
+    let fields = S::fields();
+    let mut state = S::default();
+    let mut versions = vec![None; fields.len()];
+    let mut caches = vec![None; fields.len()];
+    let by_key: HashMap<(String, String), &FieldBlob> = blobs
+        .iter()
+        .map(|b| ((b.field.clone(), b.version.clone()), b))
+        .collect();
+    for (field, version) in &record.versions {
+        let Some(index) = fields.iter().position(|f| f.name == field) else {
+            tracing::warn!(field, checkpoint = %record.id, "checkpoint has a field this state does not; ignored");
+            continue;
+        };
+        let (bytes, cache) = codec::reconstruct(field, version, &by_key)
+            .map_err(|e| corrupt(&record, format!("field `{field}`: {e}")))?;
+        state
+            .deserialize_field(index, &mut rmp_serde::Deserializer::new(&bytes[..]))
+            .map_err(|e| {
+                corrupt(
+                    &record,
+                    format!("field `{field}` does not decode into this state: {e}"),
+                )
+            })?;
+        versions[index] = Some(version.clone());
+        caches[index] = Some(cache);
+    }
+
+    let mut pulls = Vec::new();
+    let mut pending_input = None;
+    for name in &body.next {
+        if name == START {
+            let write = writes
+                .iter()
+                .find(|w| w.task_id == START && w.kind == WriteKind::Output)
+                .ok_or_else(|| corrupt(&record, "input checkpoint without its input"))?;
+            pending_input = Some(
+                codec::decode::<S::Update>(&write.data)
+                    .map_err(|e| corrupt(&record, format!("input does not decode: {e}")))?,
+            );
+            continue;
+        }
+        let index = graph.index.get(name).copied().ok_or_else(|| {
+            corrupt(
+                &record,
+                format!("the checkpoint's next node `{name}` is not in this graph"),
+            )
+        })?;
+        pulls.push(index);
+    }
+    let mut pushes = Vec::new();
+    for (name, input) in &body.sends {
+        let index = graph.index.get(name).copied().ok_or_else(|| {
+            corrupt(
+                &record,
+                format!("a pending Send targets `{name}`, which is not in this graph"),
+            )
+        })?;
+        let update = codec::decode::<S::Update>(&input.0)
+            .map_err(|e| corrupt(&record, format!("Send input does not decode: {e}")))?;
+        let input = update_to_state(update).map_err(|e| corrupt(&record, e))?;
+        pushes.push((index, input));
+    }
+    let joins = if body.joins.len() == graph.joins.len()
+        && body
+            .joins
+            .iter()
+            .zip(&graph.joins)
+            .all(|(seen, join)| seen.len() == join.sources)
+    {
+        body.joins
+    } else {
+        return Err(corrupt(
+            &record,
+            "the checkpoint's joins do not match this graph's (the graph changed shape)",
+        ));
+    };
+
+    let mut outputs = HashMap::new();
+    let mut resume: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
+    let mut interrupted = Vec::new();
+    let mut errors = HashMap::new();
+    for write in &writes {
+        match write.kind {
+            WriteKind::Output if write.task_id != START => {
+                // The node is set from the task when the writes are used.
+                let node = graph.index.get(&write.node).copied().unwrap_or_default();
+                let output = decode_writes::<S>(node, &write.data).map_err(|e| {
+                    corrupt(
+                        &record,
+                        format!("output of task `{}` does not decode: {e}", write.task_id),
+                    )
+                })?;
+                outputs.insert(write.task_id.clone(), output);
+            }
+            WriteKind::Output => {}
+            WriteKind::Resume => {
+                let values: Vec<serde_json::Value> = codec::decode(&write.data)
+                    .map_err(|e| corrupt(&record, format!("resume values do not decode: {e}")))?;
+                resume.insert(write.task_id.clone(), values);
+            }
+            WriteKind::Interrupt => {
+                let list: Vec<Interrupt> = codec::decode(&write.data)
+                    .map_err(|e| corrupt(&record, format!("interrupt does not decode: {e}")))?;
+                interrupted.push((write.task_id.clone(), list));
+            }
+            WriteKind::Error => {
+                let message: String = codec::decode(&write.data).unwrap_or_default();
+                errors.insert(write.task_id.clone(), message);
+            }
+        }
+    }
+    interrupted.retain(|(task, _)| !outputs.contains_key(task));
+
+    Ok(Some(Restored {
+        record,
+        state,
+        versions,
+        caches,
+        pulls,
+        pushes,
+        joins,
+        pending_input,
+        outputs,
+        resume,
+        interrupted,
+        errors,
+    }))
+}
+
+/// The body of a checkpoint at a run's position.
+fn encode_body<S: GraphState>(
+    graph: &Graph<S>,
+    pulls: &[usize],
+    pushes: &[(usize, S)],
+    joins: &[Vec<bool>],
+    pending_input: bool,
+) -> Result<Vec<u8>, String> {
+    let mut next: Vec<usize> = pulls.to_vec();
+    next.sort_unstable_by_key(|&n| graph.rank[n]);
+    let mut names: Vec<String> = Vec::with_capacity(next.len() + 1);
+    if pending_input {
+        names.push(START.to_owned());
+    }
+    names.extend(next.iter().map(|&n| graph.names[n].to_string()));
+    let mut sends = Vec::with_capacity(pushes.len());
+    for (node, input) in pushes {
+        sends.push((
+            graph.names[*node].to_string(),
+            Bytes(codec::encode(&state_to_update(input))?),
+        ));
+    }
+    codec::encode(&Body {
+        format: codec::FORMAT,
+        next: names,
+        sends,
+        joins: joins.to_vec(),
+        fields: S::fields().iter().map(|f| f.name.to_owned()).collect(),
+    })
+}
+
+/// Task id of a step's task: the checkpoint the step starts from, plus the task's path.
+pub(crate) fn task_id(checkpoint_id: &str, node: &str, push: Option<usize>) -> String {
+    match push {
+        None => format!("{checkpoint_id}:pull:{node}"),
+        Some(i) => format!("{checkpoint_id}:push:{i}"),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// A new time-ordered checkpoint id.
+fn new_checkpoint_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
