@@ -195,21 +195,20 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             None => None,
         };
         let mut run = Run::open(&self.inner, None, config.clone(), new_run_id(), None).await?;
-        let (record, is_latest) = match &run.durable {
-            Some(p) => (
-                p.record.clone(),
-                latest_id.is_none() || p.checkpoint_id == latest_id,
+        let (writers, is_latest) = match &run.durable {
+            Some(d) => (
+                d.writers.clone(),
+                latest_id.is_none() || d.checkpoint_id == latest_id,
             ),
-            None => (None, true),
+            None => (Vec::new(), true),
         };
+        // Without `as_node`: the node that wrote the checkpoint's step, when it was one node.
         let as_node: Option<String> = match as_node {
             Some(node) => Some(node.to_owned()),
-            None => record.as_ref().and_then(|r| {
-                let writes = r.metadata.get("writes")?.as_object()?;
-                (writes.len() == 1)
-                    .then(|| writes.keys().next().cloned())
-                    .flatten()
-            }),
+            None => match writers.as_slice() {
+                [one] if one != START => Some(one.clone()),
+                _ => None,
+            },
         };
         let graph = &*self.inner;
         let node = match as_node.as_deref() {
@@ -227,6 +226,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let writes_meta = serde_json::json!({
             as_node.clone().unwrap_or_default(): serde_json::to_value(&update).unwrap_or_default()
         });
+        let writer: Vec<usize> = node.flatten().into_iter().collect();
         let step = run.step + 1;
         let state = Arc::make_mut(&mut run.state);
         state.apply(update).map_err(|source| GraphError::Reducer {
@@ -251,7 +251,9 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         } else {
             Source::Fork
         };
-        run.save(source, writes_meta, written).await?;
+        run.save(source, Some(writes_meta), written, &writer)
+            .await?;
+        run.flush().await?;
         let id = run
             .durable
             .as_ref()

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::checkpoint::Checkpointer;
 use agent_core::{
-    BoxError, Command, CompiledGraph, END, GraphError, GraphState, Input, ListFilter, NodeContext,
-    RunConfig, START, StateGraph,
+    BoxError, Command, CompiledGraph, Durability, END, GraphError, GraphState, Input, ListFilter,
+    NodeContext, RunConfig, START, StateGraph,
 };
 
 #[derive(GraphState, Clone, Default, Debug, PartialEq)]
@@ -48,7 +48,9 @@ async fn multi_turn_history_and_fork() {
         let graph = chat_graph(saver);
         let config = thread("multi");
         for text in ["one", "two", "three"] {
-            graph.invoke(human(text), config.clone()).await.unwrap();
+            // The last turn asks for each step's updates in the checkpoint metadata.
+            let config = config.clone().writes_metadata(text == "three");
+            graph.invoke(human(text), config).await.unwrap();
         }
         let state = graph.get_state(&config).await.unwrap().unwrap();
         assert_eq!(state.values.turns, 3, "{name}");
@@ -74,6 +76,11 @@ async fn multi_turn_history_and_fork() {
             "{name}"
         );
         assert_eq!(history[0].metadata["writes"]["chat"]["turns"], 1);
+        assert!(
+            history[3].metadata.get("writes").is_none(),
+            "no writes metadata unless asked for: {}",
+            history[3].metadata
+        );
         assert_eq!(history[2].next, ["__start__"]);
         assert_eq!(history[1].next, ["chat"]);
         // Parents chain back to the first input.
@@ -351,7 +358,7 @@ async fn interrupts_without_a_checkpointer_are_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_siblings_are_not_rerun_after_a_failure() {
-    for (name, saver) in common::backends().await {
+    for (name, saver, durability) in common::backends_and_durabilities().await {
         let ok_runs = Arc::new(AtomicUsize::new(0));
         let bad_runs = Arc::new(AtomicUsize::new(0));
         let (ok, bad) = (ok_runs.clone(), bad_runs.clone());
@@ -386,7 +393,7 @@ async fn finished_siblings_are_not_rerun_after_a_failure() {
             .add_edge(["steady", "flaky"], END)
             .compile_with(saver)
             .unwrap();
-        let config = thread("siblings");
+        let config = thread("siblings").durability(durability);
         let err = graph
             .invoke(Chat::default(), config.clone())
             .await
@@ -559,6 +566,70 @@ async fn exit_durability_writes_one_checkpoint_per_run() {
                 .len(),
             2
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_durability_writes_the_checkpoints_sync_writes() {
+    for (name, saver) in common::backends().await {
+        let graph = agent_tools_graph_plain(saver);
+        let mut histories = Vec::new();
+        for durability in [Durability::Sync, Durability::Async] {
+            let config = thread("async").durability(durability);
+            for turn in 0..3 {
+                let out = graph
+                    .invoke(ChatUpdate::default().turns(1), config.clone())
+                    .await
+                    .unwrap();
+                assert_eq!(out.messages.len(), 3 * (turn + 1), "{name}");
+                // Stored before the run returned.
+                let latest = graph.get_state(&config).await.unwrap().unwrap();
+                assert_eq!(latest.values.messages, out.messages, "{name}");
+                assert_eq!(Some(latest.config.checkpoint_id), Some(out.checkpoint_id));
+            }
+            let history: Vec<(i64, String, Vec<String>, usize)> = graph
+                .get_state_history(&config, &ListFilter::default())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| {
+                    let source = s.metadata["source"].as_str().unwrap_or_default().to_owned();
+                    (s.step, source, s.next, s.values.messages.len())
+                })
+                .collect();
+            histories.push(history);
+        }
+        assert_eq!(
+            histories[0].len(),
+            15,
+            "{name}: an input and four steps per run"
+        );
+        assert_eq!(histories[0], histories[1], "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_durability_pauses_and_resumes() {
+    for (name, saver) in common::backends().await {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let graph = approval_graph(saver, calls.clone(), true);
+        let config = thread("async-interrupt").durability(Durability::Async);
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        // The pause is stored before it is reported.
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.interrupts, out.interrupts, "{name}");
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts[0].value, "really?", "{name}");
+        let out = graph
+            .invoke(Command::resume("sure").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("yes+sure"), "{name}");
+        assert_eq!(out.messages, ["draft"], "{name}: draft ran once");
     }
 }
 

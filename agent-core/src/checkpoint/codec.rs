@@ -27,6 +27,21 @@ pub(crate) struct Body {
     pub(crate) joins: Vec<Vec<bool>>,
     /// The field names of the state that wrote it (for compatibility checks).
     pub(crate) fields: Vec<String>,
+    /// The nodes whose writes made this checkpoint's step (`__start__` for the input step);
+    /// `update_state` without `as_node` acts as the one writer, when there is one.
+    #[serde(default)]
+    pub(crate) writers: Vec<String>,
+}
+
+/// [`Body`] as written: borrowed, so encoding a checkpoint allocates no names.
+#[derive(serde::Serialize)]
+pub(crate) struct BodyRef<'a> {
+    pub(crate) format: u32,
+    pub(crate) next: Vec<&'a str>,
+    pub(crate) sends: Vec<(&'a str, serde_bytes_vec::Bytes)>,
+    pub(crate) joins: &'a [Vec<bool>],
+    pub(crate) fields: Vec<&'static str>,
+    pub(crate) writers: &'a [&'a str],
 }
 
 /// Byte vectors encoded as MessagePack bin (not arrays of numbers).

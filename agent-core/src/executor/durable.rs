@@ -9,13 +9,17 @@
 //! one never serializes.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::codec::{self, Body, FieldCache, serde_bytes_vec::Bytes};
+use crate::checkpoint::codec::{self, Body, BodyRef, FieldCache, serde_bytes_vec::Bytes};
 use crate::checkpoint::{
-    CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, WriteKind,
+    CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, StoreOp,
+    WriteKind,
 };
 use crate::command::{Goto, Send};
 use crate::compiled::Graph;
@@ -27,7 +31,7 @@ use crate::state::{FieldSet, GraphState, StateUpdate};
 use crate::stream::{DebugEvent, StreamMode, StreamPart};
 
 use super::Run;
-use super::algo::Task;
+use super::algo::{FROM_START, Frontier, Task};
 use super::runner::{TaskWrites, Updates};
 
 /// A run's link to its checkpointer and thread.
@@ -38,7 +42,8 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) durability: Durability,
     /// The checkpoint the next step starts from.
     pub(crate) checkpoint_id: Option<String>,
-    pub(crate) record: Option<CheckpointRecord>,
+    /// The nodes whose writes made the restored checkpoint's step.
+    pub(crate) writers: Vec<String>,
     /// Per field, the version of its last stored value.
     versions: Vec<Option<String>>,
     /// Per field, what the next delta is computed against.
@@ -51,8 +56,18 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
     /// The input of an `input` checkpoint, not applied yet.
     pub(crate) pending_input: Option<S::Update>,
-    /// With `Durability::Exit`: fields written and the last step's writes, not saved yet.
-    deferred: Option<(FieldSet, serde_json::Value)>,
+    /// With `Durability::Exit`: the checkpoint owed when the run ends.
+    deferred: Option<Deferred>,
+    /// Stores in order, in the background.
+    writer: Writer,
+}
+
+/// A checkpoint not written yet (`Durability::Exit`): the fields written since the last one,
+/// and the last step's metadata and writers.
+struct Deferred {
+    written: FieldSet,
+    writes: Option<serde_json::Value>,
+    writers: Vec<usize>,
 }
 
 impl<S: GraphState> Durable<S> {
@@ -77,12 +92,13 @@ impl<S: GraphState> Durable<S> {
         }
         let fields = S::fields().len();
         let mut durable = Durable {
+            writer: Writer::new(saver.clone()),
             saver,
             thread_id,
             ns,
             durability,
             checkpoint_id: None,
-            record: None,
+            writers: Vec::new(),
             versions: vec![None; fields],
             caches: vec![None; fields],
             outputs: HashMap::new(),
@@ -94,7 +110,7 @@ impl<S: GraphState> Durable<S> {
         let mut restored = restore(graph, loaded)?;
         if let Some(restored) = &mut restored {
             durable.checkpoint_id = Some(restored.record.id.clone());
-            durable.record = Some(restored.record.clone());
+            durable.writers = std::mem::take(&mut restored.writers);
             durable.versions = std::mem::take(&mut restored.versions);
             durable.caches = std::mem::take(&mut restored.caches);
             durable.outputs = std::mem::take(&mut restored.outputs);
@@ -113,22 +129,27 @@ impl<S: GraphState> Durable<S> {
         self.interrupted.clear();
     }
 
-    fn encode_error(&self, detail: String) -> GraphError {
+    fn encode_error(&self, detail: impl std::fmt::Display) -> GraphError {
         GraphError::Storage {
             backend: self.saver.backend(),
             detail: format!("encoding for thread `{}`: {detail}", self.thread_id),
         }
     }
 
-    /// Stores pending writes against the current checkpoint (none before the first).
-    async fn put_writes(&self, writes: &[PendingWrite]) -> Result<(), GraphError> {
-        match &self.checkpoint_id {
-            Some(id) => {
-                self.saver
-                    .put_writes(&self.thread_id, &self.ns, id, writes)
-                    .await
-            }
-            None => Ok(()),
+    /// Pending writes against the current checkpoint (none before the first).
+    fn writes_op(&self, writes: Vec<PendingWrite>) -> Option<StoreOp> {
+        Some(StoreOp::Writes {
+            thread_id: self.thread_id.clone(),
+            ns: self.ns.clone(),
+            checkpoint_id: self.checkpoint_id.clone()?,
+            writes,
+        })
+    }
+
+    /// Queues pending writes (stored in order with everything queued before them).
+    fn submit_writes(&self, writes: Vec<PendingWrite>) {
+        if let Some(op) = self.writes_op(writes) {
+            self.writer.submit(op);
         }
     }
 }
@@ -136,9 +157,11 @@ impl<S: GraphState> Durable<S> {
 impl<S: GraphState> Run<'_, S> {
     /// Whether checkpoints are written as the run goes (`Durability::Sync`).
     pub(super) fn sync(&self) -> bool {
-        self.durable
-            .as_ref()
-            .is_some_and(|d| d.durability == Durability::Sync)
+        self.durability() == Some(Durability::Sync)
+    }
+
+    fn durability(&self) -> Option<Durability> {
+        self.durable.as_ref().map(|d| d.durability)
     }
 
     /// Gives the step's tasks their ids: the checkpoint the step starts from plus the task's
@@ -170,46 +193,77 @@ impl<S: GraphState> Run<'_, S> {
         }
     }
 
-    /// Keeps a finished task's writes (with `Durability::Sync`), so a crash or a failing
-    /// sibling does not lose them.
-    pub(crate) async fn keep_writes(
+    /// A finished task's writes as a pending write.
+    fn pending(
         &self,
         task: &Task<S>,
         writes: &TaskWrites<S>,
-    ) -> Result<(), GraphError> {
+    ) -> Result<Option<PendingWrite>, GraphError> {
         let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
-            return Ok(());
+            return Ok(None);
         };
-        if !self.sync() || durable.checkpoint_id.is_none() {
-            return Ok(());
-        }
         let data = encode_writes(writes).map_err(|e| durable.encode_error(e))?;
-        let write = PendingWrite {
+        Ok(Some(PendingWrite {
             task_id: id.clone(),
             node: self.graph.names[task.node].to_string(),
             kind: WriteKind::Output,
             data,
-        };
-        durable.put_writes(&[write]).await
+        }))
     }
 
-    /// Keeps a failed task's error next to its step's checkpoint (best effort).
-    pub(crate) async fn record_failure(&self, task: &Task<S>, error: &GraphError) {
+    /// Keeps a finished task's writes as it lands (`Durability::Sync`), so a crash or a
+    /// failing sibling does not lose them. Queued: writes that land while earlier ones are
+    /// being stored go together.
+    pub(crate) fn keep_writes(
+        &self,
+        task: &Task<S>,
+        writes: &TaskWrites<S>,
+    ) -> Result<(), GraphError> {
+        if !self.sync() {
+            return Ok(());
+        }
+        if let (Some(durable), Some(write)) = (&self.durable, self.pending(task, writes)?) {
+            durable.submit_writes(vec![write]);
+        }
+        Ok(())
+    }
+
+    /// A task failed: with `Durability::Async`, the writes of the siblings that finished are
+    /// kept now (`Sync` kept them as they landed; `Exit` keeps none).
+    pub(crate) fn keep_finished(
+        &self,
+        finished: &[(&Task<S>, &TaskWrites<S>)],
+    ) -> Result<(), GraphError> {
+        if self.durability() != Some(Durability::Async) {
+            return Ok(());
+        }
+        let mut writes = Vec::with_capacity(finished.len());
+        for (task, done) in finished {
+            writes.extend(self.pending(task, done)?);
+        }
+        if let Some(durable) = &self.durable
+            && !writes.is_empty()
+        {
+            durable.submit_writes(writes);
+        }
+        Ok(())
+    }
+
+    /// Keeps a failed task's error next to its step's checkpoint (best effort; a failed
+    /// store shows when the run flushes).
+    pub(crate) fn record_failure(&self, task: &Task<S>, error: &GraphError) {
         let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
             return;
         };
         let Ok(data) = codec::encode(&error.to_string()) else {
             return;
         };
-        let write = PendingWrite {
+        durable.submit_writes(vec![PendingWrite {
             task_id: id.clone(),
             node: self.graph.names[task.node].to_string(),
             kind: WriteKind::Error,
             data,
-        };
-        if let Err(e) = durable.put_writes(&[write]).await {
-            tracing::warn!(error = %e, "could not record a failed task");
-        }
+        }]);
     }
 
     /// Stores the resume value for every paused task of the thread.
@@ -244,27 +298,28 @@ impl<S: GraphState> Run<'_, S> {
                 data,
             });
         }
-        durable.put_writes(&writes).await
+        durable.submit_writes(writes);
+        durable.writer.flush().await
     }
 
     /// Stores a new input as the input checkpoint's pending write, so a crash before the
     /// input step is written still finds it.
-    pub(crate) async fn store_input(&mut self, update: &S::Update) -> Result<(), GraphError> {
+    pub(crate) fn store_input(&mut self, update: &S::Update) -> Result<(), GraphError> {
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
         let data = codec::encode(update).map_err(|e| durable.encode_error(e))?;
-        let write = PendingWrite {
+        durable.submit_writes(vec![PendingWrite {
             task_id: START.to_owned(),
             node: START.to_owned(),
             kind: WriteKind::Output,
             data,
-        };
-        durable.put_writes(&[write]).await
+        }]);
+        Ok(())
     }
 
     /// Some tasks paused: stores their interrupts against the step's checkpoint (written now
-    /// with `Durability::Exit`) and reports them.
+    /// with `Durability::Exit`), everything stored before the run reports them.
     pub(crate) async fn store_interrupts(
         &mut self,
         paused: Vec<(Option<String>, usize, Interrupted)>,
@@ -301,47 +356,64 @@ impl<S: GraphState> Run<'_, S> {
             durable.interrupted.push((id, vec![interrupt.clone()]));
             self.interrupts.push(interrupt);
         }
-        durable.put_writes(&writes).await
+        durable.submit_writes(writes);
+        durable.writer.flush().await
     }
 
-    /// A checkpoint of the run's position after a step: written now (`Durability::Sync`) or
-    /// when the run ends (`Durability::Exit`). `writes` is the step's metadata entry.
+    /// A checkpoint of the run's position after a step whose tasks ran `writers`: stored now
+    /// (`Sync`), queued to be stored while the next step runs (`Async`), or when the run ends
+    /// (`Exit`). `writes` is the metadata's `writes` entry, when asked for.
     pub(crate) async fn checkpoint(
         &mut self,
         source: Source,
-        writes: serde_json::Value,
+        writes: Option<serde_json::Value>,
         written: FieldSet,
+        writers: &[usize],
     ) -> Result<(), GraphError> {
-        if self.sync() {
-            return self.save(source, writes, written).await;
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        if durable.durability == Durability::Exit {
+            let written = match durable.deferred.take() {
+                Some(deferred) => deferred.written.union(written),
+                None => written,
+            };
+            durable.deferred = Some(Deferred {
+                written,
+                writes,
+                writers: writers.to_vec(),
+            });
+            return Ok(());
         }
-        if let Some(durable) = &mut self.durable {
-            let fields = durable
-                .deferred
-                .take()
-                .map(|(f, _)| f)
-                .unwrap_or_default()
-                .union(written);
-            durable.deferred = Some((fields, writes));
-        }
-        Ok(())
+        self.save(source, writes, written, writers).await
     }
 
-    /// Writes the deferred checkpoint, if any.
+    /// Stores what is owed: the deferred checkpoint (`Exit`), and everything queued. Runs
+    /// before a run returns, reports an interrupt, or fails.
     pub(crate) async fn flush(&mut self) -> Result<(), GraphError> {
         let deferred = self.durable.as_mut().and_then(|d| d.deferred.take());
-        match deferred {
-            Some((written, writes)) => self.save(Source::Loop, writes, written).await,
+        let saved = match deferred {
+            Some(Deferred {
+                written,
+                writes,
+                writers,
+            }) => self.save(Source::Loop, writes, written, &writers).await,
             None => Ok(()),
-        }
+        };
+        let flushed = match &self.durable {
+            Some(durable) => durable.writer.flush().await,
+            None => Ok(()),
+        };
+        saved.and(flushed)
     }
 
-    /// The step's writes as the checkpoint metadata's `writes` entry: only when this step's
-    /// checkpoint is written now (with `Durability::Exit` most steps have none).
+    /// The step's writes as the checkpoint metadata's `writes` entry, when the run asked for
+    /// it (`RunConfig::writes_metadata`) and this step's checkpoint is written now.
     pub(crate) fn writes_metadata(&self, writes: &[TaskWrites<S>]) -> Option<serde_json::Value> {
-        self.durable.as_ref()?;
-        if !self.sync() {
-            return Some(serde_json::Value::Null);
+        if !self.info.config.writes_metadata
+            || matches!(self.durability(), None | Some(Durability::Exit))
+        {
+            return None;
         }
         let mut by_node: Vec<(&str, Vec<serde_json::Value>)> = Vec::new();
         for task in writes {
@@ -366,16 +438,50 @@ impl<S: GraphState> Run<'_, S> {
         Some(serde_json::Value::Object(map))
     }
 
-    /// Writes a checkpoint of the run's position: new blobs for the fields written since the
-    /// last one, the frontier, and metadata.
+    /// Writes a checkpoint of the run's position now (`Sync`; `update_state`) or queues it
+    /// (`Async`): new blobs for the fields written since the last one, the frontier, and
+    /// metadata.
     pub(crate) async fn save(
         &mut self,
         source: Source,
-        writes: serde_json::Value,
+        writes: Option<serde_json::Value>,
         written: FieldSet,
+        writers: &[usize],
     ) -> Result<(), GraphError> {
+        let Some(op) = self.encode_checkpoint(source, writes, written, writers)? else {
+            return Ok(());
+        };
         let Some(durable) = &mut self.durable else {
             return Ok(());
+        };
+        let id = durable.checkpoint_id.clone().unwrap_or_default();
+        if durable.durability == Durability::Async {
+            durable.writer.submit(op);
+        } else {
+            durable.writer.write_now(op).await?;
+        }
+        if self.streams(StreamMode::Debug) {
+            let next = self.frontier.next_names(self.graph);
+            self.emit(StreamPart::Debug(DebugEvent::Checkpoint {
+                step: self.step,
+                checkpoint_id: id,
+                next,
+            }))
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The checkpoint of the run's position, and the run moved onto it.
+    fn encode_checkpoint(
+        &mut self,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+    ) -> Result<Option<StoreOp>, GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Ok(None);
         };
         let id = new_checkpoint_id();
         let fields = S::fields();
@@ -394,12 +500,21 @@ impl<S: GraphState> Run<'_, S> {
             durable.versions[index] = Some(id.clone());
             blobs.push(blob);
         }
+        let mut writer_names: Vec<&str> = Vec::with_capacity(1);
+        for &n in writers {
+            let name = match n {
+                FROM_START => START,
+                n => &*self.graph.names[n],
+            };
+            if !writer_names.contains(&name) {
+                writer_names.push(name);
+            }
+        }
         let body = encode_body(
             self.graph,
-            &self.frontier.pulls,
-            &self.frontier.pushes,
-            &self.frontier.joins,
+            &self.frontier,
             durable.pending_input.is_some(),
+            &writer_names,
         )
         .map_err(|e| durable.encode_error(e))?;
         let mut metadata = serde_json::Map::new();
@@ -408,13 +523,15 @@ impl<S: GraphState> Run<'_, S> {
         }
         metadata.insert("source".to_owned(), source.as_str().into());
         metadata.insert("step".to_owned(), self.step.into());
-        metadata.insert("writes".to_owned(), writes);
+        if let Some(writes) = writes {
+            metadata.insert("writes".to_owned(), writes);
+        }
         metadata.insert("run_id".to_owned(), self.info.run_id.to_string().into());
         let record = CheckpointRecord {
             thread_id: durable.thread_id.clone(),
             ns: durable.ns.clone(),
             id: id.clone(),
-            parent_id: durable.checkpoint_id.clone(),
+            parent_id: durable.checkpoint_id.replace(id),
             step: self.step,
             created_at_ms: now_ms(),
             metadata: serde_json::Value::Object(metadata),
@@ -425,20 +542,121 @@ impl<S: GraphState> Run<'_, S> {
                 .collect(),
             body,
         };
-        durable.saver.put(&record, &blobs).await?;
-        durable.checkpoint_id = Some(id.clone());
-        durable.record = Some(record);
         durable.clear_step();
-        if self.streams(StreamMode::Debug) {
-            let next = self.frontier.next_names(self.graph);
-            self.emit(StreamPart::Debug(DebugEvent::Checkpoint {
-                step: self.step,
-                checkpoint_id: id,
-                next,
-            }))
-            .await?;
+        Ok(Some(StoreOp::Checkpoint { record, blobs }))
+    }
+}
+
+/// Stores a run's operations in order, in the background: an operation queued while others
+/// are being stored goes with the next batch (one `put_batch`, one transaction), so task
+/// writes that land together cost one round trip. A failed store drops what follows it (a
+/// checkpoint may depend on the blobs before it) and is reported by the next flush.
+struct Writer {
+    saver: Arc<dyn Checkpointer>,
+    shared: Arc<WriterShared>,
+}
+
+#[derive(Default)]
+struct WriterShared {
+    queue: Mutex<Queue>,
+    idle: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    ops: Vec<StoreOp>,
+    /// A drain task is storing.
+    busy: bool,
+    error: Option<GraphError>,
+}
+
+impl Writer {
+    fn new(saver: Arc<dyn Checkpointer>) -> Self {
+        Writer {
+            saver,
+            shared: Arc::default(),
         }
-        Ok(())
+    }
+
+    fn lock(shared: &WriterShared) -> std::sync::MutexGuard<'_, Queue> {
+        // The lock is never held across a panic point that leaves the queue inconsistent.
+        shared.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `op`; starts a drain task when none runs.
+    fn submit(&self, op: StoreOp) {
+        let mut queue = Self::lock(&self.shared);
+        if queue.error.is_some() {
+            return;
+        }
+        queue.ops.push(op);
+        if !queue.busy {
+            queue.busy = true;
+            drop(queue);
+            tokio::spawn(drain(self.saver.clone(), self.shared.clone()));
+        }
+    }
+
+    /// Stores `op` after everything queued: on this task when nothing is queued (no hop to
+    /// another task), else with the queue.
+    async fn write_now(&self, op: StoreOp) -> Result<(), GraphError> {
+        let idle = {
+            let queue = Self::lock(&self.shared);
+            !queue.busy && queue.error.is_none()
+        };
+        if idle {
+            return self.saver.put_batch(vec![op]).await;
+        }
+        self.submit(op);
+        self.flush().await
+    }
+
+    /// Waits until everything queued is stored; the first failure, if any.
+    async fn flush(&self) -> Result<(), GraphError> {
+        loop {
+            let idle = self.shared.idle.notified();
+            let mut idle = std::pin::pin!(idle);
+            idle.as_mut().enable();
+            {
+                let mut queue = Self::lock(&self.shared);
+                if !queue.busy {
+                    return match queue.error.take() {
+                        Some(error) => Err(error),
+                        None => Ok(()),
+                    };
+                }
+            }
+            idle.await;
+        }
+    }
+}
+
+/// The drain task: stores batches until the queue is empty.
+async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
+    loop {
+        let ops = {
+            let mut queue = Writer::lock(&shared);
+            if queue.ops.is_empty() || queue.error.is_some() {
+                queue.ops.clear();
+                queue.busy = false;
+                drop(queue);
+                shared.idle.notify_waiters();
+                return;
+            }
+            std::mem::take(&mut queue.ops)
+        };
+        let stored = AssertUnwindSafe(saver.put_batch(ops)).catch_unwind().await;
+        let error = match stored {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(error),
+            Err(_) => Some(GraphError::Storage {
+                backend: saver.backend(),
+                detail: "the checkpointer panicked while storing".to_owned(),
+            }),
+        };
+        if let Some(error) = error {
+            Writer::lock(&shared).error = Some(error);
+        }
     }
 }
 
@@ -538,6 +756,8 @@ pub(crate) struct Restored<S: GraphState> {
     pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
     /// Errors of tasks that failed, by task id.
     pub(crate) errors: HashMap<String, String>,
+    /// The nodes whose writes made the checkpoint's step.
+    pub(crate) writers: Vec<String>,
 }
 
 fn corrupt(record: &CheckpointRecord, detail: impl Into<String>) -> GraphError {
@@ -561,7 +781,7 @@ pub(crate) fn restore<S: GraphState>(
     let Some(record) = record else {
         return Ok(None);
     };
-    let body: Body = codec::decode(&record.body)
+    let mut body: Body = codec::decode(&record.body)
         .map_err(|e| corrupt(&record, format!("unreadable body: {e}")))?;
     if body.format != codec::FORMAT {
         return Err(corrupt(
@@ -643,7 +863,7 @@ pub(crate) fn restore<S: GraphState>(
             .zip(&graph.joins)
             .all(|(seen, join)| seen.len() == join.sources)
     {
-        body.joins
+        std::mem::take(&mut body.joins)
     } else {
         return Err(corrupt(
             &record,
@@ -700,37 +920,38 @@ pub(crate) fn restore<S: GraphState>(
         resume,
         interrupted,
         errors,
+        writers: body.writers,
     }))
 }
 
 /// The body of a checkpoint at a run's position.
 fn encode_body<S: GraphState>(
     graph: &Graph<S>,
-    pulls: &[usize],
-    pushes: &[(usize, S)],
-    joins: &[Vec<bool>],
+    frontier: &Frontier<S>,
     pending_input: bool,
+    writers: &[&str],
 ) -> Result<Vec<u8>, String> {
-    let mut next: Vec<usize> = pulls.to_vec();
+    let mut next: Vec<usize> = frontier.pulls.clone();
     next.sort_unstable_by_key(|&n| graph.rank[n]);
-    let mut names: Vec<String> = Vec::with_capacity(next.len() + 1);
+    let mut names: Vec<&str> = Vec::with_capacity(next.len() + 1);
     if pending_input {
-        names.push(START.to_owned());
+        names.push(START);
     }
-    names.extend(next.iter().map(|&n| graph.names[n].to_string()));
-    let mut sends = Vec::with_capacity(pushes.len());
-    for (node, input) in pushes {
+    names.extend(next.iter().map(|&n| &*graph.names[n]));
+    let mut sends = Vec::with_capacity(frontier.pushes.len());
+    for (node, input) in &frontier.pushes {
         sends.push((
-            graph.names[*node].to_string(),
+            &*graph.names[*node],
             Bytes(codec::encode(&state_to_update(input))?),
         ));
     }
-    codec::encode(&Body {
+    codec::encode(&BodyRef {
         format: codec::FORMAT,
         next: names,
         sends,
-        joins: joins.to_vec(),
-        fields: S::fields().iter().map(|f| f.name.to_owned()).collect(),
+        joins: &frontier.joins,
+        fields: S::fields().iter().map(|f| f.name).collect(),
+        writers,
     })
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::checkpoint::Source;
 use crate::command::Command;
 use crate::compiled::{Graph, Outgoing};
-use crate::config::RunConfig;
+use crate::config::{Durability, RunConfig};
 use crate::constants::START;
 use crate::context::RunInfo;
 use crate::error::GraphError;
@@ -124,7 +124,6 @@ impl<'g, S: GraphState> Run<'g, S> {
 
     /// New input starts over from START: pending tasks of the thread are dropped.
     async fn new_input(&mut self, update: S::Update) -> Result<(), GraphError> {
-        let sync = self.sync();
         let Some(durable) = &mut self.durable else {
             return self.apply_input(update);
         };
@@ -137,22 +136,28 @@ impl<'g, S: GraphState> Run<'g, S> {
         self.frontier.clear();
         self.frontier.reset_joins();
         let written = S::writes(&update);
-        let writes = serde_json::json!({ START: to_json(&update) });
-        if !sync {
+        let writes = self
+            .info
+            .config
+            .writes_metadata
+            .then(|| serde_json::json!({ START: to_json(&update) }));
+        if durable.durability == Durability::Exit {
             self.apply_input(update)?;
-            return self.checkpoint(Source::Loop, writes, written).await;
+            return self
+                .checkpoint(Source::Loop, writes, written, &[FROM_START])
+                .await;
         }
         // An `input` checkpoint whose next task is the input itself (a crash before the
         // input step is written resumes from it), then the input step.
         durable.pending_input = Some(update.clone());
-        self.save(Source::Input, writes, FieldSet::EMPTY).await?;
+        self.save(Source::Input, writes, FieldSet::EMPTY, &[])
+            .await?;
         if let Some(durable) = &mut self.durable {
             durable.pending_input = None;
         }
-        self.store_input(&update).await?;
+        self.store_input(&update)?;
         self.apply_input(update)?;
-        self.save(Source::Loop, serde_json::Value::Null, written)
-            .await
+        self.save(Source::Loop, None, written, &[FROM_START]).await
     }
 
     /// A command: resume values for the paused tasks, then its update and gotos as input.
@@ -176,7 +181,11 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
         // A command as input: written by `__start__`, routed by its gotos.
         let written = update.as_ref().map(S::writes).unwrap_or_default();
-        let writes = serde_json::json!({ START: update.as_ref().map(to_json) });
+        let writes = self
+            .info
+            .config
+            .writes_metadata
+            .then(|| serde_json::json!({ START: update.as_ref().map(to_json) }));
         if let Some(update) = update {
             algo::apply_to(Arc::make_mut(&mut self.state), START, self.step + 1, update)?;
         }
@@ -184,7 +193,8 @@ impl<'g, S: GraphState> Run<'g, S> {
             .fire(self.graph, &Outgoing::default(), None, goto, Vec::new())?;
         self.step += 1;
         if self.durable.is_some() {
-            self.checkpoint(Source::Loop, writes, written).await?;
+            self.checkpoint(Source::Loop, writes, written, &[FROM_START])
+                .await?;
         }
         Ok(())
     }
@@ -202,7 +212,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         if let Some(update) = durable.pending_input.take() {
             let written = S::writes(&update);
             self.apply_input(update)?;
-            self.checkpoint(Source::Loop, serde_json::Value::Null, written)
+            self.checkpoint(Source::Loop, None, written, &[FROM_START])
                 .await?;
         }
         self.skip_before_once = true;

@@ -248,9 +248,8 @@ impl<S: GraphState> Run<'_, S> {
             self.path.record(&self.graph.names, &nodes);
 
             // Durable: a checkpoint of the new position.
-            if let Some(metadata) = metadata {
-                self.checkpoint(Source::Loop, metadata, written).await?;
-            }
+            self.checkpoint(Source::Loop, metadata, written, &nodes)
+                .await?;
 
             // Route: a static interrupt after one of the step's nodes pauses here.
             if nodes.iter().any(|&n| self.interrupt_after[n]) {

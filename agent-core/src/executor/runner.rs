@@ -124,7 +124,7 @@ impl<S: GraphState> Run<'_, S> {
                 self.task_finished(task.node, stream, &result).await?;
             }
             if let Err(error) = &result {
-                self.record_failure(task, error).await;
+                self.record_failure(task, error);
             }
             return Ok(vec![result?]);
         }
@@ -168,12 +168,12 @@ impl<S: GraphState> Run<'_, S> {
                 Ok(done) => {
                     if let Done::Output(writes) = &done {
                         // Kept at once, so a crash or a failing sibling does not lose it.
-                        self.keep_writes(task, writes).await?;
+                        self.keep_writes(task, writes)?;
                     }
                     results[i] = Some(done);
                 }
                 Err(error) => {
-                    self.record_failure(task, &error).await;
+                    self.record_failure(task, &error);
                     if self.durable.is_none() {
                         set.abort_all();
                         return Err(error);
@@ -187,6 +187,15 @@ impl<S: GraphState> Run<'_, S> {
             }
         }
         if let Some(error) = failure {
+            let finished: Vec<(&Task<S>, &TaskWrites<S>)> = tasks
+                .iter()
+                .zip(&results)
+                .filter_map(|(task, done)| match done {
+                    Some(Done::Output(writes)) => Some((task, writes)),
+                    _ => None,
+                })
+                .collect();
+            self.keep_finished(&finished)?;
             return Err(error);
         }
         Ok(results.into_iter().flatten().collect())
