@@ -4,12 +4,13 @@
 //!
 //! ```text
 //! shapes [--quick] [--shape NAME].. [--saver none|memory|sqlite|postgres|floor].. [--out FILE]
-//!        [--durability sync|exit].. [--runtime multi|current]
+//!        [--durability sync|async|exit].. [--runtime multi|current]
 //! shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]
 //! ```
 //!
-//! With a saver, each shape runs in both durabilities: `sync` (a checkpoint every super-step,
-//! awaited before the next; the default) and `exit` (one checkpoint when the run ends, as
+//! With a saver, each shape runs in every durability: `sync` (a checkpoint every super-step,
+//! awaited before the next; the default), `async` (a checkpoint every super-step, stored while
+//! the next runs, as LangGraph's default) and `exit` (one checkpoint when the run ends, as
 //! LangGraph's `durability="exit"`); each line records its `durability` (`null` without a saver).
 //!
 //! Every shape x saver x durability runs in a child process of its own (this program again, with
@@ -108,7 +109,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
             "--storage" => child = Some(Child::Storage),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|exit].. [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
+                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|async|exit].. [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
                     SAVERS.join("|")
                 )
                 .into());
@@ -128,13 +129,21 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
     }
     for durability in &options.durabilities {
         if !DURABILITIES.contains(&durability.as_str()) {
-            return Err(format!("unknown durability `{durability}`; known: sync, exit").into());
+            return Err(format!(
+                "unknown durability `{durability}`; known: {}",
+                DURABILITIES.join(", ")
+            )
+            .into());
         }
     }
     if let Some(Child::Shape(_, _, durability)) = &child
         && !DURABILITIES.contains(&durability.as_str())
     {
-        return Err(format!("unknown durability `{durability}`; known: sync, exit").into());
+        return Err(format!(
+            "unknown durability `{durability}`; known: {}",
+            DURABILITIES.join(", ")
+        )
+        .into());
     }
     if !matches!(options.runtime.as_str(), "multi" | "current") {
         return Err("--runtime is `multi` (tokio's multi-thread default) or `current`".into());
@@ -299,10 +308,10 @@ fn child_shape(
     kind: &str,
     durability: &str,
 ) -> Result<(), BoxError> {
-    let durability_mode = if durability == "exit" {
-        Durability::Exit
-    } else {
-        Durability::Sync
+    let durability_mode = match durability {
+        "exit" => Durability::Exit,
+        "async" => Durability::Async,
+        _ => Durability::Sync,
     };
     let shape = SHAPES
         .iter()

@@ -91,8 +91,9 @@ pub const SHAPES: &[(&str, Shape)] = &[
 /// Savers, plus `floor` (the hand-written program).
 pub const SAVERS: &[&str] = &["none", "memory", "sqlite", "postgres", "floor"];
 
-/// Durabilities a saver runs in: every step (the default), and once when the run ends.
-pub const DURABILITIES: &[&str] = &["sync", "exit"];
+/// Durabilities a saver runs in: every step, awaited (the default); every step, stored while
+/// the next runs (LangGraph's default); once when the run ends.
+pub const DURABILITIES: &[&str] = &["sync", "async", "exit"];
 
 #[cfg(test)]
 mod tests {

@@ -173,11 +173,16 @@ pub mod __private {
         field: &'static str,
         reducer: &'static str,
     ) -> Result<(), ReducerError> {
+        let appended = output.appended();
         output.into_result().map_err(|source| ReducerError {
             field,
             reducer,
             source,
-        })
+        })?;
+        if appended {
+            crate::reducers::journal::appended(field);
+        }
+        Ok(())
     }
 
     /// An error for a field index a state does not have.

@@ -228,6 +228,9 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         });
         let writer: Vec<usize> = node.flatten().into_iter().collect();
         let step = run.step + 1;
+        if let Some(durable) = &mut run.durable {
+            durable.rewritten = durable.rewritten.union(written);
+        }
         let state = Arc::make_mut(&mut run.state);
         state.apply(update).map_err(|source| GraphError::Reducer {
             node: as_node.clone().unwrap_or_default(),

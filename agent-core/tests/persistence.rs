@@ -708,3 +708,77 @@ fn agent_tools_graph_plain(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> 
         .compile_with(saver)
         .unwrap()
 }
+
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct Mixed {
+    #[reducer(append)]
+    log: Vec<String>,
+    #[reducer(append)]
+    tags: std::collections::BTreeSet<String>,
+    #[reducer(self::keep_last_two)]
+    recent: Vec<String>,
+}
+
+fn keep_last_two(current: &mut Vec<String>, update: Vec<String>) {
+    current.extend(update);
+    let cut = current.len().saturating_sub(2);
+    current.drain(..cut);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_store_new_elements_and_every_reducer_restores_exactly() {
+    for (name, saver, durability) in common::backends_and_durabilities().await {
+        let graph = StateGraph::new()
+            .add_node("step", |s: Arc<Mixed>| async move {
+                let n = s.log.len();
+                // Tags land before and after the existing ones (a set reorders).
+                let tag = if n.is_multiple_of(2) {
+                    format!("a{n}")
+                } else {
+                    format!("z{n}")
+                };
+                MixedUpdate::default()
+                    .log(vec![format!("entry {n}")])
+                    .tags(std::collections::BTreeSet::from([tag]))
+                    .recent(vec![format!("recent {n}")])
+            })
+            .add_edge(START, "step")
+            .add_edge("step", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("mixed").durability(durability);
+        for _ in 0..6 {
+            graph
+                .invoke(Mixed::default(), config.clone())
+                .await
+                .unwrap();
+        }
+        // An update that rewrites the appended field's history through update_state.
+        graph
+            .update_state(
+                &config,
+                MixedUpdate::default().log(vec!["edited".to_owned()]),
+                None,
+            )
+            .await
+            .unwrap();
+        let out = graph
+            .invoke(Mixed::default(), config.clone())
+            .await
+            .unwrap()
+            .state;
+        let expected_len = out.log.len();
+        assert_eq!(expected_len, 8, "{name}");
+        let stored = graph.get_state(&config).await.unwrap().unwrap().values;
+        assert_eq!(stored, out, "{name} {durability:?}");
+        assert_eq!(out.recent.len(), 2);
+        assert_eq!(out.tags.len(), 7);
+        // Every checkpoint of the history restores to what its run saw.
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        let lens: Vec<usize> = history.iter().map(|s| s.values.log.len()).collect();
+        assert!(lens.windows(2).all(|w| w[0] >= w[1]), "{name}: {lens:?}");
+    }
+}

@@ -299,6 +299,30 @@ pub(crate) fn apply_to<S: GraphState>(
     })
 }
 
+/// Applies one update like [`apply_to`]; with `rewritten`, adds to it the fields the update
+/// wrote other than by appending (what a checkpoint must encode whole).
+pub(crate) fn apply_tracked<S: GraphState>(
+    state: &mut S,
+    node: &str,
+    step: i64,
+    update: S::Update,
+    rewritten: Option<&mut FieldSet>,
+) -> Result<(), GraphError> {
+    let Some(rewritten) = rewritten else {
+        return apply_to(state, node, step, update);
+    };
+    let mut fields = S::writes(&update);
+    let (applied, appended) =
+        crate::reducers::journal::record(|| apply_to(state, node, step, update));
+    for name in appended {
+        if let Some(index) = S::fields().iter().position(|f| f.name == name) {
+            fields = FieldSet(fields.0 & !FieldSet::single(index).0);
+        }
+    }
+    *rewritten = rewritten.union(fields);
+    applied
+}
+
 /// The input step: `input` is written as if by a node `__start__`, then START's edges fire.
 pub(crate) fn start<S: GraphState>(
     graph: &Graph<S>,
@@ -306,15 +330,16 @@ pub(crate) fn start<S: GraphState>(
     step: i64,
     input: S::Update,
     frontier: &mut Frontier<S>,
+    rewritten: Option<&mut FieldSet>,
 ) -> Result<(), GraphError> {
-    apply_to(Arc::make_mut(state), START, step, input)?;
+    apply_tracked(Arc::make_mut(state), START, step, input, rewritten)?;
     let routes = route(graph, &graph.start, state);
     frontier.fire(graph, &graph.start, None, Vec::new(), routes)
 }
 
 /// The barrier: applies the step's writes in task order, then fires what each task leads to.
-/// Every applied update is also pushed to `recorded` (a subgraph's output). Returns the fields
-/// written.
+/// Every applied update is also pushed to `recorded` (a subgraph's output), and the fields
+/// written other than by appending are added to `rewritten`. Returns the fields written.
 pub(crate) fn barrier<S: GraphState>(
     graph: &Graph<S>,
     state: &mut Arc<S>,
@@ -322,6 +347,7 @@ pub(crate) fn barrier<S: GraphState>(
     writes: Vec<TaskWrites<S>>,
     frontier: &mut Frontier<S>,
     mut recorded: Option<&mut Vec<S::Update>>,
+    mut rewritten: Option<&mut FieldSet>,
 ) -> Result<FieldSet, GraphError> {
     // A last-value field takes one write per step (a batch counts as one task's write).
     let mut written = FieldSet::EMPTY;
@@ -371,7 +397,7 @@ pub(crate) fn barrier<S: GraphState>(
             if let Some(record) = recorded.as_deref_mut() {
                 record.push(update.clone());
             }
-            apply_to(target, name, step, update)?;
+            apply_tracked(target, name, step, update, rewritten.as_deref_mut())?;
         }
         gotos.push((task.node, task.goto));
     }
@@ -475,6 +501,7 @@ mod tests {
             vec![writes(0, log("a"))],
             &mut frontier,
             None,
+            None,
         )
         .unwrap();
         assert!(frontier.is_empty(), "c waits for b");
@@ -484,6 +511,7 @@ mod tests {
             2,
             vec![writes(1, log("b"))],
             &mut frontier,
+            None,
             None,
         )
         .unwrap();
@@ -512,6 +540,7 @@ mod tests {
         let mut frontier = Frontier::new(graph, false);
         let mut state = Arc::new(S::default());
         let mut recorded = Vec::new();
+        let mut rewritten = FieldSet::EMPTY;
         let step = vec![writes(1, log("y")), writes(0, log("x"))];
         let fields = barrier(
             graph,
@@ -520,16 +549,18 @@ mod tests {
             step,
             &mut frontier,
             Some(&mut recorded),
+            Some(&mut rewritten),
         );
         assert_eq!(fields.unwrap(), FieldSet::single(0));
         assert_eq!(state.log, ["y", "x"], "task order, as given");
         assert_eq!(recorded.len(), 2);
+        assert!(rewritten.is_empty(), "`log` was only appended to");
 
         let clash = vec![
             writes(0, SUpdate::default().last("1".to_owned())),
             writes(1, SUpdate::default().last("2".to_owned())),
         ];
-        let error = barrier(graph, &mut state, 2, clash, &mut frontier, None).unwrap_err();
+        let error = barrier(graph, &mut state, 2, clash, &mut frontier, None, None).unwrap_err();
         let message = error.to_string();
         assert!(message.contains("`last`"), "{message}");
         assert!(
@@ -566,7 +597,7 @@ mod tests {
         let mut frontier = Frontier::new(graph, false);
         let mut state = Arc::new(S::default());
         let step = vec![writes(0, log("left")), writes(1, log("right"))];
-        barrier(graph, &mut state, 1, step, &mut frontier, None).unwrap();
+        barrier(graph, &mut state, 1, step, &mut frontier, None, None).unwrap();
         let tasks = frontier.take_tasks(graph);
         assert_eq!(names(graph, &tasks), ["saw_one"]);
     }
@@ -585,7 +616,7 @@ mod tests {
         let graph = &*graph.inner;
         let mut frontier = Frontier::new(graph, false);
         let mut state = Arc::new(S::default());
-        start(graph, &mut state, -1, log("in"), &mut frontier).unwrap();
+        start(graph, &mut state, -1, log("in"), &mut frontier, None).unwrap();
         assert_eq!(names(graph, &frontier.take_tasks(graph)), ["a", "b"]);
 
         let task = TaskWrites {
@@ -596,7 +627,7 @@ mod tests {
                 Goto::Send(Send::new("a", S::default())),
             ],
         };
-        barrier(graph, &mut state, 1, vec![task], &mut frontier, None).unwrap();
+        barrier(graph, &mut state, 1, vec![task], &mut frontier, None, None).unwrap();
         assert_eq!(names(graph, &frontier.take_tasks(graph)), ["b", "a"]);
 
         let task = TaskWrites {
@@ -604,7 +635,8 @@ mod tests {
             updates: Updates::None,
             goto: vec![Goto::Node("nowhere".to_owned())],
         };
-        let error = barrier(graph, &mut state, 2, vec![task], &mut frontier, None).unwrap_err();
+        let error =
+            barrier(graph, &mut state, 2, vec![task], &mut frontier, None, None).unwrap_err();
         assert!(error.to_string().contains("`nowhere`"), "{error}");
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct Durable<S: GraphState> {
     versions: Vec<Option<String>>,
     /// Per field, what the next delta is computed against.
     caches: Vec<Option<FieldCache>>,
+    /// Fields written other than by appending since their stored version (the others are
+    /// stored as their new elements only).
+    pub(crate) rewritten: FieldSet,
     /// Writes of tasks of the next step that already finished, by task id.
     pub(crate) outputs: HashMap<String, TaskWrites<S>>,
     /// Resume values by task id.
@@ -101,6 +104,7 @@ impl<S: GraphState> Durable<S> {
             writers: Vec::new(),
             versions: vec![None; fields],
             caches: vec![None; fields],
+            rewritten: FieldSet::EMPTY,
             outputs: HashMap::new(),
             resume: HashMap::new(),
             interrupted: Vec::new(),
@@ -488,18 +492,45 @@ impl<S: GraphState> Run<'_, S> {
         let mut blobs = Vec::with_capacity(written.len());
         for index in written.iter() {
             let field = fields[index].name;
-            let mut bytes = Vec::new();
-            self.state
-                .serialize_field(
-                    index,
-                    &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
-                )
-                .map_err(|e| durable.encode_error(format!("field `{field}`: {e}")))?;
-            let (blob, cache) = codec::make_blob(field, &id, bytes, durable.caches[index].as_ref());
-            durable.caches[index] = Some(cache);
-            durable.versions[index] = Some(id.clone());
-            blobs.push(blob);
+            let cache = &mut durable.caches[index];
+            // Only appended to since its stored version: encode the new elements alone.
+            let appended = match cache.as_mut() {
+                Some(previous) if !durable.rewritten.contains(index) => {
+                    match previous.array_len().map(|skip| {
+                        self.state
+                            .serialize_field(index, codec::TailSerializer { skip })
+                    }) {
+                        Some(Ok(tail)) => codec::append_blob(field, &id, tail, previous).ok(),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let blob = match appended {
+                Some(blob) => blob,
+                None => {
+                    let mut bytes = Vec::new();
+                    self.state
+                        .serialize_field(
+                            index,
+                            &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
+                        )
+                        .map_err(|e| GraphError::Storage {
+                            backend: durable.saver.backend(),
+                            detail: format!(
+                                "encoding field `{field}` for thread `{}`: {e}",
+                                durable.thread_id
+                            ),
+                        })?;
+                    codec::make_blob(field, &id, bytes, cache)
+                }
+            };
+            if let Some(blob) = blob {
+                durable.versions[index] = Some(id.clone());
+                blobs.push(blob);
+            }
         }
+        durable.rewritten = FieldSet::EMPTY;
         let mut writer_names: Vec<&str> = Vec::with_capacity(1);
         for &n in writers {
             let name = match n {

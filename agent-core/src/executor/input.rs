@@ -187,7 +187,13 @@ impl<'g, S: GraphState> Run<'g, S> {
             .writes_metadata
             .then(|| serde_json::json!({ START: update.as_ref().map(to_json) }));
         if let Some(update) = update {
-            algo::apply_to(Arc::make_mut(&mut self.state), START, self.step + 1, update)?;
+            algo::apply_tracked(
+                Arc::make_mut(&mut self.state),
+                START,
+                self.step + 1,
+                update,
+                self.durable.as_mut().map(|d| &mut d.rewritten),
+            )?;
         }
         self.frontier
             .fire(self.graph, &Outgoing::default(), None, goto, Vec::new())?;
@@ -228,6 +234,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             self.step,
             input,
             &mut self.frontier,
+            self.durable.as_mut().map(|d| &mut d.rewritten),
         )?;
         self.step += 1;
         Ok(())

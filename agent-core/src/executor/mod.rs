@@ -239,6 +239,7 @@ impl<S: GraphState> Run<'_, S> {
                 writes,
                 &mut self.frontier,
                 self.recorded.as_mut(),
+                self.durable.as_mut().map(|d| &mut d.rewritten),
             )?;
             self.step_emitted(updates).await?;
             last_nodes = list_names(nodes.iter().map(|&n| &*self.graph.names[n]));
