@@ -68,6 +68,13 @@ impl<S: GraphState> Frontier<S> {
         }
     }
 
+    /// Starts recording what triggers each node (for stream metadata).
+    pub(crate) fn track_sources(&mut self) {
+        if self.sources.is_none() {
+            self.sources = Some(vec![Vec::new(); self.triggered.len()]);
+        }
+    }
+
     /// Schedules `node` for the next step (once, however many sources trigger it).
     pub(crate) fn trigger(&mut self, node: usize, from: usize) {
         if !self.triggered[node] {

@@ -133,7 +133,7 @@ impl<S: GraphState> Durable<S> {
         self.interrupted.clear();
     }
 
-    fn encode_error(&self, detail: impl std::fmt::Display) -> GraphError {
+    pub(super) fn encode_error(&self, detail: impl std::fmt::Display) -> GraphError {
         GraphError::Storage {
             backend: self.saver.backend(),
             detail: format!("encoding for thread `{}`: {detail}", self.thread_id),
@@ -150,8 +150,13 @@ impl<S: GraphState> Durable<S> {
         })
     }
 
+    /// Waits until everything queued is stored.
+    pub(super) async fn flush_writes(&self) -> Result<(), GraphError> {
+        self.writer.flush().await
+    }
+
     /// Queues pending writes (stored in order with everything queued before them).
-    fn submit_writes(&self, writes: Vec<PendingWrite>) {
+    pub(super) fn submit_writes(&self, writes: Vec<PendingWrite>) {
         if let Some(op) = self.writes_op(writes) {
             self.writer.submit(op);
         }
@@ -723,7 +728,7 @@ fn update_to_state<S: GraphState>(update: S::Update) -> Result<S, String> {
     Ok(state)
 }
 
-fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec<u8>, String> {
+pub(super) fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec<u8>, String> {
     let (update, batch) = match &writes.updates {
         Updates::None => (None, None),
         Updates::One(update) => (Some(update.clone()), None),

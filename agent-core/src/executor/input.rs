@@ -31,6 +31,19 @@ impl<'g, S: GraphState> Run<'g, S> {
         run_id: Arc<str>,
         emitter: Option<Arc<Emitter<S>>>,
     ) -> Result<Self, GraphError> {
+        Self::open_with(graph, None, context, config, run_id, emitter).await
+    }
+
+    /// [`open`](Self::open), checkpointing to `saver` when given (a subgraph uses its
+    /// parent's) instead of the graph's own.
+    pub(crate) async fn open_with(
+        graph: &'g Graph<S>,
+        saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+        context: Option<AnyContext>,
+        config: RunConfig,
+        run_id: Arc<str>,
+        emitter: Option<Arc<Emitter<S>>>,
+    ) -> Result<Self, GraphError> {
         let mut interrupt_before = graph.interrupt_before.clone();
         let mut interrupt_after = graph.interrupt_after.clone();
         for (names, mask) in [
@@ -51,8 +64,11 @@ impl<'g, S: GraphState> Run<'g, S> {
                 mask[index] = true;
             }
         }
-        let saver = match (&graph.checkpointer, &config.thread_id) {
-            (Some(saver), Some(thread)) => Some((saver.clone(), thread.clone())),
+        let saver = match (
+            saver.or_else(|| graph.checkpointer.clone()),
+            &config.thread_id,
+        ) {
+            (Some(saver), Some(thread)) => Some((saver, thread.clone())),
             _ => None,
         };
         let ns = config.checkpoint_ns.clone();
@@ -62,6 +78,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             run_id,
             config,
             can_pause: saver.is_some(),
+            saver: saver.as_ref().map(|(s, _)| s.clone()),
             sink: emitter
                 .clone()
                 .map(|e| e as Arc<dyn crate::stream::NodeSink>),

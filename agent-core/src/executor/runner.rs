@@ -220,6 +220,7 @@ impl<S: GraphState> Run<'_, S> {
             self.info.clone(),
             self.resume_values(task),
             task.stream.clone(),
+            task.id.clone(),
         );
         let input = match &task.input {
             Some(input) => input.clone(),
