@@ -65,6 +65,9 @@ pub(crate) struct Durable<S: GraphState> {
     writer: Writer,
 }
 
+/// An encoded checkpoint, and its `debug` stream item when the caller streams it.
+type Encoded<S> = (StoreOp, Option<StreamPart<S>>);
+
 /// A checkpoint not written yet (`Durability::Exit`): the fields written since the last one,
 /// and the last step's metadata and writers.
 struct Deferred {
@@ -311,22 +314,6 @@ impl<S: GraphState> Run<'_, S> {
         durable.writer.flush().await
     }
 
-    /// Stores a new input as the input checkpoint's pending write, so a crash before the
-    /// input step is written still finds it.
-    pub(crate) fn store_input(&mut self, update: &S::Update) -> Result<(), GraphError> {
-        let Some(durable) = &mut self.durable else {
-            return Ok(());
-        };
-        let data = codec::encode(update).map_err(|e| durable.encode_error(e))?;
-        durable.submit_writes(vec![PendingWrite {
-            task_id: START.to_owned(),
-            node: START.to_owned(),
-            kind: WriteKind::Output,
-            data,
-        }]);
-        Ok(())
-    }
-
     /// Some tasks paused: stores their interrupts against the step's checkpoint (written now
     /// with `Durability::Exit`), everything stored before the run reports them.
     pub(crate) async fn store_interrupts(
@@ -457,28 +444,74 @@ impl<S: GraphState> Run<'_, S> {
         written: FieldSet,
         writers: &[usize],
     ) -> Result<(), GraphError> {
-        let Some(op) = self.encode_checkpoint(source, writes, written, writers)? else {
-            return Ok(());
-        };
+        self.save_with(Vec::new(), Vec::new(), source, writes, written, writers)
+            .await
+    }
+
+    /// [`save`](Self::save), storing `ops` (encoded before, with their `debug` events) in the
+    /// same batch, before the checkpoint.
+    async fn save_with(
+        &mut self,
+        mut ops: Vec<StoreOp>,
+        mut debug: Vec<StreamPart<S>>,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+    ) -> Result<(), GraphError> {
+        if let Some((op, event)) = self.encode_checkpoint(source, writes, written, writers)? {
+            ops.push(op);
+            debug.extend(event);
+        }
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
-        let id = durable.checkpoint_id.clone().unwrap_or_default();
         if durable.durability == Durability::Async {
-            durable.writer.submit(op);
+            for op in ops {
+                durable.writer.submit(op);
+            }
         } else {
-            durable.writer.write_now(op).await?;
+            durable.writer.write_now(ops).await?;
         }
-        if self.streams(StreamMode::Debug) {
-            let next = self.frontier.next_names(self.graph);
-            self.emit(StreamPart::Debug(DebugEvent::Checkpoint {
-                step: self.step,
-                checkpoint_id: id,
-                next,
-            }))
-            .await?;
+        for event in debug {
+            self.emit(event).await?;
         }
         Ok(())
+    }
+
+    /// A new input (`Sync`, `Async`): an `input` checkpoint whose next task is the input
+    /// itself, the input as its pending write (a crash before the input step is stored still
+    /// finds it), then the input step and its checkpoint — stored together.
+    pub(crate) async fn save_input(
+        &mut self,
+        update: S::Update,
+        writes: Option<serde_json::Value>,
+    ) -> Result<(), GraphError> {
+        let written = S::writes(&update);
+        let mut ops = Vec::with_capacity(3);
+        let mut debug = Vec::new();
+        if let Some(durable) = &mut self.durable {
+            durable.pending_input = Some(update.clone());
+        }
+        let input = self.encode_checkpoint(Source::Input, writes, FieldSet::EMPTY, &[]);
+        let Some(durable) = &mut self.durable else {
+            return self.apply_input(update);
+        };
+        durable.pending_input = None;
+        if let Some((op, event)) = input? {
+            ops.push(op);
+            debug.extend(event);
+        }
+        let data = codec::encode(&update).map_err(|e| durable.encode_error(e))?;
+        ops.extend(durable.writes_op(vec![PendingWrite {
+            task_id: START.to_owned(),
+            node: START.to_owned(),
+            kind: WriteKind::Output,
+            data,
+        }]));
+        self.apply_input(update)?;
+        self.save_with(ops, debug, Source::Loop, None, written, &[FROM_START])
+            .await
     }
 
     /// The checkpoint of the run's position, and the run moved onto it.
@@ -488,7 +521,7 @@ impl<S: GraphState> Run<'_, S> {
         writes: Option<serde_json::Value>,
         written: FieldSet,
         writers: &[usize],
-    ) -> Result<Option<StoreOp>, GraphError> {
+    ) -> Result<Option<Encoded<S>>, GraphError> {
         let Some(durable) = &mut self.durable else {
             return Ok(None);
         };
@@ -579,7 +612,14 @@ impl<S: GraphState> Run<'_, S> {
             body,
         };
         durable.clear_step();
-        Ok(Some(StoreOp::Checkpoint { record, blobs }))
+        let event = self.streams(StreamMode::Debug).then(|| {
+            StreamPart::Debug(DebugEvent::Checkpoint {
+                step: self.step,
+                checkpoint_id: record.id.clone(),
+                next: self.frontier.next_names(self.graph),
+            })
+        });
+        Ok(Some((StoreOp::Checkpoint { record, blobs }, event)))
     }
 }
 
@@ -633,17 +673,22 @@ impl Writer {
         }
     }
 
-    /// Stores `op` after everything queued: on this task when nothing is queued (no hop to
+    /// Stores `ops` after everything queued: on this task when nothing is queued (no hop to
     /// another task), else with the queue.
-    async fn write_now(&self, op: StoreOp) -> Result<(), GraphError> {
+    async fn write_now(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        if ops.is_empty() {
+            return self.flush().await;
+        }
         let idle = {
             let queue = Self::lock(&self.shared);
             !queue.busy && queue.error.is_none()
         };
         if idle {
-            return self.saver.put_batch(vec![op]).await;
+            return self.saver.put_batch(ops).await;
         }
-        self.submit(op);
+        for op in ops {
+            self.submit(op);
+        }
         self.flush().await
     }
 

@@ -13,7 +13,7 @@ use crate::constants::START;
 use crate::context::RunInfo;
 use crate::error::GraphError;
 use crate::runtime::AnyContext;
-use crate::state::{FieldSet, GraphState};
+use crate::state::GraphState;
 use crate::stream::Emitter;
 
 use super::algo::{self, FROM_START, Frontier};
@@ -164,17 +164,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 .checkpoint(Source::Loop, writes, written, &[FROM_START])
                 .await;
         }
-        // An `input` checkpoint whose next task is the input itself (a crash before the
-        // input step is written resumes from it), then the input step.
-        durable.pending_input = Some(update.clone());
-        self.save(Source::Input, writes, FieldSet::EMPTY, &[])
-            .await?;
-        if let Some(durable) = &mut self.durable {
-            durable.pending_input = None;
-        }
-        self.store_input(&update)?;
-        self.apply_input(update)?;
-        self.save(Source::Loop, None, written, &[FROM_START]).await
+        self.save_input(update, writes).await
     }
 
     /// A command: resume values for the paused tasks, then its update and gotos as input.
@@ -244,7 +234,7 @@ impl<'g, S: GraphState> Run<'g, S> {
 
     /// The input step: the input is written as if by a node `__start__`, then START's edges
     /// fire.
-    fn apply_input(&mut self, input: S::Update) -> Result<(), GraphError> {
+    pub(super) fn apply_input(&mut self, input: S::Update) -> Result<(), GraphError> {
         algo::start(
             self.graph,
             &mut self.state,
