@@ -51,6 +51,7 @@
 
 extern crate self as agent_core;
 
+pub mod cache;
 pub mod checkpoint;
 mod command;
 mod compiled;
@@ -72,6 +73,9 @@ mod state_api;
 mod stream;
 
 pub use agent_macros::{GraphState, node};
+#[cfg(feature = "sqlite")]
+pub use cache::SqliteCache;
+pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 #[cfg(feature = "postgres")]
 pub use checkpoint::PostgresSaver;
 #[cfg(feature = "sqlite")]

@@ -115,6 +115,8 @@ pub struct NodeSpec<S: GraphState> {
     pub(crate) destinations: Vec<String>,
     /// The runtime context the node asks for (`&Runtime<C>`), checked by `compile()`.
     pub(crate) context: Option<ContextType>,
+    /// Caching of its results (used when the compiled graph has a cache).
+    pub(crate) cache: Option<crate::cache::CachePolicy<S>>,
 }
 
 impl<S: GraphState> Clone for NodeSpec<S> {
@@ -126,6 +128,7 @@ impl<S: GraphState> Clone for NodeSpec<S> {
             timeout: self.timeout,
             destinations: self.destinations.clone(),
             context: self.context,
+            cache: self.cache.clone(),
         }
     }
 }
@@ -138,6 +141,7 @@ impl<S: GraphState> std::fmt::Debug for NodeSpec<S> {
             .field("timeout", &self.timeout)
             .field("destinations", &self.destinations)
             .field("context", &self.context.map(|c| c.name))
+            .field("cache", &self.cache)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +156,7 @@ impl<S: GraphState> NodeSpec<S> {
             timeout: None,
             destinations: Vec::new(),
             context: None,
+            cache: None,
         }
     }
 
@@ -176,6 +181,13 @@ impl<S: GraphState> NodeSpec<S> {
     /// Retries failed attempts with `policy`.
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
+        self
+    }
+
+    /// Caches the node's results (LangGraph's `cache_policy`): on an input whose key is in
+    /// the graph's cache, the node does not run and its writes come from the cache.
+    pub fn with_cache_policy(mut self, policy: crate::cache::CachePolicy<S>) -> Self {
+        self.cache = Some(policy);
         self
     }
 
@@ -467,11 +479,16 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> IntoNode<S, SubgraphM
 }
 
 /// Adapters on anything that is a node: `.with_retry(..)`, `.with_timeout(..)`,
-/// `.with_destinations(..)`, `.boxed()` (tower's `ServiceExt` idiom).
+/// `.with_destinations(..)`, `.with_cache_policy(..)`, `.boxed()` (tower's `ServiceExt` idiom).
 pub trait NodeExt<S: GraphState, M>: IntoNode<S, M> {
     /// Retries failed attempts with `policy`.
     fn with_retry(self, policy: RetryPolicy) -> NodeSpec<S> {
         self.into_node().with_retry(policy)
+    }
+
+    /// Caches the node's results under `policy`.
+    fn with_cache_policy(self, policy: crate::cache::CachePolicy<S>) -> NodeSpec<S> {
+        self.into_node().with_cache_policy(policy)
     }
 
     /// Fails an attempt that runs longer than `timeout`.

@@ -796,7 +796,10 @@ pub(super) fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec
     codec::encode(&stored)
 }
 
-fn decode_writes<S: GraphState>(node: usize, bytes: &[u8]) -> Result<TaskWrites<S>, String> {
+pub(super) fn decode_writes<S: GraphState>(
+    node: usize,
+    bytes: &[u8],
+) -> Result<TaskWrites<S>, String> {
     let stored: StoredWrites<S::Update> = codec::decode(bytes)?;
     let updates = match (stored.batch, stored.update) {
         (Some(batch), _) => Updates::Batch(batch),

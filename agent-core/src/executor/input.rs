@@ -103,6 +103,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             paused: false,
             emitter,
             recorded: None,
+            cache: None,
         };
         let Some((saver, thread_id)) = saver else {
             return Ok(run);

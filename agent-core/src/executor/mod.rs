@@ -94,6 +94,8 @@ pub(crate) struct Run<'g, S: GraphState> {
     emitter: Option<Arc<Emitter<S>>>,
     /// Set for a subgraph run: every update applied, in order (its output to the parent).
     recorded: Option<Vec<S::Update>>,
+    /// Where nodes with a cache policy find and keep their results.
+    cache: Option<Arc<dyn crate::cache::NodeCache>>,
 }
 
 impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
@@ -161,6 +163,7 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
         async move {
             let context = self.run_context()?;
             let mut run = Run::open(&self.inner, context, config, run_id, emitter).await?;
+            run.cache = self.cache.clone();
             if run.streams(StreamMode::Events) {
                 let data = match &input {
                     Input::Update(update) => serde_json::json!({ "input": to_json(update) }),

@@ -81,6 +81,23 @@ impl<S: GraphState> TaskWrites<S> {
         }
     }
 
+    /// Back to a node's output (a cached result).
+    pub(crate) fn into_output(self) -> NodeOutput<S> {
+        match (self.updates, self.goto.is_empty()) {
+            (Updates::One(update), true) => NodeOutput::Update(update),
+            (Updates::Batch(batch), true) => NodeOutput::Batch(batch),
+            (Updates::None, true) => NodeOutput::Update(S::Update::default()),
+            (updates, false) => NodeOutput::Command(crate::command::Command {
+                update: match updates {
+                    Updates::One(update) => Some(update),
+                    _ => None,
+                },
+                goto: self.goto,
+                resume: None,
+            }),
+        }
+    }
+
     /// The fields the task writes.
     pub(crate) fn written(&self) -> FieldSet {
         self.updates
@@ -201,7 +218,9 @@ impl<S: GraphState> Run<'_, S> {
         Ok(results.into_iter().flatten().collect())
     }
 
-    /// The node call of one task, in its span, with panics caught.
+    /// The node call of one task, in its span, with panics caught. A node with a cache
+    /// policy, in a graph with a cache, answers from the cache when it can (and is not
+    /// called at all), and fills it when it runs.
     fn call(
         &self,
         task: &Task<S>,
@@ -227,18 +246,37 @@ impl<S: GraphState> Run<'_, S> {
             None => self.state.clone(),
         };
         let span = tracing::info_span!("node", node = %name, step);
-        let fut = self.graph.nodes[task.node].call(input, ctx);
-        async move {
-            let started = std::time::Instant::now();
-            let result = AssertUnwindSafe(fut).catch_unwind().await;
-            tracing::debug!(
-                elapsed_us = started.elapsed().as_micros() as u64,
-                ok = matches!(result, Ok(Ok(_))),
-                "node finished"
-            );
-            result
-        }
-        .instrument(span)
+        let cached = match (&self.graph.cache_policies[task.node], &self.cache) {
+            (Some(policy), Some(cache)) => Some((policy.clone(), cache.clone())),
+            _ => None,
+        };
+        let node = task.node;
+        let call = match cached {
+            None => futures::future::Either::Left(caught(self.graph.nodes[node].call(input, ctx))),
+            Some((policy, cache)) => {
+                let callee = self.graph.nodes[node].clone();
+                futures::future::Either::Right(async move {
+                    let key = policy.key_of(&input).ok();
+                    if let Some(key) = &key
+                        && let Ok(Some(bytes)) = cache.get(&name, key).await
+                        && let Ok(writes) = super::durable::decode_writes::<S>(node, &bytes)
+                    {
+                        return Ok(Ok(writes.into_output()));
+                    }
+                    let result = caught(callee.call(input, ctx)).await;
+                    if let (Some(key), Ok(Ok(output))) = (&key, &result) {
+                        let writes = TaskWrites::new(node, output.clone());
+                        if let Ok(bytes) = super::durable::encode_writes(&writes)
+                            && let Err(error) = cache.set(&name, key, bytes, policy.ttl).await
+                        {
+                            tracing::warn!(%error, node = %name, "could not cache a node's result");
+                        }
+                    }
+                    result
+                })
+            }
+        };
+        call.instrument(span)
     }
 
     /// A node's result as a task's: its writes, a pause, or the error naming node and step.
@@ -276,6 +314,20 @@ impl<S: GraphState> Run<'_, S> {
             }),
         }
     }
+}
+
+/// Runs a node's future with panics caught, logging how long it took.
+async fn caught<S: GraphState>(
+    fut: crate::node::BoxFuture<Result<NodeOutput<S>, NodeError>>,
+) -> Caught<S> {
+    let started = std::time::Instant::now();
+    let result = AssertUnwindSafe(fut).catch_unwind().await;
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        ok = matches!(result, Ok(Ok(_))),
+        "node finished"
+    );
+    result
 }
 
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
