@@ -161,9 +161,7 @@ impl InMemoryCache {
         InMemoryCache::default()
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, Vec<u8>), (Vec<u8>, Option<i64>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // Each method leaves the map consistent, so a poisoned lock is still usable.
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
