@@ -20,11 +20,17 @@
 //! clock starts. `postgres` runs when `AGENTGRAPH_POSTGRES_URL` is set. After the shapes, a
 //! child measures the checkpoint bytes of a 100- and a 500-turn chat per saver.
 //!
+//! Every heap allocation of the process is counted (a counting global allocator: one relaxed
+//! atomic add per allocation), and each line records `allocs_per_step`: allocations during
+//! the timed runs per super-step.
+//!
 //! Not a test: nothing here asserts on time, and `cargo test` does not build it.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write as _;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_bench::{DURABILITIES, SAVERS, SHAPES, floor, graphs, report};
@@ -34,6 +40,43 @@ use agent_core::{
 };
 use agent_llm::{CallOptions, ChatModel, Message, Reply, ScriptedModel};
 use serde_json::{Value, json};
+
+/// Heap allocations (and reallocations) since the process started.
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The system allocator, counting.
+struct Counting;
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
+// touches only an atomic.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, that is from `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System` with `layout`; the caller upholds the rest.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
@@ -348,6 +391,7 @@ fn child_shape(
         warm(config(usize::MAX)).await?;
         let (seconds, least, most) = budget(name, options_quick);
         let mut times = Vec::new();
+        let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);
         let mut last = None;
         let started = Instant::now();
         while times.len() < most && (times.len() < least || started.elapsed() < seconds) {
@@ -359,6 +403,7 @@ fn child_shape(
             times.push(t0.elapsed());
             last = Some(outcome);
         }
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
         if kind == "postgres"
             && let Some(saver) = &saver
         {
@@ -367,14 +412,14 @@ fn child_shape(
             }
         }
         let outcome = last.ok_or("no run")?;
-        Ok::<_, BoxError>((times, outcome))
+        Ok::<_, BoxError>((times, outcome, allocations))
     });
     let result = rt
         .block_on(measured)
         .map_err(|e| format!("the measuring task failed: {e}"));
     let _ = std::fs::remove_dir_all(&dir);
     let result = result?;
-    let (mut times, outcome) = result?;
+    let (mut times, outcome, allocations) = result?;
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let median = us(times[times.len() / 2]);
@@ -394,6 +439,7 @@ fn child_shape(
         "median_us_per_step": round(median / steps, 4),
         "min_us_per_step": round(min / steps, 4),
         "peak_rss_kib": peak_rss_kib(),
+        "allocs_per_step": round(allocations as f64 / (times.len() as f64 * steps), 1),
         "check": outcome.check,
     });
     println!("{record}");
