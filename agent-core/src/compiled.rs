@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::constants::{END, START};
 use crate::error::{GraphError, list_names};
@@ -24,6 +25,8 @@ pub struct CompiledGraph<S: GraphState, C = ()> {
     pub(crate) inner: Arc<Graph<S>>,
     /// The context every run of this handle gets (type `C`, erased for the executor).
     pub(crate) context: Option<AnyContext>,
+    /// Where nodes with a cache policy keep their results (see [`crate::cache`]).
+    pub(crate) cache: Option<Arc<dyn NodeCache>>,
     _context: PhantomData<fn() -> C>,
 }
 
@@ -32,6 +35,7 @@ impl<S: GraphState, C> Clone for CompiledGraph<S, C> {
         CompiledGraph {
             inner: self.inner.clone(),
             context: self.context.clone(),
+            cache: self.cache.clone(),
             _context: PhantomData,
         }
     }
@@ -110,6 +114,8 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) topology: Topology,
     /// The context type the nodes read, when one of them reads it.
     pub(crate) needs_context: Option<ContextType>,
+    /// Per node, its cache policy.
+    pub(crate) cache_policies: Vec<Option<CachePolicy<S>>>,
 }
 
 impl<S: GraphState> Graph<S> {
@@ -126,6 +132,19 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         CompiledGraph {
             inner: self.inner.clone(),
             context: Some(context),
+            cache: self.cache.clone(),
+            _context: PhantomData,
+        }
+    }
+
+    /// This graph with `cache` keeping the results of its nodes that have a
+    /// [`CachePolicy`](crate::CachePolicy) (LangGraph's `compile(cache=..)`). Cheap: the
+    /// handle is cloned, not the graph.
+    pub fn with_cache(&self, cache: Arc<dyn NodeCache>) -> Self {
+        CompiledGraph {
+            inner: self.inner.clone(),
+            context: self.context.clone(),
+            cache: Some(cache),
             _context: PhantomData,
         }
     }
@@ -450,6 +469,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
                 .map(|(name, _)| Arc::from(name.as_str()))
                 .collect(),
             nodes: nodes.iter().map(|(_, spec)| spec.layered()).collect(),
+            cache_policies: nodes.iter().map(|(_, spec)| spec.cache.clone()).collect(),
             index,
             rank,
             start,
@@ -464,6 +484,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
             needs_context,
         }),
         context: None,
+        cache: None,
         _context: PhantomData,
     })
 }

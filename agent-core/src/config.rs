@@ -8,10 +8,15 @@ pub const DEFAULT_RECURSION_LIMIT: usize = 10_000;
 /// When a run with a checkpointer writes its checkpoints (LangGraph's `durability`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// After every super-step, before the next starts, and each finished task's output as
-    /// it lands: a crash loses at most the tasks still running.
+    /// After every super-step, stored before the next starts, and each finished task's output
+    /// as it lands: a crash loses at most the tasks still running.
     #[default]
     Sync,
+    /// After every super-step, stored while the next one runs (LangGraph's default `async`):
+    /// writes stay in order and are all stored before the run returns, reports an interrupt,
+    /// or fails. A crash loses at most the last step's checkpoint (and the step after it,
+    /// which had not finished); a failed step's finished siblings are kept.
+    Async,
     /// Once, when the run ends (finished, paused or failed): fastest; a crash loses the
     /// whole run, and outputs of a failed step's finished siblings are not kept.
     Exit,
@@ -42,6 +47,9 @@ pub struct RunConfig {
     pub interrupt_after: Vec<String>,
     /// When checkpoints are written.
     pub durability: Durability,
+    /// Whether checkpoint metadata records each step's updates as JSON (`writes`, as
+    /// LangGraph 0.x did). Off by default: it costs a JSON encoding of every update.
+    pub writes_metadata: bool,
 }
 
 impl Default for RunConfig {
@@ -58,6 +66,7 @@ impl Default for RunConfig {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             durability: Durability::Sync,
+            writes_metadata: false,
         }
     }
 }
@@ -127,6 +136,12 @@ impl RunConfig {
     /// Sets when checkpoints are written.
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// Records each step's updates in its checkpoint's metadata (`writes`).
+    pub fn writes_metadata(mut self, on: bool) -> Self {
+        self.writes_metadata = on;
         self
     }
 

@@ -26,6 +26,8 @@ struct TaskInfo {
     interrupts: Mutex<InterruptSlots>,
     /// Set when the run streams: what triggered the task, its own run id.
     streaming: Option<TaskStream>,
+    /// Set when the run checkpoints: the task's deterministic id.
+    task_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +50,8 @@ pub(crate) struct RunInfo {
     pub(crate) ns: Vec<String>,
     /// The graph's runtime context, when it has one (see [`crate::Runtime`]).
     pub(crate) context: Option<AnyContext>,
+    /// Where the run checkpoints (its subgraphs checkpoint there too, in their namespace).
+    pub(crate) saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
 }
 
 impl std::fmt::Debug for RunInfo {
@@ -69,6 +73,7 @@ impl NodeContext {
         run: Arc<RunInfo>,
         resume: Vec<serde_json::Value>,
         streaming: Option<TaskStream>,
+        task_id: Option<String>,
     ) -> Self {
         NodeContext {
             inner: Arc::new(TaskInfo {
@@ -78,8 +83,28 @@ impl NodeContext {
                 run,
                 interrupts: Mutex::new(InterruptSlots { resume, next: 0 }),
                 streaming,
+                task_id,
             }),
         }
+    }
+
+    /// The task's id when the run checkpoints (subgraphs name their namespace after it).
+    pub(crate) fn task_id(&self) -> Option<&str> {
+        self.inner.task_id.as_deref()
+    }
+
+    /// The resume values this task was given (a subgraph passes them to its paused task).
+    pub(crate) fn resume_values(&self) -> Vec<serde_json::Value> {
+        self.inner
+            .interrupts
+            .lock()
+            .map(|slots| slots.resume.clone())
+            .unwrap_or_default()
+    }
+
+    /// Where the run checkpoints, if it does.
+    pub(crate) fn saver(&self) -> Option<Arc<dyn crate::checkpoint::Checkpointer>> {
+        self.inner.run.saver.clone()
     }
 
     /// A context outside any run, for calling a node directly (unit tests of nodes).
@@ -96,8 +121,10 @@ impl NodeContext {
                 usage: Mutex::new(BTreeMap::new()),
                 ns: Vec::new(),
                 context: None,
+                saver: None,
             }),
             Vec::new(),
+            None,
             None,
         )
     }

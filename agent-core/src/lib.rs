@@ -51,6 +51,7 @@
 
 extern crate self as agent_core;
 
+pub mod cache;
 pub mod checkpoint;
 mod command;
 mod compiled;
@@ -64,7 +65,6 @@ mod graph;
 mod interrupt;
 mod layers;
 mod node;
-mod persist;
 pub mod reducers;
 mod route;
 mod runtime;
@@ -73,6 +73,9 @@ mod state_api;
 mod stream;
 
 pub use agent_macros::{GraphState, node};
+#[cfg(feature = "sqlite")]
+pub use cache::SqliteCache;
+pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 #[cfg(feature = "postgres")]
 pub use checkpoint::PostgresSaver;
 #[cfg(feature = "sqlite")]
@@ -174,11 +177,16 @@ pub mod __private {
         field: &'static str,
         reducer: &'static str,
     ) -> Result<(), ReducerError> {
+        let appended = output.appended();
         output.into_result().map_err(|source| ReducerError {
             field,
             reducer,
             source,
-        })
+        })?;
+        if appended {
+            crate::reducers::journal::appended(field);
+        }
+        Ok(())
     }
 
     /// An error for a field index a state does not have.

@@ -115,6 +115,8 @@ pub struct NodeSpec<S: GraphState> {
     pub(crate) destinations: Vec<String>,
     /// The runtime context the node asks for (`&Runtime<C>`), checked by `compile()`.
     pub(crate) context: Option<ContextType>,
+    /// Caching of its results (used when the compiled graph has a cache).
+    pub(crate) cache: Option<crate::cache::CachePolicy<S>>,
 }
 
 impl<S: GraphState> Clone for NodeSpec<S> {
@@ -126,6 +128,7 @@ impl<S: GraphState> Clone for NodeSpec<S> {
             timeout: self.timeout,
             destinations: self.destinations.clone(),
             context: self.context,
+            cache: self.cache.clone(),
         }
     }
 }
@@ -138,6 +141,7 @@ impl<S: GraphState> std::fmt::Debug for NodeSpec<S> {
             .field("timeout", &self.timeout)
             .field("destinations", &self.destinations)
             .field("context", &self.context.map(|c| c.name))
+            .field("cache", &self.cache)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +156,7 @@ impl<S: GraphState> NodeSpec<S> {
             timeout: None,
             destinations: Vec::new(),
             context: None,
+            cache: None,
         }
     }
 
@@ -176,6 +181,13 @@ impl<S: GraphState> NodeSpec<S> {
     /// Retries failed attempts with `policy`.
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
+        self
+    }
+
+    /// Caches the node's results (LangGraph's `cache_policy`): on an input whose key is in
+    /// the graph's cache, the node does not run and its writes come from the cache.
+    pub fn with_cache_policy(mut self, policy: crate::cache::CachePolicy<S>) -> Self {
+        self.cache = Some(policy);
         self
     }
 
@@ -357,9 +369,98 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<
     fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
         let graph = self.graph.clone();
         Box::pin(async move {
-            crate::executor::Run::run_subgraph(&graph.inner, graph.context.clone(), state, ctx)
-                .await
-                .map_err(|error| NodeError::Failed(Box::new(error)))
+            let start = crate::executor::ChildStart::Snapshot(state);
+            let out =
+                crate::executor::Run::run_child(&graph.inner, graph.context.clone(), start, ctx)
+                    .await?;
+            Ok(NodeOutput::Batch(out.recorded))
+        })
+    }
+}
+
+/// Maps a parent's state to a subgraph's input.
+type InputMap<S, T> = Arc<dyn Fn(&S) -> <T as GraphState>::Update + std::marker::Send + Sync>;
+
+/// Maps a subgraph's final state to its parent's update.
+type OutputMap<S, T> = Arc<dyn Fn(T) -> <S as GraphState>::Update + std::marker::Send + Sync>;
+
+/// A compiled graph over another state, run as a node through an input and an output map.
+struct MappedSubgraph<S: GraphState, T: GraphState, C> {
+    graph: crate::compiled::CompiledGraph<T, C>,
+    input: InputMap<S, T>,
+    output: OutputMap<S, T>,
+}
+
+impl<S, T, C> Node<S> for MappedSubgraph<S, T, C>
+where
+    S: GraphState,
+    T: GraphState,
+    C: std::marker::Send + Sync + 'static,
+{
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        let graph = self.graph.clone();
+        let input = (self.input)(&state);
+        let output = self.output.clone();
+        Box::pin(async move {
+            let start = crate::executor::ChildStart::Input(input);
+            let out =
+                crate::executor::Run::run_child(&graph.inner, graph.context.clone(), start, ctx)
+                    .await?;
+            Ok(NodeOutput::Update(output(out.state)))
+        })
+    }
+}
+
+impl<T: GraphState, C: std::marker::Send + Sync + 'static> crate::compiled::CompiledGraph<T, C> {
+    /// This graph as a node of a parent over another state `S` (LangGraph's subgraph with
+    /// its own schema): `input` maps the task's state (the parent's snapshot, or a `Send`'s
+    /// input) to this graph's input, and `output` maps this graph's final state to the
+    /// parent's update. Like a subgraph over the parent's state, it checkpoints in the
+    /// parent's saver under its own namespace, can pause the whole run with `interrupt()`,
+    /// and streams under its namespace.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use agent_core::{GraphState, RunConfig, StateGraph, END, START};
+    /// #[derive(GraphState, Clone, Default, Debug)]
+    /// struct Parent { topic: String, summary: String }
+    /// #[derive(GraphState, Clone, Default, Debug)]
+    /// struct Writer { subject: String, draft: String }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_core::GraphError> {
+    /// let writer = StateGraph::<Writer>::new()
+    ///     .add_node("draft", |s: Arc<Writer>| async move {
+    ///         WriterUpdate::default().draft(format!("all about {}", s.subject))
+    ///     })
+    ///     .add_edge(START, "draft")
+    ///     .add_edge("draft", END)
+    ///     .compile()?;
+    /// let graph = StateGraph::<Parent>::new()
+    ///     .add_node(
+    ///         "write",
+    ///         writer.as_node(
+    ///             |p: &Parent| WriterUpdate::default().subject(p.topic.clone()),
+    ///             |w: Writer| ParentUpdate::default().summary(w.draft),
+    ///         ),
+    ///     )
+    ///     .add_edge(START, "write")
+    ///     .add_edge("write", END)
+    ///     .compile()?;
+    /// let out = graph
+    ///     .invoke(ParentUpdate::default().topic("owls".to_owned()), RunConfig::default())
+    ///     .await?;
+    /// assert_eq!(out.summary, "all about owls");
+    /// # Ok(()) }
+    /// ```
+    pub fn as_node<S: GraphState>(
+        &self,
+        input: impl Fn(&S) -> T::Update + std::marker::Send + Sync + 'static,
+        output: impl Fn(T) -> S::Update + std::marker::Send + Sync + 'static,
+    ) -> NodeSpec<S> {
+        NodeSpec::new(MappedSubgraph {
+            graph: self.clone(),
+            input: Arc::new(input),
+            output: Arc::new(output),
         })
     }
 }
@@ -367,7 +468,8 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<
 /// A compiled graph over the same state is a node (a subgraph): it runs on the parent's
 /// snapshot and its writes land in the parent as that node's writes, each through the
 /// parent's reducers exactly once. It runs with its own context when it was given one, else
-/// with its parent's.
+/// with its parent's. When the parent checkpoints, it checkpoints under its own namespace
+/// and may pause the whole run with `interrupt()`.
 impl<S: GraphState, C: std::marker::Send + Sync + 'static> IntoNode<S, SubgraphMarker>
     for crate::compiled::CompiledGraph<S, C>
 {
@@ -377,11 +479,16 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> IntoNode<S, SubgraphM
 }
 
 /// Adapters on anything that is a node: `.with_retry(..)`, `.with_timeout(..)`,
-/// `.with_destinations(..)`, `.boxed()` (tower's `ServiceExt` idiom).
+/// `.with_destinations(..)`, `.with_cache_policy(..)`, `.boxed()` (tower's `ServiceExt` idiom).
 pub trait NodeExt<S: GraphState, M>: IntoNode<S, M> {
     /// Retries failed attempts with `policy`.
     fn with_retry(self, policy: RetryPolicy) -> NodeSpec<S> {
         self.into_node().with_retry(policy)
+    }
+
+    /// Caches the node's results under `policy`.
+    fn with_cache_policy(self, policy: crate::cache::CachePolicy<S>) -> NodeSpec<S> {
+        self.into_node().with_cache_policy(policy)
     }
 
     /// Fails an attempt that runs longer than `timeout`.

@@ -2,6 +2,12 @@
 //!
 //! Every reducer has the shape `fn(&mut T, T)` (or `fn(&mut T, T) -> Result<(), E>` when a write
 //! can be rejected), so a custom reducer is just a function: `#[reducer(my_crate::keep_max)]`.
+//!
+//! A reducer may also say what it did, for checkpoints: returning [`Written::Appended`] (or
+//! `Ok(Written::Appended)`) promises that the write only added elements after the existing
+//! ones and left those untouched, so the next checkpoint encodes the new elements only
+//! (linear in a conversation's length, not quadratic). [`append`] does this for `Vec` and
+//! `VecDeque`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
@@ -12,12 +18,37 @@ pub fn replace<T>(current: &mut T, update: T) {
     *current = update;
 }
 
-/// Extends the current collection with the update: `Vec`, `VecDeque`, `String`...
-pub fn append<T>(current: &mut T, update: T)
+/// Extends the current collection with the update: `Vec`, `VecDeque`, sets...
+///
+/// Returns [`Written::Appended`] for collections that keep insertion order (`Vec`,
+/// `VecDeque`), so checkpoints store only the new elements.
+pub fn append<T>(current: &mut T, update: T) -> Written
 where
     T: Extend<<T as IntoIterator>::Item> + IntoIterator,
 {
     current.extend(update);
+    if keeps_insertion_order::<T>() {
+        Written::Appended
+    } else {
+        Written::Rewritten
+    }
+}
+
+/// Whether extending a `T` only adds after its existing elements (a set or map may reorder).
+fn keeps_insertion_order<T>() -> bool {
+    let name = std::any::type_name::<T>();
+    name.starts_with("alloc::vec::Vec<")
+        || name.starts_with("alloc::collections::vec_deque::VecDeque<")
+}
+
+/// What a reducer did to its field, for checkpoints (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// Anything (the default): the next checkpoint encodes the field whole and compares it
+    /// with the last stored version.
+    Rewritten,
+    /// Only added elements after the existing ones, which are untouched.
+    Appended,
 }
 
 /// Adds the update to the current value (token counts, scores).
@@ -99,6 +130,61 @@ impl<T: Merge> Merge for Option<T> {
 pub trait ReducerOutput {
     /// Converts to a result.
     fn into_result(self) -> Result<(), crate::BoxError>;
+
+    /// Whether the write only appended ([`Written::Appended`]).
+    fn appended(&self) -> bool {
+        false
+    }
+}
+
+impl ReducerOutput for Written {
+    fn into_result(self) -> Result<(), crate::BoxError> {
+        Ok(())
+    }
+
+    fn appended(&self) -> bool {
+        *self == Written::Appended
+    }
+}
+
+impl<E> ReducerOutput for Result<Written, E>
+where
+    E: Into<crate::BoxError>,
+{
+    fn into_result(self) -> Result<(), crate::BoxError> {
+        self.map(|_| ()).map_err(Into::into)
+    }
+
+    fn appended(&self) -> bool {
+        matches!(self, Ok(Written::Appended))
+    }
+}
+
+/// Which fields the reducers running on this thread reported as appended: the executor
+/// turns it on around the writes a checkpoint will store.
+pub(crate) mod journal {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static APPENDED: RefCell<Option<Vec<&'static str>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `apply` and returns the fields whose reducers reported an append.
+    pub(crate) fn record<T>(apply: impl FnOnce() -> T) -> (T, Vec<&'static str>) {
+        let outer = APPENDED.with(|a| a.borrow_mut().replace(Vec::new()));
+        let out = apply();
+        let appended = APPENDED.with(|a| std::mem::replace(&mut *a.borrow_mut(), outer));
+        (out, appended.unwrap_or_default())
+    }
+
+    /// Notes an append to `field`, when recording.
+    pub(crate) fn appended(field: &'static str) {
+        APPENDED.with(|a| {
+            if let Some(list) = a.borrow_mut().as_mut() {
+                list.push(field);
+            }
+        });
+    }
 }
 
 impl ReducerOutput for () {
@@ -124,8 +210,10 @@ mod tests {
     #[test]
     fn builtins() {
         let mut v = vec![1, 2];
-        append(&mut v, vec![3]);
+        assert_eq!(append(&mut v, vec![3]), Written::Appended);
         assert_eq!(v, vec![1, 2, 3]);
+        let mut set = BTreeSet::from([1, 3]);
+        assert_eq!(append(&mut set, BTreeSet::from([2])), Written::Rewritten);
 
         let mut n = 2u64;
         add(&mut n, 40);

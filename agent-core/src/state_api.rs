@@ -8,9 +8,8 @@ use crate::compiled::CompiledGraph;
 use crate::config::{RunConfig, new_run_id};
 use crate::constants::START;
 use crate::error::GraphError;
-use crate::executor::Run;
+use crate::executor::{self, Restored, Run};
 use crate::interrupt::Interrupt;
-use crate::persist::{self, Restored};
 use crate::state::GraphState;
 
 /// A task the checkpoint's next step holds.
@@ -80,7 +79,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         );
         for (node, push) in paths {
             let name = graph.names[node].to_string();
-            let id = persist::task_id(&record.id, &name, push);
+            let id = executor::task_id(&record.id, &name, push);
             let interrupts = restored
                 .interrupted
                 .iter()
@@ -138,7 +137,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 config.checkpoint_id.as_deref(),
             )
             .await?;
-        Ok(persist::restore(&self.inner, loaded)?.map(|r| self.snapshot(r)))
+        Ok(executor::restore(&self.inner, loaded)?.map(|r| self.snapshot(r)))
     }
 
     /// The thread's checkpoints, newest first, as snapshots. `filter` narrows by `before`,
@@ -157,7 +156,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             let loaded = saver
                 .get(thread, &config.checkpoint_ns, Some(&record.id))
                 .await?;
-            if let Some(restored) = persist::restore(&self.inner, loaded)? {
+            if let Some(restored) = executor::restore(&self.inner, loaded)? {
                 out.push(self.snapshot(restored));
             }
         }
@@ -196,21 +195,20 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             None => None,
         };
         let mut run = Run::open(&self.inner, None, config.clone(), new_run_id(), None).await?;
-        let (record, is_latest) = match &run.persist {
-            Some(p) => (
-                p.record.clone(),
-                latest_id.is_none() || p.checkpoint_id == latest_id,
+        let (writers, is_latest) = match &run.durable {
+            Some(d) => (
+                d.writers.clone(),
+                latest_id.is_none() || d.checkpoint_id == latest_id,
             ),
-            None => (None, true),
+            None => (Vec::new(), true),
         };
+        // Without `as_node`: the node that wrote the checkpoint's step, when it was one node.
         let as_node: Option<String> = match as_node {
             Some(node) => Some(node.to_owned()),
-            None => record.as_ref().and_then(|r| {
-                let writes = r.metadata.get("writes")?.as_object()?;
-                (writes.len() == 1)
-                    .then(|| writes.keys().next().cloned())
-                    .flatten()
-            }),
+            None => match writers.as_slice() {
+                [one] if one != START => Some(one.clone()),
+                _ => None,
+            },
         };
         let graph = &*self.inner;
         let node = match as_node.as_deref() {
@@ -228,7 +226,11 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let writes_meta = serde_json::json!({
             as_node.clone().unwrap_or_default(): serde_json::to_value(&update).unwrap_or_default()
         });
+        let writer: Vec<usize> = node.flatten().into_iter().collect();
         let step = run.step + 1;
+        if let Some(durable) = &mut run.durable {
+            durable.rewritten = durable.rewritten.union(written);
+        }
         let state = Arc::make_mut(&mut run.state);
         state.apply(update).map_err(|source| GraphError::Reducer {
             node: as_node.clone().unwrap_or_default(),
@@ -236,17 +238,15 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             source,
         })?;
         if let Some(node) = node {
-            run.clear_frontier();
+            run.frontier.clear();
             let outgoing = match node {
                 None => &graph.start,
                 Some(n) => &graph.out[n],
             };
-            let mut routes = Vec::new();
-            for &b in &outgoing.branches {
-                routes.push((b, (graph.branches[b].router)(&run.state).goto));
-            }
-            run.fire(outgoing, node, Vec::new(), routes)?;
-            run.settle_joins();
+            let routes = executor::route(graph, outgoing, &run.state);
+            run.frontier
+                .fire(graph, outgoing, node, Vec::new(), routes)?;
+            run.frontier.settle_joins(graph);
         }
         run.step = step;
         let source = if is_latest {
@@ -254,11 +254,13 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         } else {
             Source::Fork
         };
-        run.save(source, writes_meta, written).await?;
+        run.save(source, Some(writes_meta), written, &writer)
+            .await?;
+        run.flush().await?;
         let id = run
-            .persist
+            .durable
             .as_ref()
-            .and_then(|p| p.checkpoint_id.clone())
+            .and_then(|d| d.checkpoint_id.clone())
             .unwrap_or_default();
         Ok(RunConfig::default()
             .thread_id(thread)

@@ -1,6 +1,8 @@
 //! Crash recovery: a child process runs a long graph on SQLite and is killed (SIGKILL) in the
-//! middle of a parallel step; a second run resumes the thread. Nodes that finished are not
-//! run again, and the final state equals an uninterrupted run's.
+//! middle of a parallel step; a second run resumes the thread and ends where an uninterrupted
+//! run does. With `Durability::Sync`, nodes that finished are not run again; with
+//! `Durability::Async`, the crash loses at most the last step's checkpoint (and the step that
+//! was running), never an earlier one.
 
 mod common;
 
@@ -10,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    CompiledGraph, END, GraphState, Input, RunConfig, START, SqliteSaver, StateGraph,
+    CompiledGraph, Durability, END, GraphState, Input, RunConfig, START, SqliteSaver, StateGraph,
 };
 
 const CHILD_ENV: &str = "AGENTGRAPH_CRASH_CHILD";
@@ -75,38 +77,31 @@ fn graph(side: Option<PathBuf>, saver: Option<Arc<SqliteSaver>>) -> CompiledGrap
 }
 
 /// The child: runs the graph until the parent kills it.
-async fn child(db: &Path, side: &Path) {
+async fn child(db: &Path, side: &Path, durability: Durability) {
     let saver = Arc::new(SqliteSaver::open(db).expect("sqlite"));
     let g = graph(Some(side.to_owned()), Some(saver));
-    let _ = g
-        .invoke(Work::default(), RunConfig::default().thread_id(THREAD))
-        .await;
+    let config = RunConfig::default()
+        .thread_id(THREAD)
+        .durability(durability);
+    let _ = g.invoke(Work::default(), config).await;
     record(side, "child finished (it should have been killed)");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_run_resumes_without_rerunning_finished_nodes() {
-    if let Ok(spec) = std::env::var(CHILD_ENV) {
-        let (db, side) = spec.split_once('|').expect("db|side");
-        child(Path::new(db), Path::new(side)).await;
-        return;
-    }
-
+/// Starts this test binary as the child of test `name`, and kills it once p1 finished (p2
+/// and p3 still sleep for seconds). Returns the database and the side file's lines.
+fn run_and_kill(name: &str, durability: &str) -> (PathBuf, PathBuf, String) {
     let db = common::sqlite_path();
     let side = std::env::temp_dir().join(format!("{}.log", common::unique("crash-side")));
     let exe = std::env::current_exe().expect("test binary");
     let mut child = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "killed_run_resumes_without_rerunning_finished_nodes",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, format!("{}|{}", db.display(), side.display()))
+        .args(["--exact", name, "--nocapture"])
+        .env(
+            CHILD_ENV,
+            format!("{}|{}|{durability}", db.display(), side.display()),
+        )
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("spawn child");
-
-    // Kill it in the middle of the parallel step: p1 finished, p2 and p3 still sleeping.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(&side).unwrap_or_default();
@@ -116,12 +111,87 @@ async fn killed_run_resumes_without_rerunning_finished_nodes() {
         assert!(Instant::now() < deadline, "child never reached p1: {text}");
         std::thread::sleep(Duration::from_millis(5));
     }
-    // p1's body is done; give the executor time to persist its output (p2 and p3 sleep
+    // p1's body is done; give the executor time to store what it stores (p2 and p3 sleep
     // for seconds more), then kill.
     std::thread::sleep(Duration::from_millis(500));
     child.kill().expect("SIGKILL");
     child.wait().expect("reap child");
     let before_kill = std::fs::read_to_string(&side).unwrap_or_default();
+    assert!(
+        !before_kill.lines().any(|l| l == "done:p2"),
+        "killed too late: {before_kill}"
+    );
+    (db, side, before_kill)
+}
+
+/// When this process is a child: runs it and returns true.
+async fn as_child() -> bool {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return false;
+    };
+    let mut parts = spec.split('|');
+    let (Some(db), Some(side), Some(durability)) = (parts.next(), parts.next(), parts.next())
+    else {
+        panic!("bad child spec {spec}");
+    };
+    let durability = match durability {
+        "async" => Durability::Async,
+        _ => Durability::Sync,
+    };
+    child(Path::new(db), Path::new(side), durability).await;
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_async_run_loses_at_most_the_last_step() {
+    if as_child().await {
+        return;
+    }
+    let (db, side, before_kill) =
+        run_and_kill("killed_async_run_loses_at_most_the_last_step", "async");
+    let saver = Arc::new(SqliteSaver::open(&db).expect("sqlite"));
+    let g = graph(Some(side.clone()), Some(saver));
+    let config = RunConfig::default().thread_id(THREAD);
+    let snapshot = g
+        .get_state(&config)
+        .await
+        .expect("state")
+        .expect("a checkpoint");
+    // The last step that completed was `fan` (step 3); its checkpoint may be lost, no
+    // earlier one.
+    assert!(
+        snapshot.step >= 2,
+        "lost more than the last step: {snapshot:?}"
+    );
+    let out = g
+        .invoke(Input::Continue, config.durability(Durability::Async))
+        .await
+        .expect("resume");
+    let all = std::fs::read_to_string(&side).unwrap_or_default();
+    let after_kill = &all[before_kill.len()..];
+    for name in ["s1", "s2"] {
+        assert!(
+            !after_kill.lines().any(|l| l == format!("start:{name}")),
+            "{name} ran again, so more than the last step was lost:\n{all}"
+        );
+    }
+    let uninterrupted = graph(None, None)
+        .invoke(Work::default(), RunConfig::default())
+        .await
+        .expect("uninterrupted run");
+    assert_eq!(out.state, uninterrupted.state);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_run_resumes_without_rerunning_finished_nodes() {
+    if as_child().await {
+        return;
+    }
+    let (db, side, before_kill) = run_and_kill(
+        "killed_run_resumes_without_rerunning_finished_nodes",
+        "sync",
+    );
+
     let finished: Vec<String> = before_kill
         .lines()
         .filter_map(|l| l.strip_prefix("done:"))

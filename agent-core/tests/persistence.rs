@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::checkpoint::Checkpointer;
 use agent_core::{
-    BoxError, Command, CompiledGraph, END, GraphError, GraphState, Input, ListFilter, NodeContext,
-    RunConfig, START, StateGraph,
+    BoxError, Command, CompiledGraph, Durability, END, GraphError, GraphState, Input, ListFilter,
+    NodeContext, RunConfig, START, StateGraph,
 };
 
 #[derive(GraphState, Clone, Default, Debug, PartialEq)]
@@ -48,7 +48,9 @@ async fn multi_turn_history_and_fork() {
         let graph = chat_graph(saver);
         let config = thread("multi");
         for text in ["one", "two", "three"] {
-            graph.invoke(human(text), config.clone()).await.unwrap();
+            // The last turn asks for each step's updates in the checkpoint metadata.
+            let config = config.clone().writes_metadata(text == "three");
+            graph.invoke(human(text), config).await.unwrap();
         }
         let state = graph.get_state(&config).await.unwrap().unwrap();
         assert_eq!(state.values.turns, 3, "{name}");
@@ -74,6 +76,11 @@ async fn multi_turn_history_and_fork() {
             "{name}"
         );
         assert_eq!(history[0].metadata["writes"]["chat"]["turns"], 1);
+        assert!(
+            history[3].metadata.get("writes").is_none(),
+            "no writes metadata unless asked for: {}",
+            history[3].metadata
+        );
         assert_eq!(history[2].next, ["__start__"]);
         assert_eq!(history[1].next, ["chat"]);
         // Parents chain back to the first input.
@@ -351,7 +358,7 @@ async fn interrupts_without_a_checkpointer_are_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_siblings_are_not_rerun_after_a_failure() {
-    for (name, saver) in common::backends().await {
+    for (name, saver, durability) in common::backends_and_durabilities().await {
         let ok_runs = Arc::new(AtomicUsize::new(0));
         let bad_runs = Arc::new(AtomicUsize::new(0));
         let (ok, bad) = (ok_runs.clone(), bad_runs.clone());
@@ -386,7 +393,7 @@ async fn finished_siblings_are_not_rerun_after_a_failure() {
             .add_edge(["steady", "flaky"], END)
             .compile_with(saver)
             .unwrap();
-        let config = thread("siblings");
+        let config = thread("siblings").durability(durability);
         let err = graph
             .invoke(Chat::default(), config.clone())
             .await
@@ -563,6 +570,70 @@ async fn exit_durability_writes_one_checkpoint_per_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_durability_writes_the_checkpoints_sync_writes() {
+    for (name, saver) in common::backends().await {
+        let graph = agent_tools_graph_plain(saver);
+        let mut histories = Vec::new();
+        for durability in [Durability::Sync, Durability::Async] {
+            let config = thread("async").durability(durability);
+            for turn in 0..3 {
+                let out = graph
+                    .invoke(ChatUpdate::default().turns(1), config.clone())
+                    .await
+                    .unwrap();
+                assert_eq!(out.messages.len(), 3 * (turn + 1), "{name}");
+                // Stored before the run returned.
+                let latest = graph.get_state(&config).await.unwrap().unwrap();
+                assert_eq!(latest.values.messages, out.messages, "{name}");
+                assert_eq!(Some(latest.config.checkpoint_id), Some(out.checkpoint_id));
+            }
+            let history: Vec<(i64, String, Vec<String>, usize)> = graph
+                .get_state_history(&config, &ListFilter::default())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| {
+                    let source = s.metadata["source"].as_str().unwrap_or_default().to_owned();
+                    (s.step, source, s.next, s.values.messages.len())
+                })
+                .collect();
+            histories.push(history);
+        }
+        assert_eq!(
+            histories[0].len(),
+            15,
+            "{name}: an input and four steps per run"
+        );
+        assert_eq!(histories[0], histories[1], "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_durability_pauses_and_resumes() {
+    for (name, saver) in common::backends().await {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let graph = approval_graph(saver, calls.clone(), true);
+        let config = thread("async-interrupt").durability(Durability::Async);
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        // The pause is stored before it is reported.
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.interrupts, out.interrupts, "{name}");
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts[0].value, "really?", "{name}");
+        let out = graph
+            .invoke(Command::resume("sure").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("yes+sure"), "{name}");
+        assert_eq!(out.messages, ["draft"], "{name}: draft ran once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_durability_pauses_and_resumes() {
     for (name, saver) in common::backends().await {
         let calls = Arc::new(AtomicUsize::new(0));
@@ -636,4 +707,78 @@ fn agent_tools_graph_plain(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Chat> 
         .add_edge("answer", END)
         .compile_with(saver)
         .unwrap()
+}
+
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct Mixed {
+    #[reducer(append)]
+    log: Vec<String>,
+    #[reducer(append)]
+    tags: std::collections::BTreeSet<String>,
+    #[reducer(self::keep_last_two)]
+    recent: Vec<String>,
+}
+
+fn keep_last_two(current: &mut Vec<String>, update: Vec<String>) {
+    current.extend(update);
+    let cut = current.len().saturating_sub(2);
+    current.drain(..cut);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_store_new_elements_and_every_reducer_restores_exactly() {
+    for (name, saver, durability) in common::backends_and_durabilities().await {
+        let graph = StateGraph::new()
+            .add_node("step", |s: Arc<Mixed>| async move {
+                let n = s.log.len();
+                // Tags land before and after the existing ones (a set reorders).
+                let tag = if n.is_multiple_of(2) {
+                    format!("a{n}")
+                } else {
+                    format!("z{n}")
+                };
+                MixedUpdate::default()
+                    .log(vec![format!("entry {n}")])
+                    .tags(std::collections::BTreeSet::from([tag]))
+                    .recent(vec![format!("recent {n}")])
+            })
+            .add_edge(START, "step")
+            .add_edge("step", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("mixed").durability(durability);
+        for _ in 0..6 {
+            graph
+                .invoke(Mixed::default(), config.clone())
+                .await
+                .unwrap();
+        }
+        // An update that rewrites the appended field's history through update_state.
+        graph
+            .update_state(
+                &config,
+                MixedUpdate::default().log(vec!["edited".to_owned()]),
+                None,
+            )
+            .await
+            .unwrap();
+        let out = graph
+            .invoke(Mixed::default(), config.clone())
+            .await
+            .unwrap()
+            .state;
+        let expected_len = out.log.len();
+        assert_eq!(expected_len, 8, "{name}");
+        let stored = graph.get_state(&config).await.unwrap().unwrap().values;
+        assert_eq!(stored, out, "{name} {durability:?}");
+        assert_eq!(out.recent.len(), 2);
+        assert_eq!(out.tags.len(), 7);
+        // Every checkpoint of the history restores to what its run saw.
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        let lens: Vec<usize> = history.iter().map(|s| s.values.log.len()).collect();
+        assert!(lens.windows(2).all(|w| w[0] >= w[1]), "{name}: {lens:?}");
+    }
 }

@@ -1,9 +1,14 @@
-//! A compiled graph as a node: it runs on the parent's snapshot and its writes land once.
+//! A compiled graph as a node: it runs on the parent's snapshot and its writes land once; it
+//! checkpoints under its own namespace and an `interrupt()` inside it pauses the whole run;
+//! a graph over another state is a node through an input and an output map.
+
+mod common;
 
 use std::sync::Arc;
 
 use agent_core::{
-    END, GraphState, NodeContext, RunConfig, START, Send, StateGraph, StreamMode, StreamPart,
+    Command, Durability, END, GraphState, InMemorySaver, NodeContext, RunConfig, START, Send,
+    SqliteSaver, StateGraph, StreamMode, StreamPart,
 };
 use futures::StreamExt;
 
@@ -121,4 +126,175 @@ async fn subgraph_stream_items_carry_their_namespace() {
         }
     }
     assert_eq!(seen, ["prep []", r#"edit ["sub"]"#, r#"check ["sub"]"#]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subgraphs that checkpoint and pause.
+
+/// A subgraph that edits, asks a human, then records the answer.
+fn approval() -> agent_core::CompiledGraph<S> {
+    StateGraph::new()
+        .add_node("edit", step("edit"))
+        .add_node("ask", |_s: Arc<S>, ctx: NodeContext| async move {
+            let answer: String = ctx.interrupt_as("ship it?")?;
+            Ok::<_, agent_core::BoxError>(SUpdate::default().log(vec![format!("answer:{answer}")]))
+        })
+        .add_edge(START, "edit")
+        .add_edge("edit", "ask")
+        .add_edge("ask", END)
+        .compile()
+        .unwrap()
+}
+
+fn parent(saver: Arc<dyn agent_core::Checkpointer>) -> agent_core::CompiledGraph<S> {
+    StateGraph::new()
+        .add_node("prep", step("prep"))
+        .add_node("sub", approval())
+        .add_node("finish", step("finish"))
+        .add_edge(START, "prep")
+        .add_edge("prep", "sub")
+        .add_edge("sub", "finish")
+        .add_edge("finish", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stopped() {
+    for (name, saver, durability) in common::backends_and_durabilities().await {
+        let graph = parent(saver.clone());
+        let config = RunConfig::default()
+            .thread_id(common::unique("sub-pause"))
+            .durability(durability);
+        let out = graph.invoke(S::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        assert_eq!(out.interrupts[0].value, "ship it?");
+        assert_eq!(out.interrupts[0].node, "sub");
+        assert_eq!(out.next, ["sub"]);
+        assert_eq!(
+            out.log,
+            ["prep"],
+            "{name}: the subgraph's writes land when it finishes"
+        );
+
+        // The subgraph checkpointed in its own namespace of the same thread.
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        let task = &snapshot.tasks[0];
+        let ns = format!("sub:{}", task.id);
+        let inner = saver
+            .list(
+                config.thread_id.as_deref().unwrap(),
+                &ns,
+                &Default::default(),
+            )
+            .await
+            .unwrap();
+        assert!(!inner.is_empty(), "{name}: no checkpoint in `{ns}`");
+
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert!(out.interrupts.is_empty(), "{name}");
+        assert_eq!(out.log, ["prep", "edit", "answer:yes", "finish"], "{name}");
+        assert_eq!(out.count, 3, "{name}: edit ran once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_subgraph_resumes_from_another_process_on_the_same_file() {
+    let path = common::sqlite_path();
+    let thread = common::unique("sub-file");
+    let config = RunConfig::default().thread_id(thread.clone());
+    {
+        let saver = Arc::new(SqliteSaver::open(&path).unwrap());
+        let out = parent(saver)
+            .invoke(S::default(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts[0].value, "ship it?");
+    }
+    // Everything below starts from the file alone, as a second process would.
+    let saver = Arc::new(SqliteSaver::open(&path).unwrap());
+    let graph = parent(saver);
+    let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+    assert_eq!(snapshot.next, ["sub"]);
+    assert_eq!(snapshot.interrupts[0].value, "ship it?");
+    let out = graph
+        .invoke(Command::resume("later").unwrap(), config)
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["prep", "edit", "answer:later", "finish"]);
+}
+
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct Joke {
+    letters: String,
+    subject: String,
+    #[reducer(append)]
+    lines: Vec<String>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subgraph_over_another_state_maps_input_and_output_and_fans_out() {
+    let joke = StateGraph::<Joke>::new()
+        .add_node("edit", |s: Arc<Joke>| async move {
+            JokeUpdate::default().subject(format!("{}!", s.letters))
+        })
+        .add_node("tell", |s: Arc<Joke>| async move {
+            JokeUpdate::default().lines(vec![format!("joke about {}", s.subject)])
+        })
+        .add_edge(START, "edit")
+        .add_edge("edit", "tell")
+        .add_edge("tell", END)
+        .compile()
+        .unwrap();
+    let node = joke.as_node(
+        |s: &S| JokeUpdate::default().letters(s.subject.clone()),
+        |j: Joke| SUpdate::default().log(j.lines).count(1),
+    );
+    let saver = Arc::new(InMemorySaver::new());
+    let graph = StateGraph::new()
+        .add_node("joke", node)
+        .add_conditional_edges(
+            START,
+            |_: &S| {
+                ["a", "b"]
+                    .map(|subject| {
+                        Send::new(
+                            "joke",
+                            S {
+                                subject: subject.to_owned(),
+                                ..S::default()
+                            },
+                        )
+                    })
+                    .to_vec()
+            },
+            ["joke"],
+        )
+        .add_edge("joke", END)
+        .compile_with(saver)
+        .unwrap();
+    for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+        let config = RunConfig::default()
+            .thread_id(common::unique("mapped"))
+            .durability(durability);
+        let out = graph.invoke(S::default(), config).await.unwrap();
+        assert_eq!(
+            out.log,
+            ["joke about a!", "joke about b!"],
+            "{durability:?}"
+        );
+        assert_eq!(out.count, 2);
+    }
+    let out = graph
+        .invoke(S::default(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.log,
+        ["joke about a!", "joke about b!"],
+        "without a thread"
+    );
 }

@@ -1,5 +1,5 @@
 //! `cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME]..`: LangGraph's benchmark
-//! shapes on agentgraph (`agent-flows/benches/shapes`, release build), each with no
+//! shapes on agentgraph (the `agent-bench` crate's `shapes` bench, release build), each with no
 //! checkpointer and every saver, next to a hand-written floor; with `--vs-langgraph`, the same
 //! shapes on `langgraph==1.2.22` in Python in the same invocation, and the tables of ratios.
 //!
@@ -107,14 +107,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo bench -p agent-flows --bench shapes -- <args>` (the bench profile: release).
+/// `cargo bench -p agent-bench --bench shapes -- <args>` (the bench profile: release).
 fn shapes_bench(args: &[String]) -> Command {
     let mut cmd = shell::cargo();
     cmd.args([
         "bench",
         "-q",
         "-p",
-        "agent-flows",
+        "agent-bench",
         "--bench",
         "shapes",
         "--",

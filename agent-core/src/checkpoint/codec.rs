@@ -27,6 +27,21 @@ pub(crate) struct Body {
     pub(crate) joins: Vec<Vec<bool>>,
     /// The field names of the state that wrote it (for compatibility checks).
     pub(crate) fields: Vec<String>,
+    /// The nodes whose writes made this checkpoint's step (`__start__` for the input step);
+    /// `update_state` without `as_node` acts as the one writer, when there is one.
+    #[serde(default)]
+    pub(crate) writers: Vec<String>,
+}
+
+/// [`Body`] as written: borrowed, so encoding a checkpoint allocates no names.
+#[derive(serde::Serialize)]
+pub(crate) struct BodyRef<'a> {
+    pub(crate) format: u32,
+    pub(crate) next: Vec<&'a str>,
+    pub(crate) sends: Vec<(&'a str, serde_bytes_vec::Bytes)>,
+    pub(crate) joins: &'a [Vec<bool>],
+    pub(crate) fields: Vec<&'static str>,
+    pub(crate) writers: &'a [&'a str],
 }
 
 /// Byte vectors encoded as MessagePack bin (not arrays of numbers).
@@ -91,41 +106,99 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FieldCache {
     pub(crate) version: String,
-    /// For an array: its encoding and the byte ranges of its elements (the next version is
-    /// compared with it byte for byte, so a delta is never based on a lookalike).
-    array: Option<(Vec<u8>, Vec<Range<usize>>)>,
+    /// Its encoding: for an array, the elements' bytes (no header) and their ranges, so the
+    /// next version is compared element by element and a delta is never based on a
+    /// lookalike; for anything else, the whole encoding.
+    encoding: Encoding,
 }
 
-/// Builds the blob for a new version of a field, as a delta when the previous version is a
-/// prefix of this one.
+#[derive(Debug, Clone, Default)]
+enum Encoding {
+    #[default]
+    Unknown,
+    Array {
+        elements: Vec<u8>,
+        ranges: Vec<Range<usize>>,
+    },
+    Other(Vec<u8>),
+}
+
+impl FieldCache {
+    fn new(version: &str, bytes: Vec<u8>) -> Self {
+        let encoding = match split_array(&bytes) {
+            Some(ranges) => {
+                let start = ranges.first().map_or(bytes.len(), |r| r.start);
+                Encoding::Array {
+                    ranges: ranges
+                        .iter()
+                        .map(|r| r.start - start..r.end - start)
+                        .collect(),
+                    elements: bytes[start..].to_vec(),
+                }
+            }
+            None => Encoding::Other(bytes),
+        };
+        FieldCache {
+            version: version.to_owned(),
+            encoding,
+        }
+    }
+
+    /// How many elements the stored version has, when it is an array.
+    pub(crate) fn array_len(&self) -> Option<usize> {
+        match &self.encoding {
+            Encoding::Array { ranges, .. } => Some(ranges.len()),
+            _ => None,
+        }
+    }
+}
+
+/// Builds the blob for a new version of a field from its whole encoding and moves `cache`
+/// onto it: `None` when it equals the stored version (the field keeps its version), a delta
+/// when the stored version is a prefix of it (compared element by element), else the whole
+/// value.
 pub(crate) fn make_blob(
     field: &str,
     version: &str,
     bytes: Vec<u8>,
-    previous: Option<&FieldCache>,
-) -> (FieldBlob, FieldCache) {
+    cache: &mut Option<FieldCache>,
+) -> Option<FieldBlob> {
     let ranges = split_array(&bytes);
     let mut kept = None;
-    if let (Some(prev), Some(new)) = (previous, &ranges)
-        && let Some((old_bytes, old)) = &prev.array
-    {
-        let common = old
-            .iter()
-            .zip(new.iter())
-            .take_while(|(a, b)| old_bytes[(*a).clone()] == bytes[(*b).clone()])
-            .count();
-        // Worth it only when most of the old value is kept.
-        if common > 0 && common * 2 >= old.len() {
-            kept = Some((prev.version.clone(), common));
+    match (cache.as_ref(), &ranges) {
+        (Some(previous), Some(new)) => {
+            if let Encoding::Array {
+                elements,
+                ranges: old,
+            } = &previous.encoding
+            {
+                let common = old
+                    .iter()
+                    .zip(new.iter())
+                    .take_while(|(a, b)| elements[(*a).clone()] == bytes[(*b).clone()])
+                    .count();
+                if common == old.len() && common == new.len() {
+                    return None;
+                }
+                // Worth it only when most of the old value is kept.
+                if common > 0 && common * 2 >= old.len() {
+                    kept = Some((previous.version.clone(), common));
+                }
+            }
         }
+        (Some(previous), None) => {
+            if matches!(&previous.encoding, Encoding::Other(old) if *old == bytes) {
+                return None;
+            }
+        }
+        _ => {}
     }
     let data = match (&kept, &ranges) {
         (Some((_, common)), Some(new)) => {
             let start = new.get(*common).map(|r| r.start).unwrap_or(bytes.len());
             bytes[start..].to_vec()
         }
-        (None, Some(_)) => bytes.clone(),
-        _ => Vec::new(),
+        _ => bytes.clone(),
     };
     let blob = FieldBlob {
         field: field.to_owned(),
@@ -133,24 +206,194 @@ pub(crate) fn make_blob(
         base: kept.map(|(v, common)| (v, common as u64)),
         data,
     };
-    match ranges {
-        Some(ranges) => (
-            blob,
-            FieldCache {
-                version: version.to_owned(),
-                array: Some((bytes, ranges)),
-            },
-        ),
-        None => (
-            FieldBlob {
-                data: bytes,
-                ..blob
-            },
-            FieldCache {
-                version: version.to_owned(),
-                array: None,
-            },
-        ),
+    *cache = Some(FieldCache::new(version, bytes));
+    Some(blob)
+}
+
+/// The elements a field gained by appends since its stored version, encoded alone: what
+/// [`TailSerializer`] produced.
+pub(crate) struct Tail {
+    /// Elements of the new value.
+    pub(crate) len: usize,
+    /// Encodings of the elements past the stored version's, concatenated.
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// Builds the blob for a field that was only appended to since `cache`'s version was stored
+/// and moves `cache` onto it: a delta holding the new elements (`None` when there are none).
+/// `Err` when the tail does not fit the stored version (`cache` is untouched; the caller
+/// encodes the field whole).
+pub(crate) fn append_blob(
+    field: &str,
+    version: &str,
+    tail: Tail,
+    cache: &mut FieldCache,
+) -> Result<Option<FieldBlob>, ()> {
+    let Encoding::Array { elements, ranges } = &mut cache.encoding else {
+        return Err(());
+    };
+    let kept = ranges.len();
+    if tail.len < kept {
+        return Err(());
+    }
+    if tail.len == kept {
+        return Ok(None);
+    }
+    let mut added = Vec::with_capacity(tail.len - kept);
+    let mut at = 0;
+    while at < tail.bytes.len() {
+        let end = skip_value(&tail.bytes, at).ok_or(())?;
+        added.push(elements.len() + at..elements.len() + end);
+        at = end;
+    }
+    if kept + added.len() != tail.len {
+        return Err(());
+    }
+    ranges.extend(added);
+    elements.extend_from_slice(&tail.bytes);
+    let base = std::mem::replace(&mut cache.version, version.to_owned());
+    Ok(Some(FieldBlob {
+        field: field.to_owned(),
+        version: version.to_owned(),
+        base: Some((base, kept as u64)),
+        data: tail.bytes,
+    }))
+}
+
+/// A serializer for a sequence field that encodes only its elements past the first `skip`
+/// (what appends added since the stored version), each as the whole encoding would. Anything
+/// that is not a sequence is an error: the caller encodes the field whole.
+pub(crate) struct TailSerializer {
+    pub(crate) skip: usize,
+}
+
+/// Why [`TailSerializer`] gave up.
+#[derive(Debug)]
+pub(crate) struct TailError(String);
+
+impl std::fmt::Display for TailError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TailError {}
+
+impl serde::ser::Error for TailError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        TailError(msg.to_string())
+    }
+}
+
+/// The elements of a [`TailSerializer`]'s sequence.
+pub(crate) struct TailSeq {
+    skip: usize,
+    index: usize,
+    bytes: Vec<u8>,
+}
+
+impl serde::ser::SerializeSeq for TailSeq {
+    type Ok = Tail;
+    type Error = TailError;
+
+    fn serialize_element<T: ?Sized + serde::Serialize>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), TailError> {
+        if self.index >= self.skip {
+            value
+                .serialize(&mut rmp_serde::Serializer::new(&mut self.bytes).with_struct_map())
+                .map_err(|e| TailError(e.to_string()))?;
+        }
+        self.index += 1;
+        Ok(())
+    }
+
+    fn end(self) -> Result<Tail, TailError> {
+        Ok(Tail {
+            len: self.index,
+            bytes: self.bytes,
+        })
+    }
+}
+
+macro_rules! not_a_sequence {
+    ($($name:ident($($arg:ty),*) -> $ret:ty;)*) => {
+        $(fn $name(self, $(_: $arg),*) -> Result<$ret, TailError> {
+            Err(TailError("not a sequence".to_owned()))
+        })*
+    };
+}
+
+type Impossible = serde::ser::Impossible<Tail, TailError>;
+
+impl serde::Serializer for TailSerializer {
+    type Ok = Tail;
+    type Error = TailError;
+    type SerializeSeq = TailSeq;
+    type SerializeTuple = Impossible;
+    type SerializeTupleStruct = Impossible;
+    type SerializeTupleVariant = Impossible;
+    type SerializeMap = Impossible;
+    type SerializeStruct = Impossible;
+    type SerializeStructVariant = Impossible;
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<TailSeq, TailError> {
+        Ok(TailSeq {
+            skip: self.skip,
+            index: 0,
+            bytes: Vec::new(),
+        })
+    }
+
+    fn serialize_newtype_struct<T: ?Sized + serde::Serialize>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<Tail, TailError> {
+        // rmp-serde encodes a newtype struct as its content.
+        value.serialize(self)
+    }
+
+    fn serialize_some<T: ?Sized + serde::Serialize>(self, _value: &T) -> Result<Tail, TailError> {
+        Err(TailError("not a sequence".to_owned()))
+    }
+
+    fn serialize_newtype_variant<T: ?Sized + serde::Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<Tail, TailError> {
+        Err(TailError("not a sequence".to_owned()))
+    }
+
+    not_a_sequence! {
+        serialize_bool(bool) -> Tail;
+        serialize_i8(i8) -> Tail;
+        serialize_i16(i16) -> Tail;
+        serialize_i32(i32) -> Tail;
+        serialize_i64(i64) -> Tail;
+        serialize_u8(u8) -> Tail;
+        serialize_u16(u16) -> Tail;
+        serialize_u32(u32) -> Tail;
+        serialize_u64(u64) -> Tail;
+        serialize_f32(f32) -> Tail;
+        serialize_f64(f64) -> Tail;
+        serialize_char(char) -> Tail;
+        serialize_str(&str) -> Tail;
+        serialize_bytes(&[u8]) -> Tail;
+        serialize_none() -> Tail;
+        serialize_unit() -> Tail;
+        serialize_unit_struct(&'static str) -> Tail;
+        serialize_unit_variant(&'static str, u32, &'static str) -> Tail;
+        serialize_tuple(usize) -> Impossible;
+        serialize_tuple_struct(&'static str, usize) -> Impossible;
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Impossible;
+        serialize_map(Option<usize>) -> Impossible;
+        serialize_struct(&'static str, usize) -> Impossible;
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Impossible;
     }
 }
 
@@ -216,10 +459,7 @@ pub(crate) fn reconstruct(
             bytes.extend_from_slice(e);
         }
     }
-    let cache = FieldCache {
-        version: version.to_owned(),
-        array: split_array(&bytes).map(|ranges| (bytes.clone(), ranges)),
-    };
+    let cache = FieldCache::new(version, bytes.clone());
     Ok((bytes, cache))
 }
 
@@ -303,6 +543,7 @@ pub(crate) fn skip_value(bytes: &[u8], mut at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Serialize;
     use serde_json::json;
 
     fn roundtrip(versions: &[serde_json::Value]) -> Vec<FieldBlob> {
@@ -310,9 +551,7 @@ mod tests {
         let mut blobs = Vec::new();
         for (i, v) in versions.iter().enumerate() {
             let bytes = encode(v).unwrap();
-            let (blob, c) = make_blob("f", &format!("v{i}"), bytes, cache.as_ref());
-            cache = Some(c);
-            blobs.push(blob);
+            blobs.extend(make_blob("f", &format!("v{i}"), bytes, &mut cache));
         }
         let map: HashMap<(String, String), &FieldBlob> = blobs
             .iter()
@@ -357,6 +596,52 @@ mod tests {
             json!((0..70000).collect::<Vec<u32>>()),
             json!((0..70001).collect::<Vec<u32>>()),
         ]);
+    }
+
+    #[test]
+    fn appended_elements_encode_alone_and_rebuild_the_whole_value() {
+        let versions: Vec<Vec<serde_json::Value>> = (0..30)
+            .map(|n| {
+                (0..n * 3)
+                    .map(|i| json!({"i": i, "text": "x".repeat(i)}))
+                    .collect()
+            })
+            .collect();
+        let mut cache = None;
+        let mut blobs = Vec::new();
+        let mut tail_bytes = 0;
+        for (n, value) in versions.iter().enumerate() {
+            let version = format!("v{n:02}");
+            let blob = match cache.as_mut() {
+                None => make_blob("f", &version, encode(value).unwrap(), &mut cache),
+                Some(previous) => {
+                    let skip = FieldCache::array_len(previous).unwrap();
+                    let tail = value.serialize(TailSerializer { skip }).unwrap();
+                    assert_eq!(tail.len, value.len());
+                    tail_bytes += tail.bytes.len();
+                    append_blob("f", &version, tail, previous).unwrap()
+                }
+            };
+            blobs.extend(blob);
+        }
+        let map: HashMap<(String, String), &FieldBlob> = blobs
+            .iter()
+            .map(|b| ((b.field.clone(), b.version.clone()), b))
+            .collect();
+        for (n, value) in versions.iter().enumerate().skip(1) {
+            let (bytes, rebuilt) = reconstruct("f", &format!("v{n:02}"), &map).unwrap();
+            assert_eq!(bytes, encode(value).unwrap(), "version {n}");
+            assert_eq!(rebuilt.array_len(), Some(value.len()));
+        }
+        let last = encode(versions.last().unwrap()).unwrap().len();
+        assert!(
+            tail_bytes <= last,
+            "{tail_bytes} bytes of tails for a {last}-byte value"
+        );
+        assert!(
+            "a string".serialize(TailSerializer { skip: 0 }).is_err(),
+            "not a sequence"
+        );
     }
 
     #[test]

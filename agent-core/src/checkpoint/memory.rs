@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use super::{
-    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite,
-    needed_blobs,
+    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
+    WriteKind, needed_blobs,
 };
 use crate::error::GraphError;
 
@@ -18,8 +18,38 @@ struct Thread {
     checkpoints: BTreeMap<String, CheckpointRecord>,
     /// By (field, version).
     blobs: HashMap<(String, String), FieldBlob>,
-    /// By checkpoint id, then (task id, kind).
-    writes: HashMap<String, Vec<PendingWrite>>,
+    /// By checkpoint id.
+    writes: HashMap<String, Writes>,
+}
+
+/// A checkpoint's pending writes, in the order stored; one per (task id, kind).
+#[derive(Default)]
+struct Writes {
+    list: Vec<PendingWrite>,
+    index: HashMap<(String, WriteKind), usize>,
+}
+
+impl Writes {
+    fn put(&mut self, write: PendingWrite) {
+        match self.index.get(&(write.task_id.clone(), write.kind)) {
+            Some(&at) => self.list[at] = write,
+            None => {
+                self.index
+                    .insert((write.task_id.clone(), write.kind), self.list.len());
+                self.list.push(write);
+            }
+        }
+    }
+}
+
+impl Thread {
+    fn put(&mut self, record: CheckpointRecord, blobs: Vec<FieldBlob>) {
+        for blob in blobs {
+            self.blobs
+                .insert((blob.field.clone(), blob.version.clone()), blob);
+        }
+        self.checkpoints.insert(record.id.clone(), record);
+    }
 }
 
 /// Checkpoints in memory.
@@ -65,15 +95,39 @@ impl Checkpointer for InMemorySaver {
 
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        let thread = threads
+        threads
             .entry((record.thread_id.clone(), record.ns.clone()))
-            .or_default();
-        for blob in blobs {
-            thread
-                .blobs
-                .insert((blob.field.clone(), blob.version.clone()), blob.clone());
+            .or_default()
+            .put(record.clone(), blobs.to_vec());
+        Ok(())
+    }
+
+    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        let mut threads = self.lock();
+        for op in ops {
+            match op {
+                StoreOp::Checkpoint { record, blobs } => threads
+                    .entry((record.thread_id.clone(), record.ns.clone()))
+                    .or_default()
+                    .put(record, blobs),
+                StoreOp::Writes {
+                    thread_id,
+                    ns,
+                    checkpoint_id,
+                    writes,
+                } => {
+                    let list = threads
+                        .entry((thread_id, ns))
+                        .or_default()
+                        .writes
+                        .entry(checkpoint_id)
+                        .or_default();
+                    for write in writes {
+                        list.put(write);
+                    }
+                }
+            }
         }
-        thread.checkpoints.insert(record.id.clone(), record.clone());
         Ok(())
     }
 
@@ -90,8 +144,7 @@ impl Checkpointer for InMemorySaver {
             .or_default();
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
-            list.retain(|w| !(w.task_id == write.task_id && w.kind == write.kind));
-            list.push(write.clone());
+            list.put(write.clone());
         }
         Ok(())
     }
@@ -126,7 +179,11 @@ impl Checkpointer for InMemorySaver {
             .iter()
             .filter_map(|k| thread.blobs.get(k).cloned())
             .collect();
-        let writes = thread.writes.get(&record.id).cloned().unwrap_or_default();
+        let writes = thread
+            .writes
+            .get(&record.id)
+            .map(|w| w.list.clone())
+            .unwrap_or_default();
         Ok(LoadedCheckpoint {
             record: Some(record),
             blobs,

@@ -157,6 +157,30 @@ pub struct LoadedCheckpoint {
     pub writes: Vec<PendingWrite>,
 }
 
+/// One operation of [`Checkpointer::put_batch`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreOp {
+    /// A checkpoint and the new blobs it references ([`Checkpointer::put`]).
+    Checkpoint {
+        /// The record.
+        record: CheckpointRecord,
+        /// Blobs of the field versions it introduces.
+        blobs: Vec<FieldBlob>,
+    },
+    /// Pending writes of tasks of the step that starts at `checkpoint_id`
+    /// ([`Checkpointer::put_writes`]).
+    Writes {
+        /// The thread.
+        thread_id: String,
+        /// The namespace.
+        ns: String,
+        /// The checkpoint the step starts from.
+        checkpoint_id: String,
+        /// The writes.
+        writes: Vec<PendingWrite>,
+    },
+}
+
 /// Which checkpoints `list` returns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ListFilter {
@@ -197,6 +221,27 @@ pub trait Checkpointer: Send + Sync + 'static {
         checkpoint_id: &str,
         writes: &[PendingWrite],
     ) -> Result<(), GraphError>;
+
+    /// Stores `ops` in order. A store with transactions writes them in one (a run hands it a
+    /// super-step's pending writes and checkpoint at once); the default calls
+    /// [`put_writes`](Self::put_writes) and [`put`](Self::put) one by one.
+    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        for op in ops {
+            match op {
+                StoreOp::Checkpoint { record, blobs } => self.put(&record, &blobs).await?,
+                StoreOp::Writes {
+                    thread_id,
+                    ns,
+                    checkpoint_id,
+                    writes,
+                } => {
+                    self.put_writes(&thread_id, &ns, &checkpoint_id, &writes)
+                        .await?
+                }
+            }
+        }
+        Ok(())
+    }
 
     /// Loads a checkpoint (the latest when `checkpoint_id` is `None`) with its blobs and writes.
     async fn get(

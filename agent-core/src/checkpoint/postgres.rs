@@ -10,7 +10,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{
-    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite,
+    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
     WriteKind, needed_blobs,
 };
 use crate::error::GraphError;
@@ -161,6 +161,23 @@ impl PostgresSaver {
     }
 }
 
+const INSERT_BLOB: &str =
+    "INSERT INTO agentgraph_blobs (thread_id, ns, field, version, base_version, base_len, data)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (thread_id, ns, field, version) DO NOTHING";
+
+const INSERT_CHECKPOINT: &str = "INSERT INTO agentgraph_checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::TEXT::JSONB, $8::TEXT::JSONB, $9)
+     ON CONFLICT (thread_id, ns, id) DO UPDATE SET
+       parent_id = EXCLUDED.parent_id, step = EXCLUDED.step, created_at_ms = EXCLUDED.created_at_ms,
+       metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, body = EXCLUDED.body";
+
+const INSERT_WRITE: &str =
+    "INSERT INTO agentgraph_writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind)
+     DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data";
+
 const RECORD_COLUMNS: &str =
     "thread_id, ns, id, parent_id, step, created_at_ms, metadata::TEXT, versions::TEXT, body";
 
@@ -194,59 +211,11 @@ impl Checkpointer for PostgresSaver {
     }
 
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(err)?;
-        let insert_blob = tx
-            .prepare(
-                "INSERT INTO agentgraph_blobs (thread_id, ns, field, version, base_version, base_len, data)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (thread_id, ns, field, version) DO NOTHING",
-            )
-            .await
-            .map_err(err)?;
-        for blob in blobs {
-            let (base, len) = match &blob.base {
-                Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
-                None => (None, None),
-            };
-            tx.execute(
-                &insert_blob,
-                &[
-                    &record.thread_id,
-                    &record.ns,
-                    &blob.field,
-                    &blob.version,
-                    &base,
-                    &len,
-                    &blob.data,
-                ],
-            )
-            .await
-            .map_err(err)?;
-        }
-        let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
-        let versions = serde_json::to_string(&record.versions).map_err(err)?;
-        tx.execute(
-            "INSERT INTO agentgraph_checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
-             VALUES ($1, $2, $3, $4, $5, $6, $7::TEXT::JSONB, $8::TEXT::JSONB, $9)
-             ON CONFLICT (thread_id, ns, id) DO UPDATE SET
-               parent_id = EXCLUDED.parent_id, step = EXCLUDED.step, created_at_ms = EXCLUDED.created_at_ms,
-               metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, body = EXCLUDED.body",
-            &[
-                &record.thread_id,
-                &record.ns,
-                &record.id,
-                &record.parent_id,
-                &record.step,
-                &record.created_at_ms,
-                &metadata,
-                &versions,
-                &record.body,
-            ],
-        )
+        self.put_batch(vec![StoreOp::Checkpoint {
+            record: record.clone(),
+            blobs: blobs.to_vec(),
+        }])
         .await
-        .map_err(err)?;
-        tx.commit().await.map_err(err)
     }
 
     async fn put_writes(
@@ -256,33 +225,107 @@ impl Checkpointer for PostgresSaver {
         checkpoint_id: &str,
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
+        self.put_batch(vec![StoreOp::Writes {
+            thread_id: thread_id.to_owned(),
+            ns: ns.to_owned(),
+            checkpoint_id: checkpoint_id.to_owned(),
+            writes: writes.to_vec(),
+        }])
+        .await
+    }
+
+    /// One transaction for the whole batch, its statements pipelined (sent together, not
+    /// one round trip each).
+    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
-        let stmt = tx
-            .prepare(
-                "INSERT INTO agentgraph_writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind)
-                 DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data",
-            )
-            .await
-            .map_err(err)?;
-        for w in writes {
-            tx.execute(
-                &stmt,
-                &[
-                    &thread_id,
-                    &ns,
-                    &checkpoint_id,
-                    &w.task_id,
-                    &w.kind.code(),
-                    &w.node,
-                    &w.data,
-                ],
-            )
-            .await
-            .map_err(err)?;
+        let insert_blob = tx.prepare_cached(INSERT_BLOB).await.map_err(err)?;
+        let insert_checkpoint = tx.prepare_cached(INSERT_CHECKPOINT).await.map_err(err)?;
+        let insert_write = tx.prepare_cached(INSERT_WRITE).await.map_err(err)?;
+        // Owned values the statements' parameters borrow.
+        let mut json = Vec::new();
+        let mut bases = Vec::new();
+        let mut codes = Vec::new();
+        for op in &ops {
+            match op {
+                StoreOp::Checkpoint { record, blobs } => {
+                    json.push((
+                        serde_json::to_string(&record.metadata).map_err(err)?,
+                        serde_json::to_string(&record.versions).map_err(err)?,
+                    ));
+                    for blob in blobs {
+                        bases.push(match &blob.base {
+                            Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
+                            None => (None, None),
+                        });
+                    }
+                }
+                StoreOp::Writes { writes, .. } => {
+                    codes.extend(writes.iter().map(|w| w.kind.code()));
+                }
+            }
         }
+        let mut statements = Vec::new();
+        let (mut json_at, mut base_at, mut code_at) = (0, 0, 0);
+        for op in &ops {
+            match op {
+                StoreOp::Checkpoint { record, blobs } => {
+                    for blob in blobs {
+                        let (base, len) = &bases[base_at];
+                        base_at += 1;
+                        let params: Vec<Param<'_>> = vec![
+                            &record.thread_id,
+                            &record.ns,
+                            &blob.field,
+                            &blob.version,
+                            base,
+                            len,
+                            &blob.data,
+                        ];
+                        statements.push(tx.execute_raw(&insert_blob, params));
+                    }
+                    let (metadata, versions) = &json[json_at];
+                    json_at += 1;
+                    let params: Vec<Param<'_>> = vec![
+                        &record.thread_id,
+                        &record.ns,
+                        &record.id,
+                        &record.parent_id,
+                        &record.step,
+                        &record.created_at_ms,
+                        metadata,
+                        versions,
+                        &record.body,
+                    ];
+                    statements.push(tx.execute_raw(&insert_checkpoint, params));
+                }
+                StoreOp::Writes {
+                    thread_id,
+                    ns,
+                    checkpoint_id,
+                    writes,
+                } => {
+                    for w in writes {
+                        let code = &codes[code_at];
+                        code_at += 1;
+                        let params: Vec<Param<'_>> = vec![
+                            thread_id,
+                            ns,
+                            checkpoint_id,
+                            &w.task_id,
+                            code,
+                            &w.node,
+                            &w.data,
+                        ];
+                        statements.push(tx.execute_raw(&insert_write, params));
+                    }
+                }
+            }
+        }
+        futures::future::try_join_all(statements)
+            .await
+            .map_err(err)?;
         tx.commit().await.map_err(err)
     }
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite,
+    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
     WriteKind, needed_blobs,
 };
 use crate::error::GraphError;
@@ -209,6 +209,87 @@ fn finish_record(
     Ok(record)
 }
 
+/// Inserts a checkpoint row and its new blobs (inside the caller's transaction).
+fn insert_checkpoint(
+    tx: &rusqlite::Transaction<'_>,
+    record: &CheckpointRecord,
+    blobs: &[FieldBlob],
+) -> Result<(), GraphError> {
+    let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
+    let versions = serde_json::to_string(&record.versions).map_err(err)?;
+    let mut insert_blob = tx
+        .prepare_cached(
+            "INSERT OR REPLACE INTO blobs (thread_id, ns, field, version, base_version, base_len, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(err)?;
+    for blob in blobs {
+        let (base, len) = match &blob.base {
+            Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
+            None => (None, None),
+        };
+        insert_blob
+            .execute(params![
+                record.thread_id,
+                record.ns,
+                blob.field,
+                blob.version,
+                base,
+                len,
+                blob.data
+            ])
+            .map_err(err)?;
+    }
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .map_err(err)?
+    .execute(params![
+        record.thread_id,
+        record.ns,
+        record.id,
+        record.parent_id,
+        record.step,
+        record.created_at_ms,
+        metadata,
+        versions,
+        record.body
+    ])
+    .map_err(err)?;
+    Ok(())
+}
+
+/// Inserts pending writes (inside the caller's transaction); a write with the same task id
+/// and kind replaces the earlier one.
+fn insert_writes(
+    tx: &rusqlite::Transaction<'_>,
+    thread: &str,
+    ns: &str,
+    checkpoint_id: &str,
+    writes: &[PendingWrite],
+) -> Result<(), GraphError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT OR REPLACE INTO writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(err)?;
+    for w in writes {
+        stmt.execute(params![
+            thread,
+            ns,
+            checkpoint_id,
+            w.task_id,
+            w.kind.code(),
+            w.node,
+            w.data
+        ])
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
 const RECORD_COLUMNS: &str =
     "thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body";
 
@@ -222,51 +303,8 @@ impl Checkpointer for SqliteSaver {
         let record = record.clone();
         let blobs = blobs.to_vec();
         self.with(move |c| {
-            let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
-            let versions = serde_json::to_string(&record.versions).map_err(err)?;
             let tx = c.transaction().map_err(err)?;
-            {
-                let mut insert_blob = tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO blobs (thread_id, ns, field, version, base_version, base_len, data)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    )
-                    .map_err(err)?;
-                for blob in &blobs {
-                    let (base, len) = match &blob.base {
-                        Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
-                        None => (None, None),
-                    };
-                    insert_blob
-                        .execute(params![
-                            record.thread_id,
-                            record.ns,
-                            blob.field,
-                            blob.version,
-                            base,
-                            len,
-                            blob.data
-                        ])
-                        .map_err(err)?;
-                }
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(err)?
-                .execute(params![
-                    record.thread_id,
-                    record.ns,
-                    record.id,
-                    record.parent_id,
-                    record.step,
-                    record.created_at_ms,
-                    metadata,
-                    versions,
-                    record.body
-                ])
-                .map_err(err)?;
-            }
+            insert_checkpoint(&tx, &record, &blobs)?;
             tx.commit().map_err(err)
         })
         .await
@@ -287,16 +325,25 @@ impl Checkpointer for SqliteSaver {
         let writes = writes.to_vec();
         self.with(move |c| {
             let tx = c.transaction().map_err(err)?;
-            {
-                let mut stmt = tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    )
-                    .map_err(err)?;
-                for w in &writes {
-                    stmt.execute(params![thread, ns, cp, w.task_id, w.kind.code(), w.node, w.data])
-                        .map_err(err)?;
+            insert_writes(&tx, &thread, &ns, &cp, &writes)?;
+            tx.commit().map_err(err)
+        })
+        .await
+    }
+
+    /// One transaction for the whole batch (a super-step's writes and checkpoint).
+    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        self.with(move |c| {
+            let tx = c.transaction().map_err(err)?;
+            for op in &ops {
+                match op {
+                    StoreOp::Checkpoint { record, blobs } => insert_checkpoint(&tx, record, blobs)?,
+                    StoreOp::Writes {
+                        thread_id,
+                        ns,
+                        checkpoint_id,
+                        writes,
+                    } => insert_writes(&tx, thread_id, ns, checkpoint_id, writes)?,
                 }
             }
             tx.commit().map_err(err)

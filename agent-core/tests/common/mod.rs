@@ -54,3 +54,16 @@ pub async fn backends() -> Vec<(&'static str, Arc<dyn Checkpointer>)> {
     }
     out
 }
+
+/// Every backend with every durability that keeps a failed step's finished tasks (`Sync`,
+/// `Async`).
+pub async fn backends_and_durabilities()
+-> Vec<(&'static str, Arc<dyn Checkpointer>, agent_core::Durability)> {
+    let mut out = Vec::new();
+    for durability in [agent_core::Durability::Sync, agent_core::Durability::Async] {
+        for (name, saver) in backends().await {
+            out.push((name, saver, durability));
+        }
+    }
+    out
+}

@@ -2,12 +2,12 @@
 //! rebuilt with the same nodes, edges, sizes and payloads, plus `send_fanout`.
 //!
 //! Two things differ in form, not in work:
-//! - `fanout_to_subgraph`: agent-core runs a compiled graph as a node only when it shares the
-//!   parent's state type, and this subgraph has its own (LangGraph's input/output schemas), so
-//!   the subgraph is a `CompiledGraph` invoked from a node closure that maps the parent's `Send`
-//!   payload to the subgraph's input and its output `jokes` back to the parent.
-//!   With a saver, the subgraph checkpoints into the parent's saver and thread under its own
-//!   namespace (`generate_joke:<n>`), as LangGraph's subgraphs do.
+//! - `fanout_to_subgraph`: the subgraph has a state of its own (LangGraph's input/output
+//!   schemas), so it is a node through `CompiledGraph::as_node`, which maps the parent's `Send`
+//!   payload to the subgraph's input and its output `jokes` back to the parent. With a saver,
+//!   the subgraph checkpoints into the parent's saver and thread under its own namespace, with
+//!   the parent run's durability, as LangGraph's subgraphs do. Its nodes count their runs, so
+//!   the outcome's steps and tasks include the subgraph's, as LangGraph's count does.
 //! - `wide_state`: Python lists and dicts hold references, so LangGraph's reducers copy
 //!   pointers, never the nested input document. The Rust state holds that document as
 //!   [`Doc`] (`Arc`-shared), so appending it to a list costs what it costs in Python: a count
@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
-    BoxError, BoxFuture, Checkpointer, CompiledGraph, END, GraphError, GraphState, NodeContext,
-    RunConfig, START, Send as SendTo, StateGraph,
+    BoxError, BoxFuture, Checkpointer, CompiledGraph, END, GraphError, GraphState, RunConfig,
+    START, Send as SendTo, StateGraph,
 };
 use agent_llm::{CallOptions, ChatModel, ChatModelExt, LlmError, Message, Reply, ScriptedModel};
 use agent_tools::{ToolNode, ToolRegistry, messages_state, tool, tools_condition};
@@ -497,21 +497,32 @@ pub struct JokeState {
 /// What the joke ends with when the subgraph stops bumping.
 pub const BUMPED: &str = " a a a a a a a a a a";
 
-/// The subgraph: edit -> generate -> bump (looping until the joke ends with " a" x10).
-pub fn joke_subgraph(
-    saver: &Option<Arc<dyn Checkpointer>>,
-) -> Result<CompiledGraph<JokeState>, GraphError> {
-    let graph = StateGraph::<JokeState>::new()
-        .add_node("edit", |s: Arc<JokeState>| async move {
+/// The subgraph: edit -> generate -> bump (looping until the joke ends with " a" x10). Every
+/// node run adds one to `runs` (each of its steps runs one task).
+pub fn joke_subgraph(runs: Arc<AtomicUsize>) -> Result<CompiledGraph<JokeState>, GraphError> {
+    let counted = move || {
+        let runs = runs.clone();
+        move || {
+            runs.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let (edit, generate, bump) = (counted(), counted(), counted());
+    StateGraph::<JokeState>::new()
+        .add_node("edit", move |s: Arc<JokeState>| {
+            edit();
             // Python's f"{subject}" of a list of one-letter strings: ['a', 'b', ...].
-            JokeStateUpdate::default().subject(format!("{:?} - hohoho", s.letters))
+            async move { JokeStateUpdate::default().subject(format!("{:?} - hohoho", s.letters)) }
         })
-        .add_node("generate", |s: Arc<JokeState>| async move {
-            JokeStateUpdate::default().jokes(vec![format!("Joke about {}", s.subject)])
+        .add_node("generate", move |s: Arc<JokeState>| {
+            generate();
+            async move { JokeStateUpdate::default().jokes(vec![format!("Joke about {}", s.subject)]) }
         })
-        .add_node("bump", |s: Arc<JokeState>| async move {
-            let joke = s.jokes.first().map(String::as_str).unwrap_or_default();
-            JokeStateUpdate::default().jokes(vec![format!("{joke} a")])
+        .add_node("bump", move |s: Arc<JokeState>| {
+            bump();
+            async move {
+                let joke = s.jokes.first().map(String::as_str).unwrap_or_default();
+                JokeStateUpdate::default().jokes(vec![format!("{joke} a")])
+            }
         })
         .add_edge(START, "edit")
         .add_edge("edit", "generate")
@@ -524,8 +535,8 @@ pub fn joke_subgraph(
             },
             ["bump", END],
         )
-        .add_edge("generate", END);
-    compile(graph, saver)
+        .add_edge("generate", END)
+        .compile()
 }
 
 /// `n` subjects of 1,000 random letters (seeded: every process measures the same input).
@@ -537,32 +548,14 @@ pub fn subjects(n: usize) -> Vec<Vec<char>> {
 }
 
 fn fanout_to_subgraph(n: usize, saver: Option<Arc<dyn Checkpointer>>) -> Result<Runner, BoxError> {
-    let subgraph = joke_subgraph(&saver)?;
-    // Steps and tasks the subgraph runs, added to the parent's counts after each run.
-    let inner = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
-    let namespaces = Arc::new(AtomicUsize::new(0));
-    let counts = inner.clone();
+    // Node runs of the subgraph (one per subgraph step), added to the parent's counts.
+    let inner = Arc::new(AtomicUsize::new(0));
+    let subgraph = joke_subgraph(inner.clone())?.as_node(
+        |s: &Overall| JokeStateUpdate::default().letters(s.subject.clone()),
+        |joke: JokeState| OverallUpdate::default().jokes(joke.jokes),
+    );
     let graph = StateGraph::<Overall>::new()
-        .add_node("generate_joke", move |s: Arc<Overall>, ctx: NodeContext| {
-            let subgraph = subgraph.clone();
-            let counts = counts.clone();
-            let namespaces = namespaces.clone();
-            async move {
-                let mut config = RunConfig::default();
-                if let Some(thread) = &ctx.config().thread_id {
-                    let ns = namespaces.fetch_add(1, Ordering::Relaxed);
-                    config = config
-                        .thread_id(thread.clone())
-                        .checkpoint_ns(format!("generate_joke:{ns}"))
-                        .durability(ctx.config().durability);
-                }
-                let input = JokeStateUpdate::default().letters(s.subject.clone());
-                let out = subgraph.invoke(input, config).await?;
-                counts.0.fetch_add(out.steps, Ordering::Relaxed);
-                counts.1.fetch_add(out.tasks, Ordering::Relaxed);
-                Ok::<_, GraphError>(OverallUpdate::default().jokes(out.state.jokes))
-            }
-        })
+        .add_node("generate_joke", subgraph)
         .add_conditional_edges(
             START,
             |s: &Overall| {
@@ -591,12 +584,12 @@ fn fanout_to_subgraph(n: usize, saver: Option<Arc<dyn Checkpointer>>) -> Result<
         Box::new(
             move |config: RunConfig| -> BoxFuture<Result<Outcome, BoxError>> {
                 Box::pin(async move {
-                    inner.0.store(0, Ordering::Relaxed);
-                    inner.1.store(0, Ordering::Relaxed);
+                    inner.store(0, Ordering::Relaxed);
                     let out = graph.invoke(input, config).await?;
+                    let inner = inner.load(Ordering::Relaxed);
                     Ok(Outcome {
-                        steps: out.steps + inner.0.load(Ordering::Relaxed),
-                        tasks: out.tasks + inner.1.load(Ordering::Relaxed),
+                        steps: out.steps + inner,
+                        tasks: out.tasks + inner,
                         check: json!({
                             "jokes": out.jokes.len(),
                             "joke_chars": out.jokes.first().map_or(0, String::len),

@@ -4,12 +4,13 @@
 //!
 //! ```text
 //! shapes [--quick] [--shape NAME].. [--saver none|memory|sqlite|postgres|floor].. [--out FILE]
-//!        [--durability sync|exit].. [--runtime multi|current]
+//!        [--durability sync|async|exit].. [--runtime multi|current]
 //! shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]
 //! ```
 //!
-//! With a saver, each shape runs in both durabilities: `sync` (a checkpoint every super-step,
-//! awaited before the next; the default) and `exit` (one checkpoint when the run ends, as
+//! With a saver, each shape runs in every durability: `sync` (a checkpoint every super-step,
+//! awaited before the next; the default), `async` (a checkpoint every super-step, stored while
+//! the next runs, as LangGraph's default) and `exit` (one checkpoint when the run ends, as
 //! LangGraph's `durability="exit"`); each line records its `durability` (`null` without a saver).
 //!
 //! Every shape x saver x durability runs in a child process of its own (this program again, with
@@ -19,104 +20,63 @@
 //! clock starts. `postgres` runs when `AGENTGRAPH_POSTGRES_URL` is set. After the shapes, a
 //! child measures the checkpoint bytes of a 100- and a 500-turn chat per saver.
 //!
+//! Every heap allocation of the process is counted (a counting global allocator: one relaxed
+//! atomic add per allocation), and each line records `allocs_per_step`: allocations during
+//! the timed runs per super-step.
+//!
 //! Not a test: nothing here asserts on time, and `cargo test` does not build it.
 
-mod floor;
-mod graphs;
-mod report;
-
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write as _;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use agent_bench::{DURABILITIES, SAVERS, SHAPES, floor, graphs, report};
 use agent_core::{
-    BoxError, BoxFuture, Checkpointer, Durability, END, InMemorySaver, ListFilter, PostgresSaver,
-    RunConfig, START, SqliteSaver, StateGraph,
+    BoxError, Checkpointer, Durability, END, InMemorySaver, ListFilter, PostgresSaver, RunConfig,
+    START, SqliteSaver, StateGraph,
 };
 use agent_llm::{CallOptions, ChatModel, Message, Reply, ScriptedModel};
 use serde_json::{Value, json};
 
-/// What one run of a shape did.
-pub struct Outcome {
-    /// Super-steps, subgraphs' included.
-    pub steps: usize,
-    /// Tasks (node runs), subgraphs' included.
-    pub tasks: usize,
-    /// A digest of the final state, compared with LangGraph's.
-    pub check: Value,
+/// Heap allocations (and reallocations) since the process started.
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The system allocator, counting.
+struct Counting;
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
+// touches only an atomic.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, that is from `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System` with `layout`; the caller upholds the rest.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
 }
 
-/// A prepared run: called before the clock starts (it clones the input), it returns the run.
-pub type Runner = Box<
-    dyn Fn() -> Box<dyn FnOnce(RunConfig) -> BoxFuture<Result<Outcome, BoxError>> + Send>
-        + Send
-        + Sync,
->;
-
-/// A benchmark shape and its size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// A chain of n no-op nodes.
-    Sequential(usize),
-    /// One router, n `Send`s.
-    SendFanout(usize),
-    /// n tool calls, then an answer.
-    ReactAgent(usize),
-    /// The wide state looping until messages exceed `n`; input `outer` x `inner`.
-    WideState {
-        /// Loop bound and length of the random strings.
-        n: usize,
-        /// Keys of the input message.
-        outer: usize,
-        /// Keys of each inner dict.
-        inner: usize,
-    },
-    /// n subgraph runs.
-    FanoutToSubgraph(usize),
-}
-
-/// Every shape, in the order tables list them.
-pub const SHAPES: &[(&str, Shape)] = &[
-    ("sequential_10", Shape::Sequential(10)),
-    ("sequential_1000", Shape::Sequential(1000)),
-    ("send_fanout_100", Shape::SendFanout(100)),
-    ("send_fanout_1000", Shape::SendFanout(1000)),
-    ("react_agent_10x", Shape::ReactAgent(10)),
-    ("react_agent_100x", Shape::ReactAgent(100)),
-    (
-        "wide_state_25x300",
-        Shape::WideState {
-            n: 300,
-            outer: 5,
-            inner: 5,
-        },
-    ),
-    (
-        "wide_state_15x600",
-        Shape::WideState {
-            n: 600,
-            outer: 3,
-            inner: 5,
-        },
-    ),
-    (
-        "wide_state_9x1200",
-        Shape::WideState {
-            n: 1200,
-            outer: 3,
-            inner: 3,
-        },
-    ),
-    ("fanout_to_subgraph_10x", Shape::FanoutToSubgraph(10)),
-    ("fanout_to_subgraph_100x", Shape::FanoutToSubgraph(100)),
-];
-
-/// Savers, plus `floor` (the hand-written program).
-pub const SAVERS: &[&str] = &["none", "memory", "sqlite", "postgres", "floor"];
-
-/// Durabilities a saver runs in: every step (the default), and once when the run ends.
-pub const DURABILITIES: &[&str] = &["sync", "exit"];
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
@@ -192,7 +152,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
             "--storage" => child = Some(Child::Storage),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|exit].. [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
+                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|async|exit].. [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
                     SAVERS.join("|")
                 )
                 .into());
@@ -212,13 +172,21 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
     }
     for durability in &options.durabilities {
         if !DURABILITIES.contains(&durability.as_str()) {
-            return Err(format!("unknown durability `{durability}`; known: sync, exit").into());
+            return Err(format!(
+                "unknown durability `{durability}`; known: {}",
+                DURABILITIES.join(", ")
+            )
+            .into());
         }
     }
     if let Some(Child::Shape(_, _, durability)) = &child
         && !DURABILITIES.contains(&durability.as_str())
     {
-        return Err(format!("unknown durability `{durability}`; known: sync, exit").into());
+        return Err(format!(
+            "unknown durability `{durability}`; known: {}",
+            DURABILITIES.join(", ")
+        )
+        .into());
     }
     if !matches!(options.runtime.as_str(), "multi" | "current") {
         return Err("--runtime is `multi` (tokio's multi-thread default) or `current`".into());
@@ -383,10 +351,10 @@ fn child_shape(
     kind: &str,
     durability: &str,
 ) -> Result<(), BoxError> {
-    let durability_mode = if durability == "exit" {
-        Durability::Exit
-    } else {
-        Durability::Sync
+    let durability_mode = match durability {
+        "exit" => Durability::Exit,
+        "async" => Durability::Async,
+        _ => Durability::Sync,
     };
     let shape = SHAPES
         .iter()
@@ -423,6 +391,7 @@ fn child_shape(
         warm(config(usize::MAX)).await?;
         let (seconds, least, most) = budget(name, options_quick);
         let mut times = Vec::new();
+        let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);
         let mut last = None;
         let started = Instant::now();
         while times.len() < most && (times.len() < least || started.elapsed() < seconds) {
@@ -434,6 +403,7 @@ fn child_shape(
             times.push(t0.elapsed());
             last = Some(outcome);
         }
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
         if kind == "postgres"
             && let Some(saver) = &saver
         {
@@ -442,14 +412,14 @@ fn child_shape(
             }
         }
         let outcome = last.ok_or("no run")?;
-        Ok::<_, BoxError>((times, outcome))
+        Ok::<_, BoxError>((times, outcome, allocations))
     });
     let result = rt
         .block_on(measured)
         .map_err(|e| format!("the measuring task failed: {e}"));
     let _ = std::fs::remove_dir_all(&dir);
     let result = result?;
-    let (mut times, outcome) = result?;
+    let (mut times, outcome, allocations) = result?;
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let median = us(times[times.len() / 2]);
@@ -469,6 +439,7 @@ fn child_shape(
         "median_us_per_step": round(median / steps, 4),
         "min_us_per_step": round(min / steps, 4),
         "peak_rss_kib": peak_rss_kib(),
+        "allocs_per_step": round(allocations as f64 / (times.len() as f64 * steps), 1),
         "check": outcome.check,
     });
     println!("{record}");

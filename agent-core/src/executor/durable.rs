@@ -1,0 +1,1110 @@
+//! Durability: the only room that talks to a [`Checkpointer`]. It restores a run's position
+//! from a checkpoint, gives tasks their deterministic ids, keeps finished tasks' writes as
+//! pending writes, and writes checkpoints when the run's [`Durability`] says so:
+//! - `Sync`: after every step, awaited before the next, and each finished task's writes as they
+//!   land (a crash loses at most the tasks still running);
+//! - `Exit`: once, when the run ends (finished, paused or failed).
+//!
+//! Everything here runs only when a checkpointer and a thread are configured; a run without
+//! one never serializes.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::codec::{self, Body, BodyRef, FieldCache, serde_bytes_vec::Bytes};
+use crate::checkpoint::{
+    CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, StoreOp,
+    WriteKind,
+};
+use crate::command::{Goto, Send};
+use crate::compiled::Graph;
+use crate::config::Durability;
+use crate::constants::START;
+use crate::error::GraphError;
+use crate::interrupt::{Interrupt, Interrupted};
+use crate::state::{FieldSet, GraphState, StateUpdate};
+use crate::stream::{DebugEvent, StreamMode, StreamPart};
+
+use super::Run;
+use super::algo::{FROM_START, Frontier, Task};
+use super::runner::{TaskWrites, Updates};
+
+/// A run's link to its checkpointer and thread.
+pub(crate) struct Durable<S: GraphState> {
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) thread_id: String,
+    pub(crate) ns: String,
+    pub(crate) durability: Durability,
+    /// The checkpoint the next step starts from.
+    pub(crate) checkpoint_id: Option<String>,
+    /// The nodes whose writes made the restored checkpoint's step.
+    pub(crate) writers: Vec<String>,
+    /// Per field, the version of its last stored value.
+    versions: Vec<Option<String>>,
+    /// Per field, what the next delta is computed against.
+    caches: Vec<Option<FieldCache>>,
+    /// Fields written other than by appending since their stored version (the others are
+    /// stored as their new elements only).
+    pub(crate) rewritten: FieldSet,
+    /// Writes of tasks of the next step that already finished, by task id.
+    pub(crate) outputs: HashMap<String, TaskWrites<S>>,
+    /// Resume values by task id.
+    pub(crate) resume: HashMap<String, Vec<serde_json::Value>>,
+    /// Tasks paused on `interrupt()`, with what they asked.
+    pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
+    /// The input of an `input` checkpoint, not applied yet.
+    pub(crate) pending_input: Option<S::Update>,
+    /// With `Durability::Exit`: the checkpoint owed when the run ends.
+    deferred: Option<Deferred>,
+    /// Stores in order, in the background.
+    writer: Writer,
+}
+
+/// An encoded checkpoint, and its `debug` stream item when the caller streams it.
+type Encoded<S> = (StoreOp, Option<StreamPart<S>>);
+
+/// A checkpoint not written yet (`Durability::Exit`): the fields written since the last one,
+/// and the last step's metadata and writers.
+struct Deferred {
+    written: FieldSet,
+    writes: Option<serde_json::Value>,
+    writers: Vec<usize>,
+}
+
+impl<S: GraphState> Durable<S> {
+    /// Loads the thread's checkpoint (`checkpoint_id`, or the latest): the link, and where
+    /// the run stands when there is a checkpoint.
+    pub(crate) async fn open(
+        graph: &Graph<S>,
+        saver: Arc<dyn Checkpointer>,
+        thread_id: String,
+        ns: String,
+        checkpoint_id: Option<String>,
+        durability: Durability,
+    ) -> Result<(Self, Option<Restored<S>>), GraphError> {
+        let loaded = saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?;
+        if loaded.record.is_none()
+            && let Some(id) = checkpoint_id
+        {
+            return Err(GraphError::CheckpointNotFound {
+                thread_id,
+                checkpoint_id: id,
+            });
+        }
+        let fields = S::fields().len();
+        let mut durable = Durable {
+            writer: Writer::new(saver.clone()),
+            saver,
+            thread_id,
+            ns,
+            durability,
+            checkpoint_id: None,
+            writers: Vec::new(),
+            versions: vec![None; fields],
+            caches: vec![None; fields],
+            rewritten: FieldSet::EMPTY,
+            outputs: HashMap::new(),
+            resume: HashMap::new(),
+            interrupted: Vec::new(),
+            pending_input: None,
+            deferred: None,
+        };
+        let mut restored = restore(graph, loaded)?;
+        if let Some(restored) = &mut restored {
+            durable.checkpoint_id = Some(restored.record.id.clone());
+            durable.writers = std::mem::take(&mut restored.writers);
+            durable.versions = std::mem::take(&mut restored.versions);
+            durable.caches = std::mem::take(&mut restored.caches);
+            durable.outputs = std::mem::take(&mut restored.outputs);
+            durable.resume = std::mem::take(&mut restored.resume);
+            durable.interrupted = std::mem::take(&mut restored.interrupted);
+            durable.pending_input = restored.pending_input.take();
+        }
+        Ok((durable, restored))
+    }
+
+    /// Forgets the pending writes of the step that starts at the current checkpoint (a new
+    /// checkpoint starts a new step).
+    pub(crate) fn clear_step(&mut self) {
+        self.outputs.clear();
+        self.resume.clear();
+        self.interrupted.clear();
+    }
+
+    pub(super) fn encode_error(&self, detail: impl std::fmt::Display) -> GraphError {
+        GraphError::Storage {
+            backend: self.saver.backend(),
+            detail: format!("encoding for thread `{}`: {detail}", self.thread_id),
+        }
+    }
+
+    /// Pending writes against the current checkpoint (none before the first).
+    fn writes_op(&self, writes: Vec<PendingWrite>) -> Option<StoreOp> {
+        Some(StoreOp::Writes {
+            thread_id: self.thread_id.clone(),
+            ns: self.ns.clone(),
+            checkpoint_id: self.checkpoint_id.clone()?,
+            writes,
+        })
+    }
+
+    /// Waits until everything queued is stored.
+    pub(super) async fn flush_writes(&self) -> Result<(), GraphError> {
+        self.writer.flush().await
+    }
+
+    /// Queues pending writes (stored in order with everything queued before them).
+    pub(super) fn submit_writes(&self, writes: Vec<PendingWrite>) {
+        if let Some(op) = self.writes_op(writes) {
+            self.writer.submit(op);
+        }
+    }
+}
+
+impl<S: GraphState> Run<'_, S> {
+    /// Whether checkpoints are written as the run goes (`Durability::Sync`).
+    pub(super) fn sync(&self) -> bool {
+        self.durability() == Some(Durability::Sync)
+    }
+
+    fn durability(&self) -> Option<Durability> {
+        self.durable.as_ref().map(|d| d.durability)
+    }
+
+    /// Gives the step's tasks their ids: the checkpoint the step starts from plus the task's
+    /// path. Before a thread's first checkpoint (`Durability::Exit`) the prefix is a
+    /// placeholder; a pause re-prefixes them with the checkpoint it writes.
+    pub(crate) fn name_tasks(&self, tasks: &mut [Task<S>]) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        let cp = durable.checkpoint_id.as_deref().unwrap_or("unsaved");
+        for task in tasks {
+            task.id = Some(task_id(cp, &self.graph.names[task.node], task.push));
+        }
+    }
+
+    /// The writes an earlier attempt of this step kept for `task`, if it finished.
+    pub(crate) fn kept_writes(&self, task: &Task<S>) -> Option<TaskWrites<S>> {
+        let kept = self.durable.as_ref()?.outputs.get(task.id.as_ref()?)?;
+        let mut writes = kept.clone();
+        writes.node = task.node;
+        Some(writes)
+    }
+
+    /// The resume values for `task`'s interrupts.
+    pub(crate) fn resume_values(&self, task: &Task<S>) -> Vec<serde_json::Value> {
+        match (&self.durable, &task.id) {
+            (Some(durable), Some(id)) => durable.resume.get(id).cloned().unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A finished task's writes as a pending write.
+    fn pending(
+        &self,
+        task: &Task<S>,
+        writes: &TaskWrites<S>,
+    ) -> Result<Option<PendingWrite>, GraphError> {
+        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+            return Ok(None);
+        };
+        let data = encode_writes(writes).map_err(|e| durable.encode_error(e))?;
+        Ok(Some(PendingWrite {
+            task_id: id.clone(),
+            node: self.graph.names[task.node].to_string(),
+            kind: WriteKind::Output,
+            data,
+        }))
+    }
+
+    /// Keeps a finished task's writes as it lands (`Durability::Sync`), so a crash or a
+    /// failing sibling does not lose them. Queued: writes that land while earlier ones are
+    /// being stored go together.
+    pub(crate) fn keep_writes(
+        &self,
+        task: &Task<S>,
+        writes: &TaskWrites<S>,
+    ) -> Result<(), GraphError> {
+        if !self.sync() {
+            return Ok(());
+        }
+        if let (Some(durable), Some(write)) = (&self.durable, self.pending(task, writes)?) {
+            durable.submit_writes(vec![write]);
+        }
+        Ok(())
+    }
+
+    /// A task failed: with `Durability::Async`, the writes of the siblings that finished are
+    /// kept now (`Sync` kept them as they landed; `Exit` keeps none).
+    pub(crate) fn keep_finished(
+        &self,
+        finished: &[(&Task<S>, &TaskWrites<S>)],
+    ) -> Result<(), GraphError> {
+        if self.durability() != Some(Durability::Async) {
+            return Ok(());
+        }
+        let mut writes = Vec::with_capacity(finished.len());
+        for (task, done) in finished {
+            writes.extend(self.pending(task, done)?);
+        }
+        if let Some(durable) = &self.durable
+            && !writes.is_empty()
+        {
+            durable.submit_writes(writes);
+        }
+        Ok(())
+    }
+
+    /// Keeps a failed task's error next to its step's checkpoint (best effort; a failed
+    /// store shows when the run flushes).
+    pub(crate) fn record_failure(&self, task: &Task<S>, error: &GraphError) {
+        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+            return;
+        };
+        let Ok(data) = codec::encode(&error.to_string()) else {
+            return;
+        };
+        durable.submit_writes(vec![PendingWrite {
+            task_id: id.clone(),
+            node: self.graph.names[task.node].to_string(),
+            kind: WriteKind::Error,
+            data,
+        }]);
+    }
+
+    /// Stores the resume value for every paused task of the thread.
+    pub(crate) async fn store_resume(
+        &mut self,
+        value: serde_json::Value,
+    ) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Err(GraphError::NoCheckpointer(
+                "resuming an interrupt".to_owned(),
+            ));
+        };
+        if durable.interrupted.is_empty() {
+            return Err(GraphError::NothingToResume(durable.thread_id.clone()));
+        }
+        let mut writes = Vec::new();
+        for (task, interrupts) in &durable.interrupted {
+            let values = durable.resume.entry(task.clone()).or_default();
+            values.push(value.clone());
+            let node = interrupts
+                .first()
+                .map(|i| i.node.clone())
+                .unwrap_or_default();
+            let data = codec::encode(values).map_err(|e| GraphError::Storage {
+                backend: durable.saver.backend(),
+                detail: format!("encoding for thread `{}`: {e}", durable.thread_id),
+            })?;
+            writes.push(PendingWrite {
+                task_id: task.clone(),
+                node,
+                kind: WriteKind::Resume,
+                data,
+            });
+        }
+        durable.submit_writes(writes);
+        durable.writer.flush().await
+    }
+
+    /// Some tasks paused: stores their interrupts against the step's checkpoint (written now
+    /// with `Durability::Exit`), everything stored before the run reports them.
+    pub(crate) async fn store_interrupts(
+        &mut self,
+        paused: Vec<(Option<String>, usize, Interrupted)>,
+    ) -> Result<(), GraphError> {
+        // Interrupts hang off a stored checkpoint: with Durability::Exit, write it now.
+        let before = self.durable.as_ref().and_then(|d| d.checkpoint_id.clone());
+        self.flush().await?;
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        let now = durable.checkpoint_id.clone().unwrap_or_default();
+        let mut writes = Vec::new();
+        for (id, node, interrupted) in paused {
+            let mut id = id.unwrap_or_default();
+            if before.as_deref() != Some(now.as_str())
+                && let Some((_, path)) = id.split_once(':')
+            {
+                id = format!("{now}:{path}");
+            }
+            let node = self.graph.names[node].to_string();
+            let interrupt = Interrupt {
+                id: format!("{id}#{}", interrupted.index),
+                node: node.clone(),
+                value: interrupted.value,
+            };
+            let data =
+                codec::encode(&vec![interrupt.clone()]).map_err(|e| durable.encode_error(e))?;
+            writes.push(PendingWrite {
+                task_id: id.clone(),
+                node,
+                kind: WriteKind::Interrupt,
+                data,
+            });
+            durable.interrupted.push((id, vec![interrupt.clone()]));
+            self.interrupts.push(interrupt);
+        }
+        durable.submit_writes(writes);
+        durable.writer.flush().await
+    }
+
+    /// A checkpoint of the run's position after a step whose tasks ran `writers`: stored now
+    /// (`Sync`), queued to be stored while the next step runs (`Async`), or when the run ends
+    /// (`Exit`). `writes` is the metadata's `writes` entry, when asked for.
+    pub(crate) async fn checkpoint(
+        &mut self,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+    ) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        if durable.durability == Durability::Exit {
+            let written = match durable.deferred.take() {
+                Some(deferred) => deferred.written.union(written),
+                None => written,
+            };
+            durable.deferred = Some(Deferred {
+                written,
+                writes,
+                writers: writers.to_vec(),
+            });
+            return Ok(());
+        }
+        self.save(source, writes, written, writers).await
+    }
+
+    /// Stores what is owed: the deferred checkpoint (`Exit`), and everything queued. Runs
+    /// before a run returns, reports an interrupt, or fails.
+    pub(crate) async fn flush(&mut self) -> Result<(), GraphError> {
+        let deferred = self.durable.as_mut().and_then(|d| d.deferred.take());
+        let saved = match deferred {
+            Some(Deferred {
+                written,
+                writes,
+                writers,
+            }) => self.save(Source::Loop, writes, written, &writers).await,
+            None => Ok(()),
+        };
+        let flushed = match &self.durable {
+            Some(durable) => durable.writer.flush().await,
+            None => Ok(()),
+        };
+        saved.and(flushed)
+    }
+
+    /// The step's writes as the checkpoint metadata's `writes` entry, when the run asked for
+    /// it (`RunConfig::writes_metadata`) and this step's checkpoint is written now.
+    pub(crate) fn writes_metadata(&self, writes: &[TaskWrites<S>]) -> Option<serde_json::Value> {
+        if !self.info.config.writes_metadata
+            || matches!(self.durability(), None | Some(Durability::Exit))
+        {
+            return None;
+        }
+        let mut by_node: Vec<(&str, Vec<serde_json::Value>)> = Vec::new();
+        for task in writes {
+            let name = &*self.graph.names[task.node];
+            let update = task.update_json();
+            match by_node.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.push(update),
+                None => by_node.push((name, vec![update])),
+            }
+        }
+        let map: serde_json::Map<String, serde_json::Value> = by_node
+            .into_iter()
+            .map(|(name, mut list)| {
+                let value = if list.len() == 1 {
+                    list.pop().unwrap_or_default()
+                } else {
+                    serde_json::Value::Array(list)
+                };
+                (name.to_owned(), value)
+            })
+            .collect();
+        Some(serde_json::Value::Object(map))
+    }
+
+    /// Writes a checkpoint of the run's position now (`Sync`; `update_state`) or queues it
+    /// (`Async`): new blobs for the fields written since the last one, the frontier, and
+    /// metadata.
+    pub(crate) async fn save(
+        &mut self,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+    ) -> Result<(), GraphError> {
+        self.save_with(Vec::new(), Vec::new(), source, writes, written, writers)
+            .await
+    }
+
+    /// [`save`](Self::save), storing `ops` (encoded before, with their `debug` events) in the
+    /// same batch, before the checkpoint.
+    async fn save_with(
+        &mut self,
+        mut ops: Vec<StoreOp>,
+        mut debug: Vec<StreamPart<S>>,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+    ) -> Result<(), GraphError> {
+        if let Some((op, event)) = self.encode_checkpoint(source, writes, written, writers)? {
+            ops.push(op);
+            debug.extend(event);
+        }
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
+        if durable.durability == Durability::Async {
+            for op in ops {
+                durable.writer.submit(op);
+            }
+        } else {
+            durable.writer.write_now(ops).await?;
+        }
+        for event in debug {
+            self.emit(event).await?;
+        }
+        Ok(())
+    }
+
+    /// A new input (`Sync`, `Async`): an `input` checkpoint whose next task is the input
+    /// itself, the input as its pending write (a crash before the input step is stored still
+    /// finds it), then the input step and its checkpoint — stored together.
+    pub(crate) async fn save_input(
+        &mut self,
+        update: S::Update,
+        writes: Option<serde_json::Value>,
+    ) -> Result<(), GraphError> {
+        let written = S::writes(&update);
+        let mut ops = Vec::with_capacity(3);
+        let mut debug = Vec::new();
+        if let Some(durable) = &mut self.durable {
+            durable.pending_input = Some(update.clone());
+        }
+        let input = self.encode_checkpoint(Source::Input, writes, FieldSet::EMPTY, &[]);
+        let Some(durable) = &mut self.durable else {
+            return self.apply_input(update);
+        };
+        durable.pending_input = None;
+        if let Some((op, event)) = input? {
+            ops.push(op);
+            debug.extend(event);
+        }
+        let data = codec::encode(&update).map_err(|e| durable.encode_error(e))?;
+        ops.extend(durable.writes_op(vec![PendingWrite {
+            task_id: START.to_owned(),
+            node: START.to_owned(),
+            kind: WriteKind::Output,
+            data,
+        }]));
+        self.apply_input(update)?;
+        self.save_with(ops, debug, Source::Loop, None, written, &[FROM_START])
+            .await
+    }
+
+    /// The checkpoint of the run's position, and the run moved onto it.
+    fn encode_checkpoint(
+        &mut self,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+    ) -> Result<Option<Encoded<S>>, GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Ok(None);
+        };
+        let id = new_checkpoint_id();
+        let fields = S::fields();
+        let mut blobs = Vec::with_capacity(written.len());
+        for index in written.iter() {
+            let field = fields[index].name;
+            let cache = &mut durable.caches[index];
+            // Only appended to since its stored version: encode the new elements alone.
+            let appended = match cache.as_mut() {
+                Some(previous) if !durable.rewritten.contains(index) => {
+                    match previous.array_len().map(|skip| {
+                        self.state
+                            .serialize_field(index, codec::TailSerializer { skip })
+                    }) {
+                        Some(Ok(tail)) => codec::append_blob(field, &id, tail, previous).ok(),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let blob = match appended {
+                Some(blob) => blob,
+                None => {
+                    let mut bytes = Vec::new();
+                    self.state
+                        .serialize_field(
+                            index,
+                            &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
+                        )
+                        .map_err(|e| GraphError::Storage {
+                            backend: durable.saver.backend(),
+                            detail: format!(
+                                "encoding field `{field}` for thread `{}`: {e}",
+                                durable.thread_id
+                            ),
+                        })?;
+                    codec::make_blob(field, &id, bytes, cache)
+                }
+            };
+            if let Some(blob) = blob {
+                durable.versions[index] = Some(id.clone());
+                blobs.push(blob);
+            }
+        }
+        durable.rewritten = FieldSet::EMPTY;
+        let mut writer_names: Vec<&str> = Vec::with_capacity(1);
+        for &n in writers {
+            let name = match n {
+                FROM_START => START,
+                n => &*self.graph.names[n],
+            };
+            if !writer_names.contains(&name) {
+                writer_names.push(name);
+            }
+        }
+        let body = encode_body(
+            self.graph,
+            &self.frontier,
+            durable.pending_input.is_some(),
+            &writer_names,
+        )
+        .map_err(|e| durable.encode_error(e))?;
+        let mut metadata = serde_json::Map::new();
+        for (k, v) in &self.info.config.metadata {
+            metadata.insert(k.clone(), v.clone());
+        }
+        metadata.insert("source".to_owned(), source.as_str().into());
+        metadata.insert("step".to_owned(), self.step.into());
+        if let Some(writes) = writes {
+            metadata.insert("writes".to_owned(), writes);
+        }
+        metadata.insert("run_id".to_owned(), self.info.run_id.to_string().into());
+        let record = CheckpointRecord {
+            thread_id: durable.thread_id.clone(),
+            ns: durable.ns.clone(),
+            id: id.clone(),
+            parent_id: durable.checkpoint_id.replace(id),
+            step: self.step,
+            created_at_ms: now_ms(),
+            metadata: serde_json::Value::Object(metadata),
+            versions: fields
+                .iter()
+                .zip(&durable.versions)
+                .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
+                .collect(),
+            body,
+        };
+        durable.clear_step();
+        let event = self.streams(StreamMode::Debug).then(|| {
+            StreamPart::Debug(DebugEvent::Checkpoint {
+                step: self.step,
+                checkpoint_id: record.id.clone(),
+                next: self.frontier.next_names(self.graph),
+            })
+        });
+        Ok(Some((StoreOp::Checkpoint { record, blobs }, event)))
+    }
+}
+
+/// Stores a run's operations in order, in the background: an operation queued while others
+/// are being stored goes with the next batch (one `put_batch`, one transaction), so task
+/// writes that land together cost one round trip. A failed store drops what follows it (a
+/// checkpoint may depend on the blobs before it) and is reported by the next flush.
+struct Writer {
+    saver: Arc<dyn Checkpointer>,
+    shared: Arc<WriterShared>,
+}
+
+#[derive(Default)]
+struct WriterShared {
+    queue: Mutex<Queue>,
+    idle: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    ops: Vec<StoreOp>,
+    /// A drain task is storing.
+    busy: bool,
+    error: Option<GraphError>,
+}
+
+impl Writer {
+    fn new(saver: Arc<dyn Checkpointer>) -> Self {
+        Writer {
+            saver,
+            shared: Arc::default(),
+        }
+    }
+
+    fn lock(shared: &WriterShared) -> std::sync::MutexGuard<'_, Queue> {
+        // The lock is never held across a panic point that leaves the queue inconsistent.
+        shared.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `op`; starts a drain task when none runs.
+    fn submit(&self, op: StoreOp) {
+        let mut queue = Self::lock(&self.shared);
+        if queue.error.is_some() {
+            return;
+        }
+        queue.ops.push(op);
+        if !queue.busy {
+            queue.busy = true;
+            drop(queue);
+            tokio::spawn(drain(self.saver.clone(), self.shared.clone()));
+        }
+    }
+
+    /// Stores `ops` after everything queued: on this task when nothing is queued (no hop to
+    /// another task), else with the queue.
+    async fn write_now(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        if ops.is_empty() {
+            return self.flush().await;
+        }
+        let idle = {
+            let queue = Self::lock(&self.shared);
+            !queue.busy && queue.error.is_none()
+        };
+        if idle {
+            return self.saver.put_batch(ops).await;
+        }
+        for op in ops {
+            self.submit(op);
+        }
+        self.flush().await
+    }
+
+    /// Waits until everything queued is stored; the first failure, if any.
+    async fn flush(&self) -> Result<(), GraphError> {
+        loop {
+            let idle = self.shared.idle.notified();
+            let mut idle = std::pin::pin!(idle);
+            idle.as_mut().enable();
+            {
+                let mut queue = Self::lock(&self.shared);
+                if !queue.busy {
+                    return match queue.error.take() {
+                        Some(error) => Err(error),
+                        None => Ok(()),
+                    };
+                }
+            }
+            idle.await;
+        }
+    }
+}
+
+/// The drain task: stores batches until the queue is empty.
+async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
+    loop {
+        let ops = {
+            let mut queue = Writer::lock(&shared);
+            if queue.ops.is_empty() || queue.error.is_some() {
+                queue.ops.clear();
+                queue.busy = false;
+                drop(queue);
+                shared.idle.notify_waiters();
+                return;
+            }
+            std::mem::take(&mut queue.ops)
+        };
+        let stored = AssertUnwindSafe(saver.put_batch(ops)).catch_unwind().await;
+        let error = match stored {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(error),
+            Err(_) => Some(GraphError::Storage {
+                backend: saver.backend(),
+                detail: "the checkpointer panicked while storing".to_owned(),
+            }),
+        };
+        if let Some(error) = error {
+            Writer::lock(&shared).error = Some(error);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding: task writes as pending writes, a run's position as a checkpoint body, and back.
+
+/// A task's writes as stored in a pending write.
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+struct StoredWrites<U: StateUpdate> {
+    update: Option<U>,
+    goto: Vec<StoredGoto<U>>,
+    #[serde(default)]
+    batch: Option<Vec<U>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+enum StoredGoto<U: StateUpdate> {
+    Node(String),
+    Send(String, U),
+}
+
+/// A state as an update that writes every field (how `Send` inputs are stored).
+fn state_to_update<S: GraphState>(state: &S) -> S::Update {
+    state.clone().into_update()
+}
+
+/// The state an update builds from the default state.
+fn update_to_state<S: GraphState>(update: S::Update) -> Result<S, String> {
+    let mut state = S::default();
+    state.apply(update).map_err(|e| e.to_string())?;
+    Ok(state)
+}
+
+pub(super) fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec<u8>, String> {
+    let (update, batch) = match &writes.updates {
+        Updates::None => (None, None),
+        Updates::One(update) => (Some(update.clone()), None),
+        Updates::Batch(list) => (None, Some(list.clone())),
+    };
+    let stored: StoredWrites<S::Update> = StoredWrites {
+        update,
+        batch,
+        goto: writes
+            .goto
+            .iter()
+            .map(|g| match g {
+                Goto::Node(name) => StoredGoto::Node(name.clone()),
+                Goto::Send(send) => {
+                    StoredGoto::Send(send.node.clone(), state_to_update(&send.input))
+                }
+            })
+            .collect(),
+    };
+    codec::encode(&stored)
+}
+
+pub(super) fn decode_writes<S: GraphState>(
+    node: usize,
+    bytes: &[u8],
+) -> Result<TaskWrites<S>, String> {
+    let stored: StoredWrites<S::Update> = codec::decode(bytes)?;
+    let updates = match (stored.batch, stored.update) {
+        (Some(batch), _) => Updates::Batch(batch),
+        (None, Some(update)) => Updates::One(update),
+        (None, None) if stored.goto.is_empty() => Updates::One(S::Update::default()),
+        (None, None) => Updates::None,
+    };
+    let mut goto = Vec::with_capacity(stored.goto.len());
+    for g in stored.goto {
+        goto.push(match g {
+            StoredGoto::Node(name) => Goto::Node(name),
+            StoredGoto::Send(node, input) => Goto::Send(Send::new(node, update_to_state(input)?)),
+        });
+    }
+    Ok(TaskWrites {
+        node,
+        updates,
+        goto,
+    })
+}
+
+/// A run's position restored from a checkpoint.
+pub(crate) struct Restored<S: GraphState> {
+    pub(crate) record: CheckpointRecord,
+    pub(crate) state: S,
+    pub(crate) versions: Vec<Option<String>>,
+    pub(crate) caches: Vec<Option<FieldCache>>,
+    pub(crate) pulls: Vec<usize>,
+    pub(crate) pushes: Vec<(usize, S)>,
+    pub(crate) joins: Vec<Vec<bool>>,
+    /// The input of an `input` checkpoint that was not applied yet.
+    pub(crate) pending_input: Option<S::Update>,
+    /// Writes of tasks that finished, by task id.
+    pub(crate) outputs: HashMap<String, TaskWrites<S>>,
+    /// Resume values by task id.
+    pub(crate) resume: HashMap<String, Vec<serde_json::Value>>,
+    /// Tasks paused on `interrupt()`, with what they asked.
+    pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
+    /// Errors of tasks that failed, by task id.
+    pub(crate) errors: HashMap<String, String>,
+    /// The nodes whose writes made the checkpoint's step.
+    pub(crate) writers: Vec<String>,
+}
+
+fn corrupt(record: &CheckpointRecord, detail: impl Into<String>) -> GraphError {
+    GraphError::CorruptCheckpoint {
+        thread_id: record.thread_id.clone(),
+        checkpoint_id: record.id.clone(),
+        detail: detail.into(),
+    }
+}
+
+/// Rebuilds a run's position from a loaded checkpoint; `None` when there is none.
+pub(crate) fn restore<S: GraphState>(
+    graph: &Graph<S>,
+    loaded: LoadedCheckpoint,
+) -> Result<Option<Restored<S>>, GraphError> {
+    let LoadedCheckpoint {
+        record,
+        blobs,
+        writes,
+    } = loaded;
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    let mut body: Body = codec::decode(&record.body)
+        .map_err(|e| corrupt(&record, format!("unreadable body: {e}")))?;
+    if body.format != codec::FORMAT {
+        return Err(corrupt(
+            &record,
+            format!(
+                "format {} is not supported by this version (expected {})",
+                body.format,
+                codec::FORMAT
+            ),
+        ));
+    }
+
+    let fields = S::fields();
+    let mut state = S::default();
+    let mut versions = vec![None; fields.len()];
+    let mut caches = vec![None; fields.len()];
+    let by_key: HashMap<(String, String), &FieldBlob> = blobs
+        .iter()
+        .map(|b| ((b.field.clone(), b.version.clone()), b))
+        .collect();
+    for (field, version) in &record.versions {
+        let Some(index) = fields.iter().position(|f| f.name == field) else {
+            tracing::warn!(field, checkpoint = %record.id, "checkpoint has a field this state does not; ignored");
+            continue;
+        };
+        let (bytes, cache) = codec::reconstruct(field, version, &by_key)
+            .map_err(|e| corrupt(&record, format!("field `{field}`: {e}")))?;
+        state
+            .deserialize_field(index, &mut rmp_serde::Deserializer::new(&bytes[..]))
+            .map_err(|e| {
+                corrupt(
+                    &record,
+                    format!("field `{field}` does not decode into this state: {e}"),
+                )
+            })?;
+        versions[index] = Some(version.clone());
+        caches[index] = Some(cache);
+    }
+
+    let mut pulls = Vec::new();
+    let mut pending_input = None;
+    for name in &body.next {
+        if name == START {
+            let write = writes
+                .iter()
+                .find(|w| w.task_id == START && w.kind == WriteKind::Output)
+                .ok_or_else(|| corrupt(&record, "input checkpoint without its input"))?;
+            pending_input = Some(
+                codec::decode::<S::Update>(&write.data)
+                    .map_err(|e| corrupt(&record, format!("input does not decode: {e}")))?,
+            );
+            continue;
+        }
+        let index = graph.index.get(name).copied().ok_or_else(|| {
+            corrupt(
+                &record,
+                format!("the checkpoint's next node `{name}` is not in this graph"),
+            )
+        })?;
+        pulls.push(index);
+    }
+    let mut pushes = Vec::new();
+    for (name, input) in &body.sends {
+        let index = graph.index.get(name).copied().ok_or_else(|| {
+            corrupt(
+                &record,
+                format!("a pending Send targets `{name}`, which is not in this graph"),
+            )
+        })?;
+        let update = codec::decode::<S::Update>(&input.0)
+            .map_err(|e| corrupt(&record, format!("Send input does not decode: {e}")))?;
+        let input = update_to_state(update).map_err(|e| corrupt(&record, e))?;
+        pushes.push((index, input));
+    }
+    let joins = if body.joins.len() == graph.joins.len()
+        && body
+            .joins
+            .iter()
+            .zip(&graph.joins)
+            .all(|(seen, join)| seen.len() == join.sources)
+    {
+        std::mem::take(&mut body.joins)
+    } else {
+        return Err(corrupt(
+            &record,
+            "the checkpoint's joins do not match this graph's (the graph changed shape)",
+        ));
+    };
+
+    let mut outputs = HashMap::new();
+    let mut resume: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
+    let mut interrupted = Vec::new();
+    let mut errors = HashMap::new();
+    for write in &writes {
+        match write.kind {
+            WriteKind::Output if write.task_id != START => {
+                // The node is set from the task when the writes are used.
+                let node = graph.index.get(&write.node).copied().unwrap_or_default();
+                let output = decode_writes::<S>(node, &write.data).map_err(|e| {
+                    corrupt(
+                        &record,
+                        format!("output of task `{}` does not decode: {e}", write.task_id),
+                    )
+                })?;
+                outputs.insert(write.task_id.clone(), output);
+            }
+            WriteKind::Output => {}
+            WriteKind::Resume => {
+                let values: Vec<serde_json::Value> = codec::decode(&write.data)
+                    .map_err(|e| corrupt(&record, format!("resume values do not decode: {e}")))?;
+                resume.insert(write.task_id.clone(), values);
+            }
+            WriteKind::Interrupt => {
+                let list: Vec<Interrupt> = codec::decode(&write.data)
+                    .map_err(|e| corrupt(&record, format!("interrupt does not decode: {e}")))?;
+                interrupted.push((write.task_id.clone(), list));
+            }
+            WriteKind::Error => {
+                let message: String = codec::decode(&write.data).unwrap_or_default();
+                errors.insert(write.task_id.clone(), message);
+            }
+        }
+    }
+    interrupted.retain(|(task, _)| !outputs.contains_key(task));
+
+    Ok(Some(Restored {
+        record,
+        state,
+        versions,
+        caches,
+        pulls,
+        pushes,
+        joins,
+        pending_input,
+        outputs,
+        resume,
+        interrupted,
+        errors,
+        writers: body.writers,
+    }))
+}
+
+/// The body of a checkpoint at a run's position.
+fn encode_body<S: GraphState>(
+    graph: &Graph<S>,
+    frontier: &Frontier<S>,
+    pending_input: bool,
+    writers: &[&str],
+) -> Result<Vec<u8>, String> {
+    let mut next: Vec<usize> = frontier.pulls.clone();
+    next.sort_unstable_by_key(|&n| graph.rank[n]);
+    let mut names: Vec<&str> = Vec::with_capacity(next.len() + 1);
+    if pending_input {
+        names.push(START);
+    }
+    names.extend(next.iter().map(|&n| &*graph.names[n]));
+    let mut sends = Vec::with_capacity(frontier.pushes.len());
+    for (node, input) in &frontier.pushes {
+        sends.push((
+            &*graph.names[*node],
+            Bytes(codec::encode(&state_to_update(input))?),
+        ));
+    }
+    codec::encode(&BodyRef {
+        format: codec::FORMAT,
+        next: names,
+        sends,
+        joins: &frontier.joins,
+        fields: S::fields().iter().map(|f| f.name).collect(),
+        writers,
+    })
+}
+
+/// Task id of a step's task: the checkpoint the step starts from, plus the task's path.
+pub(crate) fn task_id(checkpoint_id: &str, node: &str, push: Option<usize>) -> String {
+    match push {
+        None => format!("{checkpoint_id}:pull:{node}"),
+        Some(i) => format!("{checkpoint_id}:push:{i}"),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// A new checkpoint id: a UUID v7 (Unix milliseconds, then a 74-bit counter that starts at a
+/// per-process random point each millisecond and counts up within it), so ids sort in the
+/// order they were made in this process and do not collide with other processes'. Unlike
+/// `Uuid::now_v7`, it asks the OS for no random bytes (a syscall per id).
+pub(crate) fn new_checkpoint_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static STATE: Mutex<(u64, u128)> = Mutex::new((0, 0));
+    static SEED: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let (ms, counter) = {
+        let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        let (last_ms, last) = *state;
+        *state = if now > last_ms {
+            let mut hasher = SEED.get_or_init(std::hash::RandomState::new).build_hasher();
+            hasher.write_u64(now);
+            // 73 random bits: room to count up within the millisecond.
+            (now, u128::from(hasher.finish()) << 9)
+        } else if last + 1 < 1 << 74 {
+            (last_ms, last + 1)
+        } else {
+            // The counter ran out within one millisecond: borrow the next one.
+            (last_ms + 1, 0)
+        };
+        *state
+    };
+    let value = (u128::from(ms & ((1 << 48) - 1)) << 80)
+        | (0x7 << 76)
+        | ((counter >> 62) << 64)
+        | (0b10 << 62)
+        | (counter & ((1 << 62) - 1));
+    uuid::Uuid::from_u128(value).hyphenated().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn checkpoint_ids_are_v7_unique_and_ordered() {
+        let ids: Vec<String> = (0..10_000).map(|_| super::new_checkpoint_id()).collect();
+        for pair in ids.windows(2) {
+            assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
+        }
+        let parsed = uuid::Uuid::parse_str(&ids[0]).unwrap();
+        assert_eq!(parsed.get_version_num(), 7);
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+        let ms = parsed.get_timestamp().unwrap().to_unix();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        assert!(now.as_secs().abs_diff(ms.0) < 5);
+    }
+}

@@ -1,0 +1,214 @@
+//! Stream emission: what a run sends to a [`GraphStream`](crate::GraphStream) in the modes its
+//! caller asked for — `values` after each step, `updates` per task, `debug` task starts,
+//! results and checkpoints, and `astream_events` v2 events for the graph and its nodes.
+//! Nothing is built for a mode nobody streams.
+
+use crate::context::TaskStream;
+use crate::error::GraphError;
+use crate::state::GraphState;
+use crate::stream::{DebugEvent, Event, StreamMode, StreamPart};
+
+use super::Run;
+use super::algo::Task;
+use super::runner::{Done, TaskWrites, to_json};
+
+/// The updates of a step, taken before the barrier consumes them, to stream after it.
+pub(crate) struct StepUpdates<U>(Vec<(usize, U)>);
+
+impl<S: GraphState> Run<'_, S> {
+    /// Whether the caller streams `mode`.
+    pub(crate) fn streams(&self, mode: StreamMode) -> bool {
+        self.emitter.as_ref().is_some_and(|e| e.modes.has(mode))
+    }
+
+    /// Sends a part; a consumer that went away cancels the run.
+    pub(crate) async fn emit(&self, part: StreamPart<S>) -> Result<(), GraphError> {
+        if let Some(emitter) = &self.emitter
+            && !emitter.send(part).await
+        {
+            return Err(GraphError::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// The `values` item: the whole state.
+    pub(crate) async fn emit_values(&self) -> Result<(), GraphError> {
+        if self.streams(StreamMode::Values) {
+            self.emit(StreamPart::Values(self.state.clone())).await?;
+        }
+        Ok(())
+    }
+
+    fn event(
+        &self,
+        event: &str,
+        name: &str,
+        run_id: String,
+        parent_ids: Vec<String>,
+        metadata: serde_json::Value,
+        data: serde_json::Value,
+    ) -> StreamPart<S> {
+        StreamPart::Event(Event {
+            event: event.to_owned(),
+            name: name.to_owned(),
+            run_id,
+            parent_ids,
+            tags: self.info.config.tags.clone(),
+            metadata,
+            data,
+        })
+    }
+
+    /// A graph-level event (`on_chain_start` / `on_chain_stream` / `on_chain_end`).
+    pub(crate) async fn graph_event(
+        &self,
+        event: &str,
+        data: serde_json::Value,
+    ) -> Result<(), GraphError> {
+        let metadata = serde_json::json!({ "thread_id": self.info.config.thread_id });
+        let part = self.event(
+            event,
+            "LangGraph",
+            self.info.run_id.to_string(),
+            Vec::new(),
+            metadata,
+            data,
+        );
+        self.emit(part).await
+    }
+
+    async fn node_event(
+        &self,
+        event: &str,
+        node: usize,
+        stream: &TaskStream,
+        data: serde_json::Value,
+    ) -> Result<(), GraphError> {
+        let metadata = serde_json::json!({
+            "langgraph_node": &*self.graph.names[node],
+            "langgraph_step": self.step + 1,
+            "langgraph_triggers": stream.triggers,
+            "thread_id": self.info.config.thread_id,
+        });
+        let part = self.event(
+            event,
+            &self.graph.names[node],
+            stream.run_id.clone(),
+            vec![self.info.run_id.to_string()],
+            metadata,
+            data,
+        );
+        self.emit(part).await
+    }
+
+    /// Stream items for the step's tasks, about to run (each gets its event run id).
+    pub(crate) async fn tasks_started(&self, tasks: &mut [Task<S>]) -> Result<(), GraphError> {
+        if self.emitter.is_none() {
+            return Ok(());
+        }
+        let events = self.streams(StreamMode::Events);
+        for task in tasks {
+            let Some(stream) = &mut task.stream else {
+                continue;
+            };
+            if events {
+                stream.run_id = uuid::Uuid::now_v7().to_string();
+            }
+            if self.streams(StreamMode::Debug) {
+                self.emit(StreamPart::Debug(DebugEvent::Task {
+                    step: self.step + 1,
+                    node: self.graph.names[task.node].to_string(),
+                    triggers: stream.triggers.clone(),
+                }))
+                .await?;
+            }
+            if events {
+                self.node_event(
+                    "on_chain_start",
+                    task.node,
+                    stream,
+                    serde_json::json!({ "input": null }),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stream items for a task that finished (in completion order).
+    pub(crate) async fn task_finished(
+        &self,
+        node: usize,
+        stream: &TaskStream,
+        done: &Result<Done<S>, GraphError>,
+    ) -> Result<(), GraphError> {
+        let update = match done {
+            Ok(Done::Output(writes)) => writes.update_json(),
+            _ => serde_json::Value::Null,
+        };
+        if self.streams(StreamMode::Debug) {
+            self.emit(StreamPart::Debug(DebugEvent::TaskResult {
+                step: self.step + 1,
+                node: self.graph.names[node].to_string(),
+                result: update.clone(),
+                error: done.as_ref().err().map(ToString::to_string),
+            }))
+            .await?;
+        }
+        if self.streams(StreamMode::Events) && matches!(done, Ok(Done::Output(_))) {
+            self.node_event(
+                "on_chain_stream",
+                node,
+                stream,
+                serde_json::json!({ "chunk": update }),
+            )
+            .await?;
+            self.node_event(
+                "on_chain_end",
+                node,
+                stream,
+                serde_json::json!({ "output": update }),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The step's updates, when `updates` or `events` are streamed.
+    pub(crate) fn step_updates(&self, writes: &[TaskWrites<S>]) -> Option<StepUpdates<S::Update>> {
+        if !self.streams(StreamMode::Updates) && !self.streams(StreamMode::Events) {
+            return None;
+        }
+        Some(StepUpdates(
+            writes
+                .iter()
+                .flat_map(|task| task.updates.iter().map(|u| (task.node, u.clone())))
+                .collect(),
+        ))
+    }
+
+    /// After the barrier: the step's updates (`updates`, and the graph's `on_chain_stream`
+    /// event), then the state (`values`).
+    pub(crate) async fn step_emitted(
+        &self,
+        updates: Option<StepUpdates<S::Update>>,
+    ) -> Result<(), GraphError> {
+        if let Some(StepUpdates(updates)) = updates {
+            if self.streams(StreamMode::Events) {
+                let mut chunk = serde_json::Map::new();
+                for (node, update) in &updates {
+                    chunk.insert(self.graph.names[*node].to_string(), to_json(update));
+                }
+                self.graph_event("on_chain_stream", serde_json::json!({ "chunk": chunk }))
+                    .await?;
+            }
+            if self.streams(StreamMode::Updates) {
+                for (node, update) in updates {
+                    let node = self.graph.names[node].to_string();
+                    self.emit(StreamPart::Updates { node, update }).await?;
+                }
+            }
+        }
+        self.emit_values().await
+    }
+}

@@ -1,0 +1,250 @@
+//! Input and resume: where a run starts. [`Run::open`] loads where the thread stands (with a
+//! checkpointer and a thread id); [`Run::feed`] applies what the run starts from — new input
+//! (the input step, written by `__start__`), a [`Command`] (resume values, an update, gotos),
+//! or nothing (continue a paused or failed thread).
+
+use std::sync::Arc;
+
+use crate::checkpoint::Source;
+use crate::command::Command;
+use crate::compiled::{Graph, Outgoing};
+use crate::config::{Durability, RunConfig};
+use crate::constants::START;
+use crate::context::RunInfo;
+use crate::error::GraphError;
+use crate::runtime::AnyContext;
+use crate::state::GraphState;
+use crate::stream::Emitter;
+
+use super::algo::{self, FROM_START, Frontier};
+use super::durable::{Durable, Restored};
+use super::runner::to_json;
+use super::{Input, Run, RunPath};
+
+impl<'g, S: GraphState> Run<'g, S> {
+    /// Prepares a run: resolves the per-run interrupts and loads the thread's checkpoint when
+    /// there is a checkpointer and a thread id.
+    pub(crate) async fn open(
+        graph: &'g Graph<S>,
+        context: Option<AnyContext>,
+        config: RunConfig,
+        run_id: Arc<str>,
+        emitter: Option<Arc<Emitter<S>>>,
+    ) -> Result<Self, GraphError> {
+        Self::open_with(graph, None, context, config, run_id, emitter).await
+    }
+
+    /// [`open`](Self::open), checkpointing to `saver` when given (a subgraph uses its
+    /// parent's) instead of the graph's own.
+    pub(crate) async fn open_with(
+        graph: &'g Graph<S>,
+        saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+        context: Option<AnyContext>,
+        config: RunConfig,
+        run_id: Arc<str>,
+        emitter: Option<Arc<Emitter<S>>>,
+    ) -> Result<Self, GraphError> {
+        let mut interrupt_before = graph.interrupt_before.clone();
+        let mut interrupt_after = graph.interrupt_after.clone();
+        for (names, mask) in [
+            (&config.interrupt_before, &mut interrupt_before),
+            (&config.interrupt_after, &mut interrupt_after),
+        ] {
+            for name in names {
+                let index =
+                    graph
+                        .index
+                        .get(name)
+                        .copied()
+                        .ok_or_else(|| GraphError::UnknownNode {
+                            context: "RunConfig interrupts".to_owned(),
+                            name: name.clone(),
+                            known: graph.known_names(),
+                        })?;
+                mask[index] = true;
+            }
+        }
+        let saver = match (
+            saver.or_else(|| graph.checkpointer.clone()),
+            &config.thread_id,
+        ) {
+            (Some(saver), Some(thread)) => Some((saver, thread.clone())),
+            _ => None,
+        };
+        let ns = config.checkpoint_ns.clone();
+        let checkpoint_id = config.checkpoint_id.clone();
+        let durability = config.durability;
+        let info = Arc::new(RunInfo {
+            run_id,
+            config,
+            can_pause: saver.is_some(),
+            saver: saver.as_ref().map(|(s, _)| s.clone()),
+            sink: emitter
+                .clone()
+                .map(|e| e as Arc<dyn crate::stream::NodeSink>),
+            usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            ns: Vec::new(),
+            context,
+        });
+        let mut run = Run {
+            graph,
+            info,
+            state: Arc::new(S::default()),
+            step: -1,
+            frontier: Frontier::new(graph, emitter.is_some()),
+            durable: None,
+            interrupt_before,
+            interrupt_after,
+            skip_before_once: false,
+            steps_run: 0,
+            tasks_run: 0,
+            path: RunPath::default(),
+            interrupts: Vec::new(),
+            paused: false,
+            emitter,
+            recorded: None,
+            cache: None,
+        };
+        let Some((saver, thread_id)) = saver else {
+            return Ok(run);
+        };
+        let (durable, restored) =
+            Durable::open(graph, saver, thread_id, ns, checkpoint_id, durability).await?;
+        if let Some(Restored {
+            record,
+            state,
+            pulls,
+            pushes,
+            joins,
+            ..
+        }) = restored
+        {
+            run.state = Arc::new(state);
+            run.step = record.step;
+            for node in pulls {
+                run.frontier.trigger(node, FROM_START);
+            }
+            run.frontier.pushes = pushes;
+            run.frontier.joins = joins;
+        }
+        run.durable = Some(durable);
+        Ok(run)
+    }
+
+    /// Applies what the run starts from.
+    pub(crate) async fn feed(&mut self, input: Input<S>) -> Result<(), GraphError> {
+        match input {
+            Input::Update(update) => self.new_input(update).await,
+            Input::Command(command) => self.command(command).await,
+            Input::Continue => self.continue_thread().await,
+        }
+    }
+
+    /// New input starts over from START: pending tasks of the thread are dropped.
+    async fn new_input(&mut self, update: S::Update) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return self.apply_input(update);
+        };
+        self.step = if durable.checkpoint_id.is_some() {
+            self.step + 1
+        } else {
+            -1
+        };
+        durable.clear_step();
+        self.frontier.clear();
+        self.frontier.reset_joins();
+        let written = S::writes(&update);
+        let writes = self
+            .info
+            .config
+            .writes_metadata
+            .then(|| serde_json::json!({ START: to_json(&update) }));
+        if durable.durability == Durability::Exit {
+            self.apply_input(update)?;
+            return self
+                .checkpoint(Source::Loop, writes, written, &[FROM_START])
+                .await;
+        }
+        self.save_input(update, writes).await
+    }
+
+    /// A command: resume values for the paused tasks, then its update and gotos as input.
+    async fn command(&mut self, command: Command<S>) -> Result<(), GraphError> {
+        let Command {
+            update,
+            goto,
+            resume,
+        } = command;
+        if let Some(value) = resume {
+            self.store_resume(value).await?;
+            self.skip_before_once = true;
+        }
+        if update.is_none() && goto.is_empty() {
+            if self.durable.is_none() {
+                return Err(GraphError::NoCheckpointer(
+                    "a Command input without update or goto".to_owned(),
+                ));
+            }
+            return Ok(());
+        }
+        // A command as input: written by `__start__`, routed by its gotos.
+        let written = update.as_ref().map(S::writes).unwrap_or_default();
+        let writes = self
+            .info
+            .config
+            .writes_metadata
+            .then(|| serde_json::json!({ START: update.as_ref().map(to_json) }));
+        if let Some(update) = update {
+            algo::apply_tracked(
+                Arc::make_mut(&mut self.state),
+                START,
+                self.step + 1,
+                update,
+                self.durable.as_mut().map(|d| &mut d.rewritten),
+            )?;
+        }
+        self.frontier
+            .fire(self.graph, &Outgoing::default(), None, goto, Vec::new())?;
+        self.step += 1;
+        if self.durable.is_some() {
+            self.checkpoint(Source::Loop, writes, written, &[FROM_START])
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Continues a paused or failed thread from its checkpoint (LangGraph's `invoke(None)`).
+    async fn continue_thread(&mut self) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
+            return Err(GraphError::NoCheckpointer(
+                "continuing a run (Input::Continue)".to_owned(),
+            ));
+        };
+        if durable.checkpoint_id.is_none() {
+            return Err(GraphError::NothingToResume(durable.thread_id.clone()));
+        }
+        if let Some(update) = durable.pending_input.take() {
+            let written = S::writes(&update);
+            self.apply_input(update)?;
+            self.checkpoint(Source::Loop, None, written, &[FROM_START])
+                .await?;
+        }
+        self.skip_before_once = true;
+        Ok(())
+    }
+
+    /// The input step: the input is written as if by a node `__start__`, then START's edges
+    /// fire.
+    pub(super) fn apply_input(&mut self, input: S::Update) -> Result<(), GraphError> {
+        algo::start(
+            self.graph,
+            &mut self.state,
+            self.step,
+            input,
+            &mut self.frontier,
+            self.durable.as_mut().map(|d| &mut d.rewritten),
+        )?;
+        self.step += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,345 @@
+//! Task running (LangGraph's `_runner.py`): a step's tasks run concurrently (up to
+//! `max_concurrency`), each node call in its own span with panics caught, and every finished
+//! task becomes one [`TaskWrites`] — the only shape the barrier, the stream, the checkpoint
+//! metadata and the pending writes read. A node's [`NodeOutput`] is unpacked here and nowhere
+//! else.
+
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use tracing::Instrument;
+
+use crate::command::Goto;
+use crate::context::NodeContext;
+use crate::error::GraphError;
+use crate::interrupt::Interrupted;
+use crate::node::{NodeError, NodeOutput};
+use crate::state::{FieldSet, GraphState};
+
+use super::Run;
+use super::algo::Task;
+
+/// The updates of one task, in the order they apply.
+#[derive(Debug, Clone)]
+pub(crate) enum Updates<U> {
+    /// No update (a `Command` that only routes).
+    None,
+    /// One update (what most nodes return).
+    One(U),
+    /// Several, applied in order as one task's writes (a subgraph's output).
+    Batch(Vec<U>),
+}
+
+impl<U> Updates<U> {
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, U> {
+        match self {
+            Updates::None => [].iter(),
+            Updates::One(u) => std::slice::from_ref(u).iter(),
+            Updates::Batch(list) => list.iter(),
+        }
+    }
+}
+
+impl<U> IntoIterator for Updates<U> {
+    type Item = U;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<U>, std::vec::IntoIter<U>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let (one, many) = match self {
+            Updates::None => (None, Vec::new()),
+            Updates::One(u) => (Some(u), Vec::new()),
+            Updates::Batch(list) => (None, list),
+        };
+        one.into_iter().chain(many)
+    }
+}
+
+/// What a finished task writes: its updates and where it routes. Every consumer of a task's
+/// result reads this.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskWrites<S: GraphState> {
+    pub(crate) node: usize,
+    pub(crate) updates: Updates<S::Update>,
+    pub(crate) goto: Vec<Goto<S>>,
+}
+
+impl<S: GraphState> TaskWrites<S> {
+    /// The writes of `node`'s output.
+    pub(crate) fn new(node: usize, output: NodeOutput<S>) -> Self {
+        let (updates, goto) = match output {
+            NodeOutput::Update(update) => (Updates::One(update), Vec::new()),
+            NodeOutput::Batch(batch) => (Updates::Batch(batch), Vec::new()),
+            NodeOutput::Command(command) => (
+                command.update.map_or(Updates::None, Updates::One),
+                command.goto,
+            ),
+        };
+        TaskWrites {
+            node,
+            updates,
+            goto,
+        }
+    }
+
+    /// Back to a node's output (a cached result).
+    pub(crate) fn into_output(self) -> NodeOutput<S> {
+        match (self.updates, self.goto.is_empty()) {
+            (Updates::One(update), true) => NodeOutput::Update(update),
+            (Updates::Batch(batch), true) => NodeOutput::Batch(batch),
+            (Updates::None, true) => NodeOutput::Update(S::Update::default()),
+            (updates, false) => NodeOutput::Command(crate::command::Command {
+                update: match updates {
+                    Updates::One(update) => Some(update),
+                    _ => None,
+                },
+                goto: self.goto,
+                resume: None,
+            }),
+        }
+    }
+
+    /// The fields the task writes.
+    pub(crate) fn written(&self) -> FieldSet {
+        self.updates
+            .iter()
+            .fold(FieldSet::EMPTY, |acc, u| acc.union(S::writes(u)))
+    }
+
+    /// The task's update as JSON (streams, metadata): the update, a list for a batch, `null`
+    /// for none.
+    pub(crate) fn update_json(&self) -> serde_json::Value {
+        match &self.updates {
+            Updates::None => serde_json::Value::Null,
+            Updates::One(update) => to_json(update),
+            Updates::Batch(list) => to_json(list),
+        }
+    }
+}
+
+/// How a task ended, short of an error.
+pub(crate) enum Done<S: GraphState> {
+    Output(TaskWrites<S>),
+    Paused(Interrupted),
+}
+
+type Caught<S> =
+    Result<Result<NodeOutput<S>, NodeError>, Box<dyn std::any::Any + std::marker::Send>>;
+
+impl<S: GraphState> Run<'_, S> {
+    /// Runs the step's tasks concurrently; results come back in task order. Tasks whose
+    /// writes were kept from an earlier attempt of this step are not run again. With a
+    /// checkpointer, a failing task lets its running siblings finish (their writes are kept,
+    /// so a resume does not pay for them twice); without one, it stops the step at once.
+    pub(crate) async fn run_tasks(&self, tasks: &[Task<S>]) -> Result<Vec<Done<S>>, GraphError> {
+        if let [task] = tasks {
+            if let Some(kept) = self.kept_writes(task) {
+                return Ok(vec![Done::Output(kept)]);
+            }
+            let result = self.call(task).await;
+            let result = self.task_result(task.node, result);
+            if let Some(stream) = &task.stream {
+                self.task_finished(task.node, stream, &result).await?;
+            }
+            if let Err(error) = &result {
+                self.record_failure(task, error);
+            }
+            return Ok(vec![result?]);
+        }
+
+        let count = tasks.len();
+        let mut results: Vec<Option<Done<S>>> = (0..count).map(|_| None).collect();
+        let mut to_run = Vec::with_capacity(count);
+        for (i, task) in tasks.iter().enumerate() {
+            match self.kept_writes(task) {
+                Some(kept) => results[i] = Some(Done::Output(kept)),
+                None => to_run.push(i),
+            }
+        }
+        let max_concurrency = self.info.config.max_concurrency.unwrap_or(usize::MAX);
+        let mut pending = to_run.into_iter();
+        let mut set = tokio::task::JoinSet::new();
+        let spawn_next = |set: &mut tokio::task::JoinSet<_>,
+                          pending: &mut std::vec::IntoIter<usize>| {
+            if let Some(i) = pending.next() {
+                let fut = self.call(&tasks[i]);
+                set.spawn(async move { (i, fut.await) });
+            }
+        };
+        for _ in 0..max_concurrency.min(count) {
+            spawn_next(&mut set, &mut pending);
+        }
+        let mut failure: Option<GraphError> = None;
+        while let Some(joined) = set.join_next().await {
+            let (i, result) = joined.map_err(|error| GraphError::NodePanicked {
+                // Tasks catch their own panics; this is a runtime shutting down.
+                node: "unknown".to_owned(),
+                step: self.step + 1,
+                message: error.to_string(),
+            })?;
+            let task = &tasks[i];
+            let result = self.task_result(task.node, result);
+            if let Some(stream) = &task.stream {
+                self.task_finished(task.node, stream, &result).await?;
+            }
+            match result {
+                Ok(done) => {
+                    if let Done::Output(writes) = &done {
+                        // Kept at once, so a crash or a failing sibling does not lose it.
+                        self.keep_writes(task, writes)?;
+                    }
+                    results[i] = Some(done);
+                }
+                Err(error) => {
+                    self.record_failure(task, &error);
+                    if self.durable.is_none() {
+                        set.abort_all();
+                        return Err(error);
+                    }
+                    failure.get_or_insert(error);
+                    continue;
+                }
+            }
+            if failure.is_none() {
+                spawn_next(&mut set, &mut pending);
+            }
+        }
+        if let Some(error) = failure {
+            let finished: Vec<(&Task<S>, &TaskWrites<S>)> = tasks
+                .iter()
+                .zip(&results)
+                .filter_map(|(task, done)| match done {
+                    Some(Done::Output(writes)) => Some((task, writes)),
+                    _ => None,
+                })
+                .collect();
+            self.keep_finished(&finished)?;
+            return Err(error);
+        }
+        Ok(results.into_iter().flatten().collect())
+    }
+
+    /// The node call of one task, in its span, with panics caught. A node with a cache
+    /// policy, in a graph with a cache, answers from the cache when it can (and is not
+    /// called at all), and fills it when it runs.
+    fn call(
+        &self,
+        task: &Task<S>,
+    ) -> impl Future<Output = Caught<S>> + std::marker::Send + 'static {
+        let step = self.step + 1;
+        let remaining = self
+            .info
+            .config
+            .recursion_limit
+            .saturating_sub(self.steps_run);
+        let name = self.graph.names[task.node].clone();
+        let ctx = NodeContext::new(
+            name.clone(),
+            step,
+            remaining,
+            self.info.clone(),
+            self.resume_values(task),
+            task.stream.clone(),
+            task.id.clone(),
+        );
+        let input = match &task.input {
+            Some(input) => input.clone(),
+            None => self.state.clone(),
+        };
+        let span = tracing::info_span!("node", node = %name, step);
+        let cached = match (&self.graph.cache_policies[task.node], &self.cache) {
+            (Some(policy), Some(cache)) => Some((policy.clone(), cache.clone())),
+            _ => None,
+        };
+        let node = task.node;
+        let call = match cached {
+            None => futures::future::Either::Left(caught(self.graph.nodes[node].call(input, ctx))),
+            Some((policy, cache)) => {
+                let callee = self.graph.nodes[node].clone();
+                futures::future::Either::Right(async move {
+                    let key = policy.key_of(&input).ok();
+                    if let Some(key) = &key
+                        && let Ok(Some(bytes)) = cache.get(&name, key).await
+                        && let Ok(writes) = super::durable::decode_writes::<S>(node, &bytes)
+                    {
+                        return Ok(Ok(writes.into_output()));
+                    }
+                    let result = caught(callee.call(input, ctx)).await;
+                    if let (Some(key), Ok(Ok(output))) = (&key, &result) {
+                        let writes = TaskWrites::new(node, output.clone());
+                        if let Ok(bytes) = super::durable::encode_writes(&writes)
+                            && let Err(error) = cache.set(&name, key, bytes, policy.ttl).await
+                        {
+                            tracing::warn!(%error, node = %name, "could not cache a node's result");
+                        }
+                    }
+                    result
+                })
+            }
+        };
+        call.instrument(span)
+    }
+
+    /// A node's result as a task's: its writes, a pause, or the error naming node and step.
+    fn task_result(&self, node: usize, result: Caught<S>) -> Result<Done<S>, GraphError> {
+        let name = || self.graph.names[node].to_string();
+        let step = self.step + 1;
+        match result {
+            Ok(Ok(output)) => Ok(Done::Output(TaskWrites::new(node, output))),
+            Ok(Err(NodeError::TimedOut(after))) => Err(GraphError::NodeTimeout {
+                node: name(),
+                step,
+                after,
+            }),
+            Ok(Err(NodeError::Failed(source))) => match source.downcast::<Interrupted>() {
+                Ok(interrupted) if self.info.can_pause => Ok(Done::Paused(*interrupted)),
+                Ok(_) => Err(GraphError::NoCheckpointer(format!(
+                    "interrupt() in node `{}` (compile with a checkpointer and run with a thread_id)",
+                    name()
+                ))),
+                Err(source) => Err(GraphError::Node {
+                    node: name(),
+                    step,
+                    source,
+                }),
+            },
+            Ok(Err(error)) => Err(GraphError::Node {
+                node: name(),
+                step,
+                source: Box::new(error),
+            }),
+            Err(panic) => Err(GraphError::NodePanicked {
+                node: name(),
+                step,
+                message: panic_message(panic.as_ref()),
+            }),
+        }
+    }
+}
+
+/// Runs a node's future with panics caught, logging how long it took.
+async fn caught<S: GraphState>(
+    fut: crate::node::BoxFuture<Result<NodeOutput<S>, NodeError>>,
+) -> Caught<S> {
+    let started = std::time::Instant::now();
+    let result = AssertUnwindSafe(fut).catch_unwind().await;
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        ok = matches!(result, Ok(Ok(_))),
+        "node finished"
+    );
+    result
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+fn panic_message(panic: &(dyn std::any::Any + std::marker::Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,208 @@
+//! Subgraphs: a compiled graph run as one task of a parent graph (a child run).
+//!
+//! - Over the parent's state, it starts from the parent's snapshot and returns the updates it
+//!   applied, in order, as the task's writes (so appends land once). Over a state of its own,
+//!   it starts from an input mapped from the parent's and its final state is mapped back.
+//! - When the parent checkpoints, the child checkpoints too: in the parent's saver and thread,
+//!   under a namespace of its own (LangGraph's `checkpoint_ns`: the parent's, then
+//!   `node:task_id`; nested levels joined by `|`).
+//! - `interrupt()` inside the child pauses the whole run: the child stores where it stopped
+//!   (and the updates it applied so far), and its task pauses the parent with the child's
+//!   question. Resuming the parent reruns the task, which resumes the child where it stopped
+//!   with the answer — in this process or another one.
+//! - Its nodes' custom / messages / events items reach the parent's caller under its
+//!   namespace path, and its usage rolls up into the parent's.
+
+use std::sync::Arc;
+
+use crate::checkpoint::{PendingWrite, Source, WriteKind};
+use crate::compiled::Graph;
+use crate::config::{RunConfig, new_run_id};
+use crate::context::{NodeContext, RunInfo};
+use crate::error::GraphError;
+use crate::interrupt::Interrupted;
+use crate::node::NodeError;
+use crate::runtime::AnyContext;
+use crate::state::{FieldSet, GraphState};
+
+use super::algo::{self, FROM_START};
+use super::runner::{TaskWrites, Updates};
+use super::{Input, Run};
+
+/// How a child run starts when its namespace has no checkpoint yet.
+pub(crate) enum ChildStart<S: GraphState> {
+    /// Over the parent's state: from the parent's snapshot, START's edges fire.
+    Snapshot(Arc<S>),
+    /// Over a state of its own: this input, as the child's input step.
+    Input(S::Update),
+}
+
+/// What a finished child run hands its task.
+pub(crate) struct ChildOutput<S: GraphState> {
+    /// The child's final state.
+    pub(crate) state: S,
+    /// Every update the child applied, in order (across pauses).
+    pub(crate) recorded: Vec<S::Update>,
+}
+
+/// The pending write that keeps, across a pause, the updates a child applied before it.
+const APPLIED: &str = "__subgraph_applied__";
+
+fn failed(error: GraphError) -> NodeError {
+    NodeError::Failed(Box::new(error))
+}
+
+impl<'g, S: GraphState> Run<'g, S> {
+    /// Runs `graph` as the node of `ctx`'s task.
+    pub(crate) async fn run_child(
+        graph: &'g Graph<S>,
+        context: Option<AnyContext>,
+        start: ChildStart<S>,
+        ctx: NodeContext,
+    ) -> Result<ChildOutput<S>, NodeError> {
+        // The subgraph's own context, else its parent's.
+        let context = context.or_else(|| ctx.context_any());
+        let parent = ctx.config();
+        // Checkpoints go to the parent's saver and thread, in a namespace of the child's own.
+        let saver = ctx
+            .saver()
+            .filter(|_| parent.thread_id.is_some() && ctx.task_id().is_some());
+        let ns = match (&saver, ctx.task_id()) {
+            (Some(_), Some(task)) if parent.checkpoint_ns.is_empty() => {
+                format!("{}:{task}", ctx.node())
+            }
+            (Some(_), Some(task)) => format!("{}|{}:{task}", parent.checkpoint_ns, ctx.node()),
+            _ => String::new(),
+        };
+        let config = RunConfig {
+            recursion_limit: parent.recursion_limit,
+            tags: parent.tags.clone(),
+            metadata: parent.metadata.clone(),
+            max_concurrency: parent.max_concurrency,
+            thread_id: saver.as_ref().and(parent.thread_id.clone()),
+            checkpoint_ns: ns,
+            durability: parent.durability,
+            writes_metadata: parent.writes_metadata,
+            ..RunConfig::default()
+        };
+        let mut run = Run::open_with(graph, saver, context.clone(), config, new_run_id(), None)
+            .await
+            .map_err(failed)?;
+        let mut path = ctx.ns().to_vec();
+        path.push(ctx.node().to_owned());
+        let sink = ctx.sink();
+        if sink.is_some() {
+            run.frontier.track_sources();
+        }
+        run.info = Arc::new(RunInfo {
+            run_id: run.info.run_id.clone(),
+            config: run.info.config.clone(),
+            can_pause: run.durable.is_some(),
+            sink,
+            usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            ns: path,
+            context,
+            saver: run.info.saver.clone(),
+        });
+        let mut recorded = Vec::new();
+        let resuming = run
+            .durable
+            .as_ref()
+            .is_some_and(|d| d.checkpoint_id.is_some());
+        if resuming {
+            // Where it paused: the updates it applied before, and the answers for its paused
+            // tasks (the parent's resume values for this task).
+            if let Some(durable) = &mut run.durable {
+                if let Some(applied) = durable.outputs.remove(APPLIED) {
+                    recorded.extend(applied.updates);
+                }
+                let answers = ctx.resume_values();
+                if !answers.is_empty() {
+                    for (task, _) in &durable.interrupted {
+                        durable.resume.insert(task.clone(), answers.clone());
+                    }
+                }
+            }
+            run.skip_before_once = true;
+        } else {
+            match start {
+                ChildStart::Snapshot(state) => {
+                    run.state = state;
+                    let routes = algo::route(graph, &graph.start, &run.state);
+                    run.frontier
+                        .fire(graph, &graph.start, None, Vec::new(), routes)
+                        .map_err(failed)?;
+                    run.step = 0;
+                    if run.durable.is_some() {
+                        // The first checkpoint holds the whole snapshot it started from.
+                        let all = match S::fields().len() {
+                            0 => FieldSet::EMPTY,
+                            n => FieldSet(u128::MAX >> (128 - n)),
+                        };
+                        if let Some(durable) = &mut run.durable {
+                            durable.rewritten = all;
+                        }
+                        run.checkpoint(Source::Input, None, all, &[FROM_START])
+                            .await
+                            .map_err(failed)?;
+                    }
+                }
+                ChildStart::Input(update) => {
+                    run.feed(Input::Update(update)).await.map_err(failed)?
+                }
+            }
+        }
+        run.recorded = Some(recorded);
+        let ran = run.run_steps().await;
+        let flushed = run.flush().await;
+        ran.map_err(failed)?;
+        flushed.map_err(failed)?;
+        if let Ok(usage) = run.info.usage.lock() {
+            for (key, amount) in usage.iter() {
+                ctx.add_usage(key, *amount);
+            }
+        }
+        let recorded = run.recorded.take().unwrap_or_default();
+        if run.paused {
+            return Err(run.pause_parent(recorded, &ctx).await);
+        }
+        let out = run.finish();
+        Ok(ChildOutput {
+            state: out.state,
+            recorded,
+        })
+    }
+
+    /// The child paused: keeps the updates it applied so far next to its checkpoint, and
+    /// returns what pauses the parent's task (the child's question).
+    async fn pause_parent(&mut self, recorded: Vec<S::Update>, ctx: &NodeContext) -> NodeError {
+        if let Some(durable) = &self.durable {
+            let applied = TaskWrites::<S> {
+                node: 0,
+                updates: Updates::Batch(recorded),
+                goto: Vec::new(),
+            };
+            match super::durable::encode_writes(&applied) {
+                Ok(data) => durable.submit_writes(vec![PendingWrite {
+                    task_id: APPLIED.to_owned(),
+                    node: APPLIED.to_owned(),
+                    kind: WriteKind::Output,
+                    data,
+                }]),
+                Err(e) => return failed(durable.encode_error(e)),
+            }
+            if let Err(error) = durable.flush_writes().await {
+                return failed(error);
+            }
+        }
+        let value = self
+            .interrupts
+            .first()
+            .map(|i| i.value.clone())
+            .unwrap_or(serde_json::Value::Null);
+        NodeError::Failed(Box::new(Interrupted {
+            index: ctx.resume_values().len(),
+            value,
+        }))
+    }
+}
