@@ -84,11 +84,11 @@ pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
-pub use error::{BoxError, GraphError};
+pub use error::{BoxError, GraphError, list_names, panic_message};
 pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};
-pub use layers::{RetryPolicy, backoff_interval};
+pub use layers::{RetryPolicy, Retryable, backoff_interval};
 pub use node::{
     BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
 };

@@ -9,11 +9,12 @@ use std::time::Duration;
 use agent_llm::{RetryPolicy, Timeouts};
 use serde_json::Value;
 
-/// Retries with millisecond delays, so retry tests stay fast.
-pub fn fast_retry(max_retries: u32) -> RetryPolicy {
-    RetryPolicy::new(max_retries)
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(5))
+/// Up to `max_attempts` attempts with millisecond waits, so retry tests stay fast.
+pub fn fast_retry(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy::new()
+        .max_attempts(max_attempts)
+        .initial_interval(Duration::from_millis(1))
+        .max_interval(Duration::from_millis(5))
 }
 
 /// Short timeouts for tests.
