@@ -105,6 +105,11 @@ pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamM
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
+/// The crate README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;
+
 /// Paths for generated code only; not a public API.
 #[doc(hidden)]
 pub mod __private {

@@ -85,3 +85,8 @@ pub use stream::{
     collect_stream,
 };
 pub use structured::{StructuredModel, StructuredReply};
+
+/// The crate README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;
