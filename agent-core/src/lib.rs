@@ -95,7 +95,8 @@ pub use node::{
 pub use route::{IntoRoute, PathMap, Route};
 pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
 pub use state::{
-    FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateUpdate,
+    FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateDefault,
+    StateUpdate,
 };
 pub use state_api::{PendingTask, StateSnapshot};
 pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
@@ -123,7 +124,9 @@ pub mod __private {
     pub use crate::node::{IntoNode, IntoNodeOutput, NodeError, NodeOutput, NodeSpec};
     pub use crate::reducers::{self, ReducerOutput};
     pub use crate::runtime::{CompatibleContext, Runtime};
-    pub use crate::state::{FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind};
+    pub use crate::state::{
+        FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind, StateDefault,
+    };
 
     /// Formats a field with `Debug` when its type has it (autoref specialization: the
     /// generated call site picks [`ViaDebug`] for `Debug` types, [`ViaOpaque`] otherwise).

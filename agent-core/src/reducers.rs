@@ -3,7 +3,7 @@
 //! Every reducer has the shape `fn(&mut T, T)` (or `fn(&mut T, T) -> Result<(), E>` when a write
 //! can be rejected), so a custom reducer is just a function: `#[reducer(my_crate::keep_max)]`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::ops::AddAssign;
 
@@ -12,12 +12,60 @@ pub fn replace<T>(current: &mut T, update: T) {
     *current = update;
 }
 
-/// Extends the current collection with the update: `Vec`, `VecDeque`, `String`...
-pub fn append<T>(current: &mut T, update: T)
-where
-    T: Extend<<T as IntoIterator>::Item> + IntoIterator,
-{
-    current.extend(update);
+/// Extends the current collection with the update: `Vec`, `VecDeque`, `String`, sets, maps
+/// (see [`Append`]).
+pub fn append<T: Append>(current: &mut T, update: T) {
+    current.append_all(update);
+}
+
+/// Collections that [`append`] knows how to extend: `Vec`, `VecDeque`, `LinkedList`,
+/// `String`, `BinaryHeap`, the std sets and maps. Implement it for a collection of your own to
+/// use `#[reducer(append)]` on it.
+#[diagnostic::on_unimplemented(
+    message = "`#[reducer(append)]` cannot append to a `{Self}`",
+    label = "append needs a collection, not `{Self}`",
+    note = "append extends collections (Vec, VecDeque, String, sets and maps); for a number use `#[reducer(add)]`, for anything else a reducer fn `#[reducer(path::to::fn)]` (or implement `agent_core::reducers::Append` for the type)"
+)]
+pub trait Append {
+    /// Adds the items of `other` at the end of `self`.
+    fn append_all(&mut self, other: Self);
+}
+
+macro_rules! append_by_extend {
+    ($(impl<$($p:ident $(: $b:path)?),*> for $ty:ty;)*) => {$(
+        impl<$($p $(: $b)?),*> Append for $ty {
+            fn append_all(&mut self, other: Self) {
+                self.extend(other);
+            }
+        }
+    )*};
+}
+
+append_by_extend! {
+    impl<T> for Vec<T>;
+    impl<T> for VecDeque<T>;
+    impl<T> for LinkedList<T>;
+    impl<T: Ord> for BinaryHeap<T>;
+    impl<T: Ord> for BTreeSet<T>;
+    impl<K: Ord, V> for BTreeMap<K, V>;
+}
+
+impl Append for String {
+    fn append_all(&mut self, other: Self) {
+        self.push_str(&other);
+    }
+}
+
+impl<T: Eq + Hash, S: BuildHasher> Append for HashSet<T, S> {
+    fn append_all(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl<K: Eq + Hash, V, S: BuildHasher> Append for HashMap<K, V, S> {
+    fn append_all(&mut self, other: Self) {
+        self.extend(other);
+    }
 }
 
 /// Adds the update to the current value (token counts, scores).
@@ -126,6 +174,14 @@ mod tests {
         let mut v = vec![1, 2];
         append(&mut v, vec![3]);
         assert_eq!(v, vec![1, 2, 3]);
+
+        let mut text = String::from("ab");
+        append(&mut text, "c".to_owned());
+        assert_eq!(text, "abc");
+
+        let mut queue = VecDeque::from([1]);
+        append(&mut queue, VecDeque::from([2]));
+        assert_eq!(queue, [1, 2]);
 
         let mut n = 2u64;
         add(&mut n, 40);
