@@ -7,7 +7,7 @@ use agent_llm::{
     AiMessage, Anthropic, CallOptions, ChatChunk, ChatModel, ChatModelExt, FinishReason, LlmError,
     Message, RetryPolicy, ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use common::{fast_retry, sse_named, test_timeouts};
+use common::{fast_retry, sent_body, sse_named, test_timeouts};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -51,12 +51,6 @@ async fn mount_sse(server: &MockServer, body: String) {
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(server)
         .await;
-}
-
-async fn sent_body(server: &MockServer, i: usize) -> Value {
-    server.received_requests().await.unwrap()[i]
-        .body_json()
-        .unwrap()
 }
 
 fn start() -> Value {

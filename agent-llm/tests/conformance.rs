@@ -273,9 +273,10 @@ async fn client_error(t: &Target) {
     );
 }
 
-/// Each check as a test against each kind of server.
+/// Each check as a test against each kind of server; the checks after `live:` run against
+/// the real model too (it has no fixture for a bad request).
 macro_rules! conformance {
-    ($($check:ident),* $(,)?) => {
+    ($($check:ident),* ; live: $($live:ident),*) => {
         mod wiremock_server {
             use super::*;
             $(
@@ -303,67 +304,44 @@ macro_rules! conformance {
                 }
             )*
         }
+
+        mod llama_server {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $live() {
+                    if let Some(target) = llama_server_target() {
+                        super::$live(&target).await;
+                    }
+                }
+            )*
+        }
     };
 }
 
 conformance!(
-    plain_reply,
-    streamed_reply,
-    tool_call,
-    structured_output,
-    client_error
+    plain_reply, streamed_reply, tool_call, structured_output, client_error;
+    live: plain_reply, streamed_reply, tool_call, structured_output
 );
 
-/// The checks a real model can pass (it has no fixture for a bad request).
-mod llama_server {
-    use super::*;
-
-    fn target() -> Option<Target> {
-        let url = service_url("LLAMA_SERVER_URL")?;
-        let model = OpenAiCompatible::builder()
-            .base_url(url)
-            .model("smollm2-135m")
-            .retry(RetryPolicy::new().max_attempts(2))
-            .timeouts(Timeouts {
-                connect: Duration::from_secs(5),
-                request: Duration::from_secs(120),
-                stream_idle: Duration::from_secs(60),
-            })
-            .build()
-            .unwrap();
-        Some(Target {
-            model: Arc::new(model),
-            expect: Expect::Live,
+/// SmolLM2-135M behind llama-server's OpenAI-compatible API, when `LLAMA_SERVER_URL` is set.
+fn llama_server_target() -> Option<Target> {
+    let url = service_url("LLAMA_SERVER_URL")?;
+    let model = OpenAiCompatible::builder()
+        .base_url(url)
+        .model("smollm2-135m")
+        .retry(RetryPolicy::new().max_attempts(2))
+        .timeouts(Timeouts {
+            connect: Duration::from_secs(5),
+            request: Duration::from_secs(120),
+            stream_idle: Duration::from_secs(60),
         })
-    }
-
-    #[tokio::test]
-    async fn plain_reply() {
-        if let Some(t) = target() {
-            super::plain_reply(&t).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn streamed_reply() {
-        if let Some(t) = target() {
-            super::streamed_reply(&t).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn tool_call() {
-        if let Some(t) = target() {
-            super::tool_call(&t).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn structured_output() {
-        if let Some(t) = target() {
-            super::structured_output(&t).await;
-        }
-    }
+        .build()
+        .unwrap();
+    Some(Target {
+        model: Arc::new(model),
+        expect: Expect::Live,
+    })
 }
 
 fn aimock_targets(url: &str) -> Vec<Target> {

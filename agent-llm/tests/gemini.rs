@@ -8,7 +8,7 @@ use agent_llm::{
     AiMessage, CallOptions, ChatChunk, ChatModel, ChatModelExt, FinishReason, Gemini, LlmError,
     Message, RetryPolicy, ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use common::{sse, test_timeouts};
+use common::{sent_body, sse, test_timeouts};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -44,12 +44,6 @@ async fn mount_json(server: &MockServer, body: Value) {
         .respond_with(ResponseTemplate::new(200).set_body_json(body))
         .mount(server)
         .await;
-}
-
-async fn sent_body(server: &MockServer, i: usize) -> Value {
-    server.received_requests().await.unwrap()[i]
-        .body_json()
-        .unwrap()
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use agent_llm::{
     AiMessage, CallOptions, ChatModel, ChatModelExt, FinishReason, LlmError, Message, Ollama,
     RetryPolicy, ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use common::{fast_retry, ndjson, test_timeouts};
+use common::{fast_retry, ndjson, sent_body, test_timeouts};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -50,12 +50,6 @@ async fn mount_ndjson(server: &MockServer, body: String) {
         ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson"),
     )
     .await;
-}
-
-async fn sent_body(server: &MockServer, i: usize) -> Value {
-    server.received_requests().await.unwrap()[i]
-        .body_json()
-        .unwrap()
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use agent_llm::{
     AiMessage, CallOptions, ChatChunk, ChatModel, ChatModelExt, FinishReason, LlmError, Message,
     OpenAiCompatible, RetryPolicy, ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use common::{fast_retry, sse, test_timeouts};
+use common::{fast_retry, sent_body, sse, test_timeouts};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -54,12 +54,6 @@ async fn mount_sse(server: &MockServer, body: String) {
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(server)
         .await;
-}
-
-async fn sent_body(server: &MockServer, i: usize) -> Value {
-    server.received_requests().await.unwrap()[i]
-        .body_json()
-        .unwrap()
 }
 
 async fn collect(

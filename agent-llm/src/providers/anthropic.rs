@@ -298,23 +298,15 @@ fn parse_message(
     if !kept.is_empty() {
         extra.insert(EXTRA_BLOCKS.into(), Value::Array(kept));
     }
-    Ok(ChatResponse {
-        message: AiMessage {
-            id: v.get("id").and_then(Value::as_str).map(str::to_owned),
-            content,
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        finish_reason: reason,
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or(model)
-            .to_owned(),
-        latency: Default::default(),
-    })
+    let message = AiMessage {
+        id: v.get("id").and_then(Value::as_str).map(str::to_owned),
+        content,
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v.get("model").and_then(Value::as_str).unwrap_or(model);
+    Ok(ChatResponse::new(message, usage, reason, answered))
 }
 
 /// Turns Messages stream events into chunks.

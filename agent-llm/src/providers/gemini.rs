@@ -372,27 +372,26 @@ fn parse_response(v: &Value, model: &str) -> Result<ChatResponse, LlmError> {
     if unmodelled {
         extra.insert(EXTRA_PARTS.into(), Value::Array(parts(v).to_vec()));
     }
-    let usage = usage(v).unwrap_or_default();
-    Ok(ChatResponse {
-        message: AiMessage {
-            id: v
-                .get("responseId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            content,
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        finish_reason: reason,
-        model: v
-            .get("modelVersion")
+    let message = AiMessage {
+        id: v
+            .get("responseId")
             .and_then(Value::as_str)
-            .unwrap_or(model)
-            .to_owned(),
-        latency: Default::default(),
-    })
+            .map(str::to_owned),
+        content,
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v
+        .get("modelVersion")
+        .and_then(Value::as_str)
+        .unwrap_or(model);
+    Ok(ChatResponse::new(
+        message,
+        usage(v).unwrap_or_default(),
+        reason,
+        answered,
+    ))
 }
 
 /// Turns the stream of `GenerateContentResponse`s (one per SSE event) into chunks.

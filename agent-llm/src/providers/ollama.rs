@@ -254,28 +254,20 @@ fn parse_chat(v: &Value, model: &str) -> Result<ChatResponse, LlmError> {
     {
         extra.insert("reasoning_content".into(), t.clone());
     }
-    let usage = usage(v);
-    Ok(ChatResponse {
-        finish_reason: done_reason(v, !tool_calls.is_empty()),
-        message: AiMessage {
-            id: None,
-            content: message
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        model: v
-            .get("model")
+    let reason = done_reason(v, !tool_calls.is_empty());
+    let message = AiMessage {
+        id: None,
+        content: message
+            .get("content")
             .and_then(Value::as_str)
-            .unwrap_or(model)
+            .unwrap_or_default()
             .to_owned(),
-        latency: Default::default(),
-    })
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v.get("model").and_then(Value::as_str).unwrap_or(model);
+    Ok(ChatResponse::new(message, usage(v), reason, answered))
 }
 
 /// Turns NDJSON lines into chunks.

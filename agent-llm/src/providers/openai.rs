@@ -289,24 +289,20 @@ fn parse_completion(v: &Value, model: &str) -> Result<ChatResponse, LlmError> {
             extra.insert(k.clone(), val.clone());
         }
     }
-    let usage = usage(v).unwrap_or_default();
-    Ok(ChatResponse {
-        message: AiMessage {
-            id: v.get("id").and_then(Value::as_str).map(str::to_owned),
-            content,
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        finish_reason: reason,
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or(model)
-            .to_owned(),
-        latency: Default::default(),
-    })
+    let message = AiMessage {
+        id: v.get("id").and_then(Value::as_str).map(str::to_owned),
+        content,
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v.get("model").and_then(Value::as_str).unwrap_or(model);
+    Ok(ChatResponse::new(
+        message,
+        usage(v).unwrap_or_default(),
+        reason,
+        answered,
+    ))
 }
 
 /// Turns `chat.completion.chunk` events into chunks.

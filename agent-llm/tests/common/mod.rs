@@ -26,6 +26,13 @@ pub fn test_timeouts() -> Timeouts {
     }
 }
 
+/// The JSON body of the `i`-th request `server` received.
+pub async fn sent_body(server: &wiremock::MockServer, i: usize) -> Value {
+    server.received_requests().await.unwrap()[i]
+        .body_json()
+        .unwrap()
+}
+
 /// An SSE body of `data:` events (no event names).
 pub fn sse(events: &[Value]) -> String {
     events.iter().map(|e| format!("data: {e}\n\n")).collect()
