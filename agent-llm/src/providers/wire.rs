@@ -11,7 +11,6 @@
 
 use std::fmt;
 
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use crate::error::LlmError;
@@ -19,6 +18,10 @@ use crate::message::Message;
 use crate::options::CallOptions;
 use crate::secret::SecretString;
 use crate::stream::{ChatChunk, ChatResponse};
+
+/// The header types [`Wire::headers`] works with (reqwest's), for wires written outside
+/// this crate.
+pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 /// How the body of a streamed response is cut into events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
