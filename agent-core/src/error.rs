@@ -232,8 +232,16 @@ impl GraphError {
     }
 }
 
-/// Joins names for error messages: "`a`, `b`".
-pub(crate) fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+/// Joins names for error messages: "`a`, `b`" (or "none" when there are none).
+///
+/// Every crate of the workspace lists names (known nodes, known tools...) in its errors this
+/// way.
+///
+/// ```
+/// assert_eq!(agent_core::list_names(["a", "b"]), "`a`, `b`");
+/// assert_eq!(agent_core::list_names([]), "none");
+/// ```
+pub fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     let mut out = String::new();
     for name in names {
         if !out.is_empty() {
@@ -247,4 +255,21 @@ pub(crate) fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String
         out.push_str("none");
     }
     out
+}
+
+/// The text of a caught panic's payload (`panic!("...")` gives a `&str` or a `String`), for
+/// errors that report a panic of a node or a tool.
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("kaboom {}", 1)).unwrap_err();
+/// assert_eq!(agent_core::panic_message(payload.as_ref()), "kaboom 1");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
 }

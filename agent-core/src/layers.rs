@@ -9,9 +9,29 @@ use crate::context::NodeContext;
 use crate::node::{BoxFuture, Node, NodeError, NodeOutput};
 use crate::state::GraphState;
 
-/// When and how often to retry a failed node (LangGraph's `RetryPolicy`, same defaults).
-#[derive(Clone)]
-pub struct RetryPolicy {
+/// When and how often to retry a failed operation that fails with `E`: a node (`E` =
+/// [`NodeError`], the default), a tool call (`agent_tools::ToolError`) or an HTTP request to
+/// a model (`agent_llm::LlmError`). LangGraph's `RetryPolicy`, with its defaults.
+///
+/// One vocabulary for every retry in the workspace: `max_attempts` counts the first attempt
+/// too, waits grow from `initial_interval` by `backoff_factor` up to `max_interval` (see
+/// [`backoff_interval`]), and `retry_on` picks the errors worth retrying; without one, an
+/// error's own [`Retryable::retry_by_default`] decides.
+///
+/// ```
+/// use std::time::Duration;
+/// use agent_core::{NodeError, RetryPolicy};
+///
+/// let policy: RetryPolicy = RetryPolicy::new()
+///     .max_attempts(5)
+///     .initial_interval(Duration::from_millis(100))
+///     .jitter(false);
+/// assert_eq!(policy.interval(3), Duration::from_millis(400));
+/// let error = NodeError::TimedOut(Duration::from_secs(1));
+/// assert_eq!(policy.next_wait(1, &error), Some(Duration::from_millis(100)));
+/// assert_eq!(policy.next_wait(5, &error), None, "the fifth attempt was the last");
+/// ```
+pub struct RetryPolicy<E = NodeError> {
     /// Attempts in all, the first included.
     pub max_attempts: u32,
     /// Wait before the second attempt.
@@ -22,11 +42,39 @@ pub struct RetryPolicy {
     pub max_interval: Duration,
     /// Randomize each wait by up to +/-50% so retries of many runs spread out.
     pub jitter: bool,
-    /// Which errors are worth retrying; all of them by default.
-    pub retry_on: Arc<dyn Fn(&NodeError) -> bool + Send + Sync>,
+    /// Which errors are worth retrying.
+    pub retry_on: Arc<dyn Fn(&E) -> bool + Send + Sync>,
 }
 
-impl std::fmt::Debug for RetryPolicy {
+/// An error a [`RetryPolicy`] can retry, saying which of its values are worth retrying when
+/// the policy has no `retry_on` of its own.
+pub trait Retryable {
+    /// Whether trying again may succeed.
+    fn retry_by_default(&self) -> bool;
+}
+
+/// Every node error is retried by default (LangGraph retries what the node raises); an
+/// interrupt is never retried, whatever the policy says.
+impl Retryable for NodeError {
+    fn retry_by_default(&self) -> bool {
+        true
+    }
+}
+
+impl<E> Clone for RetryPolicy<E> {
+    fn clone(&self) -> Self {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            initial_interval: self.initial_interval,
+            backoff_factor: self.backoff_factor,
+            max_interval: self.max_interval,
+            jitter: self.jitter,
+            retry_on: self.retry_on.clone(),
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for RetryPolicy<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RetryPolicy")
             .field("max_attempts", &self.max_attempts)
@@ -38,7 +86,7 @@ impl std::fmt::Debug for RetryPolicy {
     }
 }
 
-impl Default for RetryPolicy {
+impl<E: Retryable + 'static> Default for RetryPolicy<E> {
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 3,
@@ -46,17 +94,25 @@ impl Default for RetryPolicy {
             backoff_factor: 2.0,
             max_interval: Duration::from_secs(128),
             jitter: true,
-            retry_on: Arc::new(|_| true),
+            retry_on: Arc::new(E::retry_by_default),
         }
     }
 }
 
-impl RetryPolicy {
-    /// The default policy: 3 attempts, 0.5 s doubling up to 128 s, with jitter.
+impl<E: Retryable + 'static> RetryPolicy<E> {
+    /// The default policy: 3 attempts, 0.5 s doubling up to 128 s, with jitter, retrying the
+    /// errors [`Retryable::retry_by_default`] picks.
     pub fn new() -> Self {
         RetryPolicy::default()
     }
 
+    /// A single attempt: nothing is retried.
+    pub fn none() -> Self {
+        RetryPolicy::default().max_attempts(1)
+    }
+}
+
+impl<E> RetryPolicy<E> {
     /// Sets the number of attempts (at least 1).
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts.max(1);
@@ -88,10 +144,7 @@ impl RetryPolicy {
     }
 
     /// Retries only errors for which `predicate` is true.
-    pub fn retry_on(
-        mut self,
-        predicate: impl Fn(&NodeError) -> bool + Send + Sync + 'static,
-    ) -> Self {
+    pub fn retry_on(mut self, predicate: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.retry_on = Arc::new(predicate);
         self
     }
@@ -105,6 +158,17 @@ impl RetryPolicy {
             self.max_interval,
             self.jitter,
         )
+    }
+
+    /// What to do after attempt number `attempt` (1-based) failed with `error`: the wait
+    /// before the next attempt, or `None` when the policy gives up (that was the last
+    /// attempt, or `retry_on` rejects the error).
+    pub fn next_wait(&self, attempt: u32, error: &E) -> Option<Duration> {
+        if attempt >= self.max_attempts || !(self.retry_on)(error) {
+            None
+        } else {
+            Some(self.interval(attempt))
+        }
     }
 }
 
@@ -156,7 +220,12 @@ impl<S: GraphState> Node<S> for Retry<S> {
                     Ok(output) => return Ok(output),
                     Err(error) => {
                         let paused = matches!(&error, NodeError::Failed(e) if e.is::<crate::interrupt::Interrupted>());
-                        if paused || attempt >= policy.max_attempts || !(policy.retry_on)(&error) {
+                        let next = if paused {
+                            None
+                        } else {
+                            policy.next_wait(attempt, &error)
+                        };
+                        let Some(wait) = next else {
                             if attempt == 1 {
                                 return Err(error);
                             }
@@ -164,8 +233,7 @@ impl<S: GraphState> Node<S> for Retry<S> {
                                 attempts: attempt,
                                 last: Box::new(error),
                             });
-                        }
-                        let wait = policy.interval(attempt);
+                        };
                         tracing::warn!(node = ctx.node(), attempt, ?wait, %error, "node failed; retrying");
                         tokio::time::sleep(wait).await;
                         attempt += 1;
@@ -206,7 +274,7 @@ mod tests {
 
     #[test]
     fn intervals_grow_and_cap() {
-        let p = RetryPolicy::new()
+        let p: RetryPolicy = RetryPolicy::new()
             .jitter(false)
             .initial_interval(Duration::from_millis(100))
             .max_interval(Duration::from_millis(350));
@@ -217,7 +285,7 @@ mod tests {
 
     #[test]
     fn jitter_stays_in_band() {
-        let p = RetryPolicy::new().initial_interval(Duration::from_millis(100));
+        let p: RetryPolicy = RetryPolicy::new().initial_interval(Duration::from_millis(100));
         for _ in 0..100 {
             let d = p.interval(1);
             assert!(d >= Duration::from_millis(50) && d < Duration::from_millis(150));

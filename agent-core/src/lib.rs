@@ -87,18 +87,19 @@ pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
-pub use error::{BoxError, GraphError};
+pub use error::{BoxError, GraphError, list_names, panic_message};
 pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};
-pub use layers::{RetryPolicy, backoff_interval};
+pub use layers::{RetryPolicy, Retryable, backoff_interval};
 pub use node::{
     BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
 };
 pub use route::{IntoRoute, PathMap, Route};
 pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
 pub use state::{
-    FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateUpdate,
+    FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateDefault,
+    StateUpdate,
 };
 pub use state_api::{PendingTask, StateSnapshot};
 pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
@@ -107,6 +108,11 @@ pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamM
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The crate README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;
 
 /// Paths for generated code only; not a public API.
 #[doc(hidden)]
@@ -121,7 +127,9 @@ pub mod __private {
     pub use crate::node::{IntoNode, IntoNodeOutput, NodeError, NodeOutput, NodeSpec};
     pub use crate::reducers::{self, ReducerOutput};
     pub use crate::runtime::{CompatibleContext, Runtime};
-    pub use crate::state::{FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind};
+    pub use crate::state::{
+        FieldInfo, FieldSet, GraphState, ReducerError, ReducerKind, StateDefault,
+    };
 
     /// Formats a field with `Debug` when its type has it (autoref specialization: the
     /// generated call site picks [`ViaDebug`] for `Debug` types, [`ViaOpaque`] otherwise).

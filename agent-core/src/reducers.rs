@@ -9,7 +9,7 @@
 //! (linear in a conversation's length, not quadratic). [`append`] does this for `Vec` and
 //! `VecDeque`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::ops::AddAssign;
 
@@ -18,27 +18,18 @@ pub fn replace<T>(current: &mut T, update: T) {
     *current = update;
 }
 
-/// Extends the current collection with the update: `Vec`, `VecDeque`, sets...
+/// Extends the current collection with the update: `Vec`, `VecDeque`, `String`, sets, maps
+/// (see [`Append`]).
 ///
 /// Returns [`Written::Appended`] for collections that keep insertion order (`Vec`,
 /// `VecDeque`), so checkpoints store only the new elements.
-pub fn append<T>(current: &mut T, update: T) -> Written
-where
-    T: Extend<<T as IntoIterator>::Item> + IntoIterator,
-{
-    current.extend(update);
-    if keeps_insertion_order::<T>() {
+pub fn append<T: Append>(current: &mut T, update: T) -> Written {
+    current.append_all(update);
+    if T::KEEPS_ORDER {
         Written::Appended
     } else {
         Written::Rewritten
     }
-}
-
-/// Whether extending a `T` only adds after its existing elements (a set or map may reorder).
-fn keeps_insertion_order<T>() -> bool {
-    let name = std::any::type_name::<T>();
-    name.starts_with("alloc::vec::Vec<")
-        || name.starts_with("alloc::collections::vec_deque::VecDeque<")
 }
 
 /// What a reducer did to its field, for checkpoints (see the module docs).
@@ -49,6 +40,61 @@ pub enum Written {
     Rewritten,
     /// Only added elements after the existing ones, which are untouched.
     Appended,
+}
+
+/// Collections that [`append`] knows how to extend: `Vec`, `VecDeque`, `LinkedList`,
+/// `String`, `BinaryHeap`, the std sets and maps. Implement it for a collection of your own to
+/// use `#[reducer(append)]` on it.
+#[diagnostic::on_unimplemented(
+    message = "`#[reducer(append)]` cannot append to a `{Self}`",
+    label = "append needs a collection, not `{Self}`",
+    note = "append extends collections (Vec, VecDeque, String, sets and maps); for a number use `#[reducer(add)]`, for anything else a reducer fn `#[reducer(path::to::fn)]` (or implement `agent_core::reducers::Append` for the type)"
+)]
+pub trait Append {
+    /// Whether appending only adds elements after the existing ones and the value serializes
+    /// as a sequence of them (then checkpoints store only what was appended).
+    const KEEPS_ORDER: bool = false;
+
+    /// Adds the items of `other` at the end of `self`.
+    fn append_all(&mut self, other: Self);
+}
+
+macro_rules! append_by_extend {
+    ($(impl<$($p:ident $(: $b:path)?),*> for $ty:ty $(, keeps order $keeps:literal)?;)*) => {$(
+        impl<$($p $(: $b)?),*> Append for $ty {
+            $(const KEEPS_ORDER: bool = $keeps;)?
+            fn append_all(&mut self, other: Self) {
+                self.extend(other);
+            }
+        }
+    )*};
+}
+
+append_by_extend! {
+    impl<T> for Vec<T>, keeps order true;
+    impl<T> for VecDeque<T>, keeps order true;
+    impl<T> for LinkedList<T>;
+    impl<T: Ord> for BinaryHeap<T>;
+    impl<T: Ord> for BTreeSet<T>;
+    impl<K: Ord, V> for BTreeMap<K, V>;
+}
+
+impl Append for String {
+    fn append_all(&mut self, other: Self) {
+        self.push_str(&other);
+    }
+}
+
+impl<T: Eq + Hash, S: BuildHasher> Append for HashSet<T, S> {
+    fn append_all(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl<K: Eq + Hash, V, S: BuildHasher> Append for HashMap<K, V, S> {
+    fn append_all(&mut self, other: Self) {
+        self.extend(other);
+    }
 }
 
 /// Adds the update to the current value (token counts, scores).
@@ -214,6 +260,14 @@ mod tests {
         assert_eq!(v, vec![1, 2, 3]);
         let mut set = BTreeSet::from([1, 3]);
         assert_eq!(append(&mut set, BTreeSet::from([2])), Written::Rewritten);
+
+        let mut text = String::from("ab");
+        append(&mut text, "c".to_owned());
+        assert_eq!(text, "abc");
+
+        let mut queue = VecDeque::from([1]);
+        append(&mut queue, VecDeque::from([2]));
+        assert_eq!(queue, [1, 2]);
 
         let mut n = 2u64;
         add(&mut n, 40);

@@ -124,6 +124,18 @@ pub struct ReducerError {
     pub source: crate::BoxError,
 }
 
+/// The value a graph state starts from (a fresh thread, a fork before any write): the state's
+/// `Default`.
+///
+/// `#[derive(GraphState)]` implements it with the struct's `Default` impl; a hand-written
+/// [`GraphState`] impl writes `fn default() -> Self { Default::default() }`. It is a trait of
+/// its own, not a `Default` bound on [`GraphState`], so that a state without `Default` is one
+/// error at the derive instead of one at every place that names the state.
+pub trait StateDefault: Sized {
+    /// The initial state.
+    fn default() -> Self;
+}
+
 /// Typed graph state. Derive it with `#[derive(GraphState)]`.
 ///
 /// The derive also writes `<Name>Update` (the partial update, every field an `Option`), the
@@ -133,7 +145,7 @@ pub struct ReducerError {
     message = "`{Self}` is not a graph state",
     note = "add `#[derive(agent_core::GraphState, Clone, Default)]` to the struct"
 )]
-pub trait GraphState: Clone + Default + Send + Sync + 'static {
+pub trait GraphState: Clone + StateDefault + Send + Sync + 'static {
     /// The partial update nodes return.
     type Update: StateUpdate;
 

@@ -215,6 +215,13 @@ impl LlmError {
     }
 }
 
+/// A model call is retried by default when [`LlmError::is_retryable`] says so.
+impl agent_core::Retryable for LlmError {
+    fn retry_by_default(&self) -> bool {
+        self.is_retryable()
+    }
+}
+
 /// Lossy UTF-8 of at most [`MAX_SNIPPET`] bytes, for error messages.
 pub(crate) fn snippet(bytes: &[u8]) -> String {
     let cut = bytes.len().min(MAX_SNIPPET);

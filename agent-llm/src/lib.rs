@@ -1,5 +1,5 @@
 //! Chat models for agent graphs: messages, the `add_messages` reducer, the [`ChatModel`] trait,
-//! providers (OpenAI-compatible, Anthropic, Ollama) and a [`ScriptedModel`] for tests.
+//! providers (OpenAI-compatible, Anthropic, Ollama, Gemini) and a [`ScriptedModel`] for tests.
 //!
 //! - [`Message`] is what a conversation (and a graph's state) holds: system, human, AI (with
 //!   [`ToolCall`]s and [`Usage`]) and tool messages, plus [`Message::remove`] for deleting.
@@ -9,9 +9,11 @@
 //!   for [`ChatChunk`]s, assembled by [`ChunkAggregator`]. [`ChatModelExt`] adds
 //!   [`bind_tools`](ChatModelExt::bind_tools) and typed
 //!   [`with_structured_output`](ChatModelExt::with_structured_output).
-//! - [`OpenAiCompatible`], [`Anthropic`] and [`Ollama`] talk HTTP with retries
+//! - [`OpenAiCompatible`], [`Anthropic`], [`Ollama`] and [`Gemini`] talk HTTP with retries
 //!   ([`RetryPolicy`]), timeouts ([`Timeouts`]) and typed errors ([`LlmError`]); keys are
-//!   [`SecretString`]s that never print. HTTPS needs the `rustls` feature.
+//!   [`SecretString`]s that never print. HTTPS needs the `rustls` feature. They are one
+//!   [`HttpChatModel`] over different [`Wire`] formats; [`init_chat_model`] picks one from a
+//!   `provider:model` string.
 //! - Every call is traced (`tracing` span `llm_call`, event `llm call finished` with tokens
 //!   and latency) and returns its [`Usage`] and latency in the [`ChatResponse`].
 //!
@@ -69,9 +71,11 @@ pub use message::{
 pub use model::{BoundModel, ChatModel, ChatModelExt};
 pub use options::{CallOptions, ResponseFormat, ToolChoice, ToolSpec, schema_for};
 pub use providers::anthropic::{Anthropic, AnthropicBuilder};
+pub use providers::gemini::{Gemini, GeminiBuilder};
 pub use providers::http::{RetryPolicy, Timeouts};
 pub use providers::ollama::{Ollama, OllamaBuilder};
 pub use providers::openai::{OpenAiCompatible, OpenAiCompatibleBuilder};
+pub use providers::{HttpChatModel, HttpChatModelBuilder, Wire};
 pub use reducer::{add_messages, new_message_id};
 pub use scripted::{Reply, ScriptedModel, ScriptedRequest};
 pub use secret::SecretString;
@@ -81,3 +85,8 @@ pub use stream::{
     collect_stream,
 };
 pub use structured::{StructuredModel, StructuredReply};
+
+/// The crate README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

@@ -100,6 +100,26 @@ pub struct ChatResponse {
 }
 
 impl ChatResponse {
+    /// A reply: `message` (its usage set to `usage`), why it ended and the model that
+    /// answered. Latency starts at zero; whoever times the call sets it.
+    pub fn new(
+        message: AiMessage,
+        usage: Usage,
+        finish_reason: FinishReason,
+        model: impl Into<String>,
+    ) -> Self {
+        ChatResponse {
+            message: AiMessage {
+                usage: Some(usage),
+                ..message
+            },
+            usage,
+            finish_reason,
+            model: model.into(),
+            latency: Duration::ZERO,
+        }
+    }
+
     /// The reply's text.
     pub fn text(&self) -> &str {
         &self.message.content
@@ -260,20 +280,22 @@ impl ChunkAggregator {
         if !self.reasoning.is_empty() {
             extra.insert("reasoning_content".into(), Value::String(self.reasoning));
         }
+        let message = AiMessage {
+            id: self.id,
+            content: self.text,
+            tool_calls,
+            usage: None,
+            extra,
+        };
         let usage = self.usage.unwrap_or_default();
-        Ok(ChatResponse {
-            message: AiMessage {
-                id: self.id,
-                content: self.text,
-                tool_calls,
-                usage: Some(usage),
-                extra,
-            },
+        let mut response = ChatResponse::new(
+            message,
             usage,
             finish_reason,
-            model: self.model.unwrap_or_default(),
-            latency: self.started.elapsed(),
-        })
+            self.model.unwrap_or_default(),
+        );
+        response.latency = self.started.elapsed();
+        Ok(response)
     }
 }
 

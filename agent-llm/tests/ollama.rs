@@ -7,7 +7,7 @@ use agent_llm::{
     AiMessage, CallOptions, ChatModel, ChatModelExt, FinishReason, LlmError, Message, Ollama,
     RetryPolicy, ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use common::{fast_retry, ndjson, test_timeouts};
+use common::{fast_retry, ndjson, sent_body, test_timeouts};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -50,12 +50,6 @@ async fn mount_ndjson(server: &MockServer, body: String) {
         ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson"),
     )
     .await;
-}
-
-async fn sent_body(server: &MockServer, i: usize) -> Value {
-    server.received_requests().await.unwrap()[i]
-        .body_json()
-        .unwrap()
 }
 
 #[tokio::test]
@@ -250,60 +244,6 @@ async fn structured_output_sends_format_schema() {
 }
 
 #[tokio::test]
-async fn busy_then_success() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "0")
-                .set_body_json(json!({"error": "server busy"})),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(done(json!({"content": "ok"}), "stop")),
-        )
-        .with_priority(2)
-        .mount(&server)
-        .await;
-    let r = model(&server, fast_retry(1))
-        .invoke(&[], &CallOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(r.text(), "ok");
-    assert_eq!(server.received_requests().await.unwrap().len(), 2);
-}
-
-#[tokio::test]
-async fn server_errors_exhaust_retries() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(500)
-                .set_body_json(json!({"error": "llama runner process has terminated"})),
-        )
-        .expect(2)
-        .mount(&server)
-        .await;
-    let err = model(&server, fast_retry(1))
-        .invoke(&[], &CallOptions::default())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, LlmError::RetriesExhausted { attempts: 2, .. }),
-        "{err}"
-    );
-    assert!(
-        err.to_string()
-            .contains("llama runner process has terminated"),
-        "{err}"
-    );
-}
-
-#[tokio::test]
 async fn missing_model_is_not_retried() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -321,51 +261,6 @@ async fn missing_model_is_not_retried() {
         matches!(&err, LlmError::Http { status: 404, message, .. } if message.contains("try pulling")),
         "{err}"
     );
-}
-
-#[tokio::test]
-async fn malformed_line_reports_the_offending_bytes() {
-    let server = MockServer::start().await;
-    let mut body = ndjson(&[piece(json!({"content": "a"}))]);
-    body.push_str("{\"model\": \"x\", \"message\": {\"content\": tru\n");
-    mount_ndjson(&server, body).await;
-    let err = model(&server, RetryPolicy::none())
-        .stream_collect(&[], &CallOptions::default())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, LlmError::MalformedResponse { bytes, .. } if bytes.contains("\"content\": tru")),
-        "{err}"
-    );
-}
-
-#[tokio::test]
-async fn truncated_stream_without_done() {
-    let server = MockServer::start().await;
-    mount_ndjson(&server, ndjson(&[piece(json!({"content": "Half"}))])).await;
-    let err = model(&server, RetryPolicy::none())
-        .stream_collect(&[], &CallOptions::default())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, LlmError::TruncatedStream { .. }), "{err}");
-}
-
-#[tokio::test]
-async fn error_line_inside_the_stream() {
-    let server = MockServer::start().await;
-    mount_ndjson(
-        &server,
-        ndjson(&[
-            piece(json!({"content": "a"})),
-            json!({"error": "out of memory"}),
-        ]),
-    )
-    .await;
-    let err = model(&server, RetryPolicy::none())
-        .stream_collect(&[], &CallOptions::default())
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("out of memory"), "{err}");
 }
 
 #[test]

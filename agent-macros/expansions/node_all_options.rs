@@ -51,11 +51,11 @@ for fetch_page {
             _,
             _,
         >(move |
-                state: ::agent_core::__private::Arc<Research>,
-                ctx: ::agent_core::__private::NodeContext|
+                __state: ::agent_core::__private::Arc<Research>,
+                __ctx: ::agent_core::__private::NodeContext|
             async move {
-                let _ = &ctx;
-                fetch_page::call(&state, &ctx).await
+                let _ = &__ctx;
+                fetch_page::call(&__state, &__ctx).await
             })
             .named("fetch")
             .with_retry(

@@ -32,11 +32,11 @@ for summarize {
             _,
             _,
         >(move |
-                state: ::agent_core::__private::Arc<Research>,
-                ctx: ::agent_core::__private::NodeContext|
+                __state: ::agent_core::__private::Arc<Research>,
+                __ctx: ::agent_core::__private::NodeContext|
             async move {
-                let _ = &ctx;
-                summarize::call(&state).await
+                let _ = &__ctx;
+                summarize::call(&__state).await
             })
             .named("summarize")
             .with_retry(::agent_core::__private::RetryPolicy::new())

@@ -32,11 +32,11 @@ for plan {
             _,
             _,
         >(move |
-                state: ::agent_core::__private::Arc<Research>,
-                ctx: ::agent_core::__private::NodeContext|
+                __state: ::agent_core::__private::Arc<Research>,
+                __ctx: ::agent_core::__private::NodeContext|
             async move {
-                let _ = &ctx;
-                plan::call(&state).await
+                let _ = &__ctx;
+                plan::call(&__state).await
             })
             .named("plan")
     }

@@ -36,11 +36,11 @@ for search_web {
             _,
             _,
         >(move |
-                state: ::agent_core::__private::Arc<Research>,
-                ctx: ::agent_core::__private::NodeContext|
+                __state: ::agent_core::__private::Arc<Research>,
+                __ctx: ::agent_core::__private::NodeContext|
             async move {
-                let _ = &ctx;
-                search_web::call(&state, &ctx).await
+                let _ = &__ctx;
+                search_web::call(&__state, &__ctx).await
             })
             .named("search_web")
     }

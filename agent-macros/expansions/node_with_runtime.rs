@@ -39,9 +39,9 @@ impl ::agent_core::__private::IntoNode<
             _,
             _,
         >(move |
-                state: ::agent_core::__private::Arc<Chat>,
-                ctx: ::agent_core::__private::Runtime<Services>|
-            async move { answer::call(&state, &ctx).await })
+                __state: ::agent_core::__private::Arc<Chat>,
+                __ctx: ::agent_core::__private::Runtime<Services>|
+            async move { answer::call(&__state, &__ctx).await })
             .named("answer")
     }
 }

@@ -46,14 +46,14 @@ where
 {
     ///Sets `value`.
     #[must_use]
-    fn value(mut self, value: impl ::core::convert::Into<T>) -> Self {
-        self.value = ::core::option::Option::Some(value.into());
+    fn value(mut self, __value: impl ::core::convert::Into<T>) -> Self {
+        self.value = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `items`.
     #[must_use]
-    fn items(mut self, value: impl ::core::convert::Into<Vec<U>>) -> Self {
-        self.items = ::core::option::Option::Some(value.into());
+    fn items(mut self, __value: impl ::core::convert::Into<Vec<U>>) -> Self {
+        self.items = ::core::option::Option::Some(__value.into());
         self
     }
 }
@@ -65,27 +65,46 @@ const _: () = {
     where
         U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
             #[allow(unused_imports)]
             use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
-            let mut out = f.debug_struct("GenericUpdate");
-            if let ::core::option::Option::Some(value) = &self.value {
-                out.field(
-                    "value",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            let mut __out = __f.debug_struct("GenericUpdate");
+            if let ::core::option::Option::Some(__value) = &self.value {
+                __out
+                    .field(
+                        "value",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.items {
-                out.field(
-                    "items",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.items {
+                __out
+                    .field(
+                        "items",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            out.finish()
+            __out.finish()
+        }
+    }
+    impl<
+        T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+        U,
+    > ::agent_core::__private::StateDefault for Generic<T, U>
+    where
+        U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        fn default() -> Self {
+            <Self as ::core::default::Default>::default()
         }
     }
     impl<
@@ -110,28 +129,27 @@ const _: () = {
                 },
             ]
         }
-        fn writes(update: &Self::Update) -> ::agent_core::__private::FieldSet {
-            let mut set = ::agent_core::__private::FieldSet::EMPTY;
-            if update.value.is_some() {
-                set.insert(0usize);
+        fn writes(__update: &Self::Update) -> ::agent_core::__private::FieldSet {
+            let mut __set = ::agent_core::__private::FieldSet::EMPTY;
+            if __update.value.is_some() {
+                __set.insert(0usize);
             }
-            if update.items.is_some() {
-                set.insert(1usize);
+            if __update.items.is_some() {
+                __set.insert(1usize);
             }
-            set
+            __set
         }
         #[allow(clippy::unit_arg)]
         fn apply(
             &mut self,
-            update: Self::Update,
+            __update: Self::Update,
         ) -> ::core::result::Result<(), ::agent_core::__private::ReducerError> {
-            let GenericUpdate { value, items } = update;
-            if let ::core::option::Option::Some(value) = value {
-                self.value = value;
+            if let ::core::option::Option::Some(__value) = __update.value {
+                self.value = __value;
             }
-            if let ::core::option::Option::Some(value) = items {
+            if let ::core::option::Option::Some(__value) = __update.items {
                 ::agent_core::__private::reduce(
-                    ::agent_core::__private::reducers::append(&mut self.items, value),
+                    ::agent_core::__private::reducers::append(&mut self.items, __value),
                     "items",
                     "append",
                 )?;
@@ -146,25 +164,25 @@ const _: () = {
         }
         fn serialize_field<__S: ::agent_core::__private::serde::Serializer>(
             &self,
-            index: usize,
-            serializer: __S,
+            __index: usize,
+            __serializer: __S,
         ) -> ::core::result::Result<__S::Ok, __S::Error> {
-            match index {
+            match __index {
                 0usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.value,
-                        serializer,
+                        __serializer,
                     )
                 }
                 1usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.items,
-                        serializer,
+                        __serializer,
                     )
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field(index),
+                        ::agent_core::__private::no_such_field(__index),
                     )
                 }
             }
@@ -174,13 +192,13 @@ const _: () = {
             __D: ::agent_core::__private::serde::Deserializer<'__de>,
         >(
             &mut self,
-            index: usize,
-            deserializer: __D,
+            __index: usize,
+            __deserializer: __D,
         ) -> ::core::result::Result<(), __D::Error> {
-            match index {
+            match __index {
                 0usize => {
                     self.value = <T as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
@@ -188,13 +206,13 @@ const _: () = {
                     self.items = <Vec<
                         U,
                     > as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field_de(index),
+                        ::agent_core::__private::no_such_field_de(__index),
                     )
                 }
             }
@@ -207,8 +225,8 @@ const _: () = {
     where
         U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        fn from(state: Generic<T, U>) -> Self {
-            ::agent_core::__private::GraphState::into_update(state)
+        fn from(__state: Generic<T, U>) -> Self {
+            ::agent_core::__private::GraphState::into_update(__state)
         }
     }
     impl<
@@ -219,8 +237,8 @@ const _: () = {
     where
         U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        fn from(update: GenericUpdate<T, U>) -> Self {
-            ::agent_core::__private::Input::Update(update)
+        fn from(__update: GenericUpdate<T, U>) -> Self {
+            ::agent_core::__private::Input::Update(__update)
         }
     }
     impl<
@@ -231,9 +249,9 @@ const _: () = {
     where
         U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        fn from(state: Generic<T, U>) -> Self {
+        fn from(__state: Generic<T, U>) -> Self {
             ::agent_core::__private::Input::Update(
-                ::agent_core::__private::GraphState::into_update(state),
+                ::agent_core::__private::GraphState::into_update(__state),
             )
         }
     }

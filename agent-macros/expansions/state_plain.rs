@@ -31,54 +31,71 @@ pub struct ResearchUpdate {
 impl ResearchUpdate {
     ///Sets `topic`.
     #[must_use]
-    pub fn topic(mut self, value: impl ::core::convert::Into<String>) -> Self {
-        self.topic = ::core::option::Option::Some(value.into());
+    pub fn topic(mut self, __value: impl ::core::convert::Into<String>) -> Self {
+        self.topic = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `count`.
     #[must_use]
-    pub fn count(mut self, value: u32) -> Self {
-        self.count = ::core::option::Option::Some(value.into());
+    pub fn count(mut self, __value: u32) -> Self {
+        self.count = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `done`.
     #[must_use]
-    pub fn done(mut self, value: bool) -> Self {
-        self.done = ::core::option::Option::Some(value.into());
+    pub fn done(mut self, __value: bool) -> Self {
+        self.done = ::core::option::Option::Some(__value.into());
         self
     }
 }
 const _: () = {
     impl ::core::fmt::Debug for ResearchUpdate {
-        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
             #[allow(unused_imports)]
             use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
-            let mut out = f.debug_struct("ResearchUpdate");
-            if let ::core::option::Option::Some(value) = &self.topic {
-                out.field(
-                    "topic",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            let mut __out = __f.debug_struct("ResearchUpdate");
+            if let ::core::option::Option::Some(__value) = &self.topic {
+                __out
+                    .field(
+                        "topic",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.count {
-                out.field(
-                    "count",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.count {
+                __out
+                    .field(
+                        "count",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.done {
-                out.field(
-                    "done",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.done {
+                __out
+                    .field(
+                        "done",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            out.finish()
+            __out.finish()
+        }
+    }
+    impl ::agent_core::__private::StateDefault for Research {
+        fn default() -> Self {
+            <Self as ::core::default::Default>::default()
         }
     }
     impl ::agent_core::__private::GraphState for Research {
@@ -102,33 +119,32 @@ const _: () = {
                 },
             ]
         }
-        fn writes(update: &Self::Update) -> ::agent_core::__private::FieldSet {
-            let mut set = ::agent_core::__private::FieldSet::EMPTY;
-            if update.topic.is_some() {
-                set.insert(0usize);
+        fn writes(__update: &Self::Update) -> ::agent_core::__private::FieldSet {
+            let mut __set = ::agent_core::__private::FieldSet::EMPTY;
+            if __update.topic.is_some() {
+                __set.insert(0usize);
             }
-            if update.count.is_some() {
-                set.insert(1usize);
+            if __update.count.is_some() {
+                __set.insert(1usize);
             }
-            if update.done.is_some() {
-                set.insert(2usize);
+            if __update.done.is_some() {
+                __set.insert(2usize);
             }
-            set
+            __set
         }
         #[allow(clippy::unit_arg)]
         fn apply(
             &mut self,
-            update: Self::Update,
+            __update: Self::Update,
         ) -> ::core::result::Result<(), ::agent_core::__private::ReducerError> {
-            let ResearchUpdate { topic, count, done } = update;
-            if let ::core::option::Option::Some(value) = topic {
-                self.topic = value;
+            if let ::core::option::Option::Some(__value) = __update.topic {
+                self.topic = __value;
             }
-            if let ::core::option::Option::Some(value) = count {
-                self.count = value;
+            if let ::core::option::Option::Some(__value) = __update.count {
+                self.count = __value;
             }
-            if let ::core::option::Option::Some(value) = done {
-                self.done = value;
+            if let ::core::option::Option::Some(__value) = __update.done {
+                self.done = __value;
             }
             ::core::result::Result::Ok(())
         }
@@ -141,31 +157,31 @@ const _: () = {
         }
         fn serialize_field<__S: ::agent_core::__private::serde::Serializer>(
             &self,
-            index: usize,
-            serializer: __S,
+            __index: usize,
+            __serializer: __S,
         ) -> ::core::result::Result<__S::Ok, __S::Error> {
-            match index {
+            match __index {
                 0usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.topic,
-                        serializer,
+                        __serializer,
                     )
                 }
                 1usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.count,
-                        serializer,
+                        __serializer,
                     )
                 }
                 2usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.done,
-                        serializer,
+                        __serializer,
                     )
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field(index),
+                        ::agent_core::__private::no_such_field(__index),
                     )
                 }
             }
@@ -175,51 +191,51 @@ const _: () = {
             __D: ::agent_core::__private::serde::Deserializer<'__de>,
         >(
             &mut self,
-            index: usize,
-            deserializer: __D,
+            __index: usize,
+            __deserializer: __D,
         ) -> ::core::result::Result<(), __D::Error> {
-            match index {
+            match __index {
                 0usize => {
                     self.topic = <String as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 1usize => {
                     self.count = <u32 as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 2usize => {
                     self.done = <bool as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field_de(index),
+                        ::agent_core::__private::no_such_field_de(__index),
                     )
                 }
             }
         }
     }
     impl ::core::convert::From<Research> for ResearchUpdate {
-        fn from(state: Research) -> Self {
-            ::agent_core::__private::GraphState::into_update(state)
+        fn from(__state: Research) -> Self {
+            ::agent_core::__private::GraphState::into_update(__state)
         }
     }
     impl ::core::convert::From<ResearchUpdate>
     for ::agent_core::__private::Input<Research> {
-        fn from(update: ResearchUpdate) -> Self {
-            ::agent_core::__private::Input::Update(update)
+        fn from(__update: ResearchUpdate) -> Self {
+            ::agent_core::__private::Input::Update(__update)
         }
     }
     impl ::core::convert::From<Research> for ::agent_core::__private::Input<Research> {
-        fn from(state: Research) -> Self {
+        fn from(__state: Research) -> Self {
             ::agent_core::__private::Input::Update(
-                ::agent_core::__private::GraphState::into_update(state),
+                ::agent_core::__private::GraphState::into_update(__state),
             )
         }
     }

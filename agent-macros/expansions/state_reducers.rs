@@ -53,113 +53,146 @@ struct ReducersUpdate {
 impl ReducersUpdate {
     ///Sets `last`.
     #[must_use]
-    fn last(mut self, value: impl ::core::convert::Into<String>) -> Self {
-        self.last = ::core::option::Option::Some(value.into());
+    fn last(mut self, __value: impl ::core::convert::Into<String>) -> Self {
+        self.last = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `explicit`.
     #[must_use]
-    fn explicit(mut self, value: impl ::core::convert::Into<Option<String>>) -> Self {
-        self.explicit = ::core::option::Option::Some(value.into());
+    fn explicit(mut self, __value: impl ::core::convert::Into<Option<String>>) -> Self {
+        self.explicit = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `notes`.
     #[must_use]
-    fn notes(mut self, value: impl ::core::convert::Into<Vec<String>>) -> Self {
-        self.notes = ::core::option::Option::Some(value.into());
+    fn notes(mut self, __value: impl ::core::convert::Into<Vec<String>>) -> Self {
+        self.notes = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `results`.
     #[must_use]
     fn results(
         mut self,
-        value: impl ::core::convert::Into<BTreeMap<String, Value>>,
+        __value: impl ::core::convert::Into<BTreeMap<String, Value>>,
     ) -> Self {
-        self.results = ::core::option::Option::Some(value.into());
+        self.results = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `tokens`.
     #[must_use]
-    fn tokens(mut self, value: u64) -> Self {
-        self.tokens = ::core::option::Option::Some(value.into());
+    fn tokens(mut self, __value: u64) -> Self {
+        self.tokens = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `best`.
     #[must_use]
-    fn best(mut self, value: f64) -> Self {
-        self.best = ::core::option::Option::Some(value.into());
+    fn best(mut self, __value: f64) -> Self {
+        self.best = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `tags`.
     #[must_use]
-    fn tags(mut self, value: impl ::core::convert::Into<BTreeSet<String>>) -> Self {
-        self.tags = ::core::option::Option::Some(value.into());
+    fn tags(mut self, __value: impl ::core::convert::Into<BTreeSet<String>>) -> Self {
+        self.tags = ::core::option::Option::Some(__value.into());
         self
     }
 }
 const _: () = {
     impl ::core::fmt::Debug for ReducersUpdate {
-        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
             #[allow(unused_imports)]
             use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
-            let mut out = f.debug_struct("ReducersUpdate");
-            if let ::core::option::Option::Some(value) = &self.last {
-                out.field(
-                    "last",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            let mut __out = __f.debug_struct("ReducersUpdate");
+            if let ::core::option::Option::Some(__value) = &self.last {
+                __out
+                    .field(
+                        "last",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.explicit {
-                out.field(
-                    "explicit",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.explicit {
+                __out
+                    .field(
+                        "explicit",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.notes {
-                out.field(
-                    "notes",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.notes {
+                __out
+                    .field(
+                        "notes",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.results {
-                out.field(
-                    "results",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.results {
+                __out
+                    .field(
+                        "results",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.tokens {
-                out.field(
-                    "tokens",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.tokens {
+                __out
+                    .field(
+                        "tokens",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.best {
-                out.field(
-                    "best",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.best {
+                __out
+                    .field(
+                        "best",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.tags {
-                out.field(
-                    "tags",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.tags {
+                __out
+                    .field(
+                        "tags",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            out.finish()
+            __out.finish()
+        }
+    }
+    impl ::agent_core::__private::StateDefault for Reducers {
+        fn default() -> Self {
+            <Self as ::core::default::Default>::default()
         }
     }
     impl ::agent_core::__private::GraphState for Reducers {
@@ -203,74 +236,73 @@ const _: () = {
                 },
             ]
         }
-        fn writes(update: &Self::Update) -> ::agent_core::__private::FieldSet {
-            let mut set = ::agent_core::__private::FieldSet::EMPTY;
-            if update.last.is_some() {
-                set.insert(0usize);
+        fn writes(__update: &Self::Update) -> ::agent_core::__private::FieldSet {
+            let mut __set = ::agent_core::__private::FieldSet::EMPTY;
+            if __update.last.is_some() {
+                __set.insert(0usize);
             }
-            if update.explicit.is_some() {
-                set.insert(1usize);
+            if __update.explicit.is_some() {
+                __set.insert(1usize);
             }
-            if update.notes.is_some() {
-                set.insert(2usize);
+            if __update.notes.is_some() {
+                __set.insert(2usize);
             }
-            if update.results.is_some() {
-                set.insert(3usize);
+            if __update.results.is_some() {
+                __set.insert(3usize);
             }
-            if update.tokens.is_some() {
-                set.insert(4usize);
+            if __update.tokens.is_some() {
+                __set.insert(4usize);
             }
-            if update.best.is_some() {
-                set.insert(5usize);
+            if __update.best.is_some() {
+                __set.insert(5usize);
             }
-            if update.tags.is_some() {
-                set.insert(6usize);
+            if __update.tags.is_some() {
+                __set.insert(6usize);
             }
-            set
+            __set
         }
         #[allow(clippy::unit_arg)]
         fn apply(
             &mut self,
-            update: Self::Update,
+            __update: Self::Update,
         ) -> ::core::result::Result<(), ::agent_core::__private::ReducerError> {
-            let ReducersUpdate { last, explicit, notes, results, tokens, best, tags } = update;
-            if let ::core::option::Option::Some(value) = last {
-                self.last = value;
+            if let ::core::option::Option::Some(__value) = __update.last {
+                self.last = __value;
             }
-            if let ::core::option::Option::Some(value) = explicit {
-                self.explicit = value;
+            if let ::core::option::Option::Some(__value) = __update.explicit {
+                self.explicit = __value;
             }
-            if let ::core::option::Option::Some(value) = notes {
+            if let ::core::option::Option::Some(__value) = __update.notes {
                 ::agent_core::__private::reduce(
-                    ::agent_core::__private::reducers::append(&mut self.notes, value),
+                    ::agent_core::__private::reducers::append(&mut self.notes, __value),
                     "notes",
                     "append",
                 )?;
             }
-            if let ::core::option::Option::Some(value) = results {
+            if let ::core::option::Option::Some(__value) = __update.results {
                 ::agent_core::__private::reduce(
-                    ::agent_core::__private::reducers::merge(&mut self.results, value),
+                    ::agent_core::__private::reducers::merge(&mut self.results, __value),
                     "results",
                     "merge",
                 )?;
             }
-            if let ::core::option::Option::Some(value) = tokens {
+            if let ::core::option::Option::Some(__value) = __update.tokens {
                 ::agent_core::__private::reduce(
-                    ::agent_core::__private::reducers::add(&mut self.tokens, value),
+                    ::agent_core::__private::reducers::add(&mut self.tokens, __value),
                     "tokens",
                     "add",
                 )?;
             }
-            if let ::core::option::Option::Some(value) = best {
+            if let ::core::option::Option::Some(__value) = __update.best {
                 ::agent_core::__private::reduce(
-                    keep_max(&mut self.best, value),
+                    keep_max(&mut self.best, __value),
                     "best",
                     "keep_max",
                 )?;
             }
-            if let ::core::option::Option::Some(value) = tags {
+            if let ::core::option::Option::Some(__value) = __update.tags {
                 ::agent_core::__private::reduce(
-                    crate::reducers::union(&mut self.tags, value),
+                    crate::reducers::union(&mut self.tags, __value),
                     "tags",
                     "crate::reducers::union",
                 )?;
@@ -290,55 +322,55 @@ const _: () = {
         }
         fn serialize_field<__S: ::agent_core::__private::serde::Serializer>(
             &self,
-            index: usize,
-            serializer: __S,
+            __index: usize,
+            __serializer: __S,
         ) -> ::core::result::Result<__S::Ok, __S::Error> {
-            match index {
+            match __index {
                 0usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.last,
-                        serializer,
+                        __serializer,
                     )
                 }
                 1usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.explicit,
-                        serializer,
+                        __serializer,
                     )
                 }
                 2usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.notes,
-                        serializer,
+                        __serializer,
                     )
                 }
                 3usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.results,
-                        serializer,
+                        __serializer,
                     )
                 }
                 4usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.tokens,
-                        serializer,
+                        __serializer,
                     )
                 }
                 5usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.best,
-                        serializer,
+                        __serializer,
                     )
                 }
                 6usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.tags,
-                        serializer,
+                        __serializer,
                     )
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field(index),
+                        ::agent_core::__private::no_such_field(__index),
                     )
                 }
             }
@@ -348,13 +380,13 @@ const _: () = {
             __D: ::agent_core::__private::serde::Deserializer<'__de>,
         >(
             &mut self,
-            index: usize,
-            deserializer: __D,
+            __index: usize,
+            __deserializer: __D,
         ) -> ::core::result::Result<(), __D::Error> {
-            match index {
+            match __index {
                 0usize => {
                     self.last = <String as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
@@ -362,7 +394,7 @@ const _: () = {
                     self.explicit = <Option<
                         String,
                     > as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
@@ -370,7 +402,7 @@ const _: () = {
                     self.notes = <Vec<
                         String,
                     > as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
@@ -379,19 +411,19 @@ const _: () = {
                         String,
                         Value,
                     > as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 4usize => {
                     self.tokens = <u64 as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 5usize => {
                     self.best = <f64 as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
@@ -399,33 +431,33 @@ const _: () = {
                     self.tags = <BTreeSet<
                         String,
                     > as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field_de(index),
+                        ::agent_core::__private::no_such_field_de(__index),
                     )
                 }
             }
         }
     }
     impl ::core::convert::From<Reducers> for ReducersUpdate {
-        fn from(state: Reducers) -> Self {
-            ::agent_core::__private::GraphState::into_update(state)
+        fn from(__state: Reducers) -> Self {
+            ::agent_core::__private::GraphState::into_update(__state)
         }
     }
     impl ::core::convert::From<ReducersUpdate>
     for ::agent_core::__private::Input<Reducers> {
-        fn from(update: ReducersUpdate) -> Self {
-            ::agent_core::__private::Input::Update(update)
+        fn from(__update: ReducersUpdate) -> Self {
+            ::agent_core::__private::Input::Update(__update)
         }
     }
     impl ::core::convert::From<Reducers> for ::agent_core::__private::Input<Reducers> {
-        fn from(state: Reducers) -> Self {
+        fn from(__state: Reducers) -> Self {
             ::agent_core::__private::Input::Update(
-                ::agent_core::__private::GraphState::into_update(state),
+                ::agent_core::__private::GraphState::into_update(__state),
             )
         }
     }

@@ -30,40 +30,56 @@ pub(crate) struct Patch {
 impl Patch {
     ///Sets `name`.
     #[must_use]
-    pub(crate) fn name(mut self, value: impl ::core::convert::Into<String>) -> Self {
-        self.name = ::core::option::Option::Some(value.into());
+    pub(crate) fn name(mut self, __value: impl ::core::convert::Into<String>) -> Self {
+        self.name = ::core::option::Option::Some(__value.into());
         self
     }
     ///Sets `log`.
     #[must_use]
-    pub(crate) fn log(mut self, value: impl ::core::convert::Into<Vec<String>>) -> Self {
-        self.log = ::core::option::Option::Some(value.into());
+    pub(crate) fn log(
+        mut self,
+        __value: impl ::core::convert::Into<Vec<String>>,
+    ) -> Self {
+        self.log = ::core::option::Option::Some(__value.into());
         self
     }
 }
 const _: () = {
     impl ::core::fmt::Debug for Patch {
-        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
             #[allow(unused_imports)]
             use ::agent_core::__private::{ViaDebug as _, ViaOpaque as _};
-            let mut out = f.debug_struct("Patch");
-            if let ::core::option::Option::Some(value) = &self.name {
-                out.field(
-                    "name",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            let mut __out = __f.debug_struct("Patch");
+            if let ::core::option::Option::Some(__value) = &self.name {
+                __out
+                    .field(
+                        "name",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            if let ::core::option::Option::Some(value) = &self.log {
-                out.field(
-                    "log",
-                    &::agent_core::__private::FmtWith(|
-                        f: &mut ::core::fmt::Formatter<'_>|
-                    { (&&::agent_core::__private::DebugField(value)).agent_fmt(f) }),
-                );
+            if let ::core::option::Option::Some(__value) = &self.log {
+                __out
+                    .field(
+                        "log",
+                        &::agent_core::__private::FmtWith(|
+                            __f: &mut ::core::fmt::Formatter<'_>|
+                        {
+                            (&&::agent_core::__private::DebugField(__value))
+                                .agent_fmt(__f)
+                        }),
+                    );
             }
-            out.finish()
+            __out.finish()
+        }
+    }
+    impl ::agent_core::__private::StateDefault for Options {
+        fn default() -> Self {
+            <Self as ::core::default::Default>::default()
         }
     }
     impl ::agent_core::__private::GraphState for Options {
@@ -82,28 +98,27 @@ const _: () = {
                 },
             ]
         }
-        fn writes(update: &Self::Update) -> ::agent_core::__private::FieldSet {
-            let mut set = ::agent_core::__private::FieldSet::EMPTY;
-            if update.name.is_some() {
-                set.insert(0usize);
+        fn writes(__update: &Self::Update) -> ::agent_core::__private::FieldSet {
+            let mut __set = ::agent_core::__private::FieldSet::EMPTY;
+            if __update.name.is_some() {
+                __set.insert(0usize);
             }
-            if update.log.is_some() {
-                set.insert(1usize);
+            if __update.log.is_some() {
+                __set.insert(1usize);
             }
-            set
+            __set
         }
         #[allow(clippy::unit_arg)]
         fn apply(
             &mut self,
-            update: Self::Update,
+            __update: Self::Update,
         ) -> ::core::result::Result<(), ::agent_core::__private::ReducerError> {
-            let Patch { name, log } = update;
-            if let ::core::option::Option::Some(value) = name {
-                self.name = value;
+            if let ::core::option::Option::Some(__value) = __update.name {
+                self.name = __value;
             }
-            if let ::core::option::Option::Some(value) = log {
+            if let ::core::option::Option::Some(__value) = __update.log {
                 ::agent_core::__private::reduce(
-                    ::agent_core::__private::reducers::append(&mut self.log, value),
+                    ::agent_core::__private::reducers::append(&mut self.log, __value),
                     "log",
                     "append",
                 )?;
@@ -118,25 +133,25 @@ const _: () = {
         }
         fn serialize_field<__S: ::agent_core::__private::serde::Serializer>(
             &self,
-            index: usize,
-            serializer: __S,
+            __index: usize,
+            __serializer: __S,
         ) -> ::core::result::Result<__S::Ok, __S::Error> {
-            match index {
+            match __index {
                 0usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.name,
-                        serializer,
+                        __serializer,
                     )
                 }
                 1usize => {
                     ::agent_core::__private::serde::Serialize::serialize(
                         &self.log,
-                        serializer,
+                        __serializer,
                     )
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field(index),
+                        ::agent_core::__private::no_such_field(__index),
                     )
                 }
             }
@@ -146,13 +161,13 @@ const _: () = {
             __D: ::agent_core::__private::serde::Deserializer<'__de>,
         >(
             &mut self,
-            index: usize,
-            deserializer: __D,
+            __index: usize,
+            __deserializer: __D,
         ) -> ::core::result::Result<(), __D::Error> {
-            match index {
+            match __index {
                 0usize => {
                     self.name = <String as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
@@ -160,32 +175,32 @@ const _: () = {
                     self.log = <Vec<
                         String,
                     > as ::agent_core::__private::serde::Deserialize>::deserialize(
-                        deserializer,
+                        __deserializer,
                     )?;
                     ::core::result::Result::Ok(())
                 }
                 _ => {
                     ::core::result::Result::Err(
-                        ::agent_core::__private::no_such_field_de(index),
+                        ::agent_core::__private::no_such_field_de(__index),
                     )
                 }
             }
         }
     }
     impl ::core::convert::From<Options> for Patch {
-        fn from(state: Options) -> Self {
-            ::agent_core::__private::GraphState::into_update(state)
+        fn from(__state: Options) -> Self {
+            ::agent_core::__private::GraphState::into_update(__state)
         }
     }
     impl ::core::convert::From<Patch> for ::agent_core::__private::Input<Options> {
-        fn from(update: Patch) -> Self {
-            ::agent_core::__private::Input::Update(update)
+        fn from(__update: Patch) -> Self {
+            ::agent_core::__private::Input::Update(__update)
         }
     }
     impl ::core::convert::From<Options> for ::agent_core::__private::Input<Options> {
-        fn from(state: Options) -> Self {
+        fn from(__state: Options) -> Self {
             ::agent_core::__private::Input::Update(
-                ::agent_core::__private::GraphState::into_update(state),
+                ::agent_core::__private::GraphState::into_update(__state),
             )
         }
     }

@@ -61,11 +61,11 @@ const _: () = {
         }
         fn call(
             &self,
-            args: Self::Args,
+            __args: Self::Args,
         ) -> impl ::core::future::Future<
             Output = ::core::result::Result<Self::Output, Self::Error>,
         > + ::core::marker::Send {
-            add::call(args.a, args.b)
+            add::call(__args.a, __args.b)
         }
     }
     ::agent_tools::__private::assert_arg::<f64>();

@@ -53,11 +53,11 @@ const _: () = {
         }
         fn call(
             &self,
-            args: Self::Args,
+            __args: Self::Args,
         ) -> impl ::core::future::Future<
             Output = ::core::result::Result<Self::Output, Self::Error>,
         > + ::core::marker::Send {
-            weather::call(args.city, args.days)
+            weather::call(__args.city, __args.days)
         }
     }
     ::agent_tools::__private::assert_arg::<String>();

@@ -43,6 +43,10 @@ const CASES: &[(&str, &str)] = &[
         "#[derive(GraphState, Clone, Default)] struct Generic<T: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static, U> where U: Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static { value: T, #[reducer(append)] items: Vec<U> }",
     ),
     (
+        "state_error_keeps_the_state",
+        "#[derive(GraphState, Clone, Default)] struct Typo { #[reducer(apend)] notes: Vec<String> }",
+    ),
+    (
         "node_plain",
         "#[node] async fn plan(state: &Research) -> ResearchUpdate { ResearchUpdate::default().notes(vec![format!(\"plan: {}\", state.topic)]) }",
     ),

@@ -228,10 +228,12 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
     let output = &sig.output;
     let private = quote!(::agent_core::__private);
 
+    // The closure's bindings are `__`-prefixed: a plain `state` pattern would mean a unit
+    // struct of that name, such as the one `#[node] async fn state(..)` defines.
     let call = if has_ctx {
-        quote!(#ident::call(&state, &ctx).await)
+        quote!(#ident::call(&__state, &__ctx).await)
     } else {
-        quote!(#ident::call(&state).await)
+        quote!(#ident::call(&__state).await)
     };
     // Errors about the output type point at the return type; about the future (not `Send`)
     // at the fn's name.
@@ -242,8 +244,8 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
     let (closure, marker, node_spec) = match context_ty {
         None => (
             quote_spanned! {sig.ident.span()=>
-                move |state: #private::Arc<#state_ty>, ctx: #private::NodeContext| async move {
-                    let _ = &ctx;
+                move |__state: #private::Arc<#state_ty>, __ctx: #private::NodeContext| async move {
+                    let _ = &__ctx;
                     #call
                 }
             },
@@ -252,7 +254,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
         ),
         Some(context_ty) => (
             quote_spanned! {sig.ident.span()=>
-                move |state: #private::Arc<#state_ty>, ctx: #private::Runtime<#context_ty>| async move {
+                move |__state: #private::Arc<#state_ty>, __ctx: #private::Runtime<#context_ty>| async move {
                     #call
                 }
             },

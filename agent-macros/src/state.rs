@@ -30,8 +30,15 @@ struct Options {
 }
 
 /// Expands the derive.
+///
+/// Mistakes in the shape of the struct (not a struct with named fields, lifetimes, unbounded
+/// generics, too many fields, field names that would shadow) stop the expansion. Mistakes in
+/// `#[reducer(..)]` and `#[graph_state(..)]` do not: the state and its update type are still
+/// generated (a bad reducer as `replace`, a bad option as absent) next to the error, so the
+/// code that uses them compiles and the one mistake is the one error.
 pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     let mut errors = Errors::default();
+    let mut recoverable = Errors::default();
     let name = &input.ident;
 
     let named = match &input.data {
@@ -69,7 +76,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     };
 
     check_generics(&input.generics, &mut errors);
-    let options = parse_options(&input.attrs, &mut errors);
+    let options = parse_options(&input.attrs, &mut recoverable);
 
     let mut fields = Vec::new();
     if let Some(named) = named {
@@ -107,7 +114,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                     ),
                 );
             }
-            let reducer = parse_reducer(&field.attrs, &mut errors);
+            let reducer = parse_reducer(&field.attrs, &mut recoverable);
             fields.push(Field {
                 ident,
                 ty: field.ty.clone(),
@@ -117,7 +124,14 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     }
     errors.finish()?;
 
-    Ok(generate(input, &options, &fields))
+    let generated = generate(input, &options, &fields);
+    Ok(match recoverable.finish() {
+        Ok(()) => generated,
+        Err(error) => {
+            let error = error.into_compile_error();
+            quote!(#error #generated)
+        }
+    })
 }
 
 fn check_generics(generics: &syn::Generics, errors: &mut Errors) {
@@ -299,30 +313,39 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
         let name = ident.to_string();
         match &f.reducer {
             Reducer::Replace => quote! {
-                if let ::core::option::Option::Some(value) = #ident {
-                    self.#ident = value;
+                if let ::core::option::Option::Some(__value) = __update.#ident {
+                    self.#ident = __value;
                 }
             },
             Reducer::Builtin(reducer) => {
                 let reducer_name = reducer.to_string();
-                let call = quote_spanned!(reducer.span()=> #private::reducers::#reducer(&mut self.#ident, value));
+                // Every token of the call carries the span of the user's `append` (or merge,
+                // add), so a type the reducer cannot handle is reported there, with the
+                // reducer trait's message.
+                let call = quote_spanned!(reducer.span()=>
+                    ::agent_core::__private::reducers::#reducer(&mut self.#ident, __value)
+                );
                 quote! {
-                    if let ::core::option::Option::Some(value) = #ident {
+                    if let ::core::option::Option::Some(__value) = __update.#ident {
                         #private::reduce(#call, #name, #reducer_name)?;
                     }
                 }
             }
             Reducer::Custom(path) => {
                 let reducer_name = path.to_token_stream().to_string().replace(' ', "");
-                let call = quote_spanned!(path.span()=> #path(&mut self.#ident, value));
+                let call = quote_spanned!(path.span()=> #path(&mut self.#ident, __value));
                 quote! {
-                    if let ::core::option::Option::Some(value) = #ident {
+                    if let ::core::option::Option::Some(__value) = __update.#ident {
                         #private::reduce(#call, #name, #reducer_name)?;
                     }
                 }
             }
         }
     });
+
+    // A state without `Default` fails here, once, at the struct's name; `GraphState` needs
+    // `StateDefault`, not `Default`, so nothing else that names the state fails with it.
+    let default_call = quote_spanned!(name.span()=> <Self as ::core::default::Default>::default());
 
     let update_doc = format!(
         "Partial update of [`{name}`]: every field optional, only the fields set are written (each through its reducer). Build it with the setters: `{update}::default().field(value)`."
@@ -363,8 +386,8 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
             #(
                 #[doc = #setter_docs]
                 #[must_use]
-                #vis fn #idents(mut self, value: #setter_tys) -> Self {
-                    self.#idents = ::core::option::Option::Some(value.into());
+                #vis fn #idents(mut self, __value: #setter_tys) -> Self {
+                    self.#idents = ::core::option::Option::Some(__value.into());
                     self
                 }
             )*
@@ -372,21 +395,27 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
 
         const _: () = {
             impl #impl_generics ::core::fmt::Debug for #update #ty_generics #where_clause {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     #[allow(unused_imports)]
                     use #private::{ViaDebug as _, ViaOpaque as _};
-                    let mut out = f.debug_struct(#update_name);
+                    let mut __out = __f.debug_struct(#update_name);
                     #(
-                        if let ::core::option::Option::Some(value) = &self.#idents {
-                            out.field(
+                        if let ::core::option::Option::Some(__value) = &self.#idents {
+                            __out.field(
                                 #names,
-                                &#private::FmtWith(|f: &mut ::core::fmt::Formatter<'_>| {
-                                    (&&#private::DebugField(value)).agent_fmt(f)
+                                &#private::FmtWith(|__f: &mut ::core::fmt::Formatter<'_>| {
+                                    (&&#private::DebugField(__value)).agent_fmt(__f)
                                 }),
                             );
                         }
                     )*
-                    out.finish()
+                    __out.finish()
+                }
+            }
+
+            impl #impl_generics #private::StateDefault for #name #ty_generics #where_clause {
+                fn default() -> Self {
+                    #default_call
                 }
             }
 
@@ -397,19 +426,21 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
                     &[#(#field_infos),*]
                 }
 
-                fn writes(update: &Self::Update) -> #private::FieldSet {
-                    let mut set = #private::FieldSet::EMPTY;
+                fn writes(__update: &Self::Update) -> #private::FieldSet {
+                    let mut __set = #private::FieldSet::EMPTY;
                     #(
-                        if update.#idents.is_some() {
-                            set.insert(#indices);
+                        if __update.#idents.is_some() {
+                            __set.insert(#indices);
                         }
                     )*
-                    set
+                    __set
                 }
 
                 #[allow(clippy::unit_arg)]
-                fn apply(&mut self, update: Self::Update) -> ::core::result::Result<(), #private::ReducerError> {
-                    let #update { #(#idents),* } = update;
+                fn apply(&mut self, __update: Self::Update) -> ::core::result::Result<(), #private::ReducerError> {
+                    // Fields are moved out one by one (`__update.field`), never destructured
+                    // by name: a pattern `field` would mean a unit struct of that name, such
+                    // as the one `#[node] async fn field(..)` defines.
                     #(#applies)*
                     ::core::result::Result::Ok(())
                 }
@@ -422,45 +453,45 @@ fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenSt
 
                 fn serialize_field<__S: #private::serde::Serializer>(
                     &self,
-                    index: usize,
-                    serializer: __S,
+                    __index: usize,
+                    __serializer: __S,
                 ) -> ::core::result::Result<__S::Ok, __S::Error> {
-                    match index {
-                        #(#indices => #private::serde::Serialize::serialize(&self.#idents, serializer),)*
-                        _ => ::core::result::Result::Err(#private::no_such_field(index)),
+                    match __index {
+                        #(#indices => #private::serde::Serialize::serialize(&self.#idents, __serializer),)*
+                        _ => ::core::result::Result::Err(#private::no_such_field(__index)),
                     }
                 }
 
                 fn deserialize_field<'__de, __D: #private::serde::Deserializer<'__de>>(
                     &mut self,
-                    index: usize,
-                    deserializer: __D,
+                    __index: usize,
+                    __deserializer: __D,
                 ) -> ::core::result::Result<(), __D::Error> {
-                    match index {
+                    match __index {
                         #(#indices => {
-                            self.#idents = <#tys as #private::serde::Deserialize>::deserialize(deserializer)?;
+                            self.#idents = <#tys as #private::serde::Deserialize>::deserialize(__deserializer)?;
                             ::core::result::Result::Ok(())
                         })*
-                        _ => ::core::result::Result::Err(#private::no_such_field_de(index)),
+                        _ => ::core::result::Result::Err(#private::no_such_field_de(__index)),
                     }
                 }
             }
 
             impl #impl_generics ::core::convert::From<#name #ty_generics> for #update #ty_generics #where_clause {
-                fn from(state: #name #ty_generics) -> Self {
-                    #private::GraphState::into_update(state)
+                fn from(__state: #name #ty_generics) -> Self {
+                    #private::GraphState::into_update(__state)
                 }
             }
 
             impl #impl_generics ::core::convert::From<#update #ty_generics> for #private::Input<#name #ty_generics> #where_clause {
-                fn from(update: #update #ty_generics) -> Self {
-                    #private::Input::Update(update)
+                fn from(__update: #update #ty_generics) -> Self {
+                    #private::Input::Update(__update)
                 }
             }
 
             impl #impl_generics ::core::convert::From<#name #ty_generics> for #private::Input<#name #ty_generics> #where_clause {
-                fn from(state: #name #ty_generics) -> Self {
-                    #private::Input::Update(#private::GraphState::into_update(state))
+                fn from(__state: #name #ty_generics) -> Self {
+                    #private::Input::Update(#private::GraphState::into_update(__state))
                 }
             }
 

@@ -456,7 +456,9 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
         type Output = #result::Ok;
         type Error = #result::Err;
     };
-    let call_body = quote_spanned!(ident.span()=> #ident::call(#(args.#field_names),*));
+    // `__args`, not `args`: a plain pattern would mean a unit struct of that name, such as the
+    // one `#[tool] async fn args(..)` defines.
+    let call_body = quote_spanned!(ident.span()=> #ident::call(#(__args.#field_names),*));
     let call_doc = format!(
         "The body of tool `{}`; call it directly in tests.",
         tool_name.value()
@@ -502,7 +504,7 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
 
                 fn call(
                     &self,
-                    args: Self::Args,
+                    __args: Self::Args,
                 ) -> impl ::core::future::Future<
                     Output = ::core::result::Result<Self::Output, Self::Error>,
                 > + ::core::marker::Send {

@@ -182,19 +182,9 @@ impl ToolError {
     }
 }
 
-/// Joins names for error messages: "`a`, `b`" (or "none").
-pub(crate) fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
-    let mut out = String::new();
-    for name in names {
-        if !out.is_empty() {
-            out.push_str(", ");
-        }
-        out.push('`');
-        out.push_str(name);
-        out.push('`');
+/// A tool call is retried by default when the error is [transient](ToolError::is_transient).
+impl agent_core::Retryable for ToolError {
+    fn retry_by_default(&self) -> bool {
+        self.is_transient()
     }
-    if out.is_empty() {
-        out.push_str("none");
-    }
-    out
 }

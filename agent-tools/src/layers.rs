@@ -10,6 +10,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_core::RetryPolicy;
 use futures::FutureExt;
 use serde_json::Value;
 
@@ -94,108 +95,14 @@ impl<T: DynTool> DynTool for Timeout<T> {
     }
 }
 
-/// When and how often to retry a failed tool call.
+/// When and how often to retry a failed tool call: agent-core's [`RetryPolicy`] over
+/// [`ToolError`], the same vocabulary as node retries (`max_attempts`, `initial_interval`,
+/// `backoff_factor`, `max_interval`, `jitter`, `retry_on`).
 ///
-/// By default: 3 attempts, waits of 200 ms doubling up to 5 s with jitter, and only
+/// By default: 3 attempts, waits of 0.5 s doubling with jitter, and only
 /// [transient](ToolError::is_transient) errors (time-outs and the tool's own errors) are
 /// retried; bad arguments and unknown tools fail the same way every time.
-#[derive(Clone)]
-pub struct ToolRetryPolicy {
-    /// Attempts in all, the first included.
-    pub max_attempts: u32,
-    /// Wait before the second attempt.
-    pub initial_interval: Duration,
-    /// Each wait is the previous one times this.
-    pub backoff_factor: f64,
-    /// No wait is longer than this.
-    pub max_interval: Duration,
-    /// Randomize each wait by up to +/-50%.
-    pub jitter: bool,
-    /// Which errors are worth retrying.
-    pub retry_on: Arc<dyn Fn(&ToolError) -> bool + Send + Sync>,
-}
-
-impl std::fmt::Debug for ToolRetryPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolRetryPolicy")
-            .field("max_attempts", &self.max_attempts)
-            .field("initial_interval", &self.initial_interval)
-            .field("backoff_factor", &self.backoff_factor)
-            .field("max_interval", &self.max_interval)
-            .field("jitter", &self.jitter)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for ToolRetryPolicy {
-    fn default() -> Self {
-        ToolRetryPolicy {
-            max_attempts: 3,
-            initial_interval: Duration::from_millis(200),
-            backoff_factor: 2.0,
-            max_interval: Duration::from_secs(5),
-            jitter: true,
-            retry_on: Arc::new(ToolError::is_transient),
-        }
-    }
-}
-
-impl ToolRetryPolicy {
-    /// The default policy.
-    pub fn new() -> Self {
-        ToolRetryPolicy::default()
-    }
-
-    /// Sets the number of attempts (at least 1).
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.max(1);
-        self
-    }
-
-    /// Sets the first wait.
-    pub fn initial_interval(mut self, interval: Duration) -> Self {
-        self.initial_interval = interval;
-        self
-    }
-
-    /// Sets the growth factor of the waits.
-    pub fn backoff_factor(mut self, factor: f64) -> Self {
-        self.backoff_factor = factor;
-        self
-    }
-
-    /// Sets the longest wait.
-    pub fn max_interval(mut self, interval: Duration) -> Self {
-        self.max_interval = interval;
-        self
-    }
-
-    /// Turns jitter on or off.
-    pub fn jitter(mut self, jitter: bool) -> Self {
-        self.jitter = jitter;
-        self
-    }
-
-    /// Retries only errors for which `predicate` is true.
-    pub fn retry_on(
-        mut self,
-        predicate: impl Fn(&ToolError) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.retry_on = Arc::new(predicate);
-        self
-    }
-
-    /// The wait after failed attempt number `attempt` (1-based).
-    pub fn interval(&self, attempt: u32) -> Duration {
-        agent_core::backoff_interval(
-            attempt,
-            self.initial_interval,
-            self.backoff_factor,
-            self.max_interval,
-            self.jitter,
-        )
-    }
-}
+pub type ToolRetryPolicy = RetryPolicy<ToolError>;
 
 /// A tool whose failed calls are tried again, per a [`ToolRetryPolicy`].
 ///
@@ -225,7 +132,7 @@ impl<T: DynTool> DynTool for Retry<T> {
                     Ok(value) => return Ok(value),
                     Err(error) => error,
                 };
-                if attempt >= self.policy.max_attempts || !(self.policy.retry_on)(&error) {
+                let Some(wait) = self.policy.next_wait(attempt, &error) else {
                     if attempt == 1 {
                         return Err(error);
                     }
@@ -234,8 +141,7 @@ impl<T: DynTool> DynTool for Retry<T> {
                         attempts: attempt,
                         last: Box::new(error),
                     });
-                }
-                let wait = self.policy.interval(attempt);
+                };
                 tracing::warn!(tool = self.inner.name(), attempt, ?wait, %error, "tool call failed; retrying");
                 tokio::time::sleep(wait).await;
                 attempt += 1;
@@ -379,7 +285,7 @@ impl<T: DynTool> DynTool for CatchPanic<T> {
     fn call(&self, args: Value) -> BoxFuture<'_, Result<Value, ToolError>> {
         let panicked = |payload: Box<dyn std::any::Any + Send>| ToolError::Panicked {
             tool: self.inner.name().to_owned(),
-            message: panic_message(payload.as_ref()),
+            message: agent_core::panic_message(payload.as_ref()),
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(args))) {
             Ok(future) => Box::pin(async move {
@@ -397,17 +303,6 @@ impl<T: DynTool> DynTool for CatchPanic<T> {
 
     fn redact_args(&self, args: &Value) -> Value {
         self.inner.redact_args(args)
-    }
-}
-
-/// The text of a panic payload, when it is a string.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }
 
@@ -496,19 +391,22 @@ mod tests {
     }
 
     #[test]
-    fn intervals_grow_and_cap() {
-        let p = ToolRetryPolicy::new()
-            .jitter(false)
-            .initial_interval(Duration::from_millis(100))
-            .max_interval(Duration::from_millis(350));
-        assert_eq!(p.interval(1), Duration::from_millis(100));
-        assert_eq!(p.interval(2), Duration::from_millis(200));
-        assert_eq!(p.interval(3), Duration::from_millis(350));
-        let jittered = ToolRetryPolicy::new().initial_interval(Duration::from_millis(100));
-        for _ in 0..50 {
-            let d = jittered.interval(1);
-            assert!(d >= Duration::from_millis(50) && d < Duration::from_millis(150));
-        }
+    fn only_transient_errors_are_retried_by_default() {
+        let policy = ToolRetryPolicy::new().jitter(false);
+        let timed_out = ToolError::TimedOut {
+            tool: "t".into(),
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(
+            policy.next_wait(1, &timed_out),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(policy.next_wait(3, &timed_out), None);
+        let unknown = ToolError::UnknownTool {
+            name: "nope".into(),
+            known: String::new(),
+        };
+        assert_eq!(policy.next_wait(1, &unknown), None);
     }
 
     #[test]

@@ -204,3 +204,8 @@ pub mod __private {
     /// Compile-time check that `A` satisfies a bound (spanned at the user's type).
     pub const fn assert_arg<A: ToolArg>() {}
 }
+
+/// The crate README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

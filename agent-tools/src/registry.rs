@@ -8,10 +8,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use agent_core::list_names;
 use agent_llm::ToolSpec;
 use serde_json::Value;
 
-use crate::error::{ToolError, list_names};
+use crate::error::ToolError;
 use crate::layers::Redacted;
 use crate::tool::DynTool;
 

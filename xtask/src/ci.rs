@@ -1,5 +1,6 @@
 //! `cargo xtask ci`: every check, in order, stopping at the first failure: fmt, clippy with
-//! warnings denied, the workspace's tests, generated files, tidy. `.ci/run` runs this after
+//! warnings denied, the docs with rustdoc warnings denied, the workspace's tests, generated
+//! files, tidy. `.ci/run` runs this after
 //! starting services; contributors run it before pushing.
 
 use crate::{codegen, shell, tidy};
@@ -29,6 +30,16 @@ const STEPS: &[Step] = &[
                 "-D",
                 "warnings",
             ])
+        },
+    },
+    Step {
+        name: "doc",
+        hint: "fix the rustdoc warnings above (broken links, missing docs...)",
+        run: || {
+            let mut cmd = shell::cargo();
+            cmd.env("RUSTDOCFLAGS", "-D warnings")
+                .args(["doc", "--workspace", "--no-deps"]);
+            shell::run(cmd)
         },
     },
     Step {

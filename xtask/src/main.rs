@@ -51,7 +51,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "ci",
         args: "",
-        about: "fmt --check, clippy -D warnings, tests, codegen --check, tidy (what .ci/run runs)",
+        about: "fmt --check, clippy -D warnings, doc -D warnings, tests, codegen --check, tidy (what .ci/run runs)",
         run: ci::run,
     },
 ];

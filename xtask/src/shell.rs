@@ -25,6 +25,24 @@ pub fn run(mut cmd: Command) -> Result<(), String> {
     }
 }
 
+/// Runs `cmd` with its standard output held back, echoing the command first: the output is
+/// printed only when the command fails (compiler errors go to standard error and show as they
+/// come). An error says which command failed.
+pub fn run_quiet(mut cmd: Command) -> Result<(), String> {
+    let shown = show(&cmd);
+    eprintln!("$ {shown}");
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    match cmd.output() {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => {
+            print!("{}", String::from_utf8_lossy(&output.stdout));
+            Err(format!("`{shown}` failed ({})", output.status))
+        }
+        Err(error) => Err(format!("cannot run `{shown}`: {error}")),
+    }
+}
+
 /// The command as a shell line: environment set on it, program name, arguments.
 fn show(cmd: &Command) -> String {
     let mut parts: Vec<String> = cmd

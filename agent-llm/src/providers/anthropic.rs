@@ -11,26 +11,20 @@
 //! signatures, so extended thinking with tool use needs `invoke`.
 
 use std::collections::HashSet;
-use std::time::Instant;
 
-use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::error::{LlmError, snippet};
 use crate::message::{AiMessage, Message, ToolCall, Usage};
-use crate::model::ChatModel;
-use crate::observe;
 use crate::options::{CallOptions, ToolChoice};
-use crate::providers::http::{
-    EventParser, HttpSettings, RawEvent, Transport, event_json, http_builder_methods, parse_events,
-    secret_header, sse_events, stream_error,
-};
+use crate::providers::http::{event_json, stream_error};
+use crate::providers::model::{HttpChatModel, HttpChatModelBuilder};
+use crate::providers::wire::{EnvVars, Framing, StreamDecoder, Wire, WireEvent, sensitive_header};
 use crate::secret::SecretString;
-use crate::stream::{ChatChunk, ChatResponse, ChatStream, FinishReason, ToolCallChunk};
+use crate::stream::{ChatChunk, ChatResponse, FinishReason, ToolCallChunk};
 
 const PROVIDER: &str = "anthropic";
-const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 const EXTRA_BLOCKS: &str = "anthropic_blocks";
@@ -43,99 +37,87 @@ const EXTRA_BLOCKS: &str = "anthropic_blocks";
 /// let model = Anthropic::builder_from_env().model("claude-sonnet-4-5").build()?;
 /// # Ok::<(), agent_llm::LlmError>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct Anthropic {
-    model: String,
-    url: String,
-    api_key: Option<SecretString>,
-    max_tokens: u32,
-    transport: Transport,
-}
+pub type Anthropic = HttpChatModel<AnthropicWire>;
 
 /// Builds an [`Anthropic`] model.
-#[derive(Clone, Debug)]
-pub struct AnthropicBuilder {
-    settings: HttpSettings,
-    max_tokens: u32,
-}
+pub type AnthropicBuilder = HttpChatModelBuilder<AnthropicWire>;
 
-impl AnthropicBuilder {
-    http_builder_methods!();
-
+impl HttpChatModelBuilder<AnthropicWire> {
     /// Sets `max_tokens` for calls that do not set it (the API requires one; default 4096).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
+        self.wire.max_tokens = max_tokens;
         self
-    }
-
-    /// Builds the model. Fails without a model name, or on a base URL that is not http(s).
-    pub fn build(self) -> Result<Anthropic, LlmError> {
-        let s = self.settings;
-        let model = s
-            .model
-            .clone()
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| LlmError::Config {
-                provider: PROVIDER,
-                message: "no model name; call .model(..) or set ANTHROPIC_MODEL".into(),
-            })?;
-        let base = s
-            .base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let base = base.trim_end_matches('/');
-        let transport = Transport::new(PROVIDER, &s, base)?;
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
-        Ok(Anthropic {
-            model,
-            url,
-            api_key: s.api_key.clone().filter(|k| !k.is_empty()),
-            max_tokens: self.max_tokens,
-            transport,
-        })
     }
 }
 
-impl Anthropic {
-    /// A builder with no model, the Anthropic base URL and no key.
-    pub fn builder() -> AnthropicBuilder {
-        AnthropicBuilder {
-            settings: HttpSettings::new(),
+/// The Anthropic Messages wire format (`POST {base}/v1/messages`, `x-api-key` and
+/// `anthropic-version` headers, named SSE events).
+#[derive(Clone, Debug)]
+pub struct AnthropicWire {
+    /// `max_tokens` of calls that do not set one.
+    pub max_tokens: u32,
+}
+
+impl Default for AnthropicWire {
+    fn default() -> Self {
+        AnthropicWire {
             max_tokens: DEFAULT_MAX_TOKENS,
         }
     }
+}
 
-    /// A builder filled from `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`.
-    pub fn builder_from_env() -> AnthropicBuilder {
-        let mut b = Self::builder();
-        b.settings.api_key = std::env::var("ANTHROPIC_API_KEY")
-            .ok()
-            .map(SecretString::from);
-        b.settings.base_url = std::env::var("ANTHROPIC_BASE_URL").ok();
-        b.settings.model = std::env::var("ANTHROPIC_MODEL").ok();
-        b
+impl Wire for AnthropicWire {
+    const PROVIDER: &'static str = PROVIDER;
+    const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
+    const ENV: EnvVars = EnvVars {
+        api_key: "ANTHROPIC_API_KEY",
+        base_url: "ANTHROPIC_BASE_URL",
+        model: "ANTHROPIC_MODEL",
+    };
+    const FRAMING: Framing = Framing::Sse;
+    type Decoder = EventsDecoder;
+
+    fn url(&self, base_url: &str, _model: &str, _stream: bool) -> String {
+        if base_url.ends_with("/v1") {
+            format!("{base_url}/messages")
+        } else {
+            format!("{base_url}/v1/messages")
+        }
     }
 
-    /// A model configured from the environment.
-    pub fn from_env() -> Result<Self, LlmError> {
-        Self::builder_from_env().build()
-    }
-
-    fn headers(&self) -> Result<HeaderMap, LlmError> {
+    fn headers(&self, api_key: Option<&SecretString>) -> Result<HeaderMap, LlmError> {
         let mut h = HeaderMap::new();
         h.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        if let Some(key) = &self.api_key {
-            h.insert("x-api-key", secret_header(PROVIDER, key.expose_secret())?);
+        if let Some(key) = api_key {
+            h.insert(
+                "x-api-key",
+                sensitive_header(PROVIDER, key.expose_secret())?,
+            );
         }
         Ok(h)
     }
 
-    /// The request body for `messages` and `options` (it holds no key).
-    pub fn request_body(&self, messages: &[Message], options: &CallOptions, stream: bool) -> Value {
+    fn parse_response(
+        &self,
+        body: &Value,
+        model: &str,
+        options: &CallOptions,
+    ) -> Result<ChatResponse, LlmError> {
+        let structured = options.response_format.as_ref().map(|f| f.name.as_str());
+        parse_message(body, model, structured)
+    }
+
+    fn decoder(&self, options: &CallOptions) -> EventsDecoder {
+        EventsDecoder::new(options.response_format.as_ref().map(|f| f.name.clone()))
+    }
+
+    fn request_body(
+        &self,
+        model: &str,
+        messages: &[Message],
+        options: &CallOptions,
+        stream: bool,
+    ) -> Value {
         let mut system = Vec::new();
         let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
         for m in messages {
@@ -178,10 +160,7 @@ impl Anthropic {
             }
         }
         let mut body = Map::new();
-        body.insert(
-            "model".into(),
-            json!(options.model.as_deref().unwrap_or(&self.model)),
-        );
+        body.insert("model".into(), json!(model));
         body.insert(
             "max_tokens".into(),
             json!(options.max_tokens.unwrap_or(self.max_tokens)),
@@ -319,27 +298,20 @@ fn parse_message(
     if !kept.is_empty() {
         extra.insert(EXTRA_BLOCKS.into(), Value::Array(kept));
     }
-    Ok(ChatResponse {
-        message: AiMessage {
-            id: v.get("id").and_then(Value::as_str).map(str::to_owned),
-            content,
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        finish_reason: reason,
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or(model)
-            .to_owned(),
-        latency: Default::default(),
-    })
+    let message = AiMessage {
+        id: v.get("id").and_then(Value::as_str).map(str::to_owned),
+        content,
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v.get("model").and_then(Value::as_str).unwrap_or(model);
+    Ok(ChatResponse::new(message, usage, reason, answered))
 }
 
 /// Turns Messages stream events into chunks.
-struct EventsParser {
+#[derive(Debug)]
+pub struct EventsDecoder {
     structured: Option<String>,
     /// Content-block indexes that are the structured-output tool (their JSON is the text).
     structured_blocks: HashSet<u64>,
@@ -349,9 +321,9 @@ struct EventsParser {
     done: bool,
 }
 
-impl EventsParser {
+impl EventsDecoder {
     fn new(structured: Option<String>) -> Self {
-        EventsParser {
+        EventsDecoder {
             structured,
             structured_blocks: HashSet::new(),
             input_tokens: 0,
@@ -366,8 +338,8 @@ fn index_of(v: &Value) -> u64 {
     v.get("index").and_then(Value::as_u64).unwrap_or(0)
 }
 
-impl EventParser for EventsParser {
-    fn on_event(&mut self, event: RawEvent) -> Result<Vec<ChatChunk>, LlmError> {
+impl StreamDecoder for EventsDecoder {
+    fn decode(&mut self, event: WireEvent) -> Result<Vec<ChatChunk>, LlmError> {
         if self.done || event.data.trim().is_empty() {
             return Ok(Vec::new());
         }
@@ -490,7 +462,7 @@ impl EventParser for EventsParser {
         Ok(out)
     }
 
-    fn on_end(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
+    fn finish(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
         if self.done {
             Ok(Vec::new())
         } else {
@@ -499,65 +471,5 @@ impl EventParser for EventsParser {
                 detail: "no `message_stop` event arrived".into(),
             })
         }
-    }
-}
-
-#[async_trait]
-impl ChatModel for Anthropic {
-    fn provider(&self) -> &'static str {
-        PROVIDER
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
-    }
-
-    async fn invoke(
-        &self,
-        messages: &[Message],
-        options: &CallOptions,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = self.request_body(messages, options, false);
-        let model = options.model.as_deref().unwrap_or(&self.model);
-        let structured = options.response_format.as_ref().map(|f| f.name.as_str());
-        observe::observe_invoke(PROVIDER, model, async {
-            let started = Instant::now();
-            let v = self
-                .transport
-                .post_json(&self.url, &self.headers()?, &body)
-                .await?;
-            let mut response = parse_message(&v, model, structured)?;
-            response.latency = started.elapsed();
-            Ok(response)
-        })
-        .await
-    }
-
-    async fn stream(
-        &self,
-        messages: &[Message],
-        options: &CallOptions,
-    ) -> Result<ChatStream, LlmError> {
-        let body = self.request_body(messages, options, true);
-        let model = options.model.clone().unwrap_or_else(|| self.model.clone());
-        let span = observe::call_span(PROVIDER, &model, true);
-        let started = Instant::now();
-        let response = match self
-            .transport
-            .post(&self.url, &self.headers()?, &body, true)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                observe::record_error(&span, PROVIDER, &model, &e);
-                return Err(e);
-            }
-        };
-        let events = sse_events(&self.transport, &self.url, response);
-        let parser = EventsParser::new(options.response_format.as_ref().map(|f| f.name.clone()));
-        let stream = parse_events(events, parser);
-        Ok(observe::observe_stream(
-            PROVIDER, model, span, started, stream,
-        ))
     }
 }

@@ -1,112 +1,31 @@
-//! What the HTTP providers share: timeouts, the retry policy (exponential backoff with jitter,
-//! `Retry-After`), mapping HTTP failures to [`LlmError`], and turning response bodies into
-//! event streams (SSE through `eventsource-stream`, NDJSON lines).
+//! What every wire shares below the [`Wire`](super::Wire) level: timeouts, sending with
+//! retries (agent-core's [`RetryPolicy`] over [`LlmError`], plus `Retry-After`), mapping HTTP
+//! failures to [`LlmError`], and turning response bodies into event streams (SSE through
+//! `eventsource-stream`, NDJSON lines) that a [`StreamDecoder`] turns into chunks.
 
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::{LlmError, snippet};
+use crate::providers::wire::{StreamDecoder, WireEvent};
 use crate::secret::SecretString;
 use crate::stream::{ChatChunk, ChatStream};
 
-/// When and how often a failed request is sent again.
+/// How often a failed request to a model is sent again: agent-core's
+/// [`RetryPolicy`](agent_core::RetryPolicy) over [`LlmError`], the vocabulary node and tool
+/// retries use too.
 ///
-/// Retried: HTTP 408, 409, 429 and 5xx, connection errors and timeouts. Never retried: other 4xx
-/// (the request itself is wrong). The delay before retry `n` (1-based) is
-/// `initial_backoff * 2^(n-1)`, capped at `max_backoff`, scaled by a random factor in
-/// `[0.5, 1.0]` when `jitter` is on, and never shorter than the server's `Retry-After`
-/// (or `retry-after-ms`). A `Retry-After` longer than `max_retry_after` is not waited for: the
-/// error is returned at once.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (0 disables retrying).
-    pub max_retries: u32,
-    /// Delay before the first retry.
-    pub initial_backoff: Duration,
-    /// Longest computed delay.
-    pub max_backoff: Duration,
-    /// Randomise delays so clients do not retry in lockstep.
-    pub jitter: bool,
-    /// Longest `Retry-After` the client is willing to wait.
-    pub max_retry_after: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
-            jitter: true,
-            max_retry_after: Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries.
-    pub fn none() -> Self {
-        RetryPolicy {
-            max_retries: 0,
-            ..Self::default()
-        }
-    }
-
-    /// Up to `max_retries` retries with the default delays.
-    pub fn new(max_retries: u32) -> Self {
-        RetryPolicy {
-            max_retries,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the first delay.
-    pub fn initial_backoff(mut self, delay: Duration) -> Self {
-        self.initial_backoff = delay;
-        self
-    }
-
-    /// Sets the longest computed delay.
-    pub fn max_backoff(mut self, delay: Duration) -> Self {
-        self.max_backoff = delay;
-        self
-    }
-
-    /// Turns jitter on or off.
-    pub fn jitter(mut self, jitter: bool) -> Self {
-        self.jitter = jitter;
-        self
-    }
-
-    /// Sets the longest `Retry-After` that is waited for.
-    pub fn max_retry_after(mut self, limit: Duration) -> Self {
-        self.max_retry_after = limit;
-        self
-    }
-
-    /// The delay before retry number `retry` (1-based), or `None` when the server asked for a
-    /// wait longer than [`max_retry_after`](Self::max_retry_after).
-    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Option<Duration> {
-        if retry_after.is_some_and(|ra| ra > self.max_retry_after) {
-            return None;
-        }
-        let exp = retry.saturating_sub(1).min(30);
-        let base = self
-            .initial_backoff
-            .saturating_mul(1u32 << exp)
-            .min(self.max_backoff);
-        let backoff = if self.jitter {
-            base.mul_f64(0.5 + fastrand::f64() * 0.5)
-        } else {
-            base
-        };
-        Some(retry_after.map_or(backoff, |ra| ra.max(backoff)))
-    }
-}
+/// By default: 3 attempts, waits of 0.5 s doubling (jittered) up to 128 s. Retried (see
+/// [`LlmError::is_retryable`]): HTTP 408, 409, 429 and 5xx, connection errors and timeouts;
+/// never other 4xx (the request itself is wrong). A wait is never shorter than the server's
+/// `Retry-After` (or `retry-after-ms`); a `Retry-After` longer than the provider's
+/// `max_retry_after` (builder setting, default 60 s) is not waited for: the error is returned
+/// at once.
+pub type RetryPolicy = agent_core::RetryPolicy<LlmError>;
 
 /// Timeouts of an HTTP provider.
 #[derive(Clone, Debug, PartialEq)]
@@ -136,62 +55,25 @@ pub(crate) struct HttpSettings {
     pub(crate) api_key: Option<SecretString>,
     pub(crate) model: Option<String>,
     pub(crate) retry: RetryPolicy,
+    pub(crate) max_retry_after: Duration,
     pub(crate) timeouts: Timeouts,
 }
 
-impl HttpSettings {
-    pub(crate) fn new() -> Self {
+impl Default for HttpSettings {
+    fn default() -> Self {
         HttpSettings {
             base_url: None,
             api_key: None,
             model: None,
             retry: RetryPolicy::default(),
+            max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             timeouts: Timeouts::default(),
         }
     }
 }
 
-/// Builder methods shared by the HTTP providers' builders (which hold `settings: HttpSettings`).
-macro_rules! http_builder_methods {
-    () => {
-        /// Sets the model name.
-        pub fn model(mut self, model: impl Into<String>) -> Self {
-            self.settings.model = Some(model.into());
-            self
-        }
-
-        /// Sets the base URL of the API.
-        pub fn base_url(mut self, url: impl Into<String>) -> Self {
-            self.settings.base_url = Some(url.into());
-            self
-        }
-
-        /// Sets the API key.
-        pub fn api_key(mut self, key: impl Into<$crate::SecretString>) -> Self {
-            self.settings.api_key = Some(key.into());
-            self
-        }
-
-        /// Sets the retry policy.
-        pub fn retry(mut self, retry: $crate::RetryPolicy) -> Self {
-            self.settings.retry = retry;
-            self
-        }
-
-        /// Sets all timeouts.
-        pub fn timeouts(mut self, timeouts: $crate::Timeouts) -> Self {
-            self.settings.timeouts = timeouts;
-            self
-        }
-
-        /// Sets the timeout of a whole non-streamed request.
-        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.settings.timeouts.request = timeout;
-            self
-        }
-    };
-}
-pub(crate) use http_builder_methods;
+/// The longest `Retry-After` a provider waits for unless told otherwise.
+pub(crate) const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// A reqwest client plus retry policy and error mapping for one provider.
 #[derive(Clone, Debug)]
@@ -199,6 +81,7 @@ pub(crate) struct Transport {
     pub(crate) provider: &'static str,
     client: reqwest::Client,
     retry: RetryPolicy,
+    max_retry_after: Duration,
     timeouts: Timeouts,
 }
 
@@ -240,6 +123,7 @@ impl Transport {
             provider,
             client,
             retry: settings.retry.clone(),
+            max_retry_after: settings.max_retry_after,
             timeouts: settings.timeouts.clone(),
         })
     }
@@ -270,15 +154,16 @@ impl Transport {
                 }
                 Err(e) => (self.request_error(url, &e, streaming), None),
             };
-            if !error.is_retryable() {
+            if !(self.retry.retry_on)(&error) {
                 return Err(error);
             }
-            let delay = if attempt > self.retry.max_retries {
-                None
-            } else {
-                self.retry.delay(attempt, retry_after)
-            };
-            let Some(delay) = delay else {
+            let Some(delay) = retry_delay(
+                &self.retry,
+                self.max_retry_after,
+                attempt,
+                &error,
+                retry_after,
+            ) else {
                 return Err(if attempt > 1 {
                     LlmError::RetriesExhausted {
                         provider,
@@ -338,6 +223,24 @@ impl Transport {
                 message: error_chain(e),
             }
         }
+    }
+}
+
+/// The wait before the attempt after `attempt` (1-based) failed with `error`: the policy's
+/// interval, or the server's `Retry-After` when that is longer; `None` when the policy gives
+/// up or the server asks for more than `max_retry_after`.
+fn retry_delay(
+    policy: &RetryPolicy,
+    max_retry_after: Duration,
+    attempt: u32,
+    error: &LlmError,
+    retry_after: Option<Duration>,
+) -> Option<Duration> {
+    let wait = policy.next_wait(attempt, error)?;
+    match retry_after {
+        Some(asked) if asked > max_retry_after => None,
+        Some(asked) => Some(asked.max(wait)),
+        None => Some(wait),
     }
 }
 
@@ -412,7 +315,8 @@ pub(crate) fn http_error(provider: &'static str, status: u16, body: &[u8]) -> Ll
 }
 
 /// The message and code/type of an error body: OpenAI / Anthropic `{"error": {"message",
-/// "type", "code"}}`, Ollama `{"error": "..."}`, or `{"message": "..."}`.
+/// "type", "code"}}`, Gemini `{"error": {"code": 400, "message", "status"}}`, Ollama
+/// `{"error": "..."}`, or `{"message": "..."}`.
 pub(crate) fn provider_message(v: &Value) -> (Option<String>, String) {
     let error = v.get("error");
     let message = error
@@ -421,7 +325,7 @@ pub(crate) fn provider_message(v: &Value) -> (Option<String>, String) {
         .or_else(|| v.get("message"))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let code = ["code", "type"]
+    let code = ["code", "type", "status"]
         .iter()
         .filter_map(|k| error.and_then(|e| e.get(*k)).and_then(Value::as_str))
         .collect::<Vec<_>>()
@@ -429,37 +333,12 @@ pub(crate) fn provider_message(v: &Value) -> (Option<String>, String) {
     (message, code)
 }
 
-/// A sensitive header value (reqwest then hides it from `Debug`).
-pub(crate) fn secret_header(provider: &'static str, value: &str) -> Result<HeaderValue, LlmError> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| LlmError::Config {
-        provider,
-        message: "the API key contains characters not allowed in an HTTP header; check the key"
-            .into(),
-    })?;
-    v.set_sensitive(true);
-    Ok(v)
-}
-
-/// One event of a streamed body: an SSE event (name and data) or an NDJSON line (data only).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct RawEvent {
-    pub(crate) event: String,
-    pub(crate) data: String,
-}
-
-/// Turns a provider's events into chunks; `on_end` runs when the body ends and says whether
-/// the response was complete.
-pub(crate) trait EventParser: Send + 'static {
-    fn on_event(&mut self, event: RawEvent) -> Result<Vec<ChatChunk>, LlmError>;
-    fn on_end(&mut self) -> Result<Vec<ChatChunk>, LlmError>;
-}
-
 /// The SSE events of a response body.
 pub(crate) fn sse_events(
     transport: &Transport,
     url: &str,
     response: reqwest::Response,
-) -> impl Stream<Item = Result<RawEvent, LlmError>> + Send + 'static {
+) -> impl Stream<Item = Result<WireEvent, LlmError>> + Send + 'static {
     let transport = transport.clone();
     let url = url.to_owned();
     let provider = transport.provider;
@@ -467,7 +346,7 @@ pub(crate) fn sse_events(
         .bytes_stream()
         .eventsource()
         .map(move |item| match item {
-            Ok(ev) => Ok(RawEvent {
+            Ok(ev) => Ok(WireEvent {
                 event: ev.event,
                 data: ev.data,
             }),
@@ -490,7 +369,7 @@ pub(crate) fn ndjson_events(
     transport: &Transport,
     url: &str,
     response: reqwest::Response,
-) -> impl Stream<Item = Result<RawEvent, LlmError>> + Send + 'static {
+) -> impl Stream<Item = Result<WireEvent, LlmError>> + Send + 'static {
     let transport = transport.clone();
     let url = url.to_owned();
     let body = response.bytes_stream();
@@ -542,7 +421,7 @@ pub(crate) fn ndjson_events(
     )
 }
 
-fn line_event(provider: &'static str, line: &[u8]) -> Option<Result<RawEvent, LlmError>> {
+fn line_event(provider: &'static str, line: &[u8]) -> Option<Result<WireEvent, LlmError>> {
     let text = match std::str::from_utf8(line) {
         Ok(t) => t.trim(),
         Err(e) => {
@@ -556,26 +435,26 @@ fn line_event(provider: &'static str, line: &[u8]) -> Option<Result<RawEvent, Ll
     if text.is_empty() {
         return None;
     }
-    Some(Ok(RawEvent {
+    Some(Ok(WireEvent {
         event: String::new(),
         data: text.to_owned(),
     }))
 }
 
-/// Drives `parser` over `events`; the stream ends after the first error.
-pub(crate) fn parse_events<S, P>(events: S, parser: P) -> ChatStream
+/// Drives `decoder` over `events`; the stream ends after the first error.
+pub(crate) fn decode_events<S, D>(events: S, decoder: D) -> ChatStream
 where
-    S: Stream<Item = Result<RawEvent, LlmError>> + Send + 'static,
-    P: EventParser,
+    S: Stream<Item = Result<WireEvent, LlmError>> + Send + 'static,
+    D: StreamDecoder,
 {
-    struct State<S, P> {
+    struct State<S, D> {
         events: std::pin::Pin<Box<S>>,
-        parser: P,
+        decoder: D,
         finished: bool,
     }
     let state = State {
         events: Box::pin(events),
-        parser,
+        decoder,
         finished: false,
     };
     let stream = futures::stream::unfold(state, |mut st| async move {
@@ -584,11 +463,11 @@ where
         }
         loop {
             let batch = match st.events.next().await {
-                Some(Ok(event)) => st.parser.on_event(event),
+                Some(Ok(event)) => st.decoder.decode(event),
                 Some(Err(e)) => Err(e),
                 None => {
                     st.finished = true;
-                    st.parser.on_end()
+                    st.decoder.finish()
                 }
             };
             match batch {
@@ -643,30 +522,36 @@ pub(crate) fn stream_error(provider: &'static str, v: &Value) -> LlmError {
 
 #[cfg(test)]
 mod tests {
+    use reqwest::header::HeaderValue;
+
     use super::*;
 
     #[test]
-    fn backoff_grows_and_honours_retry_after() {
-        let p = RetryPolicy::new(5)
-            .initial_backoff(Duration::from_millis(100))
-            .max_backoff(Duration::from_millis(350))
+    fn waits_follow_the_policy_and_honour_retry_after() {
+        let policy = RetryPolicy::new()
+            .max_attempts(4)
+            .initial_interval(Duration::from_millis(100))
+            .max_interval(Duration::from_millis(350))
             .jitter(false);
-        assert_eq!(p.delay(1, None), Some(Duration::from_millis(100)));
-        assert_eq!(p.delay(2, None), Some(Duration::from_millis(200)));
-        assert_eq!(p.delay(3, None), Some(Duration::from_millis(350)));
+        let limit = Duration::from_secs(60);
+        let busy = http_error("openai", 503, b"busy");
+        let wait = |attempt, retry_after| retry_delay(&policy, limit, attempt, &busy, retry_after);
+        assert_eq!(wait(1, None), Some(Duration::from_millis(100)));
+        assert_eq!(wait(2, None), Some(Duration::from_millis(200)));
+        assert_eq!(wait(3, None), Some(Duration::from_millis(350)));
+        assert_eq!(wait(4, None), None, "the fourth attempt was the last");
         assert_eq!(
-            p.delay(1, Some(Duration::from_secs(2))),
+            wait(1, Some(Duration::from_secs(2))),
             Some(Duration::from_secs(2))
         );
-        assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), None);
-        let j = p.clone().jitter(true);
-        for _ in 0..50 {
-            let d = j.delay(2, None).unwrap_or_default();
-            assert!(
-                d >= Duration::from_millis(100) && d <= Duration::from_millis(200),
-                "{d:?}"
-            );
-        }
+        assert_eq!(
+            wait(2, Some(Duration::from_millis(1))),
+            Some(Duration::from_millis(200)),
+            "a short Retry-After does not shorten the backoff"
+        );
+        assert_eq!(wait(1, Some(Duration::from_secs(3600))), None);
+        let bad = http_error("openai", 400, b"bad");
+        assert_eq!(retry_delay(&policy, limit, 1, &bad, None), None);
     }
 
     #[test]

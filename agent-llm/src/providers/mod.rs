@@ -1,9 +1,18 @@
-//! Chat models over HTTP: OpenAI-compatible chat completions, Anthropic Messages, Ollama.
+//! Chat models over HTTP: one [`HttpChatModel`] generic over a [`Wire`] format, and the wires
+//! of OpenAI-compatible chat completions, Anthropic Messages, Ollama and Gemini.
 //!
-//! Each provider module holds its wire format (request body, response and stream parsing);
-//! `http` holds what they share (retries, timeouts, error mapping, SSE and NDJSON framing).
+//! Each wire module holds only its wire format (endpoint, auth headers, request body, response
+//! and stream decoding); `model` holds the one `ChatModel` impl every wire shares (events,
+//! usage, latency), `http` the transport (retries, timeouts, error mapping, SSE and NDJSON
+//! framing). A new provider is a new wire module plus its alias in the crate root.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod http;
+mod model;
 pub mod ollama;
 pub mod openai;
+pub mod wire;
+
+pub use model::{HttpChatModel, HttpChatModelBuilder};
+pub use wire::{EnvVars, Framing, StreamDecoder, Wire, WireEvent};

@@ -7,118 +7,90 @@
 //! back as `thinking`.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
-use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use crate::error::{LlmError, snippet};
 use crate::message::{AiMessage, Message, ToolCall, Usage};
-use crate::model::ChatModel;
-use crate::observe;
 use crate::options::{CallOptions, ToolChoice};
-use crate::providers::http::{
-    EventParser, HttpSettings, RawEvent, Transport, event_json, http_builder_methods,
-    ndjson_events, parse_events, secret_header,
-};
+use crate::providers::http::event_json;
+use crate::providers::model::{HttpChatModel, HttpChatModelBuilder};
+use crate::providers::wire::{EnvVars, Framing, StreamDecoder, Wire, WireEvent, bearer_headers};
 use crate::reducer::new_message_id;
 use crate::secret::SecretString;
-use crate::stream::{ChatChunk, ChatResponse, ChatStream, FinishReason, ToolCallChunk};
+use crate::stream::{ChatChunk, ChatResponse, FinishReason, ToolCallChunk};
 
 const PROVIDER: &str = "ollama";
-const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 
 /// A chat model served by Ollama.
 ///
 /// ```no_run
 /// use agent_llm::Ollama;
-/// // OLLAMA_HOST (default http://127.0.0.1:11434), OLLAMA_MODEL
+/// // OLLAMA_HOST (default http://127.0.0.1:11434), OLLAMA_MODEL, OLLAMA_API_KEY (hosted
+/// // Ollama behind a bearer token)
 /// let model = Ollama::builder_from_env().model("qwen3").build()?;
 /// # Ok::<(), agent_llm::LlmError>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct Ollama {
-    model: String,
-    url: String,
-    api_key: Option<SecretString>,
-    transport: Transport,
-}
+pub type Ollama = HttpChatModel<OllamaWire>;
 
 /// Builds an [`Ollama`] model.
-#[derive(Clone, Debug)]
-pub struct OllamaBuilder {
-    settings: HttpSettings,
-}
+pub type OllamaBuilder = HttpChatModelBuilder<OllamaWire>;
 
-impl OllamaBuilder {
-    http_builder_methods!();
+/// Ollama's native chat wire format (`POST {host}/api/chat`, NDJSON streaming, an optional
+/// bearer key).
+#[derive(Clone, Debug, Default)]
+pub struct OllamaWire;
 
-    /// Builds the model. Fails without a model name, or on a host that is not http(s).
-    pub fn build(self) -> Result<Ollama, LlmError> {
-        let s = self.settings;
-        let model = s
-            .model
-            .clone()
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| LlmError::Config {
-                provider: PROVIDER,
-                message: "no model name; call .model(..) or set OLLAMA_MODEL".into(),
-            })?;
-        let mut base = s
-            .base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
-        if !base.contains("://") {
-            base = format!("http://{base}");
-        }
-        let base = base.trim_end_matches('/');
-        let transport = Transport::new(PROVIDER, &s, base)?;
-        Ok(Ollama {
-            model,
-            url: format!("{base}/api/chat"),
-            api_key: s.api_key.clone().filter(|k| !k.is_empty()),
-            transport,
-        })
-    }
-}
+impl Wire for OllamaWire {
+    const PROVIDER: &'static str = PROVIDER;
+    const DEFAULT_BASE_URL: &'static str = "http://127.0.0.1:11434";
+    const ENV: EnvVars = EnvVars {
+        api_key: "OLLAMA_API_KEY",
+        base_url: "OLLAMA_HOST",
+        model: "OLLAMA_MODEL",
+    };
+    const FRAMING: Framing = Framing::Ndjson;
+    type Decoder = LinesDecoder;
 
-impl Ollama {
-    /// A builder with no model and the default local host.
-    pub fn builder() -> OllamaBuilder {
-        OllamaBuilder {
-            settings: HttpSettings::new(),
+    /// `OLLAMA_HOST` may be `host:port` without a scheme; that means `http://`.
+    fn base_url(&self, configured: &str) -> String {
+        let base = configured.trim_end_matches('/');
+        if base.contains("://") {
+            base.to_owned()
+        } else {
+            format!("http://{base}")
         }
     }
 
-    /// A builder filled from `OLLAMA_HOST` (a URL or `host:port`), `OLLAMA_MODEL` and
-    /// `OLLAMA_API_KEY` (for hosted Ollama behind a bearer token).
-    pub fn builder_from_env() -> OllamaBuilder {
-        let mut b = Self::builder();
-        b.settings.base_url = std::env::var("OLLAMA_HOST").ok();
-        b.settings.model = std::env::var("OLLAMA_MODEL").ok();
-        b.settings.api_key = std::env::var("OLLAMA_API_KEY").ok().map(SecretString::from);
-        b
+    fn url(&self, base_url: &str, _model: &str, _stream: bool) -> String {
+        format!("{base_url}/api/chat")
     }
 
-    /// A model configured from the environment.
-    pub fn from_env() -> Result<Self, LlmError> {
-        Self::builder_from_env().build()
+    fn headers(&self, api_key: Option<&SecretString>) -> Result<HeaderMap, LlmError> {
+        bearer_headers(PROVIDER, api_key)
     }
 
-    fn headers(&self) -> Result<HeaderMap, LlmError> {
-        let mut h = HeaderMap::new();
-        if let Some(key) = &self.api_key {
-            h.insert(
-                AUTHORIZATION,
-                secret_header(PROVIDER, &format!("Bearer {}", key.expose_secret()))?,
-            );
-        }
-        Ok(h)
+    fn parse_response(
+        &self,
+        body: &Value,
+        model: &str,
+        _options: &CallOptions,
+    ) -> Result<ChatResponse, LlmError> {
+        parse_chat(body, model)
     }
 
-    /// The request body for `messages` and `options` (it holds no key).
-    pub fn request_body(&self, messages: &[Message], options: &CallOptions, stream: bool) -> Value {
+    fn decoder(&self, _options: &CallOptions) -> LinesDecoder {
+        LinesDecoder::default()
+    }
+
+    fn request_body(
+        &self,
+        model: &str,
+        messages: &[Message],
+        options: &CallOptions,
+        stream: bool,
+    ) -> Value {
         let mut call_names: HashMap<&str, &str> = HashMap::new();
         let mut wire = Vec::new();
         for m in messages {
@@ -158,10 +130,7 @@ impl Ollama {
             wire.push(v);
         }
         let mut body = Map::new();
-        body.insert(
-            "model".into(),
-            json!(options.model.as_deref().unwrap_or(&self.model)),
-        );
+        body.insert("model".into(), json!(model));
         body.insert("messages".into(), Value::Array(wire));
         body.insert("stream".into(), json!(stream));
         let tools: Vec<Value> = match &options.tool_choice {
@@ -285,40 +254,32 @@ fn parse_chat(v: &Value, model: &str) -> Result<ChatResponse, LlmError> {
     {
         extra.insert("reasoning_content".into(), t.clone());
     }
-    let usage = usage(v);
-    Ok(ChatResponse {
-        finish_reason: done_reason(v, !tool_calls.is_empty()),
-        message: AiMessage {
-            id: None,
-            content: message
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        model: v
-            .get("model")
+    let reason = done_reason(v, !tool_calls.is_empty());
+    let message = AiMessage {
+        id: None,
+        content: message
+            .get("content")
             .and_then(Value::as_str)
-            .unwrap_or(model)
+            .unwrap_or_default()
             .to_owned(),
-        latency: Default::default(),
-    })
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v.get("model").and_then(Value::as_str).unwrap_or(model);
+    Ok(ChatResponse::new(message, usage(v), reason, answered))
 }
 
 /// Turns NDJSON lines into chunks.
-#[derive(Default)]
-struct LinesParser {
+#[derive(Debug, Default)]
+pub struct LinesDecoder {
     started: bool,
     done: bool,
     calls: usize,
 }
 
-impl EventParser for LinesParser {
-    fn on_event(&mut self, event: RawEvent) -> Result<Vec<ChatChunk>, LlmError> {
+impl StreamDecoder for LinesDecoder {
+    fn decode(&mut self, event: WireEvent) -> Result<Vec<ChatChunk>, LlmError> {
         if self.done {
             return Ok(Vec::new());
         }
@@ -369,7 +330,7 @@ impl EventParser for LinesParser {
         Ok(out)
     }
 
-    fn on_end(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
+    fn finish(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
         if self.done {
             Ok(Vec::new())
         } else {
@@ -378,63 +339,5 @@ impl EventParser for LinesParser {
                 detail: "no line with `\"done\": true` arrived".into(),
             })
         }
-    }
-}
-
-#[async_trait]
-impl ChatModel for Ollama {
-    fn provider(&self) -> &'static str {
-        PROVIDER
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
-    }
-
-    async fn invoke(
-        &self,
-        messages: &[Message],
-        options: &CallOptions,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = self.request_body(messages, options, false);
-        let model = options.model.as_deref().unwrap_or(&self.model);
-        observe::observe_invoke(PROVIDER, model, async {
-            let started = Instant::now();
-            let v = self
-                .transport
-                .post_json(&self.url, &self.headers()?, &body)
-                .await?;
-            let mut response = parse_chat(&v, model)?;
-            response.latency = started.elapsed();
-            Ok(response)
-        })
-        .await
-    }
-
-    async fn stream(
-        &self,
-        messages: &[Message],
-        options: &CallOptions,
-    ) -> Result<ChatStream, LlmError> {
-        let body = self.request_body(messages, options, true);
-        let model = options.model.clone().unwrap_or_else(|| self.model.clone());
-        let span = observe::call_span(PROVIDER, &model, true);
-        let started = Instant::now();
-        let response = match self
-            .transport
-            .post(&self.url, &self.headers()?, &body, true)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                observe::record_error(&span, PROVIDER, &model, &e);
-                return Err(e);
-            }
-        };
-        let events = ndjson_events(&self.transport, &self.url, response);
-        let stream = parse_events(events, LinesParser::default());
-        Ok(observe::observe_stream(
-            PROVIDER, model, span, started, stream,
-        ))
     }
 }

@@ -5,28 +5,19 @@
 //! streams (`stream_options.include_usage`). Assistant message fields this crate does not model
 //! (`reasoning_content`...) are kept in `extra` and sent back.
 
-use std::time::Instant;
-
-use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use crate::error::{LlmError, snippet};
 use crate::message::{AiMessage, Message, ToolCall, Usage};
-use crate::model::ChatModel;
-use crate::observe;
 use crate::options::{CallOptions, ToolChoice};
-use crate::providers::http::{
-    EventParser, HttpSettings, RawEvent, Transport, event_json, http_builder_methods, parse_events,
-    secret_header, sse_events, stream_error,
-};
+use crate::providers::http::{event_json, stream_error};
+use crate::providers::model::{HttpChatModel, HttpChatModelBuilder};
+use crate::providers::wire::{EnvVars, Framing, StreamDecoder, Wire, WireEvent, bearer_headers};
 use crate::secret::SecretString;
-use crate::stream::{
-    ChatChunk, ChatResponse, ChatStream, FinishReason, ToolCallChunk, parse_tool_args,
-};
+use crate::stream::{ChatChunk, ChatResponse, FinishReason, ToolCallChunk, parse_tool_args};
 
 const PROVIDER: &str = "openai";
-const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// A chat model behind an OpenAI-compatible `/chat/completions` endpoint.
 ///
@@ -40,91 +31,44 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 ///     .build()?;
 /// # Ok::<(), agent_llm::LlmError>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct OpenAiCompatible {
-    model: String,
-    url: String,
-    api_key: Option<SecretString>,
-    transport: Transport,
-}
+pub type OpenAiCompatible = HttpChatModel<OpenAiWire>;
 
 /// Builds an [`OpenAiCompatible`].
-#[derive(Clone, Debug)]
-pub struct OpenAiCompatibleBuilder {
-    settings: HttpSettings,
-}
+pub type OpenAiCompatibleBuilder = HttpChatModelBuilder<OpenAiWire>;
 
-impl OpenAiCompatibleBuilder {
-    http_builder_methods!();
+/// The OpenAI chat-completions wire format (`POST {base}/chat/completions`, bearer key, SSE
+/// `chat.completion.chunk` events ending in `data: [DONE]`).
+#[derive(Clone, Debug, Default)]
+pub struct OpenAiWire;
 
-    /// Builds the model. Fails without a model name, or on a base URL that is not http(s).
-    pub fn build(self) -> Result<OpenAiCompatible, LlmError> {
-        let s = self.settings;
-        let model = s
-            .model
-            .clone()
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| LlmError::Config {
-                provider: PROVIDER,
-                message: "no model name; call .model(..) or set OPENAI_MODEL".into(),
-            })?;
-        let base = s
-            .base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let base = base.trim_end_matches('/');
-        let transport = Transport::new(PROVIDER, &s, base)?;
-        Ok(OpenAiCompatible {
-            model,
-            url: format!("{base}/chat/completions"),
-            api_key: s.api_key.clone().filter(|k| !k.is_empty()),
-            transport,
-        })
-    }
-}
+impl Wire for OpenAiWire {
+    const PROVIDER: &'static str = PROVIDER;
+    const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+    const ENV: EnvVars = EnvVars {
+        api_key: "OPENAI_API_KEY",
+        base_url: "OPENAI_BASE_URL",
+        model: "OPENAI_MODEL",
+    };
+    const FRAMING: Framing = Framing::Sse;
+    type Decoder = ChunkDecoder;
 
-impl OpenAiCompatible {
-    /// A builder with no model, the OpenAI base URL and no key.
-    pub fn builder() -> OpenAiCompatibleBuilder {
-        OpenAiCompatibleBuilder {
-            settings: HttpSettings::new(),
-        }
+    fn url(&self, base_url: &str, _model: &str, _stream: bool) -> String {
+        format!("{base_url}/chat/completions")
     }
 
-    /// A builder filled from `OPENAI_API_KEY`, `OPENAI_BASE_URL` and `OPENAI_MODEL` (each
-    /// optional; the builder's setters override them).
-    pub fn builder_from_env() -> OpenAiCompatibleBuilder {
-        let mut b = Self::builder();
-        b.settings.api_key = std::env::var("OPENAI_API_KEY").ok().map(SecretString::from);
-        b.settings.base_url = std::env::var("OPENAI_BASE_URL").ok();
-        b.settings.model = std::env::var("OPENAI_MODEL").ok();
-        b
+    fn headers(&self, api_key: Option<&SecretString>) -> Result<HeaderMap, LlmError> {
+        bearer_headers(PROVIDER, api_key)
     }
 
-    /// A model configured from the environment (see [`builder_from_env`](Self::builder_from_env)).
-    pub fn from_env() -> Result<Self, LlmError> {
-        Self::builder_from_env().build()
-    }
-
-    fn headers(&self) -> Result<HeaderMap, LlmError> {
-        let mut h = HeaderMap::new();
-        if let Some(key) = &self.api_key {
-            h.insert(
-                AUTHORIZATION,
-                secret_header(PROVIDER, &format!("Bearer {}", key.expose_secret()))?,
-            );
-        }
-        Ok(h)
-    }
-
-    /// The request body for `messages` and `options` (public for tests and debugging; it holds
-    /// no key).
-    pub fn request_body(&self, messages: &[Message], options: &CallOptions, stream: bool) -> Value {
+    fn request_body(
+        &self,
+        model: &str,
+        messages: &[Message],
+        options: &CallOptions,
+        stream: bool,
+    ) -> Value {
         let mut body = Map::new();
-        body.insert(
-            "model".into(),
-            json!(options.model.as_deref().unwrap_or(&self.model)),
-        );
+        body.insert("model".into(), json!(model));
         body.insert(
             "messages".into(),
             Value::Array(messages.iter().filter_map(wire_message).collect()),
@@ -183,6 +127,19 @@ impl OpenAiCompatible {
             body.insert("seed".into(), json!(s));
         }
         Value::Object(body)
+    }
+
+    fn parse_response(
+        &self,
+        body: &Value,
+        model: &str,
+        _options: &CallOptions,
+    ) -> Result<ChatResponse, LlmError> {
+        parse_completion(body, model)
+    }
+
+    fn decoder(&self, _options: &CallOptions) -> ChunkDecoder {
+        ChunkDecoder::default()
     }
 }
 
@@ -332,44 +289,40 @@ fn parse_completion(v: &Value, model: &str) -> Result<ChatResponse, LlmError> {
             extra.insert(k.clone(), val.clone());
         }
     }
-    let usage = usage(v).unwrap_or_default();
-    Ok(ChatResponse {
-        message: AiMessage {
-            id: v.get("id").and_then(Value::as_str).map(str::to_owned),
-            content,
-            tool_calls,
-            usage: Some(usage),
-            extra,
-        },
-        usage,
-        finish_reason: reason,
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or(model)
-            .to_owned(),
-        latency: Default::default(),
-    })
+    let message = AiMessage {
+        id: v.get("id").and_then(Value::as_str).map(str::to_owned),
+        content,
+        tool_calls,
+        usage: None,
+        extra,
+    };
+    let answered = v.get("model").and_then(Value::as_str).unwrap_or(model);
+    Ok(ChatResponse::new(
+        message,
+        usage(v).unwrap_or_default(),
+        reason,
+        answered,
+    ))
 }
 
-/// Turns chat.completion.chunk events into chunks.
-#[derive(Default)]
-struct ChunkParser {
+/// Turns `chat.completion.chunk` events into chunks.
+#[derive(Debug, Default)]
+pub struct ChunkDecoder {
     started: bool,
     done: bool,
     finished: bool,
     refusal: String,
 }
 
-impl EventParser for ChunkParser {
-    fn on_event(&mut self, event: RawEvent) -> Result<Vec<ChatChunk>, LlmError> {
+impl StreamDecoder for ChunkDecoder {
+    fn decode(&mut self, event: WireEvent) -> Result<Vec<ChatChunk>, LlmError> {
         let data = event.data.trim();
         if self.done || data.is_empty() {
             return Ok(Vec::new());
         }
         if data == "[DONE]" {
             self.done = true;
-            return self.on_end();
+            return self.finish();
         }
         let v = event_json(PROVIDER, data)?;
         if v.get("error").is_some_and(|e| !e.is_null()) {
@@ -455,7 +408,7 @@ impl EventParser for ChunkParser {
         Ok(out)
     }
 
-    fn on_end(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
+    fn finish(&mut self) -> Result<Vec<ChatChunk>, LlmError> {
         if !self.refusal.is_empty() {
             return Err(LlmError::Refusal {
                 provider: PROVIDER,
@@ -469,63 +422,5 @@ impl EventParser for ChunkParser {
             });
         }
         Ok(Vec::new())
-    }
-}
-
-#[async_trait]
-impl ChatModel for OpenAiCompatible {
-    fn provider(&self) -> &'static str {
-        PROVIDER
-    }
-
-    fn model_name(&self) -> &str {
-        &self.model
-    }
-
-    async fn invoke(
-        &self,
-        messages: &[Message],
-        options: &CallOptions,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = self.request_body(messages, options, false);
-        let model = options.model.as_deref().unwrap_or(&self.model);
-        observe::observe_invoke(PROVIDER, model, async {
-            let started = Instant::now();
-            let v = self
-                .transport
-                .post_json(&self.url, &self.headers()?, &body)
-                .await?;
-            let mut response = parse_completion(&v, model)?;
-            response.latency = started.elapsed();
-            Ok(response)
-        })
-        .await
-    }
-
-    async fn stream(
-        &self,
-        messages: &[Message],
-        options: &CallOptions,
-    ) -> Result<ChatStream, LlmError> {
-        let body = self.request_body(messages, options, true);
-        let model = options.model.clone().unwrap_or_else(|| self.model.clone());
-        let span = observe::call_span(PROVIDER, &model, true);
-        let started = Instant::now();
-        let response = match self
-            .transport
-            .post(&self.url, &self.headers()?, &body, true)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                observe::record_error(&span, PROVIDER, &model, &e);
-                return Err(e);
-            }
-        };
-        let events = sse_events(&self.transport, &self.url, response);
-        let stream = parse_events(events, ChunkParser::default());
-        Ok(observe::observe_stream(
-            PROVIDER, model, span, started, stream,
-        ))
     }
 }

@@ -9,11 +9,12 @@ use std::time::Duration;
 use agent_llm::{RetryPolicy, Timeouts};
 use serde_json::Value;
 
-/// Retries with millisecond delays, so retry tests stay fast.
-pub fn fast_retry(max_retries: u32) -> RetryPolicy {
-    RetryPolicy::new(max_retries)
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(5))
+/// Up to `max_attempts` attempts with millisecond waits, so retry tests stay fast.
+pub fn fast_retry(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy::new()
+        .max_attempts(max_attempts)
+        .initial_interval(Duration::from_millis(1))
+        .max_interval(Duration::from_millis(5))
 }
 
 /// Short timeouts for tests.
@@ -23,6 +24,13 @@ pub fn test_timeouts() -> Timeouts {
         request: Duration::from_secs(5),
         stream_idle: Duration::from_secs(5),
     }
+}
+
+/// The JSON body of the `i`-th request `server` received.
+pub async fn sent_body(server: &wiremock::MockServer, i: usize) -> Value {
+    server.received_requests().await.unwrap()[i]
+        .body_json()
+        .unwrap()
 }
 
 /// An SSE body of `data:` events (no event names).

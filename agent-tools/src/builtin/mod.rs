@@ -11,7 +11,7 @@ mod datetime;
 mod echo;
 
 pub use calculator::{Calculator, CalculatorArgs, evaluate};
-pub use datetime::{DateTime, DateTimeArgs, DateTimeOutput};
+pub use datetime::{DEFAULT_FORMAT, DateTime, DateTimeArgs, DateTimeOutput};
 pub use echo::{Echo, EchoArgs};
 
 /// The built-in tools, erased, in a fixed order: `echo`, `datetime`, `calculator`.

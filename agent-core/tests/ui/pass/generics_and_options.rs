@@ -35,6 +35,17 @@ struct Plain {
     n: u32,
 }
 
+/// A node named like a field of its state (the derive never reads a field name as a pattern).
+#[derive(GraphState, Clone, Default)]
+struct Counter {
+    count: u32,
+}
+
+#[node]
+async fn count(state: &Counter) -> CounterUpdate {
+    CounterUpdate::default().count(state.count + 1)
+}
+
 #[node(name = "bump", retry, timeout = "1s", destinations("bump", "__end__"))]
 async fn bump_it(state: &Plain, ctx: &NodeContext) -> Result<PlainUpdate, std::io::Error> {
     let _ = ctx.step();
@@ -59,4 +70,13 @@ async fn main() {
         .unwrap();
     let out = graph.invoke(Plain::default(), RunConfig::default()).await.unwrap();
     assert_eq!(out.n, 1);
+
+    let counter = StateGraph::new()
+        .add_named(count)
+        .add_edge(START, "count")
+        .add_edge("count", END)
+        .compile()
+        .unwrap();
+    let out = counter.invoke(CounterUpdate::default().count(41), RunConfig::default()).await.unwrap();
+    assert_eq!(out.count, 42);
 }
