@@ -12,6 +12,8 @@
 //! - [`OpenAiCompatible`], [`Anthropic`] and [`Ollama`] talk HTTP with retries
 //!   ([`RetryPolicy`]), timeouts ([`Timeouts`]) and typed errors ([`LlmError`]); keys are
 //!   [`SecretString`]s that never print. HTTPS needs the `rustls` feature.
+//! - [`trim_messages`] fits a conversation into a context window (LangChain's
+//!   `trim_messages`: keep the system message and the latest turns within a token budget).
 //! - Every call is traced (`tracing` span `llm_call`, event `llm call finished` with tokens
 //!   and latency) and returns its [`Usage`] and latency in the [`ChatResponse`].
 //!
@@ -59,6 +61,7 @@ mod secret;
 mod spec;
 mod stream;
 mod structured;
+mod trim;
 
 pub use error::{LlmError, MessagesError};
 pub use in_graph::{ChatModelNodeExt, invoke_in_node};
@@ -81,3 +84,6 @@ pub use stream::{
     collect_stream,
 };
 pub use structured::{StructuredModel, StructuredReply};
+pub use trim::{
+    TokenCounter, TrimMessages, TrimStrategy, count_tokens_approximately, trim_messages,
+};
