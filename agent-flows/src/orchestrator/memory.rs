@@ -34,14 +34,24 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// The first sentence of `text` (up to 160 characters).
+/// The first sentence of `text` (up to 160 characters): up to a `.`, `!` or `?` followed by
+/// the end or by a capital letter, so abbreviations and numbers ("III кв. 2009", "13.4")
+/// do not cut it.
 pub fn first_sentence(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let chars: Vec<char> = line.chars().collect();
     let end = (0..chars.len())
         .find(|&i| {
-            matches!(chars[i], '.' | '!' | '?' | '。')
-                && chars.get(i + 1).is_none_or(|c| c.is_whitespace())
+            if !matches!(chars[i], '.' | '!' | '?') {
+                return false;
+            }
+            let rest = &chars[i + 1..];
+            let next = rest.iter().find(|c| !c.is_whitespace());
+            let spaced = rest.first().is_none_or(|c| c.is_whitespace());
+            spaced
+                && next.is_none_or(|c| {
+                    c.is_uppercase() || matches!(c, '(' | '\u{ab}' | '\u{201c}' | '¿' | '¡')
+                })
         })
         .map_or(chars.len(), |i| i + 1);
     clip(&chars[..end].iter().collect::<String>(), 160)
@@ -59,6 +69,31 @@ pub fn series_of_sql(sql: &str) -> Vec<&'static str> {
         .filter(|name| !matches!(*name, "year" | "quarter"))
         .filter(|name| words.contains(name))
         .collect()
+}
+
+/// The period a query names: in its parameters (`2008`, `2008Q3`, `2000–2005`), else in
+/// years written in the SQL, else `latest` for a newest-first query, else `all`.
+pub fn period_of(sql: &str, params: &[serde_json::Value]) -> String {
+    let from_params = period_of_params(params);
+    if from_params != "all" {
+        return from_params;
+    }
+    let literals: Vec<serde_json::Value> = sql
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|n| n.len() == 4)
+        .filter_map(|n| n.parse::<i64>().ok())
+        .map(serde_json::Value::from)
+        .collect();
+    let from_sql = period_of_params(&literals);
+    if from_sql != "all" {
+        return from_sql;
+    }
+    let lower = sql.to_ascii_lowercase();
+    if lower.contains("year desc") && lower.contains("limit") {
+        "latest".to_owned()
+    } else {
+        "all".to_owned()
+    }
 }
 
 /// The period a query's parameters name: `2008`, `2008Q3`, `2000–2005`, or `all` without
@@ -129,7 +164,7 @@ pub fn describe_call(record: &ToolRecord) -> String {
                 format!(
                     "sql_query {} @ {}",
                     series.join(","),
-                    period_of_params(&params)
+                    period_of(sql, &params)
                 )
             }
         }
@@ -378,5 +413,23 @@ mod tests {
         );
         assert_eq!(first_sentence("\nHola! Qué tal"), "Hola!");
         assert_eq!(first_sentence("no stop"), "no stop");
+        assert_eq!(
+            first_sentence(
+                "Реальный ВВП, III кв. 2009: 12 990,3 млрд долл. в ценах 2005 г. Далее."
+            ),
+            "Реальный ВВП, III кв. 2009: 12 990,3 млрд долл. в ценах 2005 г."
+        );
+        assert_eq!(first_sentence("Rate: 4.9; 5.4. Next"), "Rate: 4.9; 5.4.");
+        assert_eq!(
+            period_of("SELECT gdp FROM t WHERE year = 2008", &[]),
+            "2008"
+        );
+        assert_eq!(
+            period_of(
+                "SELECT realgdp FROM macrodata ORDER BY year DESC, quarter DESC LIMIT 1",
+                &[]
+            ),
+            "latest"
+        );
     }
 }

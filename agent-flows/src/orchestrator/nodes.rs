@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::memory::{self, MAX_SUMMARY_CHARS};
 use super::offline::answer::{RESULTS_BLOCK, VERIFICATION_BLOCK};
 use super::offline::planner::SUMMARY_BLOCK;
+use super::offline::sql;
 use super::redact::redact_text;
 use super::safety::{self, Category, SafetyCheck};
 use super::tools::{FailureKind, classify, is_empty_result};
@@ -49,20 +50,41 @@ const MAX_TOOL_CONTENT: usize = 1500;
 /// Rows of a query result shown to the generator.
 const MAX_ROWS_SHOWN: usize = 40;
 
-/// The language to answer `text` in: the one it is written in, else the user's preferred
-/// one when the text shows none (digits, a name), else English.
+/// The language to answer `text` in: the one it is written in (a SQL statement in it does
+/// not count: its keywords are English), else the user's preferred one when the text shows
+/// none (digits, a name), else English.
 pub fn answer_language(text: &str, preferred: Option<Lang>) -> Lang {
-    let detected = lang::detect(text);
+    let prose = match sql::written_statement(text) {
+        Some(statement) => text.replace(&statement, " "),
+        None => text.to_owned(),
+    };
+    let detected = lang::detect(&prose);
     if detected != Lang::En {
         return detected;
+    }
+    let words = words(&prose);
+    const SPANISH: &[&str] = &[
+        "ejecuta",
+        "ejecutar",
+        "muestra",
+        "muestrame",
+        "dime",
+        "dame",
+        "calcula",
+        "busca",
+        "explica",
+        "lanza",
+        "consulta",
+    ];
+    if words.iter().any(|w| SPANISH.contains(&w.as_str())) {
+        return Lang::Es;
     }
     const ENGLISH: &[&str] = &[
         "the", "what", "was", "is", "are", "how", "in", "of", "and", "which", "when", "did",
         "does", "do", "me", "show", "tell", "give", "hello", "hi", "thanks", "please", "run",
-        "who", "why", "where", "much", "many", "my", "i", "you", "it",
+        "who", "why", "where", "much", "many", "my", "i", "you", "it", "execute",
     ];
-    let english = words(text).iter().any(|w| ENGLISH.contains(&w.as_str()));
-    if english {
+    if words.iter().any(|w| ENGLISH.contains(&w.as_str())) {
         Lang::En
     } else {
         preferred.unwrap_or(Lang::En)
@@ -758,6 +780,18 @@ mod tests {
         assert_eq!(answer_language("GDP 2008", Some(Lang::Ru)), Lang::Ru);
         assert_eq!(answer_language("GDP 2008", None), Lang::En);
         assert_eq!(answer_language("ВВП 2008", Some(Lang::Es)), Lang::Ru);
+        assert_eq!(
+            answer_language("Ejecuta DELETE FROM macrodata WHERE year < 1970", None),
+            Lang::Es
+        );
+        assert_eq!(
+            answer_language("SELECT max(unemp) FROM macrodata", Some(Lang::Ru)),
+            Lang::Ru
+        );
+        assert_eq!(
+            answer_language("Run SELECT max(unemp) FROM macrodata", Some(Lang::Ru)),
+            Lang::En
+        );
     }
 
     #[test]

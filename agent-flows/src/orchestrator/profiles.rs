@@ -101,7 +101,7 @@ pub fn demo_profiles() -> Vec<Profile> {
     vec![
         Profile {
             user_id: "demo".into(),
-            display_name: "Demo analyst".into(),
+            display_name: "Ada".into(),
             role: "analyst".into(),
             permissions: all(),
             preferences: Preferences::default(),

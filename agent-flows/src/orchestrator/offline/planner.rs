@@ -38,7 +38,7 @@ use std::collections::BTreeSet;
 use agent_llm::{CallOptions, Message, ToolCall};
 use serde_json::{Value, json};
 
-use super::super::lexicon::{Aggregate, Question, When, has_any, key_terms};
+use super::super::lexicon::{Aggregate, Question, SERIES, When, key_terms, match_at, scan};
 use super::sql::{self, Query};
 use super::{Attempt, Outcome, calls_reply, current_turn, profile_line};
 use crate::lang::words;
@@ -220,55 +220,86 @@ pub fn reply(messages: &[Message], options: &CallOptions) -> RuleReply {
 
 /// The first plan for `question`.
 fn first_plan(question: &str, context: &Context<'_>) -> Vec<(String, Value)> {
-    let mut calls: Vec<(String, Value)> = Vec::new();
-    let push = |calls: &mut Vec<(String, Value)>, name: &str, args: Value| {
-        if context.offers(name) && !calls.iter().any(|(n, a)| n == name && *a == args) {
-            calls.push((name.to_owned(), args));
+    // Each call with the position (in words) of what asked for it: answers follow the
+    // order of the question.
+    let mut calls: Vec<(usize, String, Value)> = Vec::new();
+    let push = |calls: &mut Vec<(usize, String, Value)>, at: usize, name: &str, args: Value| {
+        if context.offers(name) && !calls.iter().any(|(_, n, a)| n == name && *a == args) {
+            calls.push((at, name.to_owned(), args));
         }
     };
     if let Some(statement) = sql::written_statement(question) {
         push(
             &mut calls,
+            0,
             "sql_query",
             json!({"sql": statement, "params": []}),
         );
-        return calls;
+        return calls.into_iter().map(|(_, n, a)| (n, a)).collect();
     }
     let words = words(question);
     if let Some(expression) = expression(question) {
+        let first_number: String = expression
+            .chars()
+            .skip_while(|c| !c.is_ascii_digit())
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let at = words
+            .iter()
+            .position(|w| w.starts_with(&first_number))
+            .unwrap_or(0);
         push(
             &mut calls,
+            at,
             "calculator",
             json!({ "expression": expression }),
         );
     }
     let found = places::extract(question);
-    if has_any(&words, TIME_PHRASES) || (has_any(&words, TIME_IN_PLACE) && !found.known.is_empty())
-    {
+    let time_at = first_at(&words, TIME_PHRASES)
+        .or_else(|| first_at(&words, TIME_IN_PLACE).filter(|_| !found.known.is_empty()));
+    if let Some(at) = time_at {
         if found.known.is_empty() {
             let zone = context.timezone.unwrap_or("UTC");
-            push(&mut calls, "datetime", json!({ "timezone": zone }));
+            push(&mut calls, at, "datetime", json!({ "timezone": zone }));
         }
         for place in found.known {
-            push(&mut calls, "datetime", json!({ "timezone": place.zone }));
+            push(
+                &mut calls,
+                at,
+                "datetime",
+                json!({ "timezone": place.zone }),
+            );
         }
     }
     let analysis = resolve_follow_up(question, Question::parse(question), context);
+    let subject_at = scan(&words, SERIES).first().map_or(0, |hit| hit.at);
     if analysis.wants_data() {
         for query in sql::build(&analysis.series, analysis.when, analysis.aggregate) {
-            push(&mut calls, "sql_query", query.args());
+            push(&mut calls, subject_at, "sql_query", query.args());
         }
     } else if analysis.wants_docs() {
         let query = doc_query(question);
         if !query.is_empty() {
-            push(&mut calls, "doc_search", json!({ "query": query }));
+            push(
+                &mut calls,
+                subject_at,
+                "doc_search",
+                json!({ "query": query }),
+            );
         }
     } else if calls.is_empty() && asks_about_a_year(&words) {
         // "What happened in 1982?": the documents know the years' events.
         let query = doc_query(question);
-        push(&mut calls, "doc_search", json!({ "query": query }));
+        push(&mut calls, 0, "doc_search", json!({ "query": query }));
     }
-    calls
+    calls.sort_by_key(|(at, _, _)| *at);
+    calls.into_iter().map(|(_, n, a)| (n, a)).collect()
+}
+
+/// Where the first of `phrases` occurs in `words`.
+fn first_at(words: &[String], phrases: &[&str]) -> Option<usize> {
+    (0..words.len()).find(|&i| phrases.iter().any(|p| match_at(words, i, p) > 0))
 }
 
 /// Arithmetic in the question, unless it is only years joined by dashes (`2000-2005`).
@@ -319,7 +350,9 @@ fn previous_query(summary: &str) -> Option<(Vec<&'static str>, When)> {
         })
         .collect();
     let period = rest.split_whitespace().next().unwrap_or("");
-    let when = if let Some((y, q)) = period.split_once('Q') {
+    let when = if period == "latest" {
+        When::Latest
+    } else if let Some((y, q)) = period.split_once('Q') {
         match (y.parse(), q.parse()) {
             (Ok(y), Ok(q)) => When::Quarter(y, q),
             _ => When::Unspecified,
@@ -518,6 +551,17 @@ fn other_words(query: &str, tried: &[String]) -> Option<String> {
         (!folded.is_empty() && !tried.contains(&folded)).then(|| candidate.to_owned())
     };
     if changed && let Some(found) = untried(&replaced.join(" ")) {
+        return Some(found);
+    }
+    // Only the subject: the words that name a series or a documented topic.
+    let subject: Vec<&str> = scan(&words, SERIES)
+        .iter()
+        .flat_map(|hit| words[hit.at..hit.at + hit.len].iter().map(String::as_str))
+        .collect();
+    if !subject.is_empty()
+        && subject.len() < words.len()
+        && let Some(found) = untried(&subject.join(" "))
+    {
         return Some(found);
     }
     let specific: Vec<&String> = words
@@ -723,6 +767,12 @@ mod tests {
             Message::tool("call_1", r#"{"query":"happened 1982","hits":[]}"#),
         );
         assert_eq!(calls, [("doc_search".to_owned(), json!({"query": "1982"}))]);
+        let calls = retry(
+            "Hm, what is M1?",
+            ("doc_search", json!({"query": "hm m1"})),
+            Message::tool("call_1", r#"{"query":"hm m1","hits":[]}"#),
+        );
+        assert_eq!(calls, [("doc_search".to_owned(), json!({"query": "m1"}))]);
         let calls = retry(
             "What about xyzzy?",
             ("doc_search", json!({"query": "xyzzy"})),
