@@ -31,6 +31,28 @@ pub const MAX_ROWS: usize = 200;
 /// The default time limit of one SQL query.
 pub const DEFAULT_SQL_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A value bound to a query parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SqlParam {
+    /// A whole number (a year, a quarter).
+    Integer(i64),
+    /// A number.
+    Number(f64),
+    /// Text.
+    Text(String),
+}
+
+impl From<&SqlParam> for Value {
+    fn from(param: &SqlParam) -> Value {
+        match param {
+            SqlParam::Integer(n) => Value::from(*n),
+            SqlParam::Number(x) => Value::from(*x),
+            SqlParam::Text(t) => Value::from(t.as_str()),
+        }
+    }
+}
+
 /// The arguments of `sql_query`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SqlQueryArgs {
@@ -38,7 +60,7 @@ pub struct SqlQueryArgs {
     pub sql: String,
     /// The values of `?1`, `?2`... in order (numbers or text).
     #[serde(default)]
-    pub params: Vec<Value>,
+    pub params: Vec<SqlParam>,
 }
 
 /// What `sql_query` returns.
@@ -112,8 +134,9 @@ impl Tool for SqlQuery {
 
     async fn call(&self, args: SqlQueryArgs) -> Result<SqlQueryOutput, SqlToolError> {
         let limits = self.limits;
+        let params: Vec<Value> = args.params.iter().map(Value::from).collect();
         let table = tokio::task::spawn_blocking(move || {
-            Dataset::shared()?.select(&args.sql, &args.params, limits)
+            Dataset::shared()?.select(&args.sql, &params, limits)
         })
         .await
         .map_err(|e| SqlToolError::Join(e.to_string()))??;
