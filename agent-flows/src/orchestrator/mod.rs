@@ -20,7 +20,9 @@
 //!   unsafe message is answered with a refusal and never reaches the planner.
 //! - `planner` is the context's [`ChatModel`] with the registry's tools bound: a reply with
 //!   tool calls is `tool_use`, a reply without is `generate`. It sees the summary, the
-//!   latest turns that fit the token budget, and this turn's earlier attempts.
+//!   latest turns that fit the token budget, and this turn's earlier attempts. With the
+//!   option `planner=json` it answers with a [`PlannerDecision`] instead, under a JSON schema
+//!   built from the registry ([`decision_schema`]).
 //! - `tool_router` checks each call against the registry, the user's permissions and the
 //!   tool's JSON schema ([`schema`]); a call that fails a check becomes an error result, not
 //!   a crash.
@@ -65,6 +67,10 @@
 //! - **Unsafe messages** are replaced in the history by a placeholder (same message id), so
 //!   an injection attempt never reaches a later turn's planner; the summary records only
 //!   that a turn was refused and why.
+//! - **Small models.** A 135M model on llama.cpp does not call tools reliably (its output
+//!   often fails the server's tool-call parser), so `planner=json` asks for the same decision
+//!   as grammar-constrained JSON, strings and lists bounded so the reply always ends; the
+//!   state is the same either way (`next_step`, `tool_calls` with ids).
 //! - **Users.** The option `user` (`--user`, default `demo`) picks the profile; `profiles`
 //!   names a SQLite file for the store (default: in memory, seeded with [`profiles::DEMO_USERS`]).
 //!   An unknown user id runs with a guest's permissions.
@@ -87,8 +93,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{Clock, CompiledGraph, END, GraphState, START, StateGraph};
-use agent_llm::{BoundModel, ChatModel, ChatModelExt, Message, ToolCall, ToolMessage};
+use agent_llm::{
+    BoundModel, ChatModel, ChatModelExt, Message, StructuredModel, ToolCall, ToolMessage,
+};
 use agent_tools::{ToolNode, ToolRegistry};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -127,7 +136,7 @@ pub enum Phase {
 }
 
 /// The planner's decision (the seed's `next_step`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NextStep {
     /// Answer without (more) tools.
@@ -270,6 +279,147 @@ pub fn merge_or_clear<V>(current: &mut BTreeMap<String, V>, update: BTreeMap<Str
     }
 }
 
+/// One call of a [`PlannerDecision`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlannedCall {
+    /// The tool's name.
+    pub tool: String,
+    /// Its arguments, an object matching the tool's schema.
+    pub args: Value,
+}
+
+/// The planner's decision as JSON (the `json` planner): the seed's `next_step` and
+/// `tool_calls`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlannerDecision {
+    /// `tool_use` to run `calls`, `generate` to answer.
+    pub next_step: NextStep,
+    /// The calls, independent ones together; empty for `generate`.
+    #[serde(default)]
+    pub calls: Vec<PlannedCall>,
+}
+
+/// How the planner model states its decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlannerMode {
+    /// The registry's tools are bound to the model, which answers with tool calls
+    /// (LangGraph's `bind_tools`): for models with native tool calling.
+    #[default]
+    Tools,
+    /// The model answers with a [`PlannerDecision`], its JSON schema built from the
+    /// registry (every tool's name and argument schema, strings and lists bounded): for small
+    /// local models whose tool calling is unreliable, with grammar-constrained output.
+    Json,
+}
+
+/// The planner: the model with the tools bound, or asked for a JSON decision.
+pub enum Planner {
+    /// Tool calling.
+    Tools(BoundModel<Arc<dyn ChatModel>>),
+    /// Structured output.
+    Json(StructuredModel<Arc<dyn ChatModel>, PlannerDecision>),
+}
+
+impl Planner {
+    /// The planner over `registry` in `mode`.
+    pub fn new(model: Arc<dyn ChatModel>, registry: &ToolRegistry, mode: PlannerMode) -> Self {
+        match mode {
+            PlannerMode::Tools => Planner::Tools(model.bind_tools(registry.specs())),
+            PlannerMode::Json => Planner::Json(
+                model
+                    .with_structured_output::<PlannerDecision>()
+                    .with_schema(decision_schema(registry)),
+            ),
+        }
+    }
+}
+
+/// The bounds the `json` planner's schema puts on a string argument, by name.
+fn max_length(name: &str) -> u64 {
+    match name {
+        "sql" => 300,
+        "query" => 80,
+        "expression" => 80,
+        "timezone" => 40,
+        _ => 120,
+    }
+}
+
+/// A tool's argument schema with strings and lists bounded, defaults and titles out, and no
+/// other properties: what a grammar-constrained model can fill without running away.
+fn bounded(schema: &Value, name: &str) -> Value {
+    let mut schema = schema.clone();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("default");
+        object.remove("title");
+        object.remove("$schema");
+        match object.get("type").and_then(Value::as_str) {
+            Some("string") => {
+                object.insert("maxLength".into(), Value::from(max_length(name)));
+            }
+            Some("array") => {
+                object.entry("maxItems").or_insert(Value::from(4));
+            }
+            Some("object") => {
+                object.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            _ => {}
+        }
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            for (key, value) in properties.iter_mut() {
+                *value = bounded(value, key);
+            }
+        }
+        for key in ["items", "anyOf", "oneOf"] {
+            match object.get_mut(key) {
+                Some(Value::Array(options)) => {
+                    for option in options {
+                        *option = bounded(option, name);
+                    }
+                }
+                Some(item @ Value::Object(_)) => *item = bounded(item, name),
+                _ => {}
+            }
+        }
+    }
+    schema
+}
+
+/// The JSON schema of a [`PlannerDecision`] over `registry`: each call one of the registry's
+/// tools with that tool's own (bounded) argument schema, at most [`MAX_CALLS`] calls.
+pub fn decision_schema(registry: &ToolRegistry) -> Value {
+    let calls: Vec<Value> = registry
+        .specs()
+        .into_iter()
+        .map(|spec| {
+            serde_json::json!({
+                "type": "object",
+                "description": spec.description,
+                "properties": {
+                    "tool": { "type": "string", "enum": [spec.name] },
+                    "args": bounded(&spec.parameters, ""),
+                },
+                "required": ["tool", "args"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "next_step": { "type": "string", "enum": ["generate", "tool_use"] },
+            "calls": {
+                "type": "array",
+                "items": { "anyOf": calls },
+                "maxItems": MAX_CALLS,
+            },
+        },
+        "required": ["next_step", "calls"],
+        "additionalProperties": false,
+    })
+}
+
 /// Limits and budgets of the flow.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -282,7 +432,12 @@ pub struct Settings {
     pub max_input_chars: usize,
     /// Tool time limits and retries.
     pub tools: tools::ToolSettings,
+    /// How the planner states its decision.
+    pub planner: PlannerMode,
 }
+
+/// The most calls one planning round may make.
+pub const MAX_CALLS: usize = 6;
 
 /// The most re-plans `max_retries` may allow (the recursion limit: 25 super-steps).
 pub const MAX_RETRIES_CAP: u32 = 4;
@@ -294,17 +449,15 @@ impl Default for Settings {
             context_tokens: 1500,
             max_input_chars: safety::DEFAULT_MAX_INPUT_CHARS,
             tools: tools::ToolSettings::default(),
+            planner: PlannerMode::Tools,
         }
     }
 }
 
-/// The most calls one planning round may make.
-pub const MAX_CALLS: usize = 6;
-
 /// What the nodes read beside the state.
 pub struct OrchestratorContext {
-    /// The planner: the model with the registry's tools bound.
-    pub planner: BoundModel<Arc<dyn ChatModel>>,
+    /// The planner: the model with the registry's tools bound, or asked for a JSON decision.
+    pub planner: Planner,
     /// The model that writes the answer.
     pub generator: Arc<dyn ChatModel>,
     /// The tools.
@@ -350,7 +503,7 @@ impl OrchestratorContext {
         )
         .map_err(setup)?;
         Ok(OrchestratorContext {
-            planner: model.clone().bind_tools(registry.specs()),
+            planner: Planner::new(model.clone(), &registry, settings.planner),
             generator: model,
             tools: tools::tool_node(registry),
             profiles,
@@ -361,7 +514,7 @@ impl OrchestratorContext {
 
     /// The same context with other tools (the planner is bound to them).
     pub fn with_tools(mut self, registry: ToolRegistry) -> Self {
-        self.planner = self.generator.clone().bind_tools(registry.specs());
+        self.planner = Planner::new(self.generator.clone(), &registry, self.settings.planner);
         self.tools = tools::tool_node(registry);
         self
     }
@@ -420,6 +573,16 @@ impl OrchestratorContext {
                 ));
             }
             settings.tools.sql_timeout = Duration::from_millis(n);
+        }
+        match env.option("planner").map(str::trim) {
+            None | Some("" | "tools") => {}
+            Some("json") => settings.planner = PlannerMode::Json,
+            Some(other) => {
+                return Err(option_error(
+                    "planner",
+                    format!("`{other}` is not a planner mode; use tools or json"),
+                ));
+            }
         }
         let profiles = match env.option("profiles") {
             Some(path) if !path.trim().is_empty() => {
@@ -615,6 +778,10 @@ impl FlowSpec for Orchestrator {
         FlowOption {
             key: "sql_timeout_ms",
             help: "time limit of one SQL query in milliseconds (default 2000)",
+        },
+        FlowOption {
+            key: "planner",
+            help: "tools (default: the model gets the tools bound and answers with tool calls) or json (a JSON plan under a schema: for small local models)",
         },
         FlowOption {
             key: "max_input_chars",

@@ -6,8 +6,8 @@ use std::time::UNIX_EPOCH;
 
 use agent_core::{BoxError, NodeContext, Runtime, StreamMode, node};
 use agent_llm::{
-    AiMessage, CallOptions, ChatModel, ChatResponse, HumanMessage, LlmError, Message, ToolCall,
-    ToolMessage, TrimMessages, count_tokens_approximately, invoke_in_node,
+    AiMessage, CallOptions, ChatModel, HumanMessage, LlmError, Message, ToolCall, ToolMessage,
+    TrimMessages, Usage, count_tokens_approximately, invoke_in_node,
 };
 use agent_tools::{ToolError, content_of};
 use serde_json::{Value, json};
@@ -21,7 +21,7 @@ use super::safety::{self, Category, SafetyCheck};
 use super::tools::{FailureKind, classify, is_empty_result};
 use super::{
     MAX_CALLS, NextStep, OrchestratorContext, OrchestratorState, OrchestratorStateUpdate, Phase,
-    RoutedCall, Status, ToolFailure, ToolRecord, Verdict, schema, verify,
+    Planner, RoutedCall, Status, ToolFailure, ToolRecord, Verdict, schema, verify,
 };
 use crate::lang::{self, Lang, words};
 
@@ -279,39 +279,85 @@ fn window(messages: &[Message], budget: usize, text_only: bool) -> Vec<Message> 
     out
 }
 
-/// Calls a model without streaming its tokens, with `on_chat_model_start` / `_end` events
-/// and the run's usage counters (the planner: the seed streams only the generator).
-async fn invoke_unstreamed<M: ChatModel + ?Sized>(
-    model: &M,
-    messages: &[Message],
-    options: &CallOptions,
-    ctx: &NodeContext,
-) -> Result<ChatResponse, LlmError> {
-    let events = ctx.is_streaming(StreamMode::Events);
+/// `on_chat_model_start` for a call that is not streamed; the call's run id.
+async fn model_start(ctx: &NodeContext, name: &str, messages: &[Message]) -> String {
     let run_id = ctx.child_run_id();
-    let name = model.model_name().to_owned();
-    if events {
+    if ctx.is_streaming(StreamMode::Events) {
         ctx.emit_event(
             "on_chat_model_start",
-            &name,
+            name,
             Some(&run_id),
             json!({ "input": { "messages": messages } }),
         )
         .await;
     }
-    let response = model.invoke(messages, options).await?;
-    ctx.add_usage("input_tokens", response.usage.input_tokens);
-    ctx.add_usage("output_tokens", response.usage.output_tokens);
-    if events {
+    run_id
+}
+
+/// `on_chat_model_end` and the run's usage counters for a call that was not streamed.
+async fn model_end(ctx: &NodeContext, name: &str, run_id: &str, message: &AiMessage, usage: Usage) {
+    ctx.add_usage("input_tokens", usage.input_tokens);
+    ctx.add_usage("output_tokens", usage.output_tokens);
+    if ctx.is_streaming(StreamMode::Events) {
         ctx.emit_event(
             "on_chat_model_end",
-            &name,
-            Some(&run_id),
-            json!({ "output": response.message }),
+            name,
+            Some(run_id),
+            json!({ "output": message }),
         )
         .await;
     }
-    Ok(response)
+}
+
+/// What the planner decided: the calls (ids not settled yet), its text, the tokens used.
+struct Plan {
+    calls: Vec<ToolCall>,
+    text: String,
+    usage: Usage,
+}
+
+/// Asks the planner, without streaming its tokens (the seed streams only the generator),
+/// with `on_chat_model_start` / `_end` events and the run's usage counters.
+async fn ask_planner(
+    which: &Planner,
+    name: &str,
+    messages: &[Message],
+    ctx: &NodeContext,
+) -> Result<Plan, LlmError> {
+    match which {
+        Planner::Tools(model) => {
+            let run_id = model_start(ctx, name, messages).await;
+            let options = CallOptions::new().task("planner").max_tokens(300);
+            let response = model.invoke(messages, &options).await?;
+            model_end(ctx, name, &run_id, &response.message, response.usage).await;
+            Ok(Plan {
+                calls: response.tool_calls().to_vec(),
+                text: response.text().trim().to_owned(),
+                usage: response.usage,
+            })
+        }
+        Planner::Json(model) => {
+            let run_id = model_start(ctx, name, messages).await;
+            // Bounded strings and lists keep a decision under ~150 tokens.
+            let options = CallOptions::new().task("PlannerDecision").max_tokens(200);
+            let reply = model.invoke_with(messages, &options).await?;
+            model_end(ctx, name, &run_id, &reply.response.message, reply.usage).await;
+            let calls = match reply.value.next_step {
+                NextStep::Generate => Vec::new(),
+                NextStep::ToolUse => reply
+                    .value
+                    .calls
+                    .into_iter()
+                    .map(|c| ToolCall::new(String::new(), c.tool, c.args))
+                    .collect(),
+            };
+            Ok(Plan {
+                calls,
+                text: String::new(),
+                usage: reply.usage,
+            })
+        }
+    }
 }
 
 /// The calls of a reply, at most [`MAX_CALLS`], with ids unique in the conversation.
@@ -364,25 +410,25 @@ pub async fn planner(
         .context_tokens
         .saturating_sub(count_tokens_approximately(&messages));
     messages.extend(window(&state.messages, budget, false));
-    let response = invoke_unstreamed(
+    let plan = ask_planner(
         &context.planner,
+        context.generator.model_name(),
         &messages,
-        &CallOptions::new().task("planner").max_tokens(300),
         rt,
     )
     .await?;
-    let calls = unique_calls(response.tool_calls(), &state.messages);
+    let calls = unique_calls(&plan.calls, &state.messages);
     let update = OrchestratorStateUpdate::default()
         .phase(Phase::Plan)
-        .tokens_used(response.usage.total())
+        .tokens_used(plan.usage.total())
         .tool_calls(calls.clone());
     if calls.is_empty() {
         return Ok(update.next_step(NextStep::Generate));
     }
     let decision = AiMessage {
-        content: response.text().trim().to_owned(),
+        content: plan.text,
         tool_calls: calls,
-        usage: Some(response.usage),
+        usage: Some(plan.usage),
         ..AiMessage::default()
     };
     Ok(update
@@ -702,7 +748,7 @@ pub async fn generator(
     let response = invoke_in_node(
         &*context.generator,
         &messages,
-        &CallOptions::new().task("generator").max_tokens(400),
+        &CallOptions::new().task("generator").max_tokens(300),
         rt,
     )
     .await?;

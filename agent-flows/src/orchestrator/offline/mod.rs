@@ -4,7 +4,8 @@
 //! user's profile lines), the summary block, the conversation, this turn's earlier tool calls
 //! and their results, and the tools bound to the call.
 //!
-//! - [`planner`]: which tools a question needs — SQL over the data set for numbers
+//! - [`planner`] (task `planner` with tools bound, or `PlannerDecision` for the JSON
+//!   planner): which tools a question needs — SQL over the data set for numbers
 //!   ([`sql`] builds the query from the [`Question`](super::lexicon::Question)), the
 //!   documents for definitions and history, the calculator, the clock — and, on a retry, what
 //!   to try instead of what came back empty or failed.
@@ -31,6 +32,10 @@ pub fn model() -> Arc<dyn ChatModel> {
         .rule("planner", |messages: &[Message], options: &CallOptions| {
             Ok(planner::reply(messages, options))
         })
+        .json(
+            "PlannerDecision",
+            |messages: &[Message], options: &CallOptions| planner::decision(messages, options),
+        )
         .text("generator", |messages: &[Message], _: &CallOptions| {
             answer::reply(messages)
         })

@@ -39,6 +39,7 @@ use agent_llm::{CallOptions, Message, ToolCall};
 use serde_json::{Value, json};
 
 use super::super::lexicon::{Aggregate, Question, SERIES, When, key_terms, match_at, scan};
+use super::super::{NextStep, PlannedCall, PlannerDecision};
 use super::sql::{self, Query};
 use super::{Attempt, Outcome, calls_reply, current_turn, profile_line};
 use crate::lang::words;
@@ -191,10 +192,51 @@ impl Context<'_> {
     }
 }
 
+/// The tools a call offers: the ones bound to it, or, for the JSON planner, the names its
+/// response schema allows.
+fn offered(options: &CallOptions) -> BTreeSet<String> {
+    let bound: BTreeSet<String> = options.tools.iter().map(|t| t.name.clone()).collect();
+    if !bound.is_empty() {
+        return bound;
+    }
+    options
+        .response_format
+        .as_ref()
+        .and_then(|f| f.schema["properties"]["calls"]["items"]["anyOf"].as_array())
+        .map(|shapes| {
+            shapes
+                .iter()
+                .filter_map(|s| s["properties"]["tool"]["enum"][0].as_str())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The JSON planner's decision: the same rules as [`reply`], as a [`PlannerDecision`].
+pub fn decision(messages: &[Message], options: &CallOptions) -> PlannerDecision {
+    match reply(messages, options) {
+        RuleReply::ToolCalls { calls, .. } => PlannerDecision {
+            next_step: NextStep::ToolUse,
+            calls: calls
+                .into_iter()
+                .map(|c| PlannedCall {
+                    tool: c.name,
+                    args: c.args,
+                })
+                .collect(),
+        },
+        _ => PlannerDecision {
+            next_step: NextStep::Generate,
+            calls: Vec::new(),
+        },
+    }
+}
+
 /// The planner's reply to `messages` (see the module docs).
 pub fn reply(messages: &[Message], options: &CallOptions) -> RuleReply {
     let context = Context {
-        offered: options.tools.iter().map(|t| t.name.clone()).collect(),
+        offered: offered(options),
         timezone: profile_line(messages, "Time zone"),
         summary: system_block(messages, SUMMARY_BLOCK),
     };
@@ -637,6 +679,34 @@ mod tests {
             .filter(|(n, _)| n == "sql_query")
             .map(|(_, a)| (a["sql"].as_str().unwrap().to_owned(), a["params"].clone()))
             .collect()
+    }
+
+    #[test]
+    fn the_json_planner_decides_the_same_from_its_schema() {
+        let registry = crate::orchestrator::tools::registry(
+            std::sync::Arc::new(agent_core::ManualClock::at_unix_seconds(0)),
+            std::sync::Arc::new(crate::orchestrator::docs::Corpus::bundled()),
+            &crate::orchestrator::tools::ToolSettings::default(),
+        )
+        .unwrap();
+        let options =
+            CallOptions::new()
+                .task("PlannerDecision")
+                .response_format(agent_llm::ResponseFormat {
+                    name: "PlannerDecision".into(),
+                    description: None,
+                    schema: crate::orchestrator::decision_schema(&registry),
+                    strict: false,
+                });
+        let asked = [Message::system("prompt"), Message::human("GDP in 2008Q3?")];
+        let d = decision(&asked, &options);
+        assert_eq!(d.next_step, NextStep::ToolUse);
+        assert_eq!(d.calls[0].tool, "sql_query");
+        assert_eq!(d.calls[0].args["params"], json!([2008, 3]));
+        let hello = [Message::system("prompt"), Message::human("hi")];
+        assert_eq!(decision(&hello, &options).next_step, NextStep::Generate);
+        // Nothing offered, nothing planned.
+        assert!(decision(&asked, &CallOptions::new()).calls.is_empty());
     }
 
     #[test]
