@@ -39,7 +39,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Result<Vec<u8>, GraphError> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(storage(format!("odd-length hex `{text}`")));
     }
     (0..text.len())
