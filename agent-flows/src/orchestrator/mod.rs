@@ -338,13 +338,20 @@ impl Planner {
 /// The bounds the `json` planner's schema puts on a string argument, by name.
 fn max_length(name: &str) -> u64 {
     match name {
-        "sql" => 300,
-        "query" => 80,
-        "expression" => 80,
+        "sql" => 200,
+        "query" => 60,
+        "expression" => 60,
         "timezone" => 40,
-        _ => 120,
+        _ => 80,
     }
 }
+
+/// The most calls a JSON decision may hold: with the bounds above, a decision stays under
+/// [`JSON_PLANNER_TOKENS`].
+pub const MAX_JSON_CALLS: usize = 3;
+
+/// The token cap of a JSON decision: three bounded calls and the JSON around them.
+pub const JSON_PLANNER_TOKENS: u32 = 400;
 
 /// A tool's argument schema with strings and lists bounded, defaults and titles out, and no
 /// other properties: what a grammar-constrained model can fill without running away.
@@ -387,7 +394,7 @@ fn bounded(schema: &Value, name: &str) -> Value {
 }
 
 /// The JSON schema of a [`PlannerDecision`] over `registry`: each call one of the registry's
-/// tools with that tool's own (bounded) argument schema, at most [`MAX_CALLS`] calls.
+/// tools with that tool's own (bounded) argument schema, at most [`MAX_JSON_CALLS`] calls.
 pub fn decision_schema(registry: &ToolRegistry) -> Value {
     let calls: Vec<Value> = registry
         .specs()
@@ -412,7 +419,7 @@ pub fn decision_schema(registry: &ToolRegistry) -> Value {
             "calls": {
                 "type": "array",
                 "items": { "anyOf": calls },
-                "maxItems": MAX_CALLS,
+                "maxItems": MAX_JSON_CALLS,
             },
         },
         "required": ["next_step", "calls"],

@@ -338,8 +338,10 @@ async fn ask_planner(
         }
         Planner::Json(model) => {
             let run_id = model_start(ctx, name, messages).await;
-            // Bounded strings and lists keep a decision under ~150 tokens.
-            let options = CallOptions::new().task("PlannerDecision").max_tokens(200);
+            // Bounded strings and lists keep a decision under the cap.
+            let options = CallOptions::new()
+                .task("PlannerDecision")
+                .max_tokens(super::JSON_PLANNER_TOKENS);
             let reply = model.invoke_with(messages, &options).await?;
             model_end(ctx, name, &run_id, &reply.response.message, reply.usage).await;
             let calls = match reply.value.next_step {
