@@ -3,7 +3,7 @@
 //!
 //! The store is a table `profiles(user_id, display_name, role, permissions, preferences)`
 //! (permissions and preferences as JSON). By default it is an in-memory database seeded with
-//! the demo profiles ([`DEMO_PROFILES`]); the flow option `profiles=PATH` opens a SQLite file
+//! the demo profiles ([`demo_profiles`]); the flow option `profiles=PATH` opens a SQLite file
 //! instead (created with the demo profiles when it does not exist yet, used as it is when it
 //! does, so an operator can edit it with any SQLite tool).
 //!

@@ -4,8 +4,9 @@
 //! In order:
 //!
 //! 1. Every call of the round returned something -> [`Verdict::Success`].
-//! 2. A call failed in a way only the user can fix ([`FailureKind::needs_user`]: the tool
-//!    refuses the request by design, or the user's own expression does not evaluate) ->
+//! 2. A call failed in a way only the user can fix
+//!    ([`needs_user`](super::FailureKind::needs_user): the tool refuses the request by
+//!    design, or the user's own expression does not evaluate) ->
 //!    [`Verdict::Clarify`]: re-planning would only repeat it.
 //! 3. Otherwise (no rows, no documents, a wrong column, a forbidden or unknown tool, a
 //!    time-out) -> [`Verdict::Retry`] while `retry_count` is below the cap: the planner tries

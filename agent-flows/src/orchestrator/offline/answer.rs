@@ -266,6 +266,37 @@ fn label(lang: Lang, column: &str) -> String {
     lang.pick(en, es, ru).to_owned()
 }
 
+/// A series as the subject of a sentence: `The unemployment rate`, `La tasa de paro` (Russian
+/// sentences put the name first, as a heading, and need no article).
+fn subject(lang: Lang, column: &str) -> String {
+    let (en, es) = match column {
+        "realgdp" => ("Real GDP", "El PIB real"),
+        "realcons" => ("Real consumption", "El consumo real"),
+        "realinv" => ("Real investment", "La inversión real"),
+        "realgovt" => ("Real federal spending", "El gasto federal real"),
+        "realdpi" => ("Real disposable income", "La renta disponible real"),
+        "cpi" => (
+            "The consumer price index",
+            "El índice de precios al consumo",
+        ),
+        "m1" => ("The M1 money stock", "La masa monetaria M1"),
+        "tbilrate" => (
+            "The 3-month Treasury bill rate",
+            "El tipo de las letras del Tesoro a 3 meses",
+        ),
+        "unemp" => ("The unemployment rate", "La tasa de paro"),
+        "pop" => ("The population", "La población"),
+        "infl" => ("Inflation", "La inflación"),
+        "realint" => ("The real interest rate", "El tipo de interés real"),
+        _ => return label(lang, column),
+    };
+    match lang {
+        Lang::En => en.to_owned(),
+        Lang::Es => es.to_owned(),
+        Lang::Ru => label(lang, column),
+    }
+}
+
 fn is_rate(column: &str) -> bool {
     matches!(column, "tbilrate" | "unemp" | "infl" | "realint")
 }
@@ -324,9 +355,7 @@ fn heading(lang: Lang, column: &str, annual: Option<(&str, &str, &str)>) -> Stri
         parts.push(lang.pick(en, es, ru).to_owned());
     }
     if is_rate(column) {
-        if annual.is_none() {
-            parts.push("%".to_owned());
-        }
+        parts.push("%".to_owned());
     } else if !unit(lang, column).is_empty() {
         parts.push(unit(lang, column).to_owned());
     }
@@ -474,9 +503,10 @@ fn render_table(lang: Lang, analysis: &Question, record: &Result<'_>, full: bool
             };
             let v = value(lang, col, x);
             let l = label(lang, col);
+            let s = subject(lang, col);
             out.push(match lang {
-                Lang::En => format!("{l} averaged {v} over {period} ({count} quarters)."),
-                Lang::Es => format!("{l}: media de {v} en {period} ({count} trimestres)."),
+                Lang::En => format!("{s} averaged {v} over {period} ({count} quarters)."),
+                Lang::Es => format!("{s} promedió {v} en {period} ({count} trimestres)."),
                 Lang::Ru => format!("{l}: в среднем {v} за {period} ({count} кв.)."),
             });
         }
@@ -498,6 +528,7 @@ fn render_table(lang: Lang, analysis: &Question, record: &Result<'_>, full: bool
     };
     for (i, col) in &plain {
         let l = label(lang, col);
+        let s = subject(lang, col);
         let points: Vec<(String, f64)> = rows
             .iter()
             .filter_map(|row| Some((when_label(row), row.get(*i).and_then(f)?)))
@@ -509,19 +540,19 @@ fn render_table(lang: Lang, analysis: &Question, record: &Result<'_>, full: bool
             let v = value(lang, col, first_x);
             out.push(match (analysis.aggregate, lang) {
                 (Aggregate::Max, Lang::En) => {
-                    format!("{l} peaked at {v} in {first_when} ({period}).")
+                    format!("{s} peaked at {v} in {first_when} ({period}).")
                 }
                 (Aggregate::Max, Lang::Es) => {
-                    format!("{l} alcanzó su máximo, {v}, en {first_when} ({period}).")
+                    format!("{s} alcanzó su máximo, {v}, en {first_when} ({period}).")
                 }
                 (Aggregate::Max, Lang::Ru) => {
                     format!("{l}: максимум {v} в {first_when} ({period}).")
                 }
                 (Aggregate::Min, Lang::En) => {
-                    format!("{l} was lowest, {v}, in {first_when} ({period}).")
+                    format!("{s} was lowest, {v}, in {first_when} ({period}).")
                 }
                 (Aggregate::Min, Lang::Es) => {
-                    format!("{l} tocó su mínimo, {v}, en {first_when} ({period}).")
+                    format!("{s} tocó su mínimo, {v}, en {first_when} ({period}).")
                 }
                 (Aggregate::Min, Lang::Ru) => {
                     format!("{l}: минимум {v} в {first_when} ({period}).")
@@ -560,7 +591,17 @@ fn render_table(lang: Lang, analysis: &Question, record: &Result<'_>, full: bool
                 "media anual",
                 "среднегодовое значение",
             ));
-            let h = heading(lang, col, annual);
+            // Rates carry their `%` in the values here.
+            let s = subject(lang, col);
+            let h = match (is_rate(col), annual) {
+                (true, Some((en, es, ru))) => format!("{s} ({})", lang.pick(en, es, ru)),
+                (true, None) => s,
+                (false, _) => {
+                    let rest = heading(lang, col, annual);
+                    let parenthetical = rest.split_once(" (").map_or("", |(_, p)| p);
+                    format!("{s} ({parenthetical}")
+                }
+            };
             out.push(match lang {
                 Lang::En => format!(
                     "{h} went from {from} in {first_when} to {to} in {last_when}: {change}."
@@ -1064,7 +1105,7 @@ mod tests {
                 json!([peak]),
                 "success"
             ),
-            "Unemployment rate peaked at 10.7% in 1982Q4 (1959–2009)."
+            "The unemployment rate peaked at 10.7% in 1982Q4 (1959–2009)."
         );
         assert_eq!(
             ask(
