@@ -331,6 +331,11 @@ pub fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// Words whose full stop is an abbreviation's.
+const ABBREVIATIONS: &[&str] = &[
+    "St", "Mr", "Mrs", "Dr", "e.g", "i.e", "U.S", "vs", "No", "Jan", "Feb", "Dec",
+];
+
 /// Splits a paragraph into sentences (after `.`, `!`, `?` followed by a space and a capital
 /// letter or a digit; list items are sentences of their own).
 fn sentences(text: &str) -> Vec<String> {
@@ -343,7 +348,17 @@ fn sentences(text: &str) -> Vec<String> {
         let chars: Vec<char> = line.chars().collect();
         let mut start = 0;
         for i in 0..chars.len() {
-            let end_mark = matches!(chars[i], '.' | '!' | '?');
+            // "St. Louis", "e.g. GDP": a full stop after an abbreviation ends no sentence.
+            let word_before: String = chars[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_alphabetic() || **c == '.')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let abbreviation = ABBREVIATIONS.contains(&word_before.as_str());
+            let end_mark = matches!(chars[i], '.' | '!' | '?') && !abbreviation;
             let next_starts = chars.get(i + 1) == Some(&' ')
                 && chars
                     .get(i + 2)
@@ -612,6 +627,17 @@ mod tests {
         // Half of the weight must match: a common word is not enough.
         assert!(corpus.search("joblessness rate", 3).is_empty());
         assert!(corpus.search("joblessness wage rate", 3).is_empty());
+    }
+
+    #[test]
+    fn abbreviations_end_no_sentence() {
+        assert_eq!(
+            sentences("It is from the Federal Reserve Bank of St. Louis. Next one."),
+            [
+                "It is from the Federal Reserve Bank of St. Louis.",
+                "Next one."
+            ]
+        );
     }
 
     #[test]

@@ -800,6 +800,9 @@ pub const STOP_WORDS: &[&str] = &[
     "теперь",
     "тоже",
     "также",
+    "этот",
+    "эта",
+    "эти",
 ];
 
 /// Whether `word` is a stop word.

@@ -18,7 +18,7 @@
 use agent_llm::Message;
 use serde_json::Value;
 
-use super::super::lexicon::{Aggregate, Question, has_any};
+use super::super::lexicon::{Aggregate, Question, When, has_any};
 use super::super::memory::series_of_sql;
 use super::planner::SUMMARY_BLOCK;
 use super::profile_line;
@@ -557,6 +557,14 @@ fn render_table(lang: Lang, analysis: &Question, record: &Result<'_>, full: bool
                 (Aggregate::Min, Lang::Ru) => {
                     format!("{l}: минимум {v} в {first_when} ({period}).")
                 }
+                _ if analysis.when == When::Latest => sentence(format!(
+                    "{l}, {first_when} ({}): {v}",
+                    lang.pick(
+                        "the latest quarter in the data",
+                        "el último trimestre de los datos",
+                        "последний квартал в данных"
+                    )
+                )),
                 _ => sentence(format!("{l}, {first_when}: {v}")),
             });
             continue;

@@ -38,7 +38,9 @@ use std::collections::BTreeSet;
 use agent_llm::{CallOptions, Message, ToolCall};
 use serde_json::{Value, json};
 
-use super::super::lexicon::{Aggregate, Question, SERIES, When, key_terms, match_at, scan};
+use super::super::lexicon::{
+    Aggregate, Question, SERIES, When, has_any, key_terms, match_at, scan,
+};
 use super::super::{NextStep, PlannedCall, PlannerDecision};
 use super::sql::{self, Query};
 use super::{Attempt, Outcome, calls_reply, current_turn, profile_line};
@@ -75,6 +77,23 @@ const TIME_PHRASES: &[&str] = &[
 /// "unemployment over time in the 1970s").
 const TIME_IN_PLACE: &[&str] = &["time in", "hora en", "время в"];
 
+/// Questions about where the data comes from (the documents' word for it is "source").
+const PROVENANCE: &[&str] = &[
+    "come from",
+    "comes from",
+    "who compiled",
+    "who made",
+    "provenance",
+    "origin of the data",
+    "de donde",
+    "procedencia",
+    "quien elaboro",
+    "origen de los datos",
+    "откуда",
+    "кто составил",
+    "происхождение",
+];
+
 /// Words that start a follow-up.
 const FOLLOW_UP: &[&str] = &[
     "and",
@@ -93,6 +112,14 @@ const FOLLOW_UP: &[&str] = &[
 
 /// Words of a search that carry no topic and can go when nothing is found.
 const GENERIC: &[&str] = &[
+    "come",
+    "comes",
+    "came",
+    "vienen",
+    "viene",
+    "proceden",
+    "берутся",
+    "взяты",
     "happened",
     "happen",
     "happens",
@@ -320,6 +347,14 @@ fn first_plan(question: &str, context: &Context<'_>) -> Vec<(String, Value)> {
         for query in sql::build(&analysis.series, analysis.when, analysis.aggregate) {
             push(&mut calls, subject_at, "sql_query", query.args());
         }
+    } else if has_any(&words, PROVENANCE) {
+        let query = format!("source {}", doc_query(question));
+        push(
+            &mut calls,
+            0,
+            "doc_search",
+            json!({ "query": query.trim() }),
+        );
     } else if analysis.wants_docs() {
         let query = doc_query(question);
         if !query.is_empty() {
@@ -365,13 +400,15 @@ fn asks_about_a_year(words: &[String]) -> bool {
         .any(|w| w.len() == 4 && w.parse::<i64>().is_ok_and(|y| (1900..=2100).contains(&y)))
 }
 
-/// The words of a document search: the content words and the years, as asked.
+/// The words of a document search: the content words and the years, as asked (words that
+/// carry no topic, such as "happened", left out).
 fn doc_query(question: &str) -> String {
     let keep: Vec<String> = key_terms(question);
     let mut out: Vec<String> = Vec::new();
     for word in words(question) {
         let is_year = word.len() == 4 && word.chars().all(|c| c.is_ascii_digit());
-        if (is_year || keep.contains(&word)) && !out.contains(&word) {
+        let generic = GENERIC.contains(&word.as_str());
+        if (is_year || keep.contains(&word)) && !generic && !out.contains(&word) {
             out.push(word);
         }
     }
@@ -747,7 +784,11 @@ mod tests {
         );
         assert_eq!(
             first("What happened in 1982?"),
-            [("doc_search".to_owned(), json!({"query": "happened 1982"}))]
+            [("doc_search".to_owned(), json!({"query": "1982"}))]
+        );
+        assert_eq!(
+            first("Where does the data come from?"),
+            [("doc_search".to_owned(), json!({"query": "source"}))]
         );
         assert!(first("Hello!").is_empty());
         assert!(first("Thanks a lot").is_empty());
