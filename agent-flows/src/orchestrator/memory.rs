@@ -271,18 +271,24 @@ fn turn_numbers(line: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Removals for the messages that do not fit `budget` tokens: the newest messages that fit
-/// stay (starting on a human message, so a window never opens on an orphaned tool result);
-/// nothing is removed while the whole conversation fits.
+/// Removals for the messages that do not fit `budget` tokens: the latest turn always stays
+/// (from its human message on), and the newest earlier messages that fit beside it, starting
+/// on a human message so a window never opens on an orphaned tool result; nothing is removed
+/// while the whole conversation fits.
 pub fn trim_removals(messages: &[Message], budget: usize) -> Vec<Message> {
     if count_tokens_approximately(messages) <= budget {
         return Vec::new();
     }
-    let kept = TrimMessages::last(budget)
+    let start = messages
+        .iter()
+        .rposition(|m| m.kind() == "human")
+        .unwrap_or(0);
+    let left = budget.saturating_sub(count_tokens_approximately(&messages[start..]));
+    let kept = TrimMessages::last(left)
         .start_on(["human"])
-        .trim(messages);
+        .trim(&messages[..start]);
     let kept_ids: Vec<&str> = kept.iter().filter_map(Message::id).collect();
-    messages
+    messages[..start]
         .iter()
         .filter_map(Message::id)
         .filter(|id| !kept_ids.contains(id))
@@ -403,6 +409,17 @@ mod tests {
         let removals = trim_removals(&messages, all / 2);
         let removed: Vec<&str> = removals.iter().filter_map(Message::id).collect();
         assert_eq!(removed, ["h0", "a0", "h1", "a1", "h2", "a2"]);
+        // A latest turn bigger than the budget stays whole; everything before it goes.
+        let mut big = messages.clone();
+        big.push(Message::human("last").with_id("h9"));
+        big.push(Message::tool("c", "z".repeat(4000)).with_id("t9"));
+        let removed: Vec<String> = trim_removals(&big, 100)
+            .iter()
+            .filter_map(Message::id)
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(removed.len(), 12);
+        assert!(!removed.contains(&"h9".to_owned()) && !removed.contains(&"t9".to_owned()));
     }
 
     #[test]
