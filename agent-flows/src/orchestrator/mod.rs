@@ -72,8 +72,22 @@
 //!   as grammar-constrained JSON, strings and lists bounded so the reply always ends; the
 //!   state is the same either way (`next_step`, `tool_calls` with ids).
 //! - **Users.** The option `user` (`--user`, default `demo`) picks the profile; `profiles`
-//!   names a SQLite file for the store (default: in memory, seeded with [`profiles::DEMO_USERS`]).
-//!   An unknown user id runs with a guest's permissions.
+//!   names a SQLite file for the store (default: in memory, seeded with
+//!   [`profiles::DEMO_USERS`]; a new file gets them too). An unknown user id runs with a
+//!   guest's permissions. Preferences: the answer language when a message shows none, the
+//!   time zone of "what time is it", and the detail of answers.
+//! - **Tools.** Time limits per attempt: `sql_query` its query limit (`sql_timeout_ms`,
+//!   default 2 s, SQLite is interrupted at it) plus 1 s, `doc_search` 2 s, `calculator` and
+//!   `datetime` 1 s; two attempts for what may pass on a second try (time-outs, a query
+//!   stopped at its limit), 100 ms apart; at most 200 rows. Nothing else is retried by the
+//!   executor: a wrong column is the planner's to fix.
+//! - **Language.** The answer is in the message's language (English, Spanish, Russian); a
+//!   message that shows none (digits, a SQL statement) gets the user's preferred language.
+//! - **Memory.** The summary is one line per turn (what was asked, what was looked up with
+//!   which series and period, the answer's first sentence), the oldest lines folded past
+//!   1,600 characters. Messages beyond `context_tokens` leave the state after each turn,
+//!   oldest first; the latest turn always stays. The planner and the generator see the
+//!   summary and the latest turns that fit the same budget.
 
 pub mod docs;
 pub mod lexicon;
