@@ -231,6 +231,8 @@ pub enum When {
     Quarter(i64, i64),
     /// Whole years, `from` to `to` inclusive.
     Years(i64, i64),
+    /// Two years compared ("1975 or 1982", "2000 vs 2008"), earlier first.
+    Pair(i64, i64),
 }
 
 impl When {
@@ -238,7 +240,7 @@ impl When {
     pub fn years(self) -> Option<(i64, i64)> {
         match self {
             When::Quarter(y, _) => Some((y, y)),
-            When::Years(a, b) => Some((a, b)),
+            When::Years(a, b) | When::Pair(a, b) => Some((a, b)),
             When::Unspecified | When::Latest => None,
         }
     }
@@ -249,6 +251,10 @@ impl When {
         match self {
             When::Quarter(y, q) => (y, q) < (first, first_q) || (y, q) > (last, last_q),
             When::Years(a, b) => b < first || a > last,
+            When::Pair(a, b) => {
+                let out = |y: i64| y < first || y > last;
+                out(a) && out(b)
+            }
             When::Unspecified | When::Latest => false,
         }
     }
@@ -261,6 +267,7 @@ impl When {
             When::Quarter(y, q) => format!("{y}Q{q}"),
             When::Years(a, b) if a == b => a.to_string(),
             When::Years(a, b) => format!("{a}–{b}"),
+            When::Pair(a, b) => format!("{a}, {b}"),
         }
     }
 }
@@ -422,6 +429,65 @@ const DECADES: &[(&str, i64)] = &[
     ("девяност*", 1990),
 ];
 
+/// Words between two years that make them a range ("2000 to 2005", "de 2000 a 2005").
+const RANGE_JOINERS: &[&str] = &[
+    "to", "through", "until", "till", "thru", "a", "al", "hasta", "по", "до",
+];
+
+/// Words before the first of two years that make them a range ("from", "between"...).
+const RANGE_OPENERS: &[&str] = &[
+    "from",
+    "between",
+    "since",
+    "de",
+    "desde",
+    "entre",
+    "с",
+    "между",
+];
+
+/// Words between two years that make them a comparison ("1975 or 1982", "2000 vs 2008").
+const PAIR_JOINERS: &[&str] = &[
+    "or",
+    "vs",
+    "versus",
+    "and",
+    "compared",
+    "o",
+    "y",
+    "frente",
+    "comparado",
+    "или",
+    "и",
+    "против",
+];
+
+/// Two years compared, when the words around them say so (a range otherwise).
+fn pair(words: &[String]) -> Option<When> {
+    let at: Vec<(usize, i64)> = words
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| year_of(w).filter(|_| w.len() == 4).map(|y| (i, y)))
+        .collect();
+    let [(i, a), (j, b)] = at.as_slice() else {
+        return None;
+    };
+    if a == b {
+        return None;
+    }
+    let between = &words[i + 1..*j];
+    let before = i
+        .checked_sub(1)
+        .and_then(|k| words.get(k))
+        .map(String::as_str);
+    let has = |list: &[&str]| between.iter().any(|w| list.contains(&w.as_str()));
+    let opened = before.is_some_and(|w| RANGE_OPENERS.contains(&w));
+    if has(RANGE_JOINERS) || opened || !has(PAIR_JOINERS) {
+        return None;
+    }
+    Some(When::Pair(*a.min(b), *a.max(b)))
+}
+
 fn year_of(word: &str) -> Option<i64> {
     let digits: String = word.chars().take_while(char::is_ascii_digit).collect();
     if digits.len() != 4 {
@@ -510,6 +576,11 @@ pub fn when_in(words: &[String]) -> When {
     }
     years.sort_unstable();
     years.dedup();
+    if let ([_, _], None, None) = (years.as_slice(), decade, quarter)
+        && let Some(pair) = pair(words)
+    {
+        return pair;
+    }
     match (years.as_slice(), decade, quarter) {
         ([year], None, Some(q)) => When::Quarter(*year, q),
         ([], Some(d), _) => When::Years(d, d + 9),
@@ -915,6 +986,26 @@ mod tests {
         assert_eq!(when_in(&w("the latest unemployment rate")), When::Latest);
         assert_eq!(when_in(&w("последний ВВП")), When::Latest);
         assert_eq!(when_in(&w("GDP")), When::Unspecified);
+        assert_eq!(
+            when_in(&w("higher in 1982 or 1975?")),
+            When::Pair(1975, 1982)
+        );
+        assert_eq!(
+            when_in(&w("unemployment 1982 vs 2009")),
+            When::Pair(1982, 2009)
+        );
+        assert_eq!(when_in(&w("¿en 1990 o en 2000?")), When::Pair(1990, 2000));
+        assert_eq!(
+            when_in(&w("between 2000 and 2005")),
+            When::Years(2000, 2005)
+        );
+        assert_eq!(when_in(&w("в 1990 и 2000 годах")), When::Pair(1990, 2000));
+        assert_eq!(when_in(&w("de 2000 a 2005")), When::Years(2000, 2005));
+        assert_eq!(when_in(&w("с 1990 по 2000")), When::Years(1990, 2000));
+        assert_eq!(
+            when_in(&w("¿Cuál fue la tasa de paro en 1990 o 2000?")),
+            When::Pair(1990, 2000)
+        );
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub fn build(series: &[&str], when: When, aggregate: Aggregate) -> Vec<Query> {
     }
     let cols = series.join(", ");
     let latest_first = "ORDER BY year DESC, quarter DESC";
+    if let When::Pair(a, b) = when {
+        // Two years compared: their annual averages side by side, whatever the aggregate.
+        return vec![two_years(series, a, b)];
+    }
     match aggregate {
         Aggregate::Values => match when {
             When::Unspecified | When::Latest => vec![query(
@@ -65,7 +69,7 @@ pub fn build(series: &[&str], when: When, aggregate: Aggregate) -> Vec<Query> {
                 ),
                 vec![json!(a), json!(b)],
             )],
-            When::Years(a, b) => vec![annual(series, a, b)],
+            When::Years(a, b) | When::Pair(a, b) => vec![annual(series, a, b)],
         },
         Aggregate::Max | Aggregate::Min => {
             let (a, b) = when.years().unwrap_or_else(all_years);
@@ -114,7 +118,7 @@ pub fn build(series: &[&str], when: When, aggregate: Aggregate) -> Vec<Query> {
                 vec![json!(y), json!(q)],
             )],
             When::Years(a, b) if a == b => vec![annual(series, a - 1, a)],
-            When::Years(a, b) => vec![query(
+            When::Years(a, b) | When::Pair(a, b) => vec![query(
                 format!(
                     "SELECT * FROM (SELECT year, quarter, {cols} FROM {TABLE} WHERE year BETWEEN ?1 AND ?2 ORDER BY year, quarter LIMIT 1) \
                      UNION ALL SELECT * FROM (SELECT year, quarter, {cols} FROM {TABLE} WHERE year BETWEEN ?1 AND ?2 {latest_first} LIMIT 1)"
@@ -134,6 +138,21 @@ fn annual(series: &[&str], a: i64, b: i64) -> Query {
     query(
         format!(
             "SELECT year, {} FROM {TABLE} WHERE year BETWEEN ?1 AND ?2 GROUP BY year ORDER BY year",
+            averages.join(", ")
+        ),
+        vec![json!(a), json!(b)],
+    )
+}
+
+/// Annual averages of `series` for years `a` and `b` only.
+fn two_years(series: &[&str], a: i64, b: i64) -> Query {
+    let averages: Vec<String> = series
+        .iter()
+        .map(|c| format!("round(avg({c}), 3) AS {c}"))
+        .collect();
+    query(
+        format!(
+            "SELECT year, {} FROM {TABLE} WHERE year IN (?1, ?2) GROUP BY year ORDER BY year",
             averages.join(", ")
         ),
         vec![json!(a), json!(b)],
@@ -316,6 +335,9 @@ mod tests {
             (When::Quarter(2008, 4), Aggregate::Change, 2),
             (When::Latest, Aggregate::Change, 2),
             (When::Years(2012, 2012), Aggregate::Values, 0),
+            (When::Pair(1975, 1982), Aggregate::Values, 2),
+            (When::Pair(1975, 1982), Aggregate::Max, 2),
+            (When::Pair(1975, 2015), Aggregate::Values, 1),
         ];
         for (when, aggregate, rows) in cases {
             for q in build(&gdp, when, aggregate) {
