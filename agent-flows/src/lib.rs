@@ -11,7 +11,7 @@
 //! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.
 //! - [`dataset`]: the real data set the data flows query (US macroeconomic series), read-only.
 //!
-//! Flows: [`tool_router`] (seed 000), [`form`] (seed 001).
+//! Flows: [`tool_router`] (seed 000), [`form`] (seed 001), [`orchestrator`] (seed 002).
 //!
 //! ```
 //! use agent_flows::{find, FlowEnv};
@@ -34,6 +34,7 @@ pub mod error;
 pub mod form;
 pub mod lang;
 pub mod offline;
+pub mod orchestrator;
 pub mod registry;
 pub mod tool_router;
 
@@ -47,6 +48,7 @@ use registry::Entry;
 pub static FLOWS: &[&dyn Flow] = &[
     &Entry::<tool_router::ToolRouter>::NEW,
     &Entry::<form::Form>::NEW,
+    &Entry::<orchestrator::Orchestrator>::NEW,
 ];
 
 /// The flow named `name`, or an error listing the known names.

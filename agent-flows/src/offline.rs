@@ -5,13 +5,14 @@
 //! token streaming, usage, events); only the answers differ. An [`OfflineModel`] holds one
 //! rule per task: the call's [`CallOptions::task`] (structured-output calls default it to the
 //! schema's name, e.g. `RouterDecision`). A rule reads the messages and options and returns
-//! text or JSON; the model streams it word by word and reports usage estimated from the text
-//! (about four characters a token), so offline runs exercise the whole pipeline.
+//! text, JSON or tool calls (for a model with tools bound); the model streams it word by word
+//! and reports usage estimated from the text (about four characters a token), so offline runs
+//! exercise the whole pipeline.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_llm::{CallOptions, ChatModel, LlmError, Message, Reply, ScriptedModel};
+use agent_llm::{CallOptions, ChatModel, LlmError, Message, Reply, ScriptedModel, ToolCall};
 use serde::Serialize;
 
 use crate::lang::estimate_tokens;
@@ -23,6 +24,13 @@ pub enum RuleReply {
     Text(String),
     /// A JSON answer (structured output).
     Json(serde_json::Value),
+    /// An answer that calls tools (a model with tools bound), with its text (often empty).
+    ToolCalls {
+        /// Text beside the calls.
+        text: String,
+        /// The calls, ids included.
+        calls: Vec<ToolCall>,
+    },
 }
 
 type Rule = Arc<dyn Fn(&[Message], &CallOptions) -> Result<RuleReply, String> + Send + Sync>;
@@ -127,6 +135,19 @@ impl OfflineModel {
                 Ok(RuleReply::Json(value)) => {
                     let output = estimate_tokens(&value.to_string());
                     Reply::json(value).with_usage(input, output)
+                }
+                Ok(RuleReply::ToolCalls { text, calls }) => {
+                    let output = estimate_tokens(&text)
+                        + calls
+                            .iter()
+                            .map(|c| 1 + estimate_tokens(&c.args.to_string()))
+                            .sum::<u64>();
+                    calls
+                        .into_iter()
+                        .fold(Reply::text(text), |reply, call| {
+                            reply.with_tool_call_id(call.id, call.name, call.args)
+                        })
+                        .with_usage(input, output)
                 }
                 Err(message) => Reply::error(LlmError::Other {
                     provider: "offline",

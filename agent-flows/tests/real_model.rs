@@ -130,3 +130,92 @@ fn form_on_a_real_model() {
         status = conversation["status"].as_str().unwrap().to_owned();
     }
 }
+
+#[test]
+fn orchestrator_on_a_real_model() {
+    let Some(url) = service_url("LLAMA_SERVER_URL") else {
+        return;
+    };
+    let _server = one_at_a_time();
+    let s = Scratch::new("llama-orchestrator");
+    // The JSON planner (grammar-constrained, bounded) and no re-plan: two model calls.
+    let out = agent_on_llama(
+        &s,
+        &url,
+        &[
+            "run",
+            "orchestrator",
+            "What was the unemployment rate in 2008?",
+            "--set",
+            "planner=json",
+            "--set",
+            "max_retries=0",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let path: Vec<String> = serde_json::from_value::<Vec<Vec<String>>>(report["path"].clone())
+        .unwrap()
+        .concat();
+    let direct = ["ingress", "planner", "generator", "summarizer"];
+    let with_tools = [
+        "ingress",
+        "planner",
+        "tool_router",
+        "tool_executor",
+        "verifier",
+        "generator",
+        "summarizer",
+    ];
+    assert!(path == direct || path == with_tools, "path {path:?}");
+    let state = &report["state"];
+    assert_eq!(state["phase"], "done");
+    assert_eq!(state["safety_check"]["safe"], true);
+    let calls = state["tool_calls"].as_array().unwrap();
+    assert_eq!(path == with_tools, !calls.is_empty());
+    assert_eq!(
+        state["next_step"],
+        if calls.is_empty() {
+            "generate"
+        } else {
+            "tool_use"
+        }
+    );
+    // Every planned call was routed and has a result: an output or a reason.
+    for call in calls {
+        let id = call["id"].as_str().unwrap();
+        assert!(id.starts_with("call_"), "{call}");
+        let route = state["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no route for {id}"));
+        let record = &state["scratchpad"][id];
+        assert!(
+            ["ok", "empty", "error"].contains(&record["status"].as_str().unwrap()),
+            "{record}"
+        );
+        if route["allowed"] == false {
+            assert_eq!(record["status"], "error");
+        }
+    }
+    if !calls.is_empty() {
+        let verdict = state["verification"]["verdict"].as_str().unwrap();
+        assert!(
+            ["success", "clarify", "give_up"].contains(&verdict),
+            "{verdict}"
+        );
+    }
+    assert!(!report["response"].as_str().unwrap().trim().is_empty());
+    let usage = report["usage"]["input_tokens"].as_u64().unwrap_or(0)
+        + report["usage"]["output_tokens"].as_u64().unwrap_or(0);
+    assert!(usage > 0);
+    assert_eq!(state["tokens_used"].as_u64(), Some(usage));
+    assert!(
+        state["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Turn 1 (en): asked «What was the unemployment rate in 2008?»")
+    );
+}

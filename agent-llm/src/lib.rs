@@ -14,6 +14,8 @@
 //!   [`SecretString`]s that never print. HTTPS needs the `rustls` feature. They are one
 //!   [`HttpChatModel`] over different [`Wire`] formats; [`init_chat_model`] picks one from a
 //!   `provider:model` string.
+//! - [`trim_messages`] fits a conversation into a context window (LangChain's
+//!   `trim_messages`: keep the system message and the latest turns within a token budget).
 //! - Every call is traced (`tracing` span `llm_call`, event `llm call finished` with tokens
 //!   and latency) and returns its [`Usage`] and latency in the [`ChatResponse`].
 //!
@@ -61,6 +63,7 @@ mod secret;
 mod spec;
 mod stream;
 mod structured;
+mod trim;
 
 pub use error::{LlmError, MessagesError};
 pub use in_graph::{ChatModelNodeExt, invoke_in_node};
@@ -85,6 +88,9 @@ pub use stream::{
     collect_stream,
 };
 pub use structured::{StructuredModel, StructuredReply};
+pub use trim::{
+    TokenCounter, TrimMessages, TrimStrategy, count_tokens_approximately, trim_messages,
+};
 
 /// The crate README's example compiles and runs as a doctest.
 #[cfg(doctest)]

@@ -163,6 +163,19 @@ impl Reply {
         self
     }
 
+    /// Adds a tool call with the given call id to this answer.
+    pub fn with_tool_call_id(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        args: Value,
+    ) -> Self {
+        if let ReplyKind::Message { tool_calls, .. } = &mut self.kind {
+            tool_calls.push((Some(id.into()), name.into(), args));
+        }
+        self
+    }
+
     /// Sets the usage reported (default: whitespace-separated words in and out).
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
         if let ReplyKind::Message { usage, .. } = &mut self.kind {

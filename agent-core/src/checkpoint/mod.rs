@@ -16,6 +16,8 @@ mod memory;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,816 @@
+//! A conformance kit for [`Checkpointer`] implementations (LangGraph's
+//! `langgraph-checkpoint-validation`): the cases every saver must pass, for the built-in
+//! ones and for yours (a Firestore, DynamoDB or file saver). Behind the `testkit` feature.
+//!
+//! ```toml
+//! [dev-dependencies]
+//! agent-core = { version = "0.1", features = ["testkit"] }
+//! ```
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use agent_core::{Checkpointer, InMemorySaver};
+//! #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//! async fn my_saver_conforms() {
+//!     let passed = agent_core::checkpoint::testkit::run_all(|| async {
+//!         Arc::new(InMemorySaver::new()) as Arc<dyn Checkpointer>
+//!     })
+//!     .await
+//!     .unwrap_or_else(|failure| panic!("{failure}"));
+//!     assert_eq!(passed, agent_core::checkpoint::testkit::CASES);
+//! }
+//! ```
+//!
+//! Each case gets a saver from the factory and uses threads of its own, so savers that share
+//! one database (a file, a server) can be handed out as they are. The cases:
+//!
+//! - [`put_get_list`]: records and their blobs round-trip; `get` by id and latest;
+//!   `list` newest first, with `before`, `limit` and metadata filters; namespaces apart;
+//!   a delta's base blobs come with it.
+//! - [`pending_writes`]: writes attach to their checkpoint; a write with the same task id and
+//!   kind replaces the earlier one; a newer checkpoint starts without writes.
+//! - [`delete_and_prune`]: `prune` keeps the newest checkpoints and every blob their delta
+//!   chains need; `delete_thread` removes one thread only.
+//! - [`concurrent_writers`]: eight tasks writing to one thread lose nothing.
+//! - [`graph_threads`]: a real graph on the saver — a thread carried over two runs (deltas
+//!   of an appended list), history with LangGraph's sources and step numbers, a fork from an
+//!   older checkpoint, and an interrupt resumed after the graph is opened again.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{CheckpointRecord, Checkpointer, FieldBlob, ListFilter, PendingWrite, WriteKind};
+use crate::error::BoxError;
+use crate::{Command, END, GraphError, GraphState, NodeContext, RunConfig, START, StateGraph};
+
+/// The cases, in the order [`run_all`] runs them.
+pub const CASES: &[&str] = &[
+    "put_get_list",
+    "pending_writes",
+    "delete_and_prune",
+    "concurrent_writers",
+    "graph_threads",
+];
+
+/// A case that failed: which, on which backend, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("checkpointer `{backend}` fails the conformance case `{case}`: {message}")]
+pub struct Failure {
+    /// The case.
+    pub case: &'static str,
+    /// The saver's [`Checkpointer::backend`].
+    pub backend: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// A case's outcome.
+pub type CaseResult = Result<(), Failure>;
+
+struct Case<'a> {
+    name: &'static str,
+    saver: &'a Arc<dyn Checkpointer>,
+}
+
+impl Case<'_> {
+    fn fail(&self, message: impl Into<String>) -> Failure {
+        Failure {
+            case: self.name,
+            backend: self.saver.backend().to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// `Err` with `message` unless `ok`.
+    fn check(&self, ok: bool, message: impl FnOnce() -> String) -> CaseResult {
+        if ok {
+            Ok(())
+        } else {
+            Err(self.fail(message()))
+        }
+    }
+
+    /// The saver's result, or a failure naming the call.
+    fn call<T>(&self, what: &str, result: Result<T, GraphError>) -> Result<T, Failure> {
+        result.map_err(|e| self.fail(format!("{what} failed: {e}")))
+    }
+}
+
+/// Runs every case on savers from `factory` (one per case); the names of the cases that
+/// passed (all of [`CASES`]), or the first failure.
+pub async fn run_all<F, Fut>(factory: F) -> Result<Vec<&'static str>, Failure>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn Checkpointer>>,
+{
+    put_get_list(&factory().await).await?;
+    pending_writes(&factory().await).await?;
+    delete_and_prune(&factory().await).await?;
+    concurrent_writers(&factory().await).await?;
+    graph_threads(&factory().await).await?;
+    Ok(CASES.to_vec())
+}
+
+/// A thread id no other run uses.
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::now_v7())
+}
+
+/// Ids that sort by time like uuid v7 strings do.
+fn id(n: u32) -> String {
+    format!("0190{n:04}-0000-7000-8000-000000000000")
+}
+
+fn record(
+    thread: &str,
+    id: &str,
+    parent: Option<&str>,
+    step: i64,
+    source: &str,
+    versions: &[(&str, &str)],
+) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread.to_owned(),
+        ns: String::new(),
+        id: id.to_owned(),
+        parent_id: parent.map(str::to_owned),
+        step,
+        created_at_ms: 1_700_000_000_000 + step,
+        metadata: json!({"source": source, "step": step, "user": "ada"}),
+        versions: versions
+            .iter()
+            .map(|(f, v)| ((*f).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>(),
+        body: vec![1, 2, 3, step as u8],
+    }
+}
+
+fn blob(field: &str, version: &str, base: Option<(&str, u64)>, data: &[u8]) -> FieldBlob {
+    FieldBlob {
+        field: field.to_owned(),
+        version: version.to_owned(),
+        base: base.map(|(b, n)| (b.to_owned(), n)),
+        data: data.to_vec(),
+    }
+}
+
+/// Records and blobs round-trip; `get` and `list` with their filters; namespaces.
+pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "put_get_list",
+        saver,
+    };
+    let thread = unique("conf");
+    let empty = case.call("get on a new thread", saver.get(&thread, "", None).await)?;
+    case.check(empty.record.is_none(), || {
+        "a thread with no checkpoint returned one".into()
+    })?;
+    let (a, b, c) = (id(1), id(2), id(3));
+    case.call(
+        "put",
+        saver
+            .put(&record(&thread, &a, None, -1, "input", &[]), &[])
+            .await,
+    )?;
+    case.call(
+        "put",
+        saver
+            .put(
+                &record(&thread, &b, Some(&a), 0, "loop", &[("messages", &b)]),
+                &[blob("messages", &b, None, b"full")],
+            )
+            .await,
+    )?;
+    case.call(
+        "put",
+        saver
+            .put(
+                &record(
+                    &thread,
+                    &c,
+                    Some(&b),
+                    1,
+                    "loop",
+                    &[("messages", &c), ("count", &c)],
+                ),
+                &[
+                    blob("messages", &c, Some((&b, 1)), b"delta"),
+                    blob("count", &c, None, b"7"),
+                ],
+            )
+            .await,
+    )?;
+    let latest = case.call("get latest", saver.get(&thread, "", None).await)?;
+    let r = latest
+        .record
+        .clone()
+        .ok_or_else(|| case.fail("get latest returned no record"))?;
+    case.check(r.id == c, || {
+        format!("latest is `{}`, expected `{c}`", r.id)
+    })?;
+    case.check(r.parent_id.as_deref() == Some(b.as_str()), || {
+        format!("parent is {:?}, expected `{b}`", r.parent_id)
+    })?;
+    case.check(
+        r.metadata["source"] == "loop" && r.metadata["user"] == "ada",
+        || format!("metadata did not round-trip: {}", r.metadata),
+    )?;
+    case.check(r.body == vec![1, 2, 3, 1], || {
+        format!("body did not round-trip: {:?}", r.body)
+    })?;
+    case.check(r.step == 1 && r.created_at_ms == 1_700_000_000_001, || {
+        format!(
+            "step/created_at did not round-trip: {} {}",
+            r.step, r.created_at_ms
+        )
+    })?;
+    case.check(
+        r.versions.get("messages") == Some(&c) && r.versions.get("count") == Some(&c),
+        || format!("versions did not round-trip: {:?}", r.versions),
+    )?;
+    let mut keys: Vec<(String, String, Vec<u8>)> = latest
+        .blobs
+        .iter()
+        .map(|b| (b.field.clone(), b.version.clone(), b.data.clone()))
+        .collect();
+    keys.sort();
+    let expected = vec![
+        ("count".to_owned(), c.clone(), b"7".to_vec()),
+        ("messages".to_owned(), b.clone(), b"full".to_vec()),
+        ("messages".to_owned(), c.clone(), b"delta".to_vec()),
+    ];
+    case.check(keys == expected, || {
+        format!("the latest checkpoint's blobs (with the delta's base) are {keys:?}")
+    })?;
+    let delta = latest
+        .blobs
+        .iter()
+        .find(|x| x.field == "messages" && x.version == c)
+        .ok_or_else(|| case.fail("the delta blob is missing"))?;
+    case.check(delta.base == Some((b.clone(), 1)), || {
+        format!("the delta's base did not round-trip: {:?}", delta.base)
+    })?;
+    let by_id = case.call("get by id", saver.get(&thread, "", Some(&a)).await)?;
+    case.check(by_id.record.as_ref().map(|r| r.step) == Some(-1), || {
+        "get by id returned another checkpoint".into()
+    })?;
+    let missing = case.call("get unknown id", saver.get(&thread, "", Some("nope")).await)?;
+    case.check(missing.record.is_none(), || {
+        "an unknown checkpoint id returned a record".into()
+    })?;
+    let ids = |records: &[CheckpointRecord]| -> Vec<String> {
+        records.iter().map(|r| r.id.clone()).collect()
+    };
+    let all = case.call(
+        "list",
+        saver.list(&thread, "", &ListFilter::default()).await,
+    )?;
+    case.check(ids(&all) == [c.clone(), b.clone(), a.clone()], || {
+        format!("list is not newest first: {:?}", ids(&all))
+    })?;
+    let before = case.call(
+        "list before",
+        saver
+            .list(
+                &thread,
+                "",
+                &ListFilter {
+                    before: Some(c.clone()),
+                    ..ListFilter::default()
+                },
+            )
+            .await,
+    )?;
+    case.check(ids(&before) == [b.clone(), a.clone()], || {
+        format!("list before `{c}` gave {:?}", ids(&before))
+    })?;
+    let limited = case.call(
+        "list limit",
+        saver
+            .list(
+                &thread,
+                "",
+                &ListFilter {
+                    limit: Some(1),
+                    ..ListFilter::default()
+                },
+            )
+            .await,
+    )?;
+    case.check(ids(&limited) == [c.clone()], || {
+        format!("list limit 1 gave {:?}", ids(&limited))
+    })?;
+    let inputs = case.call(
+        "list by metadata",
+        saver
+            .list(
+                &thread,
+                "",
+                &ListFilter {
+                    metadata: BTreeMap::from([("source".to_owned(), json!("input"))]),
+                    ..ListFilter::default()
+                },
+            )
+            .await,
+    )?;
+    case.check(ids(&inputs) == [a.clone()], || {
+        format!("list source=input gave {:?}", ids(&inputs))
+    })?;
+    let none = case.call(
+        "list by metadata",
+        saver
+            .list(
+                &thread,
+                "",
+                &ListFilter {
+                    metadata: BTreeMap::from([("user".to_owned(), json!("bob"))]),
+                    ..ListFilter::default()
+                },
+            )
+            .await,
+    )?;
+    case.check(none.is_empty(), || "list user=bob matched".into())?;
+    let other_ns = case.call(
+        "get in another namespace",
+        saver.get(&thread, "sub", None).await,
+    )?;
+    case.check(other_ns.record.is_none(), || {
+        "namespaces are not separate: `sub` sees the root's checkpoint".into()
+    })?;
+    Ok(())
+}
+
+/// Pending writes belong to their checkpoint and replace by task id and kind.
+pub async fn pending_writes(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "pending_writes",
+        saver,
+    };
+    let thread = unique("writes");
+    let cp = id(10);
+    case.call(
+        "put",
+        saver
+            .put(&record(&thread, &cp, None, 0, "loop", &[]), &[])
+            .await,
+    )?;
+    let w = |task: &str, kind, data: &[u8]| PendingWrite {
+        task_id: task.to_owned(),
+        node: "n".to_owned(),
+        kind,
+        data: data.to_vec(),
+    };
+    case.call(
+        "put_writes",
+        saver
+            .put_writes(&thread, "", &cp, &[w("t1", WriteKind::Output, b"a")])
+            .await,
+    )?;
+    case.call(
+        "put_writes",
+        saver
+            .put_writes(
+                &thread,
+                "",
+                &cp,
+                &[
+                    w("t2", WriteKind::Interrupt, b"i"),
+                    w("t2", WriteKind::Resume, b"r1"),
+                ],
+            )
+            .await,
+    )?;
+    case.call(
+        "put_writes",
+        saver
+            .put_writes(&thread, "", &cp, &[w("t2", WriteKind::Resume, b"r2")])
+            .await,
+    )?;
+    let loaded = case.call("get", saver.get(&thread, "", None).await)?;
+    let mut got: Vec<(String, i16, Vec<u8>, String)> = loaded
+        .writes
+        .iter()
+        .map(|w| {
+            (
+                w.task_id.clone(),
+                w.kind.code(),
+                w.data.clone(),
+                w.node.clone(),
+            )
+        })
+        .collect();
+    got.sort();
+    let expected = vec![
+        (
+            "t1".to_owned(),
+            WriteKind::Output.code(),
+            b"a".to_vec(),
+            "n".to_owned(),
+        ),
+        (
+            "t2".to_owned(),
+            WriteKind::Interrupt.code(),
+            b"i".to_vec(),
+            "n".to_owned(),
+        ),
+        (
+            "t2".to_owned(),
+            WriteKind::Resume.code(),
+            b"r2".to_vec(),
+            "n".to_owned(),
+        ),
+    ];
+    case.check(got == expected, || {
+        format!(
+            "writes are {got:?}; a write with the same task and kind must replace the earlier one"
+        )
+    })?;
+    case.call(
+        "put",
+        saver
+            .put(&record(&thread, &id(11), Some(&cp), 1, "loop", &[]), &[])
+            .await,
+    )?;
+    let newer = case.call("get", saver.get(&thread, "", None).await)?;
+    case.check(newer.writes.is_empty(), || {
+        "a newer checkpoint came back with its parent's writes".into()
+    })?;
+    let older = case.call("get by id", saver.get(&thread, "", Some(&cp)).await)?;
+    case.check(older.writes.len() == 3, || {
+        "the older checkpoint lost its writes".into()
+    })?;
+    Ok(())
+}
+
+/// `prune` keeps what the newest checkpoints need; `delete_thread` touches one thread.
+pub async fn delete_and_prune(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "delete_and_prune",
+        saver,
+    };
+    let thread = unique("prune");
+    let other = unique("keep");
+    let mut parent: Option<String> = None;
+    for n in 0..6u32 {
+        let cp = id(100 + n);
+        // `messages` grows by deltas on the previous version; `count` is rewritten.
+        let blobs = match &parent {
+            None => vec![
+                blob("messages", &cp, None, b"m0"),
+                blob("count", &cp, None, &[0]),
+            ],
+            Some(base) => vec![
+                blob(
+                    "messages",
+                    &cp,
+                    Some((base, u64::from(n))),
+                    format!("m{n}").as_bytes(),
+                ),
+                blob("count", &cp, None, &[n as u8]),
+            ],
+        };
+        case.call(
+            "put",
+            saver
+                .put(
+                    &record(
+                        &thread,
+                        &cp,
+                        parent.as_deref(),
+                        i64::from(n),
+                        "loop",
+                        &[("messages", &cp), ("count", &cp)],
+                    ),
+                    &blobs,
+                )
+                .await,
+        )?;
+        case.call(
+            "put_writes",
+            saver
+                .put_writes(
+                    &thread,
+                    "",
+                    &cp,
+                    &[PendingWrite {
+                        task_id: format!("t{n}"),
+                        node: "n".into(),
+                        kind: WriteKind::Output,
+                        data: vec![1],
+                    }],
+                )
+                .await,
+        )?;
+        parent = Some(cp);
+    }
+    case.call(
+        "put",
+        saver
+            .put(&record(&other, &id(1), None, 0, "loop", &[]), &[])
+            .await,
+    )?;
+    let deleted = case.call("prune", saver.prune(&thread, "", 2).await)?;
+    case.check(deleted == 4, || {
+        format!("prune to 2 of 6 reported {deleted} deleted, expected 4")
+    })?;
+    let left = case.call(
+        "list",
+        saver.list(&thread, "", &ListFilter::default()).await,
+    )?;
+    case.check(left.len() == 2, || {
+        format!("{} checkpoints left after prune, expected 2", left.len())
+    })?;
+    let latest = case.call("get", saver.get(&thread, "", None).await)?;
+    let messages = latest
+        .blobs
+        .iter()
+        .filter(|b| b.field == "messages")
+        .count();
+    case.check(messages == 6, || {
+        format!("the newest checkpoint loads {messages} messages blobs after prune; its delta chain needs 6")
+    })?;
+    let counts = latest.blobs.iter().filter(|b| b.field == "count").count();
+    case.check(counts == 1, || format!("{counts} count blobs, expected 1"))?;
+    case.check(latest.writes.len() == 1, || {
+        "the newest checkpoint lost its writes in prune".into()
+    })?;
+    let again = case.call("prune", saver.prune(&thread, "", 2).await)?;
+    case.check(again == 0, || format!("a second prune deleted {again}"))?;
+    case.call("delete_thread", saver.delete_thread(&thread).await)?;
+    let gone = case.call("get", saver.get(&thread, "", None).await)?;
+    case.check(gone.record.is_none(), || {
+        "the deleted thread still has a checkpoint".into()
+    })?;
+    let listed = case.call(
+        "list",
+        saver.list(&thread, "", &ListFilter::default()).await,
+    )?;
+    case.check(listed.is_empty(), || {
+        "the deleted thread still lists checkpoints".into()
+    })?;
+    let kept = case.call("get", saver.get(&other, "", None).await)?;
+    case.check(kept.record.is_some(), || {
+        "delete_thread removed another thread".into()
+    })?;
+    case.call("delete_thread", saver.delete_thread(&other).await)?;
+    Ok(())
+}
+
+/// Eight tasks writing checkpoints and writes to one thread lose nothing.
+pub async fn concurrent_writers(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "concurrent_writers",
+        saver,
+    };
+    let thread = unique("concurrent");
+    let mut handles = Vec::new();
+    for w in 0..8u32 {
+        let saver = saver.clone();
+        let thread = thread.clone();
+        handles.push(tokio::spawn(async move {
+            for n in 0..10u32 {
+                let cp = id(1000 + w * 100 + n);
+                saver
+                    .put(
+                        &record(&thread, &cp, None, i64::from(n), "loop", &[("f", &cp)]),
+                        &[blob("f", &cp, None, &[w as u8, n as u8])],
+                    )
+                    .await?;
+                saver
+                    .put_writes(
+                        &thread,
+                        "",
+                        &cp,
+                        &[PendingWrite {
+                            task_id: format!("t{w}"),
+                            node: "n".into(),
+                            kind: WriteKind::Output,
+                            data: vec![1],
+                        }],
+                    )
+                    .await?;
+            }
+            Ok::<(), GraphError>(())
+        }));
+    }
+    for handle in handles {
+        let joined = handle
+            .await
+            .map_err(|e| case.fail(format!("a writer task panicked: {e}")))?;
+        case.call("a concurrent put", joined)?;
+    }
+    let all = case.call(
+        "list",
+        saver.list(&thread, "", &ListFilter::default()).await,
+    )?;
+    case.check(all.len() == 80, || {
+        format!(
+            "{} of 80 concurrently written checkpoints are there",
+            all.len()
+        )
+    })?;
+    let latest = case.call("get", saver.get(&thread, "", None).await)?;
+    let latest_id = latest.record.map(|r| r.id).unwrap_or_default();
+    case.check(latest_id == id(1000 + 7 * 100 + 9), || {
+        format!("latest is `{latest_id}`, not the highest id")
+    })?;
+    case.check(latest.blobs.len() == 1 && latest.writes.len() == 1, || {
+        format!(
+            "latest has {} blobs and {} writes, expected 1 and 1",
+            latest.blobs.len(),
+            latest.writes.len()
+        )
+    })?;
+    Ok(())
+}
+
+/// The kit's graph state: a list that only grows (stored as deltas) and a counter.
+#[derive(GraphState, Clone, Default, Debug)]
+struct Journal {
+    #[reducer(append)]
+    entries: Vec<String>,
+    #[reducer(add)]
+    count: i64,
+    approved: Option<String>,
+}
+
+fn journal_graph(
+    saver: Arc<dyn Checkpointer>,
+) -> Result<crate::CompiledGraph<Journal>, GraphError> {
+    StateGraph::new()
+        .add_node("write", |s: Arc<Journal>| async move {
+            JournalUpdate::default()
+                .entries(vec![format!("entry {}", s.count)])
+                .count(1)
+        })
+        .add_node("review", |s: Arc<Journal>, ctx: NodeContext| async move {
+            // Every third entry needs an approval.
+            if s.count % 3 == 0 {
+                let answer = ctx.interrupt(json!({"approve": s.count}))?;
+                let answer = answer.as_str().unwrap_or_default().to_owned();
+                return Ok::<_, BoxError>(JournalUpdate::default().approved(Some(answer)));
+            }
+            Ok(JournalUpdate::default())
+        })
+        .add_edge(START, "write")
+        .add_edge("write", "review")
+        .add_edge("review", END)
+        .compile_with(saver)
+}
+
+/// A real graph on the saver: threads, history, forks, interrupts.
+pub async fn graph_threads(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "graph_threads",
+        saver,
+    };
+    let graph = case.call("compile", journal_graph(saver.clone()))?;
+    let config = RunConfig::default().thread_id(unique("graph"));
+    let first = case.call(
+        "invoke",
+        graph.invoke(JournalUpdate::default(), config.clone()).await,
+    )?;
+    let second = case.call(
+        "invoke",
+        graph.invoke(JournalUpdate::default(), config.clone()).await,
+    )?;
+    case.check(first.entries == ["entry 0"], || {
+        format!("first run: {:?}", first.entries)
+    })?;
+    case.check(
+        second.entries == ["entry 0", "entry 1"] && second.count == 2,
+        || {
+            format!(
+                "the thread did not carry over: {:?}, count {}",
+                second.entries, second.count
+            )
+        },
+    )?;
+    let history = case.call(
+        "get_state_history",
+        graph
+            .get_state_history(&config, &ListFilter::default())
+            .await,
+    )?;
+    let steps: Vec<i64> = history.iter().map(|s| s.step).collect();
+    let expected: Vec<i64> = (-1..steps.len() as i64 - 1).rev().collect();
+    case.check(steps.len() >= 4 && steps == expected, || {
+        format!("history steps are {steps:?}; newest first, they count up across runs from -1")
+    })?;
+    let sources: Vec<String> = history
+        .iter()
+        .map(|s| s.metadata["source"].as_str().unwrap_or("").to_owned())
+        .collect();
+    case.check(
+        sources.last().map(String::as_str) == Some("input") && sources.contains(&"loop".to_owned()),
+        || format!("history sources are {sources:?}"),
+    )?;
+    // Fork from the checkpoint after the first run's write: a new branch, the original kept.
+    let after_first = history
+        .iter()
+        .find(|s| s.values.entries == ["entry 0"] && s.next.is_empty())
+        .ok_or_else(|| case.fail("the first run's final checkpoint is not in the history"))?;
+    let fork = case.call(
+        "update_state",
+        graph
+            .update_state(
+                &after_first.config,
+                JournalUpdate::default().entries(vec!["forked".to_owned()]),
+                None,
+            )
+            .await,
+    )?;
+    let forked = case
+        .call("get_state", graph.get_state(&fork).await)?
+        .ok_or_else(|| case.fail("the fork's checkpoint does not load"))?;
+    case.check(forked.values.entries == ["entry 0", "forked"], || {
+        format!("the fork holds {:?}", forked.values.entries)
+    })?;
+    case.check(forked.metadata["source"] == "fork", || {
+        format!("the fork's source is {}", forked.metadata["source"])
+    })?;
+    let after_fork = case.call(
+        "get_state_history",
+        graph
+            .get_state_history(&config, &ListFilter::default())
+            .await,
+    )?;
+    case.check(after_fork.len() == history.len() + 1, || {
+        format!(
+            "the fork should add one checkpoint to {}; the history has {}",
+            history.len(),
+            after_fork.len()
+        )
+    })?;
+    case.check(
+        after_fork
+            .iter()
+            .any(|s| s.values.entries == ["entry 0", "entry 1"]),
+        || "the original branch was lost in the fork".into(),
+    )?;
+    // An interrupt survives reopening the graph on the same saver.
+    let paused_config = RunConfig::default().thread_id(unique("pause"));
+    let mut paused = None;
+    for _ in 0..4 {
+        let out = case.call(
+            "invoke",
+            graph
+                .invoke(JournalUpdate::default(), paused_config.clone())
+                .await,
+        )?;
+        if !out.interrupts.is_empty() {
+            paused = Some(out);
+            break;
+        }
+    }
+    let paused = paused.ok_or_else(|| case.fail("the review node never paused"))?;
+    case.check(paused.interrupts[0].value["approve"] == 3, || {
+        format!("the interrupt's value is {}", paused.interrupts[0].value)
+    })?;
+    let reopened = case.call("compile", journal_graph(saver.clone()))?;
+    let snapshot = case
+        .call("get_state", reopened.get_state(&paused_config).await)?
+        .ok_or_else(|| case.fail("the paused thread does not load"))?;
+    case.check(
+        snapshot.next == ["review"] && snapshot.interrupts.len() == 1,
+        || {
+            format!(
+                "the paused thread waits on {:?} with {} interrupts",
+                snapshot.next,
+                snapshot.interrupts.len()
+            )
+        },
+    )?;
+    let resume = Command::resume("yes").map_err(|e| case.fail(e.to_string()))?;
+    let done = case.call(
+        "resume",
+        reopened.invoke(resume, paused_config.clone()).await,
+    )?;
+    case.check(
+        done.interrupts.is_empty() && done.approved.as_deref() == Some("yes") && done.count == 3,
+        || {
+            format!(
+                "after resume: interrupts {}, approved {:?}, count {}",
+                done.interrupts.len(),
+                done.approved,
+                done.count
+            )
+        },
+    )?;
+    case.call(
+        "delete_thread",
+        saver
+            .delete_thread(config.thread_id.as_deref().unwrap_or(""))
+            .await,
+    )?;
+    case.call(
+        "delete_thread",
+        saver
+            .delete_thread(paused_config.thread_id.as_deref().unwrap_or(""))
+            .await,
+    )?;
+    Ok(())
+}
