@@ -94,6 +94,7 @@ fn conditions(filters: &[Condition], lang: Lang) -> String {
         .iter()
         .map(|f| {
             let value = match f.column {
+                super::plan::FilterColumn::Measure(m) if m.is_percent() => amount(m, f.value, lang),
                 super::plan::FilterColumn::Measure(_) => number(f.value, lang),
                 _ => format!("{}", f.value),
             };

@@ -118,13 +118,13 @@ fn explain(term: &'static super::glossary::Term, lang: Lang) -> String {
             Lang::Ru => format!(
                 "В данных это столбец `{}` ({}), поквартально с 1 кв. 1959 по 3 кв. 2009. Например: «{}».",
                 measure.column(),
-                measure.unit(lang),
+                measure.unit(lang).trim_matches(['(', ')']),
                 example(measure, lang)
             ),
             _ => format!(
                 "In the data set it is the column `{}` ({}), quarterly from 1959 Q1 to 2009 Q3. Try: “{}”.",
                 measure.column(),
-                measure.unit(lang),
+                measure.unit(lang).trim_matches(['(', ')']),
                 example(measure, lang)
             ),
         });

@@ -87,6 +87,8 @@ pub struct FilterSpec {
     pub value: FilterValue,
     /// Where the comparison word is.
     pub at: usize,
+    /// Whether it compares the year (`year > 0`), not a measure.
+    pub year: bool,
 }
 
 /// Everything the rules understood of one message.
@@ -229,6 +231,7 @@ impl Reading {
         }
         for filter in &self.filters {
             let column = match filter.column.or(metric) {
+                _ if filter.year => "year".to_owned(),
                 Some(c) => c.atom_name(),
                 None => continue,
             };
@@ -310,6 +313,26 @@ impl Reading {
     pub fn thoughts(&self) -> String {
         let mut out = self.notes.clone();
         let steps = self.steps();
+        let defaults: Vec<&str> = steps
+            .iter()
+            .flat_map(|s| &s.atoms)
+            .filter_map(|a| match a {
+                Atom::Aggregate { function } if !self.aggregations.contains(function) => {
+                    Some(function.name())
+                }
+                _ => None,
+            })
+            .collect();
+        if let Some(first) = defaults.first() {
+            out.push(match *first {
+                "last" => "no period asked: the latest value".to_owned(),
+                "avg" if self.group.is_some() && self.limit.is_some() => {
+                    "groups ranked by their average".to_owned()
+                }
+                "avg" => "no computation asked: the average over the period".to_owned(),
+                other => format!("computation {other} by default"),
+            });
+        }
         out.push(match steps.len() {
             1 => "1 step".to_owned(),
             n => format!("{n} steps"),
@@ -518,6 +541,7 @@ pub fn read(text: &str) -> Reading {
         },
     };
     question(&mut reader);
+    sql_noise(&mut reader);
     follow_up(&mut reader);
     relative_periods(&mut reader);
     comparisons(&mut reader);
@@ -605,6 +629,80 @@ fn inherit_shape(reading: &mut Reading, context: &Reading) {
         reading.series = context.series;
         reading.limit = context.limit;
         reading.order = context.order;
+    }
+}
+
+/// SQL pasted into a question (`'; DROP TABLE macrodata; --`, `UNION SELECT`, `OR 1=1`) is
+/// not part of it: its words are set aside, so `drop` is not read as a fall.
+fn sql_noise(r: &mut Reader) {
+    // SQL whatever comes before it.
+    const ALWAYS: &[&str] = &[
+        "drop table",
+        "drop database",
+        "drop view",
+        "drop index",
+        "delete from",
+        "insert into",
+        "union select",
+        "union all select",
+        "truncate table",
+        "alter table",
+        "create table",
+        "attach database",
+        "select from",
+        "or 1",
+        "and 1",
+        "or true",
+        "where 1",
+    ];
+    // SQL only right after a quote or a semicolon (`'; select ...`).
+    const QUOTED: &[&str] = &["select", "update", "delete", "exec", "execute", "sleep", "pragma"];
+    const SQL_WORDS: &[&str] = &[
+        "table", "from", "where", "into", "values", "set", "all", "select", "null", "true",
+        "false", "or", "and", "like", "union", "database", "macrodata", "sqlite", "master",
+    ];
+    let mut ignored = Vec::new();
+    let mut i = 0;
+    while i < r.tokens.len() {
+        let after_quote = r.tokens[..i]
+            .iter()
+            .rev()
+            .take(2)
+            .any(|t| matches!(t.sym(), Some('\'' | ';' | '"')));
+        let end = ALWAYS
+            .iter()
+            .chain(if after_quote { QUOTED } else { &[] })
+            .filter_map(|p| r.phrase_at(i, p))
+            .max();
+        let Some(end) = end else {
+            i += 1;
+            continue;
+        };
+        let mut stop = end;
+        // Its object (`drop table macrodata`) and what follows in SQL (`= 1`, `from x`).
+        if r.tokens[end - 1]
+            .word()
+            .is_some_and(|w| matches!(w, "table" | "from" | "into" | "database" | "view" | "index"))
+            && r.tokens.get(stop).and_then(Token::word).is_some()
+        {
+            stop += 1;
+        }
+        while stop < r.tokens.len() && stop < end + 8 {
+            let t = &r.tokens[stop];
+            let sqlish = t.sym().is_some_and(|c| c != ';' && c != '?' && c != '.')
+                || t.num().is_some_and(|_| r.tokens[stop - 1].sym().is_some())
+                || t.word().is_some_and(|w| SQL_WORDS.contains(&w));
+            if !sqlish {
+                break;
+            }
+            stop += 1;
+        }
+        ignored.push(r.span(i, stop));
+        r.take(i, stop);
+        i = stop;
+    }
+    if !ignored.is_empty() {
+        r.note(format!("ignored SQL-like text «{}»", ignored.join("», «")));
     }
 }
 
@@ -804,6 +902,7 @@ fn comparisons(r: &mut Reader) {
                     op: Comparison::Lt,
                     value: FilterValue::Number(0.0),
                     at: i,
+                    year: false,
                 });
                 let text = r.span(i, i + 1);
                 r.take(i, i + 1);
@@ -814,6 +913,7 @@ fn comparisons(r: &mut Reader) {
                     op: Comparison::Gt,
                     value: FilterValue::Number(0.0),
                     at: i,
+                    year: false,
                 });
                 let text = r.span(i, i + 1);
                 r.take(i, i + 1);
@@ -901,14 +1001,26 @@ fn comparisons(r: &mut Reader) {
                         break;
                     }
                 }
-                let text = r.span(i, end);
-                r.take(i, end);
-                r.note(format!("filter {} {} ← «{text}»", op.sql(), trim_number(value)));
+                let year_column =
+                    i > 0 && r.is_word(i - 1, &["year", "years", "год", "года", "годы"]);
+                let (start, subject) = if year_column {
+                    (i - 1, "year ")
+                } else {
+                    (i, "")
+                };
+                let text = r.span(start, end);
+                r.take(start, end);
+                r.note(format!(
+                    "filter {subject}{} {} ← «{text}»",
+                    op.sql(),
+                    trim_number(value)
+                ));
                 r.reading.filters.push(FilterSpec {
                     column: None,
                     op,
                     value: FilterValue::Number(value),
                     at: i,
+                    year: year_column,
                 });
                 i = end;
             }
@@ -931,6 +1043,7 @@ fn comparisons(r: &mut Reader) {
                     op,
                     value: FilterValue::Text(text),
                     at: i,
+                    year: false,
                 });
                 i = end;
             }
@@ -1412,7 +1525,7 @@ fn vocabulary(r: &mut Reader) {
 fn attach_filters(r: &mut Reader) {
     let metrics = r.reading.metrics.clone();
     for filter in &mut r.reading.filters {
-        if filter.column.is_some() {
+        if filter.column.is_some() || filter.year {
             continue;
         }
         let before = metrics
@@ -1475,7 +1588,12 @@ const MIN_WORDS: &[&str] = &[
 /// `top 5`, `топ-5`, `5 highest`, `5 самых`, `first 10`, `which 3 years`, `5 quarters with
 /// the highest`: the limit, and the unit when one is named.
 fn limits(r: &mut Reader) {
-    let superlative = r.find(MAX_WORDS).is_some() || r.find(MIN_WORDS).is_some();
+    let real_max: Vec<&str> = MAX_WORDS
+        .iter()
+        .copied()
+        .filter(|w| !matches!(*w, "top" | "топ"))
+        .collect();
+    let superlative = r.find(&real_max).is_some() || r.find(MIN_WORDS).is_some();
     for i in 0..r.tokens.len() {
         if r.reading.limit.is_some() {
             break;
@@ -1520,6 +1638,7 @@ fn limits(r: &mut Reader) {
         {
             continue;
         }
+        let top = r.is_word(i, &["top", "топ"]);
         let text = r.span(start, end);
         r.take(start, end);
         r.reading.limit = Some(n);
@@ -1531,7 +1650,7 @@ fn limits(r: &mut Reader) {
         if first {
             r.reading.series = true;
         }
-        if r.is_word(i, &["top", "топ"]) && !superlative {
+        if top && !superlative {
             r.reading.aggregations.push(Aggregation::Max);
         }
         r.note(format!("limit {n} ← «{text}»"));
@@ -1539,6 +1658,46 @@ fn limits(r: &mut Reader) {
 }
 
 fn cues(r: &mut Reader) {
+    // Definitions.
+    const STRONG: &[&str] = &[
+        "what does",
+        "what do",
+        "meaning",
+        "define",
+        "definition",
+        "explain",
+        "what is meant",
+        "tell me about",
+        "что такое",
+        "что означает",
+        "что значит",
+        "означает",
+        "объясни*",
+        "определени*",
+        "поясни*",
+        "расскажи* о",
+        "расскажи* об",
+        "расскажи* про",
+        "что это",
+        "что подразумева*",
+        "что понима*",
+        "термин*",
+    ];
+    const WEAK: &[&str] = &["what is", "what s", "what are", "whats", "what's"];
+    if r.find(STRONG).is_some() {
+        r.reading.concept_cue = true;
+        // "what does X mean": `mean` is not an average here.
+        if r.find(&["what does", "what do", "что означает"]).is_some() {
+            r.take_all(&["mean", "means", "meant"]);
+        }
+    } else if let Some((_, end)) = r.find(WEAK)
+        && !r.is_word(end, &["the", "current", "latest", "our", "today", "todays", "now"])
+    {
+        r.reading.concept_cue = true;
+    }
+    if r.reading.concept_cue {
+        r.note("asks what something means".to_owned());
+    }
     // Order (before superlatives: "from highest to lowest" is an order).
     const DESC: &[&str] = &[
         "descending",
@@ -1836,45 +1995,6 @@ fn cues(r: &mut Reader) {
         r.reading.series = true;
         r.note("a listing".to_owned());
     }
-    // Definitions.
-    const STRONG: &[&str] = &[
-        "what does",
-        "what do",
-        "mean",
-        "means",
-        "meaning",
-        "define",
-        "definition",
-        "explain",
-        "what is meant",
-        "tell me about",
-        "что такое",
-        "что означает",
-        "что значит",
-        "означает",
-        "значит",
-        "объясни*",
-        "определени*",
-        "поясни*",
-        "расскажи* о",
-        "расскажи* об",
-        "расскажи* про",
-        "что это",
-        "что подразумева*",
-        "что понима*",
-        "термин*",
-    ];
-    const WEAK: &[&str] = &["what is", "what s", "what are", "whats", "what's"];
-    if r.find(STRONG).is_some() {
-        r.reading.concept_cue = true;
-    } else if let Some((_, end)) = r.find(WEAK)
-        && !r.is_word(end, &["the", "current", "latest", "our", "today", "todays", "now"])
-    {
-        r.reading.concept_cue = true;
-    }
-    if r.reading.concept_cue {
-        r.note("asks what something means".to_owned());
-    }
 }
 
 fn trim_number(x: f64) -> String {
@@ -2024,7 +2144,10 @@ fn english_step(step: &Step) -> String {
                 Some(Aggregation::Count) | None => "",
             };
             words.push(format!("{lead}{metric_name}"));
-            if f.is_none() && group.is_none() {
+            let one_quarter = period
+                .as_ref()
+                .is_some_and(|(a, b)| a == b && a.to_ascii_lowercase().contains('q'));
+            if f.is_none() && group.is_none() && !one_quarter {
                 words.push("by quarter".into());
             }
             if let Some(n) = limit {
