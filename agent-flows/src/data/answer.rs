@@ -30,10 +30,13 @@ pub fn number(x: f64, lang: Lang) -> String {
 /// `x` with its measure's unit: `5.80%`, `5,80 %`, `12990.34 bn 2005 $`.
 pub fn amount(measure: Measure, x: f64, lang: Lang) -> String {
     let n = number(x, lang);
+    let unit = measure.unit(lang);
     match (measure.is_percent(), lang) {
         (true, Lang::Ru) => format!("{n} %"),
         (true, _) => format!("{n}%"),
-        (false, _) => format!("{n} {}", measure.unit(lang)),
+        // An index has no unit; its base is in the table's header.
+        (false, _) if unit.starts_with('(') => n,
+        (false, _) => format!("{n} {unit}"),
     }
 }
 
@@ -262,8 +265,9 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                 (_, true) => "в среднем",
                 (_, false) => "average",
             };
-            let value = if function == Aggregation::Sum {
-                format!("{} {}", number(v, lang), metric.unit(lang))
+            let value = if function == Aggregation::Sum && metric.is_percent() {
+                // A sum of rates has no unit of its own.
+                number(v, lang)
             } else {
                 amount(metric, v, lang)
             };
@@ -412,7 +416,7 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                         (Some(p), false, false) => format!(" ({}%)", signed(p, lang)),
                         (None, false, _) => String::new(),
                     };
-                    let unit = if metric.is_percent() {
+                    let unit = if metric.is_percent() || metric.unit(lang).starts_with('(') {
                         String::new()
                     } else {
                         format!(" {}", metric.unit(lang))
@@ -488,9 +492,10 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                     )
                 }
                 (_, false, _) => {
-                    let which = if at == Edge::Last { "Last" } else { "First" };
+                    let which = if at == Edge::Last { "last" } else { "first" };
                     format!(
-                        "{which} {name} {when}{filters}: {} ({}).",
+                        "{} {when}{filters}, {which} value: {} ({}).",
+                        capitalise(name),
                         amount(metric, v, lang),
                         q.label(lang)
                     )
@@ -550,6 +555,11 @@ fn table(lang: Lang, metric: Measure, result: &DataResult) -> String {
             row.iter()
                 .zip(&result.columns)
                 .map(|(value, column)| match value {
+                    Value::Number(n) if column == "decade" => match (n.as_i64(), lang) {
+                        (Some(d), Lang::Ru) => format!("{d}-е"),
+                        (Some(d), _) => format!("{d}s"),
+                        (None, _) => n.to_string(),
+                    },
                     Value::Number(n) if integer(column) => n
                         .as_i64()
                         .map_or_else(|| n.to_string(), |i| i.to_string()),

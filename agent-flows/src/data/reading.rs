@@ -2096,10 +2096,13 @@ fn english_step(step: &Step) -> String {
     let metric_name = metric.as_deref().map(name).unwrap_or_default();
     let function = aggregations.first().copied();
     let mut words: Vec<String> = Vec::new();
-    let unit = match group {
-        Some(Grouping::Year) => "years",
-        Some(Grouping::Decade) => "decades",
-        None => "quarters",
+    let unit = |n: i64| match (group, n) {
+        (Some(Grouping::Year), 1) => "year",
+        (Some(Grouping::Year), _) => "years",
+        (Some(Grouping::Decade), 1) => "decade",
+        (Some(Grouping::Decade), _) => "decades",
+        (None, 1) => "quarter",
+        (None, _) => "quarters",
     };
     match (function, limit) {
         (Some(Aggregation::Count), _) => {
@@ -2112,7 +2115,7 @@ fn english_step(step: &Step) -> String {
         }
         (Some(f @ (Aggregation::Max | Aggregation::Min)), Some(n)) if group.is_none() => {
             let which = if f == Aggregation::Max { "highest" } else { "lowest" };
-            words.push(format!("{n} quarters with the {which} {metric_name}"));
+            words.push(format!("{n} {} with the {which} {metric_name}", unit(n)));
         }
         (f, Some(n)) if group.is_some() && order.is_some() => {
             let which = if order == Some(Direction::Asc) {
@@ -2126,7 +2129,7 @@ fn english_step(step: &Step) -> String {
                 Some(Aggregation::Min) => "minimum",
                 _ => "average",
             };
-            words.push(format!("{n} {unit} with the {which} {how} {metric_name}"));
+            words.push(format!("{n} {} with the {which} {how} {metric_name}", unit(n)));
             order = None;
         }
         (None, Some(n)) if order.is_none() => {
@@ -2188,10 +2191,10 @@ fn english_step(step: &Step) -> String {
         }
     }
     match group {
-        Some(Grouping::Year) if !words.iter().any(|w| w.contains(" years with ")) => {
+        Some(Grouping::Year) if !words.iter().any(|w| w.contains(" with the ")) => {
             words.push("by year".into())
         }
-        Some(Grouping::Decade) if !words.iter().any(|w| w.contains(" decades with ")) => {
+        Some(Grouping::Decade) if !words.iter().any(|w| w.contains(" with the ")) => {
             words.push("by decade".into())
         }
         _ => {}
