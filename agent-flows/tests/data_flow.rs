@@ -568,3 +568,40 @@ async fn usage_is_reported_per_node_and_model_and_reset_per_turn() {
     assert_eq!(nodes, ["end", "intent"]);
     assert_eq!(r.state["usage"]["total"]["output_tokens"], r.usage["output_tokens"]);
 }
+
+#[tokio::test]
+async fn a_parse_that_never_fits_is_a_plan_error() {
+    let intent = scripted(
+        "tiny",
+        json!({"intent": "data", "lang": "ru", "internal_query": "GDP in 2008"}),
+        5,
+        5,
+    );
+    let parser: Arc<dyn ChatModel> = Arc::new(
+        ScriptedModel::from_fn(|_| Reply::text("{\"steps\": [{\"atoms\": [").with_usage(9, 9))
+            .with_name("broken"),
+    );
+    let context =
+        DataContext::with_models(intent, parser, agent_flows::data::offline::model()).unwrap();
+    let out = data::build(context)
+        .unwrap()
+        .invoke(Input::Update(question("ВВП в 2008")), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.path.to_vec(),
+        [["intent"], ["parser"], ["planner"], ["executor"]]
+    );
+    assert!(
+        out.state
+            .parser_thoughts
+            .starts_with("the model's reply could not be read as steps after 2 attempts"),
+        "{}",
+        out.state.parser_thoughts
+    );
+    assert!(
+        out.state.response.starts_with("Не удалось ответить:\n- Вопрос не удалось превратить в запрос"),
+        "{}",
+        out.state.response
+    );
+}

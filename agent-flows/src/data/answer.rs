@@ -381,6 +381,30 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                 (Some(Direction::Asc), false) => ", lowest first",
                 (None, _) => "",
             };
+            if let (Some(direction), Some(_)) = (order, request.limit)
+                && function != Aggregation::Count
+            {
+                let n = rows.len() as u64;
+                let high = direction == Direction::Desc;
+                let head = if ru {
+                    let what = match by {
+                        Grouping::Year => plural_ru(n, "год", "года", "лет"),
+                        Grouping::Decade => plural_ru(n, "десятилетие", "десятилетия", "десятилетий"),
+                    };
+                    let which = if high { "наибольшими" } else { "наименьшими" };
+                    format!("{} {when}{filters}: {n} {what} с {which} значениями ({how}):", capitalise(name))
+                } else {
+                    let what = match (by, n) {
+                        (Grouping::Year, 1) => "year",
+                        (Grouping::Year, _) => "years",
+                        (Grouping::Decade, 1) => "decade",
+                        (Grouping::Decade, _) => "decades",
+                    };
+                    let which = if high { "highest" } else { "lowest" };
+                    format!("The {n} {what} with the {which} {how} {name} {when}{filters}:")
+                };
+                return format!("{head}\n{}", table(lang, metric, result));
+            }
             let head = if ru {
                 format!(
                     "{} {when}{filters} по {unit}, {how}{sorted}:",

@@ -3,7 +3,7 @@
 //! `route_after_intent`.
 
 use agent_core::{BoxError, Runtime, node};
-use agent_llm::{CallOptions, Message, invoke_in_node};
+use agent_llm::{CallOptions, LlmError, Message, invoke_in_node};
 
 use super::glossary::{Measure, lookup};
 use super::query::{Intent, MAX_ATOMS, MAX_STEPS};
@@ -105,7 +105,7 @@ pub async fn classify_intent(
         .invoke_in(
             rt,
             &messages,
-            &CallOptions::new().task("IntentDecision").max_tokens(150),
+            &CallOptions::new().task("IntentDecision").max_tokens(120),
         )
         .await?;
     let decision = reply.value;
@@ -157,9 +157,24 @@ pub async fn parse_question(
         .invoke_in(
             rt,
             &messages,
-            &CallOptions::new().task("ParsedQuery").max_tokens(400),
+            &CallOptions::new().task("ParsedQuery").max_tokens(320),
         )
-        .await?;
+        .await;
+    let reply = match reply {
+        Ok(reply) => reply,
+        // A reply that is not a parse (after the corrective retry) is the model's failure to
+        // read the question: no steps, the reason in the thoughts, and the planner says so.
+        Err(LlmError::StructuredOutput {
+            attempts, reason, ..
+        }) => {
+            return Ok(DataStateUpdate::default()
+                .parsed_query(Vec::new())
+                .parser_thoughts(format!(
+                    "the model's reply could not be read as steps after {attempts} attempts: {reason}"
+                )));
+        }
+        Err(other) => return Err(other.into()),
+    };
     let mut parsed = reply.value;
     parsed.steps.truncate(MAX_STEPS);
     for step in &mut parsed.steps {
@@ -248,7 +263,7 @@ pub async fn handle_end(
     let reply = invoke_in_node(
         &*context.end,
         &messages,
-        &CallOptions::new().task("handle_end").max_tokens(250),
+        &CallOptions::new().task("handle_end").max_tokens(200),
         rt,
     )
     .await?;

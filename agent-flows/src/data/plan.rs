@@ -276,10 +276,11 @@ impl Say {
     }
 
     fn step(&self, n: usize, text: String) -> String {
+        let end = if text.ends_with('.') { "" } else { "." };
         if self.ru() {
-            format!("Шаг {n}: {text}")
+            format!("Шаг {n}: {text}{end}")
         } else {
-            format!("Step {n}: {text}")
+            format!("Step {n}: {text}{end}")
         }
     }
 
@@ -296,12 +297,12 @@ pub fn plan(steps: &[Step], lang: Lang) -> Plan {
     if steps.is_empty() {
         out.errors.push(if say.ru() {
             format!(
-                "В вопросе не нашлось запроса к данным. Спросите об одном из показателей: {}.",
+                "Вопрос не удалось превратить в запрос к данным. Спросите об одном из показателей: {}.",
                 measure_list(lang)
             )
         } else {
             format!(
-                "I found no question about the data here. Ask about one of: {}.",
+                "I could not turn the question into a query of the data. Ask about one of: {}.",
                 measure_list(lang)
             )
         });

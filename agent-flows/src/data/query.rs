@@ -285,6 +285,16 @@ pub const MAX_STEPS: usize = 6;
 /// The most atoms a step may hold.
 pub const MAX_ATOMS: usize = 12;
 
+/// The most steps the schema lets a model write: with [`SCHEMA_ATOMS`], the longest reply a
+/// grammar-constrained model can produce still fits the parser's token budget (a degenerate
+/// small model fills every array to its maximum).
+pub const SCHEMA_STEPS: usize = 3;
+/// The most atoms per step the schema lets a model write.
+pub const SCHEMA_ATOMS: usize = 6;
+
+/// A year or a quarter, as the schema asks models to write a period.
+pub const PERIOD_PATTERN: &str = "^[0-9]{4}(Q[1-4])?$";
+
 /// The schema sent with intent calls.
 pub fn intent_schema() -> Value {
     json!({
@@ -299,7 +309,7 @@ pub fn intent_schema() -> Value {
             "internal_query": {
                 "type": "string",
                 "description": "the question in English",
-                "maxLength": 300
+                "maxLength": 160
             }
         },
         "required": ["intent", "lang", "internal_query"],
@@ -328,13 +338,13 @@ pub fn parsed_query_schema() -> Value {
     let atoms = vec![
         object(
             "metric",
-            json!({ "name": { "type": "string", "description": format!("one of: {}", columns.join(", ")), "maxLength": 40 } }),
+            json!({ "name": { "type": "string", "description": format!("one of: {}", columns.join(", ")), "maxLength": 32 } }),
             &["name"],
         ),
         object(
             "filter",
             json!({
-                "column": { "type": "string", "description": format!("one of: {}", filter_columns.join(", ")), "maxLength": 40 },
+                "column": { "type": "string", "description": format!("one of: {}", filter_columns.join(", ")), "maxLength": 32 },
                 "op": { "type": "string", "enum": Comparison::ALL.iter().map(|c| c.name()).collect::<Vec<_>>() },
                 "value": { "type": "number" }
             }),
@@ -343,8 +353,8 @@ pub fn parsed_query_schema() -> Value {
         object(
             "time_range",
             json!({
-                "from": { "type": "string", "description": "a year (1990) or a quarter (1990Q1)", "maxLength": 8 },
-                "to": { "type": "string", "description": "a year (2000) or a quarter (2000Q4)", "maxLength": 8 }
+                "from": { "type": "string", "description": "a year (1990) or a quarter (1990Q1)", "pattern": PERIOD_PATTERN },
+                "to": { "type": "string", "description": "a year (2000) or a quarter (2000Q4)", "pattern": PERIOD_PATTERN }
             }),
             &["from", "to"],
         ),
@@ -372,18 +382,18 @@ pub fn parsed_query_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "thoughts": { "type": "string", "description": "one short sentence on how the question reads", "maxLength": 200 },
+            "thoughts": { "type": "string", "description": "one short sentence on how the question reads", "maxLength": 120 },
             "steps": {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": MAX_STEPS,
+                "maxItems": SCHEMA_STEPS,
                 "items": {
                     "type": "object",
                     "properties": {
                         "atoms": {
                             "type": "array",
                             "minItems": 1,
-                            "maxItems": MAX_ATOMS,
+                            "maxItems": SCHEMA_ATOMS,
                             "items": { "anyOf": atoms }
                         }
                     },

@@ -1558,9 +1558,9 @@ const MAX_WORDS: &[&str] = &[
     "высш*",
     "пик*",
     "рекордн*",
-    "самы* высок*",
-    "самы* больш*",
-    "самы* крупн*",
+    "сам* высок*",
+    "сам* больш*",
+    "сам* крупн*",
     "больше всего",
     "выше всего",
     "топ",
@@ -1578,9 +1578,9 @@ const MIN_WORDS: &[&str] = &[
     "минимум*",
     "наименьш*",
     "низш*",
-    "самы* низк*",
-    "самы* маленьк*",
-    "самы* мал*",
+    "сам* низк*",
+    "сам* маленьк*",
+    "сам* мал*",
     "меньше всего",
     "ниже всего",
 ];
@@ -1629,7 +1629,7 @@ fn limits(r: &mut Reader) {
         // with the highest ...`), or right before one (`5 highest`, `5 самых`).
         let bare = at == Some(i) && !r.is_word(i, &["top", "топ"]);
         if bare {
-            let next_superlative = r.is_word(end, &["highest", "lowest", "largest", "smallest", "biggest", "самы*", "наибольш*", "наименьш*", "максимальн*", "минимальн*", "best", "worst", "лучш*", "худш*"]);
+            let next_superlative = r.is_word(end, &["highest", "lowest", "largest", "smallest", "biggest", "сам*", "наибольш*", "наименьш*", "максимальн*", "минимальн*", "best", "worst", "лучш*", "худш*"]);
             if !(next_superlative || (unit.is_some() && superlative)) {
                 continue;
             }
