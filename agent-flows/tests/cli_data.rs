@@ -55,11 +55,19 @@ fn json_shows_the_plan_the_data_and_usage_per_node() {
     );
     assert_eq!(state["execution_plan"][0]["limit"], 3);
     assert_eq!(state["data"][0]["rows"][0], json!([2008, 2, -6.79]));
-    assert!(state["data"][0]["sql"].as_str().unwrap().contains("LIMIT ?"));
+    assert!(
+        state["data"][0]["sql"]
+            .as_str()
+            .unwrap()
+            .contains("LIMIT ?")
+    );
     assert_eq!(report["response"], state["response"]);
     for node in ["intent", "parser"] {
         assert!(
-            state["usage"]["by_node"][node]["input_tokens"].as_u64().unwrap() > 0,
+            state["usage"]["by_node"][node]["input_tokens"]
+                .as_u64()
+                .unwrap()
+                > 0,
             "{node}"
         );
     }
@@ -87,7 +95,10 @@ fn a_follow_up_continues_in_a_second_process() {
     let second = run(s.agent(&["run", "data", "And in 1990?", "--thread", "d1", "--json"]));
     assert_eq!(second.code, 0, "{}", second.stderr);
     let report = second.json();
-    assert_eq!(report["state"]["internal_query"], "Average inflation rate in 1990.");
+    assert_eq!(
+        report["state"]["internal_query"],
+        "Average inflation rate in 1990."
+    );
     assert_eq!(
         report["response"],
         "Inflation rate in 1990, average: 5.49% (4 quarters)."
@@ -112,8 +123,9 @@ fn chat_explains_and_answers() {
         out.stdout
     );
     assert!(
-        out.stdout
-            .contains("Индекс потребительских цен в 2008 г., последнее значение: 212,17 (4 кв. 2008)."),
+        out.stdout.contains(
+            "Индекс потребительских цен в 2008 г., последнее значение: 212,17 (4 кв. 2008)."
+        ),
         "{}",
         out.stdout
     );
@@ -130,13 +142,18 @@ fn refused_input_fails_clearly() {
 
     let out = run(s.agent(&["run", "data", "hi", "--set", "rows=5"]));
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("this flow takes no options"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("this flow takes no options"),
+        "{}",
+        out.stderr
+    );
 
     // An unanswerable question is an answer (exit 0) that says why.
     let out = run(s.agent(&["run", "data", "What was the price of oil in 1990?"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stdout.starts_with("I could not answer this:\n- Step 1: the data set has no oil price."),
+        out.stdout
+            .starts_with("I could not answer this:\n- Step 1: the data set has no oil price."),
         "{}",
         out.stdout
     );

@@ -76,7 +76,10 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 async fn ask(message: &str) -> TurnReport {
-    let session = find("data").unwrap().open(&FlowEnv::offline(), None).unwrap();
+    let session = find("data")
+        .unwrap()
+        .open(&FlowEnv::offline(), None)
+        .unwrap();
     session
         .turn(message, None, StreamModes::NONE, &mut |_| {})
         .await
@@ -99,7 +102,12 @@ fn assert_data_path(report: &TurnReport) {
         report.response
     );
     assert_eq!(report.state["intent"], "data");
-    assert_eq!(report.state["plan_errors"], json!([]), "{}", report.response);
+    assert_eq!(
+        report.state["plan_errors"],
+        json!([]),
+        "{}",
+        report.response
+    );
 }
 
 #[tokio::test]
@@ -108,7 +116,11 @@ async fn averages_in_both_languages_match_the_csv() {
     let r = ask("What was the average unemployment rate in 2008?").await;
     assert_data_path(&r);
     assert_eq!(r.state["lang"], "en");
-    let expected = mean(data.iter().filter(|d| d.year == 2008).map(|d| d.get("unemp")));
+    let expected = mean(
+        data.iter()
+            .filter(|d| d.year == 2008)
+            .map(|d| d.get("unemp")),
+    );
     assert!(close(f(&rows(&r, 0)[0][0]), expected));
     assert_eq!(rows(&r, 0)[0][1], json!(4));
     assert_eq!(
@@ -151,7 +163,10 @@ async fn extremes_say_when_and_top_n_ranks() {
         .max_by(|a, b| a.get("unemp").total_cmp(&b.get("unemp")))
         .unwrap();
     let row = &rows(&r, 0)[0];
-    assert_eq!((row[0].as_i64(), row[1].as_i64()), (Some(top.year), Some(top.quarter)));
+    assert_eq!(
+        (row[0].as_i64(), row[1].as_i64()),
+        (Some(top.year), Some(top.quarter))
+    );
     assert!(r.response.contains(&format!(
         "максимум {} % — {} кв. {}",
         ru(top.get("unemp")),
@@ -208,7 +223,10 @@ async fn extremes_say_when_and_top_n_ranks() {
         .max_by(|a, b| decade(*a).total_cmp(&decade(*b)))
         .unwrap();
     assert_eq!(rows(&r, 0)[0][0].as_i64(), Some(best));
-    assert!(r.response.contains(&format!("the {best}s ({}%)", en(decade(best)))));
+    assert!(
+        r.response
+            .contains(&format!("the {best}s ({}%)", en(decade(best))))
+    );
 }
 
 #[tokio::test]
@@ -220,7 +238,11 @@ async fn filters_counts_changes_series_and_points_match_the_csv() {
     let mut years: Vec<i64> = above.iter().map(|d| d.year).collect();
     years.dedup();
     assert_eq!(rows(&r, 0)[0], [json!(above.len()), json!(years.len())]);
-    assert!(r.response.contains(&format!(": {} (в {} разных годах)", above.len(), years.len())));
+    assert!(r.response.contains(&format!(
+        ": {} (в {} разных годах)",
+        above.len(),
+        years.len()
+    )));
 
     let r = ask("Average real GDP in quarters when unemployment was above 9%").await;
     assert_data_path(&r);
@@ -234,8 +256,14 @@ async fn filters_counts_changes_series_and_points_match_the_csv() {
 
     let r = ask("Как изменился ВВП с 2000 по 2008 год?").await;
     assert_data_path(&r);
-    let first = data.iter().find(|d| (d.year, d.quarter) == (2000, 1)).unwrap();
-    let last = data.iter().find(|d| (d.year, d.quarter) == (2008, 4)).unwrap();
+    let first = data
+        .iter()
+        .find(|d| (d.year, d.quarter) == (2000, 1))
+        .unwrap();
+    let last = data
+        .iter()
+        .find(|d| (d.year, d.quarter) == (2008, 4))
+        .unwrap();
     let (a, b) = (first.get("realgdp"), last.get("realgdp"));
     assert!(close(f(&rows(&r, 0)[0][2]), a) && close(f(&rows(&r, 0)[1][2]), b));
     assert!(
@@ -261,7 +289,10 @@ async fn filters_counts_changes_series_and_points_match_the_csv() {
 
     let r = ask("Population at the end of 1990").await;
     assert_data_path(&r);
-    let q4 = data.iter().find(|d| (d.year, d.quarter) == (1990, 4)).unwrap();
+    let q4 = data
+        .iter()
+        .find(|d| (d.year, d.quarter) == (1990, 4))
+        .unwrap();
     assert!(close(f(&rows(&r, 0)[0][2]), q4.get("pop")));
 
     let r = ask("Какой сейчас уровень безработицы?").await;
@@ -309,7 +340,11 @@ async fn several_steps_and_follow_ups() {
     assert_data_path(&r);
     assert_eq!(r.state["parsed_query"].as_array().unwrap().len(), 2);
     for (i, year) in [1982, 2000].into_iter().enumerate() {
-        let expected = mean(data.iter().filter(|d| d.year == year).map(|d| d.get("unemp")));
+        let expected = mean(
+            data.iter()
+                .filter(|d| d.year == year)
+                .map(|d| d.get("unemp")),
+        );
         assert!(close(f(&rows(&r, i)[0][0]), expected));
         assert!(r.response.contains(&ru(expected)));
     }
@@ -335,11 +370,19 @@ async fn several_steps_and_follow_ups() {
     let r = run("And in 1990?").await;
     assert_data_path(&r);
     assert_eq!(r.state["internal_query"], "Average inflation rate in 1990.");
-    let expected = mean(data.iter().filter(|d| d.year == 1990).map(|d| d.get("infl")));
+    let expected = mean(
+        data.iter()
+            .filter(|d| d.year == 1990)
+            .map(|d| d.get("infl")),
+    );
     assert!(close(f(&rows(&r, 0)[0][0]), expected));
     let r = run("А безработица?").await;
     assert_eq!(r.state["lang"], "ru");
-    let expected = mean(data.iter().filter(|d| d.year == 1990).map(|d| d.get("unemp")));
+    let expected = mean(
+        data.iter()
+            .filter(|d| d.year == 1990)
+            .map(|d| d.get("unemp")),
+    );
     assert!(r.response.contains(&ru(expected)), "{}", r.response);
     assert_eq!(r.state["messages"].as_array().unwrap().len(), 6);
 }
@@ -349,27 +392,48 @@ async fn chitchat_and_concepts_go_to_end_in_the_users_language() {
     let r = ask("Привет! Что ты умеешь?").await;
     assert_eq!(r.path, [["intent"], ["end"]]);
     assert_eq!(r.state["intent"], "chitchat");
-    assert!(r.response.starts_with("Здравствуйте! Я отвечаю"), "{}", r.response);
+    assert!(
+        r.response.starts_with("Здравствуйте! Я отвечаю"),
+        "{}",
+        r.response
+    );
     assert_eq!(r.state["data"], json!([]));
 
     let r = ask("What does real interest rate mean?").await;
     assert_eq!(r.path, [["intent"], ["end"]]);
     assert_eq!(r.state["intent"], "concept");
-    assert!(r.response.starts_with("Real interest rate: the 3-month treasury bill rate minus inflation"));
+    assert!(
+        r.response
+            .starts_with("Real interest rate: the 3-month treasury bill rate minus inflation")
+    );
 
     let r = ask("Что такое ВВП?").await;
     assert_eq!(r.state["intent"], "concept");
-    assert!(r.response.starts_with("Реальный валовой внутренний продукт (ВВП):"), "{}", r.response);
+    assert!(
+        r.response
+            .starts_with("Реальный валовой внутренний продукт (ВВП):"),
+        "{}",
+        r.response
+    );
     assert!(r.response.contains("столбец `realgdp`"));
 }
 
 #[tokio::test]
 async fn what_the_data_cannot_answer_is_a_plan_error() {
     for (question, error) in [
-        ("What was the price of gold in 2000?", "the data set has no gold price"),
+        (
+            "What was the price of gold in 2000?",
+            "the data set has no gold price",
+        ),
         ("Какой был ВВП в 2015 году?", "период 2015 вне данных"),
-        ("What was Germany's GDP in 1990?", "covers the United States only"),
-        ("Какая была цена нефти в 1990 году?", "нет показателя «цена нефти»"),
+        (
+            "What was Germany's GDP in 1990?",
+            "covers the United States only",
+        ),
+        (
+            "Какая была цена нефти в 1990 году?",
+            "нет показателя «цена нефти»",
+        ),
         ("What happened in 1990?", "no measure named"),
         ("Top 0 quarters by unemployment", "at least 1, not 0"),
     ] {
@@ -419,7 +483,11 @@ async fn the_internal_query_reads_back_to_the_same_steps() {
 #[tokio::test]
 async fn sql_in_the_question_is_only_text() {
     let data = csv();
-    let gdp2008 = mean(data.iter().filter(|d| d.year == 2008).map(|d| d.get("realgdp")));
+    let gdp2008 = mean(
+        data.iter()
+            .filter(|d| d.year == 2008)
+            .map(|d| d.get("realgdp")),
+    );
     for q in [
         "GDP in 2008'; DROP TABLE macrodata; --",
         "GDP in 2008\" OR 1=1; DELETE FROM macrodata",
@@ -430,7 +498,10 @@ async fn sql_in_the_question_is_only_text() {
         assert_data_path(&r);
         assert!(close(f(&rows(&r, 0)[0][0]), gdp2008), "{q}: {}", r.response);
         let sql = r.state["data"][0]["sql"].as_str().unwrap();
-        assert!(!sql.to_lowercase().contains("drop") && !sql.contains('\''), "{sql}");
+        assert!(
+            !sql.to_lowercase().contains("drop") && !sql.contains('\''),
+            "{sql}"
+        );
     }
     // The data set is intact.
     let t = Dataset::shared()
@@ -446,7 +517,10 @@ async fn absurd_limits_are_capped_and_said() {
     assert_data_path(&r);
     assert_eq!(r.state["execution_plan"][0]["limit"], 250);
     assert_eq!(rows(&r, 0).len(), 4);
-    assert!(r.response.contains("the limit of 1000000 was lowered to 250 rows"));
+    assert!(
+        r.response
+            .contains("the limit of 1000000 was lowered to 250 rows")
+    );
     let r = ask("top 99999999999999999999999 quarters by inflation").await;
     assert_eq!(r.state["execution_plan"][0]["limit"], 250);
     assert_eq!(rows(&r, 0).len(), 203);
@@ -455,13 +529,19 @@ async fn absurd_limits_are_capped_and_said() {
 
 #[tokio::test]
 async fn empty_and_huge_messages_are_refused_clearly() {
-    let session = find("data").unwrap().open(&FlowEnv::offline(), None).unwrap();
+    let session = find("data")
+        .unwrap()
+        .open(&FlowEnv::offline(), None)
+        .unwrap();
     for message in ["", "   \n\t"] {
         let error = session
             .turn(message, None, StreamModes::NONE, &mut |_| {})
             .await
             .unwrap_err();
-        assert!(error.to_string().contains("the message is empty"), "{error}");
+        assert!(
+            error.to_string().contains("the message is empty"),
+            "{error}"
+        );
     }
     let huge = "What was GDP in 2008? ".repeat(10_000);
     let error = session
@@ -533,7 +613,11 @@ async fn a_model_that_asks_for_nonsense_gets_plan_errors_not_queries() {
     // The one good step ran.
     assert_eq!(state.execution_plan.len(), 1);
     assert_eq!(state.data.len(), 1);
-    assert!(state.response.starts_with("M1 money stock from 1990 to 1991: from "));
+    assert!(
+        state
+            .response
+            .starts_with("M1 money stock from 1990 to 1991: from ")
+    );
 
     // Usage per node and per model, the same as the run's counters.
     assert_eq!(state.usage.by_model["tiny"].input_tokens, 11);
@@ -551,22 +635,39 @@ async fn usage_is_reported_per_node_and_model_and_reset_per_turn() {
         .open(&FlowEnv::offline(), Some(Arc::new(InMemorySaver::new())))
         .unwrap();
     let r = session
-        .turn("Average inflation in 1975", Some("u"), StreamModes::NONE, &mut |_| {})
+        .turn(
+            "Average inflation in 1975",
+            Some("u"),
+            StreamModes::NONE,
+            &mut |_| {},
+        )
         .await
         .unwrap();
     let usage = &r.state["usage"];
     assert_eq!(usage["by_node"].as_object().unwrap().len(), 2);
     assert!(usage["by_node"]["intent"]["input_tokens"].as_u64().unwrap() > 0);
-    assert!(usage["by_node"]["parser"]["output_tokens"].as_u64().unwrap() > 0);
+    assert!(
+        usage["by_node"]["parser"]["output_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert_eq!(usage["by_model"]["offline-data"]["calls"], 2);
     assert_eq!(usage["total"]["input_tokens"], r.usage["input_tokens"]);
     let r = session
         .turn("thanks", Some("u"), StreamModes::NONE, &mut |_| {})
         .await
         .unwrap();
-    let nodes: Vec<&String> = r.state["usage"]["by_node"].as_object().unwrap().keys().collect();
+    let nodes: Vec<&String> = r.state["usage"]["by_node"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
     assert_eq!(nodes, ["end", "intent"]);
-    assert_eq!(r.state["usage"]["total"]["output_tokens"], r.usage["output_tokens"]);
+    assert_eq!(
+        r.state["usage"]["total"]["output_tokens"],
+        r.usage["output_tokens"]
+    );
 }
 
 #[tokio::test]
@@ -600,7 +701,9 @@ async fn a_parse_that_never_fits_is_a_plan_error() {
         out.state.parser_thoughts
     );
     assert!(
-        out.state.response.starts_with("Не удалось ответить:\n- Вопрос не удалось превратить в запрос"),
+        out.state
+            .response
+            .starts_with("Не удалось ответить:\n- Вопрос не удалось превратить в запрос"),
         "{}",
         out.state.response
     );

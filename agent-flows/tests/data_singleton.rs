@@ -45,10 +45,9 @@ async fn one_graph_for_many_tasks_at_once() {
     assert_eq!(addresses.len(), 1, "every task got the same graph");
 
     // Once compiled, it cannot be re-initialised on another model.
-    let error = init_graph(&FlowEnv::offline()).err().expect("a second init fails");
-    assert!(
-        error.to_string().contains("already compiled"),
-        "{error}"
-    );
+    let Err(error) = init_graph(&FlowEnv::offline()) else {
+        panic!("a second init must fail");
+    };
+    assert!(error.to_string().contains("already compiled"), "{error}");
     assert!(std::ptr::eq(get_graph().unwrap(), get_graph().unwrap()));
 }

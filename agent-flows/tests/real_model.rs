@@ -66,7 +66,11 @@ fn data_on_a_real_model() {
     let out = agent_on_llama(
         &s,
         &url,
-        &["run", "data", "What was the average unemployment rate in 2008?"],
+        &[
+            "run",
+            "data",
+            "What was the average unemployment rate in 2008?",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let report = out.json();
@@ -79,7 +83,10 @@ fn data_on_a_real_model() {
     assert!(path == data_path || path == end_path, "path {path:?}");
     let state = &report["state"];
     let intent = state["intent"].as_str().unwrap();
-    assert!(["data", "chitchat", "concept"].contains(&intent), "{intent}");
+    assert!(
+        ["data", "chitchat", "concept"].contains(&intent),
+        "{intent}"
+    );
     assert_eq!(path == data_path, intent == "data");
     assert!(["ru", "en"].contains(&state["lang"].as_str().unwrap()));
     if path == data_path {
@@ -93,16 +100,26 @@ fn data_on_a_real_model() {
         assert_eq!(plan.len(), results.len());
         assert!(!plan.is_empty() || !state["plan_errors"].as_array().unwrap().is_empty());
         for result in results {
-            assert!(result["rows"].is_array() || result["error"].is_string(), "{result}");
+            assert!(
+                result["rows"].is_array() || result["error"].is_string(),
+                "{result}"
+            );
         }
     }
     assert!(!report["response"].as_str().unwrap().trim().is_empty());
     // Usage of the real model, per node and per model, as the run's counters count it (a
     // parse that never fitted is counted by the run but booked to no node).
     let usage = &state["usage"];
-    assert!(usage["by_node"]["intent"]["input_tokens"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        usage["by_node"]["intent"]["input_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
     assert_eq!(usage["by_model"].as_object().map(|m| m.len()), Some(1));
-    let calls = usage["by_model"]["smollm2-135m"]["calls"].as_u64().unwrap_or(0);
+    let calls = usage["by_model"]["smollm2-135m"]["calls"]
+        .as_u64()
+        .unwrap_or(0);
     let unread = state["parser_thoughts"]
         .as_str()
         .is_some_and(|t| t.starts_with("the model's reply could not be read"));
@@ -111,10 +128,17 @@ fn data_on_a_real_model() {
         report["usage"]["input_tokens"].as_u64().unwrap(),
     );
     if unread {
-        assert!(calls >= 1 && booked < counted, "{usage} {}", report["usage"]);
+        assert!(
+            calls >= 1 && booked < counted,
+            "{usage} {}",
+            report["usage"]
+        );
     } else {
         assert!(calls >= 2, "{usage}");
         assert_eq!(booked, counted);
-        assert_eq!(usage["total"]["output_tokens"], report["usage"]["output_tokens"]);
+        assert_eq!(
+            usage["total"]["output_tokens"],
+            report["usage"]["output_tokens"]
+        );
     }
 }

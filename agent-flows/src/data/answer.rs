@@ -105,7 +105,11 @@ fn conditions(filters: &[Condition], lang: Lang) -> String {
         })
         .collect();
     let and = if lang == Lang::Ru { " и " } else { " and " };
-    let lead = if lang == Lang::Ru { ", где " } else { ", where " };
+    let lead = if lang == Lang::Ru {
+        ", где "
+    } else {
+        ", where "
+    };
     format!("{lead}{}", parts.join(and))
 }
 
@@ -237,11 +241,12 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
             if ru {
                 let years = match y {
                     1 => "в одном году".to_owned(),
-                    n => format!("в {n} {}", plural_ru(n, "году", "разных годах", "разных годах")),
+                    n => format!(
+                        "в {n} {}",
+                        plural_ru(n, "году", "разных годах", "разных годах")
+                    ),
                 };
-                format!(
-                    "Число кварталов {when}{where_}: {q} ({years})."
-                )
+                format!("Число кварталов {when}{where_}: {q} ({years}).")
             } else {
                 let years = if y == 1 {
                     "in 1 year".to_owned()
@@ -253,10 +258,8 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
         }
         Operation::Aggregate { function } => {
             let row = rows.first().map(Vec::as_slice).unwrap_or(&[]);
-            let (Some(v), Some(n)) = (
-                row.first().and_then(as_f64),
-                row.get(1).and_then(as_u64),
-            ) else {
+            let (Some(v), Some(n)) = (row.first().and_then(as_f64), row.get(1).and_then(as_u64))
+            else {
                 return none();
             };
             let how = match (function, ru) {
@@ -288,7 +291,11 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                     return none();
                 };
                 return if ru {
-                    let which = if high { "максимум" } else { "минимум" };
+                    let which = if high {
+                        "максимум"
+                    } else {
+                        "минимум"
+                    };
                     format!(
                         "{} {when}{filters}: {which} {} — {}.",
                         capitalise(name),
@@ -305,7 +312,11 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                 };
             }
             let head = if ru {
-                let which = if high { "наибольшими" } else { "наименьшими" };
+                let which = if high {
+                    "наибольшими"
+                } else {
+                    "наименьшими"
+                };
                 format!(
                     "{} {when}{filters}: {} с {which} значениями.",
                     capitalise(name),
@@ -348,7 +359,10 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
             };
             if rows.len() == 1 && order.is_some() && function != Aggregation::Count {
                 let row = &rows[0];
-                if let (Some(key), Some(v)) = (row.first().and_then(Value::as_i64), row.get(1).and_then(as_f64)) {
+                if let (Some(key), Some(v)) = (
+                    row.first().and_then(Value::as_i64),
+                    row.get(1).and_then(as_f64),
+                ) {
                     let key = match by {
                         Grouping::Year => key.to_string(),
                         Grouping::Decade if ru => format!("{key}-е"),
@@ -356,7 +370,11 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                     };
                     let high = order == Some(Direction::Desc);
                     return if ru {
-                        let which = if high { "наибольшим" } else { "наименьшим" };
+                        let which = if high {
+                            "наибольшим"
+                        } else {
+                            "наименьшим"
+                        };
                         let what = match by {
                             Grouping::Year => "Год",
                             Grouping::Decade => "Десятилетие",
@@ -389,10 +407,19 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                 let head = if ru {
                     let what = match by {
                         Grouping::Year => plural_ru(n, "год", "года", "лет"),
-                        Grouping::Decade => plural_ru(n, "десятилетие", "десятилетия", "десятилетий"),
+                        Grouping::Decade => {
+                            plural_ru(n, "десятилетие", "десятилетия", "десятилетий")
+                        }
                     };
-                    let which = if high { "наибольшими" } else { "наименьшими" };
-                    format!("{} {when}{filters}: {n} {what} с {which} значениями ({how}):", capitalise(name))
+                    let which = if high {
+                        "наибольшими"
+                    } else {
+                        "наименьшими"
+                    };
+                    format!(
+                        "{} {when}{filters}: {n} {what} с {which} значениями ({how}):",
+                        capitalise(name)
+                    )
                 } else {
                     let what = match (by, n) {
                         (Grouping::Year, 1) => "year",
@@ -507,7 +534,11 @@ fn describe(lang: Lang, request: &DataRequest, result: &DataResult) -> String {
                     q.label(lang)
                 ),
                 (_, true, _) => {
-                    let which = if at == Edge::Last { "последнее" } else { "первое" };
+                    let which = if at == Edge::Last {
+                        "последнее"
+                    } else {
+                        "первое"
+                    };
                     format!(
                         "{} {when}{filters}, {which} значение: {} ({}).",
                         capitalise(name),
@@ -543,7 +574,12 @@ fn header(column: &str, metric: Measure, lang: Lang) -> String {
     match column {
         "year" => (if ru { "год" } else { "year" }).to_owned(),
         "quarter" => (if ru { "квартал" } else { "quarter" }).to_owned(),
-        "decade" => (if ru { "десятилетие" } else { "decade" }).to_owned(),
+        "decade" => (if ru {
+            "десятилетие"
+        } else {
+            "decade"
+        })
+        .to_owned(),
         "quarters" => (if ru { "кварталов" } else { "quarters" }).to_owned(),
         "years" => (if ru { "лет" } else { "years" }).to_owned(),
         other => {
@@ -584,9 +620,9 @@ fn table(lang: Lang, metric: Measure, result: &DataResult) -> String {
                         (Some(d), _) => format!("{d}s"),
                         (None, _) => n.to_string(),
                     },
-                    Value::Number(n) if integer(column) => n
-                        .as_i64()
-                        .map_or_else(|| n.to_string(), |i| i.to_string()),
+                    Value::Number(n) if integer(column) => {
+                        n.as_i64().map_or_else(|| n.to_string(), |i| i.to_string())
+                    }
                     Value::Number(n) => n.as_f64().map_or_else(String::new, |x| number(x, lang)),
                     Value::Null => "—".to_owned(),
                     other => other.to_string(),
@@ -666,7 +702,13 @@ mod tests {
             request: "r1".into(),
             columns: vec!["year".into(), "quarter".into(), "unemp".into()],
             rows: (0..45)
-                .map(|i| vec![Value::from(1960 + i / 4), Value::from(i % 4 + 1), Value::from(5.5)])
+                .map(|i| {
+                    vec![
+                        Value::from(1960 + i / 4),
+                        Value::from(i % 4 + 1),
+                        Value::from(5.5),
+                    ]
+                })
                 .collect(),
             ..DataResult::default()
         };
@@ -677,6 +719,9 @@ mod tests {
         assert_eq!(lines.len(), 1 + SHOWN_ROWS + 1);
         assert!(lines[41].contains("5 more rows"));
         let text = table(Lang::Ru, Measure::Unemp, &result);
-        assert!(text.starts_with(" год  квартал  уровень безработицы, %"), "{text}");
+        assert!(
+            text.starts_with(" год  квартал  уровень безработицы, %"),
+            "{text}"
+        );
     }
 }

@@ -255,7 +255,12 @@ pub static GLOSSARY: &[Term] = &[
             "business investment*",
             "capital spending",
         ],
-        phrases_ru: &["инвестиц*", "капиталовложени*", "частн* инвестиц*", "вложени*"],
+        phrases_ru: &[
+            "инвестиц*",
+            "капиталовложени*",
+            "частн* инвестиц*",
+            "вложени*",
+        ],
     },
     Term {
         key: "realgovt",
@@ -634,7 +639,13 @@ pub static MISSING: &[Missing] = &[
     Missing {
         en: "gold price",
         ru: "цена золота",
-        phrases: &["gold", "gold price*", "price of gold", "золот*", "цен* золот*"],
+        phrases: &[
+            "gold",
+            "gold price*",
+            "price of gold",
+            "золот*",
+            "цен* золот*",
+        ],
     },
     Missing {
         en: "oil price",
@@ -788,7 +799,13 @@ pub static MISSING: &[Missing] = &[
     Missing {
         en: "bitcoin",
         ru: "биткоин",
-        phrases: &["bitcoin*", "crypto*", "биткоин*", "биткойн*", "криптовалют*"],
+        phrases: &[
+            "bitcoin*",
+            "crypto*",
+            "биткоин*",
+            "биткойн*",
+            "криптовалют*",
+        ],
     },
     Missing {
         en: "birth rate",
@@ -940,7 +957,12 @@ pub fn lookup(text: &str) -> Lookup {
         phrases.extend(term.phrases().map(|p| (p, Entry::Term(term))));
     }
     for missing in MISSING {
-        phrases.extend(missing.phrases.iter().map(|p| (*p, Entry::Missing(missing))));
+        phrases.extend(
+            missing
+                .phrases
+                .iter()
+                .map(|p| (*p, Entry::Missing(missing))),
+        );
     }
     let tokens = super::tokens::tokenize(text);
     let mut used = vec![false; tokens.len()];

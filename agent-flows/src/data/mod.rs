@@ -217,11 +217,7 @@ pub fn graph() -> StateGraph<DataState, DataContext> {
         .add_conditional_edges(
             "intent",
             nodes::route_after_intent,
-            [
-                ("data", "parser"),
-                ("chitchat", "end"),
-                ("concept", "end"),
-            ],
+            [("data", "parser"), ("chitchat", "end"), ("concept", "end")],
         )
         .add_edge("parser", "planner")
         .add_edge("planner", "executor")
@@ -247,7 +243,9 @@ pub fn build_with(
 
 static SHARED: OnceLock<Result<DataGraph, String>> = OnceLock::new();
 
-fn shared(make: impl FnOnce() -> Result<DataContext, FlowError>) -> (bool, &'static Result<DataGraph, String>) {
+fn shared(
+    make: impl FnOnce() -> Result<DataContext, FlowError>,
+) -> (bool, &'static Result<DataGraph, String>) {
     let mut fresh = false;
     let graph = SHARED.get_or_init(|| {
         fresh = true;
@@ -373,10 +371,7 @@ impl FlowSpec for Data {
                 &["Average inflation by year from 2000 to 2005"],
             ),
             demo("compare_ru", &["Сравни безработицу в 1982 и 2000 годах"]),
-            demo(
-                "two_measures_en",
-                &["Real GDP and population in Q3 2009"],
-            ),
+            demo("two_measures_en", &["Real GDP and population in Q3 2009"]),
             demo("latest_ru", &["Какой сейчас уровень безработицы?"]),
             demo(
                 "filtered_average_en",
@@ -388,7 +383,10 @@ impl FlowSpec for Data {
             ),
             demo(
                 "follow_up_ru",
-                &["Какая была средняя ставка по казначейским векселям в 1981 году?", "А реальная ставка?"],
+                &[
+                    "Какая была средняя ставка по казначейским векселям в 1981 году?",
+                    "А реальная ставка?",
+                ],
             ),
             demo("chitchat_ru", &["Привет! Что ты умеешь?"]),
             demo("chitchat_en", &["Thanks, that's all. Bye!"]),
@@ -399,14 +397,8 @@ impl FlowSpec for Data {
                 &["What was the price of gold in 2000?"],
             ),
             demo("outside_data_ru", &["Какой был ВВП в 2015 году?"]),
-            demo(
-                "other_country_en",
-                &["What was Germany's GDP in 1990?"],
-            ),
-            demo(
-                "injection_en",
-                &["GDP in 2008'; DROP TABLE macrodata; --"],
-            ),
+            demo("other_country_en", &["What was Germany's GDP in 1990?"]),
+            demo("injection_en", &["GDP in 2008'; DROP TABLE macrodata; --"]),
             demo(
                 "absurd_limit_en",
                 &["Top 1000000 quarters by unemployment in 2008"],

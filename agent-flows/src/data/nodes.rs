@@ -32,8 +32,8 @@ pub(crate) const PARSER_PROMPT: &str = "You turn a question about US quarterly m
     {\"atom\": \"filter\", \"column\": measure, \"op\": \"gt\", \"value\": 8}; {\"atom\": \
     \"aggregate\", \"function\": \"avg\"} (avg, sum, min, max, count, change, first, last); \
     {\"atom\": \"group_by\", \"by\": \"year\"}; {\"atom\": \"order\", \"direction\": \"desc\"}; \
-    {\"atom\": \"limit\", \"count\": 5}. One step per measure and period asked. If the question \
-    names something the data does not have, use its name as the metric.";
+    {\"atom\": \"limit\", \"count\": 5}. Several measures or periods go in one step as several \
+    atoms. If the question names something the data does not have, use its name as the metric.";
 
 /// What the `end` model is told.
 pub(crate) const END_PROMPT: &str = "You are the assistant of a data set of US macroeconomic \
@@ -157,7 +157,7 @@ pub async fn parse_question(
         .invoke_in(
             rt,
             &messages,
-            &CallOptions::new().task("ParsedQuery").max_tokens(320),
+            &CallOptions::new().task("ParsedQuery").max_tokens(256),
         )
         .await;
     let reply = match reply {
@@ -226,12 +226,7 @@ pub async fn execute_query(
         }))
         .await;
     }
-    let response = answer::render(
-        state.lang,
-        &state.execution_plan,
-        &data,
-        &state.plan_errors,
-    );
+    let response = answer::render(state.lang, &state.execution_plan, &data, &state.plan_errors);
     Ok(DataStateUpdate::default()
         .data(data)
         .messages(vec![Message::ai(response.clone())])
@@ -314,9 +309,18 @@ mod tests {
 
     #[test]
     fn the_glossary_entry_names_its_key() {
-        assert!(glossary_entry("Что такое ИПЦ?", "", Lang::Ru).starts_with("[cpi] индекс потребительских цен"));
-        assert!(glossary_entry("what is that?", "What is the real interest rate?", Lang::En).starts_with("[realint]"));
-        assert_eq!(glossary_entry("what is gold?", "", Lang::En), "missing: gold price");
+        assert!(
+            glossary_entry("Что такое ИПЦ?", "", Lang::Ru)
+                .starts_with("[cpi] индекс потребительских цен")
+        );
+        assert!(
+            glossary_entry("what is that?", "What is the real interest rate?", Lang::En)
+                .starts_with("[realint]")
+        );
+        assert_eq!(
+            glossary_entry("what is gold?", "", Lang::En),
+            "missing: gold price"
+        );
         assert!(glossary_entry("what is love?", "", Lang::En).starts_with("no entry"));
     }
 }

@@ -176,17 +176,47 @@ fn small_talk(question: &str, lang: Lang) -> String {
     let ru = lang == Lang::Ru;
     let mut parts: Vec<&str> = Vec::new();
     let thanks = has(&["thanks", "thank", "thx", "спасибо", "благодар*"]);
-    let bye = has(&["bye", "goodbye", "see you", "пока", "до свидания", "до встречи"]);
-    let greeting = has(&[
-        "hello", "hi", "hey", "good morning", "good afternoon", "good evening", "привет*",
-        "здравств*", "добр* день", "добр* утро", "добр* вечер",
+    let bye = has(&[
+        "bye",
+        "goodbye",
+        "see you",
+        "пока",
+        "до свидания",
+        "до встречи",
     ]);
-    let how_are_you = has(&["how are you", "how s it going", "как дела", "как ты", "как поживаешь"]);
+    let greeting = has(&[
+        "hello",
+        "hi",
+        "hey",
+        "good morning",
+        "good afternoon",
+        "good evening",
+        "привет*",
+        "здравств*",
+        "добр* день",
+        "добр* утро",
+        "добр* вечер",
+    ]);
+    let how_are_you = has(&[
+        "how are you",
+        "how s it going",
+        "как дела",
+        "как ты",
+        "как поживаешь",
+    ]);
     if thanks {
-        parts.push(if ru { "Пожалуйста!" } else { "You're welcome!" });
+        parts.push(if ru {
+            "Пожалуйста!"
+        } else {
+            "You're welcome!"
+        });
     }
     if greeting {
-        parts.push(if ru { "Здравствуйте!" } else { "Hello!" });
+        parts.push(if ru {
+            "Здравствуйте!"
+        } else {
+            "Hello!"
+        });
     }
     if how_are_you {
         parts.push(if ru {
@@ -196,7 +226,11 @@ fn small_talk(question: &str, lang: Lang) -> String {
         });
     }
     if bye {
-        parts.push(if ru { "До свидания!" } else { "Goodbye!" });
+        parts.push(if ru {
+            "До свидания!"
+        } else {
+            "Goodbye!"
+        });
         return parts.join(" ");
     }
     if thanks && !greeting && !how_are_you && tokens.len() <= 4 {
@@ -229,19 +263,36 @@ mod tests {
 
     #[test]
     fn small_talk_answers_in_the_users_language() {
-        assert!(small_talk("Привет! Что ты умеешь?", Lang::Ru).starts_with("Здравствуйте! Я отвечаю"));
+        assert!(
+            small_talk("Привет! Что ты умеешь?", Lang::Ru).starts_with("Здравствуйте! Я отвечаю")
+        );
         assert!(small_talk("hi", Lang::En).starts_with("Hello! I answer"));
-        assert_eq!(small_talk("thanks!", Lang::En), "You're welcome! Ask me more about the data any time.");
-        assert_eq!(small_talk("Спасибо, пока", Lang::Ru), "Пожалуйста! До свидания!");
+        assert_eq!(
+            small_talk("thanks!", Lang::En),
+            "You're welcome! Ask me more about the data any time."
+        );
+        assert_eq!(
+            small_talk("Спасибо, пока", Lang::Ru),
+            "Пожалуйста! До свидания!"
+        );
     }
 
     #[test]
     fn concepts_come_from_the_glossary() {
         let text = explain(Measure::Cpi.term(), Lang::Ru);
-        assert!(text.starts_with("Индекс потребительских цен (ИПЦ)"), "{text}");
+        assert!(
+            text.starts_with("Индекс потребительских цен (ИПЦ)"),
+            "{text}"
+        );
         assert!(text.contains("столбец `cpi`"), "{text}");
         let text = explain(term("saar").unwrap(), Lang::En);
-        assert!(text.starts_with("Seasonally adjusted annual rate (SAAR): a quarter's flow"), "{text}");
-        assert!(unknown_term("missing: gold price", Lang::En).starts_with("The data set has no gold price"));
+        assert!(
+            text.starts_with("Seasonally adjusted annual rate (SAAR): a quarter's flow"),
+            "{text}"
+        );
+        assert!(
+            unknown_term("missing: gold price", Lang::En)
+                .starts_with("The data set has no gold price")
+        );
     }
 }

@@ -153,11 +153,7 @@ impl Period {
     pub fn describe(self, lang: Lang) -> String {
         let ru = lang == Lang::Ru;
         if self == Period::coverage() {
-            let span = format!(
-                "{} – {}",
-                self.from.label(lang),
-                self.to.label(lang)
-            );
+            let span = format!("{} – {}", self.from.label(lang), self.to.label(lang));
             return if ru {
                 format!("за весь период данных ({span})")
             } else {
@@ -201,11 +197,7 @@ impl Period {
                 self.to.label(lang)
             )
         } else {
-            format!(
-                "from {} to {}",
-                self.from.label(lang),
-                self.to.label(lang)
-            )
+            format!("from {} to {}", self.from.label(lang), self.to.label(lang))
         }
     }
 
@@ -231,7 +223,9 @@ pub fn parse_bound(text: &str) -> Result<(Quarter, Quarter), String> {
         .collect::<String>()
         .to_ascii_uppercase();
     let bad = || {
-        format!("`{text}` is not a period; write a year (2008), a quarter (2008Q3) or a decade (1970s)")
+        format!(
+            "`{text}` is not a period; write a year (2008), a quarter (2008Q3) or a decade (1970s)"
+        )
     };
     if cleaned.is_empty() || cleaned.len() > 12 {
         return Err(bad());
@@ -261,9 +255,8 @@ pub fn parse_bound(text: &str) -> Result<(Quarter, Quarter), String> {
         return Ok((Quarter { year: y, q: 1 }, Quarter { year: y, q: 4 }));
     };
     let q: u8 = q.parse().map_err(|_| bad())?;
-    let quarter = Quarter::new(y, q).ok_or_else(|| {
-        format!("`{text}`: a year has quarters 1 to 4, not {q}")
-    })?;
+    let quarter = Quarter::new(y, q)
+        .ok_or_else(|| format!("`{text}`: a year has quarters 1 to 4, not {q}"))?;
     Ok((quarter, quarter))
 }
 
@@ -276,11 +269,17 @@ mod tests {
         let q = Quarter::new(2008, 3).unwrap();
         assert_eq!(q.to_string(), "2008Q3");
         assert_eq!(Quarter::from_index(q.index()), q);
-        assert_eq!(Quarter::from_index(q.index() + 2), Quarter::new(2009, 1).unwrap());
+        assert_eq!(
+            Quarter::from_index(q.index() + 2),
+            Quarter::new(2009, 1).unwrap()
+        );
         assert_eq!(Quarter::new(2008, 5), None);
         assert_eq!(Period::coverage().len(), 203);
         assert_eq!(serde_json::to_value(q).unwrap(), "2008Q3");
-        assert_eq!(serde_json::from_value::<Quarter>("2008q3".into()).unwrap(), q);
+        assert_eq!(
+            serde_json::from_value::<Quarter>("2008q3".into()).unwrap(),
+            q
+        );
     }
 
     #[test]
@@ -291,8 +290,19 @@ mod tests {
         assert_eq!(parse_bound(" 2008-q3 "), Ok((q(2008, 3), q(2008, 3))));
         assert_eq!(parse_bound("Q3 2008"), Ok((q(2008, 3), q(2008, 3))));
         assert_eq!(parse_bound("1970s"), Ok((q(1970, 1), q(1979, 4))));
-        assert!(parse_bound("2008Q5").unwrap_err().contains("quarters 1 to 4"));
-        for bad in ["", "yesterday", "1975s", "20081", "2008Q", "'; drop table x"] {
+        assert!(
+            parse_bound("2008Q5")
+                .unwrap_err()
+                .contains("quarters 1 to 4")
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "1975s",
+            "20081",
+            "2008Q",
+            "'; drop table x",
+        ] {
             assert!(parse_bound(bad).is_err(), "{bad}");
         }
     }
@@ -301,7 +311,11 @@ mod tests {
     fn periods_are_said_in_both_languages() {
         let cases = [
             (Period::year(2008), "in 2008", "в 2008 г."),
-            (Period::years(2000, 2008), "from 2000 to 2008", "в 2000–2008 гг."),
+            (
+                Period::years(2000, 2008),
+                "from 2000 to 2008",
+                "в 2000–2008 гг.",
+            ),
             (Period::years(1970, 1979), "in the 1970s", "в 1970-е гг."),
             (
                 Period::quarter(Quarter::new(2008, 3).unwrap()),
@@ -326,7 +340,10 @@ mod tests {
                 .describe(Lang::En)
                 .starts_with("over the whole data set (1959 Q1 – 2009 Q3)")
         );
-        assert_eq!(Period::years(2005, 2015).within_coverage().unwrap().to, Quarter::last());
+        assert_eq!(
+            Period::years(2005, 2015).within_coverage().unwrap().to,
+            Quarter::last()
+        );
         assert_eq!(Period::years(2010, 2015).within_coverage(), None);
     }
 }

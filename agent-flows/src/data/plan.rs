@@ -184,9 +184,32 @@ pub enum Resolved {
 
 /// Words a measure's name may carry besides the glossary phrase ("the real GDP level").
 const NAME_FILLER: &[&str] = &[
-    "the", "of", "us", "u", "s", "real", "total", "level", "rate", "index", "series", "value",
-    "values", "data", "usa", "american", "national", "уровень", "уровня", "показатель", "сша",
-    "реальный", "реальная", "реальные", "общий", "общая",
+    "the",
+    "of",
+    "us",
+    "u",
+    "s",
+    "real",
+    "total",
+    "level",
+    "rate",
+    "index",
+    "series",
+    "value",
+    "values",
+    "data",
+    "usa",
+    "american",
+    "national",
+    "уровень",
+    "уровня",
+    "показатель",
+    "сша",
+    "реальный",
+    "реальная",
+    "реальные",
+    "общий",
+    "общая",
 ];
 
 /// Resolves what a model or the parser called a measure: the column name, or a glossary
@@ -516,7 +539,10 @@ fn plan_step(step: &Step, n: usize, say: &Say) -> Result<Vec<DataRequest>, Vec<S
     }
     if let Some(by) = group {
         for f in &functions {
-            if matches!(f, Aggregation::Change | Aggregation::First | Aggregation::Last) {
+            if matches!(
+                f,
+                Aggregation::Change | Aggregation::First | Aggregation::Last
+            ) {
                 let by = match (by, say.ru()) {
                     (Grouping::Year, true) => "годам",
                     (Grouping::Decade, true) => "десятилетиям",
@@ -906,7 +932,10 @@ mod tests {
             Lang::En,
         );
         let all = plan.errors.join("\n");
-        assert!(all.contains("unknown measure “realgdp; DROP TABLE macrodata”"), "{all}");
+        assert!(
+            all.contains("unknown measure “realgdp; DROP TABLE macrodata”"),
+            "{all}"
+        );
         assert!(all.contains("quarters 1 to 4"), "{all}");
         assert!(all.contains("compared with a number"), "{all}");
         assert_eq!(super::plan(&[], Lang::En).errors.len(), 1);
@@ -928,7 +957,11 @@ mod tests {
         assert_eq!(r.limit, Some(MAX_LIMIT));
         assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
         assert!(r.notes[0].contains("put in order"), "{:?}", r.notes);
-        assert!(r.notes[0].contains("cut to 2005 Q1 – 2009 Q3"), "{:?}", r.notes);
+        assert!(
+            r.notes[0].contains("cut to 2005 Q1 – 2009 Q3"),
+            "{:?}",
+            r.notes
+        );
         assert!(r.notes[1].contains("lowered to 250"), "{:?}", r.notes);
     }
 
@@ -940,6 +973,10 @@ mod tests {
             .collect();
         let plan = plan(&[step(serde_json::Value::Array(atoms))], Lang::En);
         assert_eq!(plan.requests.len(), MAX_REQUESTS);
-        assert!(plan.errors[0].contains("needs 12 queries"), "{:?}", plan.errors);
+        assert!(
+            plan.errors[0].contains("needs 12 queries"),
+            "{:?}",
+            plan.errors
+        );
     }
 }

@@ -287,8 +287,9 @@ pub const MAX_ATOMS: usize = 12;
 
 /// The most steps the schema lets a model write: with [`SCHEMA_ATOMS`], the longest reply a
 /// grammar-constrained model can produce still fits the parser's token budget (a degenerate
-/// small model fills every array to its maximum).
-pub const SCHEMA_STEPS: usize = 3;
+/// small model fills every array to its maximum). Two are enough: a step may hold several
+/// `metric` and `time_range` atoms, and the planner makes a request of each combination.
+pub const SCHEMA_STEPS: usize = 2;
 /// The most atoms per step the schema lets a model write.
 pub const SCHEMA_ATOMS: usize = 6;
 
@@ -433,7 +434,9 @@ mod tests {
                 value: FilterValue::Number(5.0)
             }
         );
-        assert!(matches!(&step.atoms[2], Atom::Filter { value: FilterValue::Text(t), .. } if t == "Germany"));
+        assert!(
+            matches!(&step.atoms[2], Atom::Filter { value: FilterValue::Text(t), .. } if t == "Germany")
+        );
         let huge: Atom =
             serde_json::from_str(r#"{"atom": "limit", "count": 100000000000000000000}"#).unwrap();
         assert_eq!(huge, Atom::Limit { count: i64::MAX });
@@ -450,11 +453,15 @@ mod tests {
     fn schemas_are_closed() {
         let schema = parsed_query_schema();
         assert_eq!(schema["additionalProperties"], false);
-        let atoms = &schema["properties"]["steps"]["items"]["properties"]["atoms"]["items"]["anyOf"];
+        let atoms =
+            &schema["properties"]["steps"]["items"]["properties"]["atoms"]["items"]["anyOf"];
         assert_eq!(atoms.as_array().map(Vec::len), Some(7));
         for atom in atoms.as_array().unwrap() {
             assert_eq!(atom["additionalProperties"], false);
         }
-        assert_eq!(intent_schema()["properties"]["lang"]["enum"], json!(["ru", "en"]));
+        assert_eq!(
+            intent_schema()["properties"]["lang"]["enum"],
+            json!(["ru", "en"])
+        );
     }
 }

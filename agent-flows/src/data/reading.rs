@@ -198,9 +198,10 @@ impl Reading {
         }
         let interleaved = main.len() == periods.len()
             && main.len() > 1
-            && main.iter().zip(&periods).all(|(m, p)| {
-                p.is_some_and(|p| m.start == usize::MAX || m.start < p.start)
-            });
+            && main
+                .iter()
+                .zip(&periods)
+                .all(|(m, p)| p.is_some_and(|p| m.start == usize::MAX || m.start < p.start));
         let pairs: Vec<(Option<MetricRef>, Option<&Found<PeriodSpec>>)> = if interleaved {
             main.iter().map(|m| Some(m.value)).zip(periods).collect()
         } else if distinct.is_empty() {
@@ -343,8 +344,20 @@ impl Reading {
 
 /// Words after a year that say it is one (`2008 year`, `в 2008 году`, `2008 г.`).
 const YEAR_WORDS: &[&str] = &[
-    "year", "years", "yr", "год", "года", "году", "годом", "годе", "годы", "годов", "годах",
-    "годам", "г", "гг",
+    "year",
+    "years",
+    "yr",
+    "год",
+    "года",
+    "году",
+    "годом",
+    "годе",
+    "годы",
+    "годов",
+    "годах",
+    "годам",
+    "г",
+    "гг",
 ];
 
 /// Words for quarters.
@@ -352,7 +365,17 @@ const QUARTER_WORDS: &[&str] = &["quarter", "quarters", "qtr", "квартал*"
 
 /// Filler words a period or a comparison may have in front of its number.
 const FILLER: &[&str] = &[
-    "the", "a", "of", "in", "than", "level", "mark", "уровн*", "отметк*", "значени*", "чем",
+    "the",
+    "a",
+    "of",
+    "in",
+    "than",
+    "level",
+    "mark",
+    "уровн*",
+    "отметк*",
+    "значени*",
+    "чем",
 ];
 
 /// Ordinals that name a quarter.
@@ -367,7 +390,10 @@ fn quarter_ordinal(tokens: &[Token], i: usize) -> Option<(u8, usize)> {
         }
         if tokens.get(end).is_some_and(|t| {
             t.word().is_some_and(|w| {
-                ["st", "nd", "rd", "th", "й", "м", "го", "ий", "ем", "ом", "ого"].contains(&w)
+                [
+                    "st", "nd", "rd", "th", "й", "м", "го", "ий", "ем", "ом", "ого",
+                ]
+                .contains(&w)
             })
         }) {
             end += 1;
@@ -396,9 +422,27 @@ fn quarter_ordinal(tokens: &[Token], i: usize) -> Option<(u8, usize)> {
 /// A number written as a word (`five`, `пять`, `трёх`), up to twenty.
 pub fn number_word(word: &str) -> Option<i64> {
     const EN: &[&str] = &[
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen", "twenty",
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
     ];
     if let Some(n) = EN.iter().position(|w| *w == word) {
         return Some(n as i64);
@@ -656,10 +700,29 @@ fn sql_noise(r: &mut Reader) {
         "where 1",
     ];
     // SQL only right after a quote or a semicolon (`'; select ...`).
-    const QUOTED: &[&str] = &["select", "update", "delete", "exec", "execute", "sleep", "pragma"];
+    const QUOTED: &[&str] = &[
+        "select", "update", "delete", "exec", "execute", "sleep", "pragma",
+    ];
     const SQL_WORDS: &[&str] = &[
-        "table", "from", "where", "into", "values", "set", "all", "select", "null", "true",
-        "false", "or", "and", "like", "union", "database", "macrodata", "sqlite", "master",
+        "table",
+        "from",
+        "where",
+        "into",
+        "values",
+        "set",
+        "all",
+        "select",
+        "null",
+        "true",
+        "false",
+        "or",
+        "and",
+        "like",
+        "union",
+        "database",
+        "macrodata",
+        "sqlite",
+        "master",
     ];
     let mut ignored = Vec::new();
     let mut i = 0;
@@ -896,7 +959,8 @@ fn comparisons(r: &mut Reader) {
             .max_by_key(|(end, _)| *end);
         let Some((after, op)) = symbolic.or(worded) else {
             // `negative`, `отрицательная`: below zero.
-            if r.is_word(i, &["negative", "отрицательн*", "below zero", "ниже нуля"]) {
+            if r.is_word(i, &["negative", "отрицательн*", "below zero", "ниже нуля"])
+            {
                 r.reading.filters.push(FilterSpec {
                     column: None,
                     op: Comparison::Lt,
@@ -926,7 +990,11 @@ fn comparisons(r: &mut Reader) {
         while r.is_word(j, FILLER) && !r.is_word(j, &["in", "в"]) {
             j += 1;
         }
-        let negative = r.tokens.get(j).and_then(Token::sym).is_some_and(|c| matches!(c, '-' | '−'))
+        let negative = r
+            .tokens
+            .get(j)
+            .and_then(Token::sym)
+            .is_some_and(|c| matches!(c, '-' | '−'))
             && r.tokens.get(j + 1).is_some_and(|t| t.num().is_some());
         if negative {
             j += 1;
@@ -935,7 +1003,10 @@ fn comparisons(r: &mut Reader) {
             .tokens
             .get(j)
             .filter(|_| r.free(j, j + 1))
-            .and_then(|t| t.num().or_else(|| t.word().and_then(number_word).map(|n| n as f64)))
+            .and_then(|t| {
+                t.num()
+                    .or_else(|| t.word().and_then(number_word).map(|n| n as f64))
+            })
             .or_else(|| r.is_word(j, &["zero", "нул*", "ноль"]).then_some(0.0));
         match number {
             Some(value) => {
@@ -986,16 +1057,40 @@ fn comparisons(r: &mut Reader) {
                 let mut end = j + 1;
                 // Units: %, percent, billion, trillion...
                 loop {
-                    if r.tokens.get(end).and_then(Token::sym).is_some_and(|c| matches!(c, '%' | '$')) {
+                    if r.tokens
+                        .get(end)
+                        .and_then(Token::sym)
+                        .is_some_and(|c| matches!(c, '%' | '$'))
+                    {
                         end += 1;
-                    } else if r.is_word(end, &["trillion*", "трлн", "триллион*", "tn"]) {
+                    } else if r.is_word(end, &["trillion*", "трлн", "триллион*", "tn"])
+                    {
                         value *= 1000.0;
                         end += 1;
-                    } else if r.is_word(end, &[
-                        "percent*", "per", "cent", "pct", "процент*", "пп", "п", "billion*",
-                        "bn", "млрд", "миллиард*", "million*", "mn", "млн", "миллион*",
-                        "dollar*", "долл*", "points", "пункт*",
-                    ]) {
+                    } else if r.is_word(
+                        end,
+                        &[
+                            "percent*",
+                            "per",
+                            "cent",
+                            "pct",
+                            "процент*",
+                            "пп",
+                            "п",
+                            "billion*",
+                            "bn",
+                            "млрд",
+                            "миллиард*",
+                            "million*",
+                            "mn",
+                            "млн",
+                            "миллион*",
+                            "dollar*",
+                            "долл*",
+                            "points",
+                            "пункт*",
+                        ],
+                    ) {
                         end += 1;
                     } else {
                         break;
@@ -1054,10 +1149,7 @@ fn comparisons(r: &mut Reader) {
 
 fn symbol_comparison(tokens: &[Token], i: usize) -> Option<(usize, Comparison)> {
     let c = tokens.get(i)?.sym()?;
-    let next = tokens
-        .get(i + 1)
-        .filter(|t| t.glued)
-        .and_then(Token::sym);
+    let next = tokens.get(i + 1).filter(|t| t.glued).and_then(Token::sym);
     Some(match (c, next) {
         ('>', Some('=')) => (i + 2, Comparison::Ge),
         ('<', Some('=')) => (i + 2, Comparison::Le),
@@ -1133,7 +1225,9 @@ fn year_at(r: &Reader, i: usize) -> Option<(i32, usize)> {
 /// Skips `of`, `the`, `,` between a quarter or month and its year.
 fn skip_joiners(r: &Reader, mut i: usize) -> usize {
     loop {
-        if r.is_word(i, &["of", "the", "in", "года"]) || r.tokens.get(i).and_then(Token::sym) == Some(',') {
+        if r.is_word(i, &["of", "the", "in", "года"])
+            || r.tokens.get(i).and_then(Token::sym) == Some(',')
+        {
             i += 1;
         } else {
             return i;
@@ -1143,12 +1237,32 @@ fn skip_joiners(r: &Reader, mut i: usize) -> usize {
 
 fn month(word: &str) -> Option<u8> {
     const EN: &[&str] = &[
-        "january", "february", "march", "april", "may", "june", "july", "august", "september",
-        "october", "november", "december",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
     ];
     const RU: &[&str] = &[
-        "январ", "феврал", "март", "апрел", "ма", "июн", "июл", "август", "сентябр", "октябр",
-        "ноябр", "декабр",
+        "январ",
+        "феврал",
+        "март",
+        "апрел",
+        "ма",
+        "июн",
+        "июл",
+        "август",
+        "сентябр",
+        "октябр",
+        "ноябр",
+        "декабр",
     ];
     if let Some(m) = EN.iter().position(|m| *m == word) {
         return Some(m as u8 + 1);
@@ -1206,7 +1320,10 @@ fn decade_at(r: &Reader, i: usize) -> Option<(i32, usize)> {
         _ => return None,
     };
     // 1970s / 70s
-    if r.tokens.get(i + 1).is_some_and(|t| t.glued && t.word() == Some("s")) {
+    if r.tokens
+        .get(i + 1)
+        .is_some_and(|t| t.glued && t.word() == Some("s"))
+    {
         return Some((decade, i + 2));
     }
     // 1970's
@@ -1353,7 +1470,9 @@ fn periods(r: &mut Reader) {
         let p = points[k];
         let before = |r: &Reader, options: &[&str]| {
             p.start > 0 && r.is_word(p.start - 1, options)
-                || p.start > 1 && r.is_word(p.start - 2, options) && r.is_word(p.start - 1, &["the", "year", "года"])
+                || p.start > 1
+                    && r.is_word(p.start - 2, options)
+                    && r.is_word(p.start - 1, &["the", "year", "года"])
         };
         let opener_start = if p.start > 1 && r.is_word(p.start - 1, &["the"]) {
             p.start - 2
@@ -1376,12 +1495,17 @@ fn periods(r: &mut Reader) {
             };
             let from = before(r, &["from", "с", "со", "от", "начиная"]);
             let between = before(r, &["between", "между"]);
-            (from && joiner(&["to", "through", "till", "until", "thru", "по", "до"], true))
+            (from
+                && joiner(
+                    &["to", "through", "till", "until", "thru", "по", "до"],
+                    true,
+                ))
                 || (between && joiner(&["and", "и"], false))
                 || joiner(&["to", "through", "thru"], true)
         });
         let (spec, start, end, how) = if let Some(q) = ranged {
-            let start = if before(r, &["from", "с", "со", "от", "between", "между", "начиная"]) {
+            let start = if before(r, &["from", "с", "со", "от", "between", "между", "начиная"])
+            {
                 opener_start
             } else {
                 p.start
@@ -1396,9 +1520,7 @@ fn periods(r: &mut Reader) {
             (p.spec(to), opener_start, p.end, "from")
         } else if before(r, &["after", "после"]) {
             let next = Quarter::from_index(
-                Quarter::new(p.last.0, p.last.1.clamp(1, 4))
-                    .map_or(0, Quarter::index)
-                    + 1,
+                Quarter::new(p.last.0, p.last.1.clamp(1, 4)).map_or(0, Quarter::index) + 1,
             );
             let spec = PeriodSpec::Valid(Period {
                 from: next,
@@ -1407,9 +1529,7 @@ fn periods(r: &mut Reader) {
             (spec, opener_start, p.end, "after")
         } else if before(r, &["before", "до", "prior"]) {
             let prev = Quarter::from_index(
-                Quarter::new(p.first.0, p.first.1.clamp(1, 4))
-                    .map_or(0, Quarter::index)
-                    - 1,
+                Quarter::new(p.first.0, p.first.1.clamp(1, 4)).map_or(0, Quarter::index) - 1,
             );
             let spec = PeriodSpec::Valid(Period {
                 from: first.min(prev),
@@ -1469,8 +1589,18 @@ fn vocabulary(r: &mut Reader) {
         phrases.extend(country.phrases.iter().map(|p| (*p, Lex::Country(country))));
     }
     for us in [
-        "us", "usa", "u s", "u s a", "united states", "america", "american", "the states", "сша",
-        "америк*", "штат*", "соединенн* штат*",
+        "us",
+        "usa",
+        "u s",
+        "u s a",
+        "united states",
+        "america",
+        "american",
+        "the states",
+        "сша",
+        "америк*",
+        "штат*",
+        "соединенн* штат*",
     ] {
         phrases.push((us, Lex::Us));
     }
@@ -1610,7 +1740,8 @@ fn limits(r: &mut Reader) {
         } else if r.is_word(i, &["first", "первы*", "первых"]) {
             at = Some(i + 1);
             first = true;
-        } else if r.is_word(i, &["which", "what", "какие", "каких", "какой", "какая"]) {
+        } else if r.is_word(i, &["which", "what", "какие", "каких", "какой", "какая"])
+        {
             at = Some(i + 1);
         } else if count_at(&r.tokens, i).is_some() && r.free(i, i + 1) {
             start = i;
@@ -1629,12 +1760,33 @@ fn limits(r: &mut Reader) {
         // with the highest ...`), or right before one (`5 highest`, `5 самых`).
         let bare = at == Some(i) && !r.is_word(i, &["top", "топ"]);
         if bare {
-            let next_superlative = r.is_word(end, &["highest", "lowest", "largest", "smallest", "biggest", "сам*", "наибольш*", "наименьш*", "максимальн*", "минимальн*", "best", "worst", "лучш*", "худш*"]);
+            let next_superlative = r.is_word(
+                end,
+                &[
+                    "highest",
+                    "lowest",
+                    "largest",
+                    "smallest",
+                    "biggest",
+                    "сам*",
+                    "наибольш*",
+                    "наименьш*",
+                    "максимальн*",
+                    "минимальн*",
+                    "best",
+                    "worst",
+                    "лучш*",
+                    "худш*",
+                ],
+            );
             if !(next_superlative || (unit.is_some() && superlative)) {
                 continue;
             }
         }
-        if r.is_word(start, &["which", "what", "какие", "каких", "какой", "какая"]) && unit.is_none()
+        if r.is_word(
+            start,
+            &["which", "what", "какие", "каких", "какой", "какая"],
+        ) && unit.is_none()
         {
             continue;
         }
@@ -1691,7 +1843,10 @@ fn cues(r: &mut Reader) {
             r.take_all(&["mean", "means", "meant"]);
         }
     } else if let Some((_, end)) = r.find(WEAK)
-        && !r.is_word(end, &["the", "current", "latest", "our", "today", "todays", "now"])
+        && !r.is_word(
+            end,
+            &["the", "current", "latest", "our", "today", "todays", "now"],
+        )
     {
         r.reading.concept_cue = true;
     }
@@ -1751,7 +1906,12 @@ fn cues(r: &mut Reader) {
         ])
         .len();
     let which_quarter = r
-        .take_all(&["which quarter", "what quarter", "в каком квартале", "какой квартал"])
+        .take_all(&[
+            "which quarter",
+            "what quarter",
+            "в каком квартале",
+            "какой квартал",
+        ])
         .len();
     // Counting.
     const COUNT: &[&str] = &[
@@ -2030,7 +2190,14 @@ fn small_talk(message: &str) -> String {
     let tokens = tokenize(message);
     let has = |phrases: &[&str]| super::tokens::contains_any(&tokens, phrases);
     let mut parts = Vec::new();
-    if has(&["привет*", "здравств*", "добр* день", "добр* утро", "добр* вечер", "хай"]) {
+    if has(&[
+        "привет*",
+        "здравств*",
+        "добр* день",
+        "добр* утро",
+        "добр* вечер",
+        "хай",
+    ]) {
         parts.push("Hello!");
     }
     if has(&["как дела", "как ты", "как поживаешь"]) {
@@ -2039,7 +2206,14 @@ fn small_talk(message: &str) -> String {
     if has(&["кто ты", "кто вы", "ты кто", "вы кто"]) {
         parts.push("Who are you?");
     }
-    if has(&["что ты умеешь", "что вы умеете", "что ты можешь", "что вы можете", "помо*", "умеешь"]) {
+    if has(&[
+        "что ты умеешь",
+        "что вы умеете",
+        "что ты можешь",
+        "что вы можете",
+        "помо*",
+        "умеешь",
+    ]) {
         parts.push("What can you do?");
     }
     if has(&["спасибо", "благодар*"]) {
@@ -2081,7 +2255,9 @@ fn english_step(step: &Step) -> String {
                 op,
                 value: FilterValue::Text(text),
             } if column == "country" && *op == Comparison::Eq => countries.push(text.clone()),
-            Atom::Filter { column, op, value } => filters.push((column.clone(), *op, value.clone())),
+            Atom::Filter { column, op, value } => {
+                filters.push((column.clone(), *op, value.clone()))
+            }
             Atom::GroupBy { by } => group = Some(*by),
             Atom::Aggregate { function } => aggregations.push(*function),
             Atom::Order { direction } => order = Some(*direction),
@@ -2114,7 +2290,11 @@ fn english_step(step: &Step) -> String {
             }
         }
         (Some(f @ (Aggregation::Max | Aggregation::Min)), Some(n)) if group.is_none() => {
-            let which = if f == Aggregation::Max { "highest" } else { "lowest" };
+            let which = if f == Aggregation::Max {
+                "highest"
+            } else {
+                "lowest"
+            };
             words.push(format!("{n} {} with the {which} {metric_name}", unit(n)));
         }
         (f, Some(n)) if group.is_some() && order.is_some() => {
@@ -2129,7 +2309,10 @@ fn english_step(step: &Step) -> String {
                 Some(Aggregation::Min) => "minimum",
                 _ => "average",
             };
-            words.push(format!("{n} {} with the {which} {how} {metric_name}", unit(n)));
+            words.push(format!(
+                "{n} {} with the {which} {how} {metric_name}",
+                unit(n)
+            ));
             order = None;
         }
         (None, Some(n)) if order.is_none() => {

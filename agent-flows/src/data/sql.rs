@@ -61,10 +61,7 @@ pub fn build(request: &DataRequest, max_rows: usize) -> SqlQuery {
     ];
     let mut conditions = vec!["(year * 4 + quarter - 1) BETWEEN ?1 AND ?2".to_owned()];
     for filter in &request.filters {
-        params.push(
-            serde_json::Number::from_f64(filter.value)
-                .map_or(Value::Null, Value::Number),
-        );
+        params.push(serde_json::Number::from_f64(filter.value).map_or(Value::Null, Value::Number));
         conditions.push(format!(
             "{} {} ?{}",
             filter.column.column(),

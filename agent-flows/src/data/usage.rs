@@ -83,9 +83,18 @@ mod tests {
     #[test]
     fn calls_add_up_per_node_and_model_and_an_empty_update_resets() {
         let mut ledger = UsageLedger::default();
-        merge_usage(&mut ledger, UsageLedger::call("intent", "small", Usage::new(10, 3)));
-        merge_usage(&mut ledger, UsageLedger::call("parser", "big", Usage::new(20, 7)));
-        merge_usage(&mut ledger, UsageLedger::call("intent", "small", Usage::new(1, 1)));
+        merge_usage(
+            &mut ledger,
+            UsageLedger::call("intent", "small", Usage::new(10, 3)),
+        );
+        merge_usage(
+            &mut ledger,
+            UsageLedger::call("parser", "big", Usage::new(20, 7)),
+        );
+        merge_usage(
+            &mut ledger,
+            UsageLedger::call("intent", "small", Usage::new(1, 1)),
+        );
         assert_eq!(
             ledger.total,
             TokenCount {
