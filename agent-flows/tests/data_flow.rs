@@ -707,4 +707,11 @@ async fn a_parse_that_never_fits_is_a_plan_error() {
         "{}",
         out.state.response
     );
+    // Both attempts spent tokens: booked to the parser.
+    assert_eq!(out.state.usage.by_node["parser"].input_tokens, 18);
+    assert_eq!(out.state.usage.by_model["broken"].output_tokens, 18);
+    assert_eq!(
+        out.state.usage.total.input_tokens,
+        out.usage["input_tokens"]
+    );
 }

@@ -157,7 +157,7 @@ pub async fn parse_question(
         .invoke_in(
             rt,
             &messages,
-            &CallOptions::new().task("ParsedQuery").max_tokens(256),
+            &CallOptions::new().task("ParsedQuery").max_tokens(400),
         )
         .await;
     let reply = match reply {
@@ -165,13 +165,17 @@ pub async fn parse_question(
         // A reply that is not a parse (after the corrective retry) is the model's failure to
         // read the question: no steps, the reason in the thoughts, and the planner says so.
         Err(LlmError::StructuredOutput {
-            attempts, reason, ..
+            attempts,
+            reason,
+            usage,
+            ..
         }) => {
             return Ok(DataStateUpdate::default()
                 .parsed_query(Vec::new())
                 .parser_thoughts(format!(
                     "the model's reply could not be read as steps after {attempts} attempts: {reason}"
-                )));
+                ))
+                .usage(UsageLedger::call(rt.node(), &context.parser.name, usage)));
         }
         Err(other) => return Err(other.into()),
     };

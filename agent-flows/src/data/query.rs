@@ -383,7 +383,7 @@ pub fn parsed_query_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "thoughts": { "type": "string", "description": "one short sentence on how the question reads", "maxLength": 120 },
+            "thoughts": { "type": "string", "description": "one short sentence on how the question reads", "maxLength": 80 },
             "steps": {
                 "type": "array",
                 "minItems": 1,
