@@ -26,9 +26,26 @@ fn uses_end(t: &Topology) -> bool {
         || t.commands.iter().any(|(_, to)| to == END)
 }
 
-/// Mermaid node ids cannot hold every character a node name may; quote-free ids are kept.
+/// Words Mermaid reads as flowchart syntax, never as a node id (a node named `end` would
+/// close a subgraph that was never opened and break the whole diagram).
+const MERMAID_KEYWORDS: &[&str] = &[
+    "end",
+    "graph",
+    "subgraph",
+    "flowchart",
+    "style",
+    "linkStyle",
+    "classDef",
+    "class",
+    "click",
+    "direction",
+];
+
+/// Mermaid node ids cannot hold every character a node name may; quote-free ids are kept,
+/// and a keyword gets a `_` after it (the label still shows the name).
 fn id(name: &str) -> String {
-    name.chars()
+    let mut id: String = name
+        .chars()
         .map(|c| {
             if c.is_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -36,7 +53,11 @@ fn id(name: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if MERMAID_KEYWORDS.contains(&id.as_str()) {
+        id.push('_');
+    }
+    id
 }
 
 /// Renders a topology as Mermaid.
@@ -99,4 +120,18 @@ pub fn draw_ascii(t: &Topology) -> String {
         let _ = writeln!(out, "{from} ==> {to}  [Command]");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id;
+
+    #[test]
+    fn mermaid_keywords_are_not_node_ids() {
+        assert_eq!(id("end"), "end_");
+        assert_eq!(id("class"), "class_");
+        assert_eq!(id("End"), "End");
+        assert_eq!(id("endpoint"), "endpoint");
+        assert_eq!(id("my node"), "my_node");
+    }
 }

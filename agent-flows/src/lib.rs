@@ -11,7 +11,8 @@
 //! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.
 //! - [`dataset`]: the real data set the data flows query (US macroeconomic series), read-only.
 //!
-//! Flows: [`tool_router`] (seed 000), [`form`] (seed 001), [`orchestrator`] (seed 002).
+//! Flows: [`tool_router`] (seed 000), [`form`] (seed 001), [`orchestrator`] (seed 002),
+//! [`data`] (seed 003).
 //!
 //! ```
 //! use agent_flows::{find, FlowEnv};
@@ -28,6 +29,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod data;
 pub mod dataset;
 pub mod env;
 pub mod error;
@@ -49,6 +51,7 @@ pub static FLOWS: &[&dyn Flow] = &[
     &Entry::<tool_router::ToolRouter>::NEW,
     &Entry::<form::Form>::NEW,
     &Entry::<orchestrator::Orchestrator>::NEW,
+    &Entry::<data::Data>::NEW,
 ];
 
 /// The flow named `name`, or an error listing the known names.

@@ -219,3 +219,84 @@ fn orchestrator_on_a_real_model() {
             .starts_with("Turn 1 (en): asked «What was the unemployment rate in 2008?»")
     );
 }
+
+#[test]
+fn data_on_a_real_model() {
+    let Some(url) = service_url("LLAMA_SERVER_URL") else {
+        return;
+    };
+    let _server = one_at_a_time();
+    let s = Scratch::new("llama-data");
+    let out = agent_on_llama(
+        &s,
+        &url,
+        &[
+            "run",
+            "data",
+            "What was the average unemployment rate in 2008?",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let path: Vec<Vec<String>> = serde_json::from_value(report["path"].clone()).unwrap();
+    let nodes = |names: &[&str]| -> Vec<Vec<String>> {
+        names.iter().map(|n| vec![(*n).to_owned()]).collect()
+    };
+    let data_path = nodes(&["intent", "parser", "planner", "executor"]);
+    let end_path = nodes(&["intent", "end"]);
+    assert!(path == data_path || path == end_path, "path {path:?}");
+    let state = &report["state"];
+    let intent = state["intent"].as_str().unwrap();
+    assert!(
+        ["data", "chitchat", "concept"].contains(&intent),
+        "{intent}"
+    );
+    assert_eq!(path == data_path, intent == "data");
+    assert!(["ru", "en"].contains(&state["lang"].as_str().unwrap()));
+    if path == data_path {
+        // Every step parsed into atoms; every request the planner made ran, and whatever it
+        // refused is a plan error, not a crash.
+        for step in state["parsed_query"].as_array().unwrap() {
+            assert!(step["atoms"].is_array(), "{step}");
+        }
+        let plan = state["execution_plan"].as_array().unwrap();
+        let results = state["data"].as_array().unwrap();
+        assert_eq!(plan.len(), results.len());
+        assert!(!plan.is_empty() || !state["plan_errors"].as_array().unwrap().is_empty());
+        for result in results {
+            assert!(
+                result["rows"].is_array() || result["error"].is_string(),
+                "{result}"
+            );
+        }
+    }
+    assert!(!report["response"].as_str().unwrap().trim().is_empty());
+    // Usage of the real model, per node and per model, the same as the run's counters (a
+    // parse that never fitted still spent its tokens, booked to `parser`).
+    let usage = &state["usage"];
+    assert!(
+        usage["by_node"]["intent"]["input_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
+    assert_eq!(
+        usage["by_node"].as_object().map(|m| m.len()),
+        Some(2),
+        "{usage}"
+    );
+    assert_eq!(
+        usage["by_model"].as_object().map(|m| m.len()),
+        Some(1),
+        "{usage}"
+    );
+    assert_eq!(usage["by_model"]["smollm2-135m"]["calls"], 2, "{usage}");
+    assert_eq!(
+        usage["total"]["input_tokens"],
+        report["usage"]["input_tokens"]
+    );
+    assert_eq!(
+        usage["total"]["output_tokens"],
+        report["usage"]["output_tokens"]
+    );
+}

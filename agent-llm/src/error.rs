@@ -161,6 +161,8 @@ pub enum LlmError {
         reason: String,
         /// The last reply's text.
         raw: String,
+        /// Tokens of all the attempts (they were spent even though nothing parsed).
+        usage: crate::message::Usage,
     },
 
     /// A retryable failure kept happening until the retry budget ran out.

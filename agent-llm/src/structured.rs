@@ -175,6 +175,7 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
                         attempts: attempt,
                         reason,
                         raw: response.message.content,
+                        usage,
                     });
                 }
             }

@@ -228,16 +228,26 @@ async fn structured_output_retries_once_showing_the_error() {
 
 #[tokio::test]
 async fn structured_output_gives_up_after_the_corrective_retry() {
-    let model = ScriptedModel::new([Reply::text("sunny"), Reply::text("still sunny")]);
+    let model = ScriptedModel::new([
+        Reply::text("sunny").with_usage(3, 2),
+        Reply::text("still sunny").with_usage(4, 3),
+    ]);
     let err = model
         .with_structured_output::<Weather>()
         .invoke(&[Message::human("weather?")])
         .await
         .unwrap_err();
     match &err {
-        LlmError::StructuredOutput { attempts, raw, .. } => {
+        LlmError::StructuredOutput {
+            attempts,
+            raw,
+            usage,
+            ..
+        } => {
             assert_eq!(*attempts, 2);
             assert_eq!(raw, "still sunny");
+            // The tokens of both attempts were spent.
+            assert_eq!((usage.input_tokens, usage.output_tokens), (7, 5));
         }
         other => panic!("unexpected {other}"),
     }
