@@ -11,7 +11,7 @@
 //! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.
 //! - [`dataset`]: the real data set the data flows query (US macroeconomic series), read-only.
 //!
-//! Flows: [`tool_router`] (seed 000).
+//! Flows: [`tool_router`] (seed 000), [`react`] (seed 004).
 //!
 //! ```
 //! use agent_flows::{find, FlowEnv};
@@ -33,6 +33,7 @@ pub mod env;
 pub mod error;
 pub mod lang;
 pub mod offline;
+pub mod react;
 pub mod registry;
 pub mod tool_router;
 
@@ -43,7 +44,10 @@ pub use registry::{Flow, FlowInfo, FlowSession, FlowSpec, StreamItem, TurnReport
 use registry::Entry;
 
 /// Every flow, in seed order.
-pub static FLOWS: &[&dyn Flow] = &[&Entry::<tool_router::ToolRouter>::NEW];
+pub static FLOWS: &[&dyn Flow] = &[
+    &Entry::<tool_router::ToolRouter>::NEW,
+    &Entry::<react::React>::NEW,
+];
 
 /// The flow named `name`, or an error listing the known names.
 pub fn find(name: &str) -> Result<&'static dyn Flow, FlowError> {

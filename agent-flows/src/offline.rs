@@ -5,7 +5,7 @@
 //! token streaming, usage, events); only the answers differ. An [`OfflineModel`] holds one
 //! rule per task: the call's [`CallOptions::task`] (structured-output calls default it to the
 //! schema's name, e.g. `RouterDecision`). A rule reads the messages and options and returns
-//! text or JSON; the model streams it word by word and reports usage estimated from the text
+//! text, JSON or tool calls (for a model bound to tools); the model streams it word by word and reports usage estimated from the text
 //! (about four characters a token), so offline runs exercise the whole pipeline.
 
 use std::collections::BTreeMap;
@@ -23,6 +23,14 @@ pub enum RuleReply {
     Text(String),
     /// A JSON answer (structured output).
     Json(serde_json::Value),
+    /// An answer that calls tools (name and JSON arguments of each, in order), with optional
+    /// text beside the calls; for models bound to tools (`CallOptions::tools`).
+    ToolCalls {
+        /// Text said beside the calls (usually empty).
+        text: String,
+        /// The calls: tool name and arguments.
+        calls: Vec<(String, serde_json::Value)>,
+    },
 }
 
 type Rule = Arc<dyn Fn(&[Message], &CallOptions) -> Result<RuleReply, String> + Send + Sync>;
@@ -127,6 +135,21 @@ impl OfflineModel {
                 Ok(RuleReply::Json(value)) => {
                     let output = estimate_tokens(&value.to_string());
                     Reply::json(value).with_usage(input, output)
+                }
+                Ok(RuleReply::ToolCalls { text, calls }) => {
+                    let output = estimate_tokens(&text)
+                        + calls
+                            .iter()
+                            .map(|(name, args)| {
+                                estimate_tokens(name) + estimate_tokens(&args.to_string())
+                            })
+                            .sum::<u64>();
+                    calls
+                        .into_iter()
+                        .fold(Reply::text(text), |reply, (name, args)| {
+                            reply.with_tool_call(name, args)
+                        })
+                        .with_usage(input, output)
                 }
                 Err(message) => Reply::error(LlmError::Other {
                     provider: "offline",
