@@ -338,7 +338,10 @@ impl Dataset {
                 values.len()
             )));
         }
-        let columns: Vec<String> = statement.column_names().map(str::to_owned).collect();
+        let columns: Vec<String> = statement
+            .column_names()
+            .map(str::to_owned)
+            .collect();
         // A watchdog interrupts the query at the deadline.
         let interrupt = connection.get_interrupt_handle();
         let (done, wait) = std::sync::mpsc::channel::<()>();
