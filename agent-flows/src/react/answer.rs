@@ -32,16 +32,18 @@ pub struct Evidence {
     pub outcome: Result<Value, String>,
     /// `forced`, `rule:<name>`, `model` or `fallback`.
     pub origin: String,
+    /// The step the call was made in.
+    pub step: u32,
 }
 
 impl Evidence {
     /// The artifact stored for it.
-    pub fn to_artifact(&self, step: u32) -> Value {
+    pub fn to_artifact(&self) -> Value {
         let mut entry = json!({
             "tool": self.tool,
             "args": self.args,
             "origin": self.origin,
-            "step": step,
+            "step": self.step,
         });
         match &self.outcome {
             Ok(output) => entry["output"] = output.clone(),
@@ -64,6 +66,10 @@ impl Evidence {
                     (None, None) => Err("no result".to_owned()),
                 },
                 origin: entry["origin"].as_str().unwrap_or_default().to_owned(),
+                step: entry["step"]
+                    .as_u64()
+                    .and_then(|s| u32::try_from(s).ok())
+                    .unwrap_or_default(),
             })
             .collect();
         out.sort_by_key(|e| call_number(&e.key));
@@ -405,9 +411,11 @@ pub fn stopped(
         }
     };
     let reason = match (stop, lang) {
-        (StopReason::StepLimit, Lang::En) => {
-            format!("I stopped at the step limit ({} steps).", state.max_steps)
-        }
+        (StopReason::StepLimit, Lang::En) => format!(
+            "I stopped at the step limit ({} step{}).",
+            state.max_steps,
+            if state.max_steps == 1 { "" } else { "s" }
+        ),
         (StopReason::StepLimit, Lang::Es) => {
             format!("Me detuve en el límite de pasos ({}).", state.max_steps)
         }
@@ -464,6 +472,7 @@ mod tests {
             args,
             outcome: Ok(output),
             origin: origin.into(),
+            step: 1,
         }
     }
 
@@ -545,6 +554,7 @@ mod tests {
                     .into(),
             ),
             origin: "model".into(),
+            step: 1,
         };
         assert_eq!(
             compose("", &analyze("how much is 1/0?"), &[failed]),
@@ -598,11 +608,12 @@ mod tests {
             args: json!({"expression": "1/0"}),
             outcome: Err("division by zero".into()),
             origin: "rule:needs".into(),
+            step: 1,
         };
         let c = ok("datetime_2", "datetime", json!({}), tokyo(), "model");
         let artifacts: BTreeMap<String, Value> = [&a, &b, &c]
             .iter()
-            .map(|e| (e.key.clone(), e.to_artifact(1)))
+            .map(|e| (e.key.clone(), e.to_artifact()))
             .collect();
         let back = Evidence::from_artifacts(&artifacts);
         assert_eq!(back, [a, c, b]);

@@ -231,6 +231,7 @@ pub async fn tool_executor(state: &ReactState, rt: &Runtime<ReactContext>) -> Re
             args: selection.args.clone(),
             outcome,
             origin: selection.origin.clone(),
+            step: state.step,
         };
         let mut calls = state.calls.clone();
         calls.push(CallRecord {
@@ -255,7 +256,7 @@ fn record(state: &ReactState, evidence: &[Evidence]) -> ReactStateUpdate {
     let mut errors = state.errors.clone();
     let mut confidence = state.confidence;
     for e in evidence {
-        artifacts.insert(e.key.clone(), e.to_artifact(state.step));
+        artifacts.insert(e.key.clone(), e.to_artifact());
         match &e.outcome {
             Ok(output) => {
                 memory.insert(e.key.clone(), output.clone());
@@ -575,12 +576,13 @@ fn tool_evidence(state: &ReactState) -> Vec<Evidence> {
             .iter()
             .rev()
             .find(|c| c.call_id == tool.tool_call_id);
-        let (key, name, args, origin) = match record {
+        let (key, name, args, origin, step) = match record {
             Some(r) => (
                 r.key.clone(),
                 r.tool.clone(),
                 r.args.clone(),
                 r.origin.clone(),
+                r.step,
             ),
             None => {
                 let name = tool.name.clone().unwrap_or_else(|| "tool".to_owned());
@@ -589,6 +591,7 @@ fn tool_evidence(state: &ReactState) -> Vec<Evidence> {
                     name,
                     Value::Null,
                     "model".to_owned(),
+                    state.step,
                 )
             }
         };
@@ -603,6 +606,7 @@ fn tool_evidence(state: &ReactState) -> Vec<Evidence> {
             args,
             outcome,
             origin,
+            step,
         });
     }
     out

@@ -77,6 +77,7 @@ fn evidence(turn: &[Message]) -> Vec<Evidence> {
                         .unwrap_or_else(|_| Value::from(tool.content.clone())))
                 },
                 origin: "model".to_owned(),
+                step: 0,
             }
         })
         .collect()
