@@ -35,7 +35,14 @@ const LLM_ECHO: [&str; 7] = [
     "critic",
     "finalizer",
 ];
-const LLM_FALLBACK: [&str; 6] = ["planner", "model", "fallback", "sync", "critic", "finalizer"];
+const LLM_FALLBACK: [&str; 6] = [
+    "planner",
+    "model",
+    "fallback",
+    "sync",
+    "critic",
+    "finalizer",
+];
 
 #[test]
 fn both_modes_and_the_fallback() {
@@ -92,7 +99,11 @@ fn both_modes_and_the_fallback() {
     cmd.env("LLM_FALLBACK", "1");
     let out = run(cmd);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(path(&out.json()), LLM_ECHO, "the flag wins over the environment");
+    assert_eq!(
+        path(&out.json()),
+        LLM_ECHO,
+        "the flag wins over the environment"
+    );
 }
 
 #[test]
@@ -163,7 +174,11 @@ fn a_second_process_continues_the_conversation() {
         "r1",
     ]));
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert!(first.stdout.starts_with("15 * 3 = 45\n"), "{}", first.stdout);
+    assert!(
+        first.stdout.starts_with("15 * 3 = 45\n"),
+        "{}",
+        first.stdout
+    );
     let second = run(s.agent(&[
         "run",
         "react",
@@ -178,13 +193,23 @@ fn a_second_process_continues_the_conversation() {
     let report = second.json();
     assert_eq!(report["thread_id"], "r1");
     let messages = report["state"]["messages"].as_array().unwrap();
-    let kinds: Vec<&str> = messages.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
     assert_eq!(
         kinds,
-        ["system", "human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]
+        [
+            "system", "human", "ai", "tool", "ai", "human", "ai", "tool", "ai"
+        ]
     );
     assert_eq!(messages[1]["content"], "¿Cuánto es 15 por 3?");
-    assert!(report["response"].as_str().unwrap().starts_with("Eco: gracias"));
+    assert!(
+        report["response"]
+            .as_str()
+            .unwrap()
+            .starts_with("Eco: gracias")
+    );
     // Per-turn fields start over.
     assert_eq!(report["state"]["artifacts"].as_object().unwrap().len(), 1);
     assert_eq!(report["state"]["calls"].as_array().unwrap().len(), 1);
