@@ -102,6 +102,8 @@ pub const MAX_STEPS_RANGE: RangeInclusive<u32> = 1..=MAX_STEPS;
 pub const DEFAULT_MAX_TOOL_CALLS: u32 = 5;
 /// The range of `max_tool_calls`.
 pub const MAX_TOOL_CALLS_RANGE: RangeInclusive<u32> = 1..=16;
+/// The range of `max_tokens` (LLM mode).
+pub const MAX_TOKENS_RANGE: RangeInclusive<u32> = 16..=4096;
 /// The range of `max_tool_rounds` (LLM mode).
 pub const MAX_TOOL_ROUNDS_RANGE: RangeInclusive<u32> = 1..=MAX_STEPS - 1;
 /// The longest query accepted, in characters.
@@ -425,23 +427,11 @@ impl TurnSettings {
                 ));
             }
         };
-        let number = |key: &'static str, default: u32, range: &RangeInclusive<u32>| {
-            let Some(text) = env.option(key) else {
-                return Ok::<u32, FlowError>(default);
+        let number =
+            |key: &'static str, default: u32, range: &RangeInclusive<u32>| match env.option(key) {
+                Some(text) => parse_option(key, text, range),
+                None => Ok(default),
             };
-            let value: u32 = text.trim().parse().map_err(|_| {
-                option(
-                    key,
-                    format!(
-                        "`{text}` is not a whole number; give one between {} and {}",
-                        range.start(),
-                        range.end()
-                    ),
-                )
-            })?;
-            in_range(key, value, range).map_err(|e| option(key, e.message))?;
-            Ok(value)
-        };
         Ok(TurnSettings {
             mode,
             llm_fallback: env.flag(React::NAME, "llm_fallback")?,
@@ -454,6 +444,28 @@ impl TurnSettings {
             max_tool_rounds: number("max_tool_rounds", 1, &MAX_TOOL_ROUNDS_RANGE)?,
         })
     }
+}
+
+/// A whole-number option within `range`, or an error naming it.
+fn parse_option(
+    key: &'static str,
+    text: &str,
+    range: &RangeInclusive<u32>,
+) -> Result<u32, FlowError> {
+    let option = |message: String| FlowError::Option {
+        flow: React::NAME,
+        key: key.to_owned(),
+        message,
+    };
+    let value: u32 = text.trim().parse().map_err(|_| {
+        option(format!(
+            "`{text}` is not a whole number; give one between {} and {}",
+            range.start(),
+            range.end()
+        ))
+    })?;
+    in_range(key, value, range).map_err(|e| option(e.message))?;
+    Ok(value)
 }
 
 /// The input of one turn: the query and settings, every per-turn field reset. Validated.
@@ -491,6 +503,8 @@ pub struct ReactContext {
     pub rules: StaticRules,
     /// The system message of llm mode (the seed's `SYSTEM_HINT`).
     pub system_hint: String,
+    /// The most tokens one model reply may take (llm mode).
+    pub max_tokens: u32,
     /// The clock.
     pub clock: Arc<dyn Clock>,
 }
@@ -529,8 +543,15 @@ impl ReactContext {
             tools: tools::tool_node(registry),
             rules: StaticRules::builtin(),
             system_hint: nodes::SYSTEM_HINT.to_owned(),
+            max_tokens: nodes::MODEL_MAX_TOKENS,
             clock,
         })
+    }
+
+    /// This context with replies of at most `max_tokens` tokens (llm mode).
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
     }
 
     /// This context with exactly these tools (log masking and timeouts applied).
@@ -664,6 +685,10 @@ impl FlowSpec for React {
             key: "max_tool_rounds",
             help: "rounds of tool calls the model may make in llm mode, 1 to 7 (default 1, the seed)",
         },
+        FlowOption {
+            key: "max_tokens",
+            help: "the most tokens of one model reply in llm mode, 16 to 4096 (default 200)",
+        },
     ];
 
     fn demos() -> &'static [Demo] {
@@ -739,7 +764,13 @@ impl FlowSpec for React {
     }
 
     fn context(env: &FlowEnv) -> Result<ReactContext, FlowError> {
-        ReactContext::new(env.model_or(offline::model), env.clock.clone())
+        let context = ReactContext::new(env.model_or(offline::model), env.clock.clone())?;
+        Ok(match env.option("max_tokens") {
+            Some(text) => {
+                context.with_max_tokens(parse_option("max_tokens", text, &MAX_TOKENS_RANGE)?)
+            }
+            None => context,
+        })
     }
 
     fn input(message: &str, env: &FlowEnv) -> Result<ReactStateUpdate, FlowError> {
@@ -794,6 +825,19 @@ mod tests {
         assert!(error.to_string().contains("use static or llm"), "{error}");
         let error = TurnSettings::from_env(&env(&[("llm_fallback", "maybe")])).unwrap_err();
         assert!(error.to_string().contains("`maybe` is not yes or no"));
+    }
+
+    #[test]
+    fn max_tokens_is_a_checked_option_of_the_context() {
+        let context = React::context(&env(&[("max_tokens", "64")])).unwrap();
+        assert_eq!(context.max_tokens, 64);
+        let context = React::context(&env(&[])).unwrap();
+        assert_eq!(context.max_tokens, nodes::MODEL_MAX_TOKENS);
+        let error = React::context(&env(&[("max_tokens", "5")])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "flow `react`: option `max_tokens`: 5 is out of range; it must be between 16 and 4096"
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub const SYSTEM_HINT: &str = "You are a neutral assistant that can call tools. 
 /// The task name of llm mode's model call (the offline model's rule).
 pub const MODEL_TASK: &str = "react_model";
 
-/// The most tokens one model reply may take.
+/// The most tokens one model reply may take unless set (option `max_tokens`).
 pub const MODEL_MAX_TOKENS: u32 = 200;
 
 /// How a tool message that answers a call nobody ran starts.
@@ -320,7 +320,7 @@ pub async fn model(
         conversation.extend(new.iter().cloned());
         let options = CallOptions::new()
             .task(MODEL_TASK)
-            .max_tokens(MODEL_MAX_TOKENS)
+            .max_tokens(context.max_tokens)
             .tools(context.tools.registry().specs());
         let reply = invoke_in_node(&*context.model, &conversation, &options, rt).await?;
         let mut message = reply.message;
