@@ -71,7 +71,10 @@ async fn a_registered_tool_is_used_without_touching_the_flow() {
     let block = out.final_block.as_ref().unwrap();
     assert_eq!(block.summary, "reverse: olleh");
     assert_eq!(block.evidence_keys, ["echo_1", "reverse_2"]);
-    assert_eq!(out.metadata["tools"], json!(["echo", "calculator", "datetime", "reverse"]));
+    assert_eq!(
+        out.metadata["tools"],
+        json!(["echo", "calculator", "datetime", "reverse"])
+    );
 
     // LLM mode: the model is offered the new tool, calls it, answers; another system hint.
     let model = ScriptedModel::new([
@@ -94,7 +97,13 @@ async fn a_registered_tool_is_used_without_touching_the_flow() {
         .await
         .unwrap();
     let requests = model.requests();
-    assert!(requests[0].options.tools.iter().any(|t| t.name == "reverse"));
+    assert!(
+        requests[0]
+            .options
+            .tools
+            .iter()
+            .any(|t| t.name == "reverse")
+    );
     assert_eq!(requests[0].messages[0].content(), "Reverse things.");
     assert_eq!(out.working_memory["reverse_1"], "cba");
     assert_eq!(out.final_block.as_ref().unwrap().summary, "It is cba.");

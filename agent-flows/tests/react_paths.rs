@@ -14,7 +14,7 @@ use agent_flows::react::{
     self, Mode, ReactContext, ReactState, ReactStateUpdate, RuleInput, StaticRules, StopReason,
     TurnSettings, Verdict, turn_input,
 };
-use agent_llm::{ChatModel, Message, Reply, ScriptedModel};
+use agent_llm::{ChatModel, Message, Reply, ScriptedModel, ToolChoice};
 use serde_json::{Value, json};
 
 /// 2026-07-15 12:00:00 UTC, as the demo snapshots.
@@ -276,14 +276,24 @@ const CASES: &[Case] = &[
         verdict: Verdict::Supported,
     },
     Case {
-        name: "llm: steps exhausted",
+        name: "llm: on the last step the model is asked to answer without tools",
         mode: Mode::Llm,
         query: "What is 6 times 7?",
         settings: |s| s.max_steps = 1,
         model: ModelKind::Offline,
         rules: RulesKind::Builtin,
-        stop: StopReason::StepLimit,
+        stop: StopReason::Answered,
         verdict: Verdict::Unsupported,
+    },
+    Case {
+        name: "llm: with more tool rounds allowed the model closes the loop itself",
+        mode: Mode::Llm,
+        query: "2*3, and what time is it in Lima?",
+        settings: |s| s.max_tool_rounds = 3,
+        model: ModelKind::Offline,
+        rules: RulesKind::Builtin,
+        stop: StopReason::Answered,
+        verdict: Verdict::Supported,
     },
     Case {
         name: "llm: the cap on tool calls",
@@ -678,6 +688,9 @@ async fn the_real_model_path_sees_the_tools_and_the_hint() {
     assert_eq!(requests[0].options.max_tokens, Some(200));
     assert_eq!(requests[0].messages[0].content(), react::nodes::SYSTEM_HINT);
     assert_eq!(requests[1].messages.len(), 4, "system, human, ai, tool");
+    // While a tool round is left the model decides; after it, it is asked to answer.
+    assert_eq!(requests[0].options.tool_choice, None);
+    assert_eq!(requests[1].options.tool_choice, Some(ToolChoice::None));
     // The model's own answer is the summary; the critic still checks it against the evidence.
     let block = out.final_block.as_ref().unwrap();
     assert_eq!(block.summary, "It is 42.");

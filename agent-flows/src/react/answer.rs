@@ -370,6 +370,25 @@ pub fn direct(intents: &Intents, query: &str) -> String {
     format!("{opening}{nothing}{can}")
 }
 
+/// What a model asked to answer without tools says when the message needed them.
+pub fn without_tools(intents: &Intents) -> String {
+    let labels: Vec<String> = intents
+        .needs()
+        .iter()
+        .map(|n| need_label(intents.lang, n))
+        .collect();
+    let labels = labels.join("; ");
+    match intents.lang {
+        Lang::En => format!("I have no tool call left for this, so I cannot: {labels}."),
+        Lang::Es => format!(
+            "No me queda ninguna llamada a herramientas para esto, así que no puedo: {labels}."
+        ),
+        Lang::Ru => format!(
+            "У меня не осталось вызовов инструментов для этого, поэтому я не могу: {labels}."
+        ),
+    }
+}
+
 /// A need as the user reads it, in `lang`.
 pub fn need_label(lang: Lang, need: &Need) -> String {
     match need {

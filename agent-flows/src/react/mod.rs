@@ -39,6 +39,12 @@
 //! - **`model_router`** follows the seed's order: close once a tool round is answered (or
 //!   steps run out), then the fallback, then `tools_condition`. Allowing several tool rounds
 //!   (the seed's extension point) is the option `max_tool_rounds` (default 1, the seed).
+//! - **The model is told what the router will allow**: a call made with no tool round or no
+//!   step left for running tools asks for an answer (`tool_choice: none`), so a cooperating
+//!   model answers instead of asking for calls that would not run; the guards stop the ones
+//!   that ask anyway. While a round is left, `tool_choice` is the provider's `auto`, or
+//!   `required` with the option `tool_choice=required` (small models that call tools reliably
+//!   only under a grammar).
 //! - **The fallback** is an override, as the seed orders it: with `LLM_FALLBACK=1`
 //!   (`--llm-fallback`) and an echo request, the echo runs deterministically once whatever the
 //!   model replied; calls the model asked for are answered "not run" so the conversation stays
@@ -73,7 +79,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use agent_core::{Clock, END, GraphState, START, StateGraph};
-use agent_llm::{ChatModel, Message};
+use agent_llm::{ChatModel, Message, ToolChoice};
 use agent_tools::{ToolNode, ToolRegistry};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -505,6 +511,10 @@ pub struct ReactContext {
     pub system_hint: String,
     /// The most tokens one model reply may take (llm mode).
     pub max_tokens: u32,
+    /// How the model is asked to use tools while a tool round is left: `None` lets it decide
+    /// (the provider's `auto`), `Some(ToolChoice::Required)` makes it call one. With no round
+    /// or step left it is always asked to answer (`ToolChoice::None`).
+    pub tool_choice: Option<ToolChoice>,
     /// The clock.
     pub clock: Arc<dyn Clock>,
 }
@@ -544,8 +554,15 @@ impl ReactContext {
             rules: StaticRules::builtin(),
             system_hint: nodes::SYSTEM_HINT.to_owned(),
             max_tokens: nodes::MODEL_MAX_TOKENS,
+            tool_choice: None,
             clock,
         })
+    }
+
+    /// This context with the model asked to use tools this way while a tool round is left.
+    pub fn with_tool_choice(mut self, choice: Option<ToolChoice>) -> Self {
+        self.tool_choice = choice;
+        self
     }
 
     /// This context with replies of at most `max_tokens` tokens (llm mode).
@@ -686,6 +703,10 @@ impl FlowSpec for React {
             help: "rounds of tool calls the model may make in llm mode, 1 to 7 (default 1, the seed)",
         },
         FlowOption {
+            key: "tool_choice",
+            help: "auto (the model decides; the default) or required (it must call a tool while a tool round is left), llm mode",
+        },
+        FlowOption {
             key: "max_tokens",
             help: "the most tokens of one model reply in llm mode, 16 to 4096 (default 200)",
         },
@@ -737,7 +758,7 @@ impl FlowSpec for React {
                 options: &[("mode", "llm")],
             },
             Demo {
-                name: "llm_step_limit",
+                name: "llm_last_step_answers_without_tools",
                 turns: &["Сколько будет 7 умножить на 6?"],
                 options: &[("mode", "llm"), ("max_steps", "1")],
             },
@@ -764,13 +785,23 @@ impl FlowSpec for React {
     }
 
     fn context(env: &FlowEnv) -> Result<ReactContext, FlowError> {
-        let context = ReactContext::new(env.model_or(offline::model), env.clock.clone())?;
-        Ok(match env.option("max_tokens") {
-            Some(text) => {
-                context.with_max_tokens(parse_option("max_tokens", text, &MAX_TOKENS_RANGE)?)
+        let mut context = ReactContext::new(env.model_or(offline::model), env.clock.clone())?;
+        if let Some(text) = env.option("max_tokens") {
+            context = context.with_max_tokens(parse_option("max_tokens", text, &MAX_TOKENS_RANGE)?);
+        }
+        let choice = match env.option("tool_choice").map(str::trim) {
+            None | Some("") => None,
+            Some(c) if c.eq_ignore_ascii_case("auto") => None,
+            Some(c) if c.eq_ignore_ascii_case("required") => Some(ToolChoice::Required),
+            Some(other) => {
+                return Err(FlowError::Option {
+                    flow: React::NAME,
+                    key: "tool_choice".to_owned(),
+                    message: format!("`{other}` is not a tool choice; use auto or required"),
+                });
             }
-            None => context,
-        })
+        };
+        Ok(context.with_tool_choice(choice))
     }
 
     fn input(message: &str, env: &FlowEnv) -> Result<ReactStateUpdate, FlowError> {
@@ -833,6 +864,13 @@ mod tests {
         assert_eq!(context.max_tokens, 64);
         let context = React::context(&env(&[])).unwrap();
         assert_eq!(context.max_tokens, nodes::MODEL_MAX_TOKENS);
+        let context = React::context(&env(&[("tool_choice", "required")])).unwrap();
+        assert_eq!(context.tool_choice, Some(ToolChoice::Required));
+        let error = React::context(&env(&[("tool_choice", "always")])).unwrap_err();
+        assert!(
+            error.to_string().contains("use auto or required"),
+            "{error}"
+        );
         let error = React::context(&env(&[("max_tokens", "5")])).unwrap_err();
         assert_eq!(
             error.to_string(),

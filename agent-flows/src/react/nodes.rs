@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Instant;
 
 use agent_core::{BoxError, Runtime, node};
-use agent_llm::{CallOptions, Message, ToolCall, ToolMessage, invoke_in_node};
+use agent_llm::{CallOptions, Message, ToolCall, ToolChoice, ToolMessage, invoke_in_node};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
@@ -301,7 +301,8 @@ pub fn pending_calls(messages: &[Message]) -> &[ToolCall] {
 }
 
 /// Calls the model: on the turn's first call, the system message (once per conversation) and
-/// the user's query join the conversation; tool messages are kept; the step is counted.
+/// the user's query join the conversation; tool messages are kept; the step is counted. With no
+/// tool round or step left, the model is asked to answer (`tool_choice: none`).
 #[node]
 pub async fn model(
     state: &ReactState,
@@ -318,10 +319,18 @@ pub async fn model(
         }
         let mut conversation = state.messages.clone();
         conversation.extend(new.iter().cloned());
-        let options = CallOptions::new()
+        // Tools asked for now run only with a round and a later step left for their results.
+        let can_act =
+            tool_rounds(state) < state.max_tool_rounds as usize && state.step + 1 < state.max_steps;
+        let mut options = CallOptions::new()
             .task(MODEL_TASK)
             .max_tokens(context.max_tokens)
             .tools(context.tools.registry().specs());
+        options.tool_choice = if can_act {
+            context.tool_choice.clone()
+        } else {
+            Some(ToolChoice::None)
+        };
         let reply = invoke_in_node(&*context.model, &conversation, &options, rt).await?;
         let mut message = reply.message;
         message.content = message.content.trim().to_owned();
@@ -357,14 +366,8 @@ pub fn llm_next(state: &ReactState) -> LlmNext {
             reason
         }
     };
-    let mut rounds: Vec<u32> = state
-        .calls
-        .iter()
-        .filter(|c| c.origin == "model")
-        .map(|c| c.step)
-        .collect();
-    rounds.dedup();
-    if !rounds.is_empty() && rounds.len() >= state.max_tool_rounds as usize {
+    let rounds = tool_rounds(state);
+    if rounds > 0 && rounds >= state.max_tool_rounds as usize {
         return LlmNext::Close(pending_or(StopReason::ToolRounds));
     }
     if state.step >= state.max_steps {
@@ -389,6 +392,18 @@ pub fn llm_next(state: &ReactState) -> LlmNext {
         return LlmNext::Close(StopReason::RepeatedCall);
     }
     LlmNext::Tools
+}
+
+/// How many rounds of the model's tool calls ran this turn.
+pub fn tool_rounds(state: &ReactState) -> usize {
+    let mut rounds: Vec<u32> = state
+        .calls
+        .iter()
+        .filter(|c| c.origin == "model")
+        .map(|c| c.step)
+        .collect();
+    rounds.dedup();
+    rounds.len()
 }
 
 /// `tools`, `fallback` or `close` (see [`llm_next`]).

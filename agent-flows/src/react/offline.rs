@@ -2,17 +2,20 @@
 //! tool-calling interface a real model gets (`CallOptions::tools`).
 //!
 //! Task `react_model`:
-//! - before any tool result this turn, it reads the user's message ([`analyze`]) and calls a
-//!   tool per request, all in one reply (they run in parallel): `echo` for the text to echo,
-//!   `calculator` per expression, `datetime` per place whose time is asked (UTC when none is
-//!   named) — only tools it was offered; with nothing to call, it answers directly (a greeting,
-//!   what it can do, places it does not know);
-//! - after the results, it answers from them in the message's language ([`answer::compose`]),
-//!   errors included.
+//! - it reads the user's message ([`analyze`]) and calls a tool per request not tried yet this
+//!   turn, all in one reply (they run in parallel): `echo` for the text to echo, `calculator`
+//!   per expression, `datetime` per place whose time is asked (UTC when none is named) — only
+//!   tools it was offered, only the one named when the call names one;
+//! - with nothing left to call, it answers from this turn's results in the message's language
+//!   ([`answer::compose`]), errors included, or directly (a greeting, what it can do, places
+//!   it does not know);
+//! - it honours `tool_choice`: `none` makes it answer now (saying what it could not do without
+//!   tools), `required` makes it call a tool even with nothing left to do (an echo of the
+//!   message) — as a grammar-constrained model would.
 
 use std::sync::Arc;
 
-use agent_llm::{CallOptions, ChatModel, Message};
+use agent_llm::{CallOptions, ChatModel, Message, ToolChoice};
 use serde_json::Value;
 
 use super::answer::{self, Evidence};
@@ -31,24 +34,46 @@ pub fn model() -> Arc<dyn ChatModel> {
 pub fn reply(messages: &[Message], options: &CallOptions) -> RuleReply {
     let query = last_human(messages);
     let intents = analyze(query);
-    let turn = episode(messages);
-    let offered = |tool: &str| options.tools.iter().any(|t| t.name == tool);
-    if !turn.iter().any(|m| m.kind() == "tool") {
-        let calls: Vec<(String, Value)> = intents
-            .needs()
-            .iter()
-            .filter(|need| offered(need.tool()))
-            .map(|need| (need.tool().to_owned(), need.args()))
-            .collect();
-        if calls.is_empty() {
-            return RuleReply::Text(answer::compose(query, &intents, &[]));
-        }
+    let results = evidence(episode(messages));
+    let allowed = |tool: &str| {
+        options.tools.iter().any(|t| t.name == tool)
+            && match &options.tool_choice {
+                Some(ToolChoice::Tool(name)) => name == tool,
+                _ => true,
+            }
+    };
+    if options.tool_choice == Some(ToolChoice::None) {
+        return RuleReply::Text(if results.is_empty() && !intents.needs().is_empty() {
+            answer::without_tools(&intents)
+        } else {
+            answer::compose(query, &intents, &results)
+        });
+    }
+    // A request is tried once: a failed call is not retried (the answer says it failed).
+    let calls: Vec<(String, Value)> = intents
+        .needs()
+        .iter()
+        .filter(|need| allowed(need.tool()))
+        .map(|need| (need.tool().to_owned(), need.args()))
+        .filter(|(tool, args)| !results.iter().any(|e| e.tool == *tool && e.args == *args))
+        .collect();
+    if !calls.is_empty() {
         return RuleReply::ToolCalls {
             text: String::new(),
             calls,
         };
     }
-    RuleReply::Text(answer::compose(query, &intents, &evidence(turn)))
+    let forced = matches!(
+        options.tool_choice,
+        Some(ToolChoice::Required | ToolChoice::Tool(_))
+    );
+    if forced && allowed("echo") {
+        return RuleReply::ToolCalls {
+            text: String::new(),
+            calls: vec![("echo".to_owned(), serde_json::json!({ "text": query }))],
+        };
+    }
+    RuleReply::Text(answer::compose(query, &intents, &results))
 }
 
 /// The tool results of a turn, paired with the calls that asked for them.
@@ -165,6 +190,51 @@ mod tests {
             RuleReply::Text(
                 "I could not calculate 1 / 0: tool `calculator` failed: division by zero".into()
             )
+        );
+    }
+
+    #[test]
+    fn honours_the_tool_choice() {
+        let question = [Message::human("What is 6 times 7?")];
+        let mut none = offered(&["echo", "calculator", "datetime"]);
+        none.tool_choice = Some(ToolChoice::None);
+        assert_eq!(
+            reply(&question, &none),
+            RuleReply::Text(
+                "I have no tool call left for this, so I cannot: calculate 6 * 7.".into()
+            )
+        );
+        let mut required = offered(&["echo", "calculator", "datetime"]);
+        required.tool_choice = Some(ToolChoice::Required);
+        let hello = [Message::human("hello")];
+        assert_eq!(
+            calls(reply(&hello, &required)),
+            [("echo".to_owned(), json!({"text": "hello"}))]
+        );
+        let mut named = offered(&["echo", "calculator", "datetime"]);
+        named.tool_choice = Some(ToolChoice::Tool("datetime".into()));
+        let both = [Message::human("2+2 and the time in Oslo?")];
+        assert_eq!(
+            calls(reply(&both, &named)),
+            [("datetime".to_owned(), json!({"timezone": "Europe/Oslo"}))]
+        );
+    }
+
+    #[test]
+    fn calls_what_is_left_in_a_later_round() {
+        let options = offered(&["echo", "calculator", "datetime"]);
+        let messages = [
+            Message::human("2+2 and the time in Oslo?"),
+            Message::ai_tool_calls([ToolCall::new(
+                "1",
+                "calculator",
+                json!({"expression": "2 + 2"}),
+            )]),
+            Message::tool("1", "4"),
+        ];
+        assert_eq!(
+            calls(reply(&messages, &options)),
+            [("datetime".to_owned(), json!({"timezone": "Europe/Oslo"}))]
         );
     }
 
