@@ -139,7 +139,7 @@ fn lines(intents: &Intents, evidence: &[Evidence]) -> Vec<String> {
     let lang = intents.lang;
     let mut lines: Vec<String> = evidence
         .iter()
-        .filter(|e| !(e.origin == "forced" && !intents.asks_echo()))
+        .filter(|e| e.origin != "forced" || intents.asks_echo())
         .map(|e| sentence(intents, e))
         .collect();
     lines.extend(
