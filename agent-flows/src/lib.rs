@@ -12,7 +12,7 @@
 //! - [`dataset`]: the real data set the data flows query (US macroeconomic series), read-only.
 //!
 //! Flows: [`tool_router`] (seed 000), [`form`] (seed 001), [`orchestrator`] (seed 002),
-//! [`data`] (seed 003).
+//! [`data`] (seed 003), [`react`] (seed 004).
 //!
 //! ```
 //! use agent_flows::{find, FlowEnv};
@@ -37,6 +37,7 @@ pub mod form;
 pub mod lang;
 pub mod offline;
 pub mod orchestrator;
+pub mod react;
 pub mod registry;
 pub mod tool_router;
 
@@ -52,6 +53,7 @@ pub static FLOWS: &[&dyn Flow] = &[
     &Entry::<form::Form>::NEW,
     &Entry::<orchestrator::Orchestrator>::NEW,
     &Entry::<data::Data>::NEW,
+    &Entry::<react::React>::NEW,
 ];
 
 /// The flow named `name`, or an error listing the known names.

@@ -28,7 +28,7 @@ pub enum RuleReply {
     ToolCalls {
         /// Text beside the calls.
         text: String,
-        /// The calls, ids included.
+        /// The calls; an empty id lets the model number it (`call_1`, `call_2`...).
         calls: Vec<ToolCall>,
     },
 }
@@ -145,7 +145,11 @@ impl OfflineModel {
                     calls
                         .into_iter()
                         .fold(Reply::text(text), |reply, call| {
-                            reply.with_tool_call_id(call.id, call.name, call.args)
+                            if call.id.is_empty() {
+                                reply.with_tool_call(call.name, call.args)
+                            } else {
+                                reply.with_tool_call_id(call.id, call.name, call.args)
+                            }
                         })
                         .with_usage(input, output)
                 }

@@ -300,3 +300,153 @@ fn data_on_a_real_model() {
         report["usage"]["output_tokens"]
     );
 }
+
+/// The `react` flow in llm mode and agent-tools' prebuilt ReAct agent, each once on the real
+/// model. SmolLM2-135M produces tool calls that llama-server can parse only under a grammar,
+/// so both ask for `tool_choice: required` while a tool round is left (the flow's option,
+/// the model's bound options for the prebuilt); the flow then asks for an answer with
+/// `tool_choice: none`. Four model calls of at most 48 tokens.
+#[test]
+fn react_and_the_prebuilt_agent_on_a_real_model() {
+    use std::time::Duration;
+
+    use agent_core::RunConfig;
+    use agent_llm::{
+        CallOptions, ChatModelExt, Message, OpenAiCompatible, RetryPolicy, Timeouts, ToolChoice,
+    };
+    use agent_tools::ToolRegistry;
+    use agent_tools::builtin::Echo;
+    use agent_tools::prebuilt::{AgentState, NEED_MORE_STEPS, create_react_agent};
+
+    let Some(url) = service_url("LLAMA_SERVER_URL") else {
+        return;
+    };
+    let _server = one_at_a_time();
+
+    // The flow, through the binary.
+    let s = Scratch::new("llama-react");
+    let out = agent_on_llama(
+        &s,
+        &url,
+        &[
+            "run",
+            "react",
+            "--mode",
+            "llm",
+            "--set",
+            "tool_choice=required",
+            "--set",
+            "max_tokens=48",
+            "Repeat: hello world",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let path: Vec<String> = serde_json::from_value::<Vec<Vec<String>>>(report["path"].clone())
+        .unwrap()
+        .concat();
+    let with_tools = [
+        "planner",
+        "model",
+        "tools",
+        "model",
+        "sync",
+        "critic",
+        "finalizer",
+    ];
+    let closed = ["planner", "model", "sync", "critic", "finalizer"];
+    assert!(path == with_tools || path == closed, "path {path:?}");
+    let state = &report["state"];
+    let stop = state["stop"].as_str().unwrap();
+    assert!(
+        ["answered", "tool_call_cap", "repeated_call", "tool_rounds"].contains(&stop),
+        "{stop}"
+    );
+    assert_eq!(
+        path == with_tools,
+        !state["calls"].as_array().unwrap().is_empty()
+    );
+    // Every call the model asked for is answered (run, or refused by a guard).
+    let messages = state["messages"].as_array().unwrap();
+    let asked: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let answered: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["type"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, answered);
+    assert!(
+        !asked.is_empty(),
+        "tool_choice=required: the model called a tool"
+    );
+    for call in state["calls"].as_array().unwrap() {
+        let key = call["key"].as_str().unwrap();
+        let artifact = &state["artifacts"][key];
+        assert!(
+            artifact.get("output").is_some() || artifact.get("error").is_some(),
+            "{key}: {artifact}"
+        );
+    }
+    let block = &state["final_block"];
+    assert!(!block["summary"].as_str().unwrap().trim().is_empty());
+    let confidence = block["confidence"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&confidence), "{confidence}");
+    assert!(report["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0);
+
+    // The prebuilt agent, in-process, on the same server.
+    let model = OpenAiCompatible::builder()
+        .base_url(&url)
+        .model("smollm2-135m")
+        .retry(
+            RetryPolicy::new()
+                .max_attempts(2)
+                .initial_interval(Duration::from_millis(100)),
+        )
+        .timeouts(Timeouts {
+            connect: Duration::from_secs(5),
+            request: Duration::from_secs(600),
+            stream_idle: Duration::from_secs(600),
+        })
+        .build()
+        .unwrap()
+        .bind(
+            CallOptions::new()
+                .max_tokens(48)
+                .temperature(0.0)
+                .tool_choice(ToolChoice::Required),
+        );
+    let agent = create_react_agent(model, ToolRegistry::new().with_tool(Echo).unwrap())
+        .prompt("Call echo to repeat what the user asks you to repeat.")
+        .max_steps(2)
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = runtime
+        .block_on(agent.invoke(
+            AgentState::user("Repeat: hello world"),
+            RunConfig::default(),
+        ))
+        .unwrap();
+    // A tool call (the grammar makes it one), its answer, then the step limit's message:
+    // a second required call would ask for tools with no step left to read them.
+    assert_eq!(
+        out.path.to_vec().concat(),
+        ["agent", "tools", "agent"],
+        "{:?}",
+        out.messages
+    );
+    let kinds: Vec<&str> = out.messages.iter().map(Message::kind).collect();
+    assert_eq!(kinds, ["human", "ai", "tool", "ai"]);
+    let call = &out.messages[1].tool_calls()[0];
+    assert_eq!(call.name, "echo");
+    assert!(call.args.is_object(), "{:?}", call.args);
+    assert_eq!(out.answer(), Some(NEED_MORE_STEPS));
+    assert!(out.usage.get("input_tokens").copied().unwrap_or(0) > 0);
+}

@@ -153,6 +153,17 @@ pub enum ToolError {
         /// What jiff said.
         message: String,
     },
+
+    /// A prebuilt agent was configured in a way that cannot work.
+    #[error("create_react_agent: {message}")]
+    AgentSetup {
+        /// What is wrong and what to do.
+        message: String,
+    },
+
+    /// The prebuilt agent's graph did not compile.
+    #[error("create_react_agent: {0}")]
+    AgentGraph(#[from] agent_core::GraphError),
 }
 
 impl ToolError {

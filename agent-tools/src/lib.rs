@@ -15,6 +15,8 @@
 //!   node to it. Both work on any state that implements [`MessagesState`].
 //! - Wrappers ([`ToolExt`]): [`Timeout`], [`Retry`], [`Redacted`] (secrets masked in logs).
 //! - [`builtin`]: `echo`, `datetime` (IANA zones, DST-aware) and `calculator`.
+//! - [`prebuilt`]: [`create_react_agent`], LangGraph's prebuilt ReAct agent (system prompt,
+//!   step limit, threads, approval before tools, structured response).
 //!
 //! # Example: a ReAct agent
 //!
@@ -78,6 +80,7 @@ mod condition;
 mod error;
 mod layers;
 mod node;
+pub mod prebuilt;
 mod registry;
 mod state;
 mod tool;
@@ -131,6 +134,7 @@ pub use layers::{
     is_secret_key, redact_secrets,
 };
 pub use node::{DEFAULT_MAX_CONCURRENCY, ErrorFormatter, HandleErrors, ToolNode, ToolNodeMarker};
+pub use prebuilt::{AgentState, AgentStateUpdate, Approval, create_react_agent};
 pub use registry::{ToolRegistry, is_valid_tool_name};
 pub use state::{MessagesState, last_ai_message};
 pub use tool::{BoxFuture, DynTool, FnTool, Tool, content_of, parse_args, tool_fn};

@@ -87,8 +87,9 @@ pub struct RunArgs {
     /// The `react` flow's mode.
     #[arg(long, value_enum)]
     pub mode: Option<ReactMode>,
-    /// The `react` flow's deterministic echo fallback in LLM mode (also LLM_FALLBACK=1).
-    #[arg(long, env = "LLM_FALLBACK", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
+    /// The `react` flow's deterministic echo fallback in LLM mode (also LLM_FALLBACK=1;
+    /// `--llm-fallback=false` turns it off).
+    #[arg(long, env = "LLM_FALLBACK", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub llm_fallback: Option<bool>,
     /// The user the `orchestrator` flow loads the profile of.
     #[arg(long)]
