@@ -3,9 +3,9 @@
 //! The five seed graphs as modules that read like their diagrams — state, nodes, routes,
 //! `graph()` / `build(context)` — on one platform:
 //!
-//! - [`registry`]: the typed [`FlowSpec`](registry::FlowSpec) each flow module implements,
-//!   the erased [`Flow`](registry::Flow) the CLI and the tests use, and [`FLOWS`], the list.
-//! - [`env`]: what a flow is built from (the model, the clock, options).
+//! - [`registry`]: the typed [`FlowSpec`] each flow module implements,
+//!   the erased [`Flow`] the CLI and the tests use, and [`FLOWS`], the list.
+//! - [`env`](mod@env): what a flow is built from (the model, the clock, options).
 //! - [`offline`]: rule-based models behind the `ChatModel` trait, the default of the CLI and
 //!   of the snapshot tests; real providers plug in with `--model` / `AGENTGRAPH_MODEL`.
 //! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.

@@ -2,7 +2,7 @@
 //! program, the snapshot tests and the generated diagrams are generic over it.
 //!
 //! A flow module implements the typed [`FlowSpec`] (its state, its context, its graph, how a
-//! user message becomes input and what the user sees as the answer); [`FLOWS`] lists one
+//! user message becomes input and what the user sees as the answer); [`FLOWS`](crate::FLOWS) lists one
 //! [`Entry`] per module. Adding a flow is one module plus one line there.
 
 use std::collections::BTreeMap;

@@ -16,7 +16,7 @@
 //!   of atoms (metric, filters, time range, grouping, aggregation, order, limit) and the
 //!   model's thoughts.
 //! - `planner` ([`nodes::plan_execution`], no model): the steps become typed
-//!   [`DataRequest`](plan::DataRequest)s checked against the data set's schema
+//!   [`DataRequest`]s checked against the data set's schema
 //!   ([`plan`]); what cannot be planned becomes a `plan_errors` entry in the user's language.
 //! - `executor` ([`nodes::execute_query`], no model): each request runs as one parameterised,
 //!   read-only SELECT over allow-listed columns, within row and time limits ([`sql`]); the

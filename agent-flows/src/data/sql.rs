@@ -1,7 +1,7 @@
 //! SQL for a [`DataRequest`] and its execution on the shipped data set.
 //!
 //! The text of every query is assembled only from fixed fragments and allow-listed names:
-//! columns come from [`Measure::column`] / [`FilterColumn::column`], functions and operators
+//! columns come from [`Measure::column`](super::glossary::Measure::column) / [`FilterColumn::column`](super::plan::FilterColumn::column), functions and operators
 //! from enums. Every value — period bounds, filter values, limits — is a bound parameter
 //! (`?1`, `?2`...). [`Dataset::select`] then runs it read-only within row and time limits.
 

@@ -1,7 +1,7 @@
 //! The eight nodes of seed 001 and its four routing functions, as the seed writes them.
 //!
 //! Model calls carry the instructions as a system message, the facts they need as a second
-//! system message starting with [`CONTEXT`] (JSON: the field asked, the values given...), and
+//! system message starting with `Context:` (JSON: the field asked, the values given...), and
 //! the user's message as the human message; the offline model reads the same messages.
 
 use std::collections::BTreeMap;

@@ -64,8 +64,8 @@ pub enum Command {
 /// Options of `run` and `chat`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The model for every decision: offline, openai:<model>, anthropic:<model>,
-    /// ollama:<model>.
+    /// The model for every decision: offline, openai:MODEL, anthropic:MODEL,
+    /// ollama:MODEL.
     #[arg(long, env = "AGENTGRAPH_MODEL", default_value = "offline")]
     pub model: String,
     /// Continue (or start) this thread; its state persists between runs.
