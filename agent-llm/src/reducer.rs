@@ -5,6 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use agent_core::reducers::Written;
+
 use crate::error::{LlmError, MessagesError};
 use crate::message::{Message, REMOVE_ALL_MESSAGES};
 
@@ -20,6 +22,10 @@ use crate::message::{Message, REMOVE_ALL_MESSAGES};
 ///   the rest of `update`, merged into an empty list;
 /// - messages already in `current` without an id get one.
 ///
+/// Returns [`Written::Appended`] when the update only added messages after the existing ones
+/// (the usual case: a reply, tool results), so a checkpoint stores only the new messages;
+/// [`Written::Rewritten`] after a replacement or a removal.
+///
 /// Use it on a graph state field: `#[reducer(agent_llm::add_messages)] messages: Vec<Message>`.
 ///
 /// ```
@@ -31,7 +37,10 @@ use crate::message::{Message, REMOVE_ALL_MESSAGES};
 /// assert_eq!(messages, vec![Message::human("hi!").with_id("1")]);
 /// # Ok::<(), agent_llm::MessagesError>(())
 /// ```
-pub fn add_messages(current: &mut Vec<Message>, update: Vec<Message>) -> Result<(), MessagesError> {
+pub fn add_messages(
+    current: &mut Vec<Message>,
+    update: Vec<Message>,
+) -> Result<Written, MessagesError> {
     let start = update
         .iter()
         .rposition(|m| matches!(m, Message::Remove(r) if r.id == REMOVE_ALL_MESSAGES))
@@ -78,12 +87,15 @@ pub fn add_messages(current: &mut Vec<Message>, update: Vec<Message>) -> Result<
     }
     drop(known);
 
+    // Whether anything but an append happened (checkpoints then store the list whole).
+    let mut rewritten = clear;
     if clear {
         current.clear();
     }
     for m in current.iter_mut() {
         if m.id().is_none() {
             m.set_id(new_message_id());
+            rewritten = true;
         }
     }
     let mut removed: HashSet<String> = HashSet::new();
@@ -93,12 +105,14 @@ pub fn add_messages(current: &mut Vec<Message>, update: Vec<Message>) -> Result<
         };
         if matches!(m, Message::Remove(_)) {
             removed.insert(id);
+            rewritten = true;
             continue;
         }
         match position.get(&id).copied().flatten() {
             Some(i) => {
                 removed.remove(&id);
                 current[i] = m;
+                rewritten = true;
             }
             None => {
                 position.insert(id, Some(current.len()));
@@ -109,7 +123,11 @@ pub fn add_messages(current: &mut Vec<Message>, update: Vec<Message>) -> Result<
     if !removed.is_empty() {
         current.retain(|m| m.id().is_none_or(|id| !removed.contains(id)));
     }
-    Ok(())
+    Ok(if rewritten {
+        Written::Rewritten
+    } else {
+        Written::Appended
+    })
 }
 
 /// A fresh message id: a UUID v7, so ids sort by creation time.

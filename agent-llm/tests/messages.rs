@@ -135,10 +135,10 @@ fn messages_already_in_the_list_without_id_get_one() {
 
 #[test]
 fn reducer_fits_the_agent_core_contract() {
-    // agent-core's `#[reducer(path)]` takes `fn(&mut T, T) -> Result<(), E>` with
-    // `E: std::error::Error + Send + Sync + 'static`.
+    // agent-core's `#[reducer(path)]` takes `fn(&mut T, T) -> Result<Written, E>` (saying
+    // whether it only appended) with `E: std::error::Error + Send + Sync + 'static`.
     fn assert_reducer<T, E: std::error::Error + Send + Sync + 'static>(
-        _: fn(&mut T, T) -> Result<(), E>,
+        _: fn(&mut T, T) -> Result<agent_core::reducers::Written, E>,
     ) {
     }
     assert_reducer(add_messages);
@@ -218,4 +218,110 @@ fn accessors() {
     assert!(Message::human("x").tool_calls().is_empty());
     assert_eq!(Usage::new(1, 2) + Usage::new(3, 4), Usage::new(4, 6));
     assert_eq!(Usage::new(1, 2).total(), 3);
+}
+
+#[test]
+fn appends_say_so_and_rewrites_do_not() {
+    use agent_core::reducers::Written;
+
+    let mut current = vec![Message::human("a").with_id("1")];
+    let written = add_messages(&mut current, vec![Message::ai("b"), Message::ai("c")]).unwrap();
+    assert_eq!(written, Written::Appended);
+    let written = add_messages(&mut current, vec![Message::human("A").with_id("1")]).unwrap();
+    assert_eq!(written, Written::Rewritten);
+    let written = add_messages(&mut current, vec![Message::remove("1")]).unwrap();
+    assert_eq!(written, Written::Rewritten);
+    let written = add_messages(&mut current, vec![Message::remove_all()]).unwrap();
+    assert_eq!(written, Written::Rewritten);
+    let mut unnamed = vec![Message::human("no id")];
+    let written = add_messages(&mut unnamed, vec![Message::ai("x").with_id("2")]).unwrap();
+    assert_eq!(written, Written::Rewritten, "the old message got an id");
+    assert_eq!(unnamed.len(), 2);
+}
+
+/// A conversation on a thread: appends are stored as deltas and a replacement or removal
+/// later still restores exactly, on every durability.
+#[tokio::test]
+async fn a_conversation_restores_exactly_after_appends_replacements_and_removals() {
+    use std::sync::Arc;
+
+    use agent_core::{
+        Durability, END, GraphState, InMemorySaver, ListFilter, RunConfig, START, StateGraph,
+    };
+
+    #[derive(GraphState, Clone, Debug, Default, PartialEq)]
+    struct Chat {
+        #[reducer(agent_llm::add_messages)]
+        messages: Vec<Message>,
+    }
+
+    for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = StateGraph::new()
+            .add_node("reply", |s: Arc<Chat>| async move {
+                let n = s.messages.len();
+                ChatUpdate::default().messages(vec![Message::ai(format!("reply {n}"))])
+            })
+            .add_edge(START, "reply")
+            .add_edge("reply", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = RunConfig::default()
+            .thread_id("chat")
+            .durability(durability);
+        let turn = |text: &str| ChatUpdate::default().messages(vec![Message::human(text)]);
+        for n in 0..4 {
+            graph
+                .invoke(turn(&format!("question {n}")), config.clone())
+                .await
+                .unwrap();
+        }
+        let first_id = {
+            let state = graph.get_state(&config).await.unwrap().unwrap().values;
+            state.messages[0].id().unwrap().to_owned()
+        };
+        // Replace the first question in place, then remove the second message.
+        graph
+            .update_state(
+                &config,
+                ChatUpdate::default()
+                    .messages(vec![Message::human("edited").with_id(first_id.clone())]),
+                None,
+            )
+            .await
+            .unwrap();
+        let second = graph
+            .get_state(&config)
+            .await
+            .unwrap()
+            .unwrap()
+            .values
+            .messages[1]
+            .id()
+            .unwrap()
+            .to_owned();
+        graph
+            .update_state(
+                &config,
+                ChatUpdate::default().messages(vec![Message::remove(second)]),
+                None,
+            )
+            .await
+            .unwrap();
+        let out = graph
+            .invoke(turn("last"), config.clone())
+            .await
+            .unwrap()
+            .state;
+        assert_eq!(out.messages.len(), 9, "{durability:?}");
+        assert_eq!(out.messages[0].content(), "edited");
+        let stored = graph.get_state(&config).await.unwrap().unwrap().values;
+        assert_eq!(stored, out, "{durability:?}");
+        // Every checkpoint in the history restores (deltas follow their bases).
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        assert!(history.len() >= 6, "{durability:?}: {}", history.len());
+    }
 }

@@ -106,9 +106,9 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FieldCache {
     pub(crate) version: String,
-    /// Its encoding: for an array, the elements' bytes (no header) and their ranges, so the
-    /// next version is compared element by element and a delta is never based on a
-    /// lookalike; for anything else, the whole encoding.
+    /// Its encoding: for an array, the elements' ranges too, so the next version is compared
+    /// element by element and a delta is never based on a lookalike; for anything else, the
+    /// whole encoding.
     encoding: Encoding,
 }
 
@@ -116,8 +116,13 @@ pub(crate) struct FieldCache {
 enum Encoding {
     #[default]
     Unknown,
+    /// The whole encoding, not looked into yet: split on first use, so a version no later
+    /// checkpoint compares against costs nothing beyond keeping its bytes.
+    Unsplit(Vec<u8>),
+    /// An array: its whole encoding (header included; the header goes stale as elements are
+    /// appended, and only the ranges are read) and the byte ranges of its elements.
     Array {
-        elements: Vec<u8>,
+        bytes: Vec<u8>,
         ranges: Vec<Range<usize>>,
     },
     Other(Vec<u8>),
@@ -125,27 +130,26 @@ enum Encoding {
 
 impl FieldCache {
     fn new(version: &str, bytes: Vec<u8>) -> Self {
-        let encoding = match split_array(&bytes) {
-            Some(ranges) => {
-                let start = ranges.first().map_or(bytes.len(), |r| r.start);
-                Encoding::Array {
-                    ranges: ranges
-                        .iter()
-                        .map(|r| r.start - start..r.end - start)
-                        .collect(),
-                    elements: bytes[start..].to_vec(),
-                }
-            }
-            None => Encoding::Other(bytes),
-        };
         FieldCache {
             version: version.to_owned(),
-            encoding,
+            encoding: Encoding::Unsplit(bytes),
+        }
+    }
+
+    /// Looks into an unsplit encoding: an array or something else.
+    fn settle(&mut self) {
+        if let Encoding::Unsplit(bytes) = &mut self.encoding {
+            let bytes = std::mem::take(bytes);
+            self.encoding = match split_array(&bytes) {
+                Some(ranges) => Encoding::Array { bytes, ranges },
+                None => Encoding::Other(bytes),
+            };
         }
     }
 
     /// How many elements the stored version has, when it is an array.
-    pub(crate) fn array_len(&self) -> Option<usize> {
+    pub(crate) fn array_len(&mut self) -> Option<usize> {
+        self.settle();
         match &self.encoding {
             Encoding::Array { ranges, .. } => Some(ranges.len()),
             _ => None,
@@ -156,49 +160,55 @@ impl FieldCache {
 /// Builds the blob for a new version of a field from its whole encoding and moves `cache`
 /// onto it: `None` when it equals the stored version (the field keeps its version), a delta
 /// when the stored version is a prefix of it (compared element by element), else the whole
-/// value.
+/// value. With `keep` false (no later checkpoint of this run will compare against it: the
+/// run's one checkpoint with `Durability::Exit`) the cache is dropped and the bytes move into
+/// the blob uncopied.
 pub(crate) fn make_blob(
     field: &str,
     version: &str,
     bytes: Vec<u8>,
     cache: &mut Option<FieldCache>,
+    keep: bool,
 ) -> Option<FieldBlob> {
-    let ranges = split_array(&bytes);
     let mut kept = None;
-    match (cache.as_ref(), &ranges) {
-        (Some(previous), Some(new)) => {
-            if let Encoding::Array {
-                elements,
+    let mut new_ranges = None;
+    if let Some(previous) = cache.as_mut() {
+        previous.settle();
+        match &previous.encoding {
+            Encoding::Array {
+                bytes: old_bytes,
                 ranges: old,
-            } = &previous.encoding
-            {
-                let common = old
-                    .iter()
-                    .zip(new.iter())
-                    .take_while(|(a, b)| elements[(*a).clone()] == bytes[(*b).clone()])
-                    .count();
-                if common == old.len() && common == new.len() {
-                    return None;
-                }
-                // Worth it only when most of the old value is kept.
-                if common > 0 && common * 2 >= old.len() {
-                    kept = Some((previous.version.clone(), common));
+            } => {
+                if let Some(new) = split_array(&bytes) {
+                    let common = old
+                        .iter()
+                        .zip(new.iter())
+                        .take_while(|(a, b)| old_bytes[(*a).clone()] == bytes[(*b).clone()])
+                        .count();
+                    if common == old.len() && common == new.len() {
+                        return None;
+                    }
+                    // Worth it only when most of the old value is kept.
+                    if common > 0 && common * 2 >= old.len() {
+                        kept = Some((previous.version.clone(), common));
+                    }
+                    new_ranges = Some(new);
                 }
             }
+            Encoding::Other(old) if *old == bytes => return None,
+            _ => {}
         }
-        (Some(previous), None) => {
-            if matches!(&previous.encoding, Encoding::Other(old) if *old == bytes) {
-                return None;
-            }
-        }
-        _ => {}
     }
-    let data = match (&kept, &ranges) {
+    let (data, next) = match (&kept, new_ranges) {
         (Some((_, common)), Some(new)) => {
-            let start = new.get(*common).map(|r| r.start).unwrap_or(bytes.len());
-            bytes[start..].to_vec()
+            let start = new.get(*common).map_or(bytes.len(), |r| r.start);
+            let data = bytes[start..].to_vec();
+            let next = keep.then_some(Encoding::Array { bytes, ranges: new });
+            (data, next)
         }
-        _ => bytes.clone(),
+        (_, Some(new)) if keep => (bytes.clone(), Some(Encoding::Array { bytes, ranges: new })),
+        _ if keep => (bytes.clone(), Some(Encoding::Unsplit(bytes))),
+        _ => (bytes, None),
     };
     let blob = FieldBlob {
         field: field.to_owned(),
@@ -206,7 +216,10 @@ pub(crate) fn make_blob(
         base: kept.map(|(v, common)| (v, common as u64)),
         data,
     };
-    *cache = Some(FieldCache::new(version, bytes));
+    *cache = next.map(|encoding| FieldCache {
+        version: version.to_owned(),
+        encoding,
+    });
     Some(blob)
 }
 
@@ -229,7 +242,12 @@ pub(crate) fn append_blob(
     tail: Tail,
     cache: &mut FieldCache,
 ) -> Result<Option<FieldBlob>, ()> {
-    let Encoding::Array { elements, ranges } = &mut cache.encoding else {
+    cache.settle();
+    let Encoding::Array {
+        bytes: elements,
+        ranges,
+    } = &mut cache.encoding
+    else {
         return Err(());
     };
     let kept = ranges.len();
@@ -551,7 +569,7 @@ mod tests {
         let mut blobs = Vec::new();
         for (i, v) in versions.iter().enumerate() {
             let bytes = encode(v).unwrap();
-            blobs.extend(make_blob("f", &format!("v{i}"), bytes, &mut cache));
+            blobs.extend(make_blob("f", &format!("v{i}"), bytes, &mut cache, true));
         }
         let map: HashMap<(String, String), &FieldBlob> = blobs
             .iter()
@@ -613,7 +631,7 @@ mod tests {
         for (n, value) in versions.iter().enumerate() {
             let version = format!("v{n:02}");
             let blob = match cache.as_mut() {
-                None => make_blob("f", &version, encode(value).unwrap(), &mut cache),
+                None => make_blob("f", &version, encode(value).unwrap(), &mut cache, true),
                 Some(previous) => {
                     let skip = FieldCache::array_len(previous).unwrap();
                     let tail = value.serialize(TailSerializer { skip }).unwrap();
@@ -629,7 +647,7 @@ mod tests {
             .map(|b| ((b.field.clone(), b.version.clone()), b))
             .collect();
         for (n, value) in versions.iter().enumerate().skip(1) {
-            let (bytes, rebuilt) = reconstruct("f", &format!("v{n:02}"), &map).unwrap();
+            let (bytes, mut rebuilt) = reconstruct("f", &format!("v{n:02}"), &map).unwrap();
             assert_eq!(bytes, encode(value).unwrap(), "version {n}");
             assert_eq!(rebuilt.array_len(), Some(value.len()));
         }
@@ -642,6 +660,25 @@ mod tests {
             "a string".serialize(TailSerializer { skip: 0 }).is_err(),
             "not a sequence"
         );
+    }
+
+    #[test]
+    fn a_last_checkpoint_keeps_no_cache_and_stores_the_whole_value() {
+        let first = encode(&serde_json::json!([1, 2, 3])).unwrap();
+        let mut cache = None;
+        let blob = make_blob("f", "v1", first.clone(), &mut cache, true).unwrap();
+        assert_eq!(blob.data, first);
+        assert!(cache.is_some());
+        // Compared against the kept version: a delta of the new element, and no cache after.
+        let second = encode(&serde_json::json!([1, 2, 3, 4])).unwrap();
+        let blob = make_blob("f", "v2", second.clone(), &mut cache, false).unwrap();
+        assert_eq!(blob.base, Some(("v1".to_owned(), 3)));
+        assert_eq!(blob.data, encode(&4).unwrap());
+        assert!(cache.is_none());
+        // Nothing to compare against: the whole value, moved.
+        let blob = make_blob("f", "v3", second.clone(), &mut cache, false).unwrap();
+        assert_eq!((blob.base, blob.data), (None, second));
+        assert!(cache.is_none());
     }
 
     #[test]

@@ -528,6 +528,8 @@ impl<S: GraphState> Run<'_, S> {
         let id = new_checkpoint_id();
         let fields = S::fields();
         let mut blobs = Vec::with_capacity(written.len());
+        // With `Exit` this is the run's one checkpoint: nothing later compares against it.
+        let keep_caches = durable.durability != Durability::Exit;
         for index in written.iter() {
             let field = fields[index].name;
             let cache = &mut durable.caches[index];
@@ -560,7 +562,7 @@ impl<S: GraphState> Run<'_, S> {
                                 durable.thread_id
                             ),
                         })?;
-                    codec::make_blob(field, &id, bytes, cache)
+                    codec::make_blob(field, &id, bytes, cache, keep_caches)
                 }
             };
             if let Some(blob) = blob {
