@@ -66,6 +66,7 @@ mod interrupt;
 mod layers;
 mod node;
 pub mod reducers;
+mod report;
 mod route;
 mod runtime;
 mod state;
@@ -95,6 +96,7 @@ pub use layers::{RetryPolicy, Retryable, backoff_interval};
 pub use node::{
     BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
 };
+pub use report::Report;
 pub use route::{IntoRoute, PathMap, Route};
 pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
 pub use state::{
