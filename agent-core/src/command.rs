@@ -5,6 +5,7 @@
 //! edge-triggered tasks, in the order sent.
 
 use crate::constants::END;
+use crate::error::GraphError;
 use crate::state::GraphState;
 
 /// A task for `node` in the next super-step, run on `input` instead of the graph state.
@@ -132,10 +133,15 @@ impl<S: GraphState> Command<S> {
         self
     }
 
-    /// A command carrying a resume value for a pending interrupt.
-    pub fn resume(value: impl serde::Serialize) -> Result<Self, serde_json::Error> {
+    /// A command carrying a resume value for a pending interrupt: what `interrupt()` returns
+    /// when the paused node runs again. Fails with [`GraphError::InvalidInput`] only when the
+    /// value cannot be represented as JSON (a map with non-string keys, a failing `Serialize`).
+    pub fn resume(value: impl serde::Serialize) -> Result<Self, GraphError> {
+        let value = serde_json::to_value(value).map_err(|e| {
+            GraphError::InvalidInput(format!("the resume value is not JSON: {e}"))
+        })?;
         Ok(Command {
-            resume: Some(serde_json::to_value(value)?),
+            resume: Some(value),
             ..Command::default()
         })
     }
