@@ -137,9 +137,8 @@ impl<S: GraphState> Command<S> {
     /// when the paused node runs again. Fails with [`GraphError::InvalidInput`] only when the
     /// value cannot be represented as JSON (a map with non-string keys, a failing `Serialize`).
     pub fn resume(value: impl serde::Serialize) -> Result<Self, GraphError> {
-        let value = serde_json::to_value(value).map_err(|e| {
-            GraphError::InvalidInput(format!("the resume value is not JSON: {e}"))
-        })?;
+        let value = serde_json::to_value(value)
+            .map_err(|e| GraphError::InvalidInput(format!("the resume value is not JSON: {e}")))?;
         Ok(Command {
             resume: Some(value),
             ..Command::default()

@@ -103,7 +103,7 @@ pub use state::{
     FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateDefault,
     StateUpdate,
 };
-pub use state_api::{PendingTask, StateSnapshot};
+pub use state_api::{PendingTask, StateSnapshot, SubgraphSnapshot};
 pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
 
 /// The README's examples compile and run as doctests.

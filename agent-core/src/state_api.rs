@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::checkpoint::{CheckpointRecord, Checkpointer, ListFilter, Source};
+use crate::checkpoint::codec;
+use crate::checkpoint::{CheckpointRecord, Checkpointer, ListFilter, Source, WriteKind};
 use crate::compiled::CompiledGraph;
 use crate::config::{RunConfig, new_run_id};
 use crate::constants::START;
@@ -25,6 +26,32 @@ pub struct PendingTask {
     pub finished: bool,
     /// Its error, if it failed.
     pub error: Option<String>,
+    /// When the task runs a subgraph that checkpointed (a paused approval inside it, say):
+    /// the subgraph's own checkpoint. Filled by
+    /// [`get_state_with_subgraphs`](CompiledGraph::get_state_with_subgraphs) only (LangGraph's
+    /// `get_state(config, subgraphs=True)`).
+    pub subgraph: Option<Box<SubgraphSnapshot>>,
+}
+
+/// A subgraph's latest checkpoint under its parent's task. The subgraph's state type is not
+/// known from the parent, so its values are JSON, one entry per field; inspect it typed with
+/// the subgraph's own `get_state` and a config carrying [`checkpoint_ns`](Self::checkpoint_ns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubgraphSnapshot {
+    /// Its namespace (LangGraph's `checkpoint_ns`: `node:task_id`, nested with `|`).
+    pub checkpoint_ns: String,
+    /// Its checkpoint id.
+    pub checkpoint_id: String,
+    /// Its step.
+    pub step: i64,
+    /// Its state, field by field.
+    pub values: serde_json::Map<String, serde_json::Value>,
+    /// The nodes of its next step.
+    pub next: Vec<String>,
+    /// Its tasks that asked something or finished, with their own subgraphs.
+    pub tasks: Vec<PendingTask>,
+    /// Every pause inside it, its nested subgraphs' included.
+    pub interrupts: Vec<Interrupt>,
 }
 
 /// A thread's state at one checkpoint (LangGraph's `StateSnapshot`).
@@ -92,6 +119,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 interrupts,
                 id,
                 node: name,
+                subgraph: None,
             });
         }
         let mut next: Vec<String> = Vec::new();
@@ -138,6 +166,25 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             )
             .await?;
         Ok(executor::restore(&self.inner, loaded)?.map(|r| self.snapshot(r)))
+    }
+
+    /// [`get_state`](Self::get_state), with the checkpoint of every subgraph its pending tasks
+    /// run, nested (LangGraph's `get_state(config, subgraphs=True)`): where a run paused
+    /// inside a subgraph, what the subgraph's state is there.
+    pub async fn get_state_with_subgraphs(
+        &self,
+        config: &RunConfig,
+    ) -> Result<Option<StateSnapshot<S>>, GraphError> {
+        let Some(mut snapshot) = self.get_state(config).await? else {
+            return Ok(None);
+        };
+        let saver = self.saver("get_state")?;
+        let thread = thread_of(config)?;
+        for task in &mut snapshot.tasks {
+            let ns = child_ns(&config.checkpoint_ns, &task.node, &task.id);
+            task.subgraph = subgraph_snapshot(saver.as_ref(), thread, ns, 0).await?;
+        }
+        Ok(Some(snapshot))
     }
 
     /// The thread's checkpoints, newest first, as snapshots. `filter` narrows by `before`,
@@ -272,4 +319,118 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
         self.saver("delete_thread")?.delete_thread(thread_id).await
     }
+}
+
+/// The namespace a subgraph run by task `id` of `node` checkpoints under (as the executor's
+/// subgraph room names it).
+fn child_ns(parent: &str, node: &str, id: &str) -> String {
+    if parent.is_empty() {
+        format!("{node}:{id}")
+    } else {
+        format!("{parent}|{node}:{id}")
+    }
+}
+
+/// Subgraphs nest at most this deep (a guard against a namespace cycle in a corrupt store).
+const MAX_SUBGRAPH_DEPTH: usize = 64;
+
+/// The latest checkpoint under `ns`, decoded without its state type; `None` when there is none.
+fn subgraph_snapshot<'a>(
+    saver: &'a dyn Checkpointer,
+    thread: &'a str,
+    ns: String,
+    depth: usize,
+) -> futures::future::BoxFuture<'a, Result<Option<Box<SubgraphSnapshot>>, GraphError>> {
+    Box::pin(async move {
+        if depth >= MAX_SUBGRAPH_DEPTH {
+            return Ok(None);
+        }
+        let loaded = saver.get(thread, &ns, None).await?;
+        let Some(record) = loaded.record.as_ref() else {
+            return Ok(None);
+        };
+        let corrupt = |detail: String| GraphError::CorruptCheckpoint {
+            thread_id: thread.to_owned(),
+            checkpoint_id: record.id.clone(),
+            detail,
+        };
+        let body: codec::Body =
+            codec::decode(&record.body).map_err(|e| corrupt(format!("unreadable body: {e}")))?;
+        let by_key: std::collections::HashMap<(String, String), &crate::checkpoint::FieldBlob> =
+            loaded
+                .blobs
+                .iter()
+                .map(|b| ((b.field.clone(), b.version.clone()), b))
+                .collect();
+        let mut values = serde_json::Map::new();
+        for (field, version) in &record.versions {
+            let (bytes, _) = codec::reconstruct(field, version, &by_key)
+                .map_err(|e| corrupt(format!("field `{field}`: {e}")))?;
+            let value: serde_json::Value =
+                codec::decode(&bytes).map_err(|e| corrupt(format!("field `{field}`: {e}")))?;
+            values.insert(field.clone(), value);
+        }
+        // Its tasks, as its writes name them: pauses, errors and finished outputs.
+        let mut tasks: Vec<PendingTask> = Vec::new();
+        for write in &loaded.writes {
+            // The input, and the record of what a paused subgraph already applied.
+            if write.task_id == START || write.task_id == executor::SUBGRAPH_APPLIED {
+                continue;
+            }
+            let index = match tasks.iter().position(|t| t.id == write.task_id) {
+                Some(i) => i,
+                None => {
+                    tasks.push(PendingTask {
+                        id: write.task_id.clone(),
+                        node: write.node.clone(),
+                        interrupts: Vec::new(),
+                        finished: false,
+                        error: None,
+                        subgraph: None,
+                    });
+                    tasks.len() - 1
+                }
+            };
+            let task = &mut tasks[index];
+            match write.kind {
+                WriteKind::Interrupt => {
+                    let list: Vec<Interrupt> = codec::decode(&write.data)
+                        .map_err(|e| corrupt(format!("interrupt does not decode: {e}")))?;
+                    task.interrupts.extend(list);
+                }
+                WriteKind::Output => task.finished = true,
+                WriteKind::Error => task.error = codec::decode(&write.data).ok(),
+                WriteKind::Resume => {}
+            }
+        }
+        for task in &mut tasks {
+            if task.finished {
+                task.interrupts.clear();
+            }
+        }
+        let mut interrupts: Vec<Interrupt> = Vec::new();
+        for task in &mut tasks {
+            let nested = child_ns(&ns, &task.node, &task.id);
+            task.subgraph = subgraph_snapshot(saver, thread, nested, depth + 1).await?;
+            interrupts.extend(task.interrupts.iter().cloned());
+            if let Some(sub) = &task.subgraph {
+                interrupts.extend(sub.interrupts.iter().cloned());
+            }
+        }
+        let mut next = body.next.clone();
+        for (node, _) in &body.sends {
+            if !next.contains(node) {
+                next.push(node.clone());
+            }
+        }
+        Ok(Some(Box::new(SubgraphSnapshot {
+            checkpoint_id: record.id.clone(),
+            step: record.step,
+            checkpoint_ns: ns,
+            values,
+            next,
+            tasks,
+            interrupts,
+        })))
+    })
 }

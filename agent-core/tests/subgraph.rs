@@ -190,6 +190,31 @@ async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stop
             .await
             .unwrap();
         assert!(!inner.is_empty(), "{name}: no checkpoint in `{ns}`");
+        assert!(task.subgraph.is_none(), "get_state leaves subgraphs out");
+
+        // LangGraph's get_state(subgraphs=True): where inside the subgraph the run waits.
+        let nested = graph
+            .get_state_with_subgraphs(&config)
+            .await
+            .unwrap()
+            .unwrap();
+        let sub = nested.tasks[0]
+            .subgraph
+            .as_deref()
+            .unwrap_or_else(|| panic!("{name}: no subgraph snapshot"));
+        assert_eq!(sub.checkpoint_ns, ns, "{name}");
+        assert_eq!(sub.next, ["ask"], "{name}");
+        assert_eq!(
+            sub.values["log"],
+            serde_json::json!(["prep", "edit"]),
+            "{name}"
+        );
+        assert_eq!(sub.values["count"], 2, "{name}");
+        assert_eq!(sub.tasks.len(), 1, "{name}: {:?}", sub.tasks);
+        assert_eq!(sub.tasks[0].node, "ask");
+        assert!(sub.tasks[0].subgraph.is_none());
+        assert_eq!(sub.interrupts.len(), 1, "{name}");
+        assert_eq!(sub.interrupts[0].value, "ship it?");
 
         let out = graph
             .invoke(Command::resume("yes").unwrap(), config.clone())

@@ -46,7 +46,7 @@ pub(crate) struct ChildOutput<S: GraphState> {
 }
 
 /// The pending write that keeps, across a pause, the updates a child applied before it.
-const APPLIED: &str = "__subgraph_applied__";
+pub(crate) const APPLIED: &str = "__subgraph_applied__";
 
 fn failed(error: GraphError) -> NodeError {
     NodeError::Failed(Box::new(error))
