@@ -75,6 +75,19 @@ pub struct Command<S: GraphState> {
     pub goto: Vec<Goto<S>>,
     /// A value answering a pending interrupt (used as run input).
     pub resume: Option<serde_json::Value>,
+    /// The graph it addresses: the node's own (the default), or its parent's
+    /// ([`to_parent`](Self::to_parent)).
+    pub graph: CommandGraph,
+}
+
+/// Which graph a [`Command`] addresses (LangGraph's `Command(graph=...)`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CommandGraph {
+    /// The graph of the node that returns it.
+    #[default]
+    Current,
+    /// The graph that runs this one as a subgraph (LangGraph's `Command.PARENT`).
+    Parent,
 }
 
 impl<S: GraphState> Default for Command<S> {
@@ -83,6 +96,7 @@ impl<S: GraphState> Default for Command<S> {
             update: None,
             goto: Vec::new(),
             resume: None,
+            graph: CommandGraph::Current,
         }
     }
 }
@@ -130,6 +144,51 @@ impl<S: GraphState> Command<S> {
     /// Adds a destination.
     pub fn and_goto(mut self, to: impl Into<Goto<S>>) -> Self {
         self.goto.push(to.into());
+        self
+    }
+
+    /// Addresses the parent graph (LangGraph's `Command(graph=Command.PARENT)`): returned by
+    /// a node of a subgraph, it ends the subgraph's run there (that step's writes and the
+    /// subgraph's earlier ones do not land), and the subgraph's node in the parent returns
+    /// this command instead: its update applies to the parent's state and its `goto` names
+    /// the parent's nodes. The multi-agent handoff: an agent subgraph passes control to a
+    /// sibling. For a subgraph over another state (`as_node`) only `goto` to node names
+    /// can cross; outside a subgraph it is an error ([`GraphError::ParentCommand`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use agent_core::{Command, GraphState, NodeExt, RunConfig, StateGraph, END, START};
+    /// #[derive(GraphState, Clone, Default, Debug)]
+    /// struct S {
+    ///     #[reducer(append)]
+    ///     log: Vec<String>,
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_core::GraphError> {
+    /// let agent = StateGraph::<S>::new()
+    ///     .add_node("work", |_s: Arc<S>| async {
+    ///         Command::goto("reviewer")
+    ///             .update(SUpdate::default().log(vec!["handed off".to_owned()]))
+    ///             .to_parent()
+    ///     })
+    ///     .add_node("never", |_s: Arc<S>| async { SUpdate::default() })
+    ///     .add_edge(START, "work")
+    ///     .add_edge("work", "never")
+    ///     .add_edge("never", END)
+    ///     .compile()?;
+    /// let graph = StateGraph::<S>::new()
+    ///     .add_node("agent", agent.with_destinations(["reviewer"]))
+    ///     .add_node("reviewer", |_s: Arc<S>| async {
+    ///         SUpdate::default().log(vec!["reviewed".to_owned()])
+    ///     })
+    ///     .add_edge(START, "agent")
+    ///     .add_edge("reviewer", END)
+    ///     .compile()?;
+    /// let out = graph.invoke(S::default(), RunConfig::default()).await?;
+    /// assert_eq!(out.log, ["handed off", "reviewed"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn to_parent(mut self) -> Self {
+        self.graph = CommandGraph::Parent;
         self
     }
 

@@ -214,6 +214,31 @@ pub enum GraphError {
     /// The input could not be applied.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A node returned [`Command::to_parent`](crate::Command::to_parent), and its graph is not
+    /// running as a subgraph (inside a subgraph this never surfaces: the parent takes the
+    /// command).
+    #[error(
+        "node `{}` returned `Command::to_parent()`, but its graph is not running as a subgraph; return a plain `Command` to route inside this graph",
+        .0.node
+    )]
+    ParentCommand(ParentCommand),
+}
+
+/// A [`Command`](crate::Command) a subgraph's node addressed to the parent graph, on its way
+/// out of the subgraph's run (LangGraph's `ParentCommand`).
+pub struct ParentCommand {
+    /// The node that returned it.
+    pub node: String,
+    /// The `Command<S>` of the subgraph's state.
+    pub(crate) command: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for ParentCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParentCommand")
+            .field("node", &self.node)
+            .finish_non_exhaustive()
+    }
 }
 
 impl GraphError {

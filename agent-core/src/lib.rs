@@ -82,13 +82,13 @@ pub use checkpoint::PostgresSaver;
 #[cfg(feature = "sqlite")]
 pub use checkpoint::SqliteSaver;
 pub use checkpoint::{Checkpointer, InMemorySaver, ListFilter};
-pub use command::{Command, Goto, Send};
+pub use command::{Command, CommandGraph, Goto, Send};
 pub use compiled::{CompiledGraph, Topology};
 pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
-pub use error::{BoxError, GraphError, list_names, panic_message};
+pub use error::{BoxError, GraphError, ParentCommand, list_names, panic_message};
 pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};

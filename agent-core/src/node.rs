@@ -373,7 +373,14 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<
             let out =
                 crate::executor::Run::run_child(&graph.inner, graph.context.clone(), start, ctx)
                     .await?;
-            Ok(NodeOutput::Batch(out.recorded))
+            Ok(match out.to_parent {
+                // Addressed to this graph: its update and gotos are this node's.
+                Some(command) => NodeOutput::Command(Command {
+                    graph: crate::command::CommandGraph::Current,
+                    ..command
+                }),
+                None => NodeOutput::Batch(out.recorded),
+            })
         })
     }
 }
@@ -403,12 +410,43 @@ where
         let output = self.output.clone();
         Box::pin(async move {
             let start = crate::executor::ChildStart::Input(input);
+            let node = ctx.node().to_owned();
             let out =
                 crate::executor::Run::run_child(&graph.inner, graph.context.clone(), start, ctx)
                     .await?;
-            Ok(NodeOutput::Update(output(out.state)))
+            match out.to_parent {
+                Some(command) => parent_goto(&node, command),
+                None => Ok(NodeOutput::Update(output(out.state))),
+            }
         })
     }
+}
+
+/// A command from a subgraph over another state `T` to its parent over `S`: only its `goto`
+/// to node names can cross (an update or a `Send` is of the subgraph's state).
+fn parent_goto<S: GraphState, T: GraphState>(
+    node: &str,
+    command: Command<T>,
+) -> Result<NodeOutput<S>, NodeError> {
+    let refuse = |what: &str| {
+        NodeError::Failed(Box::new(crate::error::GraphError::InvalidInput(format!(
+            "subgraph `{node}` runs over another state, so its `Command::to_parent()` cannot carry {what}; route with `goto` to the parent's node names and let the output map write the state"
+        ))))
+    };
+    if command.update.is_some() {
+        return Err(refuse("an update"));
+    }
+    let mut goto = Vec::with_capacity(command.goto.len());
+    for to in command.goto {
+        match to {
+            crate::command::Goto::Node(name) => goto.push(crate::command::Goto::Node(name)),
+            crate::command::Goto::Send(_) => return Err(refuse("a `Send`")),
+        }
+    }
+    Ok(NodeOutput::Command(Command {
+        goto,
+        ..Command::default()
+    }))
 }
 
 impl<T: GraphState, C: std::marker::Send + Sync + 'static> crate::compiled::CompiledGraph<T, C> {

@@ -323,3 +323,131 @@ async fn a_subgraph_over_another_state_maps_input_and_output_and_fans_out() {
         "without a thread"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commands to the parent graph (LangGraph's `Command.PARENT`).
+
+/// An agent subgraph that drafts, then hands off to the parent's `reviewer`.
+fn handoff_agent() -> agent_core::CompiledGraph<S> {
+    StateGraph::new()
+        .add_node("draft", step("draft"))
+        .add_node("handoff", |_s: Arc<S>| async {
+            Command::goto("reviewer")
+                .update(SUpdate::default().log(vec!["handed off".to_owned()]))
+                .to_parent()
+        })
+        .add_node("never", step("never"))
+        .add_edge(START, "draft")
+        .add_edge("draft", "handoff")
+        .add_edge("handoff", "never")
+        .add_edge("never", END)
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_to_the_parent_ends_the_subgraph_and_routes_the_parent() {
+    use agent_core::NodeExt;
+
+    for (name, saver, durability) in common::backends_and_durabilities().await {
+        let graph = StateGraph::new()
+            .add_node("prep", step("prep"))
+            .add_node("agent", handoff_agent().with_destinations(["reviewer"]))
+            .add_node("reviewer", step("reviewer"))
+            .add_edge(START, "prep")
+            .add_edge("prep", "agent")
+            .add_edge("reviewer", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = RunConfig::default()
+            .thread_id(common::unique("handoff"))
+            .durability(durability);
+        let out = graph.invoke(S::default(), config.clone()).await.unwrap();
+        // The command's update lands; the subgraph's own writes (draft) do not, and the node
+        // after the handoff never runs.
+        assert_eq!(out.log, ["prep", "handed off", "reviewer"], "{name}");
+        assert_eq!(out.count, 2, "{name}");
+        assert_eq!(
+            out.path.to_vec(),
+            [vec!["prep"], vec!["agent"], vec!["reviewer"]],
+            "{name}"
+        );
+        let stored = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(stored.values, out.state, "{name} {durability:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_command_to_the_parent_outside_a_subgraph_is_an_error() {
+    let graph = StateGraph::new()
+        .add_node("handoff", |_s: Arc<S>| async {
+            Command::goto("x").to_parent()
+        })
+        .add_node("x", step("x"))
+        .add_edge(START, "handoff")
+        .add_edge("handoff", "x")
+        .add_edge("x", END)
+        .compile()
+        .unwrap();
+    let error = graph
+        .invoke(S::default(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, agent_core::GraphError::ParentCommand(p) if p.node == "handoff"),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("not running as a subgraph"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_subgraph_over_another_state_hands_off_by_name_only() {
+    let child = |with_update: bool| {
+        StateGraph::<Joke>::new()
+            .add_node("decide", move |_s: Arc<Joke>| async move {
+                let command = Command::goto("reviewer").to_parent();
+                if with_update {
+                    command.update(JokeUpdate::default().subject("x".to_owned()))
+                } else {
+                    command
+                }
+            })
+            .add_edge(START, "decide")
+            .add_edge("decide", END)
+            .compile()
+            .unwrap()
+    };
+    let parent = |with_update: bool| {
+        StateGraph::new()
+            .add_node(
+                "agent",
+                child(with_update)
+                    .as_node(
+                        |s: &S| JokeUpdate::default().subject(s.subject.clone()),
+                        |j: Joke| SUpdate::default().log(j.lines),
+                    )
+                    .with_destinations(["reviewer"]),
+            )
+            .add_node("reviewer", step("reviewer"))
+            .add_edge(START, "agent")
+            .add_edge("reviewer", END)
+            .compile()
+            .unwrap()
+    };
+    let out = parent(false)
+        .invoke(S::default(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["reviewer"]);
+    let error = parent(true)
+        .invoke(S::default(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("cannot carry an update"),
+        "{error}"
+    );
+}

@@ -174,7 +174,14 @@ impl<'g, S: GraphState> Run<'g, S> {
             update,
             goto,
             resume,
+            graph,
         } = command;
+        if graph == crate::command::CommandGraph::Parent {
+            return Err(GraphError::InvalidInput(
+                "a Command given as a run's input addresses this graph; drop `.to_parent()`"
+                    .to_owned(),
+            ));
+        }
         if let Some(value) = resume {
             self.store_resume(value).await?;
             self.skip_before_once = true;

@@ -94,6 +94,7 @@ impl<S: GraphState> TaskWrites<S> {
                 },
                 goto: self.goto,
                 resume: None,
+                graph: crate::command::CommandGraph::Current,
             }),
         }
     }
@@ -284,6 +285,16 @@ impl<S: GraphState> Run<'_, S> {
         let name = || self.graph.names[node].to_string();
         let step = self.step + 1;
         match result {
+            // For the parent graph: it leaves this run as LangGraph's `ParentCommand` does, and
+            // the subgraph's node in the parent takes it (`run_child`).
+            Ok(Ok(NodeOutput::Command(command)))
+                if command.graph == crate::command::CommandGraph::Parent =>
+            {
+                Err(GraphError::ParentCommand(crate::error::ParentCommand {
+                    node: name(),
+                    command: Box::new(command),
+                }))
+            }
             Ok(Ok(output)) => Ok(Done::Output(TaskWrites::new(node, output))),
             Ok(Err(NodeError::TimedOut(after))) => Err(GraphError::NodeTimeout {
                 node: name(),

@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use crate::checkpoint::{PendingWrite, Source, WriteKind};
+use crate::command::Command;
 use crate::compiled::Graph;
 use crate::config::{RunConfig, new_run_id};
 use crate::context::{NodeContext, RunInfo};
@@ -43,6 +44,9 @@ pub(crate) struct ChildOutput<S: GraphState> {
     pub(crate) state: S,
     /// Every update the child applied, in order (across pauses).
     pub(crate) recorded: Vec<S::Update>,
+    /// A command one of its nodes addressed to the parent ([`Command::to_parent`]); the
+    /// child's run ended there.
+    pub(crate) to_parent: Option<Command<S>>,
 }
 
 /// The pending write that keeps, across a pause, the updates a child applied before it.
@@ -155,6 +159,25 @@ impl<'g, S: GraphState> Run<'g, S> {
         run.recorded = Some(recorded);
         let ran = run.run_steps().await;
         let flushed = run.flush().await;
+        // A command for the parent ends the child here (LangGraph's `ParentCommand`).
+        let ran = match ran {
+            Err(GraphError::ParentCommand(parent)) => match parent.command.downcast::<Command<S>>()
+            {
+                Ok(command) => {
+                    flushed.map_err(failed)?;
+                    return Ok(ChildOutput {
+                        state: (*run.state).clone(),
+                        recorded: Vec::new(),
+                        to_parent: Some(*command),
+                    });
+                }
+                Err(command) => Err(GraphError::ParentCommand(crate::error::ParentCommand {
+                    node: parent.node,
+                    command,
+                })),
+            },
+            other => other,
+        };
         ran.map_err(failed)?;
         flushed.map_err(failed)?;
         if let Ok(usage) = run.info.usage.lock() {
@@ -170,6 +193,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         Ok(ChildOutput {
             state: out.state,
             recorded,
+            to_parent: None,
         })
     }
 
