@@ -1048,6 +1048,35 @@ async fn a_slow_server_is_a_typed_timeout() {
 }
 
 #[tokio::test]
+async fn a_silent_server_names_the_wait_between_reads_not_the_whole_request() {
+    for f in fixtures() {
+        let template = ResponseTemplate::new(200)
+            .set_delay(Duration::from_secs(5))
+            .set_body_json(f.text_reply("late"));
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(template)
+            .mount(&server)
+            .await;
+        let timeouts = Timeouts {
+            request: Duration::from_secs(30),
+            stream_idle: Duration::from_millis(200),
+            ..test_timeouts()
+        };
+        let model = f.model(&server.uri(), RetryPolicy::none(), timeouts);
+        let provider = model.provider();
+        let err = model
+            .invoke(&[Message::human("hi")], &CallOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, LlmError::Timeout { timeout, .. } if timeout == Duration::from_millis(200)),
+            "{provider}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn refused_connections_are_retried_then_reported_without_the_key() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

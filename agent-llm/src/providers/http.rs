@@ -140,6 +140,7 @@ impl Transport {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
+            let started = std::time::Instant::now();
             let mut request = self.client.post(url).headers(headers.clone()).json(body);
             if !streaming {
                 request = request.timeout(self.timeouts.request);
@@ -152,7 +153,10 @@ impl Transport {
                     let body = response.bytes().await.unwrap_or_default();
                     (http_error(provider, status, &body), retry_after)
                 }
-                Err(e) => (self.request_error(url, &e, streaming), None),
+                Err(e) => (
+                    self.request_error(url, &e, (!streaming).then_some(started)),
+                    None,
+                ),
             };
             if !(self.retry.retry_on)(&error) {
                 return Err(error);
@@ -193,11 +197,12 @@ impl Transport {
         headers: &HeaderMap,
         body: &Value,
     ) -> Result<Value, LlmError> {
+        let started = std::time::Instant::now();
         let response = self.post(url, headers, body, false).await?;
         let bytes = response
             .bytes()
             .await
-            .map_err(|e| self.request_error(url, &e, false))?;
+            .map_err(|e| self.request_error(url, &e, Some(started)))?;
         serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
             provider: self.provider,
             reason: format!("response body is not JSON: {e}"),
@@ -205,16 +210,29 @@ impl Transport {
         })
     }
 
-    pub(crate) fn request_error(&self, url: &str, e: &reqwest::Error, streaming: bool) -> LlmError {
+    /// A transport error as an [`LlmError`]. `started` is when a whole (non-streaming) request
+    /// began, `None` for a stream: a request has two limits (the whole request, and the wait
+    /// between reads) and a timeout names the one that fired.
+    pub(crate) fn request_error(
+        &self,
+        url: &str,
+        e: &reqwest::Error,
+        started: Option<std::time::Instant>,
+    ) -> LlmError {
         if e.is_timeout() {
+            let whole = self.timeouts.request;
+            let timeout = match started {
+                // Well before the whole request's limit: the wait between reads ran out.
+                Some(started) if started.elapsed() + Duration::from_millis(100) < whole => {
+                    self.timeouts.stream_idle.min(whole)
+                }
+                Some(_) => whole,
+                None => self.timeouts.stream_idle,
+            };
             LlmError::Timeout {
                 provider: self.provider,
                 url: url.to_owned(),
-                timeout: if streaming {
-                    self.timeouts.stream_idle
-                } else {
-                    self.timeouts.request
-                },
+                timeout,
             }
         } else {
             LlmError::Connection {
@@ -350,7 +368,7 @@ pub(crate) fn sse_events(
                 event: ev.event,
                 data: ev.data,
             }),
-            Err(EventStreamError::Transport(e)) => Err(transport.request_error(&url, &e, true)),
+            Err(EventStreamError::Transport(e)) => Err(transport.request_error(&url, &e, None)),
             Err(EventStreamError::Utf8(e)) => Err(LlmError::MalformedResponse {
                 provider,
                 reason: format!("SSE stream is not UTF-8: {e}"),
@@ -411,7 +429,7 @@ pub(crate) fn ndjson_events(
                         Some(Err(e)) => {
                             st.ended = true;
                             st.buffer.clear();
-                            return Some((Err(transport.request_error(&url, &e, true)), st));
+                            return Some((Err(transport.request_error(&url, &e, None)), st));
                         }
                         None => st.ended = true,
                     }
