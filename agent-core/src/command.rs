@@ -10,8 +10,9 @@ use crate::state::GraphState;
 
 /// A task for `node` in the next super-step, run on `input` instead of the graph state.
 ///
-/// Named after LangGraph's `Send`. It shadows `std::marker::Send` when imported unqualified; if
-/// a module needs both, import this one as `agent_core::Send as SendTo`.
+/// Named after LangGraph's `Send`. Imported unqualified it would shadow `std::marker::Send`, so
+/// [`agent_core::prelude`](crate::prelude) exports it as `SendTo` (glob-import the prelude, not
+/// the crate root); by hand, `use agent_core::Send as SendTo`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Send<S> {
     /// The node to run.

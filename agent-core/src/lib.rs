@@ -65,6 +65,7 @@ mod graph;
 mod interrupt;
 mod layers;
 mod node;
+pub mod prelude;
 pub mod reducers;
 mod report;
 mod route;
