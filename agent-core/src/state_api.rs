@@ -181,7 +181,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let saver = self.saver("get_state")?;
         let thread = thread_of(config)?;
         for task in &mut snapshot.tasks {
-            let ns = child_ns(&config.checkpoint_ns, &task.node, &task.id);
+            let ns = executor::child_ns(&config.checkpoint_ns, &task.node, &task.id);
             task.subgraph = subgraph_snapshot(saver.as_ref(), thread, ns, 0).await?;
         }
         Ok(Some(snapshot))
@@ -321,16 +321,6 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
     }
 }
 
-/// The namespace a subgraph run by task `id` of `node` checkpoints under (as the executor's
-/// subgraph room names it).
-fn child_ns(parent: &str, node: &str, id: &str) -> String {
-    if parent.is_empty() {
-        format!("{node}:{id}")
-    } else {
-        format!("{parent}|{node}:{id}")
-    }
-}
-
 /// Subgraphs nest at most this deep (a guard against a namespace cycle in a corrupt store).
 const MAX_SUBGRAPH_DEPTH: usize = 64;
 
@@ -410,7 +400,7 @@ fn subgraph_snapshot<'a>(
         }
         let mut interrupts: Vec<Interrupt> = Vec::new();
         for task in &mut tasks {
-            let nested = child_ns(&ns, &task.node, &task.id);
+            let nested = executor::child_ns(&ns, &task.node, &task.id);
             task.subgraph = subgraph_snapshot(saver, thread, nested, depth + 1).await?;
             interrupts.extend(task.interrupts.iter().cloned());
             if let Some(sub) = &task.subgraph {

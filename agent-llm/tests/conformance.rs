@@ -1019,61 +1019,50 @@ async fn an_error_inside_the_stream_ends_it() {
     }
 }
 
-#[tokio::test]
-async fn a_slow_server_is_a_typed_timeout() {
+/// Every wire against a server that answers after `delay`: the error is a typed timeout naming
+/// `expected`, the limit that fired.
+async fn times_out_naming(delay: Duration, timeouts: Timeouts, expected: Duration) {
     for f in fixtures() {
         let template = ResponseTemplate::new(200)
-            .set_delay(Duration::from_secs(10))
+            .set_delay(delay)
             .set_body_json(f.text_reply("late"));
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .respond_with(template)
             .mount(&server)
             .await;
-        let timeouts = Timeouts {
-            request: Duration::from_millis(100),
-            ..test_timeouts()
-        };
-        let model = f.model(&server.uri(), RetryPolicy::none(), timeouts);
+        let model = f.model(&server.uri(), RetryPolicy::none(), timeouts.clone());
         let provider = model.provider();
         let err = model
             .invoke(&[Message::human("hi")], &CallOptions::default())
             .await
             .unwrap_err();
         assert!(
-            matches!(err, LlmError::Timeout { timeout, .. } if timeout == Duration::from_millis(100)),
+            matches!(err, LlmError::Timeout { timeout, .. } if timeout == expected),
             "{provider}: {err}"
         );
     }
 }
 
 #[tokio::test]
+async fn a_slow_server_is_a_typed_timeout() {
+    let request = Duration::from_millis(100);
+    let timeouts = Timeouts {
+        request,
+        ..test_timeouts()
+    };
+    times_out_naming(Duration::from_secs(10), timeouts, request).await;
+}
+
+#[tokio::test]
 async fn a_silent_server_names_the_wait_between_reads_not_the_whole_request() {
-    for f in fixtures() {
-        let template = ResponseTemplate::new(200)
-            .set_delay(Duration::from_secs(5))
-            .set_body_json(f.text_reply("late"));
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(template)
-            .mount(&server)
-            .await;
-        let timeouts = Timeouts {
-            request: Duration::from_secs(30),
-            stream_idle: Duration::from_millis(200),
-            ..test_timeouts()
-        };
-        let model = f.model(&server.uri(), RetryPolicy::none(), timeouts);
-        let provider = model.provider();
-        let err = model
-            .invoke(&[Message::human("hi")], &CallOptions::default())
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(err, LlmError::Timeout { timeout, .. } if timeout == Duration::from_millis(200)),
-            "{provider}: {err}"
-        );
-    }
+    let idle = Duration::from_millis(200);
+    let timeouts = Timeouts {
+        request: Duration::from_secs(30),
+        stream_idle: idle,
+        ..test_timeouts()
+    };
+    times_out_naming(Duration::from_secs(5), timeouts, idle).await;
 }
 
 #[tokio::test]

@@ -264,6 +264,10 @@ impl<S: GraphState> Run<'_, S> {
     /// Keeps a failed task's error next to its step's checkpoint (best effort; a failed
     /// store shows when the run flushes).
     pub(crate) fn record_failure(&self, task: &Task<S>, error: &GraphError) {
+        // A command for the parent leaves the run as an error but is not a failure.
+        if matches!(error, GraphError::ParentCommand(_)) {
+            return;
+        }
         let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
             return;
         };

@@ -36,7 +36,7 @@ pub(crate) use algo::{Frontier, Task, route};
 pub(crate) use durable::{Durable, Restored, restore, task_id};
 pub use output::{RunOutput, RunPath};
 use runner::{Done, TaskWrites, to_json};
-pub(crate) use subgraph::{APPLIED as SUBGRAPH_APPLIED, ChildStart};
+pub(crate) use subgraph::{APPLIED as SUBGRAPH_APPLIED, ChildStart, child_ns};
 
 /// A step's results in task order: the finished tasks' writes, and the tasks that paused
 /// (by index).

@@ -52,6 +52,16 @@ pub(crate) struct ChildOutput<S: GraphState> {
 /// The pending write that keeps, across a pause, the updates a child applied before it.
 pub(crate) const APPLIED: &str = "__subgraph_applied__";
 
+/// The namespace a subgraph run by task `task` of `node` checkpoints under (LangGraph's
+/// `checkpoint_ns`: `node:task_id`, nested with `|`).
+pub(crate) fn child_ns(parent: &str, node: &str, task: &str) -> String {
+    if parent.is_empty() {
+        format!("{node}:{task}")
+    } else {
+        format!("{parent}|{node}:{task}")
+    }
+}
+
 fn failed(error: GraphError) -> NodeError {
     NodeError::Failed(Box::new(error))
 }
@@ -72,10 +82,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             .saver()
             .filter(|_| parent.thread_id.is_some() && ctx.task_id().is_some());
         let ns = match (&saver, ctx.task_id()) {
-            (Some(_), Some(task)) if parent.checkpoint_ns.is_empty() => {
-                format!("{}:{task}", ctx.node())
-            }
-            (Some(_), Some(task)) => format!("{}|{}:{task}", parent.checkpoint_ns, ctx.node()),
+            (Some(_), Some(task)) => child_ns(&parent.checkpoint_ns, ctx.node(), task),
             _ => String::new(),
         };
         let config = RunConfig {
