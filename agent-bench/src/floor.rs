@@ -146,7 +146,7 @@ async fn wide_state(n: usize, message: Doc) -> Result<Outcome, BoxError> {
         s.memory_docs = memory;
         // five
         let doc = async { s.categorizations.last().cloned() }.await;
-        let entries = |d: &Option<Doc>| d.as_ref().map(|d| (*d.0).clone()).unwrap_or_default();
+        let entries = |d: &Option<Doc>| d.as_ref().map(|d| (**d).clone()).unwrap_or_default();
         non_null(&mut s.user_info, doc.clone());
         non_null(&mut s.crm_info, doc.clone());
         non_null(&mut s.email_thread_id, Some(random_letters(n)));

@@ -10,8 +10,10 @@
 //!   the outcome's steps and tasks include the subgraph's, as LangGraph's count does.
 //! - `wide_state`: Python lists and dicts hold references, so LangGraph's reducers copy
 //!   pointers, never the nested input document. The Rust state holds that document as
-//!   [`Doc`] (`Arc`-shared), so appending it to a list costs what it costs in Python: a count
-//!   bump. Serialization (checkpoints) writes the document itself.
+//!   [`Doc`] (`agent_core::Shared`, an `Arc`), so appending it to a list costs what it costs in
+//!   Python: a count bump. Checkpoints store each shared value once per thread and a reference
+//!   wherever it appears (LangGraph's serializer writes the whole document at every
+//!   occurrence); JSON output writes the document itself.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,7 +25,6 @@ use agent_core::{
 };
 use agent_llm::{CallOptions, ChatModel, ChatModelExt, LlmError, Message, Reply, ScriptedModel};
 use agent_tools::{ToolNode, ToolRegistry, messages_state, tool, tools_condition};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::{Outcome, Runner, Shape};
@@ -248,27 +249,8 @@ fn react_agent(n: usize, saver: Option<Arc<dyn Checkpointer>>) -> Result<Runner,
 // wide_state_AxN: 15 fields with append / union / last-non-null reducers, six nodes in a loop.
 
 /// A value shared by reference, as Python shares a dict between lists: putting it in another
-/// list bumps a count instead of copying it. Serializes as the value itself.
-#[derive(Debug, Default)]
-pub struct Shared<T>(pub Arc<T>);
-
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Shared(Arc::clone(&self.0))
-    }
-}
-
-impl<T: Serialize> Serialize for Shared<T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shared<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(|v| Shared(Arc::new(v)))
-    }
-}
+/// list bumps a count instead of copying it, and a checkpoint stores it once per thread.
+pub use agent_core::Shared;
 
 /// A JSON object whose entries are shared (LangGraph's dict of dicts).
 pub type Doc = Shared<BTreeMap<String, Shared<Value>>>;
@@ -291,12 +273,9 @@ pub fn wide_message(outer: usize, inner: usize) -> Doc {
         let map: serde_json::Map<String, Value> = (0..inner)
             .map(|j| (j.to_string().repeat(10), Value::Array(list.clone())))
             .collect();
-        (
-            i.to_string().repeat(10),
-            Shared(Arc::new(Value::Object(map))),
-        )
+        (i.to_string().repeat(10), Shared::new(Value::Object(map)))
     };
-    Shared(Arc::new((0..outer).map(entry).collect()))
+    Shared::new((0..outer).map(entry).collect())
 }
 
 /// `lambda x, y: y or x`: an empty update keeps the current value.
@@ -313,7 +292,7 @@ pub fn overwrite<T>(current: &mut T, update: T) {
 
 /// `lambda x, y: y if y else x`: an empty or missing dict keeps the current value.
 pub fn if_truthy(current: &mut Option<Doc>, update: Option<Doc>) {
-    if update.as_ref().is_some_and(|d| !d.0.is_empty()) {
+    if update.as_ref().is_some_and(|d| !d.is_empty()) {
         *current = update;
     }
 }
@@ -406,7 +385,7 @@ fn last(list: &[Doc]) -> Option<Doc> {
 
 /// The dict-union update of a document (`current | doc`).
 fn entries(doc: Option<&Doc>) -> BTreeMap<String, Shared<Value>> {
-    doc.map(|d| (*d.0).clone()).unwrap_or_default()
+    doc.map(|d| (**d).clone()).unwrap_or_default()
 }
 
 fn wide_state(

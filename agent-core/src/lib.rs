@@ -70,6 +70,7 @@ pub mod reducers;
 mod report;
 mod route;
 mod runtime;
+mod shared;
 mod state;
 mod state_api;
 mod stream;
@@ -100,6 +101,7 @@ pub use node::{
 pub use report::Report;
 pub use route::{IntoRoute, PathMap, Route};
 pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
+pub use shared::Shared;
 pub use state::{
     FieldInfo, FieldSet, GraphState, MAX_FIELDS, ReducerError, ReducerKind, StateDefault,
     StateUpdate,

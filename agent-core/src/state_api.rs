@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::checkpoint::codec;
 use crate::checkpoint::{CheckpointRecord, Checkpointer, ListFilter, Source, WriteKind};
+use crate::checkpoint::{codec, interning};
 use crate::compiled::CompiledGraph;
 use crate::config::{RunConfig, new_run_id};
 use crate::constants::START;
@@ -352,9 +352,14 @@ fn subgraph_snapshot<'a>(
                 .iter()
                 .map(|b| ((b.field.clone(), b.version.clone()), b))
                 .collect();
+        let shared = executor::shared_table(record, &by_key)?;
         let mut values = serde_json::Map::new();
         for (field, version) in &record.versions {
+            if field == interning::FIELD {
+                continue;
+            }
             let (bytes, _) = codec::reconstruct(field, version, &by_key)
+                .and_then(|(bytes, cache)| Ok((shared.expand(&bytes)?, cache)))
                 .map_err(|e| corrupt(format!("field `{field}`: {e}")))?;
             let value: serde_json::Value =
                 codec::decode(&bytes).map_err(|e| corrupt(format!("field `{field}`: {e}")))?;

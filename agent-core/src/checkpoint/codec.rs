@@ -481,7 +481,7 @@ pub(crate) fn reconstruct(
     Ok((bytes, cache))
 }
 
-fn write_array_header(out: &mut Vec<u8>, len: usize) {
+pub(crate) fn write_array_header(out: &mut Vec<u8>, len: usize) {
     if len <= 15 {
         out.push(0x90 | len as u8);
     } else if len <= u16::MAX as usize {
@@ -493,7 +493,7 @@ fn write_array_header(out: &mut Vec<u8>, len: usize) {
     }
 }
 
-fn read_be(bytes: &[u8], at: usize, n: usize) -> Option<usize> {
+pub(crate) fn read_be(bytes: &[u8], at: usize, n: usize) -> Option<usize> {
     let slice = bytes.get(at..at + n)?;
     Some(slice.iter().fold(0usize, |acc, b| (acc << 8) | *b as usize))
 }

@@ -11,6 +11,7 @@
 //! [`PostgresSaver`].
 
 pub(crate) mod codec;
+pub(crate) mod interning;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;

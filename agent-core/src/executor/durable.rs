@@ -17,6 +17,7 @@ use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::codec::{self, Body, BodyRef, FieldCache, serde_bytes_vec::Bytes};
+use crate::checkpoint::interning::{self, Interner, Resolver};
 use crate::checkpoint::{
     CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, StoreOp,
     WriteKind,
@@ -48,6 +49,8 @@ pub(crate) struct Durable<S: GraphState> {
     versions: Vec<Option<String>>,
     /// Per field, what the next delta is computed against.
     caches: Vec<Option<FieldCache>>,
+    /// The thread's table of shared values, as stored.
+    interner: Interner,
     /// Fields written other than by appending since their stored version (the others are
     /// stored as their new elements only).
     pub(crate) rewritten: FieldSet,
@@ -107,6 +110,7 @@ impl<S: GraphState> Durable<S> {
             writers: Vec::new(),
             versions: vec![None; fields],
             caches: vec![None; fields],
+            interner: Interner::default(),
             rewritten: FieldSet::EMPTY,
             outputs: HashMap::new(),
             resume: HashMap::new(),
@@ -120,6 +124,7 @@ impl<S: GraphState> Durable<S> {
             durable.writers = std::mem::take(&mut restored.writers);
             durable.versions = std::mem::take(&mut restored.versions);
             durable.caches = std::mem::take(&mut restored.caches);
+            durable.interner = std::mem::take(&mut restored.interner);
             durable.outputs = std::mem::take(&mut restored.outputs);
             durable.resume = std::mem::take(&mut restored.resume);
             durable.interrupted = std::mem::take(&mut restored.interrupted);
@@ -506,7 +511,7 @@ impl<S: GraphState> Run<'_, S> {
             ops.push(op);
             debug.extend(event);
         }
-        let data = codec::encode(&update).map_err(|e| durable.encode_error(e))?;
+        let data = interning::encode_with_table(&update).map_err(|e| durable.encode_error(e))?;
         ops.extend(durable.writes_op(vec![PendingWrite {
             task_id: START.to_owned(),
             node: START.to_owned(),
@@ -530,50 +535,32 @@ impl<S: GraphState> Run<'_, S> {
             return Ok(None);
         };
         let id = new_checkpoint_id();
-        let fields = S::fields();
-        let mut blobs = Vec::with_capacity(written.len());
         // With `Exit` this is the run's one checkpoint: nothing later compares against it.
         let keep_caches = durable.durability != Durability::Exit;
-        for index in written.iter() {
-            let field = fields[index].name;
-            let cache = &mut durable.caches[index];
-            // Only appended to since its stored version: encode the new elements alone.
-            let appended = match cache.as_mut() {
-                Some(previous) if !durable.rewritten.contains(index) => {
-                    match previous.array_len().map(|skip| {
-                        self.state
-                            .serialize_field(index, codec::TailSerializer { skip })
-                    }) {
-                        Some(Ok(tail)) => codec::append_blob(field, &id, tail, previous).ok(),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            let blob = match appended {
-                Some(blob) => blob,
-                None => {
-                    let mut bytes = Vec::new();
-                    self.state
-                        .serialize_field(
-                            index,
-                            &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
-                        )
-                        .map_err(|e| GraphError::Storage {
-                            backend: durable.saver.backend(),
-                            detail: format!(
-                                "encoding field `{field}` for thread `{}`: {e}",
-                                durable.thread_id
-                            ),
-                        })?;
-                    codec::make_blob(field, &id, bytes, cache, keep_caches)
-                }
-            };
-            if let Some(blob) = blob {
-                durable.versions[index] = Some(id.clone());
-                blobs.push(blob);
+        let mut interner = std::mem::take(&mut durable.interner);
+        let encoded = interning::encoding(&mut interner, || {
+            self.encode_fields(written, &id, keep_caches)
+        });
+        let Some(durable) = &mut self.durable else {
+            return Ok(None);
+        };
+        let shared = match encoded {
+            Ok(mut blobs) => interner.take_blob(&id).map(|shared| {
+                blobs.extend(shared);
+                blobs
+            }),
+            Err(e) => Err(e),
+        };
+        let blobs = match shared {
+            Ok(blobs) => blobs,
+            Err(e) => {
+                interner.discard_fresh();
+                durable.interner = interner;
+                return Err(durable.encode_error(e));
             }
-        }
+        };
+        let shared_version = interner.version().map(str::to_owned);
+        durable.interner = interner;
         durable.rewritten = FieldSet::EMPTY;
         let mut writer_names: Vec<&str> = Vec::with_capacity(1);
         for &n in writers {
@@ -602,6 +589,12 @@ impl<S: GraphState> Run<'_, S> {
             metadata.insert("writes".to_owned(), writes);
         }
         metadata.insert("run_id".to_owned(), self.info.run_id.to_string().into());
+        let mut versions: std::collections::BTreeMap<String, String> = S::fields()
+            .iter()
+            .zip(&durable.versions)
+            .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
+            .collect();
+        versions.extend(shared_version.map(|v| (interning::FIELD.to_owned(), v)));
         let record = CheckpointRecord {
             thread_id: durable.thread_id.clone(),
             ns: durable.ns.clone(),
@@ -610,11 +603,7 @@ impl<S: GraphState> Run<'_, S> {
             step: self.step,
             created_at_ms: now_ms(),
             metadata: serde_json::Value::Object(metadata),
-            versions: fields
-                .iter()
-                .zip(&durable.versions)
-                .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
-                .collect(),
+            versions,
             body,
         };
         durable.clear_step();
@@ -626,6 +615,56 @@ impl<S: GraphState> Run<'_, S> {
             })
         });
         Ok(Some((StoreOp::Checkpoint { record, blobs }, event)))
+    }
+
+    /// The blobs of the fields written since the last checkpoint (new elements only for a
+    /// field only appended to), each field's cache and version moved onto `id`.
+    fn encode_fields(
+        &mut self,
+        written: FieldSet,
+        id: &str,
+        keep_caches: bool,
+    ) -> Result<Vec<FieldBlob>, String> {
+        let Some(durable) = &mut self.durable else {
+            return Ok(Vec::new());
+        };
+        let fields = S::fields();
+        let mut blobs = Vec::with_capacity(written.len() + 1);
+        for index in written.iter() {
+            let field = fields[index].name;
+            let cache = &mut durable.caches[index];
+            // Only appended to since its stored version: encode the new elements alone.
+            let appended = match cache.as_mut() {
+                Some(previous) if !durable.rewritten.contains(index) => {
+                    match previous.array_len().map(|skip| {
+                        self.state
+                            .serialize_field(index, codec::TailSerializer { skip })
+                    }) {
+                        Some(Ok(tail)) => codec::append_blob(field, id, tail, previous).ok(),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let blob = match appended {
+                Some(blob) => blob,
+                None => {
+                    let mut bytes = Vec::new();
+                    self.state
+                        .serialize_field(
+                            index,
+                            &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
+                        )
+                        .map_err(|e| format!("encoding field `{field}`: {e}"))?;
+                    codec::make_blob(field, id, bytes, cache, keep_caches)
+                }
+            };
+            if let Some(blob) = blob {
+                durable.versions[index] = Some(id.to_owned());
+                blobs.push(blob);
+            }
+        }
+        Ok(blobs)
     }
 }
 
@@ -799,14 +838,14 @@ pub(super) fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec
             })
             .collect(),
     };
-    codec::encode(&stored)
+    interning::encode_with_table(&stored)
 }
 
 pub(super) fn decode_writes<S: GraphState>(
     node: usize,
     bytes: &[u8],
 ) -> Result<TaskWrites<S>, String> {
-    let stored: StoredWrites<S::Update> = codec::decode(bytes)?;
+    let stored: StoredWrites<S::Update> = interning::decode_with_table(bytes)?;
     let updates = match (stored.batch, stored.update) {
         (Some(batch), _) => Updates::Batch(batch),
         (None, Some(update)) => Updates::One(update),
@@ -833,6 +872,8 @@ pub(crate) struct Restored<S: GraphState> {
     pub(crate) state: S,
     pub(crate) versions: Vec<Option<String>>,
     pub(crate) caches: Vec<Option<FieldCache>>,
+    /// The table of shared values, numbered as stored.
+    pub(crate) interner: Interner,
     pub(crate) pulls: Vec<usize>,
     pub(crate) pushes: Vec<(usize, S)>,
     pub(crate) joins: Vec<Vec<bool>>,
@@ -892,24 +933,32 @@ pub(crate) fn restore<S: GraphState>(
         .iter()
         .map(|b| ((b.field.clone(), b.version.clone()), b))
         .collect();
-    for (field, version) in &record.versions {
-        let Some(index) = fields.iter().position(|f| f.name == field) else {
-            tracing::warn!(field, checkpoint = %record.id, "checkpoint has a field this state does not; ignored");
-            continue;
-        };
-        let (bytes, cache) = codec::reconstruct(field, version, &by_key)
-            .map_err(|e| corrupt(&record, format!("field `{field}`: {e}")))?;
-        state
-            .deserialize_field(index, &mut rmp_serde::Deserializer::new(&bytes[..]))
-            .map_err(|e| {
-                corrupt(
-                    &record,
-                    format!("field `{field}` does not decode into this state: {e}"),
-                )
-            })?;
-        versions[index] = Some(version.clone());
-        caches[index] = Some(cache);
-    }
+    let mut resolver = shared_table(&record, &by_key)?;
+    interning::decoding(&mut resolver, || {
+        for (field, version) in &record.versions {
+            if field == interning::FIELD {
+                continue;
+            }
+            let Some(index) = fields.iter().position(|f| f.name == field) else {
+                tracing::warn!(field, checkpoint = %record.id, "checkpoint has a field this state does not; ignored");
+                continue;
+            };
+            let (bytes, cache) = codec::reconstruct(field, version, &by_key)
+                .map_err(|e| corrupt(&record, format!("field `{field}`: {e}")))?;
+            state
+                .deserialize_field(index, &mut rmp_serde::Deserializer::new(&bytes[..]))
+                .map_err(|e| {
+                    corrupt(
+                        &record,
+                        format!("field `{field}` does not decode into this state: {e}"),
+                    )
+                })?;
+            versions[index] = Some(version.clone());
+            caches[index] = Some(cache);
+        }
+        Ok::<_, GraphError>(())
+    })?;
+    let interner = resolver.into_interner();
 
     let mut pulls = Vec::new();
     let mut pending_input = None;
@@ -920,7 +969,7 @@ pub(crate) fn restore<S: GraphState>(
                 .find(|w| w.task_id == START && w.kind == WriteKind::Output)
                 .ok_or_else(|| corrupt(&record, "input checkpoint without its input"))?;
             pending_input = Some(
-                codec::decode::<S::Update>(&write.data)
+                interning::decode_with_table::<S::Update>(&write.data)
                     .map_err(|e| corrupt(&record, format!("input does not decode: {e}")))?,
             );
             continue;
@@ -941,7 +990,7 @@ pub(crate) fn restore<S: GraphState>(
                 format!("a pending Send targets `{name}`, which is not in this graph"),
             )
         })?;
-        let update = codec::decode::<S::Update>(&input.0)
+        let update = interning::decode_with_table::<S::Update>(&input.0)
             .map_err(|e| corrupt(&record, format!("Send input does not decode: {e}")))?;
         let input = update_to_state(update).map_err(|e| corrupt(&record, e))?;
         pushes.push((index, input));
@@ -1002,6 +1051,7 @@ pub(crate) fn restore<S: GraphState>(
         state,
         versions,
         caches,
+        interner,
         pulls,
         pushes,
         joins,
@@ -1012,6 +1062,23 @@ pub(crate) fn restore<S: GraphState>(
         errors,
         writers: body.writers,
     }))
+}
+
+/// The checkpoint's table of shared values (empty when it stored none).
+pub(crate) fn shared_table(
+    record: &CheckpointRecord,
+    blobs: &HashMap<(String, String), &FieldBlob>,
+) -> Result<Resolver, GraphError> {
+    let Some((_, version)) = record
+        .versions
+        .iter()
+        .find(|(field, _)| *field == interning::FIELD)
+    else {
+        return Ok(Resolver::empty());
+    };
+    codec::reconstruct(interning::FIELD, version, blobs)
+        .and_then(|(bytes, _)| Resolver::new(bytes, Some(version.clone())))
+        .map_err(|e| corrupt(record, format!("the table of shared values: {e}")))
 }
 
 /// The body of a checkpoint at a run's position.
@@ -1032,7 +1099,7 @@ fn encode_body<S: GraphState>(
     for (node, input) in &frontier.pushes {
         sends.push((
             &*graph.names[*node],
-            Bytes(codec::encode(&state_to_update(input))?),
+            Bytes(interning::encode_with_table(&state_to_update(input))?),
         ));
     }
     codec::encode(&BodyRef {

@@ -1,0 +1,483 @@
+//! The table of [`Shared`](crate::Shared) values a thread's checkpoints store once.
+//!
+//! While a checkpoint's fields are encoded, the run's [`Interner`] sits in a thread-local slot:
+//! each `Shared` met is looked up by its allocation; a new one gets the next entry of the table
+//! (its own MessagePack encoding) and every occurrence is written as a reference, a MessagePack
+//! extension of type [`TAG`] holding the entry's index (big-endian `u32`). The table is stored
+//! as one more field, [`FIELD`], an array that only grows, so each checkpoint stores the entries
+//! it added as a delta. While a checkpoint is decoded, a [`Resolver`] sits in the slot instead
+//! and decodes each entry once, on first reference, so references to one entry share one `Arc`.
+//!
+//! Encoding and decoding run synchronously on the caller's thread (no `.await` inside), which
+//! is what makes a thread-local slot sound. The interner keeps each value it numbered alive, so
+//! an allocation address is never reused for another value while the run can still meet it.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
+
+use super::FieldBlob;
+use super::codec;
+
+/// The pseudo-field that holds the table in a checkpoint's field versions.
+pub(crate) const FIELD: &str = "__shared__";
+
+/// The MessagePack extension type of a reference ('S').
+pub(crate) const TAG: i8 = 0x53;
+
+/// The MessagePack extension type of a value stored with a table of its own ('T').
+const LOCAL_TAG: i8 = 0x54;
+
+type AnyArc = Arc<dyn Any + Send + Sync>;
+
+/// A run's table of shared values, as its stored checkpoints know it.
+#[derive(Default)]
+pub(crate) struct Interner {
+    /// Entry index by allocation address, with the value kept alive.
+    ids: HashMap<usize, (u32, AnyArc)>,
+    /// Entries numbered so far (stored or fresh).
+    len: u32,
+    /// Entries already stored.
+    stored: u32,
+    /// Encodings of entries numbered since the last stored checkpoint, by index - `stored`
+    /// (`None` while a nested value is still being encoded).
+    fresh: Vec<Option<Vec<u8>>>,
+    /// The version of the stored table.
+    version: Option<String>,
+}
+
+impl Interner {
+    /// Moves the entries numbered since the last checkpoint into a blob of the table at
+    /// `version`: the first one holds the whole array, later ones the new entries.
+    pub(crate) fn take_blob(&mut self, version: &str) -> Result<Option<FieldBlob>, String> {
+        if self.fresh.is_empty() {
+            return Ok(None);
+        }
+        let mut data = Vec::new();
+        let base = match self.version.take() {
+            Some(previous) => Some((previous, u64::from(self.stored))),
+            None => {
+                codec::write_array_header(&mut data, self.fresh.len());
+                None
+            }
+        };
+        for entry in self.fresh.drain(..) {
+            data.extend(entry.ok_or("a shared value was still being encoded")?);
+        }
+        self.stored = self.len;
+        self.version = Some(version.to_owned());
+        Ok(Some(FieldBlob {
+            field: FIELD.to_owned(),
+            version: version.to_owned(),
+            base,
+            data,
+        }))
+    }
+
+    /// The stored table's version, when there is one (for the checkpoint's field versions).
+    pub(crate) fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// Forgets entries numbered since the last stored checkpoint (their checkpoint failed to
+    /// encode, so no stored reference points at them).
+    pub(crate) fn discard_fresh(&mut self) {
+        if self.fresh.is_empty() {
+            return;
+        }
+        let stored = self.stored;
+        self.ids.retain(|_, (id, _)| *id < stored);
+        self.fresh.clear();
+        self.len = stored;
+    }
+}
+
+/// A reference to entry `.0`, as it is written.
+pub(crate) struct Ref(pub(crate) u32);
+
+impl Ref {
+    /// Reads a reference from an extension's type and bytes.
+    pub(crate) fn parse(tag: i8, bytes: &[u8]) -> Result<u32, String> {
+        match (tag, <[u8; 4]>::try_from(bytes)) {
+            (TAG, Ok(id)) => Ok(u32::from_be_bytes(id)),
+            _ => Err(format!(
+                "expected a shared-value reference (extension {TAG}, 4 bytes), found extension {tag} of {} bytes",
+                bytes.len()
+            )),
+        }
+    }
+}
+
+struct IdBytes([u8; 4]);
+
+impl Serialize for IdBytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl Serialize for Ref {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_newtype_struct(
+            rmp_serde::MSGPACK_EXT_STRUCT_NAME,
+            &(TAG, IdBytes(self.0.to_be_bytes())),
+        )
+    }
+}
+
+/// A checkpoint's table while its fields decode: entries as bytes, decoded on first use.
+pub(crate) struct Resolver {
+    bytes: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+    decoded: Vec<Option<AnyArc>>,
+    version: Option<String>,
+}
+
+impl Resolver {
+    /// The table from its whole encoding (an array) at `version`.
+    pub(crate) fn new(bytes: Vec<u8>, version: Option<String>) -> Result<Self, String> {
+        let ranges = codec::split_array(&bytes).ok_or("the shared-value table is not an array")?;
+        Ok(Resolver {
+            decoded: vec![None; ranges.len()],
+            bytes,
+            ranges,
+            version,
+        })
+    }
+
+    /// No table (a checkpoint that stored no shared value).
+    pub(crate) fn empty() -> Self {
+        Resolver {
+            bytes: Vec::new(),
+            ranges: Vec::new(),
+            decoded: Vec::new(),
+            version: None,
+        }
+    }
+
+    /// The entry's bytes with every reference inside replaced by the entry it names (for
+    /// readers that decode without the state's types).
+    pub(crate) fn expand(&self, bytes: &[u8]) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(bytes.len());
+        let end = self.expand_value(bytes, 0, &mut out, 0)?;
+        if end != bytes.len() {
+            return Err("trailing bytes after a value".to_owned());
+        }
+        Ok(out)
+    }
+
+    fn expand_value(
+        &self,
+        bytes: &[u8],
+        at: usize,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<usize, String> {
+        const MALFORMED: &str = "malformed MessagePack";
+        if depth > 256 {
+            return Err("shared values nest too deep".to_owned());
+        }
+        let marker = *bytes.get(at).ok_or(MALFORMED)?;
+        // fixext4 (0xd6) with our type: a reference.
+        if marker == 0xd6 && bytes.get(at + 1) == Some(&(TAG as u8)) {
+            let id = bytes.get(at + 2..at + 6).ok_or(MALFORMED)?;
+            let id = Ref::parse(TAG, id)? as usize;
+            let range = self
+                .ranges
+                .get(id)
+                .ok_or_else(|| format!("reference to shared value {id} of {}", self.ranges.len()))?
+                .clone();
+            self.expand_value(&self.bytes[range.clone()], 0, out, depth + 1)?;
+            return Ok(at + 6);
+        }
+        let (items, header) = match marker {
+            0x80..=0x8f => (2 * (marker & 0x0f) as usize, 1),
+            0x90..=0x9f => ((marker & 0x0f) as usize, 1),
+            0xdc => (codec::read_be(bytes, at + 1, 2).ok_or(MALFORMED)?, 3),
+            0xdd => (codec::read_be(bytes, at + 1, 4).ok_or(MALFORMED)?, 5),
+            0xde => (2 * codec::read_be(bytes, at + 1, 2).ok_or(MALFORMED)?, 3),
+            0xdf => (2 * codec::read_be(bytes, at + 1, 4).ok_or(MALFORMED)?, 5),
+            _ => {
+                let end = codec::skip_value(bytes, at).ok_or(MALFORMED)?;
+                out.extend_from_slice(&bytes[at..end]);
+                return Ok(end);
+            }
+        };
+        out.extend_from_slice(bytes.get(at..at + header).ok_or(MALFORMED)?);
+        let mut at = at + header;
+        for _ in 0..items {
+            at = self.expand_value(bytes, at, out, depth + 1)?;
+        }
+        Ok(at)
+    }
+
+    /// The run's interner after this checkpoint: every entry decoded so far keeps its index.
+    pub(crate) fn into_interner(self) -> Interner {
+        let len = self.ranges.len() as u32;
+        let ids = self
+            .decoded
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, arc)| arc.map(|arc| (address(&arc), (i as u32, arc))))
+            .collect();
+        Interner {
+            ids,
+            len,
+            stored: len,
+            fresh: Vec::new(),
+            version: self.version,
+        }
+    }
+}
+
+enum Slot {
+    Empty,
+    Encoding(Interner),
+    Decoding(Resolver),
+}
+
+thread_local! {
+    static SLOT: RefCell<Slot> = const { RefCell::new(Slot::Empty) };
+}
+
+/// Puts the slot back as it was, even when the closure panics.
+struct Restore(Option<Slot>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if let Some(previous) = self.0.take() {
+            SLOT.with(|slot| *slot.borrow_mut() = previous);
+        }
+    }
+}
+
+fn with_slot<R>(state: Slot, f: impl FnOnce() -> R) -> (R, Slot) {
+    let previous = SLOT.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), state));
+    let mut guard = Restore(Some(previous));
+    let out = f();
+    let previous = guard.0.take().unwrap_or(Slot::Empty);
+    let state = SLOT.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), previous));
+    (out, state)
+}
+
+/// Runs `f` (which encodes checkpoint fields) with `interner` numbering the shared values.
+pub(crate) fn encoding<R>(interner: &mut Interner, f: impl FnOnce() -> R) -> R {
+    let (out, state) = with_slot(Slot::Encoding(std::mem::take(interner)), f);
+    if let Slot::Encoding(back) = state {
+        *interner = back;
+    }
+    out
+}
+
+/// Runs `f` (which decodes checkpoint fields) with `resolver` answering references.
+pub(crate) fn decoding<R>(resolver: &mut Resolver, f: impl FnOnce() -> R) -> R {
+    let (out, state) = with_slot(
+        Slot::Decoding(std::mem::replace(resolver, Resolver::empty())),
+        f,
+    );
+    if let Slot::Decoding(back) = state {
+        *resolver = back;
+    }
+    out
+}
+
+fn address(arc: &AnyArc) -> usize {
+    Arc::as_ptr(arc) as *const () as usize
+}
+
+/// The index of `value` in the encoding run's table (numbered now, its bytes from `encode`,
+/// if it is new); `None` when no checkpoint is being encoded on this thread.
+pub(crate) fn intern(
+    value: AnyArc,
+    encode: impl FnOnce() -> Result<Vec<u8>, String>,
+) -> Option<Result<u32, String>> {
+    let key = address(&value);
+    let id = SLOT.with(|slot| match &mut *slot.borrow_mut() {
+        Slot::Encoding(interner) => Some(match interner.ids.get(&key) {
+            Some((id, _)) => Ok(*id),
+            None => {
+                let id = interner.len;
+                interner.len += 1;
+                interner.ids.insert(key, (id, value));
+                interner.fresh.push(None);
+                Err(id)
+            }
+        }),
+        _ => None,
+    })?;
+    let new = match id {
+        Ok(known) => return Some(Ok(known)),
+        Err(new) => new,
+    };
+    // Encoded with the slot released: the value may hold shared values of its own.
+    let bytes = match encode() {
+        Ok(bytes) => bytes,
+        Err(e) => return Some(Err(e)),
+    };
+    SLOT.with(|slot| {
+        if let Slot::Encoding(interner) = &mut *slot.borrow_mut()
+            && let Some(entry) = interner.fresh.get_mut((new - interner.stored) as usize)
+        {
+            *entry = Some(bytes);
+        }
+    });
+    Some(Ok(new))
+}
+
+/// Whether a checkpoint is being decoded on this thread.
+pub(crate) fn resolving() -> bool {
+    SLOT.with(|slot| matches!(&*slot.borrow(), Slot::Decoding(_)))
+}
+
+/// The value of entry `id` as a `T`: decoded on first use, the same `Arc` after.
+pub(crate) fn resolve<T>(id: u32) -> Result<Arc<T>, String>
+where
+    T: serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let index = id as usize;
+    let bytes = SLOT.with(|slot| match &*slot.borrow() {
+        Slot::Decoding(resolver) => {
+            if let Some(Some(arc)) = resolver.decoded.get(index)
+                && let Ok(arc) = Arc::clone(arc).downcast::<T>()
+            {
+                return Ok(Err(arc));
+            }
+            let range = resolver.ranges.get(index).ok_or_else(|| {
+                format!(
+                    "reference to shared value {id}, but the table has {}",
+                    resolver.ranges.len()
+                )
+            })?;
+            Ok(Ok(resolver.bytes[range.clone()].to_vec()))
+        }
+        _ => Err("a shared-value reference outside a checkpoint".to_owned()),
+    })?;
+    let bytes = match bytes {
+        Err(known) => return Ok(known),
+        Ok(bytes) => bytes,
+    };
+    // Decoded with the slot released: the value may reference other entries.
+    let value: Arc<T> = Arc::new(codec::decode(&bytes)?);
+    SLOT.with(|slot| {
+        if let Slot::Decoding(resolver) = &mut *slot.borrow_mut()
+            && let Some(entry) = resolver.decoded.get_mut(index)
+            && entry.is_none()
+        {
+            *entry = Some(value.clone());
+        }
+    });
+    Ok(value)
+}
+
+/// Encodes a value that is stored on its own (a pending write, a `Send` input): shared values
+/// it holds more than once are stored once, in a table of its own that travels with it (an
+/// extension of type `LOCAL_TAG`: the table, then the value). A value that holds no shared
+/// value encodes as plain MessagePack.
+pub(crate) fn encode_with_table<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, String> {
+    let mut interner = Interner::default();
+    let body = encoding(&mut interner, || codec::encode(value))?;
+    if interner.fresh.is_empty() {
+        return Ok(body);
+    }
+    let mut payload = Vec::new();
+    codec::write_array_header(&mut payload, interner.fresh.len());
+    for entry in interner.fresh {
+        payload.extend(entry.ok_or("a shared value was still being encoded")?);
+    }
+    payload.extend(body);
+    let len = u32::try_from(payload.len()).map_err(|_| "a value over 4 GiB".to_owned())?;
+    let mut out = Vec::with_capacity(payload.len() + 6);
+    out.push(0xc9);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.push(LOCAL_TAG as u8);
+    out.extend(payload);
+    Ok(out)
+}
+
+/// Decodes what [`encode_with_table`] wrote (or plain MessagePack).
+pub(crate) fn decode_with_table<T>(bytes: &[u8]) -> Result<T, String>
+where
+    T: serde::de::DeserializeOwned,
+{
+    if bytes.len() >= 6 && bytes[0] == 0xc9 && bytes[5] == LOCAL_TAG as u8 {
+        let len = codec::read_be(bytes, 1, 4).ok_or("malformed MessagePack")?;
+        let payload = bytes
+            .get(6..)
+            .filter(|p| p.len() == len)
+            .ok_or("a value with its table: wrong length")?;
+        let table_end = codec::skip_value(payload, 0).ok_or("malformed table of shared values")?;
+        let mut resolver = Resolver::new(payload[..table_end].to_vec(), None)?;
+        return decoding(&mut resolver, || codec::decode(&payload[table_end..]));
+    }
+    codec::decode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Shared;
+
+    #[test]
+    fn a_value_on_its_own_stores_each_shared_value_once() {
+        let doc = Shared::new("x".repeat(1000));
+        let list = vec![doc.clone(), doc.clone(), Shared::new("y".to_owned()), doc];
+        let bytes = encode_with_table(&list).unwrap();
+        assert!(bytes.len() < 1100, "{} bytes", bytes.len());
+        let back: Vec<Shared<String>> = decode_with_table(&bytes).unwrap();
+        assert_eq!(back, list);
+        assert!(Shared::ptr_eq(&back[0], &back[3]));
+        // Without shared values: plain MessagePack, as before tables existed.
+        let plain = vec!["a".to_owned(), "b".to_owned()];
+        assert_eq!(
+            encode_with_table(&plain).unwrap(),
+            codec::encode(&plain).unwrap()
+        );
+    }
+
+    #[test]
+    fn references_expand_for_untyped_readers_and_inline_values_still_decode() {
+        let doc = Shared::new(vec![1u32, 2, 3]);
+        let mut interner = Interner::default();
+        let body = encoding(&mut interner, || codec::encode(&(doc.clone(), doc.clone()))).unwrap();
+        let table = interner.take_blob("v1").unwrap().unwrap();
+        assert_eq!(table.base, None);
+        let resolver = Resolver::new(table.data, Some("v1".to_owned())).unwrap();
+        let whole: serde_json::Value = codec::decode(&resolver.expand(&body).unwrap()).unwrap();
+        assert_eq!(whole, serde_json::json!([[1, 2, 3], [1, 2, 3]]));
+        // A value stored inline (before it was a `Shared`) decodes while references resolve.
+        let mut resolver = resolver;
+        let inline = codec::encode(&(vec![7u32], vec![8u32])).unwrap();
+        let back: (Shared<Vec<u32>>, Shared<Vec<u32>>) =
+            decoding(&mut resolver, || codec::decode(&inline)).unwrap();
+        assert_eq!((back.0.to_vec(), back.1.to_vec()), (vec![7], vec![8]));
+        // A reference past the table is an error, not a panic.
+        let mut empty = Resolver::empty();
+        let bad: Result<(Shared<Vec<u32>>, Shared<Vec<u32>>), String> =
+            decoding(&mut empty, || codec::decode(&body));
+        assert!(bad.unwrap_err().contains("shared value 0"));
+    }
+
+    #[test]
+    fn later_checkpoints_store_only_new_entries() {
+        let a = Shared::new("a".repeat(100));
+        let b = Shared::new("b".repeat(100));
+        let mut interner = Interner::default();
+        encoding(&mut interner, || codec::encode(&vec![a.clone(), a.clone()])).unwrap();
+        let first = interner.take_blob("v1").unwrap().unwrap();
+        encoding(&mut interner, || codec::encode(&vec![a.clone(), b.clone()])).unwrap();
+        let second = interner.take_blob("v2").unwrap().unwrap();
+        assert_eq!(second.base, Some(("v1".to_owned(), 1)));
+        assert!(
+            second.data.len() < 110,
+            "only b: {} bytes",
+            second.data.len()
+        );
+        encoding(&mut interner, || codec::encode(&vec![b])).unwrap();
+        assert!(interner.take_blob("v3").unwrap().is_none(), "nothing new");
+        assert!(first.data.len() < 110);
+    }
+}
