@@ -421,6 +421,8 @@ mod tests {
     use super::*;
     use crate::Shared;
 
+    type Pair = (Shared<Vec<u32>>, Shared<Vec<u32>>);
+
     #[test]
     fn a_value_on_its_own_stores_each_shared_value_once() {
         let doc = Shared::new("x".repeat(1000));
@@ -451,13 +453,11 @@ mod tests {
         // A value stored inline (before it was a `Shared`) decodes while references resolve.
         let mut resolver = resolver;
         let inline = codec::encode(&(vec![7u32], vec![8u32])).unwrap();
-        let back: (Shared<Vec<u32>>, Shared<Vec<u32>>) =
-            decoding(&mut resolver, || codec::decode(&inline)).unwrap();
+        let back: Pair = decoding(&mut resolver, || codec::decode(&inline)).unwrap();
         assert_eq!((back.0.to_vec(), back.1.to_vec()), (vec![7], vec![8]));
         // A reference past the table is an error, not a panic.
         let mut empty = Resolver::empty();
-        let bad: Result<(Shared<Vec<u32>>, Shared<Vec<u32>>), String> =
-            decoding(&mut empty, || codec::decode(&body));
+        let bad: Result<Pair, String> = decoding(&mut empty, || codec::decode(&body));
         assert!(bad.unwrap_err().contains("shared value 0"));
     }
 
