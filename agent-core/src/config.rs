@@ -15,10 +15,11 @@ pub enum Durability {
     /// After every super-step, stored while the next one runs (LangGraph's default `async`):
     /// writes stay in order and are all stored before the run returns, reports an interrupt,
     /// or fails. A crash loses at most the last step's checkpoint (and the step after it,
-    /// which had not finished); a failed step's finished siblings are kept.
+    /// which had not finished); the finished siblings of a task that failed or paused are kept.
     Async,
     /// Once, when the run ends (finished, paused or failed): fastest; a crash loses the
-    /// whole run, and outputs of a failed step's finished siblings are not kept.
+    /// whole run, and outputs of a failed step's finished siblings are not kept (a paused
+    /// step's are).
     Exit,
 }
 

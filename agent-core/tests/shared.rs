@@ -242,3 +242,76 @@ fn outside_checkpoints_a_shared_value_is_the_value_itself() {
     let back: Shared<Doc> = serde_json::from_value(json).unwrap();
     assert_eq!(back, d);
 }
+
+/// Round one fetches a document; round two cites it (and a new one) next to a node that asks
+/// a human, so the citing task's writes wait as a pending write while the run is paused.
+fn cite_and_ask(
+    saver: Arc<dyn Checkpointer>,
+    cite_runs: Arc<std::sync::atomic::AtomicUsize>,
+) -> agent_core::CompiledGraph<Library> {
+    let tag = Shared::new("retrieved".to_owned());
+    let fetch_tag = tag.clone();
+    StateGraph::new()
+        .add_node("fetch", move |_s: Arc<Library>| {
+            let d = doc(0, &fetch_tag);
+            async move { LibraryUpdate::default().docs(vec![d]) }
+        })
+        .add_node("cite", move |s: Arc<Library>| {
+            cite_runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let new = doc(1, &tag);
+            async move {
+                LibraryUpdate::default()
+                    .cited(vec![s.docs[0].clone(), new.clone(), s.docs[0].clone()])
+                    .latest(Some(new))
+            }
+        })
+        .add_node("ask", |_s: Arc<Library>, ctx: NodeContext| async move {
+            let _: String = ctx.interrupt_as("cite these?")?;
+            Ok::<_, agent_core::BoxError>(LibraryUpdate::default())
+        })
+        .add_edge(START, "fetch")
+        .add_edge("fetch", "cite")
+        .add_edge("fetch", "ask")
+        .add_edge(["cite", "ask"], END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_write_references_stored_shared_values_and_resumes_in_a_second_process() {
+    for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+        let path = common::sqlite_path();
+        let config = RunConfig::default()
+            .thread_id(common::unique("shared-pending"))
+            .durability(durability);
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        {
+            let saver = Arc::new(SqliteSaver::open(&path).unwrap());
+            let out = cite_and_ask(saver, runs.clone())
+                .invoke(LibraryUpdate::default(), config.clone())
+                .await
+                .unwrap();
+            assert_eq!(out.interrupts.len(), 1, "{durability:?}");
+        }
+        let saver = Arc::new(SqliteSaver::open(&path).unwrap());
+        let graph = cite_and_ask(saver, runs.clone());
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config)
+            .await
+            .unwrap();
+        assert_eq!(
+            runs.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "{durability:?}: the finished task's writes were kept, not run again"
+        );
+        assert_eq!(out.cited.len(), 3, "{durability:?}");
+        assert_eq!(out.cited[0].title, "doc 0");
+        assert_eq!(out.cited[1].title, "doc 1");
+        assert!(
+            Shared::ptr_eq(&out.cited[0], &out.docs[0]),
+            "{durability:?}"
+        );
+        assert!(Shared::ptr_eq(&out.cited[0], &out.cited[2]));
+        assert!(Shared::ptr_eq(&out.cited[1], out.latest.as_ref().unwrap()));
+    }
+}

@@ -34,11 +34,19 @@ const LOCAL_TAG: i8 = 0x54;
 
 type AnyArc = Arc<dyn Any + Send + Sync>;
 
+/// Entry index by allocation address, with the value kept alive.
+type Ids = HashMap<usize, (u32, AnyArc)>;
+
 /// A run's table of shared values, as its stored checkpoints know it.
 #[derive(Default)]
 pub(crate) struct Interner {
     /// Entry index by allocation address, with the value kept alive.
-    ids: HashMap<usize, (u32, AnyArc)>,
+    ids: Arc<Ids>,
+    /// For a pending write: the thread's entries already stored (the first `.1`), which it
+    /// references instead of carrying them.
+    base: Option<(Arc<Ids>, u32)>,
+    /// Whether any reference was written.
+    used: bool,
     /// Entries numbered so far (stored or fresh).
     len: u32,
     /// Entries already stored.
@@ -51,6 +59,17 @@ pub(crate) struct Interner {
 }
 
 impl Interner {
+    /// A table for a value stored on its own next to the thread's checkpoints (a pending
+    /// write): it references `thread`'s stored entries and numbers new ones after them.
+    pub(crate) fn over(thread: &Interner) -> Self {
+        Interner {
+            base: Some((thread.ids.clone(), thread.stored)),
+            len: thread.stored,
+            stored: thread.stored,
+            ..Interner::default()
+        }
+    }
+
     /// Moves the entries numbered since the last checkpoint into a blob of the table at
     /// `version`: the first one holds the whole array, later ones the new entries.
     pub(crate) fn take_blob(&mut self, version: &str) -> Result<Option<FieldBlob>, String> {
@@ -90,7 +109,7 @@ impl Interner {
             return;
         }
         let stored = self.stored;
-        self.ids.retain(|_, (id, _)| *id < stored);
+        Arc::make_mut(&mut self.ids).retain(|_, (id, _)| *id < stored);
         self.fresh.clear();
         self.len = stored;
     }
@@ -225,7 +244,9 @@ impl Resolver {
             .filter_map(|(i, arc)| arc.map(|arc| (address(&arc), (i as u32, arc))))
             .collect();
         Interner {
-            ids,
+            ids: Arc::new(ids),
+            base: None,
+            used: false,
             len,
             stored: len,
             fresh: Vec::new(),
@@ -297,16 +318,25 @@ pub(crate) fn intern(
 ) -> Option<Result<u32, String>> {
     let key = address(&value);
     let id = SLOT.with(|slot| match &mut *slot.borrow_mut() {
-        Slot::Encoding(interner) => Some(match interner.ids.get(&key) {
-            Some((id, _)) => Ok(*id),
-            None => {
-                let id = interner.len;
-                interner.len += 1;
-                interner.ids.insert(key, (id, value));
-                interner.fresh.push(None);
-                Err(id)
-            }
-        }),
+        Slot::Encoding(interner) => {
+            interner.used = true;
+            let stored = interner
+                .base
+                .as_ref()
+                .and_then(|(base, len)| base.get(&key).map(|(id, _)| *id).filter(|id| id < len));
+            Some(
+                match stored.or_else(|| interner.ids.get(&key).map(|(id, _)| *id)) {
+                    Some(id) => Ok(id),
+                    None => {
+                        let id = interner.len;
+                        interner.len += 1;
+                        Arc::make_mut(&mut interner.ids).insert(key, (id, value));
+                        interner.fresh.push(None);
+                        Err(id)
+                    }
+                },
+            )
+        }
         _ => None,
     })?;
     let new = match id {
@@ -374,16 +404,22 @@ where
 }
 
 /// Encodes a value that is stored on its own (a pending write, a `Send` input): shared values
-/// it holds more than once are stored once, in a table of its own that travels with it (an
-/// extension of type `LOCAL_TAG`: the table, then the value). A value that holds no shared
-/// value encodes as plain MessagePack.
-pub(crate) fn encode_with_table<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, String> {
-    let mut interner = Interner::default();
+/// it holds are written as references, to `thread`'s stored entries when it is given, else to
+/// a table of its own that travels with the value (an extension of type `LOCAL_TAG`: the
+/// number of the thread's entries it may reference as a big-endian `u32`, its own entries
+/// numbered after those, then the value). A value that holds no shared value encodes as plain
+/// MessagePack.
+pub(crate) fn encode_with_table<T: Serialize + ?Sized>(
+    value: &T,
+    thread: Option<&Interner>,
+) -> Result<Vec<u8>, String> {
+    let mut interner = thread.map_or_else(Interner::default, Interner::over);
     let body = encoding(&mut interner, || codec::encode(value))?;
-    if interner.fresh.is_empty() {
+    if !interner.used {
         return Ok(body);
     }
-    let mut payload = Vec::new();
+    let mut payload = Vec::with_capacity(body.len() + 16);
+    payload.extend_from_slice(&interner.stored.to_be_bytes());
     codec::write_array_header(&mut payload, interner.fresh.len());
     for entry in interner.fresh {
         payload.extend(entry.ok_or("a shared value was still being encoded")?);
@@ -398,22 +434,45 @@ pub(crate) fn encode_with_table<T: Serialize + ?Sized>(value: &T) -> Result<Vec<
     Ok(out)
 }
 
-/// Decodes what [`encode_with_table`] wrote (or plain MessagePack).
-pub(crate) fn decode_with_table<T>(bytes: &[u8]) -> Result<T, String>
+/// Decodes what [`encode_with_table`] wrote (or plain MessagePack); `thread` is the table of
+/// the checkpoint the value was stored next to.
+pub(crate) fn decode_with_table<T>(bytes: &[u8], thread: Option<&Resolver>) -> Result<T, String>
 where
     T: serde::de::DeserializeOwned,
 {
-    if bytes.len() >= 6 && bytes[0] == 0xc9 && bytes[5] == LOCAL_TAG as u8 {
-        let len = codec::read_be(bytes, 1, 4).ok_or("malformed MessagePack")?;
-        let payload = bytes
-            .get(6..)
-            .filter(|p| p.len() == len)
-            .ok_or("a value with its table: wrong length")?;
-        let table_end = codec::skip_value(payload, 0).ok_or("malformed table of shared values")?;
-        let mut resolver = Resolver::new(payload[..table_end].to_vec(), None)?;
-        return decoding(&mut resolver, || codec::decode(&payload[table_end..]));
+    if !(bytes.len() >= 6 && bytes[0] == 0xc9 && bytes[5] == LOCAL_TAG as u8) {
+        return codec::decode(bytes);
     }
-    codec::decode(bytes)
+    const MALFORMED: &str = "a value with its table of shared values is malformed";
+    let len = codec::read_be(bytes, 1, 4).ok_or(MALFORMED)?;
+    let payload = bytes.get(6..).filter(|p| p.len() == len).ok_or(MALFORMED)?;
+    let base = codec::read_be(payload, 0, 4).ok_or(MALFORMED)?;
+    let table_end = codec::skip_value(payload, 4).ok_or(MALFORMED)?;
+    let own = Resolver::new(payload[4..table_end].to_vec(), None)?;
+    let mut resolver = if base == 0 {
+        own
+    } else {
+        let thread = thread.filter(|t| t.ranges.len() >= base).ok_or_else(|| {
+            format!(
+                "it references {base} shared values of its checkpoint, which has {}",
+                thread.map_or(0, |t| t.ranges.len())
+            )
+        })?;
+        let end = thread.ranges[base - 1].end;
+        let mut bytes = thread.bytes[..end].to_vec();
+        let mut ranges = thread.ranges[..base].to_vec();
+        ranges.extend(own.ranges.iter().map(|r| r.start + end..r.end + end));
+        bytes.extend_from_slice(&own.bytes);
+        let mut decoded = thread.decoded[..base].to_vec();
+        decoded.extend(own.decoded);
+        Resolver {
+            bytes,
+            ranges,
+            decoded,
+            version: None,
+        }
+    };
+    decoding(&mut resolver, || codec::decode(&payload[table_end..]))
 }
 
 #[cfg(test)]
@@ -427,15 +486,15 @@ mod tests {
     fn a_value_on_its_own_stores_each_shared_value_once() {
         let doc = Shared::new("x".repeat(1000));
         let list = vec![doc.clone(), doc.clone(), Shared::new("y".to_owned()), doc];
-        let bytes = encode_with_table(&list).unwrap();
+        let bytes = encode_with_table(&list, None).unwrap();
         assert!(bytes.len() < 1100, "{} bytes", bytes.len());
-        let back: Vec<Shared<String>> = decode_with_table(&bytes).unwrap();
+        let back: Vec<Shared<String>> = decode_with_table(&bytes, None).unwrap();
         assert_eq!(back, list);
         assert!(Shared::ptr_eq(&back[0], &back[3]));
         // Without shared values: plain MessagePack, as before tables existed.
         let plain = vec!["a".to_owned(), "b".to_owned()];
         assert_eq!(
-            encode_with_table(&plain).unwrap(),
+            encode_with_table(&plain, None).unwrap(),
             codec::encode(&plain).unwrap()
         );
     }

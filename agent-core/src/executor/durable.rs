@@ -216,13 +216,24 @@ impl<S: GraphState> Run<'_, S> {
         task: &Task<S>,
         writes: &TaskWrites<S>,
     ) -> Result<Option<PendingWrite>, GraphError> {
-        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+        self.pending_of(task.id.as_deref(), task.node, writes)
+    }
+
+    /// The writes of task `id` of `node` as a pending write.
+    pub(super) fn pending_of(
+        &self,
+        id: Option<&str>,
+        node: usize,
+        writes: &TaskWrites<S>,
+    ) -> Result<Option<PendingWrite>, GraphError> {
+        let (Some(durable), Some(id)) = (&self.durable, id) else {
             return Ok(None);
         };
-        let data = encode_writes(writes).map_err(|e| durable.encode_error(e))?;
+        let data =
+            encode_writes(writes, Some(&durable.interner)).map_err(|e| durable.encode_error(e))?;
         Ok(Some(PendingWrite {
-            task_id: id.clone(),
-            node: self.graph.names[task.node].to_string(),
+            task_id: id.to_owned(),
+            node: self.graph.names[node].to_string(),
             kind: WriteKind::Output,
             data,
         }))
@@ -327,23 +338,30 @@ impl<S: GraphState> Run<'_, S> {
     /// with `Durability::Exit`), everything stored before the run reports them.
     pub(crate) async fn store_interrupts(
         &mut self,
+        before: Option<String>,
         paused: Vec<(Option<String>, usize, Interrupted)>,
+        finished: Vec<PendingWrite>,
     ) -> Result<(), GraphError> {
         // Interrupts hang off a stored checkpoint: with Durability::Exit, write it now.
-        let before = self.durable.as_ref().and_then(|d| d.checkpoint_id.clone());
         self.flush().await?;
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
         let now = durable.checkpoint_id.clone().unwrap_or_default();
-        let mut writes = Vec::new();
+        // Task ids name the checkpoint the step started from: the one written now, with Exit.
+        let moved = |id: String| match id.split_once(':') {
+            Some((_, path)) if before.as_deref() != Some(now.as_str()) => format!("{now}:{path}"),
+            _ => id,
+        };
+        let mut writes: Vec<PendingWrite> = finished
+            .into_iter()
+            .map(|w| PendingWrite {
+                task_id: moved(w.task_id),
+                ..w
+            })
+            .collect();
         for (id, node, interrupted) in paused {
-            let mut id = id.unwrap_or_default();
-            if before.as_deref() != Some(now.as_str())
-                && let Some((_, path)) = id.split_once(':')
-            {
-                id = format!("{now}:{path}");
-            }
+            let id = moved(id.unwrap_or_default());
             let node = self.graph.names[node].to_string();
             let interrupt = Interrupt {
                 id: format!("{id}#{}", interrupted.index),
@@ -511,7 +529,8 @@ impl<S: GraphState> Run<'_, S> {
             ops.push(op);
             debug.extend(event);
         }
-        let data = interning::encode_with_table(&update).map_err(|e| durable.encode_error(e))?;
+        let data =
+            interning::encode_with_table(&update, None).map_err(|e| durable.encode_error(e))?;
         ops.extend(durable.writes_op(vec![PendingWrite {
             task_id: START.to_owned(),
             node: START.to_owned(),
@@ -818,7 +837,12 @@ fn update_to_state<S: GraphState>(update: S::Update) -> Result<S, String> {
     Ok(state)
 }
 
-pub(super) fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec<u8>, String> {
+/// `thread`: the run's table of shared values, whose stored entries the write may reference
+/// (a pending write next to the thread's checkpoints; `None` for one that stands alone).
+pub(super) fn encode_writes<S: GraphState>(
+    writes: &TaskWrites<S>,
+    thread: Option<&Interner>,
+) -> Result<Vec<u8>, String> {
     let (update, batch) = match &writes.updates {
         Updates::None => (None, None),
         Updates::One(update) => (Some(update.clone()), None),
@@ -838,14 +862,15 @@ pub(super) fn encode_writes<S: GraphState>(writes: &TaskWrites<S>) -> Result<Vec
             })
             .collect(),
     };
-    interning::encode_with_table(&stored)
+    interning::encode_with_table(&stored, thread)
 }
 
 pub(super) fn decode_writes<S: GraphState>(
     node: usize,
     bytes: &[u8],
+    thread: Option<&Resolver>,
 ) -> Result<TaskWrites<S>, String> {
-    let stored: StoredWrites<S::Update> = interning::decode_with_table(bytes)?;
+    let stored: StoredWrites<S::Update> = interning::decode_with_table(bytes, thread)?;
     let updates = match (stored.batch, stored.update) {
         (Some(batch), _) => Updates::Batch(batch),
         (None, Some(update)) => Updates::One(update),
@@ -958,7 +983,6 @@ pub(crate) fn restore<S: GraphState>(
         }
         Ok::<_, GraphError>(())
     })?;
-    let interner = resolver.into_interner();
 
     let mut pulls = Vec::new();
     let mut pending_input = None;
@@ -969,7 +993,7 @@ pub(crate) fn restore<S: GraphState>(
                 .find(|w| w.task_id == START && w.kind == WriteKind::Output)
                 .ok_or_else(|| corrupt(&record, "input checkpoint without its input"))?;
             pending_input = Some(
-                interning::decode_with_table::<S::Update>(&write.data)
+                interning::decode_with_table::<S::Update>(&write.data, Some(&resolver))
                     .map_err(|e| corrupt(&record, format!("input does not decode: {e}")))?,
             );
             continue;
@@ -990,7 +1014,7 @@ pub(crate) fn restore<S: GraphState>(
                 format!("a pending Send targets `{name}`, which is not in this graph"),
             )
         })?;
-        let update = interning::decode_with_table::<S::Update>(&input.0)
+        let update = interning::decode_with_table::<S::Update>(&input.0, None)
             .map_err(|e| corrupt(&record, format!("Send input does not decode: {e}")))?;
         let input = update_to_state(update).map_err(|e| corrupt(&record, e))?;
         pushes.push((index, input));
@@ -1019,12 +1043,13 @@ pub(crate) fn restore<S: GraphState>(
             WriteKind::Output if write.task_id != START => {
                 // The node is set from the task when the writes are used.
                 let node = graph.index.get(&write.node).copied().unwrap_or_default();
-                let output = decode_writes::<S>(node, &write.data).map_err(|e| {
-                    corrupt(
-                        &record,
-                        format!("output of task `{}` does not decode: {e}", write.task_id),
-                    )
-                })?;
+                let output =
+                    decode_writes::<S>(node, &write.data, Some(&resolver)).map_err(|e| {
+                        corrupt(
+                            &record,
+                            format!("output of task `{}` does not decode: {e}", write.task_id),
+                        )
+                    })?;
                 outputs.insert(write.task_id.clone(), output);
             }
             WriteKind::Output => {}
@@ -1045,6 +1070,7 @@ pub(crate) fn restore<S: GraphState>(
         }
     }
     interrupted.retain(|(task, _)| !outputs.contains_key(task));
+    let interner = resolver.into_interner();
 
     Ok(Some(Restored {
         record,
@@ -1099,7 +1125,7 @@ fn encode_body<S: GraphState>(
     for (node, input) in &frontier.pushes {
         sends.push((
             &*graph.names[*node],
-            Bytes(interning::encode_with_table(&state_to_update(input))?),
+            Bytes(interning::encode_with_table(&state_to_update(input), None)?),
         ));
     }
     codec::encode(&BodyRef {

@@ -229,7 +229,7 @@ impl<S: GraphState> Run<'_, S> {
             };
             let (writes, paused) = split(done);
             if !paused.is_empty() {
-                return self.pause_on_interrupts(tasks, paused).await;
+                return self.pause_on_interrupts(tasks, writes, paused).await;
             }
 
             // Barrier: the writes apply in task order; what they trigger is the next step.
@@ -288,6 +288,7 @@ impl<S: GraphState> Run<'_, S> {
     async fn pause_on_interrupts(
         &mut self,
         tasks: Vec<Task<S>>,
+        writes: Vec<TaskWrites<S>>,
         paused: Vec<(usize, Interrupted)>,
     ) -> Result<(), GraphError> {
         if self.durable.is_none() {
@@ -299,12 +300,27 @@ impl<S: GraphState> Run<'_, S> {
                 "interrupt() in node `{node}`"
             )));
         }
+        // The finished tasks' writes (`Sync` stored them as they landed), so a resume does not
+        // run them again; encoded after the step's checkpoint is stored (with `Exit`, now), so
+        // they may reference its shared values.
+        let before = self.durable.as_ref().and_then(|d| d.checkpoint_id.clone());
+        let done: Vec<(Option<String>, usize)> = (0..tasks.len())
+            .filter(|i| !paused.iter().any(|(p, _)| p == i))
+            .map(|i| (tasks[i].id.clone(), tasks[i].node))
+            .collect();
         let paused = paused
             .into_iter()
             .map(|(i, interrupted)| (tasks[i].id.clone(), tasks[i].node, interrupted))
             .collect();
         self.frontier.put_back(tasks);
-        self.store_interrupts(paused).await?;
+        let mut finished = Vec::new();
+        if !self.sync() {
+            self.flush().await?;
+            for ((id, node), output) in done.iter().zip(&writes) {
+                finished.extend(self.pending_of(id.as_deref(), *node, output)?);
+            }
+        }
+        self.store_interrupts(before, paused, finished).await?;
         self.paused = true;
         Ok(())
     }

@@ -260,14 +260,14 @@ impl<S: GraphState> Run<'_, S> {
                     let key = policy.key_of(&input).ok();
                     if let Some(key) = &key
                         && let Ok(Some(bytes)) = cache.get(&name, key).await
-                        && let Ok(writes) = super::durable::decode_writes::<S>(node, &bytes)
+                        && let Ok(writes) = super::durable::decode_writes::<S>(node, &bytes, None)
                     {
                         return Ok(Ok(writes.into_output()));
                     }
                     let result = caught(callee.call(input, ctx)).await;
                     if let (Some(key), Ok(Ok(output))) = (&key, &result) {
                         let writes = TaskWrites::new(node, output.clone());
-                        if let Ok(bytes) = super::durable::encode_writes(&writes)
+                        if let Ok(bytes) = super::durable::encode_writes(&writes, None)
                             && let Err(error) = cache.set(&name, key, bytes, policy.ttl).await
                         {
                             tracing::warn!(%error, node = %name, "could not cache a node's result");

@@ -213,7 +213,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 updates: Updates::Batch(recorded),
                 goto: Vec::new(),
             };
-            match super::durable::encode_writes(&applied) {
+            match super::durable::encode_writes(&applied, None) {
                 Ok(data) => durable.submit_writes(vec![PendingWrite {
                     task_id: APPLIED.to_owned(),
                     node: APPLIED.to_owned(),
