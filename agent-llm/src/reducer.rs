@@ -59,8 +59,18 @@ pub fn add_messages(
         .filter_map(|m| m.id().map(|id| (id.to_owned(), None)))
         .collect();
     if !clear && !position.is_empty() {
+        // A few ids (the usual update): compare strings, and hash only on a match.
+        let few: Vec<String> = if position.len() <= 8 {
+            position.keys().cloned().collect()
+        } else {
+            Vec::new()
+        };
         for (i, m) in current.iter().enumerate() {
-            if let Some(slot) = m.id().and_then(|id| position.get_mut(id)) {
+            let Some(id) = m.id() else { continue };
+            if !few.is_empty() && !few.iter().any(|k| k == id) {
+                continue;
+            }
+            if let Some(slot) = position.get_mut(id) {
                 *slot = Some(i);
             }
         }

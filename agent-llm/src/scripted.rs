@@ -433,11 +433,14 @@ impl ScriptedModel {
                 format!("call_{}", self.call_ids.fetch_add(1, Ordering::Relaxed))
             });
             let json = args.to_string();
-            args_words += json.split_whitespace().count().max(1);
-            let mid = json
-                .char_indices()
-                .nth(json.chars().count() / 2)
-                .map_or(0, |(i, _)| i);
+            if usage.is_none() {
+                args_words += json.split_whitespace().count().max(1);
+            }
+            // Split the arguments in two chunks, on a char boundary near the middle.
+            let mut mid = json.len() / 2;
+            while !json.is_char_boundary(mid) {
+                mid += 1;
+            }
             chunks.push(ChatChunk::ToolCall(ToolCallChunk {
                 index,
                 id: Some(id),

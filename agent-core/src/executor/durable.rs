@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
+use std::future::Future;
+
 use futures::FutureExt;
 
 use serde::{Deserialize, Serialize};
@@ -733,7 +735,13 @@ impl Writer {
         if !queue.busy {
             queue.busy = true;
             drop(queue);
-            tokio::spawn(drain(self.saver.clone(), self.shared.clone()));
+            // A store that is done at once (an in-memory saver) needs no task of its own: poll
+            // the drain here once, and hand it to a task only if it has to wait.
+            let mut drain = Box::pin(drain(self.saver.clone(), self.shared.clone()));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if drain.as_mut().poll(&mut cx).is_pending() {
+                tokio::spawn(drain);
+            }
         }
     }
 
