@@ -117,3 +117,49 @@ async fn sqlite_file_is_shared_by_two_savers() {
         .unwrap();
     assert!(b.get("t", "", None).await.unwrap().record.is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
+    use agent_core::checkpoint::{FieldBlob, StoreOp};
+    let path = common::sqlite_path();
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    // Another process's connection takes the write lock.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE;").unwrap();
+
+    let record = CheckpointRecord {
+        thread_id: "t".to_owned(),
+        ns: String::new(),
+        id: "c1".to_owned(),
+        parent_id: None,
+        step: 0,
+        created_at_ms: 0,
+        metadata: json!({}),
+        versions: BTreeMap::from([("f".to_owned(), "c1".to_owned())]),
+        body: Vec::new(),
+    };
+    let blob = FieldBlob {
+        field: "f".to_owned(),
+        version: "c1".to_owned(),
+        base: None,
+        data: vec![0x90],
+    };
+    let put = tokio::spawn(async move {
+        saver
+            .put_batch(vec![StoreOp::Checkpoint {
+                record,
+                blobs: vec![blob],
+            }])
+            .await
+            .map(|()| saver)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !put.is_finished(),
+        "a small write waits for the lock (off the runtime's threads)"
+    );
+    other.execute_batch("COMMIT;").unwrap();
+    let saver = put.await.unwrap().unwrap();
+    let loaded = saver.get("t", "", None).await.unwrap();
+    assert_eq!(loaded.record.unwrap().id, "c1");
+}

@@ -3,7 +3,9 @@
 //! The file is opened in WAL mode with a busy timeout, so several threads and processes can
 //! share it. The schema is created and migrated by the saver (versioned in
 //! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
-//! pool.
+//! pool, except a small batch of writes (up to 64 KiB): when the connection is free
+//! and no other process holds the write lock, it is stored on the caller's thread, which
+//! saves the hand-off to a blocking thread and back (most of a small checkpoint's cost).
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
@@ -11,7 +13,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
@@ -20,6 +22,12 @@ use super::{
 use crate::error::GraphError;
 
 const SCHEMA_VERSION: i64 = 1;
+
+/// How long a call waits for another connection's write lock.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A batch of writes up to this many bytes may be stored on the caller's thread.
+const INLINE_BYTES: usize = 64 * 1024;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agentgraph_meta (
@@ -93,8 +101,7 @@ impl SqliteSaver {
     }
 
     fn setup(conn: Connection) -> Result<Self, GraphError> {
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         // WAL lets readers and one writer work at once across processes; in-memory
         // databases answer "memory", which is fine.
         let _: String = conn
@@ -207,6 +214,57 @@ fn finish_record(
     record.metadata = metadata;
     record.versions = versions;
     Ok(record)
+}
+
+/// About how many bytes a batch writes.
+fn batch_bytes(ops: &[StoreOp]) -> usize {
+    ops.iter()
+        .map(|op| match op {
+            StoreOp::Checkpoint { record, blobs } => {
+                record.body.len() + blobs.iter().map(|b| b.data.len() + 64).sum::<usize>() + 256
+            }
+            StoreOp::Writes { writes, .. } => {
+                writes.iter().map(|w| w.data.len() + 128).sum::<usize>()
+            }
+        })
+        .sum()
+}
+
+/// Stores `ops` in one transaction, unless another connection holds the write lock (`None`:
+/// the caller waits for it on the blocking pool instead of stalling this thread).
+fn store_now(conn: &mut Connection, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
+    if conn.busy_timeout(std::time::Duration::ZERO).is_err() {
+        return None;
+    }
+    let stored = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            None
+        }
+        Err(e) => Some(Err(err(e))),
+        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit().map_err(err))),
+    };
+    if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+        tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
+    }
+    stored
+}
+
+/// Inserts every operation of a batch (inside the caller's transaction).
+fn store_ops(tx: &rusqlite::Transaction<'_>, ops: &[StoreOp]) -> Result<(), GraphError> {
+    for op in ops {
+        match op {
+            StoreOp::Checkpoint { record, blobs } => insert_checkpoint(tx, record, blobs)?,
+            StoreOp::Writes {
+                thread_id,
+                ns,
+                checkpoint_id,
+                writes,
+            } => insert_writes(tx, thread_id, ns, checkpoint_id, writes)?,
+        }
+    }
+    Ok(())
 }
 
 /// Inserts a checkpoint row and its new blobs (inside the caller's transaction).
@@ -333,19 +391,15 @@ impl Checkpointer for SqliteSaver {
 
     /// One transaction for the whole batch (a super-step's writes and checkpoint).
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        if batch_bytes(&ops) <= INLINE_BYTES
+            && let Ok(mut conn) = self.conn.try_lock()
+            && let Some(stored) = store_now(&mut conn, &ops)
+        {
+            return stored;
+        }
         self.with(move |c| {
             let tx = c.transaction().map_err(err)?;
-            for op in &ops {
-                match op {
-                    StoreOp::Checkpoint { record, blobs } => insert_checkpoint(&tx, record, blobs)?,
-                    StoreOp::Writes {
-                        thread_id,
-                        ns,
-                        checkpoint_id,
-                        writes,
-                    } => insert_writes(&tx, thread_id, ns, checkpoint_id, writes)?,
-                }
-            }
+            store_ops(&tx, &ops)?;
             tx.commit().map_err(err)
         })
         .await
