@@ -76,6 +76,30 @@ pub enum GraphError {
     /// An edge leaves END or enters START.
     #[error("invalid edge {0}: edges cannot leave END or enter START")]
     InvalidEdge(String),
+    /// A node declares the graph's state as its own input (usually a `#[node]` fn that takes
+    /// the state by value).
+    #[error(
+        "node `{node}` takes the graph state `{state}` by value, which makes the state its own input (run only by `Send::input`); take it by reference (`state: &{state}`) to read the graph state"
+    )]
+    InputIsState {
+        /// The node.
+        node: String,
+        /// The state type.
+        state: &'static str,
+    },
+    /// A node that takes its own input is triggered without one: by an edge (found by
+    /// `compile()`), or by a `Command` goto or a router key naming it (found when it fires).
+    #[error(
+        "node `{node}` takes its own input `{input}`, so only `Send::input(\"{node}\", ..)` can run it, but {via} triggers it without one; send it an input instead"
+    )]
+    NeedsInput {
+        /// The node.
+        node: String,
+        /// Its input type.
+        input: &'static str,
+        /// What triggered it, e.g. "the edge `plan` -> `work`".
+        via: String,
+    },
 
     // ---- run time -------------------------------------------------------------------------
     /// Two tasks wrote the same last-value field in one super-step.
@@ -126,6 +150,23 @@ pub enum GraphError {
         target: String,
         /// The names that do exist.
         known: String,
+    },
+    /// A `Send` carries an input its node does not take: a state to a node with its own
+    /// input, an input to a node that takes the state, or an input of another type.
+    #[error(
+        "Send from `{from}` to node `{node}` carries {found}, but the node takes {expected}; {fix}"
+    )]
+    SendInput {
+        /// The node that sent it (or `__start__`).
+        from: String,
+        /// The node it targets.
+        node: String,
+        /// What the node takes, e.g. "its own input `my_crate::Job`".
+        expected: String,
+        /// What the `Send` carries.
+        found: String,
+        /// How to send what the node takes.
+        fix: String,
     },
     /// The run took more super-steps than allowed.
     #[error(
@@ -249,8 +290,11 @@ impl GraphError {
             | GraphError::NodeTimeout { node, .. }
             | GraphError::NodePanicked { node, .. }
             | GraphError::Reducer { node, .. } => Some(node),
-            GraphError::RouteNotInPathMap { from, .. } | GraphError::UnknownTarget { from, .. } => {
-                Some(from)
+            GraphError::RouteNotInPathMap { from, .. }
+            | GraphError::UnknownTarget { from, .. }
+            | GraphError::SendInput { from, .. } => Some(from),
+            GraphError::NeedsInput { node, .. } | GraphError::InputIsState { node, .. } => {
+                Some(node)
             }
             _ => None,
         }

@@ -55,6 +55,10 @@ const CASES: &[(&str, &str)] = &[
         "/// Searches the web.\n#[node] pub async fn search_web(state: &Research, ctx: &NodeContext) -> ResearchUpdate { ResearchUpdate::default().notes(vec![format!(\"{} (step {})\", ctx.node(), ctx.step())]) }",
     ),
     (
+        "node_with_input",
+        "/// Writes one section; run by `Send::input(\"write_section\", Section { .. })`.\n#[node(retry)] pub async fn write_section(section: Section, ctx: &NodeContext) -> Result<EssayUpdate, BoxError> { Ok(EssayUpdate::default().paragraphs(vec![format!(\"{} ({})\", section.title, ctx.node())])) }",
+    ),
+    (
         "node_with_runtime",
         "/// Answers with the model of the graph's context.\n#[node] async fn answer(state: &Chat, rt: &Runtime<Services>) -> Result<ChatUpdate, BoxError> { let reply = rt.context().model.reply(&state.question).await?; Ok(ChatUpdate::default().answer(reply)) }",
     ),
