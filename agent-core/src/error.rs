@@ -7,6 +7,37 @@ use crate::state::ReducerError;
 /// A boxed error from user code (nodes, reducers, routers).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A `Result` whose error is a [`BoxError`]: what a closure node (or tool) returns when it
+/// names no error type of its own.
+///
+/// A closure's `async` block cannot say its return type, and nodes accept `Result<T, E>` for
+/// any `E: Into<BoxError>`, so `Ok(update)` alone leaves `E` unknown ("type annotations
+/// needed"). Ending with `BoxResult::Ok(update)` fixes `E` to `BoxError`, and every `?` inside
+/// converts into it; no turbofish. A `#[node]` fn can say `-> BoxResult<StateUpdate>`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// use agent_core::prelude::*;
+///
+/// #[derive(GraphState, Clone, Default, Debug)]
+/// struct S {
+///     number: u32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Report> {
+/// let graph = StateGraph::<S>::new()
+///     .add_node("parse", |_s: Arc<S>| async {
+///         let number: u32 = "42".parse()?;
+///         BoxResult::Ok(SUpdate::default().number(number))
+///     })
+///     .add_edge(START, "parse")
+///     .add_edge("parse", END)
+///     .compile()?;
+/// assert_eq!(graph.invoke(S::default(), RunConfig::default()).await?.number, 42);
+/// # Ok(()) }
+/// ```
+pub type BoxResult<T> = Result<T, BoxError>;
+
 /// Everything that can go wrong building or running a graph.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

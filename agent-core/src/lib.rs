@@ -94,7 +94,7 @@ pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
-pub use error::{BoxError, GraphError, ParentCommand, list_names, panic_message};
+pub use error::{BoxError, BoxResult, GraphError, ParentCommand, list_names, panic_message};
 pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};

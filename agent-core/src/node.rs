@@ -3,8 +3,9 @@
 //!
 //! Authors never implement [`Node`] by hand unless they want to: any
 //! `Fn(Arc<S>) -> impl Future<Output = O>` or `Fn(Arc<S>, NodeContext) -> impl Future<Output = O>`
-//! is a node, where `O` is an update, a [`Command`], `()`, or a `Result` of those. `#[node]` on an
-//! `async fn(&S, &NodeContext)` adds a name, retry, timeout and destinations.
+//! is a node, where `O` is an update, a [`Command`], `()`, or a `Result` of those (a closure ends
+//! with [`BoxResult::Ok(..)`](crate::BoxResult) to name its error type without a turbofish).
+//! `#[node]` on an `async fn(&S, &NodeContext)` adds a name, retry, timeout and destinations.
 //!
 //! A node may instead take an input of its own type `I` (`Fn(I)` or `Fn(I, NodeContext)`, see
 //! [`IntoInputNode`]): it runs only through [`Send::input`](crate::Send::input), which carries

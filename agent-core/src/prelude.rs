@@ -53,8 +53,8 @@
 pub use crate::SqliteSaver;
 pub use crate::command::Send as SendTo;
 pub use crate::{
-    BoxError, Checkpointer, Command, CompiledGraph, Durability, END, GraphError, GraphState,
-    InMemorySaver, Input, Interrupt, IntoNodeOutput, NodeContext, NodeError, NodeExt, NodeInput,
-    Report, RetryPolicy, RunConfig, RunOutput, Runtime, START, StateGraph, StreamMode, StreamPart,
-    input_node, node,
+    BoxError, BoxResult, Checkpointer, Command, CompiledGraph, Durability, END, GraphError,
+    GraphState, InMemorySaver, Input, Interrupt, IntoNodeOutput, NodeContext, NodeError, NodeExt,
+    NodeInput, Report, RetryPolicy, RunConfig, RunOutput, Runtime, START, StateGraph, StreamMode,
+    StreamPart, input_node, node,
 };

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::checkpoint::Checkpointer;
 use agent_core::{
-    BoxError, Command, CompiledGraph, Durability, END, GraphError, GraphState, InMemorySaver,
+    BoxResult, Command, CompiledGraph, Durability, END, GraphError, GraphState, InMemorySaver,
     Input, NodeContext, NodeExt, RunConfig, START, Send, SqliteSaver, StateGraph, input_node, node,
 };
 
@@ -314,7 +314,7 @@ fn durable_graph(saver: Arc<dyn Checkpointer>, calls: Arc<AtomicUsize>) -> Compi
                             ctx.interrupt_as(format!("write about {}?", topic.name))?;
                         paragraph.push_str(&format!(" ({answer})"));
                     }
-                    Ok::<_, BoxError>(
+                    BoxResult::Ok(
                         Command::from_update(
                             EssayUpdate::default().paragraphs(vec![paragraph.clone()]),
                         )
