@@ -240,6 +240,22 @@ pub mod __private {
         crate::node::IntoInputNode::<S, I, (crate::node::InputWithContext, O)>::into_input_node(f)
     }
 
+    /// Builds the spec of a `#[node]` fn that takes its own input `I` and reads the runtime
+    /// context `C`.
+    pub fn node_spec_with_input_runtime<S, I, C, F, Fut, O>(f: F) -> NodeSpec<S>
+    where
+        S: GraphState,
+        I: crate::node_input::NodeInput,
+        C: Send + Sync + 'static,
+        F: Fn(I, Runtime<C>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = O> + Send + 'static,
+        O: IntoNodeOutput<S>,
+    {
+        crate::node::IntoInputNode::<S, I, (crate::node::InputWithRuntime<C>, O)>::into_input_node(
+            f,
+        )
+    }
+
     /// Builds the spec of a `#[node]` fn that reads the runtime context `C`.
     pub fn node_spec_with_runtime<S, C, F, Fut, O>(f: F) -> NodeSpec<S>
     where

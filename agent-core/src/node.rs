@@ -252,7 +252,7 @@ impl<S: GraphState> NodeSpec<S> {
 /// impls for different closure shapes apart; callers never name it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a node of a graph over `{S}`",
-    note = "a node is an async fn or closure taking `Arc<State>` (and optionally `NodeContext`) and returning the update type, a `Command`, `()`, or a `Result` of those; or an `async fn(&State, &NodeContext)` marked `#[node]`"
+    note = "a node is an async fn or closure taking `Arc<State>` (and optionally `NodeContext`) and returning the update type, a `Command`, `()`, or a `Result` of those; or an `async fn(&State, &NodeContext)` marked `#[node]`; a closure taking its own input (run by `Send::input`) goes in `add_node_with_input`"
 )]
 pub trait IntoNode<S: GraphState, M>: Sized {
     /// Converts into a node with its settings.
@@ -384,8 +384,8 @@ where
 }
 
 /// Anything that can become a node taking its own input `I` (instead of the state) in a graph
-/// over `S`: an async fn or closure `Fn(I)` or `Fn(I, NodeContext)` returning what a node
-/// returns. `M` keeps the two shapes apart; callers never name it. See [`input_node`] and
+/// over `S`: an async fn or closure `Fn(I)`, `Fn(I, NodeContext)` or `Fn(I, Runtime<C>)` (the
+/// graph's runtime context, checked by `compile()`) returning what a node returns. `M` keeps the two shapes apart; callers never name it. See [`input_node`] and
 /// [`StateGraph::add_node_with_input`](crate::StateGraph::add_node_with_input).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a node taking `{I}` in a graph over `{S}`",
@@ -403,6 +403,10 @@ pub struct InputOnly;
 /// Marker for closures taking the input and the context.
 #[doc(hidden)]
 pub struct InputWithContext;
+
+/// Marker for closures taking the input and the graph's [`Runtime`].
+#[doc(hidden)]
+pub struct InputWithRuntime<C>(std::marker::PhantomData<fn() -> C>);
 
 struct InputFn<F, I, M> {
     f: F,
@@ -452,6 +456,53 @@ where
             }
             Err(error) => Box::pin(std::future::ready(Err(error))),
         }
+    }
+}
+
+impl<S, I, C, F, Fut, O> Node<S> for InputFn<F, I, InputWithRuntime<C>>
+where
+    S: GraphState,
+    I: NodeInput,
+    C: std::marker::Send + Sync + 'static,
+    F: Fn(I, Runtime<C>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(
+        &self,
+        _state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        let input = match ctx.task_input::<I>() {
+            Ok(input) => input,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        match Runtime::from_node_context(ctx) {
+            Ok(runtime) => {
+                let fut = (self.f)(input, runtime);
+                Box::pin(async move { fut.await.into_node_output() })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+}
+
+impl<S, I, C, F, Fut, O> IntoInputNode<S, I, (InputWithRuntime<C>, O)> for F
+where
+    S: GraphState,
+    I: NodeInput,
+    C: std::marker::Send + Sync + 'static,
+    F: Fn(I, Runtime<C>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_input_node(self) -> NodeSpec<S> {
+        NodeSpec::new(InputFn {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> (I, InputWithRuntime<C>)>,
+        })
+        .with_input_type::<I>()
+        .with_context_type::<C>()
     }
 }
 

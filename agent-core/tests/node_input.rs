@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agent_core::checkpoint::Checkpointer;
 use agent_core::{
     BoxResult, Command, CompiledGraph, Durability, END, GraphError, GraphState, InMemorySaver,
-    Input, NodeContext, NodeExt, RunConfig, START, Send, SqliteSaver, StateGraph, input_node, node,
+    Input, NodeContext, NodeExt, PathMap, Route, RunConfig, START, Send, SqliteSaver, StateGraph,
+    input_node, node,
 };
 
 #[derive(GraphState, Clone, Default, Debug, PartialEq)]
@@ -82,8 +83,23 @@ async fn map_reduce_with_typed_inputs() {
             .with_destinations(["review"]),
         )
         .add_named(review)
+        .add_node("extra", |_s: Arc<Essay>| async { EssayUpdate::default() })
         .add_edge(START, "plan")
         .add_conditional_edges("plan", fan_out, ["write"])
+        // A router mixing a key and a typed Send.
+        .add_conditional_edges(
+            "plan",
+            |_: &Essay| {
+                Route::to("extra").send_input(
+                    "review",
+                    Review {
+                        paragraph: "preface".into(),
+                    },
+                )
+            },
+            PathMap::any(),
+        )
+        .add_edge("extra", END)
         .add_edge("review", END)
         .compile()
         .unwrap();
@@ -96,6 +112,8 @@ async fn map_reduce_with_typed_inputs() {
     assert_eq!(
         out.reviews,
         [
+            // Sent by the second router, one step before the writers' reviews.
+            "preface ok (review)",
             "0: owls ok (review)",
             "1: bats ok (review)",
             "2: moths ok (review)"
@@ -407,4 +425,75 @@ async fn typed_inputs_on_every_backend() {
         let shared = saver.clone();
         pause_and_resume(name, Durability::Sync, saver, move || shared.clone()).await;
     }
+}
+
+/// What the workers below read from the graph's runtime context.
+struct Style {
+    suffix: &'static str,
+}
+
+#[node]
+async fn styled(input: Review, rt: &agent_core::Runtime<Style>) -> EssayUpdate {
+    EssayUpdate::default().reviews(vec![format!("{}{}", input.paragraph, rt.context().suffix)])
+}
+
+#[tokio::test]
+async fn input_nodes_read_the_runtime_context() {
+    let graph = StateGraph::<Essay, Style>::with_context_type()
+        .add_node("plan", |_s: Arc<Essay>| async { EssayUpdate::default() })
+        .add_named(styled)
+        .add_node_with_input(
+            "loud",
+            |input: Review, rt: agent_core::Runtime<Style>| async move {
+                EssayUpdate::default().reviews(vec![format!(
+                    "{}{}",
+                    input.paragraph.to_uppercase(),
+                    rt.context().suffix
+                )])
+            },
+        )
+        .add_edge(START, "plan")
+        .add_conditional_edges(
+            "plan",
+            |_: &Essay| {
+                vec![
+                    Send::input(
+                        "styled",
+                        Review {
+                            paragraph: "a".into(),
+                        },
+                    ),
+                    Send::input(
+                        "loud",
+                        Review {
+                            paragraph: "b".into(),
+                        },
+                    ),
+                ]
+            },
+            ["styled", "loud"],
+        )
+        .add_edge(["styled", "loud"], END)
+        .compile()
+        .unwrap()
+        .with_context(Style { suffix: "!" });
+    let out = graph
+        .invoke(Essay::default(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.reviews, ["a!", "B!"]);
+
+    // A closure reading another context than the graph's is caught by compile().
+    let err = StateGraph::<Essay>::new()
+        .add_node("plan", |_s: Arc<Essay>| async { EssayUpdate::default() })
+        .add_node_with_input(
+            "loud",
+            |_i: Review, _rt: agent_core::Runtime<Style>| async { EssayUpdate::default() },
+        )
+        .add_edge(START, "plan")
+        .add_conditional_edges("plan", |_: &Essay| Vec::<Send<Essay>>::new(), ["loud"])
+        .add_edge("loud", END)
+        .compile()
+        .unwrap_err();
+    assert!(matches!(err, GraphError::ContextMismatch { .. }), "{err:?}");
 }

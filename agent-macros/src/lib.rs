@@ -96,7 +96,8 @@ pub fn derive_graph_state(input: TokenStream) -> TokenStream {
 /// under another name); its body stays callable as `name::call(&state, &ctx)`.
 ///
 /// A node may take its own input instead of the state (a map-reduce worker): a first parameter
-/// taken by value, `async fn name(input: Input[, ctx: &NodeContext])`, makes a node run only by
+/// taken by value, `async fn name(input: Input[, ctx: &NodeContext | rt: &Runtime<C>])`, makes
+/// a node run only by
 /// `Send::input("name", input)` (LangGraph's `Send(node, arg)`). `Input` derives `Clone` and
 /// serde's `Serialize` and `Deserialize` (a pending `Send` is stored in checkpoints); the node
 /// fits any graph whose update type its output is.

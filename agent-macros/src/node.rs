@@ -192,10 +192,6 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
                 (Type::Reference(r), 1) if r.mutability.is_none() => {
                     has_ctx = true;
                     match runtime_context(&r.elem) {
-                        Ok(Some(_)) if input_ty.is_some() => errors.spanned(
-                            &pat.ty,
-                            "a node with its own input takes `ctx: &agent_core::NodeContext` second, not the runtime context; take the state (`state: &State`) to read `&Runtime<..>`, or pass what the node needs in its input",
-                        ),
                         Ok(context) => context_ty = context,
                         Err(error) => errors.push(error),
                     }
@@ -219,7 +215,9 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
     }
     errors.finish()?;
     if let Some(input_ty) = input_ty {
-        return Ok(expand_input_fn(function, &options, input_ty, has_ctx));
+        return Ok(expand_input_fn(
+            function, &options, input_ty, has_ctx, context_ty,
+        ));
     }
     let Some(state_ty) = state_ty else {
         return Err(syn::Error::new_spanned(
@@ -319,14 +317,15 @@ fn settings(options: &Options) -> TokenStream {
     quote!(#retry #timeout #destinations)
 }
 
-/// A node with its own input (`async fn(input: Input[, ctx: &NodeContext])`): it fits a graph
-/// over any state its output is an update of, so the `IntoNode` impl is generic over the
-/// state and bounded by the output.
+/// A node with its own input (`async fn(input: Input[, ctx: &NodeContext | rt: &Runtime<C>])`):
+/// it fits a graph over any state its output is an update of, so the `IntoNode` impl is generic
+/// over the state and bounded by the output.
 fn expand_input_fn(
     function: &ItemFn,
     options: &Options,
     input_ty: &Type,
     has_ctx: bool,
+    context_ty: Option<&Type>,
 ) -> TokenStream {
     let sig = &function.sig;
     let vis = &function.vis;
@@ -349,15 +348,28 @@ fn expand_input_fn(
     } else {
         quote!(#ident::call(__input).await)
     };
-    let closure = quote_spanned! {sig.ident.span()=>
-        move |__input: #input_ty, __ctx: #private::NodeContext| async move {
-            let _ = &__ctx;
-            #call
-        }
-    };
     // An input type that cannot be one (not serde, not `Clone`) is reported at the type.
-    let node_spec =
-        quote_spanned!(input_ty.span()=> #private::node_spec_with_input::<__S, #input_ty, _, _, _>);
+    let (closure, marker, node_spec) = match context_ty {
+        None => (
+            quote_spanned! {sig.ident.span()=>
+                move |__input: #input_ty, __ctx: #private::NodeContext| async move {
+                    let _ = &__ctx;
+                    #call
+                }
+            },
+            quote!(#private::NodeFnMarker),
+            quote_spanned!(input_ty.span()=> #private::node_spec_with_input::<__S, #input_ty, _, _, _>),
+        ),
+        Some(context_ty) => (
+            quote_spanned! {sig.ident.span()=>
+                move |__input: #input_ty, __ctx: #private::Runtime<#context_ty>| async move {
+                    #call
+                }
+            },
+            quote!(#private::RuntimeFnMarker<#context_ty>),
+            quote_spanned!(input_ty.span()=> #private::node_spec_with_input_runtime::<__S, #input_ty, #context_ty, _, _, _>),
+        ),
+    };
     let settings = settings(options);
     let call_doc = format!(
         "The body of node `{}`; call it directly in tests.",
@@ -377,7 +389,7 @@ fn expand_input_fn(
             #vis async fn call(#inputs) #output #block
         }
 
-        impl<__S: #private::GraphState> #private::IntoNode<__S, #private::NodeFnMarker> for #ident
+        impl<__S: #private::GraphState> #private::IntoNode<__S, #marker> for #ident
         where
             #output_ty: #private::IntoNodeOutput<__S>,
         {
