@@ -113,13 +113,12 @@ fn sequential(n: usize, saver: Option<Arc<dyn Checkpointer>>) -> Result<Runner, 
 // ---------------------------------------------------------------------------------------------
 // send_fanout_N: a router on START returns N `Send`s; each worker appends one string.
 
-/// The fan-out state: the worker count, the index a `Send` carries, and the results.
+/// The fan-out state: the worker count and the results. A worker's index is its own input
+/// (what its `Send` carries), not a field of the state.
 #[derive(GraphState, Clone, Default, Debug)]
 pub struct Fan {
     /// How many workers the router starts.
     pub count: usize,
-    /// A worker's index (its `Send` payload).
-    pub index: usize,
     /// One entry per worker, in `Send` order.
     #[reducer(append)]
     pub results: Vec<String>,
@@ -127,22 +126,14 @@ pub struct Fan {
 
 fn send_fanout(n: usize, saver: Option<Arc<dyn Checkpointer>>) -> Result<Runner, BoxError> {
     let graph = StateGraph::<Fan>::new()
-        .add_node("worker", |s: Arc<Fan>| async move {
-            FanUpdate::default().results(vec![format!("result {}", s.index)])
+        .add_node_with_input("worker", |index: usize| async move {
+            FanUpdate::default().results(vec![format!("result {index}")])
         })
         .add_conditional_edges(
             START,
             |s: &Fan| {
                 (0..s.count)
-                    .map(|index| {
-                        SendTo::new(
-                            "worker",
-                            Fan {
-                                index,
-                                ..Fan::default()
-                            },
-                        )
-                    })
+                    .map(|index| SendTo::input("worker", index))
                     .collect::<Vec<_>>()
             },
             ["worker"],

@@ -96,7 +96,8 @@ impl<S> CachePolicy<S> {
     }
 
     /// Keys entries by what `key` makes of the input (LangGraph's `key_func`): inputs with
-    /// the same key share an entry.
+    /// the same key share an entry. A node with its own input type
+    /// ([`input_node`](crate::input_node)) is always keyed by that input's encoding.
     pub fn key(mut self, key: impl Fn(&S) -> Vec<u8> + Send + Sync + 'static) -> Self {
         self.key = Some(Arc::new(key));
         self
@@ -110,6 +111,16 @@ impl<S: GraphState> CachePolicy<S> {
             Some(key) => Ok(key(input)),
             None => crate::checkpoint::codec::encode(&input.clone().into_update()),
         }
+    }
+}
+
+impl<S> CachePolicy<S> {
+    /// The key of a node's own input (a `Send::input`): its encoding.
+    pub(crate) fn key_of_input(
+        &self,
+        input: &crate::node_input::AnyInput,
+    ) -> Result<Vec<u8>, String> {
+        input.encode()
     }
 }
 

@@ -6,27 +6,111 @@
 
 use crate::constants::END;
 use crate::error::GraphError;
+use crate::node_input::{AnyInput, NodeInput};
 use crate::state::GraphState;
 
-/// A task for `node` in the next super-step, run on `input` instead of the graph state.
+/// A task for `node` in the next super-step, run on its own input instead of the graph state.
+///
+/// The input is either a whole state ([`Send::new`], for nodes that take the state) or a value
+/// of the node's own input type ([`Send::input`], for nodes added with
+/// [`add_node_with_input`](crate::StateGraph::add_node_with_input) or a `#[node]` fn whose
+/// first argument is taken by value): LangGraph's `Send(node, arg)`. A `Send` whose input does
+/// not fit its node fails the run with [`GraphError::SendInput`], naming both types.
 ///
 /// Named after LangGraph's `Send`. Imported unqualified it would shadow `std::marker::Send`, so
 /// [`agent_core::prelude`](crate::prelude) exports it as `SendTo` (glob-import the prelude, not
 /// the crate root); by hand, `use agent_core::Send as SendTo`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// use agent_core::prelude::*;
+///
+/// #[derive(GraphState, Clone, Default, Debug)]
+/// struct Essay {
+///     topics: Vec<String>,
+///     #[reducer(append)]
+///     paragraphs: Vec<String>,
+/// }
+///
+/// /// What one worker gets: its topic, not a whole `Essay`.
+/// #[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// struct Topic {
+///     name: String,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Report> {
+/// let graph = StateGraph::<Essay>::new()
+///     .add_node("plan", |_s: Arc<Essay>| async { EssayUpdate::default() })
+///     .add_node_with_input("write", |topic: Topic| async move {
+///         EssayUpdate::default().paragraphs(vec![format!("all about {}", topic.name)])
+///     })
+///     .add_edge(START, "plan")
+///     .add_conditional_edges(
+///         "plan",
+///         |s: &Essay| {
+///             s.topics
+///                 .iter()
+///                 .map(|t| SendTo::input("write", Topic { name: t.clone() }))
+///                 .collect::<Vec<_>>()
+///         },
+///         ["write"],
+///     )
+///     .add_edge("write", END)
+///     .compile()?;
+/// let input = EssayUpdate::default().topics(vec!["owls".to_owned(), "bats".to_owned()]);
+/// let out = graph.invoke(input, RunConfig::default()).await?;
+/// assert_eq!(out.paragraphs, ["all about owls", "all about bats"]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Send<S> {
     /// The node to run.
     pub node: String,
-    /// The state the node sees.
-    pub input: S,
+    /// What the node gets.
+    pub(crate) arg: SendArg<S>,
+}
+
+/// What a [`Send`] carries: a whole state, or a node's own input.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SendArg<S> {
+    State(S),
+    Input(AnyInput),
 }
 
 impl<S> Send<S> {
-    /// A task for `node` with `input`.
-    pub fn new(node: impl Into<String>, input: S) -> Self {
+    /// A task for `node`, which takes the state, run on `state` instead of the graph's.
+    pub fn new(node: impl Into<String>, state: S) -> Self {
         Send {
             node: node.into(),
-            input,
+            arg: SendArg::State(state),
+        }
+    }
+
+    /// A task for `node`, which takes its own input type `I`, run on `input` (LangGraph's
+    /// `Send(node, arg)`). The node declares `I` when it is added
+    /// ([`add_node_with_input`](crate::StateGraph::add_node_with_input), or a `#[node]` fn
+    /// whose first argument is an `I` by value); another type fails the run with
+    /// [`GraphError::SendInput`].
+    pub fn input<I: NodeInput>(node: impl Into<String>, input: I) -> Self {
+        Send {
+            node: node.into(),
+            arg: SendArg::Input(AnyInput::new(input)),
+        }
+    }
+
+    /// The state it carries, when it was made with [`Send::new`].
+    pub fn state(&self) -> Option<&S> {
+        match &self.arg {
+            SendArg::State(state) => Some(state),
+            SendArg::Input(_) => None,
+        }
+    }
+
+    /// The input it carries, when it was made with [`Send::input`] and `I` is its type.
+    pub fn input_as<I: 'static>(&self) -> Option<&I> {
+        match &self.arg {
+            SendArg::State(_) => None,
+            SendArg::Input(input) => input.get::<I>(),
         }
     }
 }

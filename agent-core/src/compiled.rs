@@ -13,6 +13,7 @@ use crate::constants::{END, START};
 use crate::error::{GraphError, list_names};
 use crate::graph::{Router, StateGraph};
 use crate::node::Node;
+use crate::node_input::InputType;
 use crate::runtime::{AnyContext, ContextType};
 use crate::state::{FieldSet, GraphState};
 
@@ -116,9 +117,16 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) needs_context: Option<ContextType>,
     /// Per node, its cache policy.
     pub(crate) cache_policies: Vec<Option<CachePolicy<S>>>,
+    /// Per node, its own input type when it takes one instead of the state.
+    pub(crate) inputs: Arc<[Option<InputType>]>,
 }
 
 impl<S: GraphState> Graph<S> {
+    /// The input type of the node named `name`, when it takes one.
+    pub(crate) fn input_of(&self, name: &str) -> Option<InputType> {
+        self.inputs[*self.index.get(name)?]
+    }
+
     pub(crate) fn known_names(&self) -> String {
         list_names(self.topology.nodes.iter().map(String::as_str))
     }
@@ -209,6 +217,14 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
     let graph_context = ContextType::of::<C>();
     let mut needs_context = None;
     for (name, spec) in &nodes {
+        if let Some(input) = spec.input
+            && input.id == std::any::TypeId::of::<S>()
+        {
+            return Err(GraphError::InputIsState {
+                node: name.clone(),
+                state: std::any::type_name::<S>(),
+            });
+        }
         if let Some(wanted) = spec.context {
             if wanted != graph_context {
                 return Err(GraphError::ContextMismatch {
@@ -272,6 +288,15 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
             return Err(GraphError::InvalidEdge(describe()));
         }
         let target = resolve_target(&edge.target, &describe)?;
+        if let Target::Node(t) = target
+            && let Some(input) = nodes[t].1.input
+        {
+            return Err(GraphError::NeedsInput {
+                node: edge.target.clone(),
+                input: input.name,
+                via: format!("the {}", describe()),
+            });
+        }
         for source in &edge.sources {
             topology.edges.push((source.clone(), edge.target.clone()));
         }
@@ -470,6 +495,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
                 .collect(),
             nodes: nodes.iter().map(|(_, spec)| spec.layered()).collect(),
             cache_policies: nodes.iter().map(|(_, spec)| spec.cache.clone()).collect(),
+            inputs: nodes.iter().map(|(_, spec)| spec.input).collect(),
             index,
             rank,
             start,

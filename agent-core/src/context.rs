@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::RunConfig;
 use crate::interrupt::{InterruptSlots, Interrupted};
+use crate::node_input::{AnyInput, NodeInput};
 use crate::runtime::AnyContext;
 use crate::stream::{Event, NodePart, NodeSink, StreamMeta, StreamMode};
 
@@ -28,6 +29,8 @@ struct TaskInfo {
     streaming: Option<TaskStream>,
     /// Set when the run checkpoints: the task's deterministic id.
     task_id: Option<String>,
+    /// The node's own input, when a `Send::input` runs it.
+    input: Option<AnyInput>,
 }
 
 #[derive(Debug, Clone)]
@@ -84,7 +87,51 @@ impl NodeContext {
                 interrupts: Mutex::new(InterruptSlots { resume, next: 0 }),
                 streaming,
                 task_id,
+                input: None,
             }),
+        }
+    }
+
+    /// The context of a task that runs on a node's own input (a `Send::input`); called on a
+    /// context just made, before anything shares it.
+    pub(crate) fn with_input(mut self, input: AnyInput) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(info) => info.input = Some(input),
+            None => debug_assert!(false, "with_input on a shared NodeContext"),
+        }
+        self
+    }
+
+    /// The node's own input, when the task was sent one of type `I` (a
+    /// [`Send::input`](crate::Send::input)); `None` for a task that runs on the state. Nodes
+    /// made with [`input_node`](crate::input_node) or `#[node]` get it as their first argument;
+    /// a hand-written [`Node`](crate::Node) reads it here.
+    pub fn input<I: NodeInput>(&self) -> Option<I> {
+        self.inner.input.as_ref()?.cloned::<I>()
+    }
+
+    /// The input of a node that takes one, or the error saying why there is none (the
+    /// executor checks `Send`s against the node's input type, so this fails only for a node
+    /// called outside a graph, or a hand-made spec whose declared type is not the one it reads).
+    pub(crate) fn task_input<I: NodeInput>(&self) -> Result<I, crate::node::NodeError> {
+        let error = |found: String| {
+            crate::node::NodeError::Failed(Box::new(crate::error::GraphError::SendInput {
+                from: "unknown".to_owned(),
+                node: self.node().to_owned(),
+                expected: format!("its own input `{}`", std::any::type_name::<I>()),
+                found,
+                fix: format!(
+                    "run it through `Send::input(\"{}\", ..)` with a `{}`",
+                    self.node(),
+                    std::any::type_name::<I>()
+                ),
+            }))
+        };
+        match &self.inner.input {
+            None => Err(error("no input".to_owned())),
+            Some(input) => input
+                .cloned::<I>()
+                .ok_or_else(|| error(format!("an input `{}`", input.ty.name))),
         }
     }
 

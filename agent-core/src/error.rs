@@ -7,6 +7,37 @@ use crate::state::ReducerError;
 /// A boxed error from user code (nodes, reducers, routers).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A `Result` whose error is a [`BoxError`]: what a closure node (or tool) returns when it
+/// names no error type of its own.
+///
+/// A closure's `async` block cannot say its return type, and nodes accept `Result<T, E>` for
+/// any `E: Into<BoxError>`, so `Ok(update)` alone leaves `E` unknown ("type annotations
+/// needed"). Ending with `BoxResult::Ok(update)` fixes `E` to `BoxError`, and every `?` inside
+/// converts into it; no turbofish. A `#[node]` fn can say `-> BoxResult<StateUpdate>`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// use agent_core::prelude::*;
+///
+/// #[derive(GraphState, Clone, Default, Debug)]
+/// struct S {
+///     number: u32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Report> {
+/// let graph = StateGraph::<S>::new()
+///     .add_node("parse", |_s: Arc<S>| async {
+///         let number: u32 = "42".parse()?;
+///         BoxResult::Ok(SUpdate::default().number(number))
+///     })
+///     .add_edge(START, "parse")
+///     .add_edge("parse", END)
+///     .compile()?;
+/// assert_eq!(graph.invoke(S::default(), RunConfig::default()).await?.number, 42);
+/// # Ok(()) }
+/// ```
+pub type BoxResult<T> = Result<T, BoxError>;
+
 /// Everything that can go wrong building or running a graph.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -76,6 +107,30 @@ pub enum GraphError {
     /// An edge leaves END or enters START.
     #[error("invalid edge {0}: edges cannot leave END or enter START")]
     InvalidEdge(String),
+    /// A node declares the graph's state as its own input (usually a `#[node]` fn that takes
+    /// the state by value).
+    #[error(
+        "node `{node}` takes the graph state `{state}` by value, which makes the state its own input (run only by `Send::input`); take it by reference (`state: &{state}`) to read the graph state"
+    )]
+    InputIsState {
+        /// The node.
+        node: String,
+        /// The state type.
+        state: &'static str,
+    },
+    /// A node that takes its own input is triggered without one: by an edge (found by
+    /// `compile()`), or by a `Command` goto or a router key naming it (found when it fires).
+    #[error(
+        "node `{node}` takes its own input `{input}`, so only `Send::input(\"{node}\", ..)` can run it, but {via} triggers it without one; send it an input instead"
+    )]
+    NeedsInput {
+        /// The node.
+        node: String,
+        /// Its input type.
+        input: &'static str,
+        /// What triggered it, e.g. "the edge `plan` -> `work`".
+        via: String,
+    },
 
     // ---- run time -------------------------------------------------------------------------
     /// Two tasks wrote the same last-value field in one super-step.
@@ -126,6 +181,23 @@ pub enum GraphError {
         target: String,
         /// The names that do exist.
         known: String,
+    },
+    /// A `Send` carries an input its node does not take: a state to a node with its own
+    /// input, an input to a node that takes the state, or an input of another type.
+    #[error(
+        "Send from `{from}` to node `{node}` carries {found}, but the node takes {expected}; {fix}"
+    )]
+    SendInput {
+        /// The node that sent it (or `__start__`).
+        from: String,
+        /// The node it targets.
+        node: String,
+        /// What the node takes, e.g. "its own input `my_crate::Job`".
+        expected: String,
+        /// What the `Send` carries.
+        found: String,
+        /// How to send what the node takes.
+        fix: String,
     },
     /// The run took more super-steps than allowed.
     #[error(
@@ -249,8 +321,11 @@ impl GraphError {
             | GraphError::NodeTimeout { node, .. }
             | GraphError::NodePanicked { node, .. }
             | GraphError::Reducer { node, .. } => Some(node),
-            GraphError::RouteNotInPathMap { from, .. } | GraphError::UnknownTarget { from, .. } => {
-                Some(from)
+            GraphError::RouteNotInPathMap { from, .. }
+            | GraphError::UnknownTarget { from, .. }
+            | GraphError::SendInput { from, .. } => Some(from),
+            GraphError::NeedsInput { node, .. } | GraphError::InputIsState { node, .. } => {
+                Some(node)
             }
             _ => None,
         }

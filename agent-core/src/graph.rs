@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::compiled::CompiledGraph;
 use crate::constants::{END, START};
 use crate::error::GraphError;
-use crate::node::{IntoNode, NodeSpec};
+use crate::node::{IntoInputNode, IntoNode, NodeSpec};
 use crate::route::{IntoRoute, PathMap, Route};
 use crate::runtime::CompatibleContext;
 use crate::state::GraphState;
@@ -153,6 +153,20 @@ impl<S: GraphState, C: Send + Sync + 'static> StateGraph<S, C> {
         node: impl IntoNode<S, M>,
     ) -> Self {
         self.nodes.push((name.into(), node.into_node()));
+        self
+    }
+
+    /// Adds a node that takes its own input `I` instead of the state (LangGraph's node with an
+    /// input schema): an async fn or closure `Fn(I)` or `Fn(I, NodeContext)`. Only a
+    /// [`Send::input`](crate::Send::input) carrying an `I` runs it, so map-reduce workers get
+    /// their item, not a made-up state. The same as `add_node(name, input_node(node))`; see
+    /// [`crate::input_node`] for adapters and [`crate::Send`] for a map-reduce example.
+    pub fn add_node_with_input<I, M>(
+        mut self,
+        name: impl Into<String>,
+        node: impl IntoInputNode<S, I, M>,
+    ) -> Self {
+        self.nodes.push((name.into(), node.into_input_node()));
         self
     }
 

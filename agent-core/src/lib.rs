@@ -5,6 +5,10 @@
 //! `Command`) and a Pregel super-step executor that runs every triggered node of a step
 //! concurrently and applies their writes together, in a deterministic order.
 //!
+//! A node reads the state, or takes an input of its own type that a [`Send`] carries to it
+//! (map-reduce workers: [`input_node`], [`StateGraph::add_node_with_input`], or a `#[node]`
+//! fn taking its input by value).
+//!
 //! This crate knows nothing of LLMs; `agent-llm` and `agent-tools` build on it.
 //!
 //! ```
@@ -65,6 +69,7 @@ mod graph;
 mod interrupt;
 mod layers;
 mod node;
+mod node_input;
 pub mod prelude;
 pub mod reducers;
 mod report;
@@ -90,14 +95,16 @@ pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;
 pub use diagram::{draw_ascii, draw_mermaid};
-pub use error::{BoxError, GraphError, ParentCommand, list_names, panic_message};
+pub use error::{BoxError, BoxResult, GraphError, ParentCommand, list_names, panic_message};
 pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
 pub use interrupt::{Interrupt, Interrupted};
 pub use layers::{RetryPolicy, Retryable, backoff_interval};
 pub use node::{
-    BoxFuture, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput, NodeSpec,
+    BoxFuture, IntoInputNode, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput,
+    NodeSpec, input_node,
 };
+pub use node_input::NodeInput;
 pub use report::Report;
 pub use route::{IntoRoute, PathMap, Route};
 pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
@@ -221,6 +228,34 @@ pub mod __private {
         O: IntoNodeOutput<S>,
     {
         IntoNode::<S, (crate::node::WithContext, O)>::into_node(f)
+    }
+
+    /// Builds the spec of a `#[node]` fn that takes its own input `I`.
+    pub fn node_spec_with_input<S, I, F, Fut, O>(f: F) -> NodeSpec<S>
+    where
+        S: GraphState,
+        I: crate::node_input::NodeInput,
+        F: Fn(I, NodeContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = O> + Send + 'static,
+        O: IntoNodeOutput<S>,
+    {
+        crate::node::IntoInputNode::<S, I, (crate::node::InputWithContext, O)>::into_input_node(f)
+    }
+
+    /// Builds the spec of a `#[node]` fn that takes its own input `I` and reads the runtime
+    /// context `C`.
+    pub fn node_spec_with_input_runtime<S, I, C, F, Fut, O>(f: F) -> NodeSpec<S>
+    where
+        S: GraphState,
+        I: crate::node_input::NodeInput,
+        C: Send + Sync + 'static,
+        F: Fn(I, Runtime<C>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = O> + Send + 'static,
+        O: IntoNodeOutput<S>,
+    {
+        crate::node::IntoInputNode::<S, I, (crate::node::InputWithRuntime<C>, O)>::into_input_node(
+            f,
+        )
     }
 
     /// Builds the spec of a `#[node]` fn that reads the runtime context `C`.

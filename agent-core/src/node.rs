@@ -3,8 +3,14 @@
 //!
 //! Authors never implement [`Node`] by hand unless they want to: any
 //! `Fn(Arc<S>) -> impl Future<Output = O>` or `Fn(Arc<S>, NodeContext) -> impl Future<Output = O>`
-//! is a node, where `O` is an update, a [`Command`], `()`, or a `Result` of those. `#[node]` on an
-//! `async fn(&S, &NodeContext)` adds a name, retry, timeout and destinations.
+//! is a node, where `O` is an update, a [`Command`], `()`, or a `Result` of those (a closure ends
+//! with [`BoxResult::Ok(..)`](crate::BoxResult) to name its error type without a turbofish).
+//! `#[node]` on an `async fn(&S, &NodeContext)` adds a name, retry, timeout and destinations.
+//!
+//! A node may instead take an input of its own type `I` (`Fn(I)` or `Fn(I, NodeContext)`, see
+//! [`IntoInputNode`]): it runs only through [`Send::input`](crate::Send::input), which carries
+//! that value (LangGraph's `Send(node, arg)`); the spec records `I` so a wrong `Send` is
+//! reported by name, and a checkpointed one decodes as an `I`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,6 +21,7 @@ use crate::command::Command;
 use crate::context::NodeContext;
 use crate::error::BoxError;
 use crate::layers::RetryPolicy;
+use crate::node_input::{InputType, NodeInput};
 use crate::runtime::{CompatibleContext, ContextType, Runtime};
 use crate::state::GraphState;
 
@@ -117,6 +124,8 @@ pub struct NodeSpec<S: GraphState> {
     pub(crate) context: Option<ContextType>,
     /// Caching of its results (used when the compiled graph has a cache).
     pub(crate) cache: Option<crate::cache::CachePolicy<S>>,
+    /// The node's own input type, when it takes one instead of the state.
+    pub(crate) input: Option<InputType>,
 }
 
 impl<S: GraphState> Clone for NodeSpec<S> {
@@ -129,6 +138,7 @@ impl<S: GraphState> Clone for NodeSpec<S> {
             destinations: self.destinations.clone(),
             context: self.context,
             cache: self.cache.clone(),
+            input: self.input,
         }
     }
 }
@@ -142,6 +152,7 @@ impl<S: GraphState> std::fmt::Debug for NodeSpec<S> {
             .field("destinations", &self.destinations)
             .field("context", &self.context.map(|c| c.name))
             .field("cache", &self.cache)
+            .field("input", &self.input)
             .finish_non_exhaustive()
     }
 }
@@ -157,7 +168,22 @@ impl<S: GraphState> NodeSpec<S> {
             destinations: Vec::new(),
             context: None,
             cache: None,
+            input: None,
         }
+    }
+
+    /// Records that the node takes its own input `I` instead of the state: only a
+    /// [`Send::input`](crate::Send::input) carrying an `I` runs it (what [`input_node`] and
+    /// `#[node]` fns taking an input by value do on their own). A hand-written [`Node`] reads
+    /// the value with [`NodeContext::input`].
+    pub fn with_input_type<I: NodeInput>(mut self) -> Self {
+        self.input = Some(InputType::of::<I>());
+        self
+    }
+
+    /// The name of the node's own input type, when it takes one instead of the state.
+    pub fn input_type_name(&self) -> Option<&'static str> {
+        self.input.map(|ty| ty.name)
     }
 
     /// Records that the node reads the graph's runtime context `C` (what `&Runtime<C>`
@@ -226,7 +252,7 @@ impl<S: GraphState> NodeSpec<S> {
 /// impls for different closure shapes apart; callers never name it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a node of a graph over `{S}`",
-    note = "a node is an async fn or closure taking `Arc<State>` (and optionally `NodeContext`) and returning the update type, a `Command`, `()`, or a `Result` of those; or an `async fn(&State, &NodeContext)` marked `#[node]`"
+    note = "a node is an async fn or closure taking `Arc<State>` (and optionally `NodeContext`) and returning the update type, a `Command`, `()`, or a `Result` of those; or an `async fn(&State, &NodeContext)` marked `#[node]`; a closure taking its own input (run by `Send::input`) goes in `add_node_with_input`"
 )]
 pub trait IntoNode<S: GraphState, M>: Sized {
     /// Converts into a node with its settings.
@@ -355,6 +381,216 @@ where
             _marker: std::marker::PhantomData::<fn() -> WithContext>,
         })
     }
+}
+
+/// Anything that can become a node taking its own input `I` (instead of the state) in a graph
+/// over `S`: an async fn or closure `Fn(I)`, `Fn(I, NodeContext)` or `Fn(I, Runtime<C>)` (the
+/// graph's runtime context, checked by `compile()`) returning what a node returns. `M` keeps the two shapes apart; callers never name it. See [`input_node`] and
+/// [`StateGraph::add_node_with_input`](crate::StateGraph::add_node_with_input).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a node taking `{I}` in a graph over `{S}`",
+    note = "a node with its own input is an async fn or closure taking the input by value (and optionally `NodeContext`) and returning the update type, a `Command`, `()`, or a `Result` of those"
+)]
+pub trait IntoInputNode<S: GraphState, I, M>: Sized {
+    /// Converts into a node with its settings (its input type recorded).
+    fn into_input_node(self) -> NodeSpec<S>;
+}
+
+/// Marker for closures taking the input only.
+#[doc(hidden)]
+pub struct InputOnly;
+
+/// Marker for closures taking the input and the context.
+#[doc(hidden)]
+pub struct InputWithContext;
+
+/// Marker for closures taking the input and the graph's [`Runtime`].
+#[doc(hidden)]
+pub struct InputWithRuntime<C>(std::marker::PhantomData<fn() -> C>);
+
+struct InputFn<F, I, M> {
+    f: F,
+    _marker: std::marker::PhantomData<fn() -> (I, M)>,
+}
+
+impl<S, I, F, Fut, O> Node<S> for InputFn<F, I, InputOnly>
+where
+    S: GraphState,
+    I: NodeInput,
+    F: Fn(I) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(
+        &self,
+        _state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        match ctx.task_input::<I>() {
+            Ok(input) => {
+                let fut = (self.f)(input);
+                Box::pin(async move { fut.await.into_node_output() })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+}
+
+impl<S, I, F, Fut, O> Node<S> for InputFn<F, I, InputWithContext>
+where
+    S: GraphState,
+    I: NodeInput,
+    F: Fn(I, NodeContext) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(
+        &self,
+        _state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        match ctx.task_input::<I>() {
+            Ok(input) => {
+                let fut = (self.f)(input, ctx);
+                Box::pin(async move { fut.await.into_node_output() })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+}
+
+impl<S, I, C, F, Fut, O> Node<S> for InputFn<F, I, InputWithRuntime<C>>
+where
+    S: GraphState,
+    I: NodeInput,
+    C: std::marker::Send + Sync + 'static,
+    F: Fn(I, Runtime<C>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn call(
+        &self,
+        _state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
+        let input = match ctx.task_input::<I>() {
+            Ok(input) => input,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        match Runtime::from_node_context(ctx) {
+            Ok(runtime) => {
+                let fut = (self.f)(input, runtime);
+                Box::pin(async move { fut.await.into_node_output() })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+}
+
+impl<S, I, C, F, Fut, O> IntoInputNode<S, I, (InputWithRuntime<C>, O)> for F
+where
+    S: GraphState,
+    I: NodeInput,
+    C: std::marker::Send + Sync + 'static,
+    F: Fn(I, Runtime<C>) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_input_node(self) -> NodeSpec<S> {
+        NodeSpec::new(InputFn {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> (I, InputWithRuntime<C>)>,
+        })
+        .with_input_type::<I>()
+        .with_context_type::<C>()
+    }
+}
+
+impl<S, I, F, Fut, O> IntoInputNode<S, I, (InputOnly, O)> for F
+where
+    S: GraphState,
+    I: NodeInput,
+    F: Fn(I) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_input_node(self) -> NodeSpec<S> {
+        NodeSpec::new(InputFn {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> (I, InputOnly)>,
+        })
+        .with_input_type::<I>()
+    }
+}
+
+impl<S, I, F, Fut, O> IntoInputNode<S, I, (InputWithContext, O)> for F
+where
+    S: GraphState,
+    I: NodeInput,
+    F: Fn(I, NodeContext) -> Fut + std::marker::Send + Sync + 'static,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    fn into_input_node(self) -> NodeSpec<S> {
+        NodeSpec::new(InputFn {
+            f: self,
+            _marker: std::marker::PhantomData::<fn() -> (I, InputWithContext)>,
+        })
+        .with_input_type::<I>()
+    }
+}
+
+/// A node that takes its own input `I` instead of the state (LangGraph's node with an input
+/// schema, run by `Send(node, arg)`): only a [`Send::input`](crate::Send::input) carrying an
+/// `I` runs it. The spec takes the usual adapters (`.with_retry(..)`, `.with_timeout(..)`);
+/// add it with `add_node`, or use
+/// [`StateGraph::add_node_with_input`](crate::StateGraph::add_node_with_input) directly.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// use agent_core::prelude::*;
+///
+/// #[derive(GraphState, Clone, Default, Debug)]
+/// struct S {
+///     #[reducer(append)]
+///     done: Vec<u32>,
+/// }
+///
+/// #[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// struct Job {
+///     id: u32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Report> {
+/// let graph = StateGraph::<S>::new()
+///     .add_node(
+///         "fan",
+///         (|_s: Arc<S>| async {
+///             Command::goto_all((1..=3).map(|id| SendTo::input("work", Job { id })))
+///         })
+///         .with_destinations(["work"]),
+///     )
+///     .add_node(
+///         "work",
+///         input_node(|job: Job, ctx: NodeContext| async move {
+///             assert_eq!(ctx.node(), "work");
+///             SUpdate::default().done(vec![job.id])
+///         })
+///         .with_timeout(Duration::from_secs(5)),
+///     )
+///     .add_edge(START, "fan")
+///     .add_edge("work", END)
+///     .compile()?;
+/// let out = graph.invoke(S::default(), RunConfig::default()).await?;
+/// assert_eq!(out.done, [1, 2, 3]);
+/// # Ok(()) }
+/// ```
+pub fn input_node<S, I, M>(node: impl IntoInputNode<S, I, M>) -> NodeSpec<S>
+where
+    S: GraphState,
+{
+    node.into_input_node()
 }
 
 /// Marker for a compiled graph used as a node.

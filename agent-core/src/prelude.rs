@@ -5,6 +5,10 @@
 //! would then name the wrong thing). The prelude exports it as [`SendTo`] instead, and nothing
 //! else in it shares a name with the standard prelude.
 //!
+//! A map-reduce worker takes its own input (`input_node`, or a `#[node]` fn taking a value):
+//! `SendTo::input("work", job)` carries the job, `SendTo::new("work", state)` a whole state to a
+//! node that reads the state.
+//!
 //! ```
 //! use std::sync::Arc;
 //!
@@ -16,6 +20,11 @@
 //!     done: Vec<String>,
 //! }
 //!
+//! #[derive(Clone, serde::Serialize, serde::Deserialize)]
+//! struct Job {
+//!     id: u32,
+//! }
+//!
 //! // `Send` is still the standard marker trait here.
 //! fn assert_send<T: Send>(_: &T) {}
 //!
@@ -24,17 +33,19 @@
 //!     .add_node(
 //!         "fan",
 //!         (|_s: Arc<S>| async {
-//!             Command::goto_all([SendTo::new("work", S::default()), SendTo::new("work", S::default())])
+//!             Command::goto_all([SendTo::input("work", Job { id: 1 }), SendTo::input("work", Job { id: 2 })])
 //!         })
 //!         .with_destinations(["work"]),
 //!     )
-//!     .add_node("work", |_s: Arc<S>| async { SUpdate::default().done(vec!["w".to_owned()]) })
+//!     .add_node_with_input("work", |job: Job| async move {
+//!         SUpdate::default().done(vec![format!("job {}", job.id)])
+//!     })
 //!     .add_edge(START, "fan")
 //!     .add_edge("work", END)
 //!     .compile()?;
 //! assert_send(&graph);
 //! let out = graph.invoke(S::default(), RunConfig::default()).await?;
-//! assert_eq!(out.done.len(), 2);
+//! assert_eq!(out.done, ["job 1", "job 2"]);
 //! # Ok(()) }
 //! ```
 
@@ -42,7 +53,8 @@
 pub use crate::SqliteSaver;
 pub use crate::command::Send as SendTo;
 pub use crate::{
-    BoxError, Checkpointer, Command, CompiledGraph, Durability, END, GraphError, GraphState,
-    InMemorySaver, Input, Interrupt, IntoNodeOutput, NodeContext, NodeError, NodeExt, Report,
-    RetryPolicy, RunConfig, RunOutput, Runtime, START, StateGraph, StreamMode, StreamPart, node,
+    BoxError, BoxResult, Checkpointer, Command, CompiledGraph, Durability, END, GraphError,
+    GraphState, InMemorySaver, Input, Interrupt, IntoNodeOutput, NodeContext, NodeError, NodeExt,
+    NodeInput, Report, RetryPolicy, RunConfig, RunOutput, Runtime, START, StateGraph, StreamMode,
+    StreamPart, input_node, node,
 };

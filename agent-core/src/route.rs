@@ -35,9 +35,19 @@ impl<S> Route<S> {
         self
     }
 
-    /// Adds a `Send`.
+    /// Adds a `Send` of a whole state, to a node that takes the state.
     pub fn send(mut self, node: impl Into<String>, input: S) -> Self {
         self.goto.push(Goto::Send(Send::new(node, input)));
+        self
+    }
+
+    /// Adds a `Send` of a node's own input (see [`Send::input`]).
+    pub fn send_input<I: crate::node_input::NodeInput>(
+        mut self,
+        node: impl Into<String>,
+        input: I,
+    ) -> Self {
+        self.goto.push(Goto::Send(Send::input(node, input)));
         self
     }
 }

@@ -63,7 +63,8 @@ pub struct StateSnapshot<S> {
     pub next: Vec<String>,
     /// Config that points at this checkpoint (thread, namespace, checkpoint id).
     pub config: RunConfig,
-    /// The checkpoint's metadata (`source`, `step`, `writes`, ...).
+    /// The checkpoint's metadata (`source`, `step`, `writes`, ...) as stored;
+    /// [`meta`](Self::meta) reads it typed.
     pub metadata: serde_json::Value,
     /// The super-step.
     pub step: i64,
@@ -75,6 +76,40 @@ pub struct StateSnapshot<S> {
     pub tasks: Vec<PendingTask>,
     /// Every pending interrupt.
     pub interrupts: Vec<Interrupt>,
+}
+
+impl<S> StateSnapshot<S> {
+    /// The checkpoint's metadata, typed (LangGraph's `snapshot.metadata["source"]` is
+    /// `snapshot.meta().source`).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// use agent_core::checkpoint::Source;
+    /// use agent_core::prelude::*;
+    ///
+    /// #[derive(GraphState, Clone, Default, Debug)]
+    /// struct S {
+    ///     n: u32,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Report> {
+    /// let graph = StateGraph::<S>::new()
+    ///     .add_node("one", |_s: Arc<S>| async { SUpdate::default().n(1) })
+    ///     .add_edge(START, "one")
+    ///     .add_edge("one", END)
+    ///     .compile_with(Arc::new(InMemorySaver::new()))?;
+    /// let config = RunConfig::default().thread_id("t").metadata("user", "ada");
+    /// graph.invoke(S::default(), config.clone()).await?;
+    /// let snapshot = graph.get_state(&config).await?.expect("a checkpoint");
+    /// let meta = snapshot.meta();
+    /// assert_eq!(meta.source, Some(Source::Loop));
+    /// assert_eq!(meta.step, Some(1));
+    /// assert_eq!(meta.extra["user"], "ada");
+    /// # Ok(()) }
+    /// ```
+    pub fn meta(&self) -> crate::checkpoint::CheckpointMetadata {
+        crate::checkpoint::CheckpointMetadata::from_json(&self.metadata)
+    }
 }
 
 fn thread_of(config: &RunConfig) -> Result<&str, GraphError> {

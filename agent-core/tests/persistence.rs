@@ -782,3 +782,50 @@ async fn appends_store_new_elements_and_every_reducer_restores_exactly() {
         assert!(lens.windows(2).all(|w| w[0] >= w[1]), "{name}: {lens:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_metadata_reads_what_the_executor_stores() {
+    use agent_core::checkpoint::Source;
+    for (name, saver) in common::backends().await {
+        let graph = chat_graph(saver.clone());
+        let config = thread("meta").metadata("user", "ada").writes_metadata(true);
+        let out = graph.invoke(human("hi"), config.clone()).await.unwrap();
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        // Newest first: the step that ran `chat`, the input step, the input.
+        let metas: Vec<_> = history.iter().map(|s| s.meta()).collect();
+        let sources: Vec<_> = metas.iter().map(|m| (m.source, m.step)).collect();
+        assert_eq!(
+            sources,
+            [
+                (Some(Source::Loop), Some(1)),
+                (Some(Source::Loop), Some(0)),
+                (Some(Source::Input), Some(-1)),
+            ],
+            "{name}"
+        );
+        for (meta, snapshot) in metas.iter().zip(&history) {
+            assert_eq!(meta.extra["user"], "ada", "{name}");
+            assert!(meta.run_id.is_some(), "{name}");
+            // The typed view gives back exactly what is stored.
+            assert_eq!(meta.to_json(), snapshot.metadata, "{name}");
+        }
+        assert!(
+            metas[0]
+                .writes
+                .as_ref()
+                .is_some_and(|w| w.get("chat").is_some()),
+            "{name}"
+        );
+        let latest = saver
+            .get(config.thread_id.as_deref().unwrap(), "", None)
+            .await
+            .unwrap()
+            .record
+            .unwrap();
+        assert_eq!(latest.id, out.checkpoint_id.unwrap(), "{name}");
+        assert_eq!(latest.meta(), metas[0], "{name}");
+    }
+}

@@ -55,6 +55,14 @@ const CASES: &[(&str, &str)] = &[
         "/// Searches the web.\n#[node] pub async fn search_web(state: &Research, ctx: &NodeContext) -> ResearchUpdate { ResearchUpdate::default().notes(vec![format!(\"{} (step {})\", ctx.node(), ctx.step())]) }",
     ),
     (
+        "node_with_input",
+        "/// Writes one section; run by `Send::input(\"write_section\", Section { .. })`.\n#[node(retry)] pub async fn write_section(section: Section, ctx: &NodeContext) -> Result<EssayUpdate, BoxError> { Ok(EssayUpdate::default().paragraphs(vec![format!(\"{} ({})\", section.title, ctx.node())])) }",
+    ),
+    (
+        "node_with_input_and_runtime",
+        "#[node] async fn summarize(doc: Doc, rt: &Runtime<Services>) -> Result<ChatUpdate, BoxError> { let summary = rt.context().model.reply(&doc.text).await?; Ok(ChatUpdate::default().summaries(vec![summary])) }",
+    ),
+    (
         "node_with_runtime",
         "/// Answers with the model of the graph's context.\n#[node] async fn answer(state: &Chat, rt: &Runtime<Services>) -> Result<ChatUpdate, BoxError> { let reply = rt.context().model.reply(&state.question).await?; Ok(ChatUpdate::default().answer(reply)) }",
     ),

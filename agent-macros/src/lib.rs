@@ -11,7 +11,7 @@
 //! | [`#[derive(GraphState)]`](derive@GraphState) | a struct with named fields | implements `agent_core::GraphState` and writes the partial update type `<Name>Update` |
 //! | `#[reducer(append \| merge \| add \| replace \| path::to::fn)]` | a field of that struct | how a write combines with the field's value (default: replace) |
 //! | `#[graph_state(update = Name, derive(Trait, ..))]` | that struct | the update type's name, extra derives on it |
-//! | [`#[node]`](macro@node), `#[node(name = "..", retry(..), timeout = "30s", destinations("a", ..))]` | an `async fn` taking `&State` | a named node with its settings |
+//! | [`#[node]`](macro@node), `#[node(name = "..", retry(..), timeout = "30s", destinations("a", ..))]` | an `async fn` taking `&State`, or its own input by value | a named node with its settings |
 //! | [`#[tool]`](macro@tool), `#[tool(name = "..", description = "..")]` | an `async fn` returning `Result<T, E>` | an `agent_tools::Tool` described by its doc comment |
 //!
 //! Every mistake gives one error at the token that is wrong, saying how to fix it (the
@@ -94,6 +94,50 @@ pub fn derive_graph_state(input: TokenStream) -> TokenStream {
 /// `NodeContext`). The output is the state's update type, a `Command`, or a `Result` of either.
 /// The fn becomes a unit struct of the same name (pass it to `add_named`, or to `add_node`
 /// under another name); its body stays callable as `name::call(&state, &ctx)`.
+///
+/// A node may take its own input instead of the state (a map-reduce worker): a first parameter
+/// taken by value, `async fn name(input: Input[, ctx: &NodeContext | rt: &Runtime<C>])`, makes
+/// a node run only by
+/// `Send::input("name", input)` (LangGraph's `Send(node, arg)`). `Input` derives `Clone` and
+/// serde's `Serialize` and `Deserialize` (a pending `Send` is stored in checkpoints); the node
+/// fits any graph whose update type its output is.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agent_core::prelude::*;
+///
+/// #[derive(GraphState, Clone, Default, Debug)]
+/// struct Batch {
+///     #[reducer(append)]
+///     squares: Vec<u64>,
+/// }
+///
+/// #[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// struct Item {
+///     value: u64,
+/// }
+///
+/// #[node]
+/// async fn square(item: Item) -> BatchUpdate {
+///     BatchUpdate::default().squares(vec![item.value * item.value])
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), GraphError> {
+/// let graph = StateGraph::<Batch>::new()
+///     .add_node("fan", |_s: Arc<Batch>| async { BatchUpdate::default() })
+///     .add_named(square)
+///     .add_edge(START, "fan")
+///     .add_conditional_edges(
+///         "fan",
+///         |_: &Batch| (1..=3).map(|value| SendTo::input("square", Item { value })).collect::<Vec<_>>(),
+///         ["square"],
+///     )
+///     .add_edge("square", END)
+///     .compile()?;
+/// let out = graph.invoke(Batch::default(), RunConfig::default()).await?;
+/// assert_eq!(out.squares, [1, 4, 9]);
+/// # Ok(()) }
+/// ```
 ///
 /// Settings, all optional:
 /// - `name = "other"`: the node's name (default: the fn's);

@@ -1,4 +1,6 @@
-//! `#[node]`: an `async fn(&State[, &NodeContext]) -> Output` becomes a named node.
+//! `#[node]`: an `async fn(&State[, &NodeContext]) -> Output` becomes a named node; an
+//! `async fn(input: Input[, &NodeContext])` becomes a node with its own input, run by
+//! `Send::input`.
 //!
 //! The fn turns into a unit struct of the same name that implements `IntoNode`; the body moves
 //! to `name::call`, so tests can still call it directly. Settings (name, retry, timeout,
@@ -166,6 +168,8 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
     }
 
     let mut state_ty: Option<&Type> = None;
+    // A first argument by value is the node's own input (what a `Send::input` carries).
+    let mut input_ty: Option<&Type> = None;
     let mut has_ctx = false;
     let mut context_ty: Option<&Type> = None;
     for (position, arg) in sig.inputs.iter().enumerate() {
@@ -180,10 +184,11 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
                     "nodes never get `&mut` state: take `&State` and return an update with the changes",
                 ),
                 (Type::Reference(r), 0) => state_ty = Some(&r.elem),
-                (_, 0) => errors.spanned(
+                (ty, 0) if is_arc(ty) => errors.spanned(
                     &pat.ty,
                     "the first argument of a node is the state by reference: `state: &State`",
                 ),
+                (ty, 0) => input_ty = Some(ty),
                 (Type::Reference(r), 1) if r.mutability.is_none() => {
                     has_ctx = true;
                     match runtime_context(&r.elem) {
@@ -205,10 +210,15 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
     if sig.inputs.is_empty() {
         errors.spanned(
             &sig.ident,
-            "a node takes the state: add `state: &State` as the first argument",
+            "a node takes the state: add `state: &State` as the first argument (or its own input by value, `input: Input`, for a node run by `Send::input`)",
         );
     }
     errors.finish()?;
+    if let Some(input_ty) = input_ty {
+        return Ok(expand_input_fn(
+            function, &options, input_ty, has_ctx, context_ty,
+        ));
+    }
     let Some(state_ty) = state_ty else {
         return Err(syn::Error::new_spanned(
             &sig.ident,
@@ -262,15 +272,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
             quote_spanned!(output_span=> #private::node_spec_with_runtime::<#state_ty, #context_ty, _, _, _>),
         ),
     };
-    let retry = options.retry.as_ref().map(|r| {
-        let settings = &r.settings;
-        quote!(.with_retry(#private::RetryPolicy::new() #(#settings)*))
-    });
-    let timeout = options.timeout.as_ref().map(|t| quote!(.with_timeout(#t)));
-    let destinations = (!options.destinations.is_empty()).then(|| {
-        let d = &options.destinations;
-        quote!(.with_destinations([#(#d),*]))
-    });
+    let settings = settings(&options);
     let call_doc = format!(
         "The body of node `{}`; call it directly in tests.",
         name.value()
@@ -294,12 +296,115 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
             fn into_node(self) -> #private::NodeSpec<#state_ty> {
                 #node_spec(#closure)
                     .named(#name)
-                    #retry
-                    #timeout
-                    #destinations
+                    #settings
             }
         }
     })
+}
+
+/// The settings of `options` as calls on a `NodeSpec`: retry, timeout, destinations.
+fn settings(options: &Options) -> TokenStream {
+    let private = quote!(::agent_core::__private);
+    let retry = options.retry.as_ref().map(|r| {
+        let settings = &r.settings;
+        quote!(.with_retry(#private::RetryPolicy::new() #(#settings)*))
+    });
+    let timeout = options.timeout.as_ref().map(|t| quote!(.with_timeout(#t)));
+    let destinations = (!options.destinations.is_empty()).then(|| {
+        let d = &options.destinations;
+        quote!(.with_destinations([#(#d),*]))
+    });
+    quote!(#retry #timeout #destinations)
+}
+
+/// A node with its own input (`async fn(input: Input[, ctx: &NodeContext | rt: &Runtime<C>])`):
+/// it fits a graph over any state its output is an update of, so the `IntoNode` impl is generic
+/// over the state and bounded by the output.
+fn expand_input_fn(
+    function: &ItemFn,
+    options: &Options,
+    input_ty: &Type,
+    has_ctx: bool,
+    context_ty: Option<&Type>,
+) -> TokenStream {
+    let sig = &function.sig;
+    let vis = &function.vis;
+    let attrs = &function.attrs;
+    let ident = &sig.ident;
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&ident.to_string(), ident.span()));
+    let block = &function.block;
+    let inputs = &sig.inputs;
+    let output = &sig.output;
+    let private = quote!(::agent_core::__private);
+    let output_ty = match output {
+        syn::ReturnType::Type(_, ty) => quote!(#ty),
+        syn::ReturnType::Default => quote!(()),
+    };
+    let call = if has_ctx {
+        quote!(#ident::call(__input, &__ctx).await)
+    } else {
+        quote!(#ident::call(__input).await)
+    };
+    // An input type that cannot be one (not serde, not `Clone`) is reported at the type.
+    let (closure, marker, node_spec) = match context_ty {
+        None => (
+            quote_spanned! {sig.ident.span()=>
+                move |__input: #input_ty, __ctx: #private::NodeContext| async move {
+                    let _ = &__ctx;
+                    #call
+                }
+            },
+            quote!(#private::NodeFnMarker),
+            quote_spanned!(input_ty.span()=> #private::node_spec_with_input::<__S, #input_ty, _, _, _>),
+        ),
+        Some(context_ty) => (
+            quote_spanned! {sig.ident.span()=>
+                move |__input: #input_ty, __ctx: #private::Runtime<#context_ty>| async move {
+                    #call
+                }
+            },
+            quote!(#private::RuntimeFnMarker<#context_ty>),
+            quote_spanned!(input_ty.span()=> #private::node_spec_with_input_runtime::<__S, #input_ty, #context_ty, _, _, _>),
+        ),
+    };
+    let settings = settings(options);
+    let call_doc = format!(
+        "The body of node `{}`; call it directly in tests.",
+        name.value()
+    );
+    quote! {
+        #(#attrs)*
+        #[allow(non_camel_case_types)]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #ident;
+
+        impl #ident {
+            /// The node's name in a graph (used by `add_named`).
+            #vis const NAME: &'static str = #name;
+
+            #[doc = #call_doc]
+            #vis async fn call(#inputs) #output #block
+        }
+
+        impl<__S: #private::GraphState> #private::IntoNode<__S, #marker> for #ident
+        where
+            #output_ty: #private::IntoNodeOutput<__S>,
+        {
+            fn into_node(self) -> #private::NodeSpec<__S> {
+                #node_spec(#closure)
+                    .named(#name)
+                    #settings
+            }
+        }
+    }
+}
+
+/// Whether `ty` is an `Arc<..>` (a state by `Arc` is a mistake, not an input).
+fn is_arc(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "Arc"))
 }
 
 /// The context type of a `&Runtime<C>` argument; `None` for any other type (`&NodeContext`).

@@ -127,6 +127,7 @@ mod tool;
 /// ```
 pub use agent_macros::tool;
 
+pub use agent_core::BoxResult;
 pub use condition::{TOOLS, route_tools, tools_condition, tools_condition_by};
 pub use error::{BoxError, ToolError};
 pub use layers::{

@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use agent_core::{
-    BoxError, Checkpointer, CompiledGraph, END, GraphState, NodeContext, START, StateGraph,
+    BoxResult, Checkpointer, CompiledGraph, END, GraphState, NodeContext, START, StateGraph,
 };
 use agent_llm::{
     CallOptions, ChatModel, ChatModelExt, LlmError, Message, ToolCall, ToolMessage, invoke_in_node,
@@ -405,7 +405,7 @@ impl ReactAgentBuilder {
                     message.tool_calls.clear();
                     message.content = NEED_MORE_STEPS.to_owned();
                 }
-                Ok::<_, BoxError>(AgentStateUpdate::default().messages(vec![Message::Ai(message)]))
+                BoxResult::Ok(AgentStateUpdate::default().messages(vec![Message::Ai(message)]))
             }
         };
         let tools_node = move |state: Arc<AgentState>, ctx: NodeContext| {
@@ -460,7 +460,7 @@ impl ReactAgentBuilder {
                         }
                     })
                     .collect();
-                Ok::<_, BoxError>(AgentStateUpdate::default().messages(answers))
+                BoxResult::Ok(AgentStateUpdate::default().messages(answers))
             }
         };
         let route = move |state: &AgentState| -> &'static str {
@@ -482,9 +482,7 @@ impl ReactAgentBuilder {
                     let model = model.clone();
                     async move {
                         let value = structurer(model, state.messages.clone(), ctx).await?;
-                        Ok::<_, BoxError>(
-                            AgentStateUpdate::default().structured_response(Some(value)),
-                        )
+                        BoxResult::Ok(AgentStateUpdate::default().structured_response(Some(value)))
                     }
                 };
                 graph

@@ -231,7 +231,7 @@ impl<F: Clone, A> Clone for FnTool<F, A> {
 /// Turns an async closure (or fn) taking typed arguments into a [`Tool`].
 ///
 /// ```
-/// use agent_tools::{tool_fn, DynTool};
+/// use agent_tools::{tool_fn, BoxResult, DynTool};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -243,7 +243,8 @@ impl<F: Clone, A> Clone for FnTool<F, A> {
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_tools::ToolError> {
 /// let greet = tool_fn("greet", "Greets someone by name.", |args: Greet| async move {
-///     Ok::<_, String>(format!("hello, {}", args.name))
+///     // `BoxResult::Ok` names the error type a closure cannot otherwise say.
+///     BoxResult::Ok(format!("hello, {}", args.name))
 /// });
 ///
 /// let out = DynTool::call(&greet, serde_json::json!({"name": "Ada"})).await?;

@@ -31,6 +31,11 @@ pub(crate) struct Body {
     /// `update_state` without `as_node` acts as the one writer, when there is one.
     #[serde(default)]
     pub(crate) writers: Vec<String>,
+    /// Positions in `sends` whose bytes are the target node's own input (a `Send::input`,
+    /// encoded as that type), not a state update. Checkpoints from before typed inputs have
+    /// none.
+    #[serde(default)]
+    pub(crate) input_sends: Vec<u32>,
 }
 
 /// [`Body`] as written: borrowed, so encoding a checkpoint allocates no names.
@@ -42,6 +47,7 @@ pub(crate) struct BodyRef<'a> {
     pub(crate) joins: &'a [Vec<bool>],
     pub(crate) fields: Vec<&'static str>,
     pub(crate) writers: &'a [&'a str],
+    pub(crate) input_sends: Vec<u32>,
 }
 
 /// Byte vectors encoded as MessagePack bin (not arrays of numbers).

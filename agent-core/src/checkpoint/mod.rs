@@ -13,6 +13,7 @@
 pub(crate) mod codec;
 pub(crate) mod interning;
 mod memory;
+mod metadata;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
@@ -23,6 +24,7 @@ pub mod testkit;
 use std::collections::BTreeMap;
 
 pub use memory::InMemorySaver;
+pub use metadata::CheckpointMetadata;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSaver;
 #[cfg(feature = "sqlite")]
@@ -71,7 +73,8 @@ pub struct CheckpointRecord {
     pub step: i64,
     /// Milliseconds since the Unix epoch.
     pub created_at_ms: i64,
-    /// JSON metadata: `source`, `step`, `writes`, `run_id` and the run's own metadata.
+    /// JSON metadata: `source`, `step`, `writes`, `run_id` and the run's own metadata (read
+    /// it typed with [`meta`](Self::meta)).
     pub metadata: serde_json::Value,
     /// The version of every field that has a value: field name -> version (blob key).
     pub versions: BTreeMap<String, String>,
@@ -83,6 +86,12 @@ impl CheckpointRecord {
     /// The `source` metadata entry.
     pub fn source(&self) -> Option<&str> {
         self.metadata.get("source").and_then(|s| s.as_str())
+    }
+
+    /// The metadata, typed: `source`, `step`, `run_id`, `parents`, `writes`, and the other
+    /// entries in `extra`.
+    pub fn meta(&self) -> CheckpointMetadata {
+        CheckpointMetadata::from_json(&self.metadata)
     }
 }
 

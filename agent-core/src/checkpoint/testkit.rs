@@ -43,7 +43,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{CheckpointRecord, Checkpointer, FieldBlob, ListFilter, PendingWrite, WriteKind};
-use crate::error::BoxError;
+use crate::error::BoxResult;
 use crate::{Command, END, GraphError, GraphState, NodeContext, RunConfig, START, StateGraph};
 
 /// The cases, in the order [`run_all`] runs them.
@@ -651,7 +651,7 @@ fn journal_graph(
             if s.count % 3 == 0 {
                 let answer = ctx.interrupt(json!({"approve": s.count}))?;
                 let answer = answer.as_str().unwrap_or_default().to_owned();
-                return Ok::<_, BoxError>(JournalUpdate::default().approved(Some(answer)));
+                return BoxResult::Ok(JournalUpdate::default().approved(Some(answer)));
             }
             Ok(JournalUpdate::default())
         })

@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use crate::command::{Goto, Send};
+use crate::command::{Goto, Send, SendArg};
 use crate::compiled::{Graph, Outgoing, Target};
 use crate::constants::{END, START};
 use crate::context::TaskStream;
@@ -31,8 +31,9 @@ const FROM_JOIN: usize = usize::MAX - 1;
 /// One task of a super-step, in the order tasks run and apply.
 pub(crate) struct Task<S> {
     pub(crate) node: usize,
-    /// A `Send` task's own input; `None` for an edge-triggered task (it reads the state).
-    pub(crate) input: Option<Arc<S>>,
+    /// A `Send` task's own input (a state, or the node's own input); `None` for an
+    /// edge-triggered task (it reads the state).
+    pub(crate) input: Option<SendArg<Arc<S>>>,
     /// A `Send` task's position among the step's `Send`s (its task path).
     pub(crate) push: Option<usize>,
     /// Set when persisting: the task's deterministic id.
@@ -48,7 +49,7 @@ pub(crate) struct Frontier<S> {
     /// Edge-triggered nodes of the next step, in trigger order.
     pub(crate) pulls: Vec<usize>,
     /// `Send` tasks of the next step, in the order sent.
-    pub(crate) pushes: Vec<(usize, S)>,
+    pub(crate) pushes: Vec<(usize, SendArg<S>)>,
     /// When streaming: which nodes triggered each pulled node.
     sources: Option<Vec<Vec<usize>>>,
     /// Per join, which of its sources ran.
@@ -154,9 +155,13 @@ impl<S: GraphState> Frontier<S> {
         }
         let track = self.sources.is_some();
         for (push, (node, input)) in self.pushes.drain(..).enumerate() {
+            let input = match input {
+                SendArg::State(state) => SendArg::State(Arc::new(state)),
+                SendArg::Input(input) => SendArg::Input(input),
+            };
             tasks.push(Task {
                 node,
-                input: Some(Arc::new(input)),
+                input: Some(input),
                 push: Some(push),
                 id: None,
                 stream: track.then(|| TaskStream {
@@ -173,7 +178,10 @@ impl<S: GraphState> Frontier<S> {
         for task in tasks {
             match task.input {
                 None => self.trigger(task.node, FROM_START),
-                Some(input) => self.pushes.push((task.node, Arc::unwrap_or_clone(input))),
+                Some(SendArg::State(state)) => self
+                    .pushes
+                    .push((task.node, SendArg::State(Arc::unwrap_or_clone(state)))),
+                Some(SendArg::Input(input)) => self.pushes.push((task.node, SendArg::Input(input))),
             }
         }
     }
@@ -204,6 +212,9 @@ impl<S: GraphState> Frontier<S> {
                 Goto::Node(name) => {
                     if name != END {
                         let target = node_named(graph, &name, from_name, "Command goto")?;
+                        needs_no_input(graph, target, || {
+                            format!("a Command goto from `{from_name}`")
+                        })?;
                         self.trigger(target, source);
                     }
                 }
@@ -228,6 +239,9 @@ impl<S: GraphState> Frontier<S> {
                             None => Target::Node(node_named(graph, &key, &branch.from, "router")?),
                         };
                         if let Target::Node(t) = target {
+                            needs_no_input(graph, t, || {
+                                format!("the router of `{}` (key `{key}`)", branch.from)
+                            })?;
                             self.trigger(t, source);
                         }
                     }
@@ -245,7 +259,8 @@ impl<S: GraphState> Frontier<S> {
         what: &'static str,
     ) -> Result<(), GraphError> {
         let node = node_named(graph, &send.node, from, what)?;
-        self.pushes.push((node, send.input));
+        check_send(graph, node, &send.arg, from)?;
+        self.pushes.push((node, send.arg));
         Ok(())
     }
 
@@ -277,6 +292,63 @@ fn node_named<S: GraphState>(
             target: name.to_owned(),
             known: graph.known_names(),
         })
+}
+
+/// A node that takes its own input cannot be triggered by name: only a `Send` carries it.
+fn needs_no_input<S: GraphState>(
+    graph: &Graph<S>,
+    node: usize,
+    via: impl FnOnce() -> String,
+) -> Result<(), GraphError> {
+    match graph.inputs[node] {
+        None => Ok(()),
+        Some(input) => Err(GraphError::NeedsInput {
+            node: graph.names[node].to_string(),
+            input: input.name,
+            via: via(),
+        }),
+    }
+}
+
+/// A `Send` must carry what its node takes: the state, or the node's own input type.
+fn check_send<S: GraphState>(
+    graph: &Graph<S>,
+    node: usize,
+    arg: &SendArg<S>,
+    from: &str,
+) -> Result<(), GraphError> {
+    let name = &*graph.names[node];
+    let state = || format!("the state `{}`", std::any::type_name::<S>());
+    let (expected, found, fix) = match (&graph.inputs[node], arg) {
+        (None, SendArg::State(_)) => return Ok(()),
+        (Some(wanted), SendArg::Input(input)) if wanted.id == input.ty.id => return Ok(()),
+        (None, SendArg::Input(input)) => (
+            state(),
+            format!("an input `{}`", input.ty.name),
+            format!(
+                "send it a state with `Send::new(\"{name}\", state)`, or add it with `add_node_with_input` to take a `{}`",
+                input.ty.name
+            ),
+        ),
+        (Some(wanted), found) => (
+            format!("its own input `{}`", wanted.name),
+            match found {
+                SendArg::State(_) => state(),
+                SendArg::Input(input) => format!("an input `{}`", input.ty.name),
+            },
+            format!(
+                "send it with `Send::input(\"{name}\", value)` where value is a `{}`",
+                wanted.name
+            ),
+        ),
+    };
+    Err(GraphError::SendInput {
+        from: from.to_owned(),
+        node: name.to_owned(),
+        expected,
+        found,
+        fix,
+    })
 }
 
 /// What the routers of `outgoing` return on `state`.
@@ -472,8 +544,8 @@ mod tests {
             frontier.trigger(node, FROM_START);
         }
         frontier.trigger(1, FROM_START);
-        frontier.pushes.push((1, S::default()));
-        frontier.pushes.push((2, S::default()));
+        frontier.pushes.push((1, SendArg::State(S::default())));
+        frontier.pushes.push((2, SendArg::State(S::default())));
         let tasks = frontier.take_tasks(graph);
         assert_eq!(names(graph, &tasks), ["a", "b10", "b9", "b9", "a"]);
         assert_eq!(

@@ -24,12 +24,13 @@ use crate::checkpoint::{
     CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, StoreOp,
     WriteKind,
 };
-use crate::command::{Goto, Send};
+use crate::command::{Goto, Send, SendArg};
 use crate::compiled::Graph;
 use crate::config::Durability;
 use crate::constants::START;
 use crate::error::GraphError;
 use crate::interrupt::{Interrupt, Interrupted};
+use crate::node_input::InputType;
 use crate::state::{FieldSet, GraphState, StateUpdate};
 use crate::stream::{DebugEvent, StreamMode, StreamPart};
 
@@ -399,6 +400,9 @@ impl<S: GraphState> Run<'_, S> {
             return Ok(());
         };
         if durable.durability == Durability::Exit {
+            // The restored step's kept outputs and answers are used up: later steps' tasks
+            // share its checkpoint id (no checkpoint in between), and must not match them.
+            durable.clear_step();
             let written = match durable.deferred.take() {
                 Some(deferred) => deferred.written.union(written),
                 None => written,
@@ -831,6 +835,8 @@ struct StoredWrites<U: StateUpdate> {
 enum StoredGoto<U: StateUpdate> {
     Node(String),
     Send(String, U),
+    /// A `Send::input`: the node, and its input encoded as the node's input type.
+    Input(String, Bytes),
 }
 
 /// A state as an update that writes every field (how `Send` inputs are stored).
@@ -856,24 +862,52 @@ pub(super) fn encode_writes<S: GraphState>(
         Updates::One(update) => (Some(update.clone()), None),
         Updates::Batch(list) => (None, Some(list.clone())),
     };
+    let mut goto = Vec::with_capacity(writes.goto.len());
+    for g in &writes.goto {
+        goto.push(match g {
+            Goto::Node(name) => StoredGoto::Node(name.clone()),
+            Goto::Send(send) => match &send.arg {
+                SendArg::State(state) => {
+                    StoredGoto::Send(send.node.clone(), state_to_update(state))
+                }
+                SendArg::Input(input) => {
+                    StoredGoto::Input(send.node.clone(), Bytes(input.encode()?))
+                }
+            },
+        });
+    }
     let stored: StoredWrites<S::Update> = StoredWrites {
         update,
         batch,
-        goto: writes
-            .goto
-            .iter()
-            .map(|g| match g {
-                Goto::Node(name) => StoredGoto::Node(name.clone()),
-                Goto::Send(send) => {
-                    StoredGoto::Send(send.node.clone(), state_to_update(&send.input))
-                }
-            })
-            .collect(),
+        goto,
     };
     interning::encode_with_table(&stored, thread)
 }
 
+/// Finds the input type of a node by name (how a stored `Send::input` decodes).
+pub(super) type InputLookup<'a> = &'a dyn Fn(&str) -> Option<InputType>;
+
+/// A stored `Send::input` for `node`, decoded as the node's input type.
+fn decode_input<S>(inputs: InputLookup<'_>, node: String, bytes: &[u8]) -> Result<Send<S>, String> {
+    let Some(ty) = inputs(&node) else {
+        return Err(format!(
+            "a pending Send carries an input to `{node}`, which in this graph does not take one (the graph changed)"
+        ));
+    };
+    let input = ty.decode(bytes).map_err(|e| {
+        format!(
+            "the input of a Send to `{node}` does not decode as `{}`: {e}",
+            ty.name
+        )
+    })?;
+    Ok(Send {
+        node,
+        arg: SendArg::Input(input),
+    })
+}
+
 pub(super) fn decode_writes<S: GraphState>(
+    inputs: InputLookup<'_>,
     node: usize,
     bytes: &[u8],
     thread: Option<&Resolver>,
@@ -890,6 +924,7 @@ pub(super) fn decode_writes<S: GraphState>(
         goto.push(match g {
             StoredGoto::Node(name) => Goto::Node(name),
             StoredGoto::Send(node, input) => Goto::Send(Send::new(node, update_to_state(input)?)),
+            StoredGoto::Input(node, bytes) => Goto::Send(decode_input(inputs, node, &bytes.0)?),
         });
     }
     Ok(TaskWrites {
@@ -908,7 +943,7 @@ pub(crate) struct Restored<S: GraphState> {
     /// The table of shared values, numbered as stored.
     pub(crate) interner: Interner,
     pub(crate) pulls: Vec<usize>,
-    pub(crate) pushes: Vec<(usize, S)>,
+    pub(crate) pushes: Vec<(usize, SendArg<S>)>,
     pub(crate) joins: Vec<Vec<bool>>,
     /// The input of an `input` checkpoint that was not applied yet.
     pub(crate) pending_input: Option<S::Update>,
@@ -1015,17 +1050,24 @@ pub(crate) fn restore<S: GraphState>(
         pulls.push(index);
     }
     let mut pushes = Vec::new();
-    for (name, input) in &body.sends {
+    for (position, (name, input)) in body.sends.iter().enumerate() {
         let index = graph.index.get(name).copied().ok_or_else(|| {
             corrupt(
                 &record,
                 format!("a pending Send targets `{name}`, which is not in this graph"),
             )
         })?;
-        let update = interning::decode_with_table::<S::Update>(&input.0, None)
-            .map_err(|e| corrupt(&record, format!("Send input does not decode: {e}")))?;
-        let input = update_to_state(update).map_err(|e| corrupt(&record, e))?;
-        pushes.push((index, input));
+        let arg = if body.input_sends.contains(&(position as u32)) {
+            let lookup = |node: &str| graph.input_of(node);
+            decode_input::<S>(&lookup, name.clone(), &input.0)
+                .map_err(|e| corrupt(&record, e))?
+                .arg
+        } else {
+            let update = interning::decode_with_table::<S::Update>(&input.0, None)
+                .map_err(|e| corrupt(&record, format!("Send input does not decode: {e}")))?;
+            SendArg::State(update_to_state(update).map_err(|e| corrupt(&record, e))?)
+        };
+        pushes.push((index, arg));
     }
     let joins = if body.joins.len() == graph.joins.len()
         && body
@@ -1052,12 +1094,13 @@ pub(crate) fn restore<S: GraphState>(
                 // The node is set from the task when the writes are used.
                 let node = graph.index.get(&write.node).copied().unwrap_or_default();
                 let output =
-                    decode_writes::<S>(node, &write.data, Some(&resolver)).map_err(|e| {
-                        corrupt(
-                            &record,
-                            format!("output of task `{}` does not decode: {e}", write.task_id),
-                        )
-                    })?;
+                    decode_writes::<S>(&|n| graph.input_of(n), node, &write.data, Some(&resolver))
+                        .map_err(|e| {
+                            corrupt(
+                                &record,
+                                format!("output of task `{}` does not decode: {e}", write.task_id),
+                            )
+                        })?;
                 outputs.insert(write.task_id.clone(), output);
             }
             WriteKind::Output => {}
@@ -1130,11 +1173,16 @@ fn encode_body<S: GraphState>(
     }
     names.extend(next.iter().map(|&n| &*graph.names[n]));
     let mut sends = Vec::with_capacity(frontier.pushes.len());
-    for (node, input) in &frontier.pushes {
-        sends.push((
-            &*graph.names[*node],
-            Bytes(interning::encode_with_table(&state_to_update(input), None)?),
-        ));
+    let mut input_sends = Vec::new();
+    for (position, (node, arg)) in frontier.pushes.iter().enumerate() {
+        let bytes = match arg {
+            SendArg::State(state) => interning::encode_with_table(&state_to_update(state), None)?,
+            SendArg::Input(input) => {
+                input_sends.push(position as u32);
+                input.encode()?
+            }
+        };
+        sends.push((&*graph.names[*node], Bytes(bytes)));
     }
     codec::encode(&BodyRef {
         format: codec::FORMAT,
@@ -1143,6 +1191,7 @@ fn encode_body<S: GraphState>(
         joins: &frontier.joins,
         fields: S::fields().iter().map(|f| f.name).collect(),
         writers,
+        input_sends,
     })
 }
 
@@ -1199,6 +1248,32 @@ pub(crate) fn new_checkpoint_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A body written before typed inputs (no `input_sends`) still reads: its sends are states.
+    #[test]
+    fn bodies_without_input_sends_still_read() {
+        use crate::checkpoint::codec::{self, Body, serde_bytes_vec::Bytes};
+        #[derive(serde::Serialize)]
+        struct OldBody {
+            format: u32,
+            next: Vec<String>,
+            sends: Vec<(String, Bytes)>,
+            joins: Vec<Vec<bool>>,
+            fields: Vec<String>,
+            writers: Vec<String>,
+        }
+        let old = OldBody {
+            format: codec::FORMAT,
+            next: vec!["a".to_owned()],
+            sends: vec![("w".to_owned(), Bytes(vec![0x80]))],
+            joins: Vec::new(),
+            fields: vec!["x".to_owned()],
+            writers: Vec::new(),
+        };
+        let body: Body = codec::decode(&codec::encode(&old).unwrap()).unwrap();
+        assert_eq!(body.sends.len(), 1);
+        assert!(body.input_sends.is_empty());
+    }
+
     #[test]
     fn checkpoint_ids_are_v7_unique_and_ordered() {
         let ids: Vec<String> = (0..10_000).map(|_| super::new_checkpoint_id()).collect();

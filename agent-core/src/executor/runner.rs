@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use tracing::Instrument;
 
-use crate::command::Goto;
+use crate::command::{Goto, SendArg};
 use crate::context::NodeContext;
 use crate::error::GraphError;
 use crate::interrupt::Interrupted;
@@ -242,9 +242,16 @@ impl<S: GraphState> Run<'_, S> {
             task.stream.clone(),
             task.id.clone(),
         );
-        let input = match &task.input {
-            Some(input) => input.clone(),
-            None => self.state.clone(),
+        let ctx = match &task.input {
+            Some(SendArg::Input(input)) => ctx.with_input(input.clone()),
+            _ => ctx,
+        };
+        // A node with its own input gets it through the context; it is handed the step's
+        // state like any node (and does not read it).
+        let (input, own_input) = match &task.input {
+            Some(SendArg::State(state)) => (state.clone(), None),
+            Some(SendArg::Input(input)) => (self.state.clone(), Some(input.clone())),
+            None => (self.state.clone(), None),
         };
         let span = tracing::info_span!("node", node = %name, step);
         let cached = match (&self.graph.cache_policies[task.node], &self.cache) {
@@ -256,11 +263,21 @@ impl<S: GraphState> Run<'_, S> {
             None => futures::future::Either::Left(caught(self.graph.nodes[node].call(input, ctx))),
             Some((policy, cache)) => {
                 let callee = self.graph.nodes[node].clone();
+                let names = self.graph.names.clone();
+                let inputs = self.graph.inputs.clone();
                 futures::future::Either::Right(async move {
-                    let key = policy.key_of(&input).ok();
+                    let key = match &own_input {
+                        Some(own) => policy.key_of_input(own).ok(),
+                        None => policy.key_of(&input).ok(),
+                    };
                     if let Some(key) = &key
                         && let Ok(Some(bytes)) = cache.get(&name, key).await
-                        && let Ok(writes) = super::durable::decode_writes::<S>(node, &bytes, None)
+                        && let Ok(writes) = super::durable::decode_writes::<S>(
+                            &|target: &str| input_of(&names, &inputs, target),
+                            node,
+                            &bytes,
+                            None,
+                        )
                     {
                         return Ok(Ok(writes.into_output()));
                     }
@@ -325,6 +342,16 @@ impl<S: GraphState> Run<'_, S> {
             }),
         }
     }
+}
+
+/// The input type of the node named `target`, when it takes one.
+pub(crate) fn input_of(
+    names: &[std::sync::Arc<str>],
+    inputs: &[Option<crate::node_input::InputType>],
+    target: &str,
+) -> Option<crate::node_input::InputType> {
+    let index = names.iter().position(|n| &**n == target)?;
+    inputs.get(index).copied().flatten()
 }
 
 /// Runs a node's future with panics caught, logging how long it took.

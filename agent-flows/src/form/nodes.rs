@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use agent_core::{BoxError, Runtime, node};
+use agent_core::{BoxError, BoxResult, Runtime, node};
 use agent_llm::{CallOptions, ChatModelExt, Message, invoke_in_node};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -163,7 +163,7 @@ pub async fn check_escalation(
                     &CallOptions::new().task("HumanIntent").max_tokens(20),
                 )
                 .await?;
-            Ok::<_, BoxError>(
+            BoxResult::Ok(
                 reply
                     .value
                     .wants_human

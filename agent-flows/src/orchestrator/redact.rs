@@ -415,6 +415,7 @@ impl<T: DynTool> DynTool for RedactOutput<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_core::BoxResult;
     use serde_json::json;
 
     fn r(text: &str) -> String {
@@ -535,7 +536,7 @@ mod tests {
             "lookup",
             "Looks a person up.",
             |who: Who| async move {
-                Ok::<_, String>(
+                BoxResult::Ok(
                     json!({"name": who.name, "email": "ana@example.com", "password": "x"}),
                 )
             },

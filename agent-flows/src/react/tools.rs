@@ -256,7 +256,7 @@ pub fn tool_node(registry: ToolRegistry) -> ToolNode {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::ManualClock;
+    use agent_core::{BoxResult, ManualClock};
     use serde_json::json;
 
     use super::*;
@@ -307,7 +307,7 @@ mod tests {
 
         let shout = || {
             agent_tools::tool_fn("shout", "Says it louder.", |input: EchoInput| async move {
-                Ok::<_, String>(input.text.to_uppercase())
+                BoxResult::Ok(input.text.to_uppercase())
             })
         };
         assert_eq!(catalog.register_tool(shout()).unwrap(), Registration::Added);
