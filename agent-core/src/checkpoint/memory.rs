@@ -93,6 +93,10 @@ impl Checkpointer for InMemorySaver {
         "memory"
     }
 
+    fn stores_instantly(&self) -> bool {
+        true
+    }
+
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
         let mut threads = self.lock();
         threads

@@ -221,6 +221,14 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// A short name for errors and traces ("sqlite", "postgres", "memory").
     fn backend(&self) -> &'static str;
 
+    /// Whether [`put_batch`](Self::put_batch) completes without waiting on I/O (an in-memory
+    /// store). A run then stores its background (`Durability::Async`) and per-task writes on
+    /// its own task when nothing is queued, instead of handing them to a writer task; a store
+    /// that waits on I/O (the default, `false`) gets them in the background, batched.
+    fn stores_instantly(&self) -> bool {
+        false
+    }
+
     /// Stores a checkpoint and the new blobs it references, atomically.
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError>;
 

@@ -739,13 +739,16 @@ impl Writer {
         if !queue.busy {
             queue.busy = true;
             drop(queue);
+            let mut drain = Box::pin(drain(self.saver.clone(), self.shared.clone()));
             // A store that is done at once (an in-memory saver) needs no task of its own: poll
             // the drain here once, and hand it to a task only if it has to wait.
-            let mut drain = Box::pin(drain(self.saver.clone(), self.shared.clone()));
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            if drain.as_mut().poll(&mut cx).is_pending() {
-                tokio::spawn(drain);
+            if self.saver.stores_instantly() {
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                if drain.as_mut().poll(&mut cx).is_ready() {
+                    return;
+                }
             }
+            tokio::spawn(drain);
         }
     }
 
