@@ -408,6 +408,24 @@ pub struct InputWithContext;
 #[doc(hidden)]
 pub struct InputWithRuntime<C>(std::marker::PhantomData<fn() -> C>);
 
+/// Runs an input node: the task's input of type `I` (an error when the task carries another),
+/// then `start` (which may fail before the node runs, e.g. a missing runtime context).
+fn call_with_input<S, I, Fut, O>(
+    ctx: NodeContext,
+    start: impl FnOnce(I, NodeContext) -> Result<Fut, NodeError>,
+) -> BoxFuture<Result<NodeOutput<S>, NodeError>>
+where
+    S: GraphState,
+    I: NodeInput,
+    Fut: Future<Output = O> + std::marker::Send + 'static,
+    O: IntoNodeOutput<S>,
+{
+    match ctx.task_input::<I>().and_then(|input| start(input, ctx)) {
+        Ok(fut) => Box::pin(async move { fut.await.into_node_output() }),
+        Err(error) => Box::pin(std::future::ready(Err(error))),
+    }
+}
+
 struct InputFn<F, I, M> {
     f: F,
     _marker: std::marker::PhantomData<fn() -> (I, M)>,
@@ -426,13 +444,7 @@ where
         _state: Arc<S>,
         ctx: NodeContext,
     ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
-        match ctx.task_input::<I>() {
-            Ok(input) => {
-                let fut = (self.f)(input);
-                Box::pin(async move { fut.await.into_node_output() })
-            }
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        call_with_input(ctx, |input, _ctx| Ok((self.f)(input)))
     }
 }
 
@@ -449,13 +461,7 @@ where
         _state: Arc<S>,
         ctx: NodeContext,
     ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
-        match ctx.task_input::<I>() {
-            Ok(input) => {
-                let fut = (self.f)(input, ctx);
-                Box::pin(async move { fut.await.into_node_output() })
-            }
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        call_with_input(ctx, |input, ctx| Ok((self.f)(input, ctx)))
     }
 }
 
@@ -473,17 +479,9 @@ where
         _state: Arc<S>,
         ctx: NodeContext,
     ) -> BoxFuture<Result<NodeOutput<S>, NodeError>> {
-        let input = match ctx.task_input::<I>() {
-            Ok(input) => input,
-            Err(error) => return Box::pin(std::future::ready(Err(error))),
-        };
-        match Runtime::from_node_context(ctx) {
-            Ok(runtime) => {
-                let fut = (self.f)(input, runtime);
-                Box::pin(async move { fut.await.into_node_output() })
-            }
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        call_with_input(ctx, |input, ctx| {
+            Ok((self.f)(input, Runtime::from_node_context(ctx)?))
+        })
     }
 }
 

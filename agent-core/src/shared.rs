@@ -139,9 +139,13 @@ impl<T: Ord> Ord for Shared<T> {
 impl<T: Serialize + std::marker::Send + Sync + 'static> Serialize for Shared<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if !serializer.is_human_readable() {
-            let arc: Arc<dyn std::any::Any + std::marker::Send + Sync> = self.0.clone();
-            if let Some(id) = interning::intern(arc, || crate::checkpoint::codec::encode(&*self.0))
-            {
+            // Looked up by address; the `Arc` is cloned into the table only when it is new.
+            let key = Arc::as_ptr(&self.0) as usize;
+            if let Some(id) = interning::intern(
+                key,
+                || self.0.clone(),
+                || crate::checkpoint::codec::encode(&*self.0),
+            ) {
                 let id = id.map_err(serde::ser::Error::custom)?;
                 return interning::Ref(id).serialize(serializer);
             }

@@ -310,13 +310,14 @@ fn address(arc: &AnyArc) -> usize {
     Arc::as_ptr(arc) as *const () as usize
 }
 
-/// The index of `value` in the encoding run's table (numbered now, its bytes from `encode`,
-/// if it is new); `None` when no checkpoint is being encoded on this thread.
+/// The index of the shared value at address `key` in the encoding run's table (numbered
+/// now, kept alive by `value()` and encoded by `encode`, if it is new); `None` when no
+/// checkpoint is being encoded on this thread.
 pub(crate) fn intern(
-    value: AnyArc,
+    key: usize,
+    value: impl FnOnce() -> AnyArc,
     encode: impl FnOnce() -> Result<Vec<u8>, String>,
 ) -> Option<Result<u32, String>> {
-    let key = address(&value);
     let id = SLOT.with(|slot| match &mut *slot.borrow_mut() {
         Slot::Encoding(interner) => {
             interner.used = true;
@@ -330,7 +331,7 @@ pub(crate) fn intern(
                     None => {
                         let id = interner.len;
                         interner.len += 1;
-                        Arc::make_mut(&mut interner.ids).insert(key, (id, value));
+                        Arc::make_mut(&mut interner.ids).insert(key, (id, value()));
                         interner.fresh.push(None);
                         Err(id)
                     }

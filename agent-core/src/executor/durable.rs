@@ -563,29 +563,22 @@ impl<S: GraphState> Run<'_, S> {
         // With `Exit` this is the run's one checkpoint: nothing later compares against it.
         let keep_caches = durable.durability != Durability::Exit;
         let mut interner = std::mem::take(&mut durable.interner);
-        let encoded = interning::encoding(&mut interner, || {
+        let blobs = interning::encoding(&mut interner, || {
             self.encode_fields(written, &id, keep_caches)
+        })
+        .and_then(|mut blobs| {
+            blobs.extend(interner.take_blob(&id)?);
+            Ok(blobs)
         });
+        if blobs.is_err() {
+            interner.discard_fresh();
+        }
+        let shared_version = interner.version().map(str::to_owned);
         let Some(durable) = &mut self.durable else {
             return Ok(None);
         };
-        let shared = match encoded {
-            Ok(mut blobs) => interner.take_blob(&id).map(|shared| {
-                blobs.extend(shared);
-                blobs
-            }),
-            Err(e) => Err(e),
-        };
-        let blobs = match shared {
-            Ok(blobs) => blobs,
-            Err(e) => {
-                interner.discard_fresh();
-                durable.interner = interner;
-                return Err(durable.encode_error(e));
-            }
-        };
-        let shared_version = interner.version().map(str::to_owned);
         durable.interner = interner;
+        let blobs = blobs.map_err(|e| durable.encode_error(e))?;
         durable.rewritten = FieldSet::EMPTY;
         let mut writer_names: Vec<&str> = Vec::with_capacity(1);
         for &n in writers {
