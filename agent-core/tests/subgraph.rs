@@ -161,7 +161,11 @@ fn parent(saver: Arc<dyn agent_core::Checkpointer>) -> agent_core::CompiledGraph
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stopped() {
-    for (name, saver, durability) in common::backends_and_durabilities().await {
+    let mut cases = common::backends_and_durabilities().await;
+    for (name, saver) in common::backends().await {
+        cases.push((name, saver, Durability::Exit));
+    }
+    for (name, saver, durability) in cases {
         let graph = parent(saver.clone());
         let config = RunConfig::default()
             .thread_id(common::unique("sub-pause"))
@@ -450,4 +454,44 @@ async fn a_subgraph_over_another_state_hands_off_by_name_only() {
         error.to_string().contains("cannot carry an update"),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subgraph_visited_twice_in_one_run_runs_twice_with_every_durability() {
+    // The parent loops through the subgraph: with `Exit` no checkpoint separates the two
+    // visits, so both child runs get the same task id and namespace; the second must start
+    // afresh, not find the first one's finished run.
+    for (name, saver) in common::backends().await {
+        let graph = StateGraph::new()
+            .add_node("sub", inner())
+            .add_node("again", step("again"))
+            .add_edge(START, "sub")
+            .add_conditional_edges(
+                "sub",
+                |s: &S| if s.count < 6 { "again" } else { END },
+                ["again", END],
+            )
+            .add_edge("again", "sub")
+            .compile_with(saver)
+            .unwrap();
+        for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+            let config = RunConfig::default()
+                .thread_id(common::unique("twice"))
+                .durability(durability);
+            let out = graph.invoke(S::default(), config.clone()).await.unwrap();
+            assert_eq!(
+                out.log,
+                [
+                    "edit", "check", "again", "edit", "check", "again", "edit", "check"
+                ],
+                "{name} {durability:?}"
+            );
+            // A second invocation on the thread visits it again from the stored position.
+            let out = graph
+                .invoke(SUpdate::default().count(0), config)
+                .await
+                .unwrap();
+            assert_eq!(out.log.len(), 10, "{name} {durability:?}: {:?}", out.log);
+        }
+    }
 }

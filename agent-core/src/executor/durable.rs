@@ -67,6 +67,9 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) pending_input: Option<S::Update>,
     /// With `Durability::Exit`: the checkpoint owed when the run ends.
     deferred: Option<Deferred>,
+    /// The id and parent the next checkpoint written takes (the deferred one's, planned when
+    /// its step ended).
+    planned: Option<(String, Option<String>)>,
     /// Stores in order, in the background.
     writer: Writer,
 }
@@ -74,9 +77,13 @@ pub(crate) struct Durable<S: GraphState> {
 /// An encoded checkpoint, and its `debug` stream item when the caller streams it.
 type Encoded<S> = (StoreOp, Option<StreamPart<S>>);
 
-/// A checkpoint not written yet (`Durability::Exit`): the fields written since the last one,
-/// and the last step's metadata and writers.
+/// A checkpoint not written yet (`Durability::Exit`): its id (planned when its step ended, so
+/// the next step's task ids, and the namespaces of subgraphs they run, are unique per step
+/// and stay valid when it is written), its parent (the last checkpoint stored), the fields
+/// written since the last one, and the last step's metadata and writers.
 struct Deferred {
+    id: String,
+    parent: Option<String>,
     written: FieldSet,
     writes: Option<serde_json::Value>,
     writers: Vec<usize>,
@@ -120,6 +127,7 @@ impl<S: GraphState> Durable<S> {
             interrupted: Vec::new(),
             pending_input: None,
             deferred: None,
+            planned: None,
         };
         let mut restored = restore(graph, loaded)?;
         if let Some(restored) = &mut restored {
@@ -403,11 +411,16 @@ impl<S: GraphState> Run<'_, S> {
             // The restored step's kept outputs and answers are used up: later steps' tasks
             // share its checkpoint id (no checkpoint in between), and must not match them.
             durable.clear_step();
-            let written = match durable.deferred.take() {
-                Some(deferred) => deferred.written.union(written),
-                None => written,
+            let (written, parent) = match durable.deferred.take() {
+                Some(deferred) => (deferred.written.union(written), deferred.parent),
+                None => (written, durable.checkpoint_id.clone()),
             };
+            // The position gets its id now: the next step's tasks are named after it.
+            let id = new_checkpoint_id();
+            durable.checkpoint_id = Some(id.clone());
             durable.deferred = Some(Deferred {
+                id,
+                parent,
                 written,
                 writes,
                 writers: writers.to_vec(),
@@ -417,16 +430,32 @@ impl<S: GraphState> Run<'_, S> {
         self.save(source, writes, written, writers).await
     }
 
+    /// Drops the deferred checkpoint (`Exit`) of a subgraph run that finished: its result
+    /// reaches the parent as the task's writes, so, as in LangGraph, nothing of it is stored
+    /// (a child that pauses or fails stores its position).
+    pub(crate) fn forget_deferred(&mut self) {
+        if let Some(durable) = &mut self.durable {
+            durable.deferred = None;
+        }
+    }
+
     /// Stores what is owed: the deferred checkpoint (`Exit`), and everything queued. Runs
     /// before a run returns, reports an interrupt, or fails.
     pub(crate) async fn flush(&mut self) -> Result<(), GraphError> {
         let deferred = self.durable.as_mut().and_then(|d| d.deferred.take());
         let saved = match deferred {
             Some(Deferred {
+                id,
+                parent,
                 written,
                 writes,
                 writers,
-            }) => self.save(Source::Loop, writes, written, &writers).await,
+            }) => {
+                if let Some(durable) = &mut self.durable {
+                    durable.planned = Some((id, parent));
+                }
+                self.save(Source::Loop, writes, written, &writers).await
+            }
             None => Ok(()),
         };
         let flushed = match &self.durable {
@@ -559,7 +588,10 @@ impl<S: GraphState> Run<'_, S> {
         let Some(durable) = &mut self.durable else {
             return Ok(None);
         };
-        let id = new_checkpoint_id();
+        let (id, parent_id) = match durable.planned.take() {
+            Some(planned) => planned,
+            None => (new_checkpoint_id(), durable.checkpoint_id.clone()),
+        };
         // With `Exit` this is the run's one checkpoint: nothing later compares against it.
         let keep_caches = durable.durability != Durability::Exit;
         let mut interner = std::mem::take(&mut durable.interner);
@@ -613,11 +645,12 @@ impl<S: GraphState> Run<'_, S> {
             .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
             .collect();
         versions.extend(shared_version.map(|v| (interning::FIELD.to_owned(), v)));
+        durable.checkpoint_id = Some(id.clone());
         let record = CheckpointRecord {
             thread_id: durable.thread_id.clone(),
             ns: durable.ns.clone(),
-            id: id.clone(),
-            parent_id: durable.checkpoint_id.replace(id),
+            id,
+            parent_id,
             step: self.step,
             created_at_ms: now_ms(),
             metadata: serde_json::Value::Object(metadata),

@@ -5,7 +5,9 @@
 //!   it starts from an input mapped from the parent's and its final state is mapped back.
 //! - When the parent checkpoints, the child checkpoints too: in the parent's saver and thread,
 //!   under a namespace of its own (LangGraph's `checkpoint_ns`: the parent's, then
-//!   `node:task_id`; nested levels joined by `|`).
+//!   `node:task_id`; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
+//!   a child that finishes stores nothing (its result is its task's writes); one that pauses
+//!   or fails stores where it stopped.
 //! - `interrupt()` inside the child pauses the whole run: the child stores where it stopped
 //!   (and the updates it applied so far), and its task pauses the parent with the child's
 //!   question. Resuming the parent reruns the task, which resumes the child where it stopped
@@ -165,6 +167,9 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
         run.recorded = Some(recorded);
         let ran = run.run_steps().await;
+        if ran.is_ok() && !run.paused {
+            run.forget_deferred();
+        }
         let flushed = run.flush().await;
         // A command for the parent ends the child here (LangGraph's `ParentCommand`).
         let ran = match ran {
