@@ -153,6 +153,17 @@ impl FieldCache {
         }
     }
 
+    /// The length of the stored version's whole encoding, when kept (a size hint for the
+    /// next one).
+    pub(crate) fn encoded_len(&self) -> Option<usize> {
+        match &self.encoding {
+            Encoding::Unknown => None,
+            Encoding::Unsplit(bytes) | Encoding::Other(bytes) | Encoding::Array { bytes, .. } => {
+                Some(bytes.len())
+            }
+        }
+    }
+
     /// How many elements the stored version has, when it is an array.
     pub(crate) fn array_len(&mut self) -> Option<usize> {
         self.settle();

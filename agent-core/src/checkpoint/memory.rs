@@ -1,12 +1,23 @@
-//! `InMemorySaver`: checkpoints in a process-local map. For tests, notebooks and short-lived
-//! programs; everything is lost when the process ends.
+//! `InMemorySaver`: checkpoints in a process-local map. For tests, notebooks, servers that keep
+//! threads in memory and short-lived programs; everything is lost when the process ends.
+//!
+//! A stored checkpoint is packed: its record (less the thread, namespace and id, which are its
+//! keys) and the small blobs it wrote go into one exactly-sized MessagePack buffer (large
+//! blobs are kept as they came, not copied). A record as Rust
+//! values is some thirty allocations (metadata map, versions map, strings) and about 3 KiB;
+//! packed it is one allocation of its bytes, so a long-running process that keeps many
+//! threads grows by what it stores, not by allocator overhead. Reads (a run's start,
+//! `get_state`, history) unpack.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
+use serde::{Deserialize, Serialize};
+
+use super::codec::serde_bytes_vec::Bytes;
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
-    WriteKind, needed_blobs,
+    WriteKind,
 };
 use crate::error::GraphError;
 
@@ -15,9 +26,11 @@ type ThreadKey = (String, String);
 #[derive(Default)]
 struct Thread {
     /// By checkpoint id; ids are time-ordered, so the map is oldest first.
-    checkpoints: BTreeMap<String, CheckpointRecord>,
-    /// By (field, version).
-    blobs: HashMap<(String, String), FieldBlob>,
+    checkpoints: BTreeMap<Box<str>, Stored>,
+    /// Blobs not packed with the checkpoint that wrote them (a version that is no checkpoint
+    /// of this thread and namespace, or one pruned while later checkpoints need its blobs),
+    /// by (field, version).
+    loose: HashMap<(String, String), FieldBlob>,
     /// By checkpoint id.
     writes: HashMap<String, Writes>,
 }
@@ -26,29 +39,225 @@ struct Thread {
 #[derive(Default)]
 struct Writes {
     list: Vec<PendingWrite>,
-    index: HashMap<(String, WriteKind), usize>,
+    /// Positions by (task id, kind), once the list is long enough for a scan to cost more.
+    index: Option<HashMap<(String, WriteKind), usize>>,
 }
+
+/// Lists up to this long are searched by a scan.
+const SCAN: usize = 16;
 
 impl Writes {
     fn put(&mut self, write: PendingWrite) {
-        match self.index.get(&(write.task_id.clone(), write.kind)) {
-            Some(&at) => self.list[at] = write,
+        let at = match &self.index {
+            Some(index) => index.get(&(write.task_id.clone(), write.kind)).copied(),
+            None => self
+                .list
+                .iter()
+                .position(|w| w.kind == write.kind && w.task_id == write.task_id),
+        };
+        match at {
+            Some(at) => self.list[at] = write,
             None => {
-                self.index
-                    .insert((write.task_id.clone(), write.kind), self.list.len());
+                if let Some(index) = &mut self.index {
+                    index.insert((write.task_id.clone(), write.kind), self.list.len());
+                }
                 self.list.push(write);
+                if self.index.is_none() && self.list.len() > SCAN {
+                    self.index = Some(
+                        self.list
+                            .iter()
+                            .enumerate()
+                            .map(|(i, w)| ((w.task_id.clone(), w.kind), i))
+                            .collect(),
+                    );
+                }
             }
         }
     }
 }
 
+/// A stored checkpoint: the packed record with its small blobs, and its large blobs as they
+/// came (moved, not copied).
+struct Stored {
+    packed: Box<[u8]>,
+    large: Box<[FieldBlob]>,
+}
+
+/// Blobs up to this size are packed with their record; larger ones are kept as they are.
+const PACK_UP_TO: usize = 2048;
+
+/// Bytes borrowed for encoding as one MessagePack binary.
+struct RawBytes<'a>(&'a [u8]);
+
+impl Serialize for RawBytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+/// A checkpoint as packed (fields in order; the record's thread, namespace and id are keys).
+#[derive(Serialize)]
+struct PackRef<'a> {
+    parent_id: &'a Option<String>,
+    step: i64,
+    created_at_ms: i64,
+    metadata: &'a serde_json::Value,
+    versions: &'a BTreeMap<String, String>,
+    body: RawBytes<'a>,
+    /// The blobs it wrote: field, delta base, data.
+    blobs: Vec<(&'a str, &'a Option<(String, u64)>, RawBytes<'a>)>,
+}
+
+#[derive(Deserialize)]
+struct Packed {
+    parent_id: Option<String>,
+    step: i64,
+    created_at_ms: i64,
+    metadata: serde_json::Value,
+    versions: BTreeMap<String, String>,
+    body: Bytes,
+    blobs: Vec<(String, Option<(String, u64)>, Bytes)>,
+}
+
+impl Packed {
+    fn read(bytes: &[u8]) -> Result<Packed, GraphError> {
+        rmp_serde::from_slice(bytes).map_err(|e| GraphError::Storage {
+            backend: "memory",
+            detail: format!("unpacking a checkpoint: {e}"),
+        })
+    }
+
+    fn record(self, thread_id: &str, ns: &str, id: &str) -> CheckpointRecord {
+        CheckpointRecord {
+            thread_id: thread_id.to_owned(),
+            ns: ns.to_owned(),
+            id: id.to_owned(),
+            parent_id: self.parent_id,
+            step: self.step,
+            created_at_ms: self.created_at_ms,
+            metadata: self.metadata,
+            versions: self.versions,
+            body: self.body.0,
+        }
+    }
+}
+
+/// Packs `record` with the small blobs of `blobs` whose version is its id; returns the stored
+/// checkpoint and the blobs of other versions.
+fn pack(
+    record: &CheckpointRecord,
+    blobs: Vec<FieldBlob>,
+) -> Result<(Stored, Vec<FieldBlob>), GraphError> {
+    let mut own = Vec::new();
+    let mut large = Vec::new();
+    let mut other = Vec::new();
+    for blob in blobs {
+        if blob.version != record.id {
+            other.push(blob);
+        } else if blob.data.len() > PACK_UP_TO {
+            let mut blob = blob;
+            // An encoding buffer's spare room would be kept as long as the checkpoint.
+            blob.data.shrink_to_fit();
+            large.push(blob);
+        } else {
+            own.push(blob);
+        }
+    }
+    let packed = PackRef {
+        parent_id: &record.parent_id,
+        step: record.step,
+        created_at_ms: record.created_at_ms,
+        metadata: &record.metadata,
+        versions: &record.versions,
+        body: RawBytes(&record.body),
+        blobs: own
+            .iter()
+            .map(|b| (b.field.as_str(), &b.base, RawBytes(&b.data)))
+            .collect(),
+    };
+    // Room for the bytes and the small parts, so the buffer grows at most once.
+    let size = 128
+        + record.body.len()
+        + record.versions.len() * 64
+        + own
+            .iter()
+            .map(|b| b.data.len() + b.field.len() + 48)
+            .sum::<usize>();
+    let mut bytes = Vec::with_capacity(size);
+    rmp_serde::encode::write(&mut bytes, &packed).map_err(|e| GraphError::Storage {
+        backend: "memory",
+        detail: format!("packing checkpoint `{}`: {e}", record.id),
+    })?;
+    Ok((
+        Stored {
+            packed: bytes.into_boxed_slice(),
+            large: large.into_boxed_slice(),
+        },
+        other,
+    ))
+}
+
 impl Thread {
-    fn put(&mut self, record: CheckpointRecord, blobs: Vec<FieldBlob>) {
-        for blob in blobs {
-            self.blobs
+    fn put(&mut self, record: &CheckpointRecord, blobs: Vec<FieldBlob>) -> Result<(), GraphError> {
+        let (packed, loose) = pack(record, blobs)?;
+        for blob in loose {
+            self.loose
                 .insert((blob.field.clone(), blob.version.clone()), blob);
         }
-        self.checkpoints.insert(record.id.clone(), record);
+        self.checkpoints.insert(record.id.as_str().into(), packed);
+        Ok(())
+    }
+
+    /// The blobs checkpoint `version` wrote, unpacked (none if it is not stored here).
+    fn packed_blobs(&self, version: &str) -> Result<Vec<FieldBlob>, GraphError> {
+        let Some(stored) = self.checkpoints.get(version) else {
+            return Ok(Vec::new());
+        };
+        let mut blobs: Vec<FieldBlob> = Packed::read(&stored.packed)?
+            .blobs
+            .into_iter()
+            .map(|(field, base, data)| FieldBlob {
+                field,
+                version: version.to_owned(),
+                base,
+                data: data.0,
+            })
+            .collect();
+        blobs.extend(stored.large.iter().cloned());
+        Ok(blobs)
+    }
+
+    /// Blob (`field`, `version`), wherever it is kept.
+    fn blob(&self, field: &str, version: &str) -> Result<Option<FieldBlob>, GraphError> {
+        if let Some(blob) = self.loose.get(&(field.to_owned(), version.to_owned())) {
+            return Ok(Some(blob.clone()));
+        }
+        Ok(self
+            .packed_blobs(version)?
+            .into_iter()
+            .find(|b| b.field == field))
+    }
+
+    /// Every blob `wanted` needs: the versions, and the delta bases they extend.
+    fn needed(
+        &self,
+        wanted: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Vec<FieldBlob>, GraphError> {
+        let mut found: HashMap<(String, String), FieldBlob> = HashMap::new();
+        let mut stack: Vec<(String, String)> = wanted.into_iter().collect();
+        while let Some(key) = stack.pop() {
+            if found.contains_key(&key) {
+                continue;
+            }
+            let Some(blob) = self.blob(&key.0, &key.1)? else {
+                continue;
+            };
+            if let Some((base, _)) = &blob.base {
+                stack.push((key.0.clone(), base.clone()));
+            }
+            found.insert(key, blob);
+        }
+        Ok(found.into_values().collect())
     }
 }
 
@@ -72,12 +281,25 @@ impl InMemorySaver {
 
     /// Bytes of blobs stored for a thread (for storage measurements).
     pub fn blob_bytes(&self, thread_id: &str) -> usize {
-        self.lock()
-            .iter()
-            .filter(|((t, _), _)| t == thread_id)
-            .flat_map(|(_, th)| th.blobs.values())
-            .map(|b| b.data.len())
-            .sum()
+        let threads = self.lock();
+        let mut total = 0;
+        for ((t, _), thread) in threads.iter() {
+            if t != thread_id {
+                continue;
+            }
+            total += thread.loose.values().map(|b| b.data.len()).sum::<usize>();
+            for stored in thread.checkpoints.values() {
+                if let Ok(packed) = Packed::read(&stored.packed) {
+                    total += packed
+                        .blobs
+                        .iter()
+                        .map(|(_, _, d)| d.0.len())
+                        .sum::<usize>();
+                }
+                total += stored.large.iter().map(|b| b.data.len()).sum::<usize>();
+            }
+        }
+        total
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadKey, Thread>> {
@@ -102,18 +324,26 @@ impl Checkpointer for InMemorySaver {
         threads
             .entry((record.thread_id.clone(), record.ns.clone()))
             .or_default()
-            .put(record.clone(), blobs.to_vec());
-        Ok(())
+            .put(record, blobs.to_vec())
     }
 
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
         let mut threads = self.lock();
         for op in ops {
             match op {
-                StoreOp::Checkpoint { record, blobs } => threads
-                    .entry((record.thread_id.clone(), record.ns.clone()))
-                    .or_default()
-                    .put(record, blobs),
+                StoreOp::Checkpoint { record, blobs } => {
+                    let key = (record.thread_id, record.ns);
+                    let thread = match threads.get_mut(&key) {
+                        Some(thread) => thread,
+                        None => threads.entry(key.clone()).or_default(),
+                    };
+                    let record = CheckpointRecord {
+                        thread_id: key.0,
+                        ns: key.1,
+                        ..record
+                    };
+                    thread.put(&record, blobs)?;
+                }
                 StoreOp::Writes {
                     thread_id,
                     ns,
@@ -163,26 +393,15 @@ impl Checkpointer for InMemorySaver {
         let Some(thread) = threads.get(&(thread_id.to_owned(), ns.to_owned())) else {
             return Ok(LoadedCheckpoint::default());
         };
-        let record = match checkpoint_id {
-            Some(id) => thread.checkpoints.get(id),
-            None => thread.checkpoints.values().next_back(),
+        let found = match checkpoint_id {
+            Some(id) => thread.checkpoints.get_key_value(id),
+            None => thread.checkpoints.iter().next_back(),
         };
-        let Some(record) = record.cloned() else {
+        let Some((id, stored)) = found else {
             return Ok(LoadedCheckpoint::default());
         };
-        let needed = needed_blobs(
-            record.versions.iter().map(|(f, v)| (f.clone(), v.clone())),
-            |f, v| {
-                thread
-                    .blobs
-                    .get(&(f.to_owned(), v.to_owned()))
-                    .and_then(|b| b.base.as_ref())
-            },
-        );
-        let blobs = needed
-            .iter()
-            .filter_map(|k| thread.blobs.get(k).cloned())
-            .collect();
+        let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+        let blobs = thread.needed(record.versions.iter().map(|(f, v)| (f.clone(), v.clone())))?;
         let writes = thread
             .writes
             .get(&record.id)
@@ -205,15 +424,21 @@ impl Checkpointer for InMemorySaver {
         let Some(thread) = threads.get(&(thread_id.to_owned(), ns.to_owned())) else {
             return Ok(Vec::new());
         };
-        Ok(thread
-            .checkpoints
-            .values()
-            .rev()
-            .filter(|r| filter.before.as_ref().is_none_or(|b| r.id < *b))
-            .filter(|r| filter.matches_metadata(&r.metadata))
-            .take(filter.limit.unwrap_or(usize::MAX))
-            .cloned()
-            .collect())
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        for (id, stored) in thread.checkpoints.iter().rev() {
+            if out.len() >= limit {
+                break;
+            }
+            if filter.before.as_deref().is_some_and(|b| **id >= *b) {
+                continue;
+            }
+            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+            if filter.matches_metadata(&record.metadata) {
+                out.push(record);
+            }
+        }
+        Ok(out)
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
@@ -235,29 +460,46 @@ impl Checkpointer for InMemorySaver {
         if total <= keep_last {
             return Ok(0);
         }
-        let doomed: Vec<String> = thread
+        let doomed: Vec<Box<str>> = thread
             .checkpoints
             .keys()
             .take(total - keep_last)
             .cloned()
             .collect();
+        // What the kept checkpoints need, with the delta bases (read before anything goes).
+        let mut kept_versions = Vec::new();
+        for (id, stored) in thread.checkpoints.iter().skip(total - keep_last) {
+            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+            kept_versions.extend(record.versions);
+        }
+        let mut needed = std::collections::HashSet::new();
+        let mut stack = kept_versions;
+        while let Some(key) = stack.pop() {
+            if needed.contains(&key) {
+                continue;
+            }
+            if let Some(blob) = thread.blob(&key.0, &key.1)?
+                && let Some((base, _)) = blob.base
+            {
+                stack.push((key.0.clone(), base));
+            }
+            needed.insert(key);
+        }
+        // A doomed checkpoint's blobs that are still needed move to the loose map.
+        for id in &doomed {
+            for blob in thread.packed_blobs(id)? {
+                if needed.contains(&(blob.field.clone(), blob.version.clone())) {
+                    thread
+                        .loose
+                        .insert((blob.field.clone(), blob.version.clone()), blob);
+                }
+            }
+        }
         for id in &doomed {
             thread.checkpoints.remove(id);
-            thread.writes.remove(id);
+            thread.writes.remove(&**id);
         }
-        let needed = needed_blobs(
-            thread
-                .checkpoints
-                .values()
-                .flat_map(|r| r.versions.iter().map(|(f, v)| (f.clone(), v.clone()))),
-            |f, v| {
-                thread
-                    .blobs
-                    .get(&(f.to_owned(), v.to_owned()))
-                    .and_then(|b| b.base.as_ref())
-            },
-        );
-        thread.blobs.retain(|k, _| needed.contains(k));
+        thread.loose.retain(|k, _| needed.contains(k));
         Ok(doomed.len())
     }
 }

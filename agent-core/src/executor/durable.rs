@@ -700,7 +700,12 @@ impl<S: GraphState> Run<'_, S> {
             let blob = match appended {
                 Some(blob) => blob,
                 None => {
-                    let mut bytes = Vec::new();
+                    // Sized from the stored version when there is one.
+                    let size = cache
+                        .as_ref()
+                        .and_then(|c| c.encoded_len())
+                        .map_or(0, |len| len + len / 8 + 16);
+                    let mut bytes = Vec::with_capacity(size);
                     self.state
                         .serialize_field(
                             index,
