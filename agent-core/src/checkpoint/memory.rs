@@ -21,7 +21,24 @@ use super::{
 };
 use crate::error::GraphError;
 
-type ThreadKey = (String, String);
+/// Threads by id, then namespace (looked up by `&str`, no key to allocate).
+#[derive(Default)]
+struct Threads(HashMap<String, HashMap<String, Thread>>);
+
+impl Threads {
+    fn get(&self, thread_id: &str, ns: &str) -> Option<&Thread> {
+        self.0.get(thread_id)?.get(ns)
+    }
+
+    fn get_mut(&mut self, thread_id: &str, ns: &str) -> Option<&mut Thread> {
+        self.0.get_mut(thread_id)?.get_mut(ns)
+    }
+
+    /// The thread, created when new (the key strings are moved in, not copied).
+    fn at(&mut self, thread_id: String, ns: String) -> &mut Thread {
+        self.0.entry(thread_id).or_default().entry(ns).or_default()
+    }
+}
 
 #[derive(Default)]
 struct Thread {
@@ -264,7 +281,7 @@ impl Thread {
 /// Checkpoints in memory.
 #[derive(Default)]
 pub struct InMemorySaver {
-    threads: Mutex<HashMap<ThreadKey, Thread>>,
+    threads: Mutex<Threads>,
 }
 
 impl std::fmt::Debug for InMemorySaver {
@@ -283,10 +300,12 @@ impl InMemorySaver {
     pub fn blob_bytes(&self, thread_id: &str) -> usize {
         let threads = self.lock();
         let mut total = 0;
-        for ((t, _), thread) in threads.iter() {
-            if t != thread_id {
-                continue;
-            }
+        for thread in threads
+            .0
+            .get(thread_id)
+            .into_iter()
+            .flat_map(|s| s.values())
+        {
             total += thread.loose.values().map(|b| b.data.len()).sum::<usize>();
             for stored in thread.checkpoints.values() {
                 if let Ok(packed) = Packed::read(&stored.packed) {
@@ -302,7 +321,7 @@ impl InMemorySaver {
         total
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadKey, Thread>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Threads> {
         // A panic while holding the lock leaves consistent data (each method mutates at the
         // end), so a poisoned lock is still usable.
         self.threads.lock().unwrap_or_else(|p| p.into_inner())
@@ -322,8 +341,7 @@ impl Checkpointer for InMemorySaver {
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
         let mut threads = self.lock();
         threads
-            .entry((record.thread_id.clone(), record.ns.clone()))
-            .or_default()
+            .at(record.thread_id.clone(), record.ns.clone())
             .put(record, blobs.to_vec())
     }
 
@@ -331,18 +349,11 @@ impl Checkpointer for InMemorySaver {
         let mut threads = self.lock();
         for op in ops {
             match op {
-                StoreOp::Checkpoint { record, blobs } => {
-                    let key = (record.thread_id, record.ns);
-                    let thread = match threads.get_mut(&key) {
-                        Some(thread) => thread,
-                        None => threads.entry(key.clone()).or_default(),
-                    };
-                    let record = CheckpointRecord {
-                        thread_id: key.0,
-                        ns: key.1,
-                        ..record
-                    };
-                    thread.put(&record, blobs)?;
+                StoreOp::Checkpoint { mut record, blobs } => {
+                    // The keys move into the map (packing reads neither).
+                    let thread_id = std::mem::take(&mut record.thread_id);
+                    let ns = std::mem::take(&mut record.ns);
+                    threads.at(thread_id, ns).put(&record, blobs)?;
                 }
                 StoreOp::Writes {
                     thread_id,
@@ -351,8 +362,7 @@ impl Checkpointer for InMemorySaver {
                     writes,
                 } => {
                     let list = threads
-                        .entry((thread_id, ns))
-                        .or_default()
+                        .at(thread_id, ns)
                         .writes
                         .entry(checkpoint_id)
                         .or_default();
@@ -373,9 +383,7 @@ impl Checkpointer for InMemorySaver {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        let thread = threads
-            .entry((thread_id.to_owned(), ns.to_owned()))
-            .or_default();
+        let thread = threads.at(thread_id.to_owned(), ns.to_owned());
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
             list.put(write.clone());
@@ -390,7 +398,7 @@ impl Checkpointer for InMemorySaver {
         checkpoint_id: Option<&str>,
     ) -> Result<LoadedCheckpoint, GraphError> {
         let threads = self.lock();
-        let Some(thread) = threads.get(&(thread_id.to_owned(), ns.to_owned())) else {
+        let Some(thread) = threads.get(thread_id, ns) else {
             return Ok(LoadedCheckpoint::default());
         };
         let found = match checkpoint_id {
@@ -421,7 +429,7 @@ impl Checkpointer for InMemorySaver {
         filter: &ListFilter,
     ) -> Result<Vec<CheckpointRecord>, GraphError> {
         let threads = self.lock();
-        let Some(thread) = threads.get(&(thread_id.to_owned(), ns.to_owned())) else {
+        let Some(thread) = threads.get(thread_id, ns) else {
             return Ok(Vec::new());
         };
         let limit = filter.limit.unwrap_or(usize::MAX);
@@ -442,7 +450,7 @@ impl Checkpointer for InMemorySaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
-        self.lock().retain(|(t, _), _| t != thread_id);
+        self.lock().0.remove(thread_id);
         Ok(())
     }
 
@@ -453,7 +461,7 @@ impl Checkpointer for InMemorySaver {
         keep_last: usize,
     ) -> Result<usize, GraphError> {
         let mut threads = self.lock();
-        let Some(thread) = threads.get_mut(&(thread_id.to_owned(), ns.to_owned())) else {
+        let Some(thread) = threads.get_mut(thread_id, ns) else {
             return Ok(0);
         };
         let total = thread.checkpoints.len();

@@ -207,7 +207,8 @@ impl<S: GraphState> Run<'_, S> {
 
     /// The writes an earlier attempt of this step kept for `task`, if it finished.
     pub(crate) fn kept_writes(&self, task: &Task<S>) -> Option<TaskWrites<S>> {
-        let kept = self.durable.as_ref()?.outputs.get(task.id.as_ref()?)?;
+        let durable = self.durable.as_ref().filter(|d| !d.outputs.is_empty())?;
+        let kept = durable.outputs.get(task.id.as_ref()?)?;
         let mut writes = kept.clone();
         writes.node = task.node;
         Some(writes)
@@ -216,7 +217,9 @@ impl<S: GraphState> Run<'_, S> {
     /// The resume values for `task`'s interrupts.
     pub(crate) fn resume_values(&self, task: &Task<S>) -> Vec<serde_json::Value> {
         match (&self.durable, &task.id) {
-            (Some(durable), Some(id)) => durable.resume.get(id).cloned().unwrap_or_default(),
+            (Some(durable), Some(id)) if !durable.resume.is_empty() => {
+                durable.resume.get(id).cloned().unwrap_or_default()
+            }
             _ => Vec::new(),
         }
     }
@@ -1231,10 +1234,22 @@ fn encode_body<S: GraphState>(
 
 /// Task id of a step's task: the checkpoint the step starts from, plus the task's path.
 pub(crate) fn task_id(checkpoint_id: &str, node: &str, push: Option<usize>) -> String {
+    // Built by hand: one allocation of the right size, no formatting machinery (one per task
+    // per step).
+    let mut id = String::with_capacity(checkpoint_id.len() + 6 + node.len().max(20));
+    id.push_str(checkpoint_id);
     match push {
-        None => format!("{checkpoint_id}:pull:{node}"),
-        Some(i) => format!("{checkpoint_id}:push:{i}"),
+        None => {
+            id.push_str(":pull:");
+            id.push_str(node);
+        }
+        Some(i) => {
+            use std::fmt::Write;
+            id.push_str(":push:");
+            let _ = write!(id, "{i}");
+        }
     }
+    id
 }
 
 /// Milliseconds since the Unix epoch.
@@ -1277,7 +1292,11 @@ pub(crate) fn new_checkpoint_id() -> String {
         | ((counter >> 62) << 64)
         | (0b10 << 62)
         | (counter & ((1 << 62) - 1));
-    uuid::Uuid::from_u128(value).hyphenated().to_string()
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    uuid::Uuid::from_u128(value)
+        .hyphenated()
+        .encode_lower(&mut text)
+        .to_owned()
 }
 
 #[cfg(test)]

@@ -265,7 +265,9 @@ impl<S: GraphState> Run<'_, S> {
                 let callee = self.graph.nodes[node].clone();
                 let names = self.graph.names.clone();
                 let inputs = self.graph.inputs.clone();
-                futures::future::Either::Right(async move {
+                // Boxed: the cached path's future is large, and an `Either` is as large as
+                // its larger side (every task's future is copied into its spawned task).
+                futures::future::Either::Right(Box::pin(async move {
                     let key = match &own_input {
                         Some(own) => policy.key_of_input(own).ok(),
                         None => policy.key_of(&input).ok(),
@@ -291,7 +293,7 @@ impl<S: GraphState> Run<'_, S> {
                         }
                     }
                     result
-                })
+                }))
             }
         };
         call.instrument(span)

@@ -98,7 +98,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             writes_metadata: parent.writes_metadata,
             ..RunConfig::default()
         };
-        let mut run = Run::open_with(graph, saver, context.clone(), config, new_run_id(), None)
+        let mut run = Run::open_with(graph, saver, context, config, new_run_id(), None)
             .await
             .map_err(failed)?;
         let mut path = ctx.ns().to_vec();
@@ -107,16 +107,27 @@ impl<'g, S: GraphState> Run<'g, S> {
         if sink.is_some() {
             run.frontier.track_sources();
         }
-        run.info = Arc::new(RunInfo {
-            run_id: run.info.run_id.clone(),
-            config: run.info.config.clone(),
-            can_pause: run.durable.is_some(),
-            sink,
-            usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
-            ns: path,
-            context,
-            saver: run.info.saver.clone(),
-        });
+        // The run's info is its own until its first task starts.
+        let can_pause = run.durable.is_some();
+        match Arc::get_mut(&mut run.info) {
+            Some(info) => {
+                info.can_pause = can_pause;
+                info.sink = sink;
+                info.ns = path;
+            }
+            None => {
+                run.info = Arc::new(RunInfo {
+                    run_id: run.info.run_id.clone(),
+                    config: run.info.config.clone(),
+                    can_pause,
+                    sink,
+                    usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+                    ns: path,
+                    context: run.info.context.clone(),
+                    saver: run.info.saver.clone(),
+                })
+            }
+        }
         let mut recorded = Vec::new();
         let resuming = run
             .durable
