@@ -45,9 +45,18 @@ pub(crate) struct BodyRef<'a> {
     pub(crate) next: Vec<&'a str>,
     pub(crate) sends: Vec<(&'a str, serde_bytes_vec::Bytes)>,
     pub(crate) joins: &'a [Vec<bool>],
-    pub(crate) fields: Vec<&'static str>,
+    pub(crate) fields: FieldNames,
     pub(crate) writers: &'a [&'a str],
     pub(crate) input_sends: Vec<u32>,
+}
+
+/// A state's field names, encoded as a list without collecting them.
+pub(crate) struct FieldNames(pub(crate) &'static [crate::state::FieldInfo]);
+
+impl serde::Serialize for FieldNames {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|f| f.name))
+    }
 }
 
 /// Byte vectors encoded as MessagePack bin (not arrays of numbers).

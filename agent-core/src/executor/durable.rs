@@ -1221,15 +1221,33 @@ fn encode_body<S: GraphState>(
         };
         sends.push((&*graph.names[*node], Bytes(bytes)));
     }
-    codec::encode(&BodyRef {
+    let fields = S::fields();
+    // Room for the names and the sends' bytes: one allocation in the common case.
+    let size = 64
+        + fields.iter().map(|f| f.name.len() + 1).sum::<usize>()
+        + names
+            .iter()
+            .chain(writers)
+            .map(|n| n.len() + 1)
+            .sum::<usize>()
+        + sends
+            .iter()
+            .map(|(n, b)| n.len() + b.0.len() + 8)
+            .sum::<usize>()
+        + frontier.joins.iter().map(|j| j.len() + 1).sum::<usize>();
+    let mut bytes = Vec::with_capacity(size);
+    BodyRef {
         format: codec::FORMAT,
         next: names,
         sends,
         joins: &frontier.joins,
-        fields: S::fields().iter().map(|f| f.name).collect(),
+        fields: codec::FieldNames(fields),
         writers,
         input_sends,
-    })
+    }
+    .serialize(&mut rmp_serde::Serializer::new(&mut bytes).with_struct_map())
+    .map_err(|e| e.to_string())?;
+    Ok(bytes)
 }
 
 /// Task id of a step's task: the checkpoint the step starts from, plus the task's path.
