@@ -55,6 +55,9 @@ pub(crate) struct RunInfo {
     pub(crate) context: Option<AnyContext>,
     /// Where the run checkpoints (its subgraphs checkpoint there too, in their namespace).
     pub(crate) saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+    /// The run's writer to that saver (its subgraphs' runs store through it too, so their
+    /// checkpoints batch with the parent's and their siblings').
+    pub(crate) writer: Option<crate::executor::Writer>,
 }
 
 impl std::fmt::Debug for RunInfo {
@@ -154,6 +157,11 @@ impl NodeContext {
         self.inner.run.saver.clone()
     }
 
+    /// The run's writer to its saver.
+    pub(crate) fn writer(&self) -> Option<crate::executor::Writer> {
+        self.inner.run.writer.clone()
+    }
+
     /// A context outside any run, for calling a node directly (unit tests of nodes).
     pub fn detached(node: &str) -> Self {
         NodeContext::new(
@@ -169,6 +177,7 @@ impl NodeContext {
                 ns: Vec::new(),
                 context: None,
                 saver: None,
+                writer: None,
             }),
             Vec::new(),
             None,

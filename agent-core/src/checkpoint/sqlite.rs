@@ -416,95 +416,12 @@ impl Checkpointer for SqliteSaver {
             ns.to_owned(),
             checkpoint_id.map(str::to_owned),
         );
-        self.with(move |c| {
-            let tx = c.transaction().map_err(err)?;
-            let row = match &id {
-                Some(id) => tx
-                    .query_row(
-                        &format!("SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"),
-                        params![thread, ns, id],
-                        record_from_row,
-                    )
-                    .optional(),
-                None => tx
-                    .query_row(
-                        &format!("SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1"),
-                        params![thread, ns],
-                        record_from_row,
-                    )
-                    .optional(),
-            }
-            .map_err(err)?;
-            let Some(row) = row else {
-                return Ok(LoadedCheckpoint::default());
-            };
-            let versions_json = row.2.clone();
-            let record = finish_record(row)?;
-            let blobs = {
-            let mut stmt = tx
-                .prepare_cached(
-                    "WITH RECURSIVE chain(field, version) AS (
-                         SELECT key, value FROM json_each(?3)
-                         UNION
-                         SELECT b.field, b.base_version FROM chain c CROSS JOIN blobs b
-                           ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
-                          WHERE b.base_version IS NOT NULL
-                     )
-                     SELECT b.field, b.version, b.base_version, b.base_len, b.data
-                       FROM chain c CROSS JOIN blobs b
-                         ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
-                )
-                .map_err(err)?;
-            let blobs = stmt
-                .query_map(params![thread, ns, versions_json], |r| {
-                    let base: Option<String> = r.get(2)?;
-                    let len: Option<i64> = r.get(3)?;
-                    Ok(FieldBlob {
-                        field: r.get(0)?,
-                        version: r.get(1)?,
-                        base: base.map(|b| (b, len.unwrap_or(0) as u64)),
-                        data: r.get(4)?,
-                    })
-                })
-                .map_err(err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(err)?;
-            blobs
-            };
-            let writes = {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT task_id, kind, node, data FROM writes
-                      WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 ORDER BY rowid",
-                )
-                .map_err(err)?;
-            let writes = stmt
-                .query_map(params![thread, ns, record.id], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, Vec<u8>>(3)?))
-                })
-                .map_err(err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(err)?
-                .into_iter()
-                .map(|(task_id, kind, node, data)| {
-                    let kind = WriteKind::from_code(kind).ok_or_else(|| GraphError::CorruptCheckpoint {
-                        thread_id: thread.clone(),
-                        checkpoint_id: record.id.clone(),
-                        detail: format!("unknown pending write kind {kind}"),
-                    })?;
-                    Ok(PendingWrite { task_id, node, kind, data })
-                })
-                .collect::<Result<Vec<_>, GraphError>>()?;
-            writes
-            };
-            tx.commit().map_err(err)?;
-            Ok(LoadedCheckpoint {
-                record: Some(record),
-                blobs,
-                writes,
-            })
-        })
-        .await
+        // A read does not wait for other processes (WAL): on this thread when the connection
+        // is free (a run's start; most often a thread with nothing stored yet).
+        if let Ok(mut conn) = self.conn.try_lock() {
+            return load(&mut conn, thread, ns, id);
+        }
+        self.with(move |c| load(c, thread, ns, id)).await
     }
 
     async fn list(
@@ -662,4 +579,112 @@ impl Checkpointer for SqliteSaver {
         })
         .await
     }
+}
+
+/// The checkpoint (`id`, or the latest) of a thread and namespace, with the blobs and pending
+/// writes it needs; one read transaction.
+fn load(
+    c: &mut Connection,
+    thread: String,
+    ns: String,
+    id: Option<String>,
+) -> Result<LoadedCheckpoint, GraphError> {
+    let tx = c.transaction().map_err(err)?;
+    let row = match &id {
+                Some(id) => tx
+                    .prepare_cached(&format!(
+                        "SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"
+                    ))
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![thread, ns, id], record_from_row)
+                            .optional()
+                    }),
+                None => tx
+                    .prepare_cached(&format!(
+                        "SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1"
+                    ))
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![thread, ns], record_from_row).optional()
+                    }),
+            }
+            .map_err(err)?;
+    let Some(row) = row else {
+        return Ok(LoadedCheckpoint::default());
+    };
+    let versions_json = row.2.clone();
+    let record = finish_record(row)?;
+    let blobs = {
+        let mut stmt = tx
+                .prepare_cached(
+                    "WITH RECURSIVE chain(field, version) AS (
+                         SELECT key, value FROM json_each(?3)
+                         UNION
+                         SELECT b.field, b.base_version FROM chain c CROSS JOIN blobs b
+                           ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
+                          WHERE b.base_version IS NOT NULL
+                     )
+                     SELECT b.field, b.version, b.base_version, b.base_len, b.data
+                       FROM chain c CROSS JOIN blobs b
+                         ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
+                )
+                .map_err(err)?;
+        let blobs = stmt
+            .query_map(params![thread, ns, versions_json], |r| {
+                let base: Option<String> = r.get(2)?;
+                let len: Option<i64> = r.get(3)?;
+                Ok(FieldBlob {
+                    field: r.get(0)?,
+                    version: r.get(1)?,
+                    base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                    data: r.get(4)?,
+                })
+            })
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        blobs
+    };
+    let writes = {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT task_id, kind, node, data FROM writes
+                      WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 ORDER BY rowid",
+            )
+            .map_err(err)?;
+        let writes = stmt
+            .query_map(params![thread, ns, record.id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?
+            .into_iter()
+            .map(|(task_id, kind, node, data)| {
+                let kind =
+                    WriteKind::from_code(kind).ok_or_else(|| GraphError::CorruptCheckpoint {
+                        thread_id: thread.clone(),
+                        checkpoint_id: record.id.clone(),
+                        detail: format!("unknown pending write kind {kind}"),
+                    })?;
+                Ok(PendingWrite {
+                    task_id,
+                    node,
+                    kind,
+                    data,
+                })
+            })
+            .collect::<Result<Vec<_>, GraphError>>()?;
+        writes
+    };
+    tx.commit().map_err(err)?;
+    Ok(LoadedCheckpoint {
+        record: Some(record),
+        blobs,
+        writes,
+    })
 }

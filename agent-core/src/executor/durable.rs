@@ -99,6 +99,7 @@ impl<S: GraphState> Durable<S> {
         ns: String,
         checkpoint_id: Option<String>,
         durability: Durability,
+        writer: Writer,
     ) -> Result<(Self, Option<Restored<S>>), GraphError> {
         let loaded = saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?;
         if loaded.record.is_none()
@@ -111,7 +112,7 @@ impl<S: GraphState> Durable<S> {
         }
         let fields = S::fields().len();
         let mut durable = Durable {
-            writer: Writer::new(saver.clone()),
+            writer,
             saver,
             thread_id,
             ns,
@@ -731,7 +732,8 @@ impl<S: GraphState> Run<'_, S> {
 /// are being stored goes with the next batch (one `put_batch`, one transaction), so task
 /// writes that land together cost one round trip. A failed store drops what follows it (a
 /// checkpoint may depend on the blobs before it) and is reported by the next flush.
-struct Writer {
+#[derive(Clone)]
+pub(crate) struct Writer {
     saver: Arc<dyn Checkpointer>,
     shared: Arc<WriterShared>,
 }
@@ -751,7 +753,7 @@ struct Queue {
 }
 
 impl Writer {
-    fn new(saver: Arc<dyn Checkpointer>) -> Self {
+    pub(crate) fn new(saver: Arc<dyn Checkpointer>) -> Self {
         Writer {
             saver,
             shared: Arc::default(),

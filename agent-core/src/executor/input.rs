@@ -31,14 +31,15 @@ impl<'g, S: GraphState> Run<'g, S> {
         run_id: Arc<str>,
         emitter: Option<Arc<Emitter<S>>>,
     ) -> Result<Self, GraphError> {
-        Self::open_with(graph, None, context, config, run_id, emitter).await
+        Self::open_with(graph, None, None, context, config, run_id, emitter).await
     }
 
-    /// [`open`](Self::open), checkpointing to `saver` when given (a subgraph uses its
-    /// parent's) instead of the graph's own.
+    /// [`open`](Self::open), checkpointing to `saver` when given, through `writer` when given
+    /// (a subgraph uses its parent's) instead of the graph's own.
     pub(crate) async fn open_with(
         graph: &'g Graph<S>,
         saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+        writer: Option<super::Writer>,
         context: Option<AnyContext>,
         config: RunConfig,
         run_id: Arc<str>,
@@ -71,6 +72,10 @@ impl<'g, S: GraphState> Run<'g, S> {
             (Some(saver), Some(thread)) => Some((saver, thread.clone())),
             _ => None,
         };
+        // The parent's writer for a subgraph's run (same saver), else one of its own.
+        let writer = saver
+            .as_ref()
+            .map(|(s, _)| writer.unwrap_or_else(|| super::Writer::new(s.clone())));
         let ns = config.checkpoint_ns.clone();
         let checkpoint_id = config.checkpoint_id.clone();
         let durability = config.durability;
@@ -79,6 +84,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             config,
             can_pause: saver.is_some(),
             saver: saver.as_ref().map(|(s, _)| s.clone()),
+            writer: writer.clone(),
             sink: emitter
                 .clone()
                 .map(|e| e as Arc<dyn crate::stream::NodeSink>),
@@ -105,11 +111,19 @@ impl<'g, S: GraphState> Run<'g, S> {
             recorded: None,
             cache: None,
         };
-        let Some((saver, thread_id)) = saver else {
+        let (Some((saver, thread_id)), Some(writer)) = (saver, writer) else {
             return Ok(run);
         };
-        let (durable, restored) =
-            Durable::open(graph, saver, thread_id, ns, checkpoint_id, durability).await?;
+        let (durable, restored) = Durable::open(
+            graph,
+            saver,
+            thread_id,
+            ns,
+            checkpoint_id,
+            durability,
+            writer,
+        )
+        .await?;
         if let Some(Restored {
             record,
             state,

@@ -33,7 +33,7 @@ use crate::state::GraphState;
 use crate::stream::{CHANNEL_CAPACITY, Emitter, GraphStream, StreamMode, StreamModes};
 
 pub(crate) use algo::{Frontier, Task, route};
-pub(crate) use durable::{Durable, Restored, restore, shared_table, task_id};
+pub(crate) use durable::{Durable, Restored, Writer, restore, shared_table, task_id};
 pub use output::{RunOutput, RunPath};
 use runner::{Done, TaskWrites, to_json};
 pub(crate) use subgraph::{APPLIED as SUBGRAPH_APPLIED, ChildStart, child_ns};

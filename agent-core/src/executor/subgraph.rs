@@ -83,6 +83,8 @@ impl<'g, S: GraphState> Run<'g, S> {
         let saver = ctx
             .saver()
             .filter(|_| parent.thread_id.is_some() && ctx.task_id().is_some());
+        // Stored through the parent's writer: batched with the parent's and its siblings'.
+        let writer = saver.as_ref().and_then(|_| ctx.writer());
         let ns = match (&saver, ctx.task_id()) {
             (Some(_), Some(task)) => child_ns(&parent.checkpoint_ns, ctx.node(), task),
             _ => String::new(),
@@ -98,7 +100,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             writes_metadata: parent.writes_metadata,
             ..RunConfig::default()
         };
-        let mut run = Run::open_with(graph, saver, context, config, new_run_id(), None)
+        let mut run = Run::open_with(graph, saver, writer, context, config, new_run_id(), None)
             .await
             .map_err(failed)?;
         let mut path = ctx.ns().to_vec();
@@ -125,6 +127,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                     ns: path,
                     context: run.info.context.clone(),
                     saver: run.info.saver.clone(),
+                    writer: run.info.writer.clone(),
                 })
             }
         }
