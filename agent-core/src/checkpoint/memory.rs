@@ -112,6 +112,9 @@ impl Serialize for RawBytes<'_> {
     }
 }
 
+/// A delta blob's base: the version it extends and how many of its elements it keeps.
+type Base = Option<(String, u64)>;
+
 /// A checkpoint as packed (fields in order; the record's thread, namespace and id are keys).
 #[derive(Serialize)]
 struct PackRef<'a> {
@@ -122,7 +125,7 @@ struct PackRef<'a> {
     versions: &'a BTreeMap<String, String>,
     body: RawBytes<'a>,
     /// The blobs it wrote: field, delta base, data.
-    blobs: Vec<(&'a str, &'a Option<(String, u64)>, RawBytes<'a>)>,
+    blobs: Vec<(&'a str, &'a Base, RawBytes<'a>)>,
 }
 
 #[derive(Deserialize)]
@@ -133,7 +136,7 @@ struct Packed {
     metadata: serde_json::Value,
     versions: BTreeMap<String, String>,
     body: Bytes,
-    blobs: Vec<(String, Option<(String, u64)>, Bytes)>,
+    blobs: Vec<(String, Base, Bytes)>,
 }
 
 impl Packed {
