@@ -495,3 +495,58 @@ async fn a_subgraph_visited_twice_in_one_run_runs_twice_with_every_durability() 
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_subgraph_continues_where_it_failed_with_every_durability() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    for (name, saver) in common::backends().await {
+        for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+            // `flaky` fails on its first call only; `edit` before it must not run again.
+            let calls = Arc::new(AtomicUsize::new(0));
+            let flaky_calls = calls.clone();
+            let child = StateGraph::new()
+                .add_node("edit", step("edit"))
+                .add_node("flaky", move |_s: Arc<S>| {
+                    let calls = flaky_calls.clone();
+                    async move {
+                        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                            return Err(agent_core::BoxError::from("flaky failed"));
+                        }
+                        agent_core::BoxResult::Ok(SUpdate::default().log(vec!["flaky".to_owned()]))
+                    }
+                })
+                .add_edge(START, "edit")
+                .add_edge("edit", "flaky")
+                .add_edge("flaky", END)
+                .compile()
+                .unwrap();
+            let graph = StateGraph::new()
+                .add_node("prep", step("prep"))
+                .add_node("sub", child)
+                .add_edge(START, "prep")
+                .add_edge("prep", "sub")
+                .add_edge("sub", END)
+                .compile_with(saver.clone())
+                .unwrap();
+            let config = RunConfig::default()
+                .thread_id(common::unique("sub-fail"))
+                .durability(durability);
+            let error = graph
+                .invoke(S::default(), config.clone())
+                .await
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("flaky failed"),
+                "{name} {durability:?}: {error}"
+            );
+            let out = graph
+                .invoke(agent_core::Input::Continue, config)
+                .await
+                .unwrap_or_else(|e| panic!("{name} {durability:?}: {e}"));
+            assert_eq!(out.log, ["prep", "edit", "flaky"], "{name} {durability:?}");
+            assert_eq!(out.count, 2, "{name} {durability:?}: edit ran once");
+            assert_eq!(calls.load(Ordering::SeqCst), 2, "{name} {durability:?}");
+        }
+    }
+}

@@ -412,8 +412,8 @@ impl<S: GraphState> Run<'_, S> {
             return Ok(());
         };
         if durable.durability == Durability::Exit {
-            // The restored step's kept outputs and answers are used up: later steps' tasks
-            // share its checkpoint id (no checkpoint in between), and must not match them.
+            // The restored step's kept outputs and answers are used up: no checkpoint is
+            // stored before the next step, and its tasks must not match them.
             durable.clear_step();
             let (written, parent) = match durable.deferred.take() {
                 Some(deferred) => (deferred.written.union(written), deferred.parent),
@@ -730,8 +730,10 @@ impl<S: GraphState> Run<'_, S> {
 
 /// Stores a run's operations in order, in the background: an operation queued while others
 /// are being stored goes with the next batch (one `put_batch`, one transaction), so task
-/// writes that land together cost one round trip. A failed store drops what follows it (a
-/// checkpoint may depend on the blobs before it) and is reported by the next flush.
+/// writes that land together cost one round trip. A run's subgraph runs share its writer
+/// (a clone), so their checkpoints batch with the parent's and with each other's. A failed
+/// store drops what follows it (a checkpoint may depend on the blobs before it) and is
+/// reported by the next flush.
 #[derive(Clone)]
 pub(crate) struct Writer {
     saver: Arc<dyn Checkpointer>,

@@ -69,6 +69,28 @@ fn failed(error: GraphError) -> NodeError {
 }
 
 impl<'g, S: GraphState> Run<'g, S> {
+    /// Stores the updates a child applied so far next to its checkpoint (it paused or failed;
+    /// resuming it hands them to the parent with the rest).
+    async fn keep_applied(&mut self, recorded: Vec<S::Update>) -> Result<(), GraphError> {
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        let applied = TaskWrites::<S> {
+            node: 0,
+            updates: Updates::Batch(recorded),
+            goto: Vec::new(),
+        };
+        let data =
+            super::durable::encode_writes(&applied, None).map_err(|e| durable.encode_error(e))?;
+        durable.submit_writes(vec![PendingWrite {
+            task_id: APPLIED.to_owned(),
+            node: APPLIED.to_owned(),
+            kind: WriteKind::Output,
+            data,
+        }]);
+        durable.flush_writes().await
+    }
+
     /// Runs `graph` as the node of `ctx`'s task.
     pub(crate) async fn run_child(
         graph: &'g Graph<S>,
@@ -204,7 +226,15 @@ impl<'g, S: GraphState> Run<'g, S> {
             },
             other => other,
         };
-        ran.map_err(failed)?;
+        if let Err(error) = ran {
+            // Kept, so continuing the parent resumes this run with what it applied so far
+            // (a node that fails leaves the ones before it done).
+            let recorded = run.recorded.take().unwrap_or_default();
+            if let Err(kept) = run.keep_applied(recorded).await {
+                tracing::warn!(error = %kept, "could not keep a failed subgraph's updates");
+            }
+            return Err(failed(error));
+        }
         flushed.map_err(failed)?;
         if let Ok(usage) = run.info.usage.lock() {
             for (key, amount) in usage.iter() {
@@ -226,24 +256,8 @@ impl<'g, S: GraphState> Run<'g, S> {
     /// The child paused: keeps the updates it applied so far next to its checkpoint, and
     /// returns what pauses the parent's task (the child's question).
     async fn pause_parent(&mut self, recorded: Vec<S::Update>, ctx: &NodeContext) -> NodeError {
-        if let Some(durable) = &self.durable {
-            let applied = TaskWrites::<S> {
-                node: 0,
-                updates: Updates::Batch(recorded),
-                goto: Vec::new(),
-            };
-            match super::durable::encode_writes(&applied, None) {
-                Ok(data) => durable.submit_writes(vec![PendingWrite {
-                    task_id: APPLIED.to_owned(),
-                    node: APPLIED.to_owned(),
-                    kind: WriteKind::Output,
-                    data,
-                }]),
-                Err(e) => return failed(durable.encode_error(e)),
-            }
-            if let Err(error) = durable.flush_writes().await {
-                return failed(error);
-            }
+        if let Err(error) = self.keep_applied(recorded).await {
+            return failed(error);
         }
         let value = self
             .interrupts
