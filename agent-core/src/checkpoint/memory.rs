@@ -514,3 +514,123 @@ impl Checkpointer for InMemorySaver {
         Ok(doomed.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, parent: Option<&str>, versions: &[(&str, &str)]) -> CheckpointRecord {
+        CheckpointRecord {
+            thread_id: "t".to_owned(),
+            ns: String::new(),
+            id: id.to_owned(),
+            parent_id: parent.map(str::to_owned),
+            step: 0,
+            created_at_ms: 1,
+            metadata: serde_json::json!({ "source": "loop", "n": 1.5 }),
+            versions: versions
+                .iter()
+                .map(|(f, v)| ((*f).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: vec![9, 8, 7],
+        }
+    }
+
+    fn blob(field: &str, version: &str, base: Option<(&str, u64)>, data: Vec<u8>) -> FieldBlob {
+        FieldBlob {
+            field: field.to_owned(),
+            version: version.to_owned(),
+            base: base.map(|(v, n)| (v.to_owned(), n)),
+            data,
+        }
+    }
+
+    fn sorted(mut blobs: Vec<FieldBlob>) -> Vec<(String, String, usize)> {
+        let mut out: Vec<_> = blobs
+            .drain(..)
+            .map(|b| (b.field, b.version, b.data.len()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[tokio::test]
+    async fn large_and_foreign_blobs_round_trip_and_survive_prune() {
+        let saver = InMemorySaver::new();
+        let big = vec![7u8; PACK_UP_TO * 3];
+        // `a` writes a large field and a small one; `b` extends the large one and carries a
+        // blob whose version is no checkpoint of the thread.
+        saver
+            .put(
+                &record("a", None, &[("big", "a"), ("small", "a")]),
+                &[
+                    blob("big", "a", None, big.clone()),
+                    blob("small", "a", None, vec![1]),
+                ],
+            )
+            .await
+            .unwrap();
+        saver
+            .put(
+                &record(
+                    "b",
+                    Some("a"),
+                    &[("big", "b"), ("small", "a"), ("x", "elsewhere")],
+                ),
+                &[
+                    blob("big", "b", Some(("a", 1)), vec![2; 10]),
+                    blob("x", "elsewhere", None, vec![3; 5]),
+                ],
+            )
+            .await
+            .unwrap();
+        let loaded = saver.get("t", "", None).await.unwrap();
+        let record = loaded.record.unwrap();
+        assert_eq!(record.id, "b");
+        assert_eq!(record.parent_id.as_deref(), Some("a"));
+        assert_eq!(record.metadata["n"], 1.5);
+        assert_eq!(record.body, vec![9, 8, 7]);
+        let expected = vec![
+            ("big".to_owned(), "a".to_owned(), big.len()),
+            ("big".to_owned(), "b".to_owned(), 10),
+            ("small".to_owned(), "a".to_owned(), 1),
+            ("x".to_owned(), "elsewhere".to_owned(), 5),
+        ];
+        assert_eq!(sorted(loaded.blobs), expected);
+        assert_eq!(saver.blob_bytes("t"), big.len() + 1 + 10 + 5);
+
+        // Pruning `a` keeps the blobs `b` still needs (moved out of the pruned checkpoint).
+        assert_eq!(saver.prune("t", "", 1).await.unwrap(), 1);
+        let loaded = saver.get("t", "", None).await.unwrap();
+        assert_eq!(sorted(loaded.blobs), expected);
+        assert!(
+            saver
+                .get("t", "", Some("a"))
+                .await
+                .unwrap()
+                .record
+                .is_none()
+        );
+        assert_eq!(
+            saver
+                .list("t", "", &ListFilter::default())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_packed_checkpoint_is_a_storage_error() {
+        let saver = InMemorySaver::new();
+        saver.put(&record("a", None, &[]), &[]).await.unwrap();
+        if let Some(thread) = saver.lock().get_mut("t", "")
+            && let Some(stored) = thread.checkpoints.get_mut("a")
+        {
+            stored.packed = vec![0xc1].into_boxed_slice();
+        }
+        let error = saver.get("t", "", None).await.unwrap_err();
+        assert!(error.to_string().contains("unpacking"), "{error}");
+    }
+}
