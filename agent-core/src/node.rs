@@ -431,6 +431,20 @@ struct InputFn<F, I, M> {
     _marker: std::marker::PhantomData<fn() -> (I, M)>,
 }
 
+impl<F, I: NodeInput, M> InputFn<F, I, M> {
+    /// The spec of a node that runs `f` on its own input `I` (`M`: which arguments it takes).
+    fn spec<S: GraphState>(f: F) -> NodeSpec<S>
+    where
+        Self: Node<S>,
+    {
+        NodeSpec::new(InputFn {
+            f,
+            _marker: std::marker::PhantomData,
+        })
+        .with_input_type::<I>()
+    }
+}
+
 impl<S, I, F, Fut, O> Node<S> for InputFn<F, I, InputOnly>
 where
     S: GraphState,
@@ -495,12 +509,7 @@ where
     O: IntoNodeOutput<S>,
 {
     fn into_input_node(self) -> NodeSpec<S> {
-        NodeSpec::new(InputFn {
-            f: self,
-            _marker: std::marker::PhantomData::<fn() -> (I, InputWithRuntime<C>)>,
-        })
-        .with_input_type::<I>()
-        .with_context_type::<C>()
+        InputFn::<F, I, InputWithRuntime<C>>::spec(self).with_context_type::<C>()
     }
 }
 
@@ -513,11 +522,7 @@ where
     O: IntoNodeOutput<S>,
 {
     fn into_input_node(self) -> NodeSpec<S> {
-        NodeSpec::new(InputFn {
-            f: self,
-            _marker: std::marker::PhantomData::<fn() -> (I, InputOnly)>,
-        })
-        .with_input_type::<I>()
+        InputFn::<F, I, InputOnly>::spec(self)
     }
 }
 
@@ -530,11 +535,7 @@ where
     O: IntoNodeOutput<S>,
 {
     fn into_input_node(self) -> NodeSpec<S> {
-        NodeSpec::new(InputFn {
-            f: self,
-            _marker: std::marker::PhantomData::<fn() -> (I, InputWithContext)>,
-        })
-        .with_input_type::<I>()
+        InputFn::<F, I, InputWithContext>::spec(self)
     }
 }
 

@@ -226,15 +226,8 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
         ));
     };
 
-    let vis = &function.vis;
-    let attrs = &function.attrs;
     let ident = &sig.ident;
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| LitStr::new(&ident.to_string(), ident.span()));
-    let block = &function.block;
-    let inputs = &sig.inputs;
+    let name = node_name(&options, ident);
     let output = &sig.output;
     let private = quote!(::agent_core::__private);
 
@@ -273,12 +266,43 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
         ),
     };
     let settings = settings(&options);
+    let unit = unit_struct(function, &name);
+
+    Ok(quote! {
+        #unit
+
+        impl #private::IntoNode<#state_ty, #marker> for #ident {
+            fn into_node(self) -> #private::NodeSpec<#state_ty> {
+                #node_spec(#closure)
+                    .named(#name)
+                    #settings
+            }
+        }
+    })
+}
+
+/// The node's name: `name = ".."`, else the fn's.
+fn node_name(options: &Options, ident: &syn::Ident) -> LitStr {
+    options
+        .name
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&ident.to_string(), ident.span()))
+}
+
+/// What both expansions write: the fn becomes a unit struct of its name, with `NAME` and
+/// the body at `call`.
+fn unit_struct(function: &ItemFn, name: &LitStr) -> TokenStream {
+    let vis = &function.vis;
+    let attrs = &function.attrs;
+    let ident = &function.sig.ident;
+    let inputs = &function.sig.inputs;
+    let output = &function.sig.output;
+    let block = &function.block;
     let call_doc = format!(
         "The body of node `{}`; call it directly in tests.",
         name.value()
     );
-
-    Ok(quote! {
+    quote! {
         #(#attrs)*
         #[allow(non_camel_case_types)]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
@@ -291,15 +315,7 @@ fn expand_fn(args: TokenStream, function: &ItemFn) -> syn::Result<TokenStream> {
             #[doc = #call_doc]
             #vis async fn call(#inputs) #output #block
         }
-
-        impl #private::IntoNode<#state_ty, #marker> for #ident {
-            fn into_node(self) -> #private::NodeSpec<#state_ty> {
-                #node_spec(#closure)
-                    .named(#name)
-                    #settings
-            }
-        }
-    })
+    }
 }
 
 /// The settings of `options` as calls on a `NodeSpec`: retry, timeout, destinations.
@@ -328,15 +344,8 @@ fn expand_input_fn(
     context_ty: Option<&Type>,
 ) -> TokenStream {
     let sig = &function.sig;
-    let vis = &function.vis;
-    let attrs = &function.attrs;
     let ident = &sig.ident;
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| LitStr::new(&ident.to_string(), ident.span()));
-    let block = &function.block;
-    let inputs = &sig.inputs;
+    let name = node_name(options, ident);
     let output = &sig.output;
     let private = quote!(::agent_core::__private);
     let output_ty = match output {
@@ -371,23 +380,9 @@ fn expand_input_fn(
         ),
     };
     let settings = settings(options);
-    let call_doc = format!(
-        "The body of node `{}`; call it directly in tests.",
-        name.value()
-    );
+    let unit = unit_struct(function, &name);
     quote! {
-        #(#attrs)*
-        #[allow(non_camel_case_types)]
-        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
-        #vis struct #ident;
-
-        impl #ident {
-            /// The node's name in a graph (used by `add_named`).
-            #vis const NAME: &'static str = #name;
-
-            #[doc = #call_doc]
-            #vis async fn call(#inputs) #output #block
-        }
+        #unit
 
         impl<__S: #private::GraphState> #private::IntoNode<__S, #marker> for #ident
         where
