@@ -53,10 +53,9 @@ pub(crate) struct RunInfo {
     pub(crate) ns: Vec<String>,
     /// The graph's runtime context, when it has one (see [`crate::Runtime`]).
     pub(crate) context: Option<AnyContext>,
-    /// Where the run checkpoints (its subgraphs checkpoint there too, in their namespace).
-    pub(crate) saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
-    /// The run's writer to that saver (its subgraphs' runs store through it too, so their
-    /// checkpoints batch with the parent's and their siblings').
+    /// The run's writer to its checkpointer, when it checkpoints: its subgraphs checkpoint
+    /// there too, in their namespace, through the same writer (so their checkpoints batch with
+    /// the parent's and their siblings').
     pub(crate) writer: Option<crate::executor::Writer>,
 }
 
@@ -152,12 +151,7 @@ impl NodeContext {
             .unwrap_or_default()
     }
 
-    /// Where the run checkpoints, if it does.
-    pub(crate) fn saver(&self) -> Option<Arc<dyn crate::checkpoint::Checkpointer>> {
-        self.inner.run.saver.clone()
-    }
-
-    /// The run's writer to its saver.
+    /// The run's writer to its checkpointer, if it checkpoints.
     pub(crate) fn writer(&self) -> Option<crate::executor::Writer> {
         self.inner.run.writer.clone()
     }
@@ -176,7 +170,6 @@ impl NodeContext {
                 usage: Mutex::new(BTreeMap::new()),
                 ns: Vec::new(),
                 context: None,
-                saver: None,
                 writer: None,
             }),
             Vec::new(),

@@ -247,29 +247,32 @@ impl Thread {
         Ok(blobs)
     }
 
-    /// Blob (`field`, `version`), wherever it is kept.
-    fn blob(&self, field: &str, version: &str) -> Result<Option<FieldBlob>, GraphError> {
-        if let Some(blob) = self.loose.get(&(field.to_owned(), version.to_owned())) {
-            return Ok(Some(blob.clone()));
-        }
-        Ok(self
-            .packed_blobs(version)?
-            .into_iter()
-            .find(|b| b.field == field))
-    }
-
-    /// Every blob `wanted` needs: the versions, and the delta bases they extend.
+    /// Every blob `wanted` needs: the versions, and the delta bases they extend, by (field,
+    /// version). A packed checkpoint is unpacked once however many of its blobs are needed.
     fn needed(
         &self,
         wanted: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Vec<FieldBlob>, GraphError> {
+    ) -> Result<HashMap<(String, String), FieldBlob>, GraphError> {
+        let mut unpacked: HashMap<String, Vec<FieldBlob>> = HashMap::new();
         let mut found: HashMap<(String, String), FieldBlob> = HashMap::new();
         let mut stack: Vec<(String, String)> = wanted.into_iter().collect();
         while let Some(key) = stack.pop() {
             if found.contains_key(&key) {
                 continue;
             }
-            let Some(blob) = self.blob(&key.0, &key.1)? else {
+            let blob = match self.loose.get(&key) {
+                Some(blob) => Some(blob.clone()),
+                None => {
+                    if !unpacked.contains_key(&key.1) {
+                        unpacked.insert(key.1.clone(), self.packed_blobs(&key.1)?);
+                    }
+                    unpacked
+                        .get(&key.1)
+                        .and_then(|blobs| blobs.iter().find(|b| b.field == key.0))
+                        .cloned()
+                }
+            };
+            let Some(blob) = blob else {
                 continue;
             };
             if let Some((base, _)) = &blob.base {
@@ -277,7 +280,7 @@ impl Thread {
             }
             found.insert(key, blob);
         }
-        Ok(found.into_values().collect())
+        Ok(found)
     }
 }
 
@@ -412,7 +415,10 @@ impl Checkpointer for InMemorySaver {
             return Ok(LoadedCheckpoint::default());
         };
         let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
-        let blobs = thread.needed(record.versions.iter().map(|(f, v)| (f.clone(), v.clone())))?;
+        let blobs = thread
+            .needed(record.versions.iter().map(|(f, v)| (f.clone(), v.clone())))?
+            .into_values()
+            .collect();
         let writes = thread
             .writes
             .get(&record.id)
@@ -483,34 +489,18 @@ impl Checkpointer for InMemorySaver {
             let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
             kept_versions.extend(record.versions);
         }
-        let mut needed = std::collections::HashSet::new();
-        let mut stack = kept_versions;
-        while let Some(key) = stack.pop() {
-            if needed.contains(&key) {
-                continue;
-            }
-            if let Some(blob) = thread.blob(&key.0, &key.1)?
-                && let Some((base, _)) = blob.base
-            {
-                stack.push((key.0.clone(), base));
-            }
-            needed.insert(key);
-        }
+        let needed = thread.needed(kept_versions)?;
         // A doomed checkpoint's blobs that are still needed move to the loose map.
-        for id in &doomed {
-            for blob in thread.packed_blobs(id)? {
-                if needed.contains(&(blob.field.clone(), blob.version.clone())) {
-                    thread
-                        .loose
-                        .insert((blob.field.clone(), blob.version.clone()), blob);
-                }
+        for (key, blob) in &needed {
+            if doomed.iter().any(|id| **id == *key.1) {
+                thread.loose.insert(key.clone(), blob.clone());
             }
         }
         for id in &doomed {
             thread.checkpoints.remove(id);
             thread.writes.remove(&**id);
         }
-        thread.loose.retain(|k, _| needed.contains(k));
+        thread.loose.retain(|k, _| needed.contains_key(k));
         Ok(doomed.len())
     }
 }

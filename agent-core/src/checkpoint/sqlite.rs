@@ -591,23 +591,26 @@ fn load(
 ) -> Result<LoadedCheckpoint, GraphError> {
     let tx = c.transaction().map_err(err)?;
     let row = match &id {
-                Some(id) => tx
-                    .prepare_cached(&format!(
-                        "SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"
-                    ))
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![thread, ns, id], record_from_row)
-                            .optional()
-                    }),
-                None => tx
-                    .prepare_cached(&format!(
-                        "SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1"
-                    ))
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![thread, ns], record_from_row).optional()
-                    }),
-            }
-            .map_err(err)?;
+        Some(id) => tx
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS} FROM checkpoints \
+                 WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row(params![thread, ns, id], record_from_row)
+                    .optional()
+            }),
+        None => tx
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS} FROM checkpoints \
+                 WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row(params![thread, ns], record_from_row)
+                    .optional()
+            }),
+    }
+    .map_err(err)?;
     let Some(row) = row else {
         return Ok(LoadedCheckpoint::default());
     };
@@ -615,19 +618,19 @@ fn load(
     let record = finish_record(row)?;
     let blobs = {
         let mut stmt = tx
-                .prepare_cached(
-                    "WITH RECURSIVE chain(field, version) AS (
-                         SELECT key, value FROM json_each(?3)
-                         UNION
-                         SELECT b.field, b.base_version FROM chain c CROSS JOIN blobs b
-                           ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
-                          WHERE b.base_version IS NOT NULL
-                     )
-                     SELECT b.field, b.version, b.base_version, b.base_len, b.data
-                       FROM chain c CROSS JOIN blobs b
-                         ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
-                )
-                .map_err(err)?;
+            .prepare_cached(
+                "WITH RECURSIVE chain(field, version) AS (
+                     SELECT key, value FROM json_each(?3)
+                     UNION
+                     SELECT b.field, b.base_version FROM chain c CROSS JOIN blobs b
+                       ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
+                      WHERE b.base_version IS NOT NULL
+                 )
+                 SELECT b.field, b.version, b.base_version, b.base_len, b.data
+                   FROM chain c CROSS JOIN blobs b
+                     ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
+            )
+            .map_err(err)?;
         let blobs = stmt
             .query_map(params![thread, ns, versions_json], |r| {
                 let base: Option<String> = r.get(2)?;

@@ -94,13 +94,13 @@ impl<S: GraphState> Durable<S> {
     /// the run stands when there is a checkpoint.
     pub(crate) async fn open(
         graph: &Graph<S>,
-        saver: Arc<dyn Checkpointer>,
+        writer: Writer,
         thread_id: String,
         ns: String,
         checkpoint_id: Option<String>,
         durability: Durability,
-        writer: Writer,
     ) -> Result<(Self, Option<Restored<S>>), GraphError> {
+        let saver = writer.saver().clone();
         let loaded = saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?;
         if loaded.record.is_none()
             && let Some(id) = checkpoint_id
@@ -760,6 +760,11 @@ impl Writer {
             saver,
             shared: Arc::default(),
         }
+    }
+
+    /// The checkpointer it stores to.
+    pub(crate) fn saver(&self) -> &Arc<dyn Checkpointer> {
+        &self.saver
     }
 
     fn lock(shared: &WriterShared) -> std::sync::MutexGuard<'_, Queue> {

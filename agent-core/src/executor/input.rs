@@ -31,14 +31,13 @@ impl<'g, S: GraphState> Run<'g, S> {
         run_id: Arc<str>,
         emitter: Option<Arc<Emitter<S>>>,
     ) -> Result<Self, GraphError> {
-        Self::open_with(graph, None, None, context, config, run_id, emitter).await
+        Self::open_with(graph, None, context, config, run_id, emitter).await
     }
 
-    /// [`open`](Self::open), checkpointing to `saver` when given, through `writer` when given
-    /// (a subgraph uses its parent's) instead of the graph's own.
+    /// [`open`](Self::open), checkpointing through `writer` when given (a subgraph uses its
+    /// parent's) instead of to the graph's own checkpointer.
     pub(crate) async fn open_with(
         graph: &'g Graph<S>,
-        saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
         writer: Option<super::Writer>,
         context: Option<AnyContext>,
         config: RunConfig,
@@ -65,25 +64,19 @@ impl<'g, S: GraphState> Run<'g, S> {
                 mask[index] = true;
             }
         }
-        let saver = match (
-            saver.or_else(|| graph.checkpointer.clone()),
-            &config.thread_id,
-        ) {
-            (Some(saver), Some(thread)) => Some((saver, thread.clone())),
+        let writer = match (writer, &config.thread_id) {
+            (Some(writer), Some(_)) => Some(writer),
+            (None, Some(_)) => graph.checkpointer.clone().map(super::Writer::new),
             _ => None,
         };
-        // The parent's writer for a subgraph's run (same saver), else one of its own.
-        let writer = saver
-            .as_ref()
-            .map(|(s, _)| writer.unwrap_or_else(|| super::Writer::new(s.clone())));
+        let thread_id = writer.as_ref().and(config.thread_id.clone());
         let ns = config.checkpoint_ns.clone();
         let checkpoint_id = config.checkpoint_id.clone();
         let durability = config.durability;
         let info = Arc::new(RunInfo {
             run_id,
             config,
-            can_pause: saver.is_some(),
-            saver: saver.as_ref().map(|(s, _)| s.clone()),
+            can_pause: writer.is_some(),
             writer: writer.clone(),
             sink: emitter
                 .clone()
@@ -111,19 +104,11 @@ impl<'g, S: GraphState> Run<'g, S> {
             recorded: None,
             cache: None,
         };
-        let (Some((saver, thread_id)), Some(writer)) = (saver, writer) else {
+        let (Some(writer), Some(thread_id)) = (writer, thread_id) else {
             return Ok(run);
         };
-        let (durable, restored) = Durable::open(
-            graph,
-            saver,
-            thread_id,
-            ns,
-            checkpoint_id,
-            durability,
-            writer,
-        )
-        .await?;
+        let (durable, restored) =
+            Durable::open(graph, writer, thread_id, ns, checkpoint_id, durability).await?;
         if let Some(Restored {
             record,
             state,

@@ -101,13 +101,12 @@ impl<'g, S: GraphState> Run<'g, S> {
         // The subgraph's own context, else its parent's.
         let context = context.or_else(|| ctx.context_any());
         let parent = ctx.config();
-        // Checkpoints go to the parent's saver and thread, in a namespace of the child's own.
-        let saver = ctx
-            .saver()
+        // Checkpoints go to the parent's saver and thread, in a namespace of the child's own,
+        // through the parent's writer (batched with the parent's and its siblings').
+        let writer = ctx
+            .writer()
             .filter(|_| parent.thread_id.is_some() && ctx.task_id().is_some());
-        // Stored through the parent's writer: batched with the parent's and its siblings'.
-        let writer = saver.as_ref().and_then(|_| ctx.writer());
-        let ns = match (&saver, ctx.task_id()) {
+        let ns = match (&writer, ctx.task_id()) {
             (Some(_), Some(task)) => child_ns(&parent.checkpoint_ns, ctx.node(), task),
             _ => String::new(),
         };
@@ -116,13 +115,13 @@ impl<'g, S: GraphState> Run<'g, S> {
             tags: parent.tags.clone(),
             metadata: parent.metadata.clone(),
             max_concurrency: parent.max_concurrency,
-            thread_id: saver.as_ref().and(parent.thread_id.clone()),
+            thread_id: writer.as_ref().and(parent.thread_id.clone()),
             checkpoint_ns: ns,
             durability: parent.durability,
             writes_metadata: parent.writes_metadata,
             ..RunConfig::default()
         };
-        let mut run = Run::open_with(graph, saver, writer, context, config, new_run_id(), None)
+        let mut run = Run::open_with(graph, writer, context, config, new_run_id(), None)
             .await
             .map_err(failed)?;
         let mut path = ctx.ns().to_vec();
@@ -148,7 +147,6 @@ impl<'g, S: GraphState> Run<'g, S> {
                     usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
                     ns: path,
                     context: run.info.context.clone(),
-                    saver: run.info.saver.clone(),
                     writer: run.info.writer.clone(),
                 })
             }
