@@ -163,3 +163,40 @@ async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
     let loaded = saver.get("t", "", None).await.unwrap();
     assert_eq!(loaded.record.unwrap().id, "c1");
 }
+
+/// The saver's own thread moves the write-ahead log into the database file (the commits do
+/// not: SQLite's automatic checkpoint is off), so a file that was only written through the
+/// log grows once enough pages were committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_checkpoints_its_log_on_a_thread_of_its_own() {
+    let path = common::sqlite_path();
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
+    let before = size();
+    // About 2,600 pages of 4 KiB through the log.
+    for i in 0..80 {
+        let blob = agent_core::checkpoint::FieldBlob {
+            field: "messages".to_owned(),
+            version: format!("v{i:03}"),
+            base: None,
+            data: vec![u8::try_from(i).unwrap(); 128 * 1024],
+        };
+        let id = format!("0190000001-0000-7000-8000-{i:012}");
+        saver.put(&record("t", &id), &[blob]).await.unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while size() < before + 1024 * 1024 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the database file stayed at {} bytes: the log was never checkpointed",
+            size()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Everything still reads back, through the file and the log.
+    let loaded = saver.get("t", "", None).await.unwrap();
+    assert_eq!(
+        loaded.record.unwrap().id,
+        "0190000001-0000-7000-8000-000000000079"
+    );
+}

@@ -18,6 +18,8 @@ mod metadata;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_wal;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 

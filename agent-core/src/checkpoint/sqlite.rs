@@ -3,17 +3,24 @@
 //! The file is opened in WAL mode with a busy timeout, so several threads and processes can
 //! share it. The schema is created and migrated by the saver (versioned in
 //! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
-//! pool, except a small batch of writes (up to 64 KiB): when the connection is free
-//! and no other process holds the write lock, it is stored on the caller's thread, which
-//! saves the hand-off to a blocking thread and back (most of a small checkpoint's cost).
+//! pool, except loads and small batches of writes (up to 64 KiB): when no call on the pool
+//! holds the connection and no other process holds the write lock, they run on the caller's
+//! thread (waiting for another caller's short call if need be), which saves the hand-off to
+//! a blocking thread and back (most of a small checkpoint's cost). Transactions begin and
+//! end with cached statements, and query plans are fixed per statement (see `Tx` and
+//! `setup`): parsing SQL was a third of a small checkpoint's cost. The write-ahead log is
+//! moved into the database file by a thread of the saver's own (`sqlite_wal`), not by the
+//! commit that fills it.
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
@@ -72,6 +79,9 @@ CREATE TABLE IF NOT EXISTS writes (
 #[derive(Clone)]
 pub struct SqliteSaver {
     conn: Arc<Mutex<Connection>>,
+    /// Calls on the blocking pool holding or waiting for the connection (any other holder is
+    /// a short call on a caller's thread, worth waiting for there).
+    pooled: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -92,22 +102,32 @@ impl SqliteSaver {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, GraphError> {
         let conn = Connection::open(path.as_ref())
             .map_err(|e| err(format!("opening {}: {e}", path.as_ref().display())))?;
-        Self::setup(conn)
+        Self::setup(conn, Some(path.as_ref()))
     }
 
     /// A private in-memory database (for tests).
     pub fn in_memory() -> Result<Self, GraphError> {
-        Self::setup(Connection::open_in_memory().map_err(err)?)
+        Self::setup(Connection::open_in_memory().map_err(err)?, None)
     }
 
-    fn setup(conn: Connection) -> Result<Self, GraphError> {
+    /// `path`: the database file (`None` in memory).
+    fn setup(mut conn: Connection, path: Option<&Path>) -> Result<Self, GraphError> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         // WAL lets readers and one writer work at once across processes; in-memory
         // databases answer "memory", which is fine.
-        let _: String = conn
+        let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(err)?;
+        if let Some(path) = path
+            && mode.eq_ignore_ascii_case("wal")
+        {
+            super::sqlite_wal::start(&mut conn, path, BUSY_TIMEOUT)?;
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        // A fixed plan per statement: without it, SQLite (built with STAT4) re-prepares a
+        // cached query each time a bound value changes, which is every call here.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(err)?;
         conn.execute_batch("BEGIN IMMEDIATE;").map_err(err)?;
         let migrate = || -> Result<(), GraphError> {
@@ -149,6 +169,7 @@ impl SqliteSaver {
         }
         Ok(SqliteSaver {
             conn: Arc::new(Mutex::new(conn)),
+            pooled: Arc::default(),
         })
     }
 
@@ -157,12 +178,34 @@ impl SqliteSaver {
         f: impl FnOnce(&mut Connection) -> Result<T, GraphError> + Send + 'static,
     ) -> Result<T, GraphError> {
         let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
+        let pooled = self.pooled.clone();
+        pooled.fetch_add(1, Ordering::AcqRel);
+        let joined = tokio::task::spawn_blocking(move || {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
+            let out = f(&mut guard);
+            pooled.fetch_sub(1, Ordering::AcqRel);
+            out
         })
-        .await
-        .map_err(|e| err(format!("blocking task failed: {e}")))?
+        .await;
+        joined.map_err(|e| {
+            // The closure panicked before giving its count back.
+            self.pooled.fetch_sub(1, Ordering::AcqRel);
+            err(format!("blocking task failed: {e}"))
+        })?
+    }
+
+    /// The connection on the caller's thread: at once when it is free, or once the call on
+    /// another caller's thread that holds it is done (such calls are short); `None` when a
+    /// call on the blocking pool holds or awaits it (it may be long: queue there too).
+    fn inline(&self) -> Option<MutexGuard<'_, Connection>> {
+        match self.conn.try_lock() {
+            Ok(conn) => Some(conn),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if self.pooled.load(Ordering::Acquire) == 0 => {
+                Some(self.conn.lock().unwrap_or_else(|p| p.into_inner()))
+            }
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// Bytes of blob data stored for a thread (for storage measurements).
@@ -178,6 +221,60 @@ impl SqliteSaver {
             .map_err(err)
         })
         .await
+    }
+}
+
+/// A transaction begun and ended with cached statements (rusqlite's `Transaction` parses
+/// `BEGIN` and `COMMIT` on every use, a tenth of a small checkpoint's cost). Rolls back when
+/// dropped with the transaction still open (not committed, or its commit failed).
+struct Tx<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> Tx<'c> {
+    /// A write transaction: takes the write lock now (a busy database fails here, before
+    /// any work).
+    fn write(conn: &'c Connection) -> rusqlite::Result<Self> {
+        Self::begin(conn, "BEGIN IMMEDIATE")
+    }
+
+    /// A read transaction: one snapshot for several queries.
+    fn read(conn: &'c Connection) -> rusqlite::Result<Self> {
+        Self::begin(conn, "BEGIN DEFERRED")
+    }
+
+    fn begin(conn: &'c Connection, sql: &str) -> rusqlite::Result<Self> {
+        conn.prepare_cached(sql)?.execute([])?;
+        Ok(Tx { conn })
+    }
+
+    fn commit(self) -> Result<(), GraphError> {
+        self.conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut commit| commit.execute([]))
+            .map(drop)
+            .map_err(err)
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit()
+            && let Err(e) = self
+                .conn
+                .prepare_cached("ROLLBACK")
+                .and_then(|mut rollback| rollback.execute([]))
+        {
+            tracing::warn!(error = %e, "could not roll back a SQLite transaction");
+        }
     }
 }
 
@@ -236,14 +333,14 @@ fn store_now(conn: &mut Connection, ops: &[StoreOp]) -> Option<Result<(), GraphE
     if conn.busy_timeout(std::time::Duration::ZERO).is_err() {
         return None;
     }
-    let stored = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+    let stored = match Tx::write(conn) {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>
         {
             None
         }
         Err(e) => Some(Err(err(e))),
-        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit().map_err(err))),
+        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit())),
     };
     if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
         tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
@@ -252,7 +349,7 @@ fn store_now(conn: &mut Connection, ops: &[StoreOp]) -> Option<Result<(), GraphE
 }
 
 /// Inserts every operation of a batch (inside the caller's transaction).
-fn store_ops(tx: &rusqlite::Transaction<'_>, ops: &[StoreOp]) -> Result<(), GraphError> {
+fn store_ops(tx: &Tx<'_>, ops: &[StoreOp]) -> Result<(), GraphError> {
     for op in ops {
         match op {
             StoreOp::Checkpoint { record, blobs } => insert_checkpoint(tx, record, blobs)?,
@@ -269,7 +366,7 @@ fn store_ops(tx: &rusqlite::Transaction<'_>, ops: &[StoreOp]) -> Result<(), Grap
 
 /// Inserts a checkpoint row and its new blobs (inside the caller's transaction).
 fn insert_checkpoint(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     record: &CheckpointRecord,
     blobs: &[FieldBlob],
 ) -> Result<(), GraphError> {
@@ -321,7 +418,7 @@ fn insert_checkpoint(
 /// Inserts pending writes (inside the caller's transaction); a write with the same task id
 /// and kind replaces the earlier one.
 fn insert_writes(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     thread: &str,
     ns: &str,
     checkpoint_id: &str,
@@ -361,9 +458,9 @@ impl Checkpointer for SqliteSaver {
         let record = record.clone();
         let blobs = blobs.to_vec();
         self.with(move |c| {
-            let tx = c.transaction().map_err(err)?;
+            let tx = Tx::write(c).map_err(err)?;
             insert_checkpoint(&tx, &record, &blobs)?;
-            tx.commit().map_err(err)
+            tx.commit()
         })
         .await
     }
@@ -382,9 +479,9 @@ impl Checkpointer for SqliteSaver {
         );
         let writes = writes.to_vec();
         self.with(move |c| {
-            let tx = c.transaction().map_err(err)?;
+            let tx = Tx::write(c).map_err(err)?;
             insert_writes(&tx, &thread, &ns, &cp, &writes)?;
-            tx.commit().map_err(err)
+            tx.commit()
         })
         .await
     }
@@ -392,15 +489,15 @@ impl Checkpointer for SqliteSaver {
     /// One transaction for the whole batch (a super-step's writes and checkpoint).
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
         if batch_bytes(&ops) <= INLINE_BYTES
-            && let Ok(mut conn) = self.conn.try_lock()
+            && let Some(mut conn) = self.inline()
             && let Some(stored) = store_now(&mut conn, &ops)
         {
             return stored;
         }
         self.with(move |c| {
-            let tx = c.transaction().map_err(err)?;
+            let tx = Tx::write(c).map_err(err)?;
             store_ops(&tx, &ops)?;
-            tx.commit().map_err(err)
+            tx.commit()
         })
         .await
     }
@@ -416,9 +513,9 @@ impl Checkpointer for SqliteSaver {
             ns.to_owned(),
             checkpoint_id.map(str::to_owned),
         );
-        // A read does not wait for other processes (WAL): on this thread when the connection
-        // is free (a run's start; most often a thread with nothing stored yet).
-        if let Ok(mut conn) = self.conn.try_lock() {
+        // A read does not wait for other processes (WAL): on this thread unless the pool
+        // holds the connection (a run's start; most often a thread with nothing stored yet).
+        if let Some(mut conn) = self.inline() {
             return load(&mut conn, thread, ns, id);
         }
         self.with(move |c| load(c, thread, ns, id)).await
@@ -589,7 +686,7 @@ fn load(
     ns: String,
     id: Option<String>,
 ) -> Result<LoadedCheckpoint, GraphError> {
-    let tx = c.transaction().map_err(err)?;
+    let tx = Tx::read(c).map_err(err)?;
     let row = match &id {
         Some(id) => tx
             .prepare_cached(&format!(
@@ -684,7 +781,7 @@ fn load(
             .collect::<Result<Vec<_>, GraphError>>()?;
         writes
     };
-    tx.commit().map_err(err)?;
+    tx.commit()?;
     Ok(LoadedCheckpoint {
         record: Some(record),
         blobs,

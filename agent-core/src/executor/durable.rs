@@ -795,21 +795,24 @@ impl Writer {
         }
     }
 
-    /// Stores `ops` after everything queued: on this task when nothing is queued (no hop to
-    /// another task), else with the queue.
+    /// Stores `ops` after everything queued and waits for them. When no drain runs, this task
+    /// drains (no hop to another task): what other runs sharing the writer (a parent and its
+    /// subgraphs) queue meanwhile goes with its next batch, one transaction for several
+    /// runs' checkpoints (a group commit).
     async fn write_now(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
-        if ops.is_empty() {
-            return self.flush().await;
-        }
-        let idle = {
-            let queue = Self::lock(&self.shared);
-            !queue.busy && queue.error.is_none()
+        let drains = {
+            let mut queue = Self::lock(&self.shared);
+            if queue.error.is_some() {
+                false
+            } else {
+                queue.ops.extend(ops);
+                let drains = !queue.busy && !queue.ops.is_empty();
+                queue.busy |= drains;
+                drains
+            }
         };
-        if idle {
-            return self.saver.put_batch(ops).await;
-        }
-        for op in ops {
-            self.submit(op);
+        if drains {
+            drain(self.saver.clone(), self.shared.clone()).await;
         }
         self.flush().await
     }
@@ -834,8 +837,12 @@ impl Writer {
     }
 }
 
-/// The drain task: stores batches until the queue is empty.
+/// Stores batches until the queue is empty (a task of its own, or a `Sync` run's own task).
 async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
+    let cancelled = Cancelled {
+        shared: &shared,
+        backend: saver.backend(),
+    };
     loop {
         let ops = {
             let mut queue = Writer::lock(&shared);
@@ -844,6 +851,7 @@ async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
                 queue.busy = false;
                 drop(queue);
                 shared.idle.notify_waiters();
+                std::mem::forget(cancelled);
                 return;
             }
             std::mem::take(&mut queue.ops)
@@ -860,6 +868,28 @@ async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
         if let Some(error) = error {
             Writer::lock(&shared).error = Some(error);
         }
+    }
+}
+
+/// A drain dropped while a batch was being stored (its run was cancelled, or the runtime shut
+/// down): the batch may be lost, so what follows it is dropped and the next flush fails, as
+/// after a failed store, and nobody waits for a drain that no longer runs.
+struct Cancelled<'a> {
+    shared: &'a WriterShared,
+    backend: &'static str,
+}
+
+impl Drop for Cancelled<'_> {
+    fn drop(&mut self) {
+        let mut queue = Writer::lock(self.shared);
+        queue.ops.clear();
+        queue.busy = false;
+        queue.error.get_or_insert_with(|| GraphError::Storage {
+            backend: self.backend,
+            detail: "storing was cancelled before it finished".to_owned(),
+        });
+        drop(queue);
+        self.shared.idle.notify_waiters();
     }
 }
 
@@ -1352,6 +1382,99 @@ mod tests {
         let body: Body = codec::decode(&codec::encode(&old).unwrap()).unwrap();
         assert_eq!(body.sends.len(), 1);
         assert!(body.input_sends.is_empty());
+    }
+
+    /// A saver whose batches never finish storing (a stalled database).
+    struct Stalled(crate::InMemorySaver);
+
+    #[async_trait::async_trait]
+    impl crate::checkpoint::Checkpointer for Stalled {
+        fn backend(&self) -> &'static str {
+            "stalled"
+        }
+        async fn put(
+            &self,
+            record: &crate::checkpoint::CheckpointRecord,
+            blobs: &[crate::checkpoint::FieldBlob],
+        ) -> Result<(), crate::GraphError> {
+            self.0.put(record, blobs).await
+        }
+        async fn put_writes(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            checkpoint_id: &str,
+            writes: &[crate::checkpoint::PendingWrite],
+        ) -> Result<(), crate::GraphError> {
+            self.0
+                .put_writes(thread_id, ns, checkpoint_id, writes)
+                .await
+        }
+        async fn put_batch(
+            &self,
+            _ops: Vec<crate::checkpoint::StoreOp>,
+        ) -> Result<(), crate::GraphError> {
+            std::future::pending().await
+        }
+        async fn get(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            checkpoint_id: Option<&str>,
+        ) -> Result<crate::checkpoint::LoadedCheckpoint, crate::GraphError> {
+            self.0.get(thread_id, ns, checkpoint_id).await
+        }
+        async fn list(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            filter: &crate::ListFilter,
+        ) -> Result<Vec<crate::checkpoint::CheckpointRecord>, crate::GraphError> {
+            self.0.list(thread_id, ns, filter).await
+        }
+        async fn delete_thread(&self, thread_id: &str) -> Result<(), crate::GraphError> {
+            self.0.delete_thread(thread_id).await
+        }
+        async fn prune(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            keep_last: usize,
+        ) -> Result<usize, crate::GraphError> {
+            self.0.prune(thread_id, ns, keep_last).await
+        }
+    }
+
+    fn writes_op() -> crate::checkpoint::StoreOp {
+        crate::checkpoint::StoreOp::Writes {
+            thread_id: "t".to_owned(),
+            ns: String::new(),
+            checkpoint_id: "c".to_owned(),
+            writes: Vec::new(),
+        }
+    }
+
+    /// A `Sync` store that drains on its run's task and is dropped there (the run was
+    /// cancelled) leaves no drain that others would wait for: the next flush reports the lost
+    /// batch, once, instead of waiting forever.
+    #[tokio::test]
+    async fn a_cancelled_drain_fails_the_next_flush_instead_of_hanging_it() {
+        let writer = super::Writer::new(std::sync::Arc::new(Stalled(crate::InMemorySaver::new())));
+        let wait = std::time::Duration::from_millis(20);
+        let stalled = tokio::time::timeout(wait, writer.write_now(vec![writes_op()])).await;
+        assert!(stalled.is_err(), "the stalled store cannot finish");
+        let flushed = tokio::time::timeout(std::time::Duration::from_secs(5), writer.flush())
+            .await
+            .expect("a flush after a cancelled drain must not hang");
+        let error = flushed.expect_err("the cancelled batch was not stored");
+        assert!(error.to_string().contains("cancelled"), "{error}");
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_secs(5), writer.flush())
+                .await
+                .expect("no drain runs")
+                .is_ok(),
+            "the error is reported once"
+        );
     }
 
     #[test]
