@@ -3,10 +3,9 @@
 //! The file is opened in WAL mode with a busy timeout, so several threads and processes can
 //! share it. The schema is created and migrated by the saver (versioned in
 //! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
-//! pool, except loads and small batches of writes (up to 64 KiB): when no call on the pool
-//! holds the connection and no other process holds the write lock, they run on the caller's
-//! thread (waiting for another caller's short call if need be), which saves the hand-off to
-//! a blocking thread and back (most of a small checkpoint's cost). Transactions begin and
+//! pool, except loads and small batches of writes (up to 64 KiB): when the connection is free
+//! and no other process holds the write lock, they run on the caller's thread, which saves
+//! the hand-off to a blocking thread and back (most of a small checkpoint's cost). Transactions begin and
 //! end with cached statements, and query plans are fixed per statement (see `Tx` and
 //! `setup`): parsing SQL was a third of a small checkpoint's cost. The write-ahead log is
 //! moved into the database file by a thread of the saver's own (`sqlite_wal`), not by the
@@ -16,7 +15,6 @@
 #![allow(clippy::let_and_return)]
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use rusqlite::config::DbConfig;
@@ -79,9 +77,6 @@ CREATE TABLE IF NOT EXISTS writes (
 #[derive(Clone)]
 pub struct SqliteSaver {
     conn: Arc<Mutex<Connection>>,
-    /// Calls on the blocking pool holding or waiting for the connection (any other holder is
-    /// a short call on a caller's thread, worth waiting for there).
-    pooled: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -169,7 +164,6 @@ impl SqliteSaver {
         }
         Ok(SqliteSaver {
             conn: Arc::new(Mutex::new(conn)),
-            pooled: Arc::default(),
         })
     }
 
@@ -178,32 +172,21 @@ impl SqliteSaver {
         f: impl FnOnce(&mut Connection) -> Result<T, GraphError> + Send + 'static,
     ) -> Result<T, GraphError> {
         let conn = self.conn.clone();
-        let pooled = self.pooled.clone();
-        pooled.fetch_add(1, Ordering::AcqRel);
-        let joined = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            let out = f(&mut guard);
-            pooled.fetch_sub(1, Ordering::AcqRel);
-            out
+            f(&mut guard)
         })
-        .await;
-        joined.map_err(|e| {
-            // The closure panicked before giving its count back.
-            self.pooled.fetch_sub(1, Ordering::AcqRel);
-            err(format!("blocking task failed: {e}"))
-        })?
+        .await
+        .map_err(|e| err(format!("blocking task failed: {e}")))?
     }
 
-    /// The connection on the caller's thread: at once when it is free, or once the call on
-    /// another caller's thread that holds it is done (such calls are short); `None` when a
-    /// call on the blocking pool holds or awaits it (it may be long: queue there too).
+    /// The connection on the caller's thread when it is free; `None` while another call holds
+    /// it (that call may be long: a contended call waits on the blocking pool, so an async
+    /// worker never stalls behind another's store).
     fn inline(&self) -> Option<MutexGuard<'_, Connection>> {
         match self.conn.try_lock() {
             Ok(conn) => Some(conn),
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) if self.pooled.load(Ordering::Acquire) == 0 => {
-                Some(self.conn.lock().unwrap_or_else(|p| p.into_inner()))
-            }
             Err(TryLockError::WouldBlock) => None,
         }
     }
@@ -513,8 +496,8 @@ impl Checkpointer for SqliteSaver {
             ns.to_owned(),
             checkpoint_id.map(str::to_owned),
         );
-        // A read does not wait for other processes (WAL): on this thread unless the pool
-        // holds the connection (a run's start; most often a thread with nothing stored yet).
+        // A read does not wait for other processes (WAL): on this thread when the connection
+        // is free (a run's start; most often a thread with nothing stored yet).
         if let Some(mut conn) = self.inline() {
             return load(&mut conn, thread, ns, id);
         }
