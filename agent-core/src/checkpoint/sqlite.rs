@@ -5,11 +5,11 @@
 //! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
 //! pool, except loads and small batches of writes (up to 64 KiB): when the connection is free
 //! and no other process holds the write lock, they run on the caller's thread, which saves
-//! the hand-off to a blocking thread and back (most of a small checkpoint's cost). Transactions begin and
-//! end with cached statements, and query plans are fixed per statement (see `Tx` and
-//! `setup`): parsing SQL was a third of a small checkpoint's cost. The write-ahead log is
-//! moved into the database file by a thread of the saver's own (`sqlite_wal`), not by the
-//! commit that fills it.
+//! the hand-off to a blocking thread and back (most of a small checkpoint's cost). Every
+//! transaction begins and ends with cached statements (`Tx`), and query plans are fixed per
+//! statement (`setup`): parsing SQL again was a tenth of a short `sync` step. The write-ahead
+//! log is moved into the database file by a thread of the saver's own (`sqlite_wal`), not by
+//! the commit that fills it.
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
@@ -557,7 +557,7 @@ impl Checkpointer for SqliteSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
         let thread = thread_id.to_owned();
         self.with(move |c| {
-            let tx = c.transaction().map_err(err)?;
+            let tx = Tx::write(c).map_err(err)?;
             for table in ["checkpoints", "blobs", "writes"] {
                 tx.execute(
                     &format!("DELETE FROM {table} WHERE thread_id = ?1"),
@@ -565,7 +565,7 @@ impl Checkpointer for SqliteSaver {
                 )
                 .map_err(err)?;
             }
-            tx.commit().map_err(err)
+            tx.commit()
         })
         .await
     }
@@ -578,7 +578,7 @@ impl Checkpointer for SqliteSaver {
     ) -> Result<usize, GraphError> {
         let (thread, ns) = (thread_id.to_owned(), ns.to_owned());
         self.with(move |c| {
-            let tx = c.transaction().map_err(err)?;
+            let tx = Tx::write(c).map_err(err)?;
             let ids: Vec<String> = {
                 let mut stmt = tx
                     .prepare("SELECT id FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC")
@@ -654,7 +654,7 @@ impl Checkpointer for SqliteSaver {
                     .map_err(err)?;
                 }
             }
-            tx.commit().map_err(err)?;
+            tx.commit()?;
             Ok(doomed.len())
         })
         .await

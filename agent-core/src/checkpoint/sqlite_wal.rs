@@ -6,10 +6,10 @@
 //! tens of them, on whatever run's step made the commit. The saver turns it off and this
 //! thread, with a connection of its own, does the same work off the runs' path: a `PASSIVE`
 //! checkpoint (which never blocks a writer or a reader) whenever 1,000 committed pages are
-//! not in the file yet. Writers that never pause can keep a passive checkpoint from ever catching up,
-//! and the log only starts over once one has; past 16,000 pages the thread runs a `RESTART`
-//! checkpoint instead, which waits for the writer once and lets the next commit start the
-//! log over.
+//! not in the file yet. Writers that never pause can keep a passive checkpoint from ever
+//! catching up, and the log only starts over once one has; past 16,000 pages the thread runs
+//! a `RESTART` checkpoint instead, which waits for the writer once and lets the next commit
+//! start the log over.
 //!
 //! The thread ends when the saver's last clone is dropped (the commit hook holds the only
 //! sender of its wake-ups).

@@ -782,7 +782,8 @@ impl Writer {
         if !queue.busy {
             queue.busy = true;
             drop(queue);
-            let mut drain = Box::pin(drain(self.saver.clone(), self.shared.clone()));
+            let (saver, shared) = (self.saver.clone(), self.shared.clone());
+            let mut drain = Box::pin(async move { drain(&*saver, &shared).await });
             // A store that is done at once (an in-memory saver) needs no task of its own: poll
             // the drain here once, and hand it to a task only if it has to wait.
             if self.saver.stores_instantly() {
@@ -812,7 +813,7 @@ impl Writer {
             }
         };
         if drains {
-            drain(self.saver.clone(), self.shared.clone()).await;
+            drain(&*self.saver, &self.shared).await;
         }
         self.flush().await
     }
@@ -838,14 +839,14 @@ impl Writer {
 }
 
 /// Stores batches until the queue is empty (a task of its own, or a `Sync` run's own task).
-async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
+async fn drain(saver: &dyn Checkpointer, shared: &WriterShared) {
     let cancelled = Cancelled {
-        shared: &shared,
+        shared,
         backend: saver.backend(),
     };
     loop {
         let ops = {
-            let mut queue = Writer::lock(&shared);
+            let mut queue = Writer::lock(shared);
             if queue.ops.is_empty() || queue.error.is_some() {
                 queue.ops.clear();
                 queue.busy = false;
@@ -866,7 +867,7 @@ async fn drain(saver: Arc<dyn Checkpointer>, shared: Arc<WriterShared>) {
             }),
         };
         if let Some(error) = error {
-            Writer::lock(&shared).error = Some(error);
+            Writer::lock(shared).error = Some(error);
         }
     }
 }
