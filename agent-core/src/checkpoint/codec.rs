@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::FieldBlob;
+use super::msgpack;
 
 /// Version of the body layout below; bump on incompatible changes.
 pub(crate) const FORMAT: u32 = 1;
@@ -105,11 +106,7 @@ pub(crate) mod serde_bytes_vec {
 
 /// Encodes a serde value as MessagePack with named struct fields.
 pub(crate) fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, String> {
-    let mut buf = Vec::new();
-    value
-        .serialize(&mut rmp_serde::Serializer::new(&mut buf).with_struct_map())
-        .map_err(|e| e.to_string())?;
-    Ok(buf)
+    msgpack::to_vec_named(value).map_err(|e| e.to_string())
 }
 
 /// Decodes MessagePack into a serde value.
@@ -346,7 +343,7 @@ impl serde::ser::SerializeSeq for TailSeq {
     ) -> Result<(), TailError> {
         if self.index >= self.skip {
             value
-                .serialize(&mut rmp_serde::Serializer::new(&mut self.bytes).with_struct_map())
+                .serialize(&mut msgpack::Packer::named(&mut self.bytes))
                 .map_err(|e| TailError(e.to_string()))?;
         }
         self.index += 1;

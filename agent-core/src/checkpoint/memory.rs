@@ -2,41 +2,56 @@
 //! threads in memory and short-lived programs; everything is lost when the process ends.
 //!
 //! A stored checkpoint is packed: its record (less the thread, namespace and id, which are its
-//! keys) and the small blobs it wrote go into one exactly-sized MessagePack buffer (large
-//! blobs are kept as they came, not copied). A record as Rust
-//! values is some thirty allocations (metadata map, versions map, strings) and about 3 KiB;
-//! packed it is one allocation of its bytes, so a long-running process that keeps many
-//! threads grows by what it stores, not by allocator overhead. Reads (a run's start,
-//! `get_state`, history) unpack.
+//! keys) and the small blobs it wrote go into one MessagePack encoding; large blobs are kept
+//! beside it, so listing history does not copy them. A record as Rust values is some thirty
+//! allocations (metadata map, versions map, strings) and about 3 KiB; packed it is its bytes,
+//! so a long-running process that keeps many threads grows by what it stores, not by
+//! allocator overhead. The bytes go into the saver's own regions ([`Arena`], whose fresh
+//! pages are touched ahead of time off the run's thread). Reads (a run's start, `get_state`,
+//! history) unpack.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::arena::{Arena, Span};
 use super::codec::serde_bytes_vec::Bytes;
+use super::msgpack;
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
     WriteKind,
 };
 use crate::error::GraphError;
 
-/// Threads by id, then namespace (looked up by `&str`, no key to allocate).
+/// Threads by id, then namespace (looked up by `&str`, no key to allocate), and the bytes
+/// they keep.
 #[derive(Default)]
-struct Threads(HashMap<String, HashMap<String, Thread>>);
+struct Threads {
+    map: HashMap<String, HashMap<String, Thread>>,
+    arena: Arena,
+    /// The buffer a checkpoint is packed in before it is kept (reused: its pages are warm).
+    scratch: Vec<u8>,
+}
+
+/// A packing buffer larger than this is not kept for the next checkpoint.
+const SCRATCH_KEPT: usize = 1 << 20;
 
 impl Threads {
     fn get(&self, thread_id: &str, ns: &str) -> Option<&Thread> {
-        self.0.get(thread_id)?.get(ns)
+        self.map.get(thread_id)?.get(ns)
     }
 
-    fn get_mut(&mut self, thread_id: &str, ns: &str) -> Option<&mut Thread> {
-        self.0.get_mut(thread_id)?.get_mut(ns)
-    }
-
-    /// The thread, created when new (the key strings are moved in, not copied).
-    fn at(&mut self, thread_id: String, ns: String) -> &mut Thread {
-        self.0.entry(thread_id).or_default().entry(ns).or_default()
+    /// The thread, created when new (the key strings are moved in, not copied), with the
+    /// arena and the packing buffer.
+    fn at(&mut self, thread_id: String, ns: String) -> (&mut Thread, &mut Arena, &mut Vec<u8>) {
+        let thread = self
+            .map
+            .entry(thread_id)
+            .or_default()
+            .entry(ns)
+            .or_default();
+        (thread, &mut self.arena, &mut self.scratch)
     }
 }
 
@@ -93,11 +108,28 @@ impl Writes {
     }
 }
 
-/// A stored checkpoint: the packed record with its small blobs, and its large blobs as they
-/// came (moved, not copied).
+/// A stored checkpoint: the packed record with its small blobs, and its large blobs beside it,
+/// all in the arena.
 struct Stored {
-    packed: Box<[u8]>,
-    large: Box<[FieldBlob]>,
+    packed: Span,
+    large: Box<[Large]>,
+}
+
+/// A large blob a checkpoint wrote (its version is the checkpoint's id).
+struct Large {
+    field: String,
+    base: Base,
+    data: Span,
+}
+
+impl Stored {
+    /// Gives its bytes back to the arena.
+    fn release(&self, arena: &mut Arena) {
+        arena.release(self.packed);
+        for large in &self.large {
+            arena.release(large.data);
+        }
+    }
 }
 
 /// Blobs up to this size are packed with their record; larger ones are kept as they are.
@@ -162,11 +194,13 @@ impl Packed {
     }
 }
 
-/// Packs `record` with the small blobs of `blobs` whose version is its id; returns the stored
-/// checkpoint and the blobs of other versions.
+/// Packs `record` with the small blobs of `blobs` whose version is its id into the arena;
+/// returns the stored checkpoint and the blobs of other versions.
 fn pack(
     record: &CheckpointRecord,
     blobs: Vec<FieldBlob>,
+    arena: &mut Arena,
+    scratch: &mut Vec<u8>,
 ) -> Result<(Stored, Vec<FieldBlob>), GraphError> {
     let mut own = Vec::new();
     let mut large = Vec::new();
@@ -175,10 +209,11 @@ fn pack(
         if blob.version != record.id {
             other.push(blob);
         } else if blob.data.len() > PACK_UP_TO {
-            let mut blob = blob;
-            // An encoding buffer's spare room would be kept as long as the checkpoint.
-            blob.data.shrink_to_fit();
-            large.push(blob);
+            large.push(Large {
+                data: arena.keep(&blob.data),
+                field: blob.field,
+                base: blob.base,
+            });
         } else {
             own.push(blob);
         }
@@ -195,45 +230,64 @@ fn pack(
             .map(|b| (b.field.as_str(), &b.base, RawBytes(&b.data)))
             .collect(),
     };
-    // Room for the bytes and the small parts, so the buffer grows at most once.
-    let size = 128
-        + record.body.len()
-        + record.versions.len() * 64
-        + own
-            .iter()
-            .map(|b| b.data.len() + b.field.len() + 48)
-            .sum::<usize>();
-    let mut bytes = Vec::with_capacity(size);
-    rmp_serde::encode::write(&mut bytes, &packed).map_err(|e| GraphError::Storage {
-        backend: "memory",
-        detail: format!("packing checkpoint `{}`: {e}", record.id),
-    })?;
-    Ok((
-        Stored {
-            packed: bytes.into_boxed_slice(),
-            large: large.into_boxed_slice(),
-        },
-        other,
-    ))
+    scratch.clear();
+    let packing = packed.serialize(&mut msgpack::Packer::compact(scratch));
+    let stored = match packing {
+        Ok(()) => Ok((
+            Stored {
+                packed: arena.keep(scratch),
+                large: large.into_boxed_slice(),
+            },
+            other,
+        )),
+        Err(e) => {
+            for blob in &large {
+                arena.release(blob.data);
+            }
+            Err(GraphError::Storage {
+                backend: "memory",
+                detail: format!("packing checkpoint `{}`: {e}", record.id),
+            })
+        }
+    };
+    if scratch.capacity() > SCRATCH_KEPT {
+        *scratch = Vec::new();
+    }
+    stored
 }
 
 impl Thread {
-    fn put(&mut self, record: &CheckpointRecord, blobs: Vec<FieldBlob>) -> Result<(), GraphError> {
-        let (packed, loose) = pack(record, blobs)?;
+    fn put(
+        &mut self,
+        record: &CheckpointRecord,
+        blobs: Vec<FieldBlob>,
+        arena: &mut Arena,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), GraphError> {
+        let (packed, loose) = pack(record, blobs, arena, scratch)?;
         for blob in loose {
             self.loose
                 .insert((blob.field.clone(), blob.version.clone()), blob);
         }
-        self.checkpoints.insert(record.id.as_str().into(), packed);
+        if let Some(old) = self.checkpoints.insert(record.id.as_str().into(), packed) {
+            old.release(arena);
+        }
         Ok(())
     }
 
+    /// Gives everything it keeps in the arena back.
+    fn release(&self, arena: &mut Arena) {
+        for stored in self.checkpoints.values() {
+            stored.release(arena);
+        }
+    }
+
     /// The blobs checkpoint `version` wrote, unpacked (none if it is not stored here).
-    fn packed_blobs(&self, version: &str) -> Result<Vec<FieldBlob>, GraphError> {
+    fn packed_blobs(&self, version: &str, arena: &Arena) -> Result<Vec<FieldBlob>, GraphError> {
         let Some(stored) = self.checkpoints.get(version) else {
             return Ok(Vec::new());
         };
-        let mut blobs: Vec<FieldBlob> = Packed::read(&stored.packed)?
+        let mut blobs: Vec<FieldBlob> = Packed::read(arena.get(stored.packed))?
             .blobs
             .into_iter()
             .map(|(field, base, data)| FieldBlob {
@@ -243,7 +297,12 @@ impl Thread {
                 data: data.0,
             })
             .collect();
-        blobs.extend(stored.large.iter().cloned());
+        blobs.extend(stored.large.iter().map(|large| FieldBlob {
+            field: large.field.clone(),
+            version: version.to_owned(),
+            base: large.base.clone(),
+            data: arena.get(large.data).to_vec(),
+        }));
         Ok(blobs)
     }
 
@@ -252,6 +311,7 @@ impl Thread {
     fn needed(
         &self,
         wanted: impl IntoIterator<Item = (String, String)>,
+        arena: &Arena,
     ) -> Result<HashMap<(String, String), FieldBlob>, GraphError> {
         let mut unpacked: HashMap<String, Vec<FieldBlob>> = HashMap::new();
         let mut found: HashMap<(String, String), FieldBlob> = HashMap::new();
@@ -264,7 +324,7 @@ impl Thread {
                 Some(blob) => Some(blob.clone()),
                 None => {
                     if !unpacked.contains_key(&key.1) {
-                        unpacked.insert(key.1.clone(), self.packed_blobs(&key.1)?);
+                        unpacked.insert(key.1.clone(), self.packed_blobs(&key.1, arena)?);
                     }
                     unpacked
                         .get(&key.1)
@@ -307,14 +367,14 @@ impl InMemorySaver {
         let threads = self.lock();
         let mut total = 0;
         for thread in threads
-            .0
+            .map
             .get(thread_id)
             .into_iter()
             .flat_map(|s| s.values())
         {
             total += thread.loose.values().map(|b| b.data.len()).sum::<usize>();
             for stored in thread.checkpoints.values() {
-                if let Ok(packed) = Packed::read(&stored.packed) {
+                if let Ok(packed) = Packed::read(threads.arena.get(stored.packed)) {
                     total += packed
                         .blobs
                         .iter()
@@ -346,9 +406,8 @@ impl Checkpointer for InMemorySaver {
 
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        threads
-            .at(record.thread_id.clone(), record.ns.clone())
-            .put(record, blobs.to_vec())
+        let (thread, arena, scratch) = threads.at(record.thread_id.clone(), record.ns.clone());
+        thread.put(record, blobs.to_vec(), arena, scratch)
     }
 
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
@@ -359,7 +418,8 @@ impl Checkpointer for InMemorySaver {
                     // The keys move into the map (packing reads neither).
                     let thread_id = std::mem::take(&mut record.thread_id);
                     let ns = std::mem::take(&mut record.ns);
-                    threads.at(thread_id, ns).put(&record, blobs)?;
+                    let (thread, arena, scratch) = threads.at(thread_id, ns);
+                    thread.put(&record, blobs, arena, scratch)?;
                 }
                 StoreOp::Writes {
                     thread_id,
@@ -369,6 +429,7 @@ impl Checkpointer for InMemorySaver {
                 } => {
                     let list = threads
                         .at(thread_id, ns)
+                        .0
                         .writes
                         .entry(checkpoint_id)
                         .or_default();
@@ -389,7 +450,7 @@ impl Checkpointer for InMemorySaver {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        let thread = threads.at(thread_id.to_owned(), ns.to_owned());
+        let (thread, _, _) = threads.at(thread_id.to_owned(), ns.to_owned());
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
             list.put(write.clone());
@@ -414,9 +475,12 @@ impl Checkpointer for InMemorySaver {
         let Some((id, stored)) = found else {
             return Ok(LoadedCheckpoint::default());
         };
-        let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+        let record = Packed::read(threads.arena.get(stored.packed))?.record(thread_id, ns, id);
         let blobs = thread
-            .needed(record.versions.iter().map(|(f, v)| (f.clone(), v.clone())))?
+            .needed(
+                record.versions.iter().map(|(f, v)| (f.clone(), v.clone())),
+                &threads.arena,
+            )?
             .into_values()
             .collect();
         let writes = thread
@@ -450,7 +514,7 @@ impl Checkpointer for InMemorySaver {
             if filter.before.as_deref().is_some_and(|b| **id >= *b) {
                 continue;
             }
-            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+            let record = Packed::read(threads.arena.get(stored.packed))?.record(thread_id, ns, id);
             if filter.matches_metadata(&record.metadata) {
                 out.push(record);
             }
@@ -459,7 +523,12 @@ impl Checkpointer for InMemorySaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
-        self.lock().0.remove(thread_id);
+        let mut threads = self.lock();
+        if let Some(spaces) = threads.map.remove(thread_id) {
+            for thread in spaces.values() {
+                thread.release(&mut threads.arena);
+            }
+        }
         Ok(())
     }
 
@@ -470,7 +539,8 @@ impl Checkpointer for InMemorySaver {
         keep_last: usize,
     ) -> Result<usize, GraphError> {
         let mut threads = self.lock();
-        let Some(thread) = threads.get_mut(thread_id, ns) else {
+        let Threads { map, arena, .. } = &mut *threads;
+        let Some(thread) = map.get_mut(thread_id).and_then(|spaces| spaces.get_mut(ns)) else {
             return Ok(0);
         };
         let total = thread.checkpoints.len();
@@ -486,10 +556,10 @@ impl Checkpointer for InMemorySaver {
         // What the kept checkpoints need, with the delta bases (read before anything goes).
         let mut kept_versions = Vec::new();
         for (id, stored) in thread.checkpoints.iter().skip(total - keep_last) {
-            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+            let record = Packed::read(arena.get(stored.packed))?.record(thread_id, ns, id);
             kept_versions.extend(record.versions);
         }
-        let needed = thread.needed(kept_versions)?;
+        let needed = thread.needed(kept_versions, arena)?;
         // A doomed checkpoint's blobs that are still needed move to the loose map.
         for (key, blob) in &needed {
             if doomed.iter().any(|id| **id == *key.1) {
@@ -497,7 +567,9 @@ impl Checkpointer for InMemorySaver {
             }
         }
         for id in &doomed {
-            thread.checkpoints.remove(id);
+            if let Some(stored) = thread.checkpoints.remove(id) {
+                stored.release(arena);
+            }
             thread.writes.remove(&**id);
         }
         thread.loose.retain(|k, _| needed.contains_key(k));
@@ -615,10 +687,12 @@ mod tests {
     async fn a_corrupt_packed_checkpoint_is_a_storage_error() {
         let saver = InMemorySaver::new();
         saver.put(&record("a", None, &[]), &[]).await.unwrap();
-        if let Some(thread) = saver.lock().get_mut("t", "")
-            && let Some(stored) = thread.checkpoints.get_mut("a")
         {
-            stored.packed = vec![0xc1].into_boxed_slice();
+            let mut threads = saver.lock();
+            let (thread, arena, _) = threads.at("t".to_owned(), String::new());
+            if let Some(stored) = thread.checkpoints.get_mut("a") {
+                stored.packed = arena.keep(&[0xc1]);
+            }
         }
         let error = saver.get("t", "", None).await.unwrap_err();
         assert!(error.to_string().contains("unpacking"), "{error}");

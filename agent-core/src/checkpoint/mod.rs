@@ -10,10 +10,12 @@
 //! savers ship: [`InMemorySaver`], [`SqliteSaver`] (the embedded default) and
 //! [`PostgresSaver`].
 
+mod arena;
 pub(crate) mod codec;
 pub(crate) mod interning;
 mod memory;
 mod metadata;
+pub(crate) mod msgpack;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::codec::{self, Body, BodyRef, FieldCache, serde_bytes_vec::Bytes};
 use crate::checkpoint::interning::{self, Interner, Resolver};
+use crate::checkpoint::msgpack;
 use crate::checkpoint::{
     CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, StoreOp,
     WriteKind,
@@ -711,10 +712,7 @@ impl<S: GraphState> Run<'_, S> {
                         .map_or(0, |len| len + len / 8 + 16);
                     let mut bytes = Vec::with_capacity(size);
                     self.state
-                        .serialize_field(
-                            index,
-                            &mut rmp_serde::Serializer::new(&mut bytes).with_struct_map(),
-                        )
+                        .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
                         .map_err(|e| format!("encoding field `{field}`: {e}"))?;
                     codec::make_blob(field, id, bytes, cache, keep_caches)
                 }
@@ -1285,7 +1283,7 @@ fn encode_body<S: GraphState>(
         writers,
         input_sends,
     }
-    .serialize(&mut rmp_serde::Serializer::new(&mut bytes).with_struct_map())
+    .serialize(&mut msgpack::Packer::named(&mut bytes))
     .map_err(|e| e.to_string())?;
     Ok(bytes)
 }
