@@ -356,7 +356,10 @@ mod tests {
         while arena.open == open {
             kept.push(arena.keep(&[4u8; 8192]));
         }
-        assert!(slot.lock().unwrap().is_none(), "the prepared region became the open one");
+        assert!(
+            slot.lock().unwrap().is_none(),
+            "the prepared region became the open one"
+        );
         assert_eq!(arena.get(*kept.last().unwrap()), &[4u8; 8192][..]);
         assert_eq!(arena.get(kept[0]), &[3u8; 8192][..]);
     }

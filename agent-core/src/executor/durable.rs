@@ -750,6 +750,11 @@ struct Queue {
     /// A drain task is storing.
     busy: bool,
     error: Option<GraphError>,
+    /// Ops queued so far, and how many of them are done (stored, or dropped after a failure):
+    /// a caller waits for the ops it queued, not for the queue to be empty, which a parent's
+    /// subgraphs storing one after another could keep from ever happening.
+    queued: u64,
+    done: u64,
 }
 
 impl Writer {
@@ -777,6 +782,7 @@ impl Writer {
             return;
         }
         queue.ops.push(op);
+        queue.queued += 1;
         if !queue.busy {
             queue.busy = true;
             drop(queue);
@@ -799,32 +805,53 @@ impl Writer {
     /// subgraphs) queue meanwhile goes with its next batch, one transaction for several
     /// runs' checkpoints (a group commit).
     async fn write_now(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
-        let drains = {
+        let (drains, ticket) = {
             let mut queue = Self::lock(&self.shared);
             if queue.error.is_some() {
-                false
+                (false, queue.queued)
             } else {
+                queue.queued += ops.len() as u64;
                 queue.ops.extend(ops);
                 let drains = !queue.busy && !queue.ops.is_empty();
                 queue.busy |= drains;
-                drains
+                (drains, queue.queued)
             }
         };
         if drains {
+            if Arc::strong_count(&self.shared) > 1 && !self.saver.stores_instantly() {
+                // Other runs share the writer (a parent and its subgraphs): let those ready to
+                // store queue their ops first, so one transaction takes them all. Yield again
+                // while they keep coming (on other workers too), a few times at most.
+                let mut queued = Self::lock(&self.shared).ops.len();
+                for _ in 0..GATHER_YIELDS {
+                    tokio::task::yield_now().await;
+                    let now = Self::lock(&self.shared).ops.len();
+                    if now == queued {
+                        break;
+                    }
+                    queued = now;
+                }
+            }
             drain(&*self.saver, &self.shared).await;
         }
-        self.flush().await
+        self.done(ticket).await
     }
 
-    /// Waits until everything queued is stored; the first failure, if any.
+    /// Waits until everything queued so far is stored; the first failure, if any.
     async fn flush(&self) -> Result<(), GraphError> {
+        let ticket = Self::lock(&self.shared).queued;
+        self.done(ticket).await
+    }
+
+    /// Waits until the first `ticket` ops queued are done; the first failure, if any.
+    async fn done(&self, ticket: u64) -> Result<(), GraphError> {
         loop {
             let idle = self.shared.idle.notified();
             let mut idle = std::pin::pin!(idle);
             idle.as_mut().enable();
             {
                 let mut queue = Self::lock(&self.shared);
-                if !queue.busy {
+                if queue.done >= ticket {
                     return match queue.error.take() {
                         Some(error) => Err(error),
                         None => Ok(()),
@@ -836,6 +863,9 @@ impl Writer {
     }
 }
 
+/// How many times a `Sync` store yields for sibling runs' ops to join its transaction.
+const GATHER_YIELDS: usize = 4;
+
 /// Stores batches until the queue is empty (a task of its own, or a `Sync` run's own task).
 async fn drain(saver: &dyn Checkpointer, shared: &WriterShared) {
     let cancelled = Cancelled {
@@ -846,7 +876,9 @@ async fn drain(saver: &dyn Checkpointer, shared: &WriterShared) {
         let ops = {
             let mut queue = Writer::lock(shared);
             if queue.ops.is_empty() || queue.error.is_some() {
+                // Everything queued is stored, or dropped after the failure.
                 queue.ops.clear();
+                queue.done = queue.queued;
                 queue.busy = false;
                 drop(queue);
                 shared.idle.notify_waiters();
@@ -855,6 +887,7 @@ async fn drain(saver: &dyn Checkpointer, shared: &WriterShared) {
             }
             std::mem::take(&mut queue.ops)
         };
+        let count = ops.len() as u64;
         let stored = AssertUnwindSafe(saver.put_batch(ops)).catch_unwind().await;
         let error = match stored {
             Ok(Ok(())) => None,
@@ -864,9 +897,15 @@ async fn drain(saver: &dyn Checkpointer, shared: &WriterShared) {
                 detail: "the checkpointer panicked while storing".to_owned(),
             }),
         };
-        if let Some(error) = error {
-            Writer::lock(shared).error = Some(error);
+        {
+            let mut queue = Writer::lock(shared);
+            queue.done += count;
+            if let Some(error) = error {
+                queue.error = Some(error);
+            }
         }
+        // Those waiting for this batch go on while the next one is stored.
+        shared.idle.notify_waiters();
     }
 }
 
@@ -882,6 +921,7 @@ impl Drop for Cancelled<'_> {
     fn drop(&mut self) {
         let mut queue = Writer::lock(self.shared);
         queue.ops.clear();
+        queue.done = queue.queued;
         queue.busy = false;
         queue.error.get_or_insert_with(|| GraphError::Storage {
             backend: self.backend,
@@ -1383,20 +1423,36 @@ mod tests {
         assert!(body.input_sends.is_empty());
     }
 
-    /// A saver whose batches never finish storing (a stalled database).
-    struct Stalled(crate::InMemorySaver);
+    /// A saver that stores a batch only when the test lets it (a permit per batch): none
+    /// ever, a stalled database.
+    struct Gated {
+        inner: crate::InMemorySaver,
+        gate: tokio::sync::Semaphore,
+        /// Batches that reached the saver (stored or waiting), by size.
+        batches: std::sync::Mutex<Vec<usize>>,
+    }
+
+    impl Default for Gated {
+        fn default() -> Self {
+            Gated {
+                inner: crate::InMemorySaver::new(),
+                gate: tokio::sync::Semaphore::new(0),
+                batches: std::sync::Mutex::default(),
+            }
+        }
+    }
 
     #[async_trait::async_trait]
-    impl crate::checkpoint::Checkpointer for Stalled {
+    impl crate::checkpoint::Checkpointer for Gated {
         fn backend(&self) -> &'static str {
-            "stalled"
+            "gated"
         }
         async fn put(
             &self,
             record: &crate::checkpoint::CheckpointRecord,
             blobs: &[crate::checkpoint::FieldBlob],
         ) -> Result<(), crate::GraphError> {
-            self.0.put(record, blobs).await
+            self.inner.put(record, blobs).await
         }
         async fn put_writes(
             &self,
@@ -1405,15 +1461,17 @@ mod tests {
             checkpoint_id: &str,
             writes: &[crate::checkpoint::PendingWrite],
         ) -> Result<(), crate::GraphError> {
-            self.0
+            self.inner
                 .put_writes(thread_id, ns, checkpoint_id, writes)
                 .await
         }
         async fn put_batch(
             &self,
-            _ops: Vec<crate::checkpoint::StoreOp>,
+            ops: Vec<crate::checkpoint::StoreOp>,
         ) -> Result<(), crate::GraphError> {
-            std::future::pending().await
+            self.batches.lock().unwrap().push(ops.len());
+            self.gate.acquire().await.unwrap().forget();
+            self.inner.put_batch(ops).await
         }
         async fn get(
             &self,
@@ -1421,7 +1479,7 @@ mod tests {
             ns: &str,
             checkpoint_id: Option<&str>,
         ) -> Result<crate::checkpoint::LoadedCheckpoint, crate::GraphError> {
-            self.0.get(thread_id, ns, checkpoint_id).await
+            self.inner.get(thread_id, ns, checkpoint_id).await
         }
         async fn list(
             &self,
@@ -1429,10 +1487,10 @@ mod tests {
             ns: &str,
             filter: &crate::ListFilter,
         ) -> Result<Vec<crate::checkpoint::CheckpointRecord>, crate::GraphError> {
-            self.0.list(thread_id, ns, filter).await
+            self.inner.list(thread_id, ns, filter).await
         }
         async fn delete_thread(&self, thread_id: &str) -> Result<(), crate::GraphError> {
-            self.0.delete_thread(thread_id).await
+            self.inner.delete_thread(thread_id).await
         }
         async fn prune(
             &self,
@@ -1440,7 +1498,7 @@ mod tests {
             ns: &str,
             keep_last: usize,
         ) -> Result<usize, crate::GraphError> {
-            self.0.prune(thread_id, ns, keep_last).await
+            self.inner.prune(thread_id, ns, keep_last).await
         }
     }
 
@@ -1458,7 +1516,7 @@ mod tests {
     /// batch, once, instead of waiting forever.
     #[tokio::test]
     async fn a_cancelled_drain_fails_the_next_flush_instead_of_hanging_it() {
-        let writer = super::Writer::new(std::sync::Arc::new(Stalled(crate::InMemorySaver::new())));
+        let writer = super::Writer::new(std::sync::Arc::new(Gated::default()));
         let wait = std::time::Duration::from_millis(20);
         let stalled = tokio::time::timeout(wait, writer.write_now(vec![writes_op()])).await;
         assert!(stalled.is_err(), "the stalled store cannot finish");
@@ -1474,6 +1532,53 @@ mod tests {
                 .is_ok(),
             "the error is reported once"
         );
+    }
+
+    /// Yields until `done` holds (other tasks of the test's runtime move meanwhile).
+    async fn until(done: impl Fn() -> bool) {
+        for _ in 0..100_000 {
+            if done() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the writer never got there");
+    }
+
+    /// Runs sharing a writer (a parent and its subgraphs) wait for their own ops, not for the
+    /// queue to be empty: a store returns once its batch is stored, while the drain goes on
+    /// with what others queued after it. And ops queued while a store gathers go in its batch.
+    #[tokio::test]
+    async fn a_sync_store_returns_when_its_batch_is_stored_not_when_the_queue_empties() {
+        use std::sync::Arc;
+        let saver = Arc::new(Gated::default());
+        let writer = super::Writer::new(saver.clone());
+        let store = |writer: &super::Writer| {
+            let writer = writer.clone();
+            tokio::spawn(async move { writer.write_now(vec![writes_op()]).await })
+        };
+        let batches = || saver.batches.lock().unwrap().clone();
+        // The first store drains; two more queue while it gathers: one batch of three.
+        let first = store(&writer);
+        let (second, third) = (store(&writer), store(&writer));
+        until(|| batches().len() == 1).await;
+        assert_eq!(batches(), [3]);
+        // A fourth queues while that batch is being stored; it goes in the next one.
+        let fourth = store(&writer);
+        until(|| super::Writer::lock(&writer.shared).ops.len() == 1).await;
+        saver.gate.add_permits(1);
+        until(|| second.is_finished() && third.is_finished()).await;
+        assert!(!fourth.is_finished(), "the fourth op is not stored yet");
+        assert!(
+            !first.is_finished(),
+            "the first store's task drains the fourth op"
+        );
+        assert_eq!(batches(), [3, 1]);
+        saver.gate.add_permits(1);
+        for task in [first, second, third, fourth] {
+            task.await.unwrap().unwrap();
+        }
+        writer.flush().await.unwrap();
     }
 
     #[test]
