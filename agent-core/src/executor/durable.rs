@@ -73,6 +73,8 @@ pub(crate) struct Durable<S: GraphState> {
     planned: Option<(String, Option<String>)>,
     /// Stores in order, in the background.
     writer: Writer,
+    /// Counts this run among the runs sharing the writer.
+    _seat: Seat,
 }
 
 /// An encoded checkpoint, and its `debug` stream item when the caller streams it.
@@ -113,6 +115,7 @@ impl<S: GraphState> Durable<S> {
         }
         let fields = S::fields().len();
         let mut durable = Durable {
+            _seat: writer.seat(),
             writer,
             saver,
             thread_id,
@@ -742,6 +745,19 @@ pub(crate) struct Writer {
 struct WriterShared {
     queue: Mutex<Queue>,
     idle: tokio::sync::Notify,
+    /// Runs using the writer now (a parent and its subgraphs).
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+/// A run's place among those sharing a writer, given back when the run's link is dropped.
+struct Seat(Arc<WriterShared>);
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.0
+            .runs
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 #[derive(Default)]
@@ -768,6 +784,14 @@ impl Writer {
     /// The checkpointer it stores to.
     pub(crate) fn saver(&self) -> &Arc<dyn Checkpointer> {
         &self.saver
+    }
+
+    /// Counts a run among those using the writer until the seat is dropped.
+    fn seat(&self) -> Seat {
+        self.shared
+            .runs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Seat(self.shared.clone())
     }
 
     fn lock(shared: &WriterShared) -> std::sync::MutexGuard<'_, Queue> {
@@ -818,7 +842,8 @@ impl Writer {
             }
         };
         if drains {
-            if Arc::strong_count(&self.shared) > 1 && !self.saver.stores_instantly() {
+            let siblings = self.shared.runs.load(std::sync::atomic::Ordering::Relaxed) > 1;
+            if siblings && !self.saver.stores_instantly() {
                 // Other runs share the writer (a parent and its subgraphs): let those ready to
                 // store queue their ops first, so one transaction takes them all. Yield again
                 // while they keep coming (on other workers too), a few times at most.
@@ -1553,9 +1578,13 @@ mod tests {
         use std::sync::Arc;
         let saver = Arc::new(Gated::default());
         let writer = super::Writer::new(saver.clone());
+        // Each store stands for a run (seated when it starts, as a run's link is).
         let store = |writer: &super::Writer| {
-            let writer = writer.clone();
-            tokio::spawn(async move { writer.write_now(vec![writes_op()]).await })
+            let (writer, seat) = (writer.clone(), writer.seat());
+            tokio::spawn(async move {
+                let _seat = seat;
+                writer.write_now(vec![writes_op()]).await
+            })
         };
         let batches = || saver.batches.lock().unwrap().clone();
         // The first store drains; two more queue while it gathers: one batch of three.
