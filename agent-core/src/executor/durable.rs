@@ -811,7 +811,7 @@ impl Writer {
             queue.busy = true;
             drop(queue);
             let (saver, shared) = (self.saver.clone(), self.shared.clone());
-            let mut drain = Box::pin(async move { drain(&*saver, &shared).await });
+            let mut drain = Box::pin(async move { drain(&*saver, &shared, false).await });
             // A store that is done at once (an in-memory saver) needs no task of its own: poll
             // the drain here once, and hand it to a task only if it has to wait.
             if self.saver.stores_instantly() {
@@ -842,22 +842,11 @@ impl Writer {
             }
         };
         if drains {
-            let siblings = self.shared.runs.load(std::sync::atomic::Ordering::Relaxed) > 1;
-            if siblings && !self.saver.stores_instantly() {
-                // Other runs share the writer (a parent and its subgraphs): let those ready to
-                // store queue their ops first, so one transaction takes them all. Yield again
-                // while they keep coming (on other workers too), a few times at most.
-                let mut queued = Self::lock(&self.shared).ops.len();
-                for _ in 0..GATHER_YIELDS {
-                    tokio::task::yield_now().await;
-                    let now = Self::lock(&self.shared).ops.len();
-                    if now == queued {
-                        break;
-                    }
-                    queued = now;
-                }
-            }
-            drain(&*self.saver, &self.shared).await;
+            // Other runs share the writer (a parent and its subgraphs): gather what they are
+            // about to store into the same transaction.
+            let gather = self.shared.runs.load(std::sync::atomic::Ordering::Relaxed) > 1
+                && !self.saver.stores_instantly();
+            drain(&*self.saver, &self.shared, gather).await;
         }
         self.done(ticket).await
     }
@@ -892,11 +881,25 @@ impl Writer {
 const GATHER_YIELDS: usize = 4;
 
 /// Stores batches until the queue is empty (a task of its own, or a `Sync` run's own task).
-async fn drain(saver: &dyn Checkpointer, shared: &WriterShared) {
+/// With `gather`, it first yields while other runs' ops keep arriving (a few times at most):
+/// those ready to store join its first transaction.
+async fn drain(saver: &dyn Checkpointer, shared: &WriterShared, gather: bool) {
+    // Armed before the first await: a drain dropped while gathering leaves no queue marked busy.
     let cancelled = Cancelled {
         shared,
         backend: saver.backend(),
     };
+    if gather {
+        let mut queued = Writer::lock(shared).ops.len();
+        for _ in 0..GATHER_YIELDS {
+            tokio::task::yield_now().await;
+            let now = Writer::lock(shared).ops.len();
+            if now == queued {
+                break;
+            }
+            queued = now;
+        }
+    }
     loop {
         let ops = {
             let mut queue = Writer::lock(shared);
@@ -1557,6 +1560,26 @@ mod tests {
                 .is_ok(),
             "the error is reported once"
         );
+    }
+
+    /// A `Sync` store dropped while it gathers sibling runs' ops (before it stored anything)
+    /// leaves no queue marked busy behind it either.
+    #[tokio::test]
+    async fn a_store_dropped_while_gathering_fails_the_next_flush_instead_of_hanging_it() {
+        let writer = super::Writer::new(std::sync::Arc::new(Gated::default()));
+        let (_parent, _child) = (writer.seat(), writer.seat());
+        {
+            let store = writer.write_now(vec![writes_op()]);
+            let mut store = std::pin::pin!(store);
+            assert!(
+                futures::poll!(store.as_mut()).is_pending(),
+                "it yields to gather"
+            );
+        }
+        let flushed = tokio::time::timeout(std::time::Duration::from_secs(5), writer.flush())
+            .await
+            .expect("a flush after a dropped store must not hang");
+        assert!(flushed.is_err(), "the dropped store's op was not stored");
     }
 
     /// Yields until `done` holds (other tasks of the test's runtime move meanwhile).
