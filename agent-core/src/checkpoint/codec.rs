@@ -1,17 +1,27 @@
 //! The checkpoint format: MessagePack (rmp-serde, struct fields by name), versioned, with
-//! per-field blobs and append-only deltas for sequence fields.
+//! per-field blobs and two kinds of delta on a field's stored version.
 //!
-//! A field whose encoding is an array, and whose previous stored version is a prefix of the
-//! new one, is stored as "the first n elements of version v, then these": the prefix check
-//! compares each element's bytes with the last stored version's, so it works for any sequence
-//! type and any reducer (a message replaced in place just moves the split point). Decoding never runs code from the
-//! data: it is plain serde into the state's own types, and any mismatch is an error.
+//! - Element deltas: a field whose encoding is an array, and whose previous stored version is
+//!   a prefix of the new one, is stored as "the first n elements of version v, then these":
+//!   the prefix check compares each element's bytes with the last stored version's, so it works
+//!   for any sequence type and any reducer (a message replaced in place just moves the split
+//!   point).
+//! - Byte splices ([`splice`](super::splice)): any other new version that keeps at least half
+//!   of its bytes from the stored one (a string that grew, a value edited in place) is stored
+//!   as the ranges it keeps and the bytes it adds. A chain holds at most [`MAX_SPLICES`] of
+//!   them before a whole value, so a load replays a bounded amount of work.
+//!
+//! Decoding never runs code from the data: it is plain serde into the state's own types, and
+//! any mismatch is an error.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::FieldBlob;
 use super::msgpack;
+use super::{FieldBlob, splice};
+
+/// Byte splices a delta chain may hold before the next version is stored whole.
+pub(crate) const MAX_SPLICES: u32 = 16;
 
 /// Version of the body layout below; bump on incompatible changes.
 pub(crate) const FORMAT: u32 = 1;
@@ -122,6 +132,8 @@ pub(crate) struct FieldCache {
     /// element by element and a delta is never based on a lookalike; for anything else, the
     /// whole encoding.
     encoding: Encoding,
+    /// Byte splices in the delta chain that rebuilds this version.
+    splices: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -131,8 +143,8 @@ enum Encoding {
     /// The whole encoding, not looked into yet: split on first use, so a version no later
     /// checkpoint compares against costs nothing beyond keeping its bytes.
     Unsplit(Vec<u8>),
-    /// An array: its whole encoding (header included; the header goes stale as elements are
-    /// appended, and only the ranges are read) and the byte ranges of its elements.
+    /// An array: its whole encoding (the header kept up to date as elements are appended) and
+    /// the byte ranges of its elements.
     Array {
         bytes: Vec<u8>,
         ranges: Vec<Range<usize>>,
@@ -145,6 +157,17 @@ impl FieldCache {
         FieldCache {
             version: version.to_owned(),
             encoding: Encoding::Unsplit(bytes),
+            splices: 0,
+        }
+    }
+
+    /// The stored version's whole encoding, when kept.
+    fn bytes(&self) -> Option<&[u8]> {
+        match &self.encoding {
+            Encoding::Unknown => None,
+            Encoding::Unsplit(bytes) | Encoding::Other(bytes) | Encoding::Array { bytes, .. } => {
+                Some(bytes)
+            }
         }
     }
 
@@ -162,12 +185,7 @@ impl FieldCache {
     /// The length of the stored version's whole encoding, when kept (a size hint for the
     /// next one).
     pub(crate) fn encoded_len(&self) -> Option<usize> {
-        match &self.encoding {
-            Encoding::Unknown => None,
-            Encoding::Unsplit(bytes) | Encoding::Other(bytes) | Encoding::Array { bytes, .. } => {
-                Some(bytes.len())
-            }
-        }
+        self.bytes().map(<[u8]>::len)
     }
 
     /// How many elements the stored version has, when it is an array.
@@ -181,11 +199,12 @@ impl FieldCache {
 }
 
 /// Builds the blob for a new version of a field from its whole encoding and moves `cache`
-/// onto it: `None` when it equals the stored version (the field keeps its version), a delta
-/// when the stored version is a prefix of it (compared element by element), else the whole
-/// value. With `keep` false (no later checkpoint of this run will compare against it: the
-/// run's one checkpoint with `Durability::Exit`) the cache is dropped and the bytes move into
-/// the blob uncopied.
+/// onto it: `None` when it equals the stored version (the field keeps its version), an element
+/// delta when the stored version is a prefix of it (compared element by element), a byte
+/// splice when it keeps most of the stored version's bytes otherwise, else the whole value.
+/// With `keep` false (no later checkpoint of this run will compare against it: the run's one
+/// checkpoint with `Durability::Exit`) the cache is dropped and the bytes move into the blob
+/// uncopied.
 pub(crate) fn make_blob(
     field: &str,
     version: &str,
@@ -194,7 +213,9 @@ pub(crate) fn make_blob(
     keep: bool,
 ) -> Option<FieldBlob> {
     let mut kept = None;
+    let mut spliced = None;
     let mut new_ranges = None;
+    let mut splices = 0;
     if let Some(previous) = cache.as_mut() {
         previous.settle();
         match &previous.encoding {
@@ -221,27 +242,56 @@ pub(crate) fn make_blob(
             Encoding::Other(old) if *old == bytes => return None,
             _ => {}
         }
-    }
-    let (data, next) = match (&kept, new_ranges) {
-        (Some((_, common)), Some(new)) => {
-            let start = new.get(*common).map_or(bytes.len(), |r| r.start);
-            let data = bytes[start..].to_vec();
-            let next = keep.then_some(Encoding::Array { bytes, ranges: new });
-            (data, next)
+        splices = previous.splices;
+        if kept.is_none()
+            && splices < MAX_SPLICES
+            && let Some(old) = previous.bytes()
+        {
+            spliced = splice::diff(old, &bytes).map(|ops| {
+                let base = (previous.version.clone(), splice::FLAG | old.len() as u64);
+                (base, ops)
+            });
         }
-        (_, Some(new)) if keep => (bytes.clone(), Some(Encoding::Array { bytes, ranges: new })),
-        _ if keep => (bytes.clone(), Some(Encoding::Unsplit(bytes))),
-        _ => (bytes, None),
+    }
+    let (base, data) = match (kept, spliced) {
+        (Some((v, common)), _) => {
+            let start = new_ranges
+                .as_ref()
+                .and_then(|new| new.get(common))
+                .map_or(bytes.len(), |r| r.start);
+            (Some((v, common as u64)), bytes[start..].to_vec())
+        }
+        (None, Some((base, ops))) => {
+            splices += 1;
+            (Some(base), ops)
+        }
+        (None, None) => {
+            splices = 0;
+            if !keep {
+                *cache = None;
+                return Some(FieldBlob {
+                    field: field.to_owned(),
+                    version: version.to_owned(),
+                    base: None,
+                    data: bytes,
+                });
+            }
+            (None, bytes.clone())
+        }
     };
     let blob = FieldBlob {
         field: field.to_owned(),
         version: version.to_owned(),
-        base: kept.map(|(v, common)| (v, common as u64)),
+        base,
         data,
     };
-    *cache = next.map(|encoding| FieldCache {
+    *cache = keep.then(|| FieldCache {
         version: version.to_owned(),
-        encoding,
+        encoding: match new_ranges {
+            Some(ranges) => Encoding::Array { bytes, ranges },
+            None => Encoding::Unsplit(bytes),
+        },
+        splices,
     });
     Some(blob)
 }
@@ -284,13 +334,16 @@ pub(crate) fn append_blob(
     let mut at = 0;
     while at < tail.bytes.len() {
         let end = skip_value(&tail.bytes, at).ok_or(())?;
-        added.push(elements.len() + at..elements.len() + end);
+        added.push(at..end);
         at = end;
     }
     if kept + added.len() != tail.len {
         return Err(());
     }
-    ranges.extend(added);
+    // The header now counts the new elements (a later splice is based on these exact bytes).
+    set_array_len(elements, ranges, tail.len).ok_or(())?;
+    let offset = elements.len();
+    ranges.extend(added.into_iter().map(|r| r.start + offset..r.end + offset));
     elements.extend_from_slice(&tail.bytes);
     let base = std::mem::replace(&mut cache.version, version.to_owned());
     Ok(Some(FieldBlob {
@@ -466,19 +519,28 @@ pub(crate) fn reconstruct(
     let Some(full) = chain.pop() else {
         return Err("empty blob chain".to_owned());
     };
-    let mut elements: Vec<Vec<u8>> = Vec::new();
-    let mut bytes = full.data.clone();
-    let mut is_array = false;
-    if !chain.is_empty() {
-        let ranges = split_array(&bytes).ok_or("delta base is not an array")?;
-        elements = ranges.iter().map(|r| bytes[r.clone()].to_vec()).collect();
-        is_array = true;
-    }
+    let mut value = Rebuilt::Bytes(full.data.clone());
+    let mut splices = 0;
     while let Some(delta) = chain.pop() {
-        let Some((_, keep)) = &delta.base else {
+        let Some((_, count)) = &delta.base else {
             return Err("broken delta chain".to_owned());
         };
-        let keep = *keep as usize;
+        if splice::is_splice(*count) {
+            let base = value.into_bytes();
+            let expected = count & !splice::FLAG;
+            if base.len() as u64 != expected {
+                return Err(format!(
+                    "a splice of version `{}` expects a {expected}-byte base, found {}",
+                    delta.version,
+                    base.len()
+                ));
+            }
+            value = Rebuilt::Bytes(splice::apply(&base, &delta.data)?);
+            splices += 1;
+            continue;
+        }
+        let mut elements = value.into_elements()?;
+        let keep = *count as usize;
         if keep > elements.len() {
             return Err(format!(
                 "delta keeps {keep} elements but its base has {}",
@@ -492,16 +554,69 @@ pub(crate) fn reconstruct(
             elements.push(delta.data[at..end].to_vec());
             at = end;
         }
+        value = Rebuilt::Elements(elements);
     }
-    if is_array {
-        bytes = Vec::with_capacity(elements.iter().map(Vec::len).sum::<usize>() + 5);
-        write_array_header(&mut bytes, elements.len());
-        for e in &elements {
-            bytes.extend_from_slice(e);
+    let bytes = value.into_bytes();
+    let mut cache = FieldCache::new(version, bytes.clone());
+    cache.splices = splices;
+    Ok((bytes, cache))
+}
+
+/// A value being rebuilt from a delta chain: element deltas work on its elements, splices on
+/// its bytes; it changes form only when the next delta's kind does.
+enum Rebuilt {
+    Bytes(Vec<u8>),
+    Elements(Vec<Vec<u8>>),
+}
+
+impl Rebuilt {
+    fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Rebuilt::Bytes(bytes) => bytes,
+            Rebuilt::Elements(elements) => {
+                let mut bytes =
+                    Vec::with_capacity(elements.iter().map(Vec::len).sum::<usize>() + 5);
+                write_array_header(&mut bytes, elements.len());
+                for e in &elements {
+                    bytes.extend_from_slice(e);
+                }
+                bytes
+            }
         }
     }
-    let cache = FieldCache::new(version, bytes.clone());
-    Ok((bytes, cache))
+
+    fn into_elements(self) -> Result<Vec<Vec<u8>>, String> {
+        match self {
+            Rebuilt::Elements(elements) => Ok(elements),
+            Rebuilt::Bytes(bytes) => {
+                let ranges = split_array(&bytes).ok_or("delta base is not an array")?;
+                Ok(ranges.iter().map(|r| bytes[r.clone()].to_vec()).collect())
+            }
+        }
+    }
+}
+
+/// Rewrites the array header of `bytes` to count `len` elements (no fewer than it counts),
+/// moving `ranges` when the header grows wider. `None` when `bytes` is no array.
+fn set_array_len(bytes: &mut Vec<u8>, ranges: &mut [Range<usize>], len: usize) -> Option<()> {
+    let width = match *bytes.first()? {
+        0x90..=0x9f => 1,
+        0xdc => 3,
+        0xdd => 5,
+        _ => return None,
+    };
+    let mut header = Vec::with_capacity(5);
+    write_array_header(&mut header, len);
+    let grown = header.len().checked_sub(width)?;
+    if grown == 0 {
+        bytes[..width].copy_from_slice(&header);
+    } else {
+        bytes.splice(..width, header);
+        for r in ranges.iter_mut() {
+            *r = r.start + grown..r.end + grown;
+        }
+    }
+    Some(())
 }
 
 pub(crate) fn write_array_header(out: &mut Vec<u8>, len: usize) {
@@ -702,6 +817,130 @@ mod tests {
         let blob = make_blob("f", "v3", second.clone(), &mut cache, false).unwrap();
         assert_eq!((blob.base, blob.data), (None, second));
         assert!(cache.is_none());
+    }
+
+    /// Writes `versions` through `make_blob`/`append_blob` as the executor does (appends when
+    /// `appended` says so) and checks that every version rebuilds to the bytes the writer kept.
+    fn write_and_rebuild(versions: &[serde_json::Value], appended: bool) -> Vec<FieldBlob> {
+        let mut cache: Option<FieldCache> = None;
+        let mut blobs = Vec::new();
+        for (i, v) in versions.iter().enumerate() {
+            let version = format!("v{i:03}");
+            // The executor takes the tail path only for a field its reducer appended to.
+            let grew = i > 0
+                && match (&versions[i - 1], v) {
+                    (serde_json::Value::Array(a), serde_json::Value::Array(b)) => b.starts_with(a),
+                    _ => false,
+                };
+            let tail = match (appended && grew, cache.as_mut()) {
+                (true, Some(previous)) => previous
+                    .array_len()
+                    .and_then(|skip| v.serialize(TailSerializer { skip }).ok())
+                    .and_then(|tail| append_blob("f", &version, tail, previous).ok()),
+                _ => None,
+            };
+            let blob = match tail {
+                Some(blob) => blob,
+                None => make_blob("f", &version, encode(v).unwrap(), &mut cache, true),
+            };
+            blobs.extend(blob);
+            let map: HashMap<(String, String), &FieldBlob> = blobs
+                .iter()
+                .map(|b| ((b.field.clone(), b.version.clone()), b))
+                .collect();
+            let latest = cache.as_ref().unwrap().version.clone();
+            let (bytes, rebuilt) = reconstruct("f", &latest, &map).unwrap();
+            assert_eq!(
+                bytes,
+                cache.as_ref().unwrap().bytes().unwrap(),
+                "version {i}"
+            );
+            assert_eq!(
+                rebuilt.splices,
+                cache.as_ref().unwrap().splices,
+                "version {i}"
+            );
+            assert_eq!(
+                &decode::<serde_json::Value>(&bytes).unwrap(),
+                v,
+                "version {i}"
+            );
+        }
+        blobs
+    }
+
+    #[test]
+    fn a_growing_text_is_stored_as_splices_up_to_the_bound() {
+        // A one-element list whose element grows (a joke bumped every step) and a bare string.
+        let base = "Joke about ".to_owned() + &"['a', 'b', 'c'] - hohoho ".repeat(200);
+        for wrap in [true, false] {
+            let versions: Vec<serde_json::Value> = (0..40)
+                .map(|n| {
+                    let text = base.clone() + &" a".repeat(n);
+                    if wrap { json!([text]) } else { json!(text) }
+                })
+                .collect();
+            let blobs = write_and_rebuild(&versions, false);
+            let whole: Vec<usize> = blobs
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.base.is_none())
+                .map(|(i, _)| i)
+                .collect();
+            // Whole at the start and after every MAX_SPLICES splices.
+            let step = MAX_SPLICES as usize + 1;
+            assert_eq!(whole, (0..40).step_by(step).collect::<Vec<_>>());
+            let spliced: usize = blobs
+                .iter()
+                .filter(|b| b.base.as_ref().is_some_and(|(_, n)| splice::is_splice(*n)))
+                .map(|b| b.data.len())
+                .sum();
+            assert!(spliced < 40 * 32, "{spliced} bytes of splices");
+        }
+    }
+
+    #[test]
+    fn splices_and_element_deltas_chain_in_any_order() {
+        let text = |n: usize| "x".repeat(300) + &"y".repeat(n);
+        let versions = vec![
+            json!([text(0)]),
+            json!([text(1)]),         // splice (the element changed)
+            json!([text(1), "more"]), // element delta on a splice
+            json!([text(2), "more"]), // splice on an element delta
+            json!([text(2), "more", "and more"]),
+            json!({"a": text(3)}), // another shape: a splice still fits
+            json!(17),             // too short for a splice: whole
+            json!([text(3)]),
+        ];
+        write_and_rebuild(&versions, false);
+        write_and_rebuild(&versions, true);
+        // Appends through the tail path keep the header exact, across its width changes.
+        let lists: Vec<serde_json::Value> = (0..40)
+            .map(|n| json!((0..n).map(|i| "z".repeat(i % 7)).collect::<Vec<_>>()))
+            .collect();
+        write_and_rebuild(&lists, true);
+        let mut long: Vec<serde_json::Value> = vec![json!((0..65_534).collect::<Vec<u32>>())];
+        long.push(json!((0..65_537).collect::<Vec<u32>>()));
+        long.push(json!(
+            (0..65_538)
+                .map(|i| if i == 3 { 9 } else { i })
+                .collect::<Vec<u32>>()
+        ));
+        write_and_rebuild(&long, true);
+    }
+
+    #[test]
+    fn a_splice_on_a_base_of_the_wrong_length_is_an_error() {
+        let text = "x".repeat(300);
+        let blobs = write_and_rebuild(&[json!(text.clone()), json!(text.clone() + "y")], false);
+        let mut broken = blobs.clone();
+        broken[0].data.push(0xc0);
+        let map: HashMap<(String, String), &FieldBlob> = broken
+            .iter()
+            .map(|b| ((b.field.clone(), b.version.clone()), b))
+            .collect();
+        let error = reconstruct("f", "v001", &map).unwrap_err();
+        assert!(error.contains("expects a"), "{error}");
     }
 
     #[test]

@@ -144,7 +144,8 @@ impl Serialize for RawBytes<'_> {
     }
 }
 
-/// A delta blob's base: the version it extends and how many of its elements it keeps.
+/// A delta blob's base: the version it extends and the codec's count (elements kept, or a
+/// splice).
 type Base = Option<(String, u64)>;
 
 /// A checkpoint as packed (fields in order; the record's thread, namespace and id are keys).

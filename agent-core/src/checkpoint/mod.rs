@@ -4,7 +4,8 @@
 //! changed, not with the whole state: a checkpoint records the *version* of every field, and a
 //! field's value is stored as a [`FieldBlob`] only when that version is new. Sequence fields
 //! (message histories) that only grew are stored as a delta on their previous version — the new
-//! elements only — so a 500-turn chat does not store 500 copies of its history.
+//! elements only — so a 500-turn chat does not store 500 copies of its history; a value that
+//! keeps most of its previous version's bytes (a text that grew) is stored as a byte splice.
 //!
 //! Savers store opaque bytes; encoding (MessagePack, versioned) lives in the executor. Three
 //! savers ship: [`InMemorySaver`], [`SqliteSaver`] (the embedded default) and
@@ -18,6 +19,7 @@ mod metadata;
 pub(crate) mod msgpack;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
@@ -106,7 +108,9 @@ pub struct FieldBlob {
     pub field: String,
     /// The version (the id of the checkpoint that wrote it).
     pub version: String,
-    /// For a delta: the version it extends and how many of its elements it keeps.
+    /// For a delta: the version it extends, and a count the executor's codec reads (how many
+    /// of the base's elements it keeps, or with the top bit set, a byte splice of the base).
+    /// Savers store both as they are (the count fits a signed 64-bit column bit for bit).
     pub base: Option<(String, u64)>,
     /// Encoded value (full) or encoded new elements (delta).
     pub data: Vec<u8>,

@@ -148,6 +148,9 @@ fn record(
     }
 }
 
+/// A delta count with the top bit set (how the codec marks a byte splice).
+const SPLICE_COUNT: u64 = 1 << 63 | 5;
+
 fn blob(field: &str, version: &str, base: Option<(&str, u64)>, data: &[u8]) -> FieldBlob {
     FieldBlob {
         field: field.to_owned(),
@@ -197,7 +200,8 @@ pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
                     &[("messages", &c), ("count", &c)],
                 ),
                 &[
-                    blob("messages", &c, Some((&b, 1)), b"delta"),
+                    // A splice's count: the top bit set, which must round-trip bit for bit.
+                    blob("messages", &c, Some((&b, SPLICE_COUNT)), b"delta"),
                     blob("count", &c, None, b"7"),
                 ],
             )
@@ -250,7 +254,7 @@ pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         .iter()
         .find(|x| x.field == "messages" && x.version == c)
         .ok_or_else(|| case.fail("the delta blob is missing"))?;
-    case.check(delta.base == Some((b.clone(), 1)), || {
+    case.check(delta.base == Some((b.clone(), SPLICE_COUNT)), || {
         format!("the delta's base did not round-trip: {:?}", delta.base)
     })?;
     let by_id = case.call("get by id", saver.get(&thread, "", Some(&a)).await)?;
