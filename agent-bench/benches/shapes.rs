@@ -557,7 +557,7 @@ fn child_storage(options: &Options) -> Result<(), BoxError> {
                 let record_bytes: usize = records
                     .iter()
                     .map(|r| {
-                        r.metadata.to_string().len()
+                        serde_json::to_string(&r.metadata).map_or(0, |m| m.len())
                             + serde_json::to_string(&r.versions).map_or(0, |v| v.len())
                             + r.body.len()
                     })

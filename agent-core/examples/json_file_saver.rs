@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::checkpoint::{
-    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite,
-    WriteKind,
+    CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint,
+    PendingWrite, Versions, WriteKind,
 };
 use agent_core::{END, GraphError, GraphState, RunConfig, START, StateGraph};
 use serde::{Deserialize, Serialize};
@@ -57,8 +57,8 @@ struct StoredRecord {
     parent_id: Option<String>,
     step: i64,
     created_at_ms: i64,
-    metadata: serde_json::Value,
-    versions: BTreeMap<String, String>,
+    metadata: CheckpointMetadata,
+    versions: Versions,
     body: String,
 }
 
@@ -160,7 +160,7 @@ impl JsonFileSaver {
     /// The blob keys `versions` need, delta bases included.
     fn needed<'a>(
         file: &ThreadFile,
-        versions: impl IntoIterator<Item = (&'a String, &'a String)>,
+        versions: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Vec<String> {
         let mut needed: Vec<String> = Vec::new();
         let mut stack: Vec<String> = versions.into_iter().map(|(f, v)| blob_key(f, v)).collect();

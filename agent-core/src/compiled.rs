@@ -119,6 +119,8 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) cache_policies: Vec<Option<CachePolicy<S>>>,
     /// Per node, its own input type when it takes one instead of the state.
     pub(crate) inputs: Arc<[Option<InputType>]>,
+    /// The state's field names, shared by every checkpoint's versions.
+    pub(crate) fields: crate::checkpoint::FieldNames,
 }
 
 impl<S: GraphState> Graph<S> {
@@ -508,6 +510,10 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
             checkpointer,
             topology,
             needs_context,
+            fields: crate::checkpoint::FieldNames::new(
+                S::fields(),
+                crate::checkpoint::interning::FIELD,
+            ),
         }),
         context: None,
         cache: None,

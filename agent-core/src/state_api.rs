@@ -176,7 +176,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             interrupts: tasks.iter().flat_map(|t| t.interrupts.clone()).collect(),
             config: config_for(&record.id),
             parent_config: record.parent_id.as_deref().map(config_for),
-            metadata: record.metadata.clone(),
+            metadata: record.metadata.to_json(),
             step: record.step,
             created_at_ms: record.created_at_ms,
             values: restored.state,
@@ -398,7 +398,7 @@ fn subgraph_snapshot<'a>(
                 .map_err(|e| corrupt(format!("field `{field}`: {e}")))?;
             let value: serde_json::Value =
                 codec::decode(&bytes).map_err(|e| corrupt(format!("field `{field}`: {e}")))?;
-            values.insert(field.clone(), value);
+            values.insert(field.to_owned(), value);
         }
         // Its tasks, as its writes name them: pauses, errors and finished outputs.
         let mut tasks: Vec<PendingTask> = Vec::new();

@@ -3,10 +3,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_core::checkpoint::{CheckpointRecord, Checkpointer, testkit};
+use agent_core::checkpoint::{
+    CheckpointMetadata, CheckpointRecord, Checkpointer, Versions, testkit,
+};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,8 +102,8 @@ fn record(thread: &str, id: &str) -> CheckpointRecord {
         parent_id: None,
         step: 0,
         created_at_ms: 1_700_000_000_000,
-        metadata: json!({"source": "loop", "step": 0}),
-        versions: BTreeMap::new(),
+        metadata: CheckpointMetadata::from_json(&json!({"source": "loop", "step": 0})),
+        versions: Versions::new(),
         body: vec![1],
     }
 }
@@ -134,8 +135,8 @@ async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
         parent_id: None,
         step: 0,
         created_at_ms: 0,
-        metadata: json!({}),
-        versions: BTreeMap::from([("f".to_owned(), "c1".to_owned())]),
+        metadata: CheckpointMetadata::default(),
+        versions: [("f", "c1")].into_iter().collect(),
         body: Vec::new(),
     };
     let blob = FieldBlob {

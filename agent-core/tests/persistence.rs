@@ -826,7 +826,7 @@ async fn typed_metadata_reads_what_the_executor_stores() {
             .record
             .unwrap();
         assert_eq!(latest.id, out.checkpoint_id.unwrap(), "{name}");
-        assert_eq!(latest.meta(), metas[0], "{name}");
+        assert_eq!(latest.metadata, metas[0], "{name}");
     }
 }
 

@@ -49,7 +49,8 @@ pub(crate) struct Body {
     pub(crate) input_sends: Vec<u32>,
 }
 
-/// [`Body`] as written: borrowed, so encoding a checkpoint allocates no names.
+/// [`Body`] as serde writes it: what the executor's own body encoder must match byte for byte.
+#[cfg(test)]
 #[derive(serde::Serialize)]
 pub(crate) struct BodyRef<'a> {
     pub(crate) format: u32,
@@ -62,8 +63,10 @@ pub(crate) struct BodyRef<'a> {
 }
 
 /// A state's field names, encoded as a list without collecting them.
+#[cfg(test)]
 pub(crate) struct FieldNames(pub(crate) &'static [crate::state::FieldInfo]);
 
+#[cfg(test)]
 impl serde::Serialize for FieldNames {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.0.iter().map(|f| f.name))
@@ -127,7 +130,7 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, 
 /// What the writer remembers of the last stored version of a field.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FieldCache {
-    pub(crate) version: String,
+    pub(crate) version: std::sync::Arc<str>,
     /// Its encoding: for an array, the elements' ranges too, so the next version is compared
     /// element by element and a delta is never based on a lookalike; for anything else, the
     /// whole encoding.
@@ -155,7 +158,7 @@ enum Encoding {
 impl FieldCache {
     fn new(version: &str, bytes: Vec<u8>) -> Self {
         FieldCache {
-            version: version.to_owned(),
+            version: version.into(),
             encoding: Encoding::Unsplit(bytes),
             splices: 0,
         }
@@ -207,7 +210,7 @@ impl FieldCache {
 /// uncopied.
 pub(crate) fn make_blob(
     field: &str,
-    version: &str,
+    version: &std::sync::Arc<str>,
     bytes: Vec<u8>,
     cache: &mut Option<FieldCache>,
     keep: bool,
@@ -234,7 +237,7 @@ pub(crate) fn make_blob(
                     }
                     // Worth it only when most of the old value is kept.
                     if common > 0 && common * 2 >= old.len() {
-                        kept = Some((previous.version.clone(), common));
+                        kept = Some((previous.version.to_string(), common));
                     }
                     new_ranges = Some(new);
                 }
@@ -248,7 +251,10 @@ pub(crate) fn make_blob(
             && let Some(old) = previous.bytes()
         {
             spliced = splice::diff(old, &bytes).map(|ops| {
-                let base = (previous.version.clone(), splice::FLAG | old.len() as u64);
+                let base = (
+                    previous.version.to_string(),
+                    splice::FLAG | old.len() as u64,
+                );
                 (base, ops)
             });
         }
@@ -271,7 +277,7 @@ pub(crate) fn make_blob(
                 *cache = None;
                 return Some(FieldBlob {
                     field: field.to_owned(),
-                    version: version.to_owned(),
+                    version: version.to_string(),
                     base: None,
                     data: bytes,
                 });
@@ -281,12 +287,12 @@ pub(crate) fn make_blob(
     };
     let blob = FieldBlob {
         field: field.to_owned(),
-        version: version.to_owned(),
+        version: version.to_string(),
         base,
         data,
     };
     *cache = keep.then(|| FieldCache {
-        version: version.to_owned(),
+        version: version.clone(),
         encoding: match new_ranges {
             Some(ranges) => Encoding::Array { bytes, ranges },
             None => Encoding::Unsplit(bytes),
@@ -311,7 +317,7 @@ pub(crate) struct Tail {
 /// encodes the field whole).
 pub(crate) fn append_blob(
     field: &str,
-    version: &str,
+    version: &std::sync::Arc<str>,
     tail: Tail,
     cache: &mut FieldCache,
 ) -> Result<Option<FieldBlob>, ()> {
@@ -345,11 +351,11 @@ pub(crate) fn append_blob(
     let offset = elements.len();
     ranges.extend(added.into_iter().map(|r| r.start + offset..r.end + offset));
     elements.extend_from_slice(&tail.bytes);
-    let base = std::mem::replace(&mut cache.version, version.to_owned());
+    let base = std::mem::replace(&mut cache.version, version.clone());
     Ok(Some(FieldBlob {
         field: field.to_owned(),
-        version: version.to_owned(),
-        base: Some((base, kept as u64)),
+        version: version.to_string(),
+        base: Some((base.to_string(), kept as u64)),
         data: tail.bytes,
     }))
 }
@@ -699,6 +705,11 @@ pub(crate) fn skip_value(bytes: &[u8], mut at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A version as the executor passes it.
+    fn ver(version: &str) -> std::sync::Arc<str> {
+        version.into()
+    }
     use serde::Serialize;
     use serde_json::json;
 
@@ -707,7 +718,13 @@ mod tests {
         let mut blobs = Vec::new();
         for (i, v) in versions.iter().enumerate() {
             let bytes = encode(v).unwrap();
-            blobs.extend(make_blob("f", &format!("v{i}"), bytes, &mut cache, true));
+            blobs.extend(make_blob(
+                "f",
+                &ver(&format!("v{i}")),
+                bytes,
+                &mut cache,
+                true,
+            ));
         }
         let map: HashMap<(String, String), &FieldBlob> = blobs
             .iter()
@@ -769,13 +786,19 @@ mod tests {
         for (n, value) in versions.iter().enumerate() {
             let version = format!("v{n:02}");
             let blob = match cache.as_mut() {
-                None => make_blob("f", &version, encode(value).unwrap(), &mut cache, true),
+                None => make_blob(
+                    "f",
+                    &ver(&version),
+                    encode(value).unwrap(),
+                    &mut cache,
+                    true,
+                ),
                 Some(previous) => {
                     let skip = FieldCache::array_len(previous).unwrap();
                     let tail = value.serialize(TailSerializer { skip }).unwrap();
                     assert_eq!(tail.len, value.len());
                     tail_bytes += tail.bytes.len();
-                    append_blob("f", &version, tail, previous).unwrap()
+                    append_blob("f", &ver(&version), tail, previous).unwrap()
                 }
             };
             blobs.extend(blob);
@@ -804,17 +827,17 @@ mod tests {
     fn a_last_checkpoint_keeps_no_cache_and_stores_the_whole_value() {
         let first = encode(&serde_json::json!([1, 2, 3])).unwrap();
         let mut cache = None;
-        let blob = make_blob("f", "v1", first.clone(), &mut cache, true).unwrap();
+        let blob = make_blob("f", &ver("v1"), first.clone(), &mut cache, true).unwrap();
         assert_eq!(blob.data, first);
         assert!(cache.is_some());
         // Compared against the kept version: a delta of the new element, and no cache after.
         let second = encode(&serde_json::json!([1, 2, 3, 4])).unwrap();
-        let blob = make_blob("f", "v2", second.clone(), &mut cache, false).unwrap();
+        let blob = make_blob("f", &ver("v2"), second.clone(), &mut cache, false).unwrap();
         assert_eq!(blob.base, Some(("v1".to_owned(), 3)));
         assert_eq!(blob.data, encode(&4).unwrap());
         assert!(cache.is_none());
         // Nothing to compare against: the whole value, moved.
-        let blob = make_blob("f", "v3", second.clone(), &mut cache, false).unwrap();
+        let blob = make_blob("f", &ver("v3"), second.clone(), &mut cache, false).unwrap();
         assert_eq!((blob.base, blob.data), (None, second));
         assert!(cache.is_none());
     }
@@ -836,12 +859,12 @@ mod tests {
                 (true, Some(previous)) => previous
                     .array_len()
                     .and_then(|skip| v.serialize(TailSerializer { skip }).ok())
-                    .and_then(|tail| append_blob("f", &version, tail, previous).ok()),
+                    .and_then(|tail| append_blob("f", &ver(&version), tail, previous).ok()),
                 _ => None,
             };
             let blob = match tail {
                 Some(blob) => blob,
-                None => make_blob("f", &version, encode(v).unwrap(), &mut cache, true),
+                None => make_blob("f", &ver(&version), encode(v).unwrap(), &mut cache, true),
             };
             blobs.extend(blob);
             let map: HashMap<(String, String), &FieldBlob> = blobs

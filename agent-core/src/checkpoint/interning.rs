@@ -40,8 +40,9 @@ type Ids = HashMap<usize, (u32, AnyArc)>;
 /// A run's table of shared values, as its stored checkpoints know it.
 #[derive(Default)]
 pub(crate) struct Interner {
-    /// Entry index by allocation address, with the value kept alive.
-    ids: Arc<Ids>,
+    /// Entry index by allocation address, with the value kept alive (`None` until the first
+    /// entry: an empty interner, made for every checkpoint, allocates nothing).
+    ids: Option<Arc<Ids>>,
     /// For a pending write: the thread's entries already stored (the first `.1`), which it
     /// references instead of carrying them.
     base: Option<(Arc<Ids>, u32)>,
@@ -63,7 +64,7 @@ impl Interner {
     /// write): it references `thread`'s stored entries and numbers new ones after them.
     pub(crate) fn over(thread: &Interner) -> Self {
         Interner {
-            base: Some((thread.ids.clone(), thread.stored)),
+            base: thread.ids.clone().map(|ids| (ids, thread.stored)),
             len: thread.stored,
             stored: thread.stored,
             ..Interner::default()
@@ -109,7 +110,9 @@ impl Interner {
             return;
         }
         let stored = self.stored;
-        Arc::make_mut(&mut self.ids).retain(|_, (id, _)| *id < stored);
+        if let Some(ids) = &mut self.ids {
+            Arc::make_mut(ids).retain(|_, (id, _)| *id < stored);
+        }
         self.fresh.clear();
         self.len = stored;
     }
@@ -244,7 +247,7 @@ impl Resolver {
             .filter_map(|(i, arc)| arc.map(|arc| (address(&arc), (i as u32, arc))))
             .collect();
         Interner {
-            ids: Arc::new(ids),
+            ids: Some(Arc::new(ids)),
             base: None,
             used: false,
             len,
@@ -326,12 +329,19 @@ pub(crate) fn intern(
                 .as_ref()
                 .and_then(|(base, len)| base.get(&key).map(|(id, _)| *id).filter(|id| id < len));
             Some(
-                match stored.or_else(|| interner.ids.get(&key).map(|(id, _)| *id)) {
+                match stored.or_else(|| {
+                    interner
+                        .ids
+                        .as_ref()
+                        .and_then(|ids| ids.get(&key))
+                        .map(|(id, _)| *id)
+                }) {
                     Some(id) => Ok(id),
                     None => {
                         let id = interner.len;
                         interner.len += 1;
-                        Arc::make_mut(&mut interner.ids).insert(key, (id, value()));
+                        let ids = interner.ids.get_or_insert_with(Default::default);
+                        Arc::make_mut(ids).insert(key, (id, value()));
                         interner.fresh.push(None);
                         Err(id)
                     }

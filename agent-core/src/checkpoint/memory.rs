@@ -19,8 +19,8 @@ use super::arena::{Arena, Span};
 use super::codec::serde_bytes_vec::Bytes;
 use super::msgpack;
 use super::{
-    CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
-    WriteKind,
+    CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint,
+    PendingWrite, StoreOp, Versions, WriteKind,
 };
 use crate::error::GraphError;
 
@@ -154,11 +154,11 @@ struct PackRef<'a> {
     parent_id: &'a Option<String>,
     step: i64,
     created_at_ms: i64,
-    metadata: &'a serde_json::Value,
-    versions: &'a BTreeMap<String, String>,
+    metadata: &'a CheckpointMetadata,
+    versions: &'a Versions,
     body: RawBytes<'a>,
     /// The blobs it wrote: field, delta base, data.
-    blobs: Vec<(&'a str, &'a Base, RawBytes<'a>)>,
+    blobs: OwnBlobs<'a>,
 }
 
 #[derive(Deserialize)]
@@ -166,8 +166,8 @@ struct Packed {
     parent_id: Option<String>,
     step: i64,
     created_at_ms: i64,
-    metadata: serde_json::Value,
-    versions: BTreeMap<String, String>,
+    metadata: CheckpointMetadata,
+    versions: Versions,
     body: Bytes,
     blobs: Vec<(String, Base, Bytes)>,
 }
@@ -203,7 +203,30 @@ fn pack(
     arena: &mut Arena,
     scratch: &mut Vec<u8>,
 ) -> Result<(Stored, Vec<FieldBlob>), GraphError> {
-    let mut own = Vec::new();
+    let packed = PackRef {
+        parent_id: &record.parent_id,
+        step: record.step,
+        created_at_ms: record.created_at_ms,
+        metadata: &record.metadata,
+        versions: &record.versions,
+        body: RawBytes(&record.body),
+        blobs: OwnBlobs {
+            blobs: &blobs,
+            id: &record.id,
+        },
+    };
+    scratch.clear();
+    let packing = packed.serialize(&mut msgpack::Packer::compact(scratch));
+    if let Err(e) = packing {
+        return Err(GraphError::Storage {
+            backend: "memory",
+            detail: format!("packing checkpoint `{}`: {e}", record.id),
+        });
+    }
+    let stored = arena.keep(scratch);
+    if scratch.capacity() > SCRATCH_KEPT {
+        *scratch = Vec::new();
+    }
     let mut large = Vec::new();
     let mut other = Vec::new();
     for blob in blobs {
@@ -215,62 +238,57 @@ fn pack(
                 field: blob.field,
                 base: blob.base,
             });
-        } else {
-            own.push(blob);
         }
     }
-    let packed = PackRef {
-        parent_id: &record.parent_id,
-        step: record.step,
-        created_at_ms: record.created_at_ms,
-        metadata: &record.metadata,
-        versions: &record.versions,
-        body: RawBytes(&record.body),
-        blobs: own
+    Ok((
+        Stored {
+            packed: stored,
+            large: large.into_boxed_slice(),
+        },
+        other,
+    ))
+}
+
+/// The blobs packed with checkpoint `id`: its own small ones (field, delta base, data).
+struct OwnBlobs<'a> {
+    blobs: &'a [FieldBlob],
+    id: &'a str,
+}
+
+impl OwnBlobs<'_> {
+    fn iter(&self) -> impl Iterator<Item = (&str, &Base, RawBytes<'_>)> + Clone + '_ {
+        self.blobs
             .iter()
+            .filter(|b| b.version == self.id && b.data.len() <= PACK_UP_TO)
             .map(|b| (b.field.as_str(), &b.base, RawBytes(&b.data)))
-            .collect(),
-    };
-    scratch.clear();
-    let packing = packed.serialize(&mut msgpack::Packer::compact(scratch));
-    let stored = match packing {
-        Ok(()) => Ok((
-            Stored {
-                packed: arena.keep(scratch),
-                large: large.into_boxed_slice(),
-            },
-            other,
-        )),
-        Err(e) => {
-            for blob in &large {
-                arena.release(blob.data);
-            }
-            Err(GraphError::Storage {
-                backend: "memory",
-                detail: format!("packing checkpoint `{}`: {e}", record.id),
-            })
-        }
-    };
-    if scratch.capacity() > SCRATCH_KEPT {
-        *scratch = Vec::new();
     }
-    stored
+}
+
+impl Serialize for OwnBlobs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.iter().count()))?;
+        for blob in self.iter() {
+            seq.serialize_element(&blob)?;
+        }
+        seq.end()
+    }
 }
 
 impl Thread {
     fn put(
         &mut self,
-        record: &CheckpointRecord,
+        record: CheckpointRecord,
         blobs: Vec<FieldBlob>,
         arena: &mut Arena,
         scratch: &mut Vec<u8>,
     ) -> Result<(), GraphError> {
-        let (packed, loose) = pack(record, blobs, arena, scratch)?;
+        let (packed, loose) = pack(&record, blobs, arena, scratch)?;
         for blob in loose {
             self.loose
                 .insert((blob.field.clone(), blob.version.clone()), blob);
         }
-        if let Some(old) = self.checkpoints.insert(record.id.as_str().into(), packed) {
+        if let Some(old) = self.checkpoints.insert(record.id.into_boxed_str(), packed) {
             old.release(arena);
         }
         Ok(())
@@ -395,23 +413,9 @@ impl InMemorySaver {
     }
 }
 
-#[async_trait::async_trait]
-impl Checkpointer for InMemorySaver {
-    fn backend(&self) -> &'static str {
-        "memory"
-    }
-
-    fn stores_instantly(&self) -> bool {
-        true
-    }
-
-    async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
-        let mut threads = self.lock();
-        let (thread, arena, scratch) = threads.at(record.thread_id.clone(), record.ns.clone());
-        thread.put(record, blobs.to_vec(), arena, scratch)
-    }
-
-    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+impl InMemorySaver {
+    /// Stores `ops` in order under one lock.
+    fn store(&self, ops: impl Iterator<Item = StoreOp>) -> Result<(), GraphError> {
         let mut threads = self.lock();
         for op in ops {
             match op {
@@ -420,7 +424,7 @@ impl Checkpointer for InMemorySaver {
                     let thread_id = std::mem::take(&mut record.thread_id);
                     let ns = std::mem::take(&mut record.ns);
                     let (thread, arena, scratch) = threads.at(thread_id, ns);
-                    thread.put(&record, blobs, arena, scratch)?;
+                    thread.put(record, blobs, arena, scratch)?;
                 }
                 StoreOp::Writes {
                     thread_id,
@@ -441,6 +445,27 @@ impl Checkpointer for InMemorySaver {
             }
         }
         Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Checkpointer for InMemorySaver {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    fn put_batch_now(&self, ops: &mut Vec<StoreOp>) -> Option<Result<(), GraphError>> {
+        Some(self.store(ops.drain(..)))
+    }
+
+    async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
+        let mut threads = self.lock();
+        let (thread, arena, scratch) = threads.at(record.thread_id.clone(), record.ns.clone());
+        thread.put(record.clone(), blobs.to_vec(), arena, scratch)
+    }
+
+    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        self.store(ops.into_iter())
     }
 
     async fn put_writes(
@@ -479,7 +504,10 @@ impl Checkpointer for InMemorySaver {
         let record = Packed::read(threads.arena.get(stored.packed))?.record(thread_id, ns, id);
         let blobs = thread
             .needed(
-                record.versions.iter().map(|(f, v)| (f.clone(), v.clone())),
+                record
+                    .versions
+                    .iter()
+                    .map(|(f, v)| (f.to_owned(), v.to_owned())),
                 &threads.arena,
             )?
             .into_values()
@@ -558,7 +586,12 @@ impl Checkpointer for InMemorySaver {
         let mut kept_versions = Vec::new();
         for (id, stored) in thread.checkpoints.iter().skip(total - keep_last) {
             let record = Packed::read(arena.get(stored.packed))?.record(thread_id, ns, id);
-            kept_versions.extend(record.versions);
+            kept_versions.extend(
+                record
+                    .versions
+                    .iter()
+                    .map(|(f, v)| (f.to_owned(), v.to_owned())),
+            );
         }
         let needed = thread.needed(kept_versions, arena)?;
         // A doomed checkpoint's blobs that are still needed move to the loose map.
@@ -590,7 +623,9 @@ mod tests {
             parent_id: parent.map(str::to_owned),
             step: 0,
             created_at_ms: 1,
-            metadata: serde_json::json!({ "source": "loop", "n": 1.5 }),
+            metadata: CheckpointMetadata::from_json(
+                &serde_json::json!({ "source": "loop", "n": 1.5 }),
+            ),
             versions: versions
                 .iter()
                 .map(|(f, v)| ((*f).to_owned(), (*v).to_owned()))
@@ -651,7 +686,8 @@ mod tests {
         let record = loaded.record.unwrap();
         assert_eq!(record.id, "b");
         assert_eq!(record.parent_id.as_deref(), Some("a"));
-        assert_eq!(record.metadata["n"], 1.5);
+        assert_eq!(record.metadata.extra["n"], 1.5);
+        assert_eq!(record.metadata.source, Some(super::super::Source::Loop));
         assert_eq!(record.body, vec![9, 8, 7]);
         let expected = vec![
             ("big".to_owned(), "a".to_owned(), big.len()),

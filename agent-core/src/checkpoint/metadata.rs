@@ -1,21 +1,24 @@
-//! [`CheckpointMetadata`]: a typed view of a checkpoint's JSON metadata.
+//! [`CheckpointMetadata`]: a checkpoint's metadata, typed.
 //!
 //! Checkpoints store their metadata as one JSON object (LangGraph's shape: `source`, `step`,
 //! `run_id`, `writes`, `parents`, plus the run's own `RunConfig::metadata` entries), so savers
-//! can filter on it and other tools can read it. This view reads the entries the executor
-//! writes into fields and keeps every other entry in `extra`; [`CheckpointMetadata::to_json`]
-//! gives the stored shape back, so nothing is lost either way.
+//! can filter on it and other tools can read it. The executor writes one for every
+//! checkpoint, so it is typed rather than a JSON map: building it costs no strings (the run id
+//! is shared), and it serializes straight into that object. Entries other than the
+//! executor's stay in `extra`; [`CheckpointMetadata::to_json`] gives the stored shape back, so
+//! nothing is lost either way.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Source;
 
-/// A checkpoint's metadata with the executor's entries typed (see
-/// [`CheckpointRecord::meta`](super::CheckpointRecord::meta) and
-/// [`StateSnapshot::meta`](crate::StateSnapshot::meta)).
+/// A checkpoint's metadata with the executor's entries typed
+/// ([`CheckpointRecord::metadata`](super::CheckpointRecord::metadata), and
+/// [`StateSnapshot::meta`](crate::StateSnapshot::meta) for a snapshot's).
 ///
 /// ```
 /// use agent_core::checkpoint::{CheckpointMetadata, Source};
@@ -36,7 +39,7 @@ pub struct CheckpointMetadata {
     /// The super-step it was written after (`step`; -1 for a thread's first input).
     pub step: Option<i64>,
     /// The run that wrote it (`run_id`).
-    pub run_id: Option<String>,
+    pub run_id: Option<Arc<str>>,
     /// The checkpoint of each enclosing graph, by namespace (`parents`, LangGraph's; empty
     /// when not recorded).
     pub parents: BTreeMap<String, String>,
@@ -56,7 +59,7 @@ impl CheckpointMetadata {
         CheckpointMetadata {
             source: take(&mut extra, "source"),
             step: take(&mut extra, "step"),
-            run_id: take(&mut extra, "run_id"),
+            run_id: take::<String>(&mut extra, "run_id").map(Arc::from),
             parents: take(&mut extra, "parents").unwrap_or_default(),
             writes: extra.remove("writes"),
             extra,
@@ -74,7 +77,7 @@ impl CheckpointMetadata {
             map.insert("step".to_owned(), step.into());
         }
         if let Some(run_id) = &self.run_id {
-            map.insert("run_id".to_owned(), run_id.clone().into());
+            map.insert("run_id".to_owned(), Value::from(&**run_id));
         }
         if !self.parents.is_empty() {
             let parents = self
@@ -88,6 +91,64 @@ impl CheckpointMetadata {
             map.insert("writes".to_owned(), writes.clone());
         }
         Value::Object(map)
+    }
+}
+
+impl CheckpointMetadata {
+    /// Whether an entry of `extra` is shadowed by a typed entry that is set.
+    fn shadows(&self, key: &str) -> bool {
+        match key {
+            "source" => self.source.is_some(),
+            "step" => self.step.is_some(),
+            "run_id" => self.run_id.is_some(),
+            "parents" => !self.parents.is_empty(),
+            "writes" => self.writes.is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// The stored JSON object ([`to_json`](CheckpointMetadata::to_json)'s entries), written
+/// without building it.
+impl serde::Serialize for CheckpointMetadata {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let extra = || self.extra.iter().filter(|(k, _)| !self.shadows(k));
+        let typed = [
+            self.source.is_some(),
+            self.step.is_some(),
+            self.run_id.is_some(),
+            !self.parents.is_empty(),
+            self.writes.is_some(),
+        ];
+        let len = extra().count() + typed.iter().filter(|set| **set).count();
+        let mut map = s.serialize_map(Some(len))?;
+        for (k, v) in extra() {
+            map.serialize_entry(k, v)?;
+        }
+        if let Some(source) = self.source {
+            map.serialize_entry("source", source.as_str())?;
+        }
+        if let Some(step) = self.step {
+            map.serialize_entry("step", &step)?;
+        }
+        if let Some(run_id) = &self.run_id {
+            map.serialize_entry("run_id", &**run_id)?;
+        }
+        if !self.parents.is_empty() {
+            map.serialize_entry("parents", &self.parents)?;
+        }
+        if let Some(writes) = &self.writes {
+            map.serialize_entry("writes", writes)?;
+        }
+        map.end()
+    }
+}
+
+/// Reads the stored JSON object ([`from_json`](CheckpointMetadata::from_json)).
+impl<'de> serde::Deserialize<'de> for CheckpointMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|value| CheckpointMetadata::from_json(&value))
     }
 }
 
@@ -120,6 +181,12 @@ mod tests {
         assert_eq!(meta.writes, Some(json!({"a": {"x": 1}})));
         assert_eq!(meta.extra["tag"], json!([1, 2]));
         assert_eq!(meta.to_json(), stored);
+        assert_eq!(serde_json::to_value(&meta).unwrap(), stored);
+        let packed = rmp_serde::to_vec_named(&meta).unwrap();
+        assert_eq!(
+            rmp_serde::from_slice::<CheckpointMetadata>(&packed).unwrap(),
+            meta
+        );
         assert_eq!(
             CheckpointMetadata::from_json(&json!(null)),
             CheckpointMetadata::default()

@@ -26,6 +26,7 @@ mod sqlite;
 mod sqlite_wal;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+mod versions;
 
 use std::collections::BTreeMap;
 
@@ -35,6 +36,8 @@ pub use metadata::CheckpointMetadata;
 pub use postgres::PostgresSaver;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
+pub(crate) use versions::FieldNames;
+pub use versions::Versions;
 
 use crate::error::GraphError;
 
@@ -79,25 +82,19 @@ pub struct CheckpointRecord {
     pub step: i64,
     /// Milliseconds since the Unix epoch.
     pub created_at_ms: i64,
-    /// JSON metadata: `source`, `step`, `writes`, `run_id` and the run's own metadata (read
-    /// it typed with [`meta`](Self::meta)).
-    pub metadata: serde_json::Value,
+    /// Metadata: `source`, `step`, `run_id`, `writes`, `parents` and the run's own entries;
+    /// stored as one JSON object ([`CheckpointMetadata::to_json`]).
+    pub metadata: CheckpointMetadata,
     /// The version of every field that has a value: field name -> version (blob key).
-    pub versions: BTreeMap<String, String>,
+    pub versions: Versions,
     /// The executor's encoded body (field versions, next tasks, pending sends, joins).
     pub body: Vec<u8>,
 }
 
 impl CheckpointRecord {
     /// The `source` metadata entry.
-    pub fn source(&self) -> Option<&str> {
-        self.metadata.get("source").and_then(|s| s.as_str())
-    }
-
-    /// The metadata, typed: `source`, `step`, `run_id`, `parents`, `writes`, and the other
-    /// entries in `extra`.
-    pub fn meta(&self) -> CheckpointMetadata {
-        CheckpointMetadata::from_json(&self.metadata)
+    pub fn source(&self) -> Option<Source> {
+        self.metadata.source
     }
 }
 
@@ -178,6 +175,9 @@ pub struct LoadedCheckpoint {
 }
 
 /// One operation of [`Checkpointer::put_batch`].
+// A checkpoint is a few hundred bytes moved into its batch once; boxing it would cost an
+// allocation per checkpoint to save a copy.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreOp {
     /// A checkpoint and the new blobs it references ([`Checkpointer::put`]).
@@ -214,10 +214,12 @@ pub struct ListFilter {
 
 impl ListFilter {
     /// Whether a record's metadata matches the filter's entries.
-    pub fn matches_metadata(&self, metadata: &serde_json::Value) -> bool {
-        self.metadata
-            .iter()
-            .all(|(k, v)| metadata.get(k) == Some(v))
+    pub fn matches_metadata(&self, metadata: &CheckpointMetadata) -> bool {
+        if self.metadata.is_empty() {
+            return true;
+        }
+        let stored = metadata.to_json();
+        self.metadata.iter().all(|(k, v)| stored.get(k) == Some(v))
     }
 }
 
@@ -229,12 +231,16 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// A short name for errors and traces ("sqlite", "postgres", "memory").
     fn backend(&self) -> &'static str;
 
-    /// Whether [`put_batch`](Self::put_batch) completes without waiting on I/O (an in-memory
-    /// store). A run then stores its background (`Durability::Async`) and per-task writes on
-    /// its own task when nothing is queued, instead of handing them to a writer task; a store
-    /// that waits on I/O (the default, `false`) gets them in the background, batched.
-    fn stores_instantly(&self) -> bool {
-        false
+    /// Stores `ops` in order on the caller's thread when this store never waits on I/O (an
+    /// in-memory store): takes them out of `ops` and returns the result. The default, `None`,
+    /// leaves `ops` for [`put_batch`](Self::put_batch).
+    ///
+    /// A run stores its checkpoints and per-task writes through this when nothing is queued
+    /// ahead of them: no task, no future, no allocation per store. A store that waits on I/O
+    /// gets them through `put_batch`, in the background and batched.
+    fn put_batch_now(&self, ops: &mut Vec<StoreOp>) -> Option<Result<(), GraphError>> {
+        let _ = ops;
+        None
     }
 
     /// Stores a checkpoint and the new blobs it references, atomically.

@@ -40,8 +40,9 @@ impl<'a> Packer<'a> {
         Packer { out, named: false }
     }
 
+    /// A str.
     #[inline]
-    fn str(&mut self, s: &str) {
+    pub(crate) fn str(&mut self, s: &str) {
         let len = s.len();
         if len < 32 {
             self.out.reserve(1 + len);
@@ -66,18 +67,21 @@ impl<'a> Packer<'a> {
         }
     }
 
+    /// An array header.
     #[inline]
-    fn array_len(&mut self, len: usize) {
+    pub(crate) fn array_len(&mut self, len: usize) {
         container_header(self.out, len, 0x90, [0xdc, 0xdd]);
     }
 
+    /// A map header.
     #[inline]
-    fn map_len(&mut self, len: usize) {
+    pub(crate) fn map_len(&mut self, len: usize) {
         container_header(self.out, len, 0x80, [0xde, 0xdf]);
     }
 
+    /// An unsigned integer.
     #[inline]
-    fn uint(&mut self, v: u64) {
+    pub(crate) fn uint(&mut self, v: u64) {
         if v < 128 {
             self.out.push(v as u8);
         } else if v < 256 {
@@ -92,6 +96,18 @@ impl<'a> Packer<'a> {
             self.out.push(0xcf);
             self.out.extend_from_slice(&v.to_be_bytes());
         }
+    }
+
+    /// A bin (raw bytes).
+    pub(crate) fn bin(&mut self, v: &[u8]) {
+        self.header(v.len(), [0xc4, 0xc5, 0xc6]);
+        self.out.extend_from_slice(v);
+    }
+
+    /// A bool.
+    #[inline]
+    pub(crate) fn bool(&mut self, v: bool) {
+        self.out.push(if v { 0xc3 } else { 0xc2 });
     }
 
     #[inline]

@@ -272,7 +272,7 @@ fn record_from_row(
             parent_id: row.get(3)?,
             step: row.get(4)?,
             created_at_ms: row.get(5)?,
-            metadata: serde_json::Value::Null,
+            metadata: Default::default(),
             versions: Default::default(),
             body: row.get(8)?,
         },

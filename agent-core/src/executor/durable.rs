@@ -12,18 +12,16 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
-use std::future::Future;
-
 use futures::FutureExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::codec::{self, Body, BodyRef, FieldCache, serde_bytes_vec::Bytes};
+use crate::checkpoint::codec::{self, Body, FieldCache, serde_bytes_vec::Bytes};
 use crate::checkpoint::interning::{self, Interner, Resolver};
 use crate::checkpoint::msgpack;
 use crate::checkpoint::{
-    CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite, Source, StoreOp,
-    WriteKind,
+    CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite,
+    Source, StoreOp, WriteKind,
 };
 use crate::command::{Goto, Send, SendArg};
 use crate::compiled::Graph;
@@ -50,7 +48,7 @@ pub(crate) struct Durable<S: GraphState> {
     /// The nodes whose writes made the restored checkpoint's step.
     pub(crate) writers: Vec<String>,
     /// Per field, the version of its last stored value.
-    versions: Vec<Option<String>>,
+    versions: Vec<Option<Arc<str>>>,
     /// Per field, what the next delta is computed against.
     caches: Vec<Option<FieldCache>>,
     /// The thread's table of shared values, as stored.
@@ -529,18 +527,22 @@ impl<S: GraphState> Run<'_, S> {
         written: FieldSet,
         writers: &[usize],
     ) -> Result<(), GraphError> {
-        if let Some((op, event)) = self.encode_checkpoint(source, writes, written, writers)? {
-            ops.push(op);
-            debug.extend(event);
-        }
+        let checkpoint = self.encode_checkpoint(source, writes, written, writers)?;
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
         if durable.durability == Durability::Async {
-            for op in ops {
+            for op in ops.into_iter().chain(checkpoint.map(|(op, event)| {
+                debug.extend(event);
+                op
+            })) {
                 durable.writer.submit(op);
             }
         } else {
+            if let Some((op, event)) = checkpoint {
+                ops.push(op);
+                debug.extend(event);
+            }
             durable.writer.write_now(ops).await?;
         }
         for event in debug {
@@ -596,9 +598,11 @@ impl<S: GraphState> Run<'_, S> {
         let Some(durable) = &mut self.durable else {
             return Ok(None);
         };
-        let (id, parent_id) = match durable.planned.take() {
-            Some(planned) => planned,
-            None => (new_checkpoint_id(), durable.checkpoint_id.clone()),
+        // The parent is the last checkpoint (taken below, when this one replaces it), or the
+        // one planned with this id.
+        let (id, planned_parent) = match durable.planned.take() {
+            Some((id, parent)) => (id, Some(parent)),
+            None => (new_checkpoint_id(), None),
         };
         // With `Exit` this is the run's one checkpoint: nothing later compares against it.
         let keep_caches = durable.durability != Durability::Exit;
@@ -613,47 +617,34 @@ impl<S: GraphState> Run<'_, S> {
         if blobs.is_err() {
             interner.discard_fresh();
         }
-        let shared_version = interner.version().map(str::to_owned);
+        let shared_version = interner.version().map(Arc::<str>::from);
         let Some(durable) = &mut self.durable else {
             return Ok(None);
         };
         durable.interner = interner;
         let blobs = blobs.map_err(|e| durable.encode_error(e))?;
         durable.rewritten = FieldSet::EMPTY;
-        let mut writer_names: Vec<&str> = Vec::with_capacity(1);
-        for &n in writers {
-            let name = match n {
-                FROM_START => START,
-                n => &*self.graph.names[n],
-            };
-            if !writer_names.contains(&name) {
-                writer_names.push(name);
-            }
-        }
         let body = encode_body(
             self.graph,
             &self.frontier,
             durable.pending_input.is_some(),
-            &writer_names,
+            writers,
         )
         .map_err(|e| durable.encode_error(e))?;
-        let mut metadata = serde_json::Map::new();
-        for (k, v) in &self.info.config.metadata {
-            metadata.insert(k.clone(), v.clone());
-        }
-        metadata.insert("source".to_owned(), source.as_str().into());
-        metadata.insert("step".to_owned(), self.step.into());
-        if let Some(writes) = writes {
-            metadata.insert("writes".to_owned(), writes);
-        }
-        metadata.insert("run_id".to_owned(), self.info.run_id.to_string().into());
-        let mut versions: std::collections::BTreeMap<String, String> = S::fields()
-            .iter()
-            .zip(&durable.versions)
-            .filter_map(|(f, v)| v.as_ref().map(|v| (f.name.to_owned(), v.clone())))
-            .collect();
-        versions.extend(shared_version.map(|v| (interning::FIELD.to_owned(), v)));
-        durable.checkpoint_id = Some(id.clone());
+        let metadata = CheckpointMetadata {
+            source: Some(source),
+            step: Some(self.step),
+            run_id: Some(self.info.run_id.clone()),
+            parents: Default::default(),
+            writes,
+            extra: self.info.config.metadata.clone(),
+        };
+        let versions = self
+            .graph
+            .fields
+            .versions(&durable.versions, shared_version.as_ref());
+        let previous = durable.checkpoint_id.replace(id.clone());
+        let parent_id = planned_parent.unwrap_or(previous);
         let record = CheckpointRecord {
             thread_id: durable.thread_id.clone(),
             ns: durable.ns.clone(),
@@ -661,7 +652,7 @@ impl<S: GraphState> Run<'_, S> {
             parent_id,
             step: self.step,
             created_at_ms: now_ms(),
-            metadata: serde_json::Value::Object(metadata),
+            metadata,
             versions,
             body,
         };
@@ -688,7 +679,12 @@ impl<S: GraphState> Run<'_, S> {
             return Ok(Vec::new());
         };
         let fields = S::fields();
-        let mut blobs = Vec::with_capacity(written.len() + 1);
+        let mut blobs = Vec::new();
+        if written.is_empty() {
+            return Ok(blobs);
+        }
+        // The new version of every field written, shared by their entries and caches.
+        let version: Arc<str> = Arc::from(id);
         for index in written.iter() {
             let field = fields[index].name;
             let cache = &mut durable.caches[index];
@@ -699,7 +695,7 @@ impl<S: GraphState> Run<'_, S> {
                         self.state
                             .serialize_field(index, codec::TailSerializer { skip })
                     }) {
-                        Some(Ok(tail)) => codec::append_blob(field, id, tail, previous).ok(),
+                        Some(Ok(tail)) => codec::append_blob(field, &version, tail, previous).ok(),
                         _ => None,
                     }
                 }
@@ -717,11 +713,11 @@ impl<S: GraphState> Run<'_, S> {
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
                         .map_err(|e| format!("encoding field `{field}`: {e}"))?;
-                    codec::make_blob(field, id, bytes, cache, keep_caches)
+                    codec::make_blob(field, &version, bytes, cache, keep_caches)
                 }
             };
             if let Some(blob) = blob {
-                durable.versions[index] = Some(id.to_owned());
+                durable.versions[index] = Some(version.clone());
                 blobs.push(blob);
             }
         }
@@ -799,7 +795,8 @@ impl Writer {
         shared.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `op`; starts a drain task when none runs.
+    /// Queues `op`; stores it in place when the saver can (see
+    /// [`store_in_place`](Self::store_in_place)), else starts a drain task when none runs.
     fn submit(&self, op: StoreOp) {
         let mut queue = Self::lock(&self.shared);
         if queue.error.is_some() {
@@ -807,21 +804,36 @@ impl Writer {
         }
         queue.ops.push(op);
         queue.queued += 1;
-        if !queue.busy {
-            queue.busy = true;
-            drop(queue);
-            let (saver, shared) = (self.saver.clone(), self.shared.clone());
-            let mut drain = Box::pin(async move { drain(&*saver, &shared, false).await });
-            // A store that is done at once (an in-memory saver) needs no task of its own: poll
-            // the drain here once, and hand it to a task only if it has to wait.
-            if self.saver.stores_instantly() {
-                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                if drain.as_mut().poll(&mut cx).is_ready() {
-                    return;
-                }
-            }
-            tokio::spawn(drain);
+        if queue.busy || Self::store_in_place(&*self.saver, &mut queue) {
+            return;
         }
+        queue.busy = true;
+        drop(queue);
+        let (saver, shared) = (self.saver.clone(), self.shared.clone());
+        tokio::spawn(async move { drain(&*saver, &shared, false).await });
+    }
+
+    /// With no drain storing (so nothing queued ahead), a saver that never waits on I/O stores
+    /// the queue on the caller's thread, under the queue's lock; whether it did. Nobody can be
+    /// waiting for these ops yet, so nobody is woken.
+    fn store_in_place(saver: &dyn Checkpointer, queue: &mut Queue) -> bool {
+        let count = queue.ops.len() as u64;
+        let stored =
+            std::panic::catch_unwind(AssertUnwindSafe(|| saver.put_batch_now(&mut queue.ops)));
+        let result = match stored {
+            Ok(None) => return false,
+            Ok(Some(result)) => result,
+            Err(_) => Err(GraphError::Storage {
+                backend: saver.backend(),
+                detail: "the checkpointer panicked while storing".to_owned(),
+            }),
+        };
+        queue.ops.clear();
+        queue.done += count;
+        if let Err(error) = result {
+            queue.error.get_or_insert(error);
+        }
+        true
     }
 
     /// Stores `ops` after everything queued and waits for them. When no drain runs, this task
@@ -836,7 +848,9 @@ impl Writer {
             } else {
                 queue.queued += ops.len() as u64;
                 queue.ops.extend(ops);
-                let drains = !queue.busy && !queue.ops.is_empty();
+                let drains = !queue.busy
+                    && !queue.ops.is_empty()
+                    && !Self::store_in_place(&*self.saver, &mut queue);
                 queue.busy |= drains;
                 (drains, queue.queued)
             }
@@ -844,8 +858,7 @@ impl Writer {
         if drains {
             // Other runs share the writer (a parent and its subgraphs): gather what they are
             // about to store into the same transaction.
-            let gather = self.shared.runs.load(std::sync::atomic::Ordering::Relaxed) > 1
-                && !self.saver.stores_instantly();
+            let gather = self.shared.runs.load(std::sync::atomic::Ordering::Relaxed) > 1;
             drain(&*self.saver, &self.shared, gather).await;
         }
         self.done(ticket).await
@@ -1081,7 +1094,7 @@ pub(super) fn decode_writes<S: GraphState>(
 pub(crate) struct Restored<S: GraphState> {
     pub(crate) record: CheckpointRecord,
     pub(crate) state: S,
-    pub(crate) versions: Vec<Option<String>>,
+    pub(crate) versions: Vec<Option<Arc<str>>>,
     pub(crate) caches: Vec<Option<FieldCache>>,
     /// The table of shared values, numbered as stored.
     pub(crate) interner: Interner,
@@ -1146,7 +1159,8 @@ pub(crate) fn restore<S: GraphState>(
         .collect();
     let mut resolver = shared_table(&record, &by_key)?;
     interning::decoding(&mut resolver, || {
-        for (field, version) in &record.versions {
+        for (field, version) in record.versions.entries() {
+            let (field, version): (&str, &Arc<str>) = (field, version);
             if field == interning::FIELD {
                 continue;
             }
@@ -1297,63 +1311,121 @@ pub(crate) fn shared_table(
         return Ok(Resolver::empty());
     };
     codec::reconstruct(interning::FIELD, version, blobs)
-        .and_then(|(bytes, _)| Resolver::new(bytes, Some(version.clone())))
+        .and_then(|(bytes, _)| Resolver::new(bytes, Some(version.to_owned())))
         .map_err(|e| corrupt(record, format!("the table of shared values: {e}")))
 }
 
-/// The body of a checkpoint at a run's position.
+/// The body of a checkpoint at a run's position, written straight into MessagePack: the
+/// bytes `codec::Body` reads (what serde writes for it, a map by field name), without
+/// collecting names into vectors first. `writers` are node indices, in any order, repeated
+/// or not.
 fn encode_body<S: GraphState>(
     graph: &Graph<S>,
     frontier: &Frontier<S>,
     pending_input: bool,
-    writers: &[&str],
+    writers: &[usize],
 ) -> Result<Vec<u8>, String> {
-    let mut next: Vec<usize> = frontier.pulls.clone();
-    next.sort_unstable_by_key(|&n| graph.rank[n]);
-    let mut names: Vec<&str> = Vec::with_capacity(next.len() + 1);
-    if pending_input {
-        names.push(START);
-    }
-    names.extend(next.iter().map(|&n| &*graph.names[n]));
+    let name = |n: usize| -> &str {
+        match n {
+            FROM_START => START,
+            n => &graph.names[n],
+        }
+    };
     let mut sends = Vec::with_capacity(frontier.pushes.len());
-    let mut input_sends = Vec::new();
-    for (position, (node, arg)) in frontier.pushes.iter().enumerate() {
+    let mut input_sends = 0;
+    for (node, arg) in &frontier.pushes {
         let bytes = match arg {
             SendArg::State(state) => interning::encode_with_table(&state_to_update(state), None)?,
             SendArg::Input(input) => {
-                input_sends.push(position as u32);
+                input_sends += 1;
                 input.encode()?
             }
         };
-        sends.push((&*graph.names[*node], Bytes(bytes)));
+        sends.push((*node, bytes));
     }
     let fields = S::fields();
-    // Room for the names and the sends' bytes: one allocation in the common case.
-    let size = 64
-        + fields.iter().map(|f| f.name.len() + 1).sum::<usize>()
-        + names
+    let unique = |i: usize| !writers[..i].contains(&writers[i]);
+    // Room for everything: one allocation.
+    let size = 96
+        + fields.iter().map(|f| f.name.len() + 2).sum::<usize>()
+        + frontier
+            .pulls
             .iter()
             .chain(writers)
-            .map(|n| n.len() + 1)
+            .map(|&n| name(n).len() + 2)
             .sum::<usize>()
         + sends
             .iter()
-            .map(|(n, b)| n.len() + b.0.len() + 8)
+            .map(|(n, b)| name(*n).len() + b.len() + 8)
             .sum::<usize>()
-        + frontier.joins.iter().map(|j| j.len() + 1).sum::<usize>();
+        + frontier.joins.iter().map(|j| j.len() + 3).sum::<usize>();
     let mut bytes = Vec::with_capacity(size);
-    BodyRef {
-        format: codec::FORMAT,
-        next: names,
-        sends,
-        joins: &frontier.joins,
-        fields: codec::FieldNames(fields),
-        writers,
-        input_sends,
+    let mut out = msgpack::Packer::named(&mut bytes);
+    out.map_len(7);
+    out.str("format");
+    out.uint(u64::from(codec::FORMAT));
+    // The input first, then edge-triggered nodes in name order (their run order).
+    out.str("next");
+    out.array_len(usize::from(pending_input) + frontier.pulls.len());
+    if pending_input {
+        out.str(START);
     }
-    .serialize(&mut msgpack::Packer::named(&mut bytes))
-    .map_err(|e| e.to_string())?;
+    in_rank_order(&frontier.pulls, &graph.rank, |n| out.str(name(n)));
+    out.str("sends");
+    out.array_len(sends.len());
+    for (node, data) in &sends {
+        out.array_len(2);
+        out.str(name(*node));
+        out.bin(data);
+    }
+    out.str("joins");
+    out.array_len(frontier.joins.len());
+    for join in &frontier.joins {
+        out.array_len(join.len());
+        for &arrived in join {
+            out.bool(arrived);
+        }
+    }
+    out.str("fields");
+    out.array_len(fields.len());
+    for field in fields {
+        out.str(field.name);
+    }
+    out.str("writers");
+    out.array_len((0..writers.len()).filter(|&i| unique(i)).count());
+    for i in (0..writers.len()).filter(|&i| unique(i)) {
+        out.str(name(writers[i]));
+    }
+    out.str("input_sends");
+    out.array_len(input_sends);
+    for (position, (_, arg)) in frontier.pushes.iter().enumerate() {
+        if matches!(arg, SendArg::Input(_)) {
+            out.uint(position as u64);
+        }
+    }
     Ok(bytes)
+}
+
+/// Calls `f` on `nodes` in `rank` order, without sorting a copy (a step triggers few nodes;
+/// more than a handful are sorted in a vector).
+fn in_rank_order(nodes: &[usize], rank: &[u32], mut f: impl FnMut(usize)) {
+    if nodes.len() > 8 {
+        let mut sorted = nodes.to_vec();
+        sorted.sort_unstable_by_key(|&n| rank[n]);
+        sorted.into_iter().for_each(f);
+        return;
+    }
+    let mut last = None;
+    for _ in 0..nodes.len() {
+        let next = nodes
+            .iter()
+            .copied()
+            .filter(|&n| last.is_none_or(|l| rank[n] > l))
+            .min_by_key(|&n| rank[n]);
+        let Some(n) = next else { break };
+        last = Some(rank[n]);
+        f(n);
+    }
 }
 
 /// Task id of a step's task: the checkpoint the step starts from, plus the task's path.
@@ -1449,6 +1521,119 @@ mod tests {
         let body: Body = codec::decode(&codec::encode(&old).unwrap()).unwrap();
         assert_eq!(body.sends.len(), 1);
         assert!(body.input_sends.is_empty());
+    }
+
+    /// The body encoder writes what serde writes for the body (which `Body` decodes), for
+    /// frontiers with pulls in any order, sends of states and of inputs, joins and writers.
+    #[test]
+    fn bodies_are_written_byte_for_byte_as_serde_writes_them() {
+        use super::{FROM_START, Frontier, encode_body, state_to_update};
+        use crate::checkpoint::codec::{self, Body, BodyRef, FieldNames, serde_bytes_vec::Bytes};
+        use crate::checkpoint::{interning, msgpack};
+        use crate::command::SendArg;
+        use crate::state::GraphState;
+        use crate::{END, START, StateGraph};
+        use serde::Serialize;
+
+        #[derive(crate::GraphState, Clone, Default, Debug)]
+        struct Fan {
+            topic: String,
+            #[reducer(append)]
+            notes: Vec<String>,
+        }
+        let nodes = [
+            "zeta", "alpha", "mid", "beta", "omega", "gamma", "delta", "eta", "theta", "iota",
+        ];
+        let mut graph = StateGraph::<Fan>::new();
+        for name in nodes {
+            graph = graph.add_node(name, |_: std::sync::Arc<Fan>| async {
+                FanUpdate::default()
+            });
+        }
+        graph = graph
+            .add_node_with_input("worker", |i: u32| async move {
+                FanUpdate::default().notes(vec![i.to_string()])
+            })
+            .add_edge(["alpha", "beta"], "gamma")
+            .add_conditional_edges(START, |_: &Fan| END, ["worker", END])
+            .add_edge("worker", END);
+        for name in nodes {
+            graph = graph.add_edge(START, name).add_edge(name, END);
+        }
+        let compiled = graph.compile().unwrap();
+        let g = &*compiled.inner;
+        let index = |n: &str| g.index[n];
+        for (pulls, pending_input, writers) in [
+            (vec![], false, vec![]),
+            (vec!["zeta", "alpha", "mid"], true, vec![FROM_START]),
+            (
+                nodes.to_vec(),
+                false,
+                vec![index("beta"), index("alpha"), index("beta")],
+            ),
+        ] {
+            let mut frontier = Frontier::new(g, false);
+            frontier.pulls = pulls.iter().map(|n| index(n)).collect();
+            frontier.pushes = vec![
+                (
+                    index("worker"),
+                    SendArg::Input(crate::node_input::AnyInput::new(7u32)),
+                ),
+                (
+                    index("mid"),
+                    SendArg::State(Fan {
+                        topic: "t".into(),
+                        notes: vec!["n".into()],
+                    }),
+                ),
+                (
+                    index("worker"),
+                    SendArg::Input(crate::node_input::AnyInput::new(9u32)),
+                ),
+            ];
+            frontier.joins = vec![vec![true, false]];
+            let ours = encode_body(g, &frontier, pending_input, &writers).unwrap();
+
+            let mut next: Vec<usize> = frontier.pulls.clone();
+            next.sort_unstable_by_key(|&n| g.rank[n]);
+            let mut names: Vec<&str> = if pending_input { vec![START] } else { vec![] };
+            names.extend(next.iter().map(|&n| &*g.names[n]));
+            let mut writer_names: Vec<&str> = Vec::new();
+            for &w in &writers {
+                let name = if w == FROM_START { START } else { &*g.names[w] };
+                if !writer_names.contains(&name) {
+                    writer_names.push(name);
+                }
+            }
+            let sends = frontier
+                .pushes
+                .iter()
+                .map(|(n, arg)| {
+                    let bytes = match arg {
+                        SendArg::State(s) => {
+                            interning::encode_with_table(&state_to_update(s), None).unwrap()
+                        }
+                        SendArg::Input(i) => i.encode().unwrap(),
+                    };
+                    (&*g.names[*n], Bytes(bytes))
+                })
+                .collect();
+            let mut theirs = Vec::new();
+            BodyRef {
+                format: codec::FORMAT,
+                next: names,
+                sends,
+                joins: &frontier.joins,
+                fields: FieldNames(Fan::fields()),
+                writers: &writer_names,
+                input_sends: vec![0, 2],
+            }
+            .serialize(&mut msgpack::Packer::named(&mut theirs))
+            .unwrap();
+            assert_eq!(ours, theirs, "pulls {pulls:?}");
+            let body: Body = codec::decode(&ours).unwrap();
+            assert_eq!(body.input_sends, [0, 2]);
+        }
     }
 
     /// A saver that stores a batch only when the test lets it (a permit per batch): none

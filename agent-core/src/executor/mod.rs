@@ -199,13 +199,15 @@ impl<S: GraphState> Run<'_, S> {
     /// The super-step loop: until nothing is triggered, or the run pauses.
     async fn run_steps(&mut self) -> Result<(), GraphError> {
         let limit = self.info.config.recursion_limit;
-        let mut last_nodes = String::new();
+        // The last step's nodes, named only if the limit is hit.
+        let mut last_nodes: Vec<usize> = Vec::new();
         self.emit_values().await?;
         loop {
             if self.frontier.is_empty() {
                 return Ok(());
             }
             if self.steps_run >= limit {
+                let last_nodes = list_names(last_nodes.iter().map(|&n| &*self.graph.names[n]));
                 return Err(GraphError::RecursionLimit { limit, last_nodes });
             }
             if self.pause_before()? {
@@ -246,7 +248,6 @@ impl<S: GraphState> Run<'_, S> {
                 self.durable.as_mut().map(|d| &mut d.rewritten),
             )?;
             self.step_emitted(updates).await?;
-            last_nodes = list_names(nodes.iter().map(|&n| &*self.graph.names[n]));
             self.step += 1;
             self.steps_run += 1;
             self.tasks_run += nodes.len();
@@ -260,6 +261,7 @@ impl<S: GraphState> Run<'_, S> {
             if nodes.iter().any(|&n| self.interrupt_after[n]) {
                 return self.pause("interrupt_after");
             }
+            last_nodes = nodes;
         }
     }
 
