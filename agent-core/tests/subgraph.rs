@@ -230,30 +230,58 @@ async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stop
     }
 }
 
+/// Set in the child process of the test below: `<database>|<thread>`.
+const CHILD_ENV: &str = "AGENTGRAPH_SUBGRAPH_TEST_CHILD";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_subgraph_resumes_from_another_process_on_the_same_file() {
-    let path = common::sqlite_path();
-    let thread = common::unique("sub-file");
-    let config = RunConfig::default().thread_id(thread.clone());
-    {
-        let saver = Arc::new(SqliteSaver::open(&path).unwrap());
+async fn a_subgraph_paused_in_one_process_resumes_in_another() {
+    const NAME: &str = "a_subgraph_paused_in_one_process_resumes_in_another";
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        // The first process: runs until the subgraph asks for a human, and exits.
+        let (path, thread) = spec.split_once('|').expect("database|thread");
+        let saver = Arc::new(SqliteSaver::open(path).unwrap());
         let out = parent(saver)
-            .invoke(S::default(), config.clone())
+            .invoke(S::default(), RunConfig::default().thread_id(thread))
             .await
             .unwrap();
         assert_eq!(out.interrupts[0].value, "ship it?");
+        println!("paused: {:?}", out.next);
+        return;
     }
-    // Everything below starts from the file alone, as a second process would.
+    let path = common::sqlite_path();
+    let thread = common::unique("sub-process");
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture"])
+        .env(CHILD_ENV, format!("{}|{thread}", path.display()))
+        .output()
+        .expect("the first process");
+    let said = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "first process failed: {said}");
+    assert!(said.contains("paused: [\"sub\"]"), "{said}");
+
+    // This process knows only the file: the pause is there, inside the subgraph.
+    let config = RunConfig::default().thread_id(thread);
     let saver = Arc::new(SqliteSaver::open(&path).unwrap());
     let graph = parent(saver);
     let snapshot = graph.get_state(&config).await.unwrap().unwrap();
     assert_eq!(snapshot.next, ["sub"]);
     assert_eq!(snapshot.interrupts[0].value, "ship it?");
+    let nested = graph
+        .get_state_with_subgraphs(&config)
+        .await
+        .unwrap()
+        .unwrap();
+    let sub = nested.tasks[0]
+        .subgraph
+        .as_deref()
+        .expect("the subgraph's snapshot");
+    assert_eq!(sub.next, ["ask"]);
     let out = graph
         .invoke(Command::resume("later").unwrap(), config)
         .await
         .unwrap();
     assert_eq!(out.log, ["prep", "edit", "answer:later", "finish"]);
+    assert_eq!(out.count, 3, "edit ran once, in the first process");
 }
 
 #[derive(GraphState, Clone, Default, Debug, PartialEq)]
