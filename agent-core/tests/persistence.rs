@@ -917,3 +917,46 @@ async fn a_growing_text_stores_what_it_gained_and_every_checkpoint_reads_back() 
         head.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_text_is_stored_compressed_and_reads_back_on_every_backend() {
+    let page =
+        "A retrieved page of text, with its words repeated as real pages repeat them. ".repeat(600);
+    for (name, saver) in common::backends().await {
+        let graph = draft_graph(saver.clone(), 3);
+        let config = thread("compressed");
+        let out = graph
+            .invoke(DraftUpdate::default().text(page.clone()), config.clone())
+            .await
+            .unwrap();
+        let state = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(state.values, out.state, "{name}");
+        assert!(state.values.text.starts_with(&page), "{name}");
+        let history = graph
+            .get_state_history(&config, &ListFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(history.len(), 5, "{name}");
+    }
+    let memory = Arc::new(agent_core::InMemorySaver::new());
+    let sqlite = Arc::new(agent_core::SqliteSaver::open(common::sqlite_path()).unwrap());
+    let config = thread("compressed-bytes");
+    draft_graph(memory.clone(), 1)
+        .invoke(DraftUpdate::default().text(page.clone()), config.clone())
+        .await
+        .unwrap();
+    draft_graph(sqlite.clone(), 1)
+        .invoke(DraftUpdate::default().text(page.clone()), config.clone())
+        .await
+        .unwrap();
+    let thread_id = config.thread_id.as_deref().unwrap();
+    let in_memory = memory.blob_bytes(thread_id);
+    let in_sqlite = sqlite.blob_bytes(thread_id).await.unwrap() as usize;
+    for (name, stored) in [("memory", in_memory), ("sqlite", in_sqlite)] {
+        assert!(
+            stored < page.len() / 4,
+            "{name}: {stored} bytes stored for a {}-byte text",
+            page.len()
+        );
+    }
+}

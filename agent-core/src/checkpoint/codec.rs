@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::msgpack;
-use super::{FieldBlob, splice};
+use super::{FieldBlob, compress, splice};
 
 /// Byte splices a delta chain may hold before the next version is stored whole.
 pub(crate) const MAX_SPLICES: u32 = 16;
@@ -302,6 +302,12 @@ pub(crate) fn make_blob(
     Some(blob)
 }
 
+/// Stores `blob`'s data compressed when that pays (see [`compress`]).
+pub(crate) fn compressed(mut blob: FieldBlob) -> FieldBlob {
+    blob.data = compress::compress(blob.data);
+    blob
+}
+
 /// The elements a field gained by appends since its stored version, encoded alone: what
 /// [`TailSerializer`] produced.
 pub(crate) struct Tail {
@@ -525,12 +531,13 @@ pub(crate) fn reconstruct(
     let Some(full) = chain.pop() else {
         return Err("empty blob chain".to_owned());
     };
-    let mut value = Rebuilt::Bytes(full.data.clone());
+    let mut value = Rebuilt::Bytes(compress::expand(&full.data)?.into_owned());
     let mut splices = 0;
     while let Some(delta) = chain.pop() {
         let Some((_, count)) = &delta.base else {
             return Err("broken delta chain".to_owned());
         };
+        let data = compress::expand(&delta.data)?;
         if splice::is_splice(*count) {
             let base = value.into_bytes();
             let expected = count & !splice::FLAG;
@@ -541,7 +548,7 @@ pub(crate) fn reconstruct(
                     base.len()
                 ));
             }
-            value = Rebuilt::Bytes(splice::apply(&base, &delta.data)?);
+            value = Rebuilt::Bytes(splice::apply(&base, &data)?);
             splices += 1;
             continue;
         }
@@ -555,9 +562,9 @@ pub(crate) fn reconstruct(
         }
         elements.truncate(keep);
         let mut at = 0;
-        while at < delta.data.len() {
-            let end = skip_value(&delta.data, at).ok_or("malformed delta elements")?;
-            elements.push(delta.data[at..end].to_vec());
+        while at < data.len() {
+            let end = skip_value(&data, at).ok_or("malformed delta elements")?;
+            elements.push(data[at..end].to_vec());
             at = end;
         }
         value = Rebuilt::Elements(elements);

@@ -13,6 +13,7 @@
 
 mod arena;
 pub(crate) mod codec;
+mod compress;
 pub(crate) mod interning;
 mod memory;
 mod metadata;

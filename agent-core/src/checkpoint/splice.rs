@@ -14,9 +14,9 @@
 //! It gives up as soon as less than half of the new bytes could come from the old ones, so a
 //! value unrelated to its previous version costs a short scan, not a diff.
 //!
-//! Layout of a splice's data: `varint(new length)`, then ops until the end, each
-//! `varint(len << 1)` `varint(offset)` (copy `len` bytes of the base from `offset`) or
-//! `varint(len << 1 | 1)` and `len` bytes (insert them).
+//! Layout of a splice's data: the format byte (`1`), `varint(new length)`, then ops until the
+//! end, each `varint(len << 1)` `varint(offset)` (copy `len` bytes of the base from `offset`)
+//! or `varint(len << 1 | 1)` and `len` bytes (insert them).
 
 /// Marks a [`FieldBlob::base`](super::FieldBlob::base) count as a splice; the low bits hold the
 /// base's encoded length (checked when applied).
@@ -27,6 +27,9 @@ const MIN_RUN: usize = 24;
 
 /// Values shorter than this are stored whole: a splice would save too little to matter.
 const MIN_LEN: usize = 128;
+
+/// The first byte of a splice's data (and never a compressed frame's).
+const FORMAT: u8 = 1;
 
 /// Whether a delta's base count marks a splice.
 pub(crate) fn is_splice(count: u64) -> bool {
@@ -46,6 +49,7 @@ pub(crate) fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
     let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
     let limit = old_end.min(new_end);
     let mut ops = Vec::with_capacity(32);
+    ops.push(FORMAT);
     put_varint(&mut ops, new.len() as u64);
     let mut kept = 0;
     let mut literal = 0;
@@ -79,7 +83,10 @@ pub(crate) fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
 /// Rebuilds the new version from its base's bytes and a splice's data.
 pub(crate) fn apply(base: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
     let bad = |what: &str| format!("malformed splice delta: {what}");
-    let mut at = 0;
+    if data.first() != Some(&FORMAT) {
+        return Err(bad("unknown format"));
+    }
+    let mut at = 1;
     let len = get_varint(data, &mut at).ok_or_else(|| bad("no length"))?;
     let len = usize::try_from(len).map_err(|_| bad("length out of range"))?;
     // Trusted for the final check only: a corrupt length must not reserve memory.

@@ -612,7 +612,8 @@ impl<S: GraphState> Run<'_, S> {
         })
         .and_then(|mut blobs| {
             blobs.extend(interner.take_blob(&id)?);
-            Ok(blobs)
+            // Large ones stored compressed when that pays.
+            Ok(blobs.into_iter().map(codec::compressed).collect::<Vec<_>>())
         });
         if blobs.is_err() {
             interner.discard_fresh();

@@ -1,0 +1,95 @@
+//! Large blobs compressed (LZ4), when that pays.
+//!
+//! Why: a conversation's big pieces are text — tool answers, retrieved documents, long
+//! replies — and text compresses. A blob of a few kilobytes or more costs its bytes in every
+//! saver: pages written and synced for SQLite, rows for PostgreSQL, fresh memory for the
+//! in-memory saver. LZ4 compresses at gigabytes a second and gives up fast on what does not
+//! compress, so a blob is stored compressed only when that saves at least a quarter of it.
+//!
+//! A compressed blob's data is a frame: `0xc1` (a byte that never starts MessagePack, an
+//! element delta or a splice), the codec (`1`: LZ4 block), the length as a little-endian
+//! `u32`, then the block. Anything else is stored as it is.
+
+use std::borrow::Cow;
+
+/// The first byte of a frame: MessagePack's one unused marker.
+const MARKER: u8 = 0xc1;
+/// The LZ4 block format.
+const LZ4: u8 = 1;
+/// Blobs shorter than this are stored as they are.
+const FROM: usize = 4096;
+/// No blob expands past this (a corrupt length must not reserve memory).
+const LARGEST: usize = 1 << 31;
+
+/// `data`, compressed when it is large and compresses by a quarter or more.
+pub(crate) fn compress(data: Vec<u8>) -> Vec<u8> {
+    if data.len() < FROM || data.len() > LARGEST {
+        return data;
+    }
+    let block = lz4_flex::block::compress(&data);
+    if block.len() + 6 > data.len() / 4 * 3 {
+        return data;
+    }
+    let mut framed = Vec::with_capacity(block.len() + 6);
+    framed.push(MARKER);
+    framed.push(LZ4);
+    framed.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    framed.extend_from_slice(&block);
+    framed
+}
+
+/// The bytes `data` stands for: itself, or what its frame holds.
+pub(crate) fn expand(data: &[u8]) -> Result<Cow<'_, [u8]>, String> {
+    if data.first() != Some(&MARKER) {
+        return Ok(Cow::Borrowed(data));
+    }
+    let bad = |what: &str| format!("malformed compressed blob: {what}");
+    if data.get(1) != Some(&LZ4) {
+        return Err(bad("unknown codec"));
+    }
+    let len = data
+        .get(2..6)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or_else(|| bad("truncated header"))?;
+    if len > LARGEST {
+        return Err(bad("length out of range"));
+    }
+    let bytes = lz4_flex::block::decompress(&data[6..], len).map_err(|e| bad(&e.to_string()))?;
+    if bytes.len() != len {
+        return Err(bad("shorter than its stated length"));
+    }
+    Ok(Cow::Owned(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_compresses_and_round_trips_and_noise_stays_as_it_is() {
+        let text = "result for query: 0199d1a2-3b4c-7d5e-8f90-123456789abc ".repeat(200);
+        let framed = compress(text.as_bytes().to_vec());
+        assert!(framed.len() < text.len() / 4, "{} bytes", framed.len());
+        assert_eq!(expand(&framed).unwrap(), text.as_bytes());
+        let mut rng = fastrand::Rng::with_seed(1);
+        let noise: Vec<u8> = (0..10_000).map(|_| rng.u8(..)).collect();
+        assert_eq!(compress(noise.clone()), noise);
+        let small = b"small".to_vec();
+        assert_eq!(compress(small.clone()), small);
+        assert_eq!(expand(&small).unwrap(), &small[..]);
+    }
+
+    #[test]
+    fn corrupt_frames_are_errors() {
+        let framed = compress("abc".repeat(5000).into_bytes());
+        for cut in 1..framed.len().min(64) {
+            assert!(expand(&framed[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut codec = framed.clone();
+        codec[1] = 9;
+        assert!(expand(&codec).is_err());
+        let mut long = framed.clone();
+        long[2..6].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(expand(&long).is_err());
+    }
+}
