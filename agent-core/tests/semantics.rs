@@ -757,3 +757,35 @@ async fn max_concurrency_limits_parallel_tasks() {
     assert_eq!(out.total, 20);
     assert!(peak.load(Ordering::SeqCst) <= 3);
 }
+
+/// A step's tasks run concurrently whatever its width: a few on the run's own task, many
+/// spread over the runtime's workers. Each waits at a barrier for all its siblings, which
+/// only concurrent tasks pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steps_tasks_run_concurrently_narrow_or_wide() {
+    for width in [2usize, 3, 4, 12] {
+        let barrier = Arc::new(tokio::sync::Barrier::new(width));
+        let mut graph = StateGraph::<Trace>::new();
+        for i in 0..width {
+            let barrier = barrier.clone();
+            let name = format!("n{i}");
+            graph = graph
+                .add_node(name.clone(), move |_s: Arc<Trace>| {
+                    let barrier = barrier.clone();
+                    async move {
+                        barrier.wait().await;
+                        TraceUpdate::default().total(1)
+                    }
+                })
+                .add_edge(START, name.clone())
+                .add_edge(name, END);
+        }
+        let graph = graph.compile().unwrap();
+        let run = graph.invoke(Trace::default(), config());
+        let out = tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .unwrap_or_else(|_| panic!("{width} tasks did not run concurrently"))
+            .unwrap();
+        assert_eq!(out.total, width as u64);
+    }
+}

@@ -1,5 +1,6 @@
 //! Task running (LangGraph's `_runner.py`): a step's tasks run concurrently (up to
-//! `max_concurrency`), each node call in its own span with panics caught, and every finished
+//! `max_concurrency`; a few on the run's own task, more spread over the runtime's workers),
+//! each node call in its own span with panics caught, and every finished
 //! task becomes one [`TaskWrites`] — the only shape the barrier, the stream, the checkpoint
 //! metadata and the pending writes read. A node's [`NodeOutput`] is unpacked here and nowhere
 //! else.
@@ -18,6 +19,47 @@ use crate::state::{FieldSet, GraphState};
 
 use super::Run;
 use super::algo::Task;
+
+/// A step of at most this many tasks runs them concurrently on the run's own task; a wider one
+/// spreads them over the runtime's workers. Why: a spawned task is queued for another worker,
+/// which is woken for it (a system call) and hands the result back; for a few short nodes
+/// that costs more than it saves (LangGraph runs a step's tasks concurrently on one event
+/// loop), while a fan-out of many tasks keeps every core busy.
+const SAME_TASK_UP_TO: usize = 3;
+
+/// A step's running tasks: polled here, or spawned (see [`SAME_TASK_UP_TO`]).
+enum Running<T> {
+    Here(futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, T>>),
+    Spawned(tokio::task::JoinSet<T>),
+}
+
+impl<T: std::marker::Send + 'static> Running<T> {
+    fn for_tasks(count: usize) -> Self {
+        if count <= SAME_TASK_UP_TO {
+            Running::Here(futures::stream::FuturesUnordered::new())
+        } else {
+            Running::Spawned(tokio::task::JoinSet::new())
+        }
+    }
+
+    fn push(&mut self, task: impl Future<Output = T> + std::marker::Send + 'static) {
+        match self {
+            Running::Here(here) => here.push(Box::pin(task)),
+            Running::Spawned(set) => {
+                set.spawn(task);
+            }
+        }
+    }
+
+    /// The next task to finish, `None` when none runs. Dropped, it cancels those still
+    /// running.
+    async fn next(&mut self) -> Option<Result<T, tokio::task::JoinError>> {
+        match self {
+            Running::Here(here) => futures::StreamExt::next(here).await.map(Ok),
+            Running::Spawned(set) => set.join_next().await,
+        }
+    }
+}
 
 /// The updates of one task, in the order they apply.
 #[derive(Debug, Clone)]
@@ -157,20 +199,19 @@ impl<S: GraphState> Run<'_, S> {
             }
         }
         let max_concurrency = self.info.config.max_concurrency.unwrap_or(usize::MAX);
+        let mut running = Running::for_tasks(to_run.len());
         let mut pending = to_run.into_iter();
-        let mut set = tokio::task::JoinSet::new();
-        let spawn_next = |set: &mut tokio::task::JoinSet<_>,
-                          pending: &mut std::vec::IntoIter<usize>| {
+        let start_next = |running: &mut Running<_>, pending: &mut std::vec::IntoIter<usize>| {
             if let Some(i) = pending.next() {
                 let fut = self.call(&tasks[i]);
-                set.spawn(async move { (i, fut.await) });
+                running.push(async move { (i, fut.await) });
             }
         };
         for _ in 0..max_concurrency.min(count) {
-            spawn_next(&mut set, &mut pending);
+            start_next(&mut running, &mut pending);
         }
         let mut failure: Option<GraphError> = None;
-        while let Some(joined) = set.join_next().await {
+        while let Some(joined) = running.next().await {
             let (i, result) = joined.map_err(|error| GraphError::NodePanicked {
                 // Tasks catch their own panics; this is a runtime shutting down.
                 node: "unknown".to_owned(),
@@ -193,7 +234,7 @@ impl<S: GraphState> Run<'_, S> {
                 Err(error) => {
                     self.record_failure(task, &error);
                     if self.durable.is_none() {
-                        set.abort_all();
+                        // Dropping the others cancels them.
                         return Err(error);
                     }
                     failure.get_or_insert(error);
@@ -201,7 +242,7 @@ impl<S: GraphState> Run<'_, S> {
                 }
             }
             if failure.is_none() {
-                spawn_next(&mut set, &mut pending);
+                start_next(&mut running, &mut pending);
             }
         }
         if let Some(error) = failure {
