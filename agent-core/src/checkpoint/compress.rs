@@ -3,8 +3,10 @@
 //! Why: a conversation's big pieces are text — tool answers, retrieved documents, long
 //! replies — and text compresses. Every byte of a blob costs in every saver: pages written
 //! and synced for SQLite, rows for PostgreSQL, fresh memory for the in-memory saver. LZ4
-//! compresses at gigabytes a second and gives up fast on what does not compress, so a blob of
-//! 8 KiB or more is stored compressed when that saves at least a quarter of it.
+//! compresses at gigabytes a second, but that is still about what fresh memory costs a byte,
+//! so a blob of 8 KiB or more is stored compressed only when that at least halves it (a large
+//! one whose first 4 KiB do not halve is not tried further): repetitive text (tool answers,
+//! pages with boilerplate) is, a list of random tokens is not.
 //!
 //! A compressed blob's data is a frame: `0xc1` (a byte that never starts MessagePack, an
 //! element delta or a splice), the codec (`1`: LZ4 block), the length as a little-endian
@@ -19,16 +21,22 @@ const LZ4: u8 = 1;
 /// Blobs shorter than this are stored as they are: below two pages, the CPU of compressing
 /// (a few microseconds for 5 KB) costs more than the bytes it saves.
 const FROM: usize = 8192;
+/// How much of a large blob is tried first.
+const PROBE: usize = 4096;
 /// No blob expands past this (a corrupt length must not reserve memory).
 const LARGEST: usize = 1 << 31;
 
-/// `data`, compressed when it is large and compresses by a quarter or more.
+/// `data`, compressed when it is large and compresses to half or less.
 pub(crate) fn compress(data: Vec<u8>) -> Vec<u8> {
     if data.len() < FROM || data.len() > LARGEST {
         return data;
     }
+    // A probe of the first part first: what does not compress costs that much, not the whole.
+    if data.len() >= 4 * PROBE && lz4_flex::block::compress(&data[..PROBE]).len() > PROBE / 2 {
+        return data;
+    }
     let block = lz4_flex::block::compress(&data);
-    if block.len() + 6 > data.len() / 4 * 3 {
+    if block.len() + 6 > data.len() / 2 {
         return data;
     }
     let mut framed = Vec::with_capacity(block.len() + 6);
