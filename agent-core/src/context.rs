@@ -318,7 +318,7 @@ impl NodeContext {
 
     /// A fresh run id for something running inside this node (a model or tool call).
     pub fn child_run_id(&self) -> String {
-        uuid::Uuid::now_v7().to_string()
+        crate::ids::new_id()
     }
 
     /// Emits an `astream_events` v2 event from inside the node: `on_custom_event` for your own

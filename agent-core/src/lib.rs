@@ -66,6 +66,7 @@ mod diagram;
 mod error;
 mod executor;
 mod graph;
+mod ids;
 mod interrupt;
 mod layers;
 mod node;
@@ -98,6 +99,7 @@ pub use diagram::{draw_ascii, draw_mermaid};
 pub use error::{BoxError, BoxResult, GraphError, ParentCommand, list_names, panic_message};
 pub use executor::{Input, RunOutput, RunPath};
 pub use graph::{IntoSources, StateGraph};
+pub use ids::new_id;
 pub use interrupt::{Interrupt, Interrupted};
 pub use layers::{RetryPolicy, Retryable, backoff_interval};
 pub use node::{

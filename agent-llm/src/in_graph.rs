@@ -26,9 +26,14 @@ pub async fn invoke_in_node<M: ChatModel + ?Sized>(
     options: &CallOptions,
     ctx: &NodeContext,
 ) -> Result<ChatResponse, LlmError> {
-    let run_id = ctx.child_run_id();
-    let name = model.model_name().to_owned();
     let events = ctx.is_streaming(StreamMode::Events);
+    // A run id only for the event stream: nobody else reads it.
+    let run_id = if events {
+        ctx.child_run_id()
+    } else {
+        String::new()
+    };
+    let name = model.model_name().to_owned();
     if events {
         ctx.emit_event(
             "on_chat_model_start",

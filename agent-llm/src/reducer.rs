@@ -142,5 +142,5 @@ pub fn add_messages(
 
 /// A fresh message id: a UUID v7, so ids sort by creation time.
 pub fn new_message_id() -> String {
-    uuid::Uuid::now_v7().to_string()
+    agent_core::new_id()
 }

@@ -237,7 +237,10 @@ impl ToolNode {
         ctx: Option<&NodeContext>,
     ) -> Result<Value, ToolError> {
         let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-        let run_id = ctx.map(NodeContext::child_run_id);
+        // A run id only for the event stream: nobody else reads it.
+        let run_id = ctx
+            .filter(|ctx| ctx.is_streaming(agent_core::StreamMode::Events))
+            .map(NodeContext::child_run_id);
         if let (Some(ctx), Some(run_id)) = (ctx, &run_id) {
             let args = match self.registry.get(&call.name) {
                 Some(tool) => tool.redact_args(&call.args),

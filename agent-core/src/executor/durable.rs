@@ -1457,43 +1457,9 @@ fn now_ms() -> i64 {
         .unwrap_or_default()
 }
 
-/// A new checkpoint id: a UUID v7 (Unix milliseconds, then a 74-bit counter that starts at a
-/// per-process random point each millisecond and counts up within it), so ids sort in the
-/// order they were made in this process and do not collide with other processes'. Unlike
-/// `Uuid::now_v7`, it asks the OS for no random bytes (a syscall per id).
+/// A new checkpoint id (see [`crate::new_id`]).
 pub(crate) fn new_checkpoint_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    static STATE: Mutex<(u64, u128)> = Mutex::new((0, 0));
-    static SEED: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let (ms, counter) = {
-        let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        let (last_ms, last) = *state;
-        *state = if now > last_ms {
-            let mut hasher = SEED.get_or_init(std::hash::RandomState::new).build_hasher();
-            hasher.write_u64(now);
-            // 73 random bits: room to count up within the millisecond.
-            (now, u128::from(hasher.finish()) << 9)
-        } else if last + 1 < 1 << 74 {
-            (last_ms, last + 1)
-        } else {
-            // The counter ran out within one millisecond: borrow the next one.
-            (last_ms + 1, 0)
-        };
-        *state
-    };
-    let value = (u128::from(ms & ((1 << 48) - 1)) << 80)
-        | (0x7 << 76)
-        | ((counter >> 62) << 64)
-        | (0b10 << 62)
-        | (counter & ((1 << 62) - 1));
-    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-    uuid::Uuid::from_u128(value)
-        .hyphenated()
-        .encode_lower(&mut text)
-        .to_owned()
+    crate::ids::new_id()
 }
 
 #[cfg(test)]

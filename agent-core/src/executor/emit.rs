@@ -112,7 +112,7 @@ impl<S: GraphState> Run<'_, S> {
                 continue;
             };
             if events {
-                stream.run_id = uuid::Uuid::now_v7().to_string();
+                stream.run_id = crate::ids::new_id();
             }
             if self.streams(StreamMode::Debug) {
                 self.emit(StreamPart::Debug(DebugEvent::Task {
