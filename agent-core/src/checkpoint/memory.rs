@@ -10,7 +10,7 @@
 //! pages are touched ahead of time off the run's thread). Reads (a run's start, `get_state`,
 //! history) unpack.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -28,11 +28,16 @@ use crate::error::GraphError;
 /// they keep.
 #[derive(Default)]
 struct Threads {
-    map: HashMap<String, HashMap<String, Thread>>,
+    /// By thread id, then namespace; a seeded fast hash (every put looks a thread up).
+    map: FastMap<String, FastMap<String, Thread>>,
     arena: Arena,
     /// The buffer a checkpoint is packed in before it is kept (reused: its pages are warm).
     scratch: Vec<u8>,
 }
+
+/// A map with a seeded fast hasher (foldhash): SipHash's cost on a 36-byte id was a tenth of
+/// a small checkpoint's store.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A packing buffer larger than this is not kept for the next checkpoint.
 const SCRATCH_KEPT: usize = 1 << 20;
@@ -57,14 +62,81 @@ impl Threads {
 
 #[derive(Default)]
 struct Thread {
-    /// By checkpoint id; ids are time-ordered, so the map is oldest first.
-    checkpoints: BTreeMap<Box<str>, Stored>,
+    /// By checkpoint id; ids are time-ordered, so the list is oldest first.
+    checkpoints: Checkpoints,
     /// Blobs not packed with the checkpoint that wrote them (a version that is no checkpoint
     /// of this thread and namespace, or one pruned while later checkpoints need its blobs),
     /// by (field, version).
     loose: HashMap<(String, String), FieldBlob>,
     /// By checkpoint id.
     writes: HashMap<String, Writes>,
+}
+
+/// A thread's checkpoints sorted by id. Ids are time-ordered, so a new checkpoint is almost
+/// always the last: kept in a vector, it is appended (a tree paid a search of 36-byte keys and
+/// node splits for every put), and found by binary search.
+#[derive(Default)]
+struct Checkpoints(Vec<(Box<str>, Stored)>);
+
+impl Checkpoints {
+    fn position(&self, id: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| (**k).cmp(id))
+    }
+
+    /// Stores `stored` under `id`; returns the one it replaces.
+    fn insert(&mut self, id: Box<str>, stored: Stored) -> Option<Stored> {
+        if self.0.last().is_none_or(|(last, _)| **last < *id) {
+            self.0.push((id, stored));
+            return None;
+        }
+        match self.position(&id) {
+            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, stored)),
+            Err(at) => {
+                self.0.insert(at, (id, stored));
+                None
+            }
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<&Stored> {
+        self.position(id).ok().map(|at| &self.0[at].1)
+    }
+
+    #[cfg(test)]
+    fn get_mut(&mut self, id: &str) -> Option<&mut Stored> {
+        self.position(id).ok().map(|at| &mut self.0[at].1)
+    }
+
+    fn get_key_value(&self, id: &str) -> Option<(&Box<str>, &Stored)> {
+        self.position(id)
+            .ok()
+            .map(|at| (&self.0[at].0, &self.0[at].1))
+    }
+
+    fn last(&self) -> Option<(&Box<str>, &Stored)> {
+        self.0.last().map(|(k, v)| (k, v))
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Stored> {
+        self.position(id).ok().map(|at| self.0.remove(at).1)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Oldest first.
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&Box<str>, &Stored)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &Box<str>> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Stored> {
+        self.0.iter().map(|(_, v)| v)
+    }
 }
 
 /// A checkpoint's pending writes, in the order stored; one per (task id, kind).
@@ -496,7 +568,7 @@ impl Checkpointer for InMemorySaver {
         };
         let found = match checkpoint_id {
             Some(id) => thread.checkpoints.get_key_value(id),
-            None => thread.checkpoints.iter().next_back(),
+            None => thread.checkpoints.last(),
         };
         let Some((id, stored)) = found else {
             return Ok(LoadedCheckpoint::default());
