@@ -107,14 +107,14 @@ impl Checkpoints {
         self.position(id).ok().map(|at| &mut self.0[at].1)
     }
 
-    fn get_key_value(&self, id: &str) -> Option<(&Box<str>, &Stored)> {
+    fn get_key_value(&self, id: &str) -> Option<(&str, &Stored)> {
         self.position(id)
             .ok()
-            .map(|at| (&self.0[at].0, &self.0[at].1))
+            .map(|at| (&*self.0[at].0, &self.0[at].1))
     }
 
-    fn last(&self) -> Option<(&Box<str>, &Stored)> {
-        self.0.last().map(|(k, v)| (k, v))
+    fn last(&self) -> Option<(&str, &Stored)> {
+        self.0.last().map(|(k, v)| (&**k, v))
     }
 
     fn remove(&mut self, id: &str) -> Option<Stored> {
@@ -126,8 +126,8 @@ impl Checkpoints {
     }
 
     /// Oldest first.
-    fn iter(&self) -> impl DoubleEndedIterator<Item = (&Box<str>, &Stored)> {
-        self.0.iter().map(|(k, v)| (k, v))
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &Stored)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
     }
 
     fn keys(&self) -> impl Iterator<Item = &Box<str>> {
@@ -612,7 +612,7 @@ impl Checkpointer for InMemorySaver {
             if out.len() >= limit {
                 break;
             }
-            if filter.before.as_deref().is_some_and(|b| **id >= *b) {
+            if filter.before.as_deref().is_some_and(|b| *id >= *b) {
                 continue;
             }
             let record = Packed::read(threads.arena.get(stored.packed))?.record(thread_id, ns, id);
