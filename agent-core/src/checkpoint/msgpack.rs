@@ -359,6 +359,37 @@ impl<'p, 'a> ser::Serializer for &'p mut Packer<'a> {
         Ok(self.compound(len, false))
     }
 
+    /// A sequence of known length straight into the buffer, room reserved for its elements
+    /// (a list of a thousand one-letter strings is two thousand pushes otherwise grown into).
+    fn collect_seq<I>(self, iter: I) -> Result<(), PackError>
+    where
+        I: IntoIterator,
+        I::Item: Serialize,
+    {
+        let iter = iter.into_iter();
+        let (len, upper) = iter.size_hint();
+        if upper != Some(len) {
+            let mut seq = ser::Serializer::serialize_seq(self, None)?;
+            for item in iter {
+                ser::SerializeSeq::serialize_element(&mut seq, &item)?;
+            }
+            return ser::SerializeSeq::end(seq);
+        }
+        self.array_len(len);
+        self.out.reserve(len.saturating_mul(2));
+        let mut count = 0;
+        for item in iter {
+            item.serialize(&mut *self)?;
+            count += 1;
+        }
+        if count != len {
+            return Err(PackError(format!(
+                "a sequence said it had {len} elements and gave {count}"
+            )));
+        }
+        Ok(())
+    }
+
     fn serialize_tuple(self, len: usize) -> Result<Compound<'p, 'a>, PackError> {
         Ok(self.compound(Some(len), false))
     }

@@ -154,10 +154,16 @@ fn get_varint(data: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
-/// How many leading bytes `a` and `b` share (compared eight at a time).
+/// Bytes compared at once (a vectorized `memcmp`) before narrowing down to words.
+const CHUNK: usize = 256;
+
+/// How many leading bytes `a` and `b` share (compared a chunk, then eight bytes, at a time).
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
+    while i + CHUNK <= n && a[i..i + CHUNK] == b[i..i + CHUNK] {
+        i += CHUNK;
+    }
     while i + 8 <= n {
         let x = word(a, i) ^ word(b, i);
         if x != 0 {
@@ -176,6 +182,9 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
     let mut i = 0;
+    while i + CHUNK <= n && a[n - i - CHUNK..n - i] == b[n - i - CHUNK..n - i] {
+        i += CHUNK;
+    }
     while i + 8 <= n {
         let x = word(a, n - i - 8) ^ word(b, n - i - 8);
         if x != 0 {
