@@ -161,22 +161,170 @@ impl PostgresSaver {
     }
 }
 
-const INSERT_BLOB: &str =
-    "INSERT INTO agentgraph_blobs (thread_id, ns, field, version, base_version, base_len, data)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (thread_id, ns, field, version) DO NOTHING";
+/// A whole batch in one statement (one round trip, one implicit transaction): each table's
+/// rows as parallel arrays, inserted by data-modifying CTEs. Writes keep their order (`seq`).
+const STORE_BATCH: &str = "
+WITH blobs AS (
+    INSERT INTO agentgraph_blobs (thread_id, ns, field, version, base_version, base_len, data)
+    SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::BIGINT[], $7::BYTEA[])
+    ON CONFLICT (thread_id, ns, field, version) DO NOTHING
+), checkpoints AS (
+    INSERT INTO agentgraph_checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
+    SELECT t, n, i, p, s, c, m::JSONB, v::JSONB, b
+    FROM unnest($8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::BIGINT[], $13::BIGINT[], $14::TEXT[], $15::TEXT[], $16::BYTEA[])
+        AS x(t, n, i, p, s, c, m, v, b)
+    ON CONFLICT (thread_id, ns, id) DO UPDATE SET
+      parent_id = EXCLUDED.parent_id, step = EXCLUDED.step, created_at_ms = EXCLUDED.created_at_ms,
+      metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, body = EXCLUDED.body
+), writes AS (
+    INSERT INTO agentgraph_writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
+    SELECT t, n, c, k, d, o, w
+    FROM unnest($17::TEXT[], $18::TEXT[], $19::TEXT[], $20::TEXT[], $21::SMALLINT[], $22::TEXT[], $23::BYTEA[])
+        WITH ORDINALITY AS x(t, n, c, k, d, o, w, ord)
+    ORDER BY ord
+    ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind)
+    DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data
+)
+SELECT 1";
 
-const INSERT_CHECKPOINT: &str = "INSERT INTO agentgraph_checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::TEXT::JSONB, $8::TEXT::JSONB, $9)
-     ON CONFLICT (thread_id, ns, id) DO UPDATE SET
-       parent_id = EXCLUDED.parent_id, step = EXCLUDED.step, created_at_ms = EXCLUDED.created_at_ms,
-       metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, body = EXCLUDED.body";
+/// A batch's rows as the columns [`STORE_BATCH`] binds. An `INSERT .. ON CONFLICT DO UPDATE`
+/// may not touch a row twice, so a checkpoint or write stored twice in one batch is one row
+/// here: the later values, in the earlier one's place (what two statements in a row did).
+#[derive(Default)]
+struct BatchRows<'a> {
+    blobs: BlobRows<'a>,
+    checkpoints: CheckpointRows<'a>,
+    writes: WriteRows<'a>,
+    /// Row of a checkpoint (thread, ns, id) or write (thread, ns, checkpoint, task, kind).
+    checkpoint_at: HashMap<(&'a str, &'a str, &'a str), usize>,
+    write_at: HashMap<(&'a str, &'a str, &'a str, &'a str, i16), usize>,
+}
 
-const INSERT_WRITE: &str =
-    "INSERT INTO agentgraph_writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind)
-     DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data";
+#[derive(Default)]
+struct BlobRows<'a> {
+    thread: Vec<&'a str>,
+    ns: Vec<&'a str>,
+    field: Vec<&'a str>,
+    version: Vec<&'a str>,
+    base_version: Vec<Option<&'a str>>,
+    base_len: Vec<Option<i64>>,
+    data: Vec<&'a [u8]>,
+}
+
+#[derive(Default)]
+struct CheckpointRows<'a> {
+    thread: Vec<&'a str>,
+    ns: Vec<&'a str>,
+    id: Vec<&'a str>,
+    parent: Vec<Option<&'a str>>,
+    step: Vec<i64>,
+    created: Vec<i64>,
+    metadata: Vec<String>,
+    versions: Vec<String>,
+    body: Vec<&'a [u8]>,
+}
+
+#[derive(Default)]
+struct WriteRows<'a> {
+    thread: Vec<&'a str>,
+    ns: Vec<&'a str>,
+    checkpoint: Vec<&'a str>,
+    task: Vec<&'a str>,
+    kind: Vec<i16>,
+    node: Vec<&'a str>,
+    data: Vec<&'a [u8]>,
+}
+
+impl<'a> BatchRows<'a> {
+    fn new(ops: &'a [StoreOp]) -> Result<Self, GraphError> {
+        let mut rows = BatchRows::default();
+        for op in ops {
+            match op {
+                StoreOp::Checkpoint { record, blobs } => {
+                    rows.add_checkpoint(record)?;
+                    let b = &mut rows.blobs;
+                    for blob in blobs {
+                        b.thread.push(&record.thread_id);
+                        b.ns.push(&record.ns);
+                        b.field.push(&blob.field);
+                        b.version.push(&blob.version);
+                        b.base_version
+                            .push(blob.base.as_ref().map(|(v, _)| v.as_str()));
+                        b.base_len.push(blob.base.as_ref().map(|(_, n)| *n as i64));
+                        b.data.push(&blob.data);
+                    }
+                }
+                StoreOp::Writes {
+                    thread_id,
+                    ns,
+                    checkpoint_id,
+                    writes,
+                } => {
+                    for w in writes {
+                        rows.add_write(thread_id, ns, checkpoint_id, w);
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    fn add_checkpoint(&mut self, record: &'a CheckpointRecord) -> Result<(), GraphError> {
+        let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
+        let versions = serde_json::to_string(&record.versions).map_err(err)?;
+        let c = &mut self.checkpoints;
+        let key = (
+            record.thread_id.as_str(),
+            record.ns.as_str(),
+            record.id.as_str(),
+        );
+        if let Some(&at) = self.checkpoint_at.get(&key) {
+            c.parent[at] = record.parent_id.as_deref();
+            c.step[at] = record.step;
+            c.created[at] = record.created_at_ms;
+            c.metadata[at] = metadata;
+            c.versions[at] = versions;
+            c.body[at] = &record.body;
+            return Ok(());
+        }
+        self.checkpoint_at.insert(key, c.id.len());
+        c.thread.push(key.0);
+        c.ns.push(key.1);
+        c.id.push(key.2);
+        c.parent.push(record.parent_id.as_deref());
+        c.step.push(record.step);
+        c.created.push(record.created_at_ms);
+        c.metadata.push(metadata);
+        c.versions.push(versions);
+        c.body.push(&record.body);
+        Ok(())
+    }
+
+    fn add_write(
+        &mut self,
+        thread: &'a str,
+        ns: &'a str,
+        checkpoint: &'a str,
+        w: &'a PendingWrite,
+    ) {
+        let kind = w.kind.code();
+        let r = &mut self.writes;
+        let key = (thread, ns, checkpoint, w.task_id.as_str(), kind);
+        if let Some(&at) = self.write_at.get(&key) {
+            r.node[at] = &w.node;
+            r.data[at] = &w.data;
+            return;
+        }
+        self.write_at.insert(key, r.task.len());
+        r.thread.push(thread);
+        r.ns.push(ns);
+        r.checkpoint.push(checkpoint);
+        r.task.push(&w.task_id);
+        r.kind.push(kind);
+        r.node.push(&w.node);
+        r.data.push(&w.data);
+    }
+}
 
 const RECORD_COLUMNS: &str =
     "thread_id, ns, id, parent_id, step, created_at_ms, metadata::TEXT, versions::TEXT, body";
@@ -234,99 +382,47 @@ impl Checkpointer for PostgresSaver {
         .await
     }
 
-    /// One transaction for the whole batch, its statements pipelined (sent together, not
-    /// one round trip each).
+    /// The whole batch in one statement: one round trip, one transaction.
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
-        type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(err)?;
-        let insert_blob = tx.prepare_cached(INSERT_BLOB).await.map_err(err)?;
-        let insert_checkpoint = tx.prepare_cached(INSERT_CHECKPOINT).await.map_err(err)?;
-        let insert_write = tx.prepare_cached(INSERT_WRITE).await.map_err(err)?;
-        // Owned values the statements' parameters borrow.
-        let mut json = Vec::new();
-        let mut bases = Vec::new();
-        let mut codes = Vec::new();
-        for op in &ops {
-            match op {
-                StoreOp::Checkpoint { record, blobs } => {
-                    json.push((
-                        serde_json::to_string(&record.metadata).map_err(err)?,
-                        serde_json::to_string(&record.versions).map_err(err)?,
-                    ));
-                    for blob in blobs {
-                        bases.push(match &blob.base {
-                            Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
-                            None => (None, None),
-                        });
-                    }
-                }
-                StoreOp::Writes { writes, .. } => {
-                    codes.extend(writes.iter().map(|w| w.kind.code()));
-                }
-            }
+        if ops.is_empty() {
+            return Ok(());
         }
-        let mut statements = Vec::new();
-        let (mut json_at, mut base_at, mut code_at) = (0, 0, 0);
-        for op in &ops {
-            match op {
-                StoreOp::Checkpoint { record, blobs } => {
-                    for blob in blobs {
-                        let (base, len) = &bases[base_at];
-                        base_at += 1;
-                        let params: Vec<Param<'_>> = vec![
-                            &record.thread_id,
-                            &record.ns,
-                            &blob.field,
-                            &blob.version,
-                            base,
-                            len,
-                            &blob.data,
-                        ];
-                        statements.push(tx.execute_raw(&insert_blob, params));
-                    }
-                    let (metadata, versions) = &json[json_at];
-                    json_at += 1;
-                    let params: Vec<Param<'_>> = vec![
-                        &record.thread_id,
-                        &record.ns,
-                        &record.id,
-                        &record.parent_id,
-                        &record.step,
-                        &record.created_at_ms,
-                        metadata,
-                        versions,
-                        &record.body,
-                    ];
-                    statements.push(tx.execute_raw(&insert_checkpoint, params));
-                }
-                StoreOp::Writes {
-                    thread_id,
-                    ns,
-                    checkpoint_id,
-                    writes,
-                } => {
-                    for w in writes {
-                        let code = &codes[code_at];
-                        code_at += 1;
-                        let params: Vec<Param<'_>> = vec![
-                            thread_id,
-                            ns,
-                            checkpoint_id,
-                            &w.task_id,
-                            code,
-                            &w.node,
-                            &w.data,
-                        ];
-                        statements.push(tx.execute_raw(&insert_write, params));
-                    }
-                }
-            }
-        }
-        futures::future::try_join_all(statements)
+        let rows = BatchRows::new(&ops)?;
+        let (b, c, w) = (&rows.blobs, &rows.checkpoints, &rows.writes);
+        let client = self.client().await?;
+        let store = client.prepare_cached(STORE_BATCH).await.map_err(err)?;
+        client
+            .execute(
+                &store,
+                &[
+                    &b.thread,
+                    &b.ns,
+                    &b.field,
+                    &b.version,
+                    &b.base_version,
+                    &b.base_len,
+                    &b.data,
+                    &c.thread,
+                    &c.ns,
+                    &c.id,
+                    &c.parent,
+                    &c.step,
+                    &c.created,
+                    &c.metadata,
+                    &c.versions,
+                    &c.body,
+                    &w.thread,
+                    &w.ns,
+                    &w.checkpoint,
+                    &w.task,
+                    &w.kind,
+                    &w.node,
+                    &w.data,
+                ],
+            )
             .await
             .map_err(err)?;
-        tx.commit().await.map_err(err)
+        Ok(())
     }
 
     async fn get(

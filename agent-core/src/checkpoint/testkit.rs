@@ -44,7 +44,7 @@ use serde_json::json;
 
 use super::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, PendingWrite,
-    WriteKind,
+    StoreOp, WriteKind,
 };
 use crate::error::BoxResult;
 use crate::{Command, END, GraphError, GraphState, NodeContext, RunConfig, START, StateGraph};
@@ -56,6 +56,7 @@ pub const CASES: &[&str] = &[
     "delete_and_prune",
     "concurrent_writers",
     "graph_threads",
+    "batches",
 ];
 
 /// A case that failed: which, on which backend, and why.
@@ -114,6 +115,7 @@ where
     delete_and_prune(&factory().await).await?;
     concurrent_writers(&factory().await).await?;
     graph_threads(&factory().await).await?;
+    batches(&factory().await).await?;
     Ok(CASES.to_vec())
 }
 
@@ -447,6 +449,97 @@ pub async fn pending_writes(saver: &Arc<dyn Checkpointer>) -> CaseResult {
     let older = case.call("get by id", saver.get(&thread, "", Some(&cp)).await)?;
     case.check(older.writes.len() == 3, || {
         "the older checkpoint lost its writes".into()
+    })?;
+    Ok(())
+}
+
+/// One `put_batch` stores what the same calls one by one would: a checkpoint or a write
+/// stored twice in a batch is stored once with the later values, a blob given twice is kept
+/// once, and writes of distinct tasks come back in the order they were given.
+pub async fn batches(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "batches",
+        saver,
+    };
+    let thread = unique("batch");
+    let (first, second) = (id(20), id(21));
+    let w = |task: &str, data: &[u8]| PendingWrite {
+        task_id: task.to_owned(),
+        node: format!("node-{task}"),
+        kind: WriteKind::Output,
+        data: data.to_vec(),
+    };
+    let writes = |cp: &str, writes: Vec<PendingWrite>| StoreOp::Writes {
+        thread_id: thread.clone(),
+        ns: String::new(),
+        checkpoint_id: cp.to_owned(),
+        writes,
+    };
+    let mut replaced = record(&thread, &first, None, 0, "input", &[("f", "v1")]);
+    replaced.body = vec![9];
+    let kept = record(&thread, &first, None, 0, "loop", &[("f", "v1")]);
+    let ops = vec![
+        StoreOp::Checkpoint {
+            record: replaced,
+            blobs: vec![blob("f", "v1", None, b"one")],
+        },
+        writes(&first, vec![w("t3", b"3"), w("t1", b"old")]),
+        writes(&first, vec![w("t2", b"2"), w("t1", b"new")]),
+        StoreOp::Checkpoint {
+            record: kept.clone(),
+            blobs: vec![blob("f", "v1", None, b"one")],
+        },
+        StoreOp::Checkpoint {
+            record: record(&thread, &second, Some(&first), 1, "loop", &[("f", "v2")]),
+            blobs: vec![blob("f", "v2", Some(("v1", 1)), b"two")],
+        },
+        writes(&second, vec![w("t9", b"9")]),
+    ];
+    case.call("put_batch", saver.put_batch(ops).await)?;
+    let older = case.call("get by id", saver.get(&thread, "", Some(&first)).await)?;
+    case.check(older.record.as_ref() == Some(&kept), || {
+        format!(
+            "the checkpoint stored twice in one batch came back as {:?}; the later one must win",
+            older.record
+        )
+    })?;
+    let mut got: Vec<(&str, &[u8], &str)> = older
+        .writes
+        .iter()
+        .map(|w| (w.task_id.as_str(), w.data.as_slice(), w.node.as_str()))
+        .collect();
+    let order: Vec<&str> = got.iter().map(|w| w.0).filter(|t| *t != "t1").collect();
+    case.check(order == ["t3", "t2"], || {
+        format!("writes came back in the order {order:?}, not as given (t3, then t2)")
+    })?;
+    got.sort();
+    let expected: Vec<(&str, &[u8], &str)> = vec![
+        ("t1", b"new", "node-t1"),
+        ("t2", b"2", "node-t2"),
+        ("t3", b"3", "node-t3"),
+    ];
+    case.check(got == expected, || {
+        format!("writes came back as {got:?}, expected {expected:?} (the later duplicate's data)")
+    })?;
+    let newer = case.call("get", saver.get(&thread, "", None).await)?;
+    case.check(
+        newer.record.as_ref().map(|r| r.id.as_str()) == Some(second.as_str()),
+        || "the batch's newest checkpoint is not the thread's latest".into(),
+    )?;
+    let mut blobs: Vec<(&str, &[u8])> = newer
+        .blobs
+        .iter()
+        .map(|b| (b.version.as_str(), b.data.as_slice()))
+        .collect();
+    blobs.sort();
+    case.check(blobs == [("v1", &b"one"[..]), ("v2", &b"two"[..])], || {
+        format!("blobs came back as {blobs:?}")
+    })?;
+    case.check(newer.writes.len() == 1, || {
+        format!(
+            "the newest checkpoint has {} writes, expected 1",
+            newer.writes.len()
+        )
     })?;
     Ok(())
 }
