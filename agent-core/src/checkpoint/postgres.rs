@@ -326,8 +326,40 @@ impl<'a> BatchRows<'a> {
     }
 }
 
-const RECORD_COLUMNS: &str =
-    "thread_id, ns, id, parent_id, step, created_at_ms, metadata::TEXT, versions::TEXT, body";
+/// A checkpoint row's columns, in the order `record_from_row` reads them.
+macro_rules! record_columns {
+    () => {
+        "thread_id, ns, id, parent_id, step, created_at_ms, metadata::TEXT, versions::TEXT, body"
+    };
+}
+const RECORD_COLUMNS: &str = record_columns!();
+
+const GET_BY_ID: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3"
+);
+
+const GET_LATEST: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 ORDER BY id DESC LIMIT 1"
+);
+
+/// The blobs of a checkpoint's versions and, recursively, of their delta bases.
+const GET_BLOBS: &str = "WITH RECURSIVE chain(field, version) AS (
+         SELECT key, value FROM jsonb_each_text($3::TEXT::JSONB)
+         UNION
+         SELECT b.field, b.base_version FROM agentgraph_blobs b JOIN chain c
+           ON b.thread_id = $1 AND b.ns = $2 AND b.field = c.field AND b.version = c.version
+          WHERE b.base_version IS NOT NULL
+     )
+     SELECT b.field, b.version, b.base_version, b.base_len, b.data
+       FROM agentgraph_blobs b JOIN chain c
+         ON b.thread_id = $1 AND b.ns = $2 AND b.field = c.field AND b.version = c.version";
+
+const GET_WRITES: &str = "SELECT task_id, kind, node, data FROM agentgraph_writes
+      WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY seq";
 
 fn record_from_row(row: &tokio_postgres::Row) -> Result<CheckpointRecord, GraphError> {
     let thread_id: String = row.get(0);
@@ -432,19 +464,17 @@ impl Checkpointer for PostgresSaver {
         checkpoint_id: Option<&str>,
     ) -> Result<LoadedCheckpoint, GraphError> {
         let client = self.client().await?;
+        // Prepared once per connection (a query given as text is parsed in a round trip of
+        // its own every time).
         let row = match checkpoint_id {
-            Some(id) => client
-                .query_opt(
-                    &format!("SELECT {RECORD_COLUMNS} FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3"),
-                    &[&thread_id, &ns, &id],
-                )
-                .await,
-            None => client
-                .query_opt(
-                    &format!("SELECT {RECORD_COLUMNS} FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 ORDER BY id DESC LIMIT 1"),
-                    &[&thread_id, &ns],
-                )
-                .await,
+            Some(id) => {
+                let latest = client.prepare_cached(GET_BY_ID).await.map_err(err)?;
+                client.query_opt(&latest, &[&thread_id, &ns, &id]).await
+            }
+            None => {
+                let latest = client.prepare_cached(GET_LATEST).await.map_err(err)?;
+                client.query_opt(&latest, &[&thread_id, &ns]).await
+            }
         }
         .map_err(err)?;
         let Some(row) = row else {
@@ -452,22 +482,19 @@ impl Checkpointer for PostgresSaver {
         };
         let record = record_from_row(&row)?;
         let versions = serde_json::to_string(&record.versions).map_err(err)?;
-        let rows = client
-            .query(
-                "WITH RECURSIVE chain(field, version) AS (
-                     SELECT key, value FROM jsonb_each_text($3::TEXT::JSONB)
-                     UNION
-                     SELECT b.field, b.base_version FROM agentgraph_blobs b JOIN chain c
-                       ON b.thread_id = $1 AND b.ns = $2 AND b.field = c.field AND b.version = c.version
-                      WHERE b.base_version IS NOT NULL
-                 )
-                 SELECT b.field, b.version, b.base_version, b.base_len, b.data
-                   FROM agentgraph_blobs b JOIN chain c
-                     ON b.thread_id = $1 AND b.ns = $2 AND b.field = c.field AND b.version = c.version",
-                &[&thread_id, &ns, &versions],
-            )
-            .await
-            .map_err(err)?;
+        let (chain, pending) = futures::future::try_join(
+            client.prepare_cached(GET_BLOBS),
+            client.prepare_cached(GET_WRITES),
+        )
+        .await
+        .map_err(err)?;
+        // Both queries in one round trip.
+        let (rows, write_rows) = futures::future::try_join(
+            client.query(&chain, &[&thread_id, &ns, &versions]),
+            client.query(&pending, &[&thread_id, &ns, &record.id]),
+        )
+        .await
+        .map_err(err)?;
         let blobs = rows
             .iter()
             .map(|r| {
@@ -481,14 +508,7 @@ impl Checkpointer for PostgresSaver {
                 }
             })
             .collect();
-        let rows = client
-            .query(
-                "SELECT task_id, kind, node, data FROM agentgraph_writes
-                  WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY seq",
-                &[&thread_id, &ns, &record.id],
-            )
-            .await
-            .map_err(err)?;
+        let rows = write_rows;
         let mut writes = Vec::with_capacity(rows.len());
         for r in rows {
             let code: i16 = r.get(1);
