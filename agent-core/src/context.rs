@@ -28,7 +28,7 @@ struct TaskInfo {
     /// Set when the run streams: what triggered the task, its own run id.
     streaming: Option<TaskStream>,
     /// Set when the run checkpoints: the task's deterministic id.
-    task_id: Option<String>,
+    task_id: Option<Arc<str>>,
     /// The node's own input, when a `Send::input` runs it.
     input: Option<AnyInput>,
 }
@@ -78,7 +78,7 @@ impl NodeContext {
         run: Arc<RunInfo>,
         resume: Vec<serde_json::Value>,
         streaming: Option<TaskStream>,
-        task_id: Option<String>,
+        task_id: Option<Arc<str>>,
     ) -> Self {
         NodeContext {
             inner: Arc::new(TaskInfo {

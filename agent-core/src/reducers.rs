@@ -209,18 +209,28 @@ where
 /// Which fields the reducers running on this thread reported as appended: the executor
 /// turns it on around the writes a checkpoint will store.
 pub(crate) mod journal {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
 
     thread_local! {
         static APPENDED: RefCell<Option<Vec<&'static str>>> = const { RefCell::new(None) };
+        /// The list a finished recording hands back for the next one (one allocation per
+        /// thread, not one per task's writes).
+        static SPARE: Cell<Vec<&'static str>> = const { Cell::new(Vec::new()) };
     }
 
-    /// Runs `apply` and returns the fields whose reducers reported an append.
-    pub(crate) fn record<T>(apply: impl FnOnce() -> T) -> (T, Vec<&'static str>) {
-        let outer = APPENDED.with(|a| a.borrow_mut().replace(Vec::new()));
+    /// Runs `apply`, then calls `each` with every field whose reducer reported an append.
+    pub(crate) fn record<T>(apply: impl FnOnce() -> T, mut each: impl FnMut(&'static str)) -> T {
+        let list = SPARE.with(Cell::take);
+        let outer = APPENDED.with(|a| a.borrow_mut().replace(list));
         let out = apply();
-        let appended = APPENDED.with(|a| std::mem::replace(&mut *a.borrow_mut(), outer));
-        (out, appended.unwrap_or_default())
+        let mut appended = APPENDED
+            .with(|a| std::mem::replace(&mut *a.borrow_mut(), outer))
+            .unwrap_or_default();
+        for field in appended.drain(..) {
+            each(field);
+        }
+        SPARE.with(|spare| spare.set(appended));
+        out
     }
 
     /// Notes an append to `field`, when recording.

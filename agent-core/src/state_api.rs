@@ -141,7 +141,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         );
         for (node, push) in paths {
             let name = graph.names[node].to_string();
-            let id = executor::task_id(&record.id, &name, push);
+            let id = executor::task_id(&record.id, &name, push).to_string();
             let interrupts = restored
                 .interrupted
                 .iter()

@@ -37,7 +37,7 @@ pub(crate) struct Task<S> {
     /// A `Send` task's position among the step's `Send`s (its task path).
     pub(crate) push: Option<usize>,
     /// Set when persisting: the task's deterministic id.
-    pub(crate) id: Option<String>,
+    pub(crate) id: Option<Arc<str>>,
     /// Set when streaming: what triggered it, and its run id in the event stream.
     pub(crate) stream: Option<TaskStream>,
 }
@@ -391,13 +391,14 @@ pub(crate) fn apply_tracked<S: GraphState>(
         return apply_to(state, node, step, update);
     };
     let mut fields = S::writes(&update);
-    let (applied, appended) =
-        crate::reducers::journal::record(|| apply_to(state, node, step, update));
-    for name in appended {
-        if let Some(index) = S::fields().iter().position(|f| f.name == name) {
-            fields = FieldSet(fields.0 & !FieldSet::single(index).0);
-        }
-    }
+    let applied = crate::reducers::journal::record(
+        || apply_to(state, node, step, update),
+        |name| {
+            if let Some(index) = S::fields().iter().position(|f| f.name == name) {
+                fields = FieldSet(fields.0 & !FieldSet::single(index).0);
+            }
+        },
+    );
     *rewritten = rewritten.union(fields);
     applied
 }

@@ -211,7 +211,7 @@ impl<S: GraphState> Run<'_, S> {
     /// The writes an earlier attempt of this step kept for `task`, if it finished.
     pub(crate) fn kept_writes(&self, task: &Task<S>) -> Option<TaskWrites<S>> {
         let durable = self.durable.as_ref().filter(|d| !d.outputs.is_empty())?;
-        let kept = durable.outputs.get(task.id.as_ref()?)?;
+        let kept = durable.outputs.get(task.id.as_deref()?)?;
         let mut writes = kept.clone();
         writes.node = task.node;
         Some(writes)
@@ -221,7 +221,7 @@ impl<S: GraphState> Run<'_, S> {
     pub(crate) fn resume_values(&self, task: &Task<S>) -> Vec<serde_json::Value> {
         match (&self.durable, &task.id) {
             (Some(durable), Some(id)) if !durable.resume.is_empty() => {
-                durable.resume.get(id).cloned().unwrap_or_default()
+                durable.resume.get(&**id).cloned().unwrap_or_default()
             }
             _ => Vec::new(),
         }
@@ -308,7 +308,7 @@ impl<S: GraphState> Run<'_, S> {
             return;
         };
         durable.submit_writes(vec![PendingWrite {
-            task_id: id.clone(),
+            task_id: id.to_string(),
             node: self.graph.names[task.node].to_string(),
             kind: WriteKind::Error,
             data,
@@ -356,7 +356,7 @@ impl<S: GraphState> Run<'_, S> {
     pub(crate) async fn store_interrupts(
         &mut self,
         before: Option<String>,
-        paused: Vec<(Option<String>, usize, Interrupted)>,
+        paused: Vec<(Option<Arc<str>>, usize, Interrupted)>,
         finished: Vec<PendingWrite>,
     ) -> Result<(), GraphError> {
         // Interrupts hang off a stored checkpoint: with Durability::Exit, write it now.
@@ -378,7 +378,7 @@ impl<S: GraphState> Run<'_, S> {
             })
             .collect();
         for (id, node, interrupted) in paused {
-            let id = moved(id.unwrap_or_default());
+            let id = moved(id.as_deref().unwrap_or_default().to_owned());
             let node = self.graph.names[node].to_string();
             let interrupt = Interrupt {
                 id: format!("{id}#{}", interrupted.index),
@@ -1429,24 +1429,49 @@ fn in_rank_order(nodes: &[usize], rank: &[u32], mut f: impl FnMut(usize)) {
     }
 }
 
-/// Task id of a step's task: the checkpoint the step starts from, plus the task's path.
-pub(crate) fn task_id(checkpoint_id: &str, node: &str, push: Option<usize>) -> String {
-    // Built by hand: one allocation of the right size, no formatting machinery (one per task
-    // per step).
-    let mut id = String::with_capacity(checkpoint_id.len() + 6 + node.len().max(20));
-    id.push_str(checkpoint_id);
-    match push {
-        None => {
-            id.push_str(":pull:");
-            id.push_str(node);
-        }
-        Some(i) => {
-            use std::fmt::Write;
-            id.push_str(":push:");
-            let _ = write!(id, "{i}");
+/// Task id of a step's task: the checkpoint the step starts from, plus the task's path. Put
+/// together on the stack (one per task per step): its one allocation is the shared string.
+pub(crate) fn task_id(checkpoint_id: &str, node: &str, push: Option<usize>) -> Arc<str> {
+    use std::fmt::Write;
+    let mut id = StackStr::default();
+    // Pieces written by hand: the formatting machinery costs more than the copying.
+    let written = id.write_str(checkpoint_id).and_then(|()| match push {
+        None => id.write_str(":pull:").and_then(|()| id.write_str(node)),
+        Some(i) => id.write_str(":push:").and_then(|()| write!(id, "{i}")),
+    });
+    match (written, std::str::from_utf8(&id.bytes[..id.len])) {
+        (Ok(()), Ok(id)) => Arc::from(id),
+        // Longer than the stack buffer (a very long node name).
+        _ => match push {
+            None => format!("{checkpoint_id}:pull:{node}").into(),
+            Some(i) => format!("{checkpoint_id}:push:{i}").into(),
+        },
+    }
+}
+
+/// A short string written on the stack; writing past its end fails.
+struct StackStr {
+    bytes: [u8; 128],
+    len: usize,
+}
+
+impl Default for StackStr {
+    fn default() -> Self {
+        StackStr {
+            bytes: [0; 128],
+            len: 0,
         }
     }
-    id
+}
+
+impl std::fmt::Write for StackStr {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let dest = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        dest.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -1464,6 +1489,26 @@ pub(crate) fn new_checkpoint_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Task ids: the checkpoint, then the pull's node or the push's index; a name too long
+    /// for the stack buffer gets the same id.
+    #[test]
+    fn task_ids_name_the_checkpoint_and_the_path() {
+        let cp = "0190000a-0000-7000-8000-000000000000";
+        assert_eq!(
+            &*super::task_id(cp, "agent", None),
+            format!("{cp}:pull:agent")
+        );
+        assert_eq!(
+            &*super::task_id(cp, "agent", Some(17)),
+            format!("{cp}:push:17")
+        );
+        let long = "n".repeat(300);
+        assert_eq!(
+            &*super::task_id(cp, &long, None),
+            format!("{cp}:pull:{long}")
+        );
+    }
+
     /// A body written before typed inputs (no `input_sends`) still reads: its sends are states.
     #[test]
     fn bodies_without_input_sends_still_read() {

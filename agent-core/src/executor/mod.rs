@@ -306,7 +306,7 @@ impl<S: GraphState> Run<'_, S> {
         // run them again; encoded after the step's checkpoint is stored (with `Exit`, now), so
         // they may reference its shared values.
         let before = self.durable.as_ref().and_then(|d| d.checkpoint_id.clone());
-        let done: Vec<(Option<String>, usize)> = (0..tasks.len())
+        let done: Vec<(Option<Arc<str>>, usize)> = (0..tasks.len())
             .filter(|i| !paused.iter().any(|(p, _)| p == i))
             .map(|i| (tasks[i].id.clone(), tasks[i].node))
             .collect();
