@@ -159,6 +159,24 @@ fn parent(saver: Arc<dyn agent_core::Checkpointer>) -> agent_core::CompiledGraph
         .unwrap()
 }
 
+/// LangGraph's `get_state(subgraphs=True)`: the snapshot of the subgraph the run's first
+/// pending task waits in.
+async fn paused_subgraph(
+    graph: &agent_core::CompiledGraph<S>,
+    config: &RunConfig,
+) -> agent_core::SubgraphSnapshot {
+    let mut nested = graph
+        .get_state_with_subgraphs(config)
+        .await
+        .unwrap()
+        .expect("a checkpoint");
+    *nested
+        .tasks
+        .swap_remove(0)
+        .subgraph
+        .expect("the subgraph's snapshot")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stopped() {
     let mut cases = common::backends_and_durabilities().await;
@@ -197,15 +215,7 @@ async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stop
         assert!(task.subgraph.is_none(), "get_state leaves subgraphs out");
 
         // LangGraph's get_state(subgraphs=True): where inside the subgraph the run waits.
-        let nested = graph
-            .get_state_with_subgraphs(&config)
-            .await
-            .unwrap()
-            .unwrap();
-        let sub = nested.tasks[0]
-            .subgraph
-            .as_deref()
-            .unwrap_or_else(|| panic!("{name}: no subgraph snapshot"));
+        let sub = paused_subgraph(&graph, &config).await;
         assert_eq!(sub.checkpoint_ns, ns, "{name}");
         assert_eq!(sub.next, ["ask"], "{name}");
         assert_eq!(
@@ -266,15 +276,7 @@ async fn a_subgraph_paused_in_one_process_resumes_in_another() {
     let snapshot = graph.get_state(&config).await.unwrap().unwrap();
     assert_eq!(snapshot.next, ["sub"]);
     assert_eq!(snapshot.interrupts[0].value, "ship it?");
-    let nested = graph
-        .get_state_with_subgraphs(&config)
-        .await
-        .unwrap()
-        .unwrap();
-    let sub = nested.tasks[0]
-        .subgraph
-        .as_deref()
-        .expect("the subgraph's snapshot");
+    let sub = paused_subgraph(&graph, &config).await;
     assert_eq!(sub.next, ["ask"]);
     let out = graph
         .invoke(Command::resume("later").unwrap(), config)

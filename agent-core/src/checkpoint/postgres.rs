@@ -187,17 +187,12 @@ WITH blobs AS (
 )
 SELECT 1";
 
-/// A batch's rows as the columns [`STORE_BATCH`] binds. An `INSERT .. ON CONFLICT DO UPDATE`
-/// may not touch a row twice, so a checkpoint or write stored twice in one batch is one row
-/// here: the later values, in the earlier one's place (what two statements in a row did).
+/// A batch's rows as the columns [`STORE_BATCH`] binds.
 #[derive(Default)]
 struct BatchRows<'a> {
     blobs: BlobRows<'a>,
     checkpoints: CheckpointRows<'a>,
     writes: WriteRows<'a>,
-    /// Row of a checkpoint (thread, ns, id) or write (thread, ns, checkpoint, task, kind).
-    checkpoint_at: HashMap<(&'a str, &'a str, &'a str), usize>,
-    write_at: HashMap<(&'a str, &'a str, &'a str, &'a str, i16), usize>,
 }
 
 #[derive(Default)]
@@ -235,94 +230,110 @@ struct WriteRows<'a> {
     data: Vec<&'a [u8]>,
 }
 
+/// A pending write with the checkpoint it belongs to: (thread, ns, checkpoint, write).
+type WriteOf<'a> = (&'a str, &'a str, &'a str, &'a PendingWrite);
+
 impl<'a> BatchRows<'a> {
+    /// An `INSERT .. ON CONFLICT DO UPDATE` may not touch a row twice, so a checkpoint or
+    /// write stored twice in one batch becomes one row: the later values, in the earlier
+    /// one's place (what two statements in a row did).
     fn new(ops: &'a [StoreOp]) -> Result<Self, GraphError> {
         let mut rows = BatchRows::default();
+        let (mut checkpoints, mut checkpoint_at) = (Vec::new(), HashMap::new());
+        let (mut writes, mut write_at) = (Vec::<WriteOf<'a>>::new(), HashMap::new());
         for op in ops {
             match op {
                 StoreOp::Checkpoint { record, blobs } => {
-                    rows.add_checkpoint(record)?;
-                    let b = &mut rows.blobs;
+                    let key = (
+                        record.thread_id.as_str(),
+                        record.ns.as_str(),
+                        record.id.as_str(),
+                    );
+                    keep_last(&mut checkpoints, &mut checkpoint_at, key, record);
                     for blob in blobs {
-                        b.thread.push(&record.thread_id);
-                        b.ns.push(&record.ns);
-                        b.field.push(&blob.field);
-                        b.version.push(&blob.version);
-                        b.base_version
-                            .push(blob.base.as_ref().map(|(v, _)| v.as_str()));
-                        b.base_len.push(blob.base.as_ref().map(|(_, n)| *n as i64));
-                        b.data.push(&blob.data);
+                        rows.blobs.push(record, blob);
                     }
                 }
                 StoreOp::Writes {
                     thread_id,
                     ns,
                     checkpoint_id,
-                    writes,
+                    writes: list,
                 } => {
-                    for w in writes {
-                        rows.add_write(thread_id, ns, checkpoint_id, w);
+                    for w in list {
+                        let (t, n, c) = (thread_id.as_str(), ns.as_str(), checkpoint_id.as_str());
+                        let key = (t, n, c, w.task_id.as_str(), w.kind);
+                        keep_last(&mut writes, &mut write_at, key, (t, n, c, w));
                     }
                 }
             }
         }
+        for record in checkpoints {
+            rows.checkpoints.push(record)?;
+        }
+        for write in writes {
+            rows.writes.push(write);
+        }
         Ok(rows)
     }
+}
 
-    fn add_checkpoint(&mut self, record: &'a CheckpointRecord) -> Result<(), GraphError> {
-        let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
-        let versions = serde_json::to_string(&record.versions).map_err(err)?;
-        let c = &mut self.checkpoints;
-        let key = (
-            record.thread_id.as_str(),
-            record.ns.as_str(),
-            record.id.as_str(),
-        );
-        if let Some(&at) = self.checkpoint_at.get(&key) {
-            c.parent[at] = record.parent_id.as_deref();
-            c.step[at] = record.step;
-            c.created[at] = record.created_at_ms;
-            c.metadata[at] = metadata;
-            c.versions[at] = versions;
-            c.body[at] = &record.body;
-            return Ok(());
+/// Appends `item` to `list`, or puts it in the place of the one with the same key.
+fn keep_last<K: std::hash::Hash + Eq, T>(
+    list: &mut Vec<T>,
+    at: &mut HashMap<K, usize>,
+    key: K,
+    item: T,
+) {
+    match at.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => list[*e.get()] = item,
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(list.len());
+            list.push(item);
         }
-        self.checkpoint_at.insert(key, c.id.len());
-        c.thread.push(key.0);
-        c.ns.push(key.1);
-        c.id.push(key.2);
-        c.parent.push(record.parent_id.as_deref());
-        c.step.push(record.step);
-        c.created.push(record.created_at_ms);
-        c.metadata.push(metadata);
-        c.versions.push(versions);
-        c.body.push(&record.body);
+    }
+}
+
+impl<'a> BlobRows<'a> {
+    fn push(&mut self, record: &'a CheckpointRecord, blob: &'a FieldBlob) {
+        self.thread.push(&record.thread_id);
+        self.ns.push(&record.ns);
+        self.field.push(&blob.field);
+        self.version.push(&blob.version);
+        self.base_version
+            .push(blob.base.as_ref().map(|(v, _)| v.as_str()));
+        self.base_len
+            .push(blob.base.as_ref().map(|(_, n)| *n as i64));
+        self.data.push(&blob.data);
+    }
+}
+
+impl<'a> CheckpointRows<'a> {
+    fn push(&mut self, record: &'a CheckpointRecord) -> Result<(), GraphError> {
+        self.metadata
+            .push(serde_json::to_string(&record.metadata).map_err(err)?);
+        self.versions
+            .push(serde_json::to_string(&record.versions).map_err(err)?);
+        self.thread.push(&record.thread_id);
+        self.ns.push(&record.ns);
+        self.id.push(&record.id);
+        self.parent.push(record.parent_id.as_deref());
+        self.step.push(record.step);
+        self.created.push(record.created_at_ms);
+        self.body.push(&record.body);
         Ok(())
     }
+}
 
-    fn add_write(
-        &mut self,
-        thread: &'a str,
-        ns: &'a str,
-        checkpoint: &'a str,
-        w: &'a PendingWrite,
-    ) {
-        let kind = w.kind.code();
-        let r = &mut self.writes;
-        let key = (thread, ns, checkpoint, w.task_id.as_str(), kind);
-        if let Some(&at) = self.write_at.get(&key) {
-            r.node[at] = &w.node;
-            r.data[at] = &w.data;
-            return;
-        }
-        self.write_at.insert(key, r.task.len());
-        r.thread.push(thread);
-        r.ns.push(ns);
-        r.checkpoint.push(checkpoint);
-        r.task.push(&w.task_id);
-        r.kind.push(kind);
-        r.node.push(&w.node);
-        r.data.push(&w.data);
+impl<'a> WriteRows<'a> {
+    fn push(&mut self, (thread, ns, checkpoint, w): WriteOf<'a>) {
+        self.thread.push(thread);
+        self.ns.push(ns);
+        self.checkpoint.push(checkpoint);
+        self.task.push(&w.task_id);
+        self.kind.push(w.kind.code());
+        self.node.push(&w.node);
+        self.data.push(&w.data);
     }
 }
 
@@ -332,8 +343,6 @@ macro_rules! record_columns {
         "thread_id, ns, id, parent_id, step, created_at_ms, metadata::TEXT, versions::TEXT, body"
     };
 }
-const RECORD_COLUMNS: &str = record_columns!();
-
 const GET_BY_ID: &str = concat!(
     "SELECT ",
     record_columns!(),
@@ -344,6 +353,18 @@ const GET_LATEST: &str = concat!(
     "SELECT ",
     record_columns!(),
     " FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 ORDER BY id DESC LIMIT 1"
+);
+
+/// A thread's checkpoints, newest first, before an id and matching metadata.
+const LIST: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM agentgraph_checkpoints
+      WHERE thread_id = $1 AND ns = $2
+        AND ($3::TEXT IS NULL OR id < $3)
+        AND metadata @> $4::TEXT::JSONB
+      ORDER BY id DESC
+      LIMIT $5"
 );
 
 /// The blobs of a checkpoint's versions and, recursively, of their delta bases.
@@ -468,8 +489,8 @@ impl Checkpointer for PostgresSaver {
         // its own every time).
         let row = match checkpoint_id {
             Some(id) => {
-                let latest = client.prepare_cached(GET_BY_ID).await.map_err(err)?;
-                client.query_opt(&latest, &[&thread_id, &ns, &id]).await
+                let by_id = client.prepare_cached(GET_BY_ID).await.map_err(err)?;
+                client.query_opt(&by_id, &[&thread_id, &ns, &id]).await
             }
             None => {
                 let latest = client.prepare_cached(GET_LATEST).await.map_err(err)?;
@@ -489,13 +510,13 @@ impl Checkpointer for PostgresSaver {
         .await
         .map_err(err)?;
         // Both queries in one round trip.
-        let (rows, write_rows) = futures::future::try_join(
+        let (blob_rows, write_rows) = futures::future::try_join(
             client.query(&chain, &[&thread_id, &ns, &versions]),
             client.query(&pending, &[&thread_id, &ns, &record.id]),
         )
         .await
         .map_err(err)?;
-        let blobs = rows
+        let blobs = blob_rows
             .iter()
             .map(|r| {
                 let base: Option<String> = r.get(2);
@@ -508,9 +529,8 @@ impl Checkpointer for PostgresSaver {
                 }
             })
             .collect();
-        let rows = write_rows;
-        let mut writes = Vec::with_capacity(rows.len());
-        for r in rows {
+        let mut writes = Vec::with_capacity(write_rows.len());
+        for r in write_rows {
             let code: i16 = r.get(1);
             let kind = WriteKind::from_code(i64::from(code)).ok_or_else(|| {
                 GraphError::CorruptCheckpoint {
@@ -543,18 +563,9 @@ impl Checkpointer for PostgresSaver {
         let metadata = serde_json::to_string(&filter.metadata).map_err(err)?;
         let before = filter.before.clone();
         let limit = filter.limit.map(|l| l as i64);
+        let list = client.prepare_cached(LIST).await.map_err(err)?;
         let rows = client
-            .query(
-                &format!(
-                    "SELECT {RECORD_COLUMNS} FROM agentgraph_checkpoints
-                      WHERE thread_id = $1 AND ns = $2
-                        AND ($3::TEXT IS NULL OR id < $3)
-                        AND metadata @> $4::TEXT::JSONB
-                      ORDER BY id DESC
-                      LIMIT $5"
-                ),
-                &[&thread_id, &ns, &before, &metadata, &limit],
-            )
+            .query(&list, &[&thread_id, &ns, &before, &metadata, &limit])
             .await
             .map_err(err)?;
         rows.iter().map(record_from_row).collect()

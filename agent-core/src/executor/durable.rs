@@ -1432,20 +1432,23 @@ fn in_rank_order(nodes: &[usize], rank: &[u32], mut f: impl FnMut(usize)) {
 /// Task id of a step's task: the checkpoint the step starts from, plus the task's path. Put
 /// together on the stack (one per task per step): its one allocation is the shared string.
 pub(crate) fn task_id(checkpoint_id: &str, node: &str, push: Option<usize>) -> Arc<str> {
-    use std::fmt::Write;
-    let mut id = StackStr::default();
     // Pieces written by hand: the formatting machinery costs more than the copying.
-    let written = id.write_str(checkpoint_id).and_then(|()| match push {
-        None => id.write_str(":pull:").and_then(|()| id.write_str(node)),
-        Some(i) => id.write_str(":push:").and_then(|()| write!(id, "{i}")),
-    });
-    match (written, std::str::from_utf8(&id.bytes[..id.len])) {
-        (Ok(()), Ok(id)) => Arc::from(id),
+    let write = |out: &mut dyn std::fmt::Write| {
+        out.write_str(checkpoint_id)?;
+        match push {
+            None => out.write_str(":pull:").and_then(|()| out.write_str(node)),
+            Some(i) => out.write_str(":push:").and_then(|()| write!(out, "{i}")),
+        }
+    };
+    let mut id = StackStr::default();
+    match write(&mut id).ok().and_then(|()| id.as_str()) {
+        Some(id) => Arc::from(id),
         // Longer than the stack buffer (a very long node name).
-        _ => match push {
-            None => format!("{checkpoint_id}:pull:{node}").into(),
-            Some(i) => format!("{checkpoint_id}:push:{i}").into(),
-        },
+        None => {
+            let mut id = String::new();
+            let _ = write(&mut id);
+            id.into()
+        }
     }
 }
 
@@ -1461,6 +1464,13 @@ impl Default for StackStr {
             bytes: [0; 128],
             len: 0,
         }
+    }
+}
+
+impl StackStr {
+    /// What was written (only whole `&str`s are, so it is UTF-8).
+    fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.bytes[..self.len]).ok()
     }
 }
 
