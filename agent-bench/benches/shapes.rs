@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! shapes [--quick] [--shape NAME].. [--saver none|memory|sqlite|postgres|floor].. [--out FILE]
-//!        [--durability sync|async|exit].. [--runtime multi|current]
+//!        [--durability sync|async|exit].. [--runtime multi|current] [--processes N]
 //! shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]
 //! ```
 //!
@@ -18,7 +18,9 @@
 //! graph once, runs it once to warm up, then times whole runs (`invoke`, a fresh thread id per
 //! run when there is a saver) until its time budget is spent; the input is cloned before the
 //! clock starts. `postgres` runs when `AGENTGRAPH_POSTGRES_URL` is set. After the shapes, a
-//! child measures the checkpoint bytes of a 100- and a 500-turn chat per saver.
+//! child measures the checkpoint bytes of a 100- and a 500-turn chat per saver, and one what a
+//! bare SQLite commit costs on the machine (`--sqlite-commit`: the least a checkpoint per
+//! super-step can cost with SQLite, whatever the saver does).
 //!
 //! Every heap allocation of the process is counted (a counting global allocator: one relaxed
 //! atomic add per allocation), and each line records `allocs_per_step`: allocations during
@@ -87,6 +89,8 @@ struct Options {
     out: Option<String>,
     durabilities: Vec<String>,
     runtime: String,
+    /// Child processes per cell (the report keeps the median one).
+    processes: usize,
 }
 
 fn main() -> ExitCode {
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
                 child_shape(&options, &shape, &saver, &durability)
             }
             Some(Child::Storage) => child_storage(&options),
+            Some(Child::SqliteCommit) => child_sqlite_commit(&options),
             None => drive(&options),
         }),
     };
@@ -117,6 +122,7 @@ fn main() -> ExitCode {
 enum Child {
     Shape(String, String, String),
     Storage,
+    SqliteCommit,
 }
 
 fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
@@ -127,6 +133,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
         out: None,
         durabilities: Vec::new(),
         runtime: "multi".to_owned(),
+        processes: 1,
     };
     let mut child = None;
     let mut it = args.iter();
@@ -143,6 +150,13 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
             "--out" => options.out = Some(value(&mut it, arg)?),
             "--durability" => options.durabilities.push(value(&mut it, arg)?),
             "--runtime" => options.runtime = value(&mut it, arg)?,
+            "--processes" => {
+                options.processes = value(&mut it, arg)?
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or("--processes needs a count of 1 or more")?;
+            }
             "--child" => {
                 let shape = value(&mut it, arg)?;
                 let saver = value(&mut it, arg)?;
@@ -150,9 +164,10 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
                 child = Some(Child::Shape(shape, saver, durability));
             }
             "--storage" => child = Some(Child::Storage),
+            "--sqlite-commit" => child = Some(Child::SqliteCommit),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|async|exit].. [--runtime multi|current]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
+                    "unknown argument `{other}`\nusage: shapes [--quick] [--shape NAME].. [--saver {}].. [--out FILE] [--durability sync|async|exit].. [--runtime multi|current] [--processes N]\n       shapes report AGENTGRAPH.jsonl [LANGGRAPH.jsonl]",
                     SAVERS.join("|")
                 )
                 .into());
@@ -241,28 +256,42 @@ fn drive(options: &Options) -> Result<(), BoxError> {
         }
         Ok(())
     };
-    for (name, _) in SHAPES {
-        if !options.shapes.is_empty() && !options.shapes.iter().any(|s| s == name) {
-            continue;
-        }
-        for saver in &savers {
-            if matches!(*saver, "none" | "floor") {
-                spawn(
-                    format!("{name} / {saver}"),
-                    &["--child", name, saver, "sync"],
-                )?;
+    // Rounds over every cell, not one cell's processes back to back: a slow minute of the
+    // machine lands on several cells once rather than on one cell every time.
+    for round in 1..=options.processes {
+        let of = if options.processes > 1 {
+            format!(" ({round} of {})", options.processes)
+        } else {
+            String::new()
+        };
+        for (name, _) in SHAPES {
+            if !options.shapes.is_empty() && !options.shapes.iter().any(|s| s == name) {
                 continue;
             }
-            for durability in &durabilities {
-                spawn(
-                    format!("{name} / {saver} / {durability}"),
-                    &["--child", name, saver, durability],
-                )?;
+            for saver in &savers {
+                if matches!(*saver, "none" | "floor") {
+                    spawn(
+                        format!("{name} / {saver}{of}"),
+                        &["--child", name, saver, "sync"],
+                    )?;
+                    continue;
+                }
+                for durability in &durabilities {
+                    spawn(
+                        format!("{name} / {saver} / {durability}{of}"),
+                        &["--child", name, saver, durability],
+                    )?;
+                }
             }
         }
     }
     if options.shapes.is_empty() {
         spawn("storage: 100- and 500-turn chat".to_owned(), &["--storage"])?;
+    }
+    if savers.contains(&"sqlite") {
+        for _ in 0..options.processes {
+            spawn("SQLite: a bare commit".to_owned(), &["--sqlite-commit"])?;
+        }
     }
     eprintln!("shapes: done in {:.1} s", started.elapsed().as_secs_f64());
     let records: Vec<Value> = lines
@@ -508,6 +537,62 @@ impl Typed {
             Typed::Postgres(s) => s.blob_bytes(thread).await?,
         })
     }
+}
+
+/// Transactions of one `INSERT` of a 100-byte row, on a connection set up as `SqliteSaver`
+/// sets up its own (WAL, `synchronous=NORMAL`, statements cached), SQLite checkpointing the
+/// log itself: what SQLite alone costs a commit here.
+fn child_sqlite_commit(options: &Options) -> Result<(), BoxError> {
+    let dir = scratch_dir();
+    std::fs::create_dir_all(&dir)?;
+    let conn = rusqlite::Connection::open(dir.join("commit.sqlite"))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("SQLite would not use WAL (journal mode {mode})").into());
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB NOT NULL)")?;
+    let row = vec![7u8; 100];
+    let commit = |k: i64| -> rusqlite::Result<()> {
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        conn.prepare_cached("INSERT INTO t (k, v) VALUES (?1, ?2)")?
+            .execute(rusqlite::params![k, row])?;
+        conn.prepare_cached("COMMIT")?.execute([])?;
+        Ok(())
+    };
+    // Batches of 1,000 commits until the budget is spent; the median batch's mean.
+    let budget = if options.quick {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_secs(1)
+    };
+    let mut k = 0;
+    for _ in 0..1_000 {
+        commit(k)?;
+        k += 1;
+    }
+    let started = Instant::now();
+    let mut batches = Vec::new();
+    while started.elapsed() < budget || batches.len() < 3 {
+        let batch = Instant::now();
+        for _ in 0..1_000 {
+            commit(k)?;
+            k += 1;
+        }
+        batches.push(batch.elapsed().as_secs_f64() * 1e6 / 1_000.0);
+    }
+    drop(conn);
+    std::fs::remove_dir_all(&dir).ok();
+    batches.sort_by(f64::total_cmp);
+    let record = json!({
+        "runner": "agentgraph",
+        "kind": "sqlite_commit",
+        "commits": batches.len() * 1_000,
+        "median_us_per_step": round(batches[batches.len() / 2], 2),
+        "note": "one INSERT of a 100-byte row per transaction; WAL, synchronous=NORMAL",
+    });
+    println!("{record}");
+    Ok(())
 }
 
 fn child_storage(options: &Options) -> Result<(), BoxError> {

@@ -31,6 +31,47 @@ pub fn run(args: &[String]) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// What makes two records the same cell measured twice (in two processes).
+const CELL: [&str; 8] = [
+    "runner",
+    "kind",
+    "shape",
+    "saver",
+    "durability",
+    "api",
+    "runtime",
+    "turns",
+];
+
+/// One record per cell: of a cell measured in several processes, the one with the median
+/// time per super-step (with an even count, the faster of the middle two), marked with how
+/// many processes there were. Whole records are kept, so a cell's numbers come from one
+/// process.
+pub fn fold(records: &[Value]) -> Vec<Value> {
+    let mut cells: Vec<(Vec<&Value>, Vec<&Value>)> = Vec::new();
+    for record in records {
+        let key: Vec<&Value> = CELL.iter().map(|k| &record[*k]).collect();
+        match cells.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, same)) => same.push(record),
+            None => cells.push((key, vec![record])),
+        }
+    }
+    cells
+        .into_iter()
+        .map(|(_, mut same)| {
+            let per_step = |r: &Value| f(r, "median_us_per_step").unwrap_or(f64::MAX);
+            same.sort_by(|a, b| per_step(a).total_cmp(&per_step(b)));
+            let mut kept = same[(same.len() - 1) / 2].clone();
+            if same.len() > 1
+                && let Some(map) = kept.as_object_mut()
+            {
+                map.insert("processes".to_owned(), same.len().into());
+            }
+            kept
+        })
+        .collect()
+}
+
 fn read(path: &str) -> Result<Vec<Value>, BoxError> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
     Ok(text
@@ -115,7 +156,19 @@ fn ratio(x: f64, target: Option<(f64, bool)>) -> String {
 
 /// The tables, as Markdown.
 pub fn render(ours: &[Value], theirs: &[Value]) -> String {
+    let (ours, theirs) = (&fold(ours)[..], &fold(theirs)[..]);
     let mut out = String::new();
+    let processes = ours
+        .iter()
+        .chain(theirs)
+        .filter_map(|r| r["processes"].as_u64())
+        .max();
+    if let Some(n) = processes {
+        let _ = writeln!(
+            out,
+            "Each cell: the median of {n} processes (its numbers from that one process).\n"
+        );
+    }
     let shapes: Vec<&str> = SHAPES
         .iter()
         .map(|(n, _)| *n)
@@ -159,6 +212,7 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
             }
             let _ = writeln!(out, "{row}");
         }
+        sqlite_commit_floor(&mut out, ours, theirs, &shapes);
         let _ = writeln!(
             out,
             "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph, by durability (without a saver: the `async` / `sync` columns):\n"
@@ -349,4 +403,82 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
         }
     }
     out
+}
+
+/// What a bare SQLite commit costs on the machine, and the shapes whose `SQLite, sync` target
+/// leaves less than one per super-step.
+fn sqlite_commit_floor(out: &mut String, ours: &[Value], theirs: &[Value], shapes: &[&str]) {
+    let Some(commit) = ours.iter().find(|r| r["kind"] == "sqlite_commit") else {
+        return;
+    };
+    let Some(floor) = f(commit, "median_us_per_step") else {
+        return;
+    };
+    let budget = TARGET_SQLITE * floor;
+    let under: Vec<String> = shapes
+        .iter()
+        .filter_map(|shape| {
+            let theirs = langgraph(theirs, shape, "memory", "async")
+                .and_then(|r| f(r, "median_us_per_step"))?;
+            (theirs < budget).then(|| format!("`{shape}` {}", us(Some(theirs))))
+        })
+        .collect();
+    let _ = write!(
+        out,
+        "\nSQLite alone, on this machine: a transaction inserting one 100-byte row costs {} µs (WAL, `synchronous=NORMAL`; the median of batches of 1,000, {} commits in all). A checkpoint awaited every super-step costs at least one commit unless several runs share it, so `SQLite, sync ÷ async` can reach {TARGET_SQLITE:.0}x only where LangGraph's super-step takes {} µs or more",
+        us(Some(floor)),
+        commit["commits"],
+        us(Some(budget)),
+    );
+    if under.is_empty() {
+        let _ = writeln!(out, ".");
+    } else {
+        let _ = writeln!(
+            out,
+            "; it takes less in: {} (µs, in memory with `async`).",
+            under.join(", ")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fold;
+
+    #[test]
+    fn fold_keeps_each_cells_median_process() {
+        let cell = |saver: &str, us: f64, rss: u64| {
+            json!({"runner": "agentgraph", "shape": "sequential_10", "saver": saver,
+                   "durability": "sync", "median_us_per_step": us, "peak_rss_kib": rss})
+        };
+        let records = [
+            cell("memory", 3.0, 30),
+            cell("sqlite", 20.0, 1),
+            cell("memory", 1.0, 10),
+            cell("memory", 2.0, 20),
+        ];
+        let folded = fold(&records);
+        assert_eq!(folded.len(), 2);
+        // The median process's record whole, in the order cells first appeared.
+        assert_eq!(folded[0]["saver"], "memory");
+        assert_eq!(folded[0]["median_us_per_step"], 2.0);
+        assert_eq!(folded[0]["peak_rss_kib"], 20);
+        assert_eq!(folded[0]["processes"], 3);
+        // A cell measured once is left as it was.
+        assert_eq!(folded[1], records[1]);
+    }
+
+    #[test]
+    fn fold_takes_the_faster_middle_of_an_even_count() {
+        let cell = |durability: &str, us: f64| {
+            json!({"runner": "langgraph", "shape": "s", "saver": "memory", "api": "async",
+                   "durability": durability, "median_us_per_step": us})
+        };
+        let folded = fold(&[cell("exit", 4.0), cell("exit", 1.0), cell("async", 9.0)]);
+        assert_eq!(folded.len(), 2);
+        assert_eq!(folded[0]["median_us_per_step"], 1.0);
+        assert_eq!(folded[0]["processes"], 2);
+    }
 }

@@ -603,6 +603,9 @@ def main() -> int:
     parser.add_argument("--shape", action="append", help="only these shapes (repeatable)")
     parser.add_argument("--saver", action="append", choices=SAVERS, help="only these savers")
     parser.add_argument("--storage", action="store_true", help="only the chat storage sizes")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="child processes per cell (the report keeps the median)"
+    )
     parser.add_argument("--child", nargs=3, metavar=("SHAPE", "SAVER", "APIS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -620,13 +623,18 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown shape(s) {unknown}; known: {list(SHAPES)}")
     apis = "async,sync" if args.api == "both" else args.api
+    if args.processes < 1:
+        parser.error("--processes needs a count of 1 or more")
     failed = 0
-    for shape in shapes:
-        for saver in args.saver or SAVERS:
+    # Rounds over every cell, as the agentgraph side does.
+    cells = [(shape, saver) for shape in shapes for saver in args.saver or SAVERS]
+    for round_ in range(1, args.processes + 1):
+        of = f" ({round_} of {args.processes})" if args.processes > 1 else ""
+        for shape, saver in cells:
             cmd = [sys.executable, __file__, "--child", shape, saver, apis]
             if args.quick:
                 cmd.append("--quick")
-            print(f"langgraph: {shape} / {saver} ({apis})", file=sys.stderr, flush=True)
+            print(f"langgraph: {shape} / {saver} ({apis}){of}", file=sys.stderr, flush=True)
             done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
             sys.stdout.write(done.stdout)
             sys.stdout.flush()

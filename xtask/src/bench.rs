@@ -16,7 +16,7 @@ use xtask::sourcegen::{display_path, project_root};
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both]";
+const USAGE: &str = "usage: cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N]";
 
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -25,6 +25,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut shapes = Vec::new();
     let mut runtime = None;
     let mut api = None;
+    let mut processes = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -33,6 +34,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "--shape" => shapes.push(it.next().ok_or(USAGE)?.clone()),
             "--runtime" => runtime = Some(it.next().ok_or(USAGE)?.clone()),
             "--api" => api = Some(it.next().ok_or(USAGE)?.clone()),
+            "--processes" => processes = Some(it.next().ok_or(USAGE)?.clone()),
             _ => return Err(format!("unknown argument `{arg}`\n{USAGE}")),
         }
     }
@@ -55,6 +57,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(runtime) = &runtime {
         bench_args.extend(["--runtime".into(), runtime.clone()]);
     }
+    if let Some(processes) = &processes {
+        bench_args.extend(["--processes".into(), processes.clone()]);
+    }
     eprintln!("\n== bench: agentgraph (release build)");
     shell::run(shapes_bench(&bench_args))?;
 
@@ -75,6 +80,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ]);
         for shape in &shapes {
             cmd.args(["--shape", shape]);
+        }
+        if let Some(processes) = &processes {
+            cmd.args(["--processes", processes]);
         }
         let file = std::fs::File::create(&theirs)
             .map_err(|e| format!("cannot create {}: {e}", display_path(&theirs)))?;
