@@ -91,7 +91,7 @@ async fn child(db: &Path, side: &Path, durability: Durability) {
 /// and p3 still sleep for seconds). Returns the database and the side file's lines.
 fn run_and_kill(name: &str, durability: &str) -> (PathBuf, PathBuf, String) {
     let db = common::sqlite_path();
-    let side = std::env::temp_dir().join(format!("{}.log", common::unique("crash-side")));
+    let side = common::scratch_dir().join(format!("{}.log", common::unique("crash-side")));
     let exe = std::env::current_exe().expect("test binary");
     let mut child = std::process::Command::new(exe)
         .args(["--exact", name, "--nocapture"])

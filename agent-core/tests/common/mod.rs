@@ -3,7 +3,8 @@
 
 #![allow(dead_code)]
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use agent_core::checkpoint::Checkpointer;
 use agent_core::{InMemorySaver, PostgresSaver, SqliteSaver};
@@ -13,9 +14,44 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), fastrand::u64(..))
 }
 
-/// A fresh SQLite file in the temp dir.
-pub fn sqlite_path() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("{}.sqlite", unique("agentgraph-test")))
+/// This test process's directory for files (`agentgraph-test-<pid>` in the temp dir). A test
+/// binary has no teardown to remove it, so the first call removes those that processes no
+/// longer running left behind: a run leaves at most its own files, not one more set per run.
+pub fn scratch_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        sweep(&tmp);
+        let dir = tmp.join(format!("{PREFIX}{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("test scratch dir");
+        dir
+    })
+}
+
+const PREFIX: &str = "agentgraph-test-";
+
+/// Removes the scratch dirs of processes that have ended (only where `/proc` says so).
+fn sweep(tmp: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A fresh SQLite file in this process's scratch dir.
+pub fn sqlite_path() -> PathBuf {
+    scratch_dir().join(format!("{}.sqlite", unique("db")))
 }
 
 /// The PostgreSQL URL, if the environment has one. With `CI` set and no URL, this panics:
