@@ -789,3 +789,72 @@ async fn a_steps_tasks_run_concurrently_narrow_or_wide() {
         assert_eq!(out.total, width as u64);
     }
 }
+
+/// In a wide step, tasks that finish when first polled (on the run's own task) and tasks that
+/// wait (spawned) mix: those that wait are woken by a sibling that finishes at once, and the
+/// writes still apply in task order, on either runtime.
+#[test]
+fn wide_steps_mix_tasks_that_finish_at_once_with_tasks_that_wait() {
+    fn graph() -> agent_core::CompiledGraph<Trace> {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        StateGraph::new()
+            .add_node("fan", visit("fan"))
+            .add_node("w", move |s: Arc<Trace>| {
+                let gate = gate.clone();
+                async move {
+                    let i: u64 = s.route.parse().unwrap();
+                    if i == 7 {
+                        // The last task opens the gate for the four that wait on it.
+                        gate.add_permits(4);
+                    } else if i % 2 == 1 {
+                        gate.acquire().await.unwrap().forget();
+                    }
+                    TraceUpdate::default()
+                        .visits(vec![format!("w{i}")])
+                        .total(i)
+                }
+            })
+            .add_edge(START, "fan")
+            .add_conditional_edges(
+                "fan",
+                |_: &Trace| {
+                    (0..8)
+                        .map(|i| {
+                            let payload = Trace {
+                                route: i.to_string(),
+                                ..Trace::default()
+                            };
+                            Send::new("w", payload)
+                        })
+                        .collect::<Vec<_>>()
+                },
+                ["w"],
+            )
+            .add_edge("w", END)
+            .compile()
+            .unwrap()
+    }
+    let expected: Vec<String> = std::iter::once("fan".to_owned())
+        .chain((0..8).map(|i| format!("w{i}")))
+        .collect();
+    for multi in [false, true] {
+        let runtime = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .unwrap();
+        for _ in 0..20 {
+            let out = runtime
+                .block_on(graph().invoke(Trace::default(), config()))
+                .unwrap();
+            assert_eq!(out.visits, expected, "multi-thread: {multi}");
+            assert_eq!(out.total, (0..8).sum::<u64>());
+        }
+    }
+}

@@ -27,10 +27,24 @@ use super::algo::Task;
 /// loop), while a fan-out of many tasks keeps every core busy.
 const SAME_TASK_UP_TO: usize = 3;
 
+/// In a wide step, each task is first polled once on the run's own task, until these many
+/// microseconds of such polls are spent; one that finishes there costs no spawn, no wake-up
+/// and no hand-back (a fan-out of short nodes: most of a task's cost), one that waits is
+/// spawned and goes on on any worker. Why a budget: a node that computes for long without
+/// awaiting would otherwise hold the others back; past the budget, tasks are spawned unpolled,
+/// so such a step loses at most this much of its parallelism.
+const POLL_HERE_US: u64 = 50;
+
 /// A step's running tasks: polled here, or spawned (see [`SAME_TASK_UP_TO`]).
 enum Running<T> {
     Here(futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, T>>),
-    Spawned(tokio::task::JoinSet<T>),
+    Spawned {
+        set: tokio::task::JoinSet<T>,
+        /// Tasks that finished when first polled here.
+        finished: Vec<T>,
+        /// What is left of [`POLL_HERE_US`].
+        budget: std::time::Duration,
+    },
 }
 
 impl<T: std::marker::Send + 'static> Running<T> {
@@ -38,15 +52,38 @@ impl<T: std::marker::Send + 'static> Running<T> {
         if count <= SAME_TASK_UP_TO {
             Running::Here(futures::stream::FuturesUnordered::new())
         } else {
-            Running::Spawned(tokio::task::JoinSet::new())
+            Running::Spawned {
+                set: tokio::task::JoinSet::new(),
+                finished: Vec::new(),
+                budget: std::time::Duration::from_micros(POLL_HERE_US),
+            }
         }
     }
 
     fn push(&mut self, task: impl Future<Output = T> + std::marker::Send + 'static) {
         match self {
             Running::Here(here) => here.push(Box::pin(task)),
-            Running::Spawned(set) => {
-                set.spawn(task);
+            Running::Spawned {
+                set,
+                finished,
+                budget,
+            } => {
+                if budget.is_zero() {
+                    set.spawn(task);
+                    return;
+                }
+                let started = std::time::Instant::now();
+                let mut task = Box::pin(task);
+                // One poll (with a waker that does nothing: a task that waits is polled
+                // again, with its spawned task's waker, before anything could wake it).
+                let polled = task.as_mut().now_or_never();
+                *budget = budget.saturating_sub(started.elapsed());
+                match polled {
+                    Some(output) => finished.push(output),
+                    None => {
+                        set.spawn(task);
+                    }
+                }
             }
         }
     }
@@ -56,7 +93,10 @@ impl<T: std::marker::Send + 'static> Running<T> {
     async fn next(&mut self) -> Option<Result<T, tokio::task::JoinError>> {
         match self {
             Running::Here(here) => futures::StreamExt::next(here).await.map(Ok),
-            Running::Spawned(set) => set.join_next().await,
+            Running::Spawned { set, finished, .. } => match finished.pop() {
+                Some(output) => Some(Ok(output)),
+                None => set.join_next().await,
+            },
         }
     }
 }
