@@ -138,7 +138,7 @@ pub use node::{DEFAULT_MAX_CONCURRENCY, ErrorFormatter, HandleErrors, ToolNode, 
 pub use prebuilt::{AgentState, AgentStateUpdate, Approval, create_react_agent};
 pub use registry::{ToolRegistry, is_valid_tool_name};
 pub use state::{MessagesState, last_ai_message};
-pub use tool::{BoxFuture, DynTool, FnTool, Tool, content_of, parse_args, tool_fn};
+pub use tool::{BoxFuture, DynTool, FnTool, Tool, content_of, into_content, parse_args, tool_fn};
 
 /// Paths for generated code (`#[tool]`, `messages_state!`) only; not a public API.
 #[doc(hidden)]

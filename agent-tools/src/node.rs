@@ -31,7 +31,7 @@ use crate::error::ToolError;
 use crate::layers::{CatchPanic, Retry, Timeout, ToolRetryPolicy};
 use crate::registry::ToolRegistry;
 use crate::state::{MessagesState, last_ai_message};
-use crate::tool::{DynTool, content_of};
+use crate::tool::{DynTool, content_of, into_content};
 
 /// How many calls of one AI message run at once unless set with
 /// [`ToolNode::max_concurrency`].
@@ -212,7 +212,7 @@ impl ToolNode {
         ctx: Option<&NodeContext>,
     ) -> Result<ToolMessage, ToolError> {
         let (content, is_error) = match self.call_in(call, ctx).await {
-            Ok(value) => (content_of(&value), false),
+            Ok(value) => (into_content(value), false),
             Err(error) => match self.handle_errors.render(&error) {
                 Some(text) => (text, true),
                 None => return Err(error),

@@ -142,7 +142,7 @@ impl<T: Tool> DynTool for T {
                     tool: Tool::name(self).to_owned(),
                     source: error.into(),
                 })?;
-            serde_json::to_value(output).map_err(|source| ToolError::InvalidOutput {
+            output_value(output).map_err(|source| ToolError::InvalidOutput {
                 tool: Tool::name(self).to_owned(),
                 source,
             })
@@ -191,11 +191,35 @@ pub fn parse_args<A: DeserializeOwned>(tool: &str, args: Value) -> Result<A, Too
     })
 }
 
+/// A tool's output as JSON. A `String` or a `Value` moves in as it is: tool results are often
+/// large text (pages, search results), and serializing a string copies it.
+fn output_value<O: Serialize + 'static>(output: O) -> Result<Value, serde_json::Error> {
+    let mut slot = Some(output);
+    let any: &mut dyn std::any::Any = &mut slot;
+    if let Some(text) = any.downcast_mut::<Option<String>>() {
+        return Ok(text.take().map_or(Value::Null, Value::String));
+    }
+    if let Some(value) = any.downcast_mut::<Option<Value>>() {
+        return Ok(value.take().unwrap_or(Value::Null));
+    }
+    // `Some(output)` serializes as `output`.
+    serde_json::to_value(slot)
+}
+
 /// The text of a tool result as a `ToolMessage` carries it: a JSON string is its text, any
 /// other value is compact JSON (LangChain's rule).
 pub fn content_of(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// [`content_of`] for a result no longer needed as JSON: a string moves instead of being
+/// copied.
+pub fn into_content(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
         other => other.to_string(),
     }
 }
@@ -301,6 +325,28 @@ mod tests {
     use super::*;
     use serde::Deserialize;
     use serde_json::json;
+
+    #[test]
+    fn outputs_become_json_strings_and_values_moving_in() {
+        let text = "result ".repeat(1000);
+        let at = text.as_ptr();
+        match output_value(text).unwrap() {
+            // The same buffer: moved, not copied.
+            Value::String(moved) => assert_eq!(moved.as_ptr(), at),
+            other => panic!("not a string: {other}"),
+        }
+        assert_eq!(output_value(json!({"a": 1})).unwrap(), json!({"a": 1}));
+        // Anything else is serialized.
+        assert_eq!(output_value(42_i64).unwrap(), json!(42));
+        assert_eq!(output_value(Some("x")).unwrap(), json!("x"));
+        assert_eq!(output_value(None::<String>).unwrap(), Value::Null);
+        assert_eq!(output_value(vec!["a", "b"]).unwrap(), json!(["a", "b"]));
+        assert_eq!(into_content(json!("text")), "text");
+        assert_eq!(
+            into_content(json!({"k": [1]})),
+            content_of(&json!({"k": [1]}))
+        );
+    }
 
     #[derive(Deserialize, JsonSchema)]
     struct Point {
