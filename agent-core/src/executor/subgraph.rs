@@ -44,7 +44,8 @@ pub(crate) enum ChildStart<S: GraphState> {
 pub(crate) struct ChildOutput<S: GraphState> {
     /// The child's final state.
     pub(crate) state: S,
-    /// Every update the child applied, in order (across pauses).
+    /// Every update the child applied, in order (across pauses); none for a child over a
+    /// state of its own (its parent reads `state`).
     pub(crate) recorded: Vec<S::Update>,
     /// A command one of its nodes addressed to the parent ([`Command::to_parent`]); the
     /// child's run ended there.
@@ -72,7 +73,9 @@ impl<'g, S: GraphState> Run<'g, S> {
     /// Stores the updates a child applied so far next to its checkpoint (it paused or failed;
     /// resuming it hands them to the parent with the rest).
     async fn keep_applied(&mut self, recorded: Vec<S::Update>) -> Result<(), GraphError> {
-        let Some(durable) = &self.durable else {
+        // Nothing applied (or a child over another state, which does not record): a resume
+        // starts from an empty list anyway.
+        let Some(durable) = self.durable.as_ref().filter(|_| !recorded.is_empty()) else {
             return Ok(());
         };
         let applied = TaskWrites::<S> {
@@ -151,6 +154,10 @@ impl<'g, S: GraphState> Run<'g, S> {
                 })
             }
         }
+        // A child over the parent's state hands the parent every update it applied; one over a
+        // state of its own hands its final state through the output map, so it records none
+        // (a copy of every update, for nothing).
+        let records = matches!(start, ChildStart::Snapshot(_));
         let mut recorded = Vec::new();
         let resuming = run
             .durable
@@ -199,7 +206,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 }
             }
         }
-        run.recorded = Some(recorded);
+        run.recorded = records.then_some(recorded);
         let ran = run.run_steps().await;
         if ran.is_ok() && !run.paused {
             run.forget_deferred();
