@@ -74,8 +74,9 @@ impl<T: std::marker::Send + 'static> Running<T> {
                 }
                 let started = std::time::Instant::now();
                 let mut task = Box::pin(task);
-                // One poll (with a waker that does nothing: a task that waits is polled
-                // again, with its spawned task's waker, before anything could wake it).
+                // One poll, with a waker that does nothing: a task that waits is spawned, and
+                // its first poll there registers the real waker and sees whatever happened
+                // meanwhile (a sibling that released it, a timer that fired).
                 let polled = task.as_mut().now_or_never();
                 *budget = budget.saturating_sub(started.elapsed());
                 match polled {
