@@ -75,7 +75,10 @@ impl<'g, S: GraphState> Run<'g, S> {
     async fn keep_applied(&mut self, recorded: Vec<S::Update>) -> Result<(), GraphError> {
         // Nothing applied (or a child over another state, which does not record): a resume
         // starts from an empty list anyway.
-        let Some(durable) = self.durable.as_ref().filter(|_| !recorded.is_empty()) else {
+        if recorded.is_empty() {
+            return Ok(());
+        }
+        let Some(durable) = &self.durable else {
             return Ok(());
         };
         let applied = TaskWrites::<S> {
