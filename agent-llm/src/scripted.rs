@@ -3,7 +3,8 @@
 //! It answers from a script of [`Reply`]s (text, tool calls, JSON, errors, or a function of
 //! the incoming messages), streams each reply chunk by chunk like a provider would, reports
 //! usage, and records every request so tests can assert on what the model was sent.
-//! `invoke` and `stream` produce the same reply: `invoke` is the aggregated stream.
+//! `invoke` and `stream` produce the same reply: `invoke` gives what aggregating the stream
+//! would, built directly.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -15,7 +16,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::LlmError;
-use crate::message::{Message, Usage};
+use crate::message::{AiMessage, Message, ToolCall, Usage};
 use crate::model::ChatModel;
 use crate::observe;
 use crate::options::CallOptions;
@@ -361,12 +362,12 @@ impl ScriptedModel {
         self.script.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records the request and turns the next reply into chunks.
-    fn next_chunks(
+    /// Records the request and takes the next reply, dynamic ones run.
+    fn next_reply(
         &self,
         messages: &[Message],
         options: &CallOptions,
-    ) -> Result<(Vec<ChatChunk>, Option<Duration>), LlmError> {
+    ) -> Result<Scripted, LlmError> {
         let reply = {
             let mut s = self.lock();
             s.calls += 1;
@@ -417,25 +418,70 @@ impl ScriptedModel {
                 }),
             };
         };
-
-        let mut chunks = vec![ChatChunk::Start {
+        let finish = finish.unwrap_or(if tool_calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
+        let calls: Vec<ToolCall> = tool_calls
+            .into_iter()
+            .map(|(id, name, args)| {
+                let id = id.unwrap_or_else(|| {
+                    format!("call_{}", self.call_ids.fetch_add(1, Ordering::Relaxed))
+                });
+                ToolCall { id, name, args }
+            })
+            .collect();
+        // Without a scripted usage, words stand for tokens: the conversation's in, the
+        // reply's text and arguments out.
+        let usage = usage.unwrap_or_else(|| {
+            let words_in: usize = messages
+                .iter()
+                .map(|m| m.content().split_whitespace().count())
+                .sum();
+            let words_args: usize = calls
+                .iter()
+                .map(|c| c.args.to_string().split_whitespace().count().max(1))
+                .sum();
+            let words_out = text.split_whitespace().count() + words_args;
+            Usage::new(words_in as u64, words_out as u64)
+        });
+        Ok(Scripted {
             id,
-            model: Some(self.name.clone()),
+            text,
+            calls,
+            usage,
+            finish,
+            delay,
+        })
+    }
+}
+
+/// A reply ready to be sent: as chunks (`stream`) or whole (`invoke`).
+struct Scripted {
+    id: Option<String>,
+    text: String,
+    calls: Vec<ToolCall>,
+    usage: Usage,
+    finish: FinishReason,
+    delay: Option<Duration>,
+}
+
+impl Scripted {
+    /// The reply as a provider streams it: text word by word, each call's arguments as JSON
+    /// text in two pieces, then usage and the finish reason.
+    fn into_chunks(self, model: &str) -> Vec<ChatChunk> {
+        let mut chunks = vec![ChatChunk::Start {
+            id: self.id,
+            model: Some(model.to_owned()),
         }];
-        for piece in text.split_inclusive(' ') {
+        for piece in self.text.split_inclusive(' ') {
             chunks.push(ChatChunk::Text {
                 text: piece.to_owned(),
             });
         }
-        let mut args_words = 0;
-        for (index, (id, name, args)) in tool_calls.iter().enumerate() {
-            let id = id.clone().unwrap_or_else(|| {
-                format!("call_{}", self.call_ids.fetch_add(1, Ordering::Relaxed))
-            });
-            let json = args.to_string();
-            if usage.is_none() {
-                args_words += json.split_whitespace().count().max(1);
-            }
+        for (index, call) in self.calls.into_iter().enumerate() {
+            let json = call.args.to_string();
             // Split the arguments in two chunks, on a char boundary near the middle.
             let mut mid = json.len() / 2;
             while !json.is_char_boundary(mid) {
@@ -443,8 +489,8 @@ impl ScriptedModel {
             }
             chunks.push(ChatChunk::ToolCall(ToolCallChunk {
                 index,
-                id: Some(id),
-                name: Some(name.clone()),
+                id: Some(call.id),
+                name: Some(call.name),
                 args: json[..mid].to_owned(),
             }));
             chunks.push(ChatChunk::ToolCall(ToolCallChunk {
@@ -454,22 +500,39 @@ impl ScriptedModel {
                 args: json[mid..].to_owned(),
             }));
         }
-        let usage = usage.unwrap_or_else(|| {
-            let words_in: usize = messages
-                .iter()
-                .map(|m| m.content().split_whitespace().count())
-                .sum();
-            let words_out = text.split_whitespace().count() + args_words;
-            Usage::new(words_in as u64, words_out as u64)
+        chunks.push(ChatChunk::Usage { usage: self.usage });
+        chunks.push(ChatChunk::Finish {
+            reason: self.finish,
         });
-        chunks.push(ChatChunk::Usage { usage });
-        let reason = finish.unwrap_or(if tool_calls.is_empty() {
-            FinishReason::Stop
-        } else {
-            FinishReason::ToolCalls
-        });
-        chunks.push(ChatChunk::Finish { reason });
-        Ok((chunks, delay))
+        chunks
+    }
+
+    /// The reply whole, as the aggregated stream would give it, without writing the
+    /// arguments out as JSON text and parsing them back (a provider's non-streaming answer
+    /// parses once; a script has the values already). Replies the aggregator turns into
+    /// errors (a refusal, a filtered answer, a call without a name) go through it.
+    fn into_response(self, model: &str) -> Result<ChatResponse, LlmError> {
+        let aggregated = matches!(
+            self.finish,
+            FinishReason::ContentFilter | FinishReason::Refusal
+        ) || self
+            .calls
+            .iter()
+            .any(|c| c.name.is_empty() || c.id.is_empty());
+        if aggregated {
+            let mut agg = ChunkAggregator::new(PROVIDER);
+            for chunk in self.into_chunks(model) {
+                agg.push(&chunk);
+            }
+            return agg.finish();
+        }
+        let message = AiMessage {
+            id: self.id,
+            content: self.text,
+            tool_calls: self.calls,
+            ..AiMessage::default()
+        };
+        Ok(ChatResponse::new(message, self.usage, self.finish, model))
     }
 }
 
@@ -489,15 +552,14 @@ impl ChatModel for ScriptedModel {
         options: &CallOptions,
     ) -> Result<ChatResponse, LlmError> {
         observe::observe_invoke(PROVIDER, &self.name, async {
-            let mut agg = ChunkAggregator::new(PROVIDER);
-            let (chunks, delay) = self.next_chunks(messages, options)?;
-            if let Some(delay) = delay {
+            let started = Instant::now();
+            let mut reply = self.next_reply(messages, options)?;
+            if let Some(delay) = reply.delay.take() {
                 tokio::time::sleep(delay).await;
             }
-            for chunk in chunks {
-                agg.push(&chunk);
-            }
-            agg.finish()
+            let mut response = reply.into_response(&self.name)?;
+            response.latency = started.elapsed();
+            Ok(response)
         })
         .await
     }
@@ -509,12 +571,12 @@ impl ChatModel for ScriptedModel {
     ) -> Result<ChatStream, LlmError> {
         let span = observe::call_span(PROVIDER, &self.name, true);
         let started = Instant::now();
-        let chunks = match self.next_chunks(messages, options) {
-            Ok((c, delay)) => {
-                if let Some(delay) = delay {
+        let chunks = match self.next_reply(messages, options) {
+            Ok(mut reply) => {
+                if let Some(delay) = reply.delay.take() {
                     tokio::time::sleep(delay).await;
                 }
-                c
+                reply.into_chunks(&self.name)
             }
             Err(e) => {
                 observe::record_error(&span, PROVIDER, &self.name, &e);

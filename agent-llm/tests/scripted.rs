@@ -99,6 +99,41 @@ async fn streams_chunk_by_chunk_and_matches_invoke() {
     assert_eq!(invoked.tool_calls()[0].args["limit"], 3);
 }
 
+/// `invoke` builds its reply directly; every kind of reply must come out as the collected
+/// stream gives it, errors included.
+#[tokio::test]
+async fn invoke_is_the_collected_stream_for_every_kind_of_reply() {
+    let replies = || {
+        vec![
+            Reply::text("plain words, no usage"),
+            Reply::text("")
+                .with_tool_call("search", json!({"q": "ünïcødé ✓", "n": [1, 2.5, null]})),
+            Reply::tool_calls([("a", json!({})), ("b", json!("not an object"))]).with_id("m-2"),
+            Reply::text("cut").with_finish_reason(FinishReason::Length),
+            Reply::text("no").with_finish_reason(FinishReason::Refusal),
+            Reply::text("hidden").with_finish_reason(FinishReason::ContentFilter),
+            Reply::tool_call("", json!({"x": 1})),
+            Reply::tool_call_with_id("", "lookup", json!({"x": 2})),
+        ]
+    };
+    let messages = [Message::human("count these four words")];
+    let (streamed, invoked) = (ScriptedModel::new(replies()), ScriptedModel::new(replies()));
+    for (n, reply) in replies().iter().enumerate() {
+        let collected = streamed.stream_collect(&messages, &opts()).await;
+        let direct = invoked.invoke(&messages, &opts()).await;
+        match (collected, direct) {
+            (Ok(c), Ok(d)) => {
+                assert_eq!(c.message, d.message, "reply {n}: {reply:?}");
+                assert_eq!(c.usage, d.usage, "reply {n}");
+                assert_eq!(c.finish_reason, d.finish_reason, "reply {n}");
+                assert_eq!(c.model, d.model, "reply {n}");
+            }
+            (Err(c), Err(d)) => assert_eq!(c.to_string(), d.to_string(), "reply {n}"),
+            (c, d) => panic!("reply {n} ({reply:?}): collected {c:?}, invoked {d:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn dynamic_replies_see_the_messages() {
     let model = ScriptedModel::new([Reply::text("first")]).then_fn(|messages| {
