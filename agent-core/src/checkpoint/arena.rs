@@ -227,6 +227,12 @@ impl Arena {
         }
     }
 
+    /// Bytes kept now, over all regions.
+    #[cfg(test)]
+    pub(super) fn live(&self) -> usize {
+        self.regions.iter().flatten().map(|r| r.live).sum()
+    }
+
     /// Bytes mapped for regions now.
     #[cfg(test)]
     fn mapped_now(&self) -> usize {

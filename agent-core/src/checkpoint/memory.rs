@@ -7,8 +7,9 @@
 //! allocations (metadata map, versions map, strings) and about 3 KiB; packed it is its bytes,
 //! so a long-running process that keeps many threads grows by what it stores, not by
 //! allocator overhead. The bytes go into the saver's own regions ([`Arena`], whose fresh
-//! pages are touched ahead of time off the run's thread). Reads (a run's start, `get_state`,
-//! history) unpack.
+//! pages are touched ahead of time off the run's thread), and so do pending writes' bytes
+//! (a subgraph's input write, a failed step's kept outputs). Reads (a run's start,
+//! `get_state`, history) unpack.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -142,16 +143,25 @@ impl Checkpoints {
 /// A checkpoint's pending writes, in the order stored; one per (task id, kind).
 #[derive(Default)]
 struct Writes {
-    list: Vec<PendingWrite>,
+    list: Vec<KeptWrite>,
     /// Positions by (task id, kind), once the list is long enough for a scan to cost more.
     index: Option<HashMap<(String, WriteKind), usize>>,
+}
+
+/// A pending write as kept: its bytes in the arena, like a checkpoint's.
+struct KeptWrite {
+    task_id: String,
+    node: String,
+    kind: WriteKind,
+    data: Span,
 }
 
 /// Lists up to this long are searched by a scan.
 const SCAN: usize = 16;
 
 impl Writes {
-    fn put(&mut self, write: PendingWrite) {
+    /// Keeps `write` (its bytes copied into `arena`), replacing the one of its task and kind.
+    fn put(&mut self, write: KeptWrite, arena: &mut Arena) {
         let at = match &self.index {
             Some(index) => index.get(&(write.task_id.clone(), write.kind)).copied(),
             None => self
@@ -160,7 +170,7 @@ impl Writes {
                 .position(|w| w.kind == write.kind && w.task_id == write.task_id),
         };
         match at {
-            Some(at) => self.list[at] = write,
+            Some(at) => arena.release(std::mem::replace(&mut self.list[at], write).data),
             None => {
                 if let Some(index) = &mut self.index {
                     index.insert((write.task_id.clone(), write.kind), self.list.len());
@@ -176,6 +186,46 @@ impl Writes {
                     );
                 }
             }
+        }
+    }
+
+    /// The writes, their bytes copied out of `arena`.
+    fn read(&self, arena: &Arena) -> Vec<PendingWrite> {
+        self.list
+            .iter()
+            .map(|w| PendingWrite {
+                task_id: w.task_id.clone(),
+                node: w.node.clone(),
+                kind: w.kind,
+                data: arena.get(w.data).to_vec(),
+            })
+            .collect()
+    }
+
+    /// Gives their bytes back to the arena.
+    fn release(&self, arena: &mut Arena) {
+        for write in &self.list {
+            arena.release(write.data);
+        }
+    }
+}
+
+impl KeptWrite {
+    fn new(write: PendingWrite, arena: &mut Arena) -> KeptWrite {
+        KeptWrite {
+            data: arena.keep(&write.data),
+            task_id: write.task_id,
+            node: write.node,
+            kind: write.kind,
+        }
+    }
+
+    fn copied(write: &PendingWrite, arena: &mut Arena) -> KeptWrite {
+        KeptWrite {
+            data: arena.keep(&write.data),
+            task_id: write.task_id.clone(),
+            node: write.node.clone(),
+            kind: write.kind,
         }
     }
 }
@@ -371,6 +421,9 @@ impl Thread {
         for stored in self.checkpoints.values() {
             stored.release(arena);
         }
+        for writes in self.writes.values() {
+            writes.release(arena);
+        }
     }
 
     /// The blobs checkpoint `version` wrote, unpacked (none if it is not stored here).
@@ -504,14 +557,10 @@ impl InMemorySaver {
                     checkpoint_id,
                     writes,
                 } => {
-                    let list = threads
-                        .at(thread_id, ns)
-                        .0
-                        .writes
-                        .entry(checkpoint_id)
-                        .or_default();
+                    let (thread, arena, _) = threads.at(thread_id, ns);
+                    let list = thread.writes.entry(checkpoint_id).or_default();
                     for write in writes {
-                        list.put(write);
+                        list.put(KeptWrite::new(write, arena), arena);
                     }
                 }
             }
@@ -548,10 +597,10 @@ impl Checkpointer for InMemorySaver {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        let (thread, _, _) = threads.at(thread_id.to_owned(), ns.to_owned());
+        let (thread, arena, _) = threads.at(thread_id.to_owned(), ns.to_owned());
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
-            list.put(write.clone());
+            list.put(KeptWrite::copied(write, arena), arena);
         }
         Ok(())
     }
@@ -587,7 +636,7 @@ impl Checkpointer for InMemorySaver {
         let writes = thread
             .writes
             .get(&record.id)
-            .map(|w| w.list.clone())
+            .map(|w| w.read(&threads.arena))
             .unwrap_or_default();
         Ok(LoadedCheckpoint {
             record: Some(record),
@@ -676,7 +725,9 @@ impl Checkpointer for InMemorySaver {
             if let Some(stored) = thread.checkpoints.remove(id) {
                 stored.release(arena);
             }
-            thread.writes.remove(&**id);
+            if let Some(writes) = thread.writes.remove(&**id) {
+                writes.release(arena);
+            }
         }
         thread.loose.retain(|k, _| needed.contains_key(k));
         Ok(doomed.len())
@@ -790,6 +841,63 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[tokio::test]
+    async fn pending_writes_keep_their_bytes_in_the_arena_and_give_them_back() {
+        let saver = InMemorySaver::new();
+        let live = || saver.lock().arena.live();
+        let write = |task: &str, data: Vec<u8>| PendingWrite {
+            task_id: task.to_owned(),
+            node: "n".to_owned(),
+            kind: WriteKind::Output,
+            data,
+        };
+        saver.put(&record("a", None, &[]), &[]).await.unwrap();
+        let one_checkpoint = live();
+        saver
+            .put_writes(
+                "t",
+                "",
+                "a",
+                &[write("x", vec![1; 100]), write("y", vec![2; 50])],
+            )
+            .await
+            .unwrap();
+        assert_eq!(live(), one_checkpoint + 150);
+        // A task's second write of a kind replaces its first, bytes and all.
+        saver
+            .put_writes("t", "", "a", &[write("x", vec![3; 10])])
+            .await
+            .unwrap();
+        assert_eq!(live(), one_checkpoint + 60);
+        let loaded = saver.get("t", "", None).await.unwrap();
+        let read: Vec<_> = loaded
+            .writes
+            .iter()
+            .map(|w| (w.task_id.as_str(), w.data.clone()))
+            .collect();
+        assert_eq!(read, [("x", vec![3; 10]), ("y", vec![2; 50])]);
+        // Pruned with their checkpoint.
+        saver.put(&record("b", Some("a"), &[]), &[]).await.unwrap();
+        let before = live();
+        saver.prune("t", "", 1).await.unwrap();
+        assert_eq!(live(), before - one_checkpoint - 60);
+        assert!(
+            saver
+                .get("t", "", Some("a"))
+                .await
+                .unwrap()
+                .writes
+                .is_empty()
+        );
+        saver
+            .put_writes("t", "", "b", &[write("z", vec![4; 70])])
+            .await
+            .unwrap();
+        // Deleted with their thread.
+        saver.delete_thread("t").await.unwrap();
+        assert_eq!(live(), 0);
     }
 
     #[tokio::test]
