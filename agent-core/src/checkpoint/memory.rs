@@ -211,21 +211,19 @@ impl Writes {
 }
 
 impl KeptWrite {
-    fn new(write: PendingWrite, arena: &mut Arena) -> KeptWrite {
+    /// A write of `task_id`'s with its bytes, `data`, copied into `arena`.
+    fn new(
+        task_id: String,
+        node: String,
+        kind: WriteKind,
+        data: &[u8],
+        arena: &mut Arena,
+    ) -> KeptWrite {
         KeptWrite {
-            data: arena.keep(&write.data),
-            task_id: write.task_id,
-            node: write.node,
-            kind: write.kind,
-        }
-    }
-
-    fn copied(write: &PendingWrite, arena: &mut Arena) -> KeptWrite {
-        KeptWrite {
-            data: arena.keep(&write.data),
-            task_id: write.task_id.clone(),
-            node: write.node.clone(),
-            kind: write.kind,
+            task_id,
+            node,
+            kind,
+            data: arena.keep(data),
         }
     }
 }
@@ -559,8 +557,14 @@ impl InMemorySaver {
                 } => {
                     let (thread, arena, _) = threads.at(thread_id, ns);
                     let list = thread.writes.entry(checkpoint_id).or_default();
-                    for write in writes {
-                        list.put(KeptWrite::new(write, arena), arena);
+                    for PendingWrite {
+                        task_id,
+                        node,
+                        kind,
+                        data,
+                    } in writes
+                    {
+                        list.put(KeptWrite::new(task_id, node, kind, &data, arena), arena);
                     }
                 }
             }
@@ -600,7 +604,11 @@ impl Checkpointer for InMemorySaver {
         let (thread, arena, _) = threads.at(thread_id.to_owned(), ns.to_owned());
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
-            list.put(KeptWrite::copied(write, arena), arena);
+            let (task_id, node) = (write.task_id.clone(), write.node.clone());
+            list.put(
+                KeptWrite::new(task_id, node, write.kind, &write.data, arena),
+                arena,
+            );
         }
         Ok(())
     }
