@@ -891,14 +891,8 @@ mod tests {
         let before = live();
         saver.prune("t", "", 1).await.unwrap();
         assert_eq!(live(), before - one_checkpoint - 60);
-        assert!(
-            saver
-                .get("t", "", Some("a"))
-                .await
-                .unwrap()
-                .writes
-                .is_empty()
-        );
+        let pruned = saver.get("t", "", Some("a")).await.unwrap();
+        assert!(pruned.writes.is_empty());
         saver
             .put_writes("t", "", "b", &[write("z", vec![4; 70])])
             .await
