@@ -121,6 +121,8 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) inputs: Arc<[Option<InputType>]>,
     /// The state's field names, shared by every checkpoint's versions.
     pub(crate) fields: crate::checkpoint::FieldNames,
+    /// Per node, how long its tasks' first polls took (how a wide step runs them).
+    pub(crate) first_polls: Arc<crate::executor::FirstPolls>,
 }
 
 impl<S: GraphState> Graph<S> {
@@ -514,6 +516,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
                 S::fields(),
                 crate::checkpoint::interning::FIELD,
             ),
+            first_polls: Arc::new(crate::executor::FirstPolls::new(n)),
         }),
         context: None,
         cache: None,

@@ -35,6 +35,7 @@ use crate::stream::{CHANNEL_CAPACITY, Emitter, GraphStream, StreamMode, StreamMo
 pub(crate) use algo::{Frontier, Task, route};
 pub(crate) use durable::{Durable, Restored, Writer, restore, shared_table, task_id};
 pub use output::{RunOutput, RunPath};
+pub(crate) use runner::FirstPolls;
 use runner::{Done, TaskWrites, to_json};
 pub(crate) use subgraph::{APPLIED as SUBGRAPH_APPLIED, ChildStart, child_ns};
 

@@ -6,6 +6,7 @@
 //! else.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt;
 use tracing::Instrument;
@@ -35,6 +36,53 @@ const SAME_TASK_UP_TO: usize = 3;
 /// so such a step loses at most this much of its parallelism.
 const POLL_HERE_US: u64 = 50;
 
+/// A node whose last first poll took at least this many microseconds is spawned unpolled in
+/// a wide step. Why: polled here, the first such task runs alone while the other workers
+/// wait for the budget to run out (a fan-out of ten 70 µs subgraph runs on two workers spent
+/// a sixth of its time so); a spawn and its hand-back cost a few microseconds.
+const LONG_POLL_US: u32 = 20;
+
+/// Per node of a graph, how long the first poll of its last task in a wide step took (µs):
+/// what [`Running`] reads to choose between polling a task here and spawning it. Shared by
+/// every run of the graph, so a fan-out learns from the one before it.
+#[derive(Debug)]
+pub(crate) struct FirstPolls(Box<[std::sync::atomic::AtomicU32]>);
+
+impl FirstPolls {
+    pub(crate) fn new(nodes: usize) -> Self {
+        FirstPolls((0..nodes).map(|_| Default::default()).collect())
+    }
+
+    fn long(&self, node: usize) -> bool {
+        self.0
+            .get(node)
+            .is_some_and(|us| us.load(std::sync::atomic::Ordering::Relaxed) >= LONG_POLL_US)
+    }
+
+    fn record(&self, node: usize, took: std::time::Duration) {
+        if let Some(us) = self.0.get(node) {
+            let took = u32::try_from(took.as_micros()).unwrap_or(u32::MAX);
+            us.store(took, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// `task`, recording how long its first poll takes as `node`'s.
+    async fn timed<T>(self: Arc<Self>, node: usize, task: impl Future<Output = T>) -> T {
+        let mut task = std::pin::pin!(task);
+        let mut first = true;
+        std::future::poll_fn(|cx| {
+            if !std::mem::take(&mut first) {
+                return task.as_mut().poll(cx);
+            }
+            let started = std::time::Instant::now();
+            let polled = task.as_mut().poll(cx);
+            self.record(node, started.elapsed());
+            polled
+        })
+        .await
+    }
+}
+
 /// A step's running tasks: polled here, or spawned (see [`SAME_TASK_UP_TO`]).
 enum Running<T> {
     Here(futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, T>>),
@@ -60,7 +108,14 @@ impl<T: std::marker::Send + 'static> Running<T> {
         }
     }
 
-    fn push(&mut self, task: impl Future<Output = T> + std::marker::Send + 'static) {
+    /// Starts `task`, a task of `node`: in a wide step, a node whose first polls are long is
+    /// spawned unpolled (timed, so a node that got shorter is polled here again).
+    fn push(
+        &mut self,
+        task: impl Future<Output = T> + std::marker::Send + 'static,
+        node: usize,
+        polls: &Arc<FirstPolls>,
+    ) {
         match self {
             Running::Here(here) => here.push(Box::pin(task)),
             Running::Spawned {
@@ -68,6 +123,10 @@ impl<T: std::marker::Send + 'static> Running<T> {
                 finished,
                 budget,
             } => {
+                if polls.long(node) {
+                    set.spawn(polls.clone().timed(node, task));
+                    return;
+                }
                 if budget.is_zero() {
                     set.spawn(task);
                     return;
@@ -78,7 +137,9 @@ impl<T: std::marker::Send + 'static> Running<T> {
                 // its first poll there registers the real waker and sees whatever happened
                 // meanwhile (a sibling that released it, a timer that fired).
                 let polled = task.as_mut().now_or_never();
-                *budget = budget.saturating_sub(started.elapsed());
+                let took = started.elapsed();
+                polls.record(node, took);
+                *budget = budget.saturating_sub(took);
                 match polled {
                     Some(output) => finished.push(output),
                     None => {
@@ -242,10 +303,11 @@ impl<S: GraphState> Run<'_, S> {
         let max_concurrency = self.info.config.max_concurrency.unwrap_or(usize::MAX);
         let mut running = Running::for_tasks(to_run.len());
         let mut pending = to_run.into_iter();
+        let polls = &self.graph.first_polls;
         let start_next = |running: &mut Running<_>, pending: &mut std::vec::IntoIter<usize>| {
             if let Some(i) = pending.next() {
                 let fut = self.call(&tasks[i]);
-                running.push(async move { (i, fut.await) });
+                running.push(async move { (i, fut.await) }, tasks[i].node, polls);
             }
         };
         for _ in 0..max_concurrency.min(count) {
@@ -463,5 +525,48 @@ fn panic_message(panic: &(dyn std::any::Any + std::marker::Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::FirstPolls;
+
+    #[test]
+    fn a_node_is_long_from_a_long_first_poll_until_a_short_one() {
+        let polls = FirstPolls::new(2);
+        assert!(!polls.long(0), "a node never polled is polled here");
+        polls.record(0, Duration::from_micros(70));
+        assert!(polls.long(0));
+        assert!(!polls.long(1), "each node has its own");
+        polls.record(0, Duration::from_micros(3));
+        assert!(!polls.long(0));
+        // A node index past the graph's is never long (and records nothing).
+        polls.record(9, Duration::from_secs(1));
+        assert!(!polls.long(9));
+    }
+
+    #[tokio::test]
+    async fn a_timed_task_records_its_first_poll_only() {
+        let polls = Arc::new(FirstPolls::new(1));
+        let task = async {
+            std::thread::sleep(Duration::from_millis(1));
+            tokio::task::yield_now().await;
+            7
+        };
+        assert_eq!(polls.clone().timed(0, task).await, 7);
+        assert!(polls.long(0), "the first poll slept past the threshold");
+
+        // A later short first poll makes the node short again; its second poll, however
+        // long, is not what is recorded.
+        let task = async {
+            tokio::task::yield_now().await;
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        polls.clone().timed(0, task).await;
+        assert!(!polls.long(0));
     }
 }
