@@ -22,7 +22,7 @@ use crate::context::TaskStream;
 use crate::error::GraphError;
 use crate::state::{FieldSet, GraphState};
 
-use super::runner::TaskWrites;
+use super::runner::{TaskWrites, Updates};
 
 /// A trigger source that is not a node: the input (START) or a join.
 pub(crate) const FROM_START: usize = usize::MAX;
@@ -129,10 +129,11 @@ impl<S: GraphState> Frontier<S> {
     /// Takes the next step's tasks in the order they run and apply: pulls by node name, then
     /// pushes as sent.
     pub(crate) fn take_tasks(&mut self, graph: &Graph<S>) -> Vec<Task<S>> {
+        // Taken for the loop and given back empty: the next step's triggers reuse its room.
         let mut pulls = std::mem::take(&mut self.pulls);
         pulls.sort_unstable_by_key(|&n| graph.rank[n]);
         let mut tasks = Vec::with_capacity(pulls.len() + self.pushes.len());
-        for node in pulls {
+        for node in pulls.drain(..) {
             self.triggered[node] = false;
             let stream = self.sources.as_mut().map(|sources| TaskStream {
                 triggers: std::mem::take(&mut sources[node])
@@ -153,6 +154,7 @@ impl<S: GraphState> Frontier<S> {
                 stream,
             });
         }
+        self.pulls = pulls;
         let track = self.sources.is_some();
         for (push, (node, input)) in self.pushes.drain(..).enumerate() {
             let input = match input {
@@ -194,7 +196,7 @@ impl<S: GraphState> Frontier<S> {
         outgoing: &Outgoing,
         from: Option<usize>,
         goto: Vec<Goto<S>>,
-        routes: Vec<(usize, Vec<Goto<S>>)>,
+        routes: Routes<S>,
     ) -> Result<(), GraphError> {
         let from_name: &str = match from {
             Some(n) => &graph.names[n],
@@ -351,12 +353,12 @@ fn check_send<S: GraphState>(
     })
 }
 
+/// What a node's routers returned: per router (its index among the graph's branches), where
+/// it sends the run.
+pub(crate) type Routes<S> = Vec<(usize, Vec<Goto<S>>)>;
+
 /// What the routers of `outgoing` return on `state`.
-pub(crate) fn route<S: GraphState>(
-    graph: &Graph<S>,
-    outgoing: &Outgoing,
-    state: &S,
-) -> Vec<(usize, Vec<Goto<S>>)> {
+pub(crate) fn route<S: GraphState>(graph: &Graph<S>, outgoing: &Outgoing, state: &S) -> Routes<S> {
     outgoing
         .branches
         .iter()
@@ -424,7 +426,7 @@ pub(crate) fn barrier<S: GraphState>(
     graph: &Graph<S>,
     state: &mut Arc<S>,
     step: i64,
-    writes: Vec<TaskWrites<S>>,
+    mut writes: Vec<TaskWrites<S>>,
     frontier: &mut Frontier<S>,
     mut recorded: Option<&mut Vec<S::Update>>,
     mut rewritten: Option<&mut FieldSet>,
@@ -453,41 +455,42 @@ pub(crate) fn barrier<S: GraphState>(
 
     // Routers read the state as their own node left it. With one task that is the state after
     // the barrier; with several, a private copy of the step's start plus that task's writes
-    // (only for tasks that have conditional edges).
+    // (only for tasks that have conditional edges; by task index, none in most steps).
     let single = writes.len() == 1;
-    let mut routes: Vec<Vec<(usize, Vec<Goto<S>>)>> = Vec::with_capacity(writes.len());
-    for task in &writes {
+    let mut private: Vec<(usize, Routes<S>)> = Vec::new();
+    for (i, task) in writes.iter().enumerate() {
         let outgoing = &graph.out[task.node];
         if single || outgoing.branches.is_empty() {
-            routes.push(Vec::new());
             continue;
         }
         let mut local = (**state).clone();
         for update in task.updates.iter() {
             apply_to(&mut local, &graph.names[task.node], step, update.clone())?;
         }
-        routes.push(route(graph, outgoing, &local));
+        private.push((i, route(graph, outgoing, &local)));
     }
 
-    let mut gotos = Vec::with_capacity(writes.len());
     let target = Arc::make_mut(state);
-    for task in writes {
+    for task in &mut writes {
         let name = &graph.names[task.node];
-        for update in task.updates {
+        for update in std::mem::replace(&mut task.updates, Updates::None) {
             if let Some(record) = recorded.as_deref_mut() {
                 record.push(update.clone());
             }
             apply_tracked(target, name, step, update, rewritten.as_deref_mut())?;
         }
-        gotos.push((task.node, task.goto));
     }
 
-    if single && let Some(routes) = routes.first_mut() {
-        *routes = route(graph, &graph.out[gotos[0].0], state);
-    }
-
-    for ((node, goto), routes) in gotos.into_iter().zip(routes) {
-        frontier.fire(graph, &graph.out[node], Some(node), goto, routes)?;
+    // Then what the writes trigger, in task order.
+    let mut private = private.into_iter().peekable();
+    for (i, task) in writes.into_iter().enumerate() {
+        let outgoing = &graph.out[task.node];
+        let routes = match private.next_if(|(at, _)| *at == i) {
+            Some((_, routes)) => routes,
+            None if single => route(graph, outgoing, state),
+            None => Vec::new(),
+        };
+        frontier.fire(graph, outgoing, Some(task.node), task.goto, routes)?;
     }
     frontier.settle_joins(graph);
     Ok(all_written)

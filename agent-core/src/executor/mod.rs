@@ -36,22 +36,8 @@ pub(crate) use algo::{Frontier, Task, route};
 pub(crate) use durable::{Durable, Restored, Writer, restore, shared_table, task_id};
 pub use output::{RunOutput, RunPath};
 pub(crate) use runner::FirstPolls;
-use runner::{Done, TaskWrites, to_json};
+use runner::{TaskWrites, to_json};
 pub(crate) use subgraph::{APPLIED as SUBGRAPH_APPLIED, ChildStart, child_ns};
-
-/// A step's results in task order: the finished tasks' writes, and the tasks that paused
-/// (by index).
-fn split<S: GraphState>(done: Vec<Done<S>>) -> (Vec<TaskWrites<S>>, Vec<(usize, Interrupted)>) {
-    let mut writes = Vec::with_capacity(done.len());
-    let mut paused = Vec::new();
-    for (i, d) in done.into_iter().enumerate() {
-        match d {
-            Done::Output(w) => writes.push(w),
-            Done::Paused(interrupted) => paused.push((i, interrupted)),
-        }
-    }
-    (writes, paused)
-}
 
 /// What a run starts from: new input, a command (resume, update, goto), or nothing (continue
 /// a paused or failed thread from its checkpoint; LangGraph's `invoke(None)`).
@@ -222,7 +208,7 @@ impl<S: GraphState> Run<'_, S> {
 
             // Run: every task on the state as of the end of the last step.
             let span = tracing::info_span!("step", step = self.step + 1, tasks = tasks.len());
-            let done = match self.run_tasks(&tasks).instrument(span).await {
+            let (writes, paused) = match self.run_tasks(&tasks).instrument(span).await {
                 Ok(done) => done,
                 Err(error) => {
                     // The step did not happen: its tasks stay next.
@@ -230,7 +216,6 @@ impl<S: GraphState> Run<'_, S> {
                     return Err(error);
                 }
             };
-            let (writes, paused) = split(done);
             if !paused.is_empty() {
                 return self.pause_on_interrupts(tasks, writes, paused).await;
             }
@@ -238,7 +223,10 @@ impl<S: GraphState> Run<'_, S> {
             // Barrier: the writes apply in task order; what they trigger is the next step.
             let metadata = self.writes_metadata(&writes);
             let updates = self.step_updates(&writes);
-            let nodes: Vec<usize> = tasks.iter().map(|t| t.node).collect();
+            // The last step's list, refilled (no allocation a step).
+            let mut nodes = std::mem::take(&mut last_nodes);
+            nodes.clear();
+            nodes.extend(tasks.iter().map(|t| t.node));
             let written = algo::barrier(
                 self.graph,
                 &mut self.state,

@@ -267,18 +267,36 @@ pub(crate) enum Done<S: GraphState> {
     Paused(Interrupted),
 }
 
+/// A step's results: the finished tasks' writes in task order, and the tasks that paused (by
+/// index).
+pub(crate) type StepDone<S> = (Vec<TaskWrites<S>>, Vec<(usize, Interrupted)>);
+
+/// `done` (about `count` tasks, in task order) split into writes and pauses.
+fn split<S: GraphState>(done: impl Iterator<Item = Done<S>>, count: usize) -> StepDone<S> {
+    let mut writes = Vec::with_capacity(count);
+    let mut paused = Vec::new();
+    for (i, d) in done.enumerate() {
+        match d {
+            Done::Output(w) => writes.push(w),
+            Done::Paused(interrupted) => paused.push((i, interrupted)),
+        }
+    }
+    (writes, paused)
+}
+
 type Caught<S> =
     Result<Result<NodeOutput<S>, NodeError>, Box<dyn std::any::Any + std::marker::Send>>;
 
 impl<S: GraphState> Run<'_, S> {
-    /// Runs the step's tasks concurrently; results come back in task order. Tasks whose
-    /// writes were kept from an earlier attempt of this step are not run again. With a
-    /// checkpointer, a failing task lets its running siblings finish (their writes are kept,
-    /// so a resume does not pay for them twice); without one, it stops the step at once.
-    pub(crate) async fn run_tasks(&self, tasks: &[Task<S>]) -> Result<Vec<Done<S>>, GraphError> {
+    /// Runs the step's tasks concurrently: the finished tasks' writes in task order, and the
+    /// tasks that paused (by index). Tasks whose writes were kept from an earlier attempt of
+    /// this step are not run again. With a checkpointer, a failing task lets its running
+    /// siblings finish (their writes are kept, so a resume does not pay for them twice);
+    /// without one, it stops the step at once.
+    pub(crate) async fn run_tasks(&self, tasks: &[Task<S>]) -> Result<StepDone<S>, GraphError> {
         if let [task] = tasks {
             if let Some(kept) = self.kept_writes(task) {
-                return Ok(vec![Done::Output(kept)]);
+                return Ok((vec![kept], Vec::new()));
             }
             let result = self.call(task).await;
             let result = self.task_result(task.node, result);
@@ -288,7 +306,7 @@ impl<S: GraphState> Run<'_, S> {
             if let Err(error) = &result {
                 self.record_failure(task, error);
             }
-            return Ok(vec![result?]);
+            return Ok(split(std::iter::once(result?), 1));
         }
 
         let count = tasks.len();
@@ -360,7 +378,7 @@ impl<S: GraphState> Run<'_, S> {
             self.keep_finished(&finished)?;
             return Err(error);
         }
-        Ok(results.into_iter().flatten().collect())
+        Ok(split(results.into_iter().flatten(), count))
     }
 
     /// The node call of one task, in its span, with panics caught. A node with a cache
