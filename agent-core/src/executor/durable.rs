@@ -604,8 +604,11 @@ impl<S: GraphState> Run<'_, S> {
             Some((id, parent)) => (id, Some(parent)),
             None => (new_checkpoint_id(), None),
         };
-        // With `Exit` this is the run's one checkpoint: nothing later compares against it.
-        let keep_caches = durable.durability != Durability::Exit;
+        // Nothing later compares against the run's last checkpoint (with `Exit` its only one;
+        // otherwise the one after which nothing is triggered): its fields' encodings move
+        // into their blobs instead of being copied for a cache (a run that resumes the thread
+        // rebuilds its caches from the stored blobs).
+        let keep_caches = durable.durability != Durability::Exit && !self.frontier.is_empty();
         let mut interner = std::mem::take(&mut durable.interner);
         let blobs = interning::encoding(&mut interner, || {
             self.encode_fields(written, &id, keep_caches)
