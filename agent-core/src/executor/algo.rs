@@ -54,6 +54,8 @@ pub(crate) struct Frontier<S> {
     sources: Option<Vec<Vec<usize>>>,
     /// Per join, which of its sources ran.
     pub(crate) joins: Vec<Vec<bool>>,
+    /// A finished step's task list, emptied: the next step's tasks fill it.
+    spare: Vec<Task<S>>,
 }
 
 impl<S: GraphState> Frontier<S> {
@@ -66,7 +68,15 @@ impl<S: GraphState> Frontier<S> {
             pushes: Vec::new(),
             sources: track_sources.then(|| vec![Vec::new(); n]),
             joins: graph.joins.iter().map(|j| vec![false; j.sources]).collect(),
+            spare: Vec::new(),
         }
+    }
+
+    /// Takes back a finished step's task list for the next step's tasks (no allocation a
+    /// step).
+    pub(crate) fn recycle(&mut self, mut tasks: Vec<Task<S>>) {
+        tasks.clear();
+        self.spare = tasks;
     }
 
     /// Starts recording what triggers each node (for stream metadata).
@@ -132,7 +142,8 @@ impl<S: GraphState> Frontier<S> {
         // Taken for the loop and given back empty: the next step's triggers reuse its room.
         let mut pulls = std::mem::take(&mut self.pulls);
         pulls.sort_unstable_by_key(|&n| graph.rank[n]);
-        let mut tasks = Vec::with_capacity(pulls.len() + self.pushes.len());
+        let mut tasks = std::mem::take(&mut self.spare);
+        tasks.reserve(pulls.len() + self.pushes.len());
         for node in pulls.drain(..) {
             self.triggered[node] = false;
             let stream = self.sources.as_mut().map(|sources| TaskStream {

@@ -251,6 +251,7 @@ impl<S: GraphState> Run<'_, S> {
                 return self.pause("interrupt_after");
             }
             last_nodes = nodes;
+            self.frontier.recycle(tasks);
         }
     }
 
