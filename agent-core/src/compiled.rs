@@ -121,7 +121,7 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) inputs: Arc<[Option<InputType>]>,
     /// The state's field names, shared by every checkpoint's versions.
     pub(crate) fields: crate::checkpoint::FieldNames,
-    /// Per node, how long its tasks' first polls took (how a wide step runs them).
+    /// Per node, whether its tasks' first polls were long (how a wide step runs them).
     pub(crate) first_polls: Arc<crate::executor::FirstPolls>,
 }
 

@@ -186,15 +186,15 @@ impl<S: GraphState> Run<'_, S> {
     /// The super-step loop: until nothing is triggered, or the run pauses.
     async fn run_steps(&mut self) -> Result<(), GraphError> {
         let limit = self.info.config.recursion_limit;
-        // The last step's nodes, named only if the limit is hit.
-        let mut last_nodes: Vec<usize> = Vec::new();
+        // The step's nodes, refilled every step (no allocation a step).
+        let mut nodes: Vec<usize> = Vec::new();
         self.emit_values().await?;
         loop {
             if self.frontier.is_empty() {
                 return Ok(());
             }
             if self.steps_run >= limit {
-                let last_nodes = list_names(last_nodes.iter().map(|&n| &*self.graph.names[n]));
+                let last_nodes = list_names(self.path.last_step());
                 return Err(GraphError::RecursionLimit { limit, last_nodes });
             }
             if self.pause_before()? {
@@ -223,8 +223,6 @@ impl<S: GraphState> Run<'_, S> {
             // Barrier: the writes apply in task order; what they trigger is the next step.
             let metadata = self.writes_metadata(&writes);
             let updates = self.step_updates(&writes);
-            // The last step's list, refilled (no allocation a step).
-            let mut nodes = std::mem::take(&mut last_nodes);
             nodes.clear();
             nodes.extend(tasks.iter().map(|t| t.node));
             let written = algo::barrier(
@@ -250,7 +248,6 @@ impl<S: GraphState> Run<'_, S> {
             if nodes.iter().any(|&n| self.interrupt_after[n]) {
                 return self.pause("interrupt_after");
             }
-            last_nodes = nodes;
             self.frontier.recycle(tasks);
         }
     }

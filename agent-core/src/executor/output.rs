@@ -72,6 +72,18 @@ impl RunPath {
         self.ends.len()
     }
 
+    /// The node names of the last step (none before the first).
+    pub(crate) fn last_step(&self) -> impl Iterator<Item = &str> + '_ {
+        let names = self.names.as_deref().unwrap_or_default();
+        let start = match self.ends.len() {
+            0 | 1 => 0,
+            n => self.ends[n - 2] as usize,
+        };
+        self.nodes[start..]
+            .iter()
+            .map(move |&n| &*names[n as usize])
+    }
+
     /// Whether no step ran.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()

@@ -42,11 +42,12 @@ const POLL_HERE_US: u64 = 50;
 /// a sixth of its time so); a spawn and its hand-back cost a few microseconds.
 const LONG_POLL_US: u32 = 20;
 
-/// Per node of a graph, how long the first poll of its last task in a wide step took (µs):
-/// what [`Running`] reads to choose between polling a task here and spawning it. Shared by
-/// every run of the graph, so a fan-out learns from the one before it.
+/// Per node of a graph, whether the first poll of its last task in a wide step was long (see
+/// [`LONG_POLL_US`]): what [`Running`] reads to choose between polling a task here and
+/// spawning it. Shared by every run of the graph, so a fan-out learns from the one before it;
+/// written only when a node's answer changes (no write traffic between concurrent runs).
 #[derive(Debug)]
-pub(crate) struct FirstPolls(Box<[std::sync::atomic::AtomicU32]>);
+pub(crate) struct FirstPolls(Box<[std::sync::atomic::AtomicBool]>);
 
 impl FirstPolls {
     pub(crate) fn new(nodes: usize) -> Self {
@@ -56,13 +57,15 @@ impl FirstPolls {
     fn long(&self, node: usize) -> bool {
         self.0
             .get(node)
-            .is_some_and(|us| us.load(std::sync::atomic::Ordering::Relaxed) >= LONG_POLL_US)
+            .is_some_and(|long| long.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn record(&self, node: usize, took: std::time::Duration) {
-        if let Some(us) = self.0.get(node) {
-            let took = u32::try_from(took.as_micros()).unwrap_or(u32::MAX);
-            us.store(took, std::sync::atomic::Ordering::Relaxed);
+        if let Some(slot) = self.0.get(node) {
+            let long = took.as_micros() >= u128::from(LONG_POLL_US);
+            if slot.load(std::sync::atomic::Ordering::Relaxed) != long {
+                slot.store(long, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 
