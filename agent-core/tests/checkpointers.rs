@@ -201,3 +201,191 @@ async fn sqlite_checkpoints_its_log_on_a_thread_of_its_own() {
         "0190000001-0000-7000-8000-000000000079"
     );
 }
+
+/// A version-1 file (blobs keyed by an index of their keys) opens migrated: every checkpoint
+/// reads back with its blobs and delta bases, and new checkpoints refer to the old rows.
+#[tokio::test]
+async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
+    use agent_core::checkpoint::FieldBlob;
+    let path = common::sqlite_path();
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "
+            CREATE TABLE agentgraph_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            INSERT INTO agentgraph_meta VALUES ('schema_version', '1');
+            CREATE TABLE checkpoints (
+                thread_id TEXT NOT NULL, ns TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT,
+                step INTEGER NOT NULL, created_at_ms INTEGER NOT NULL, metadata TEXT NOT NULL,
+                versions TEXT NOT NULL, body BLOB NOT NULL, PRIMARY KEY (thread_id, ns, id));
+            CREATE TABLE blobs (
+                thread_id TEXT NOT NULL, ns TEXT NOT NULL, field TEXT NOT NULL,
+                version TEXT NOT NULL, base_version TEXT, base_len INTEGER, data BLOB NOT NULL,
+                PRIMARY KEY (thread_id, ns, field, version));
+            CREATE TABLE writes (
+                thread_id TEXT NOT NULL, ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,
+                task_id TEXT NOT NULL, kind INTEGER NOT NULL, node TEXT NOT NULL,
+                data BLOB NOT NULL, PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, kind));
+            INSERT INTO checkpoints VALUES ('t', '', 'c1', NULL, 0, 0, '{}',
+                '{\"count\":\"c1\",\"messages\":\"c1\"}', x'01');
+            INSERT INTO checkpoints VALUES ('t', '', 'c2', 'c1', 1, 0, '{}',
+                '{\"count\":\"c1\",\"messages\":\"c2\"}', x'02');
+            INSERT INTO blobs VALUES ('t', '', 'messages', 'c1', NULL, NULL, x'aa');
+            INSERT INTO blobs VALUES ('t', '', 'count', 'c1', NULL, NULL, x'07');
+            INSERT INTO blobs VALUES ('t', '', 'messages', 'c2', 'c1', 1, x'bb');
+            INSERT INTO blobs VALUES ('other', '', 'messages', 'c1', NULL, NULL, x'cc');
+            ",
+        )
+        .unwrap();
+    }
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    let keys = |blobs: &[FieldBlob]| {
+        let mut keys: Vec<(String, String, Vec<u8>)> = blobs
+            .iter()
+            .map(|b| (b.field.clone(), b.version.clone(), b.data.clone()))
+            .collect();
+        keys.sort();
+        keys
+    };
+    let key = |f: &str, v: &str, d: u8| (f.to_owned(), v.to_owned(), vec![d]);
+    let latest = saver.get("t", "", None).await.unwrap();
+    assert_eq!(latest.record.as_ref().unwrap().id, "c2");
+    assert_eq!(
+        keys(&latest.blobs),
+        [
+            key("count", "c1", 7),
+            key("messages", "c1", 0xaa),
+            key("messages", "c2", 0xbb)
+        ]
+    );
+    // A new checkpoint keeps `count` from before the migration and extends `messages`.
+    let mut next = record("t", "c3");
+    next.parent_id = Some("c2".to_owned());
+    next.versions = [("count", "c1"), ("messages", "c3")].into_iter().collect();
+    let delta = FieldBlob {
+        field: "messages".to_owned(),
+        version: "c3".to_owned(),
+        base: Some(("c2".to_owned(), 2)),
+        data: vec![0xdd],
+    };
+    saver.put(&next, &[delta]).await.unwrap();
+    let latest = saver.get("t", "", None).await.unwrap();
+    assert_eq!(
+        keys(&latest.blobs),
+        [
+            key("count", "c1", 7),
+            key("messages", "c1", 0xaa),
+            key("messages", "c2", 0xbb),
+            key("messages", "c3", 0xdd)
+        ]
+    );
+    // Pruning to the newest keeps what it reads; deleting the thread leaves the other's blob.
+    assert_eq!(saver.prune("t", "", 1).await.unwrap(), 2);
+    let latest = saver.get("t", "", None).await.unwrap();
+    assert_eq!(keys(&latest.blobs).len(), 4);
+    saver.delete_thread("t").await.unwrap();
+    let check = rusqlite::Connection::open(&path).unwrap();
+    let left: Vec<String> = check
+        .prepare("SELECT thread_id FROM blobs")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(left, ["other"]);
+    let version: String = check
+        .query_row(
+            "SELECT value FROM agentgraph_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, "2");
+    let indexes: i64 = check
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'blobs'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        indexes, 0,
+        "blobs are found by row, with no key index to write"
+    );
+}
+
+/// Unchanged fields point at blob rows another saver (another process) wrote, found through
+/// the parent checkpoint; a blob no checkpoint lists is still found by its key.
+#[tokio::test]
+async fn sqlite_finds_blob_rows_another_saver_wrote() {
+    use agent_core::checkpoint::FieldBlob;
+    let path = common::sqlite_path();
+    let (a, b) = (
+        agent_core::SqliteSaver::open(&path).unwrap(),
+        agent_core::SqliteSaver::open(&path).unwrap(),
+    );
+    let blob = |field: &str, version: &str, data: u8| FieldBlob {
+        field: field.to_owned(),
+        version: version.to_owned(),
+        base: None,
+        data: vec![data],
+    };
+    let mut first = record("t", "c1");
+    first.versions = [("f", "c1")].into_iter().collect();
+    // `g` is stored with a checkpoint that does not list it.
+    a.put(&first, &[blob("f", "c1", 1), blob("g", "c1", 2)])
+        .await
+        .unwrap();
+    let mut second = record("t", "c2");
+    second.parent_id = Some("c1".to_owned());
+    second.versions = [("f", "c1"), ("g", "c1"), ("h", "c2")]
+        .into_iter()
+        .collect();
+    b.put(&second, &[blob("h", "c2", 3)]).await.unwrap();
+    for saver in [&a, &b] {
+        let loaded = saver.get("t", "", None).await.unwrap();
+        let mut got: Vec<(String, u8)> = loaded
+            .blobs
+            .iter()
+            .map(|b| (b.field.clone(), b.data[0]))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("f".to_owned(), 1),
+                ("g".to_owned(), 2),
+                ("h".to_owned(), 3)
+            ]
+        );
+    }
+}
+
+/// A blob given again for a version already stored (a checkpoint stored twice in a batch) is
+/// not appended again.
+#[tokio::test]
+async fn sqlite_stores_a_blob_given_twice_once() {
+    use agent_core::checkpoint::{FieldBlob, StoreOp};
+    let path = common::sqlite_path();
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    let mut first = record("t", "c1");
+    first.versions = [("f", "c1")].into_iter().collect();
+    let blob = FieldBlob {
+        field: "f".to_owned(),
+        version: "c1".to_owned(),
+        base: None,
+        data: vec![1; 64],
+    };
+    let op = || StoreOp::Checkpoint {
+        record: first.clone(),
+        blobs: vec![blob.clone()],
+    };
+    saver.put_batch(vec![op(), op()]).await.unwrap();
+    saver.put_batch(vec![op()]).await.unwrap();
+    let stored: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM blobs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 1);
+    assert_eq!(saver.get("t", "", None).await.unwrap().blobs, [blob]);
+}

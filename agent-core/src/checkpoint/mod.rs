@@ -24,6 +24,8 @@ mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
+mod sqlite_rows;
+#[cfg(feature = "sqlite")]
 mod sqlite_wal;
 #[cfg(feature = "testkit")]
 pub mod testkit;

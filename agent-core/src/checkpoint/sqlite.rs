@@ -9,7 +9,8 @@
 //! transaction begins and ends with cached statements (`Tx`), and query plans are fixed per
 //! statement (`setup`): parsing SQL again was a tenth of a short `sync` step. The write-ahead
 //! log is moved into the database file by a thread of the saver's own (`sqlite_wal`), not by
-//! the commit that fills it.
+//! the commit that fills it. Blobs are a heap of rows that checkpoints point into by row
+//! number (`sqlite_rows`), so a commit writes no index of blob keys.
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
@@ -20,13 +21,16 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::sqlite_rows::{self, BlobRows, Locator};
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
-    WriteKind, needed_blobs,
+    WriteKind,
 };
 use crate::error::GraphError;
 
-const SCHEMA_VERSION: i64 = 1;
+/// 2: blobs are a heap addressed by row (`checkpoints.blob_rows`, `blobs.base_row`), without
+/// the key index of version 1, which `setup` migrates.
+const SCHEMA_VERSION: i64 = 2;
 
 /// How long a call waits for another connection's write lock.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -49,6 +53,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     metadata TEXT NOT NULL,
     versions TEXT NOT NULL,
     body BLOB NOT NULL,
+    blob_rows TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (thread_id, ns, id)
 );
 CREATE TABLE IF NOT EXISTS blobs (
@@ -58,8 +63,8 @@ CREATE TABLE IF NOT EXISTS blobs (
     version TEXT NOT NULL,
     base_version TEXT,
     base_len INTEGER,
-    data BLOB NOT NULL,
-    PRIMARY KEY (thread_id, ns, field, version)
+    base_row INTEGER,
+    data BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS writes (
     thread_id TEXT NOT NULL,
@@ -73,10 +78,48 @@ CREATE TABLE IF NOT EXISTS writes (
 );
 ";
 
+/// Version 1 -> 2: the blobs move to a table without the key index (keeping their row
+/// numbers), each delta gets its base's row and each checkpoint the rows of its fields.
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE checkpoints ADD COLUMN blob_rows TEXT NOT NULL DEFAULT '{}';
+UPDATE checkpoints SET blob_rows = (
+    SELECT COALESCE(json_group_object(v.key, b.rowid), '{}')
+      FROM json_each(checkpoints.versions) v
+      JOIN blobs b ON b.thread_id = checkpoints.thread_id AND b.ns = checkpoints.ns
+                  AND b.field = v.key AND b.version = v.value
+);
+CREATE TABLE blobs_2 (
+    thread_id TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    field TEXT NOT NULL,
+    version TEXT NOT NULL,
+    base_version TEXT,
+    base_len INTEGER,
+    base_row INTEGER,
+    data BLOB NOT NULL
+);
+INSERT INTO blobs_2 (rowid, thread_id, ns, field, version, base_version, base_len, base_row, data)
+    SELECT b.rowid, b.thread_id, b.ns, b.field, b.version, b.base_version, b.base_len,
+           (SELECT p.rowid FROM blobs p
+             WHERE p.thread_id = b.thread_id AND p.ns = b.ns
+               AND p.field = b.field AND p.version = b.base_version),
+           b.data
+      FROM blobs b;
+DROP TABLE blobs;
+ALTER TABLE blobs_2 RENAME TO blobs;
+UPDATE agentgraph_meta SET value = '2' WHERE key = 'schema_version';
+";
+
 /// Checkpoints in a SQLite file.
 #[derive(Clone)]
 pub struct SqliteSaver {
-    conn: Arc<Mutex<Connection>>,
+    conn: Arc<Mutex<Db>>,
+}
+
+/// The connection, and the blob rows of what it wrote last (used under the same lock).
+struct Db {
+    conn: Connection,
+    rows: BlobRows,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -144,6 +187,7 @@ impl SqliteSaver {
                     .map_err(err)?;
                 }
                 Some(Ok(v)) if v == SCHEMA_VERSION => {}
+                Some(Ok(1)) => conn.execute_batch(MIGRATE_1_TO_2).map_err(err)?,
                 Some(Ok(v)) if v > SCHEMA_VERSION => {
                     return Err(err(format!(
                         "database schema version {v} is newer than this program's ({SCHEMA_VERSION}); upgrade agent-core"
@@ -163,13 +207,16 @@ impl SqliteSaver {
             }
         }
         Ok(SqliteSaver {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Arc::new(Mutex::new(Db {
+                conn,
+                rows: BlobRows::default(),
+            })),
         })
     }
 
     async fn with<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, GraphError> + Send + 'static,
+        f: impl FnOnce(&mut Db) -> Result<T, GraphError> + Send + 'static,
     ) -> Result<T, GraphError> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
@@ -183,7 +230,7 @@ impl SqliteSaver {
     /// The connection on the caller's thread when it is free; `None` while another call holds
     /// it (that call may be long: a contended call waits on the blocking pool, so an async
     /// worker never stalls behind another's store).
-    fn inline(&self) -> Option<MutexGuard<'_, Connection>> {
+    fn inline(&self) -> Option<MutexGuard<'_, Db>> {
         match self.conn.try_lock() {
             Ok(conn) => Some(conn),
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
@@ -194,14 +241,23 @@ impl SqliteSaver {
     /// Bytes of blob data stored for a thread (for storage measurements).
     pub async fn blob_bytes(&self, thread_id: &str) -> Result<u64, GraphError> {
         let thread = thread_id.to_owned();
-        self.with(move |c| {
-            c.query_row(
-                "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blobs WHERE thread_id = ?1",
-                params![thread],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n as u64)
-            .map_err(err)
+        self.with(move |db| {
+            let tx = Tx::read(&db.conn).map_err(err)?;
+            let rows = sqlite_rows::thread_rows(&tx, &thread, None)?;
+            let mut size = tx
+                .prepare_cached("SELECT LENGTH(data) FROM blobs WHERE rowid = ?1")
+                .map_err(err)?;
+            let mut bytes = 0;
+            for row in rows {
+                bytes += size
+                    .query_row(params![row], |r| r.get::<_, i64>(0))
+                    .optional()
+                    .map_err(err)?
+                    .unwrap_or(0) as u64;
+            }
+            drop(size);
+            tx.commit()?;
+            Ok(bytes)
         })
         .await
     }
@@ -312,30 +368,48 @@ fn batch_bytes(ops: &[StoreOp]) -> usize {
 
 /// Stores `ops` in one transaction, unless another connection holds the write lock (`None`:
 /// the caller waits for it on the blocking pool instead of stalling this thread).
-fn store_now(conn: &mut Connection, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
-    if conn.busy_timeout(std::time::Duration::ZERO).is_err() {
+fn store_now(db: &mut Db, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
+    if db.conn.busy_timeout(std::time::Duration::ZERO).is_err() {
         return None;
     }
-    let stored = match Tx::write(conn) {
+    let stored = match Tx::write(&db.conn) {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>
         {
             None
         }
         Err(e) => Some(Err(err(e))),
-        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit())),
+        Ok(tx) => {
+            let result = store_ops(&tx, &mut db.rows, ops).and_then(|()| tx.commit());
+            Some(stored(&mut db.rows, result))
+        }
     };
-    if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+    if let Err(e) = db.conn.busy_timeout(BUSY_TIMEOUT) {
         tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
     }
     stored
 }
 
+/// Stores `ops` in one transaction, waiting for another connection's write lock.
+fn store(db: &mut Db, ops: &[StoreOp]) -> Result<(), GraphError> {
+    let tx = Tx::write(&db.conn).map_err(err)?;
+    let result = store_ops(&tx, &mut db.rows, ops).and_then(|()| tx.commit());
+    stored(&mut db.rows, result)
+}
+
+/// A store's result; after a failure (rolled back) the rows remembered may not exist.
+fn stored(rows: &mut BlobRows, result: Result<(), GraphError>) -> Result<(), GraphError> {
+    if result.is_err() {
+        rows.clear();
+    }
+    result
+}
+
 /// Inserts every operation of a batch (inside the caller's transaction).
-fn store_ops(tx: &Tx<'_>, ops: &[StoreOp]) -> Result<(), GraphError> {
+fn store_ops(tx: &Tx<'_>, rows: &mut BlobRows, ops: &[StoreOp]) -> Result<(), GraphError> {
     for op in ops {
         match op {
-            StoreOp::Checkpoint { record, blobs } => insert_checkpoint(tx, record, blobs)?,
+            StoreOp::Checkpoint { record, blobs } => insert_checkpoint(tx, rows, record, blobs)?,
             StoreOp::Writes {
                 thread_id,
                 ns,
@@ -347,24 +421,41 @@ fn store_ops(tx: &Tx<'_>, ops: &[StoreOp]) -> Result<(), GraphError> {
     Ok(())
 }
 
-/// Inserts a checkpoint row and its new blobs (inside the caller's transaction).
+/// Inserts a checkpoint row and its new blobs (inside the caller's transaction): the blobs
+/// first, each delta with its base's row, then the checkpoint with the row of every field's
+/// version (`sqlite_rows`).
 fn insert_checkpoint(
     tx: &Tx<'_>,
+    rows: &mut BlobRows,
     record: &CheckpointRecord,
     blobs: &[FieldBlob],
 ) -> Result<(), GraphError> {
     let metadata = serde_json::to_string(&record.metadata).map_err(err)?;
     let versions = serde_json::to_string(&record.versions).map_err(err)?;
+    let mut locate = Locator::new(
+        tx,
+        rows,
+        &record.thread_id,
+        &record.ns,
+        record.parent_id.as_deref(),
+    );
     let mut insert_blob = tx
         .prepare_cached(
-            "INSERT OR REPLACE INTO blobs (thread_id, ns, field, version, base_version, base_len, data)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO blobs (thread_id, ns, field, version, base_version, base_len, base_row, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .map_err(err)?;
     for blob in blobs {
-        let (base, len) = match &blob.base {
-            Some((v, n)) => (Some(v.as_str()), Some(*n as i64)),
-            None => (None, None),
+        if locate.remembered(&blob.field, &blob.version).is_some() {
+            continue;
+        }
+        let (base, len, base_row) = match &blob.base {
+            Some((v, n)) => (
+                Some(v.as_str()),
+                Some(*n as i64),
+                locate.row(&blob.field, v)?,
+            ),
+            None => (None, None, None),
         };
         insert_blob
             .execute(params![
@@ -374,13 +465,22 @@ fn insert_checkpoint(
                 blob.version,
                 base,
                 len,
+                base_row,
                 blob.data
             ])
             .map_err(err)?;
+        locate.inserted(&blob.field, &blob.version, tx.last_insert_rowid());
     }
+    let mut located = Vec::with_capacity(record.versions.len());
+    for (field, version) in record.versions.iter() {
+        if let Some(row) = locate.row(field, version)? {
+            located.push((field, row));
+        }
+    }
+    let blob_rows = sqlite_rows::rows_json(&located)?;
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body, blob_rows)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
     .map_err(err)?
     .execute(params![
@@ -392,7 +492,8 @@ fn insert_checkpoint(
         record.created_at_ms,
         metadata,
         versions,
-        record.body
+        record.body,
+        blob_rows
     ])
     .map_err(err)?;
     Ok(())
@@ -438,14 +539,11 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
-        let record = record.clone();
-        let blobs = blobs.to_vec();
-        self.with(move |c| {
-            let tx = Tx::write(c).map_err(err)?;
-            insert_checkpoint(&tx, &record, &blobs)?;
-            tx.commit()
-        })
-        .await
+        let ops = [StoreOp::Checkpoint {
+            record: record.clone(),
+            blobs: blobs.to_vec(),
+        }];
+        self.with(move |db| store(db, &ops)).await
     }
 
     async fn put_writes(
@@ -461,8 +559,8 @@ impl Checkpointer for SqliteSaver {
             checkpoint_id.to_owned(),
         );
         let writes = writes.to_vec();
-        self.with(move |c| {
-            let tx = Tx::write(c).map_err(err)?;
+        self.with(move |db| {
+            let tx = Tx::write(&db.conn).map_err(err)?;
             insert_writes(&tx, &thread, &ns, &cp, &writes)?;
             tx.commit()
         })
@@ -472,17 +570,12 @@ impl Checkpointer for SqliteSaver {
     /// One transaction for the whole batch (a super-step's writes and checkpoint).
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
         if batch_bytes(&ops) <= INLINE_BYTES
-            && let Some(mut conn) = self.inline()
-            && let Some(stored) = store_now(&mut conn, &ops)
+            && let Some(mut db) = self.inline()
+            && let Some(stored) = store_now(&mut db, &ops)
         {
             return stored;
         }
-        self.with(move |c| {
-            let tx = Tx::write(c).map_err(err)?;
-            store_ops(&tx, &ops)?;
-            tx.commit()
-        })
-        .await
+        self.with(move |db| store(db, &ops)).await
     }
 
     async fn get(
@@ -498,10 +591,11 @@ impl Checkpointer for SqliteSaver {
         );
         // A read does not wait for other processes (WAL): on this thread when the connection
         // is free (a run's start; most often a thread with nothing stored yet).
-        if let Some(mut conn) = self.inline() {
-            return load(&mut conn, thread, ns, id);
+        if let Some(mut db) = self.inline() {
+            return load(&mut db.conn, thread, ns, id);
         }
-        self.with(move |c| load(c, thread, ns, id)).await
+        self.with(move |db| load(&mut db.conn, thread, ns, id))
+            .await
     }
 
     async fn list(
@@ -511,7 +605,8 @@ impl Checkpointer for SqliteSaver {
         filter: &ListFilter,
     ) -> Result<Vec<CheckpointRecord>, GraphError> {
         let (thread, ns, filter) = (thread_id.to_owned(), ns.to_owned(), filter.clone());
-        self.with(move |c| {
+        self.with(move |db| {
+            let c = &db.conn;
             let mut sql = format!(
                 "SELECT {RECORD_COLUMNS} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2"
             );
@@ -556,9 +651,12 @@ impl Checkpointer for SqliteSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
         let thread = thread_id.to_owned();
-        self.with(move |c| {
-            let tx = Tx::write(c).map_err(err)?;
-            for table in ["checkpoints", "blobs", "writes"] {
+        self.with(move |db| {
+            db.rows.forget(&thread);
+            let tx = Tx::write(&db.conn).map_err(err)?;
+            let rows = sqlite_rows::thread_rows(&tx, &thread, None)?;
+            delete_blobs(&tx, rows)?;
+            for table in ["checkpoints", "writes"] {
                 tx.execute(
                     &format!("DELETE FROM {table} WHERE thread_id = ?1"),
                     params![thread],
@@ -577,88 +675,73 @@ impl Checkpointer for SqliteSaver {
         keep_last: usize,
     ) -> Result<usize, GraphError> {
         let (thread, ns) = (thread_id.to_owned(), ns.to_owned());
-        self.with(move |c| {
-            let tx = Tx::write(c).map_err(err)?;
-            let ids: Vec<String> = {
+        self.with(move |db| {
+            db.rows.forget(&thread);
+            let tx = Tx::write(&db.conn).map_err(err)?;
+            // Newest first: the first `keep_last` stay.
+            let stored: Vec<(String, String, String)> = {
                 let mut stmt = tx
-                    .prepare("SELECT id FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC")
+                    .prepare(
+                        "SELECT id, versions, blob_rows FROM checkpoints
+                          WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC",
+                    )
                     .map_err(err)?;
                 let rows = stmt
-                    .query_map(params![thread, ns], |r| r.get(0))
+                    .query_map(params![thread, ns], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                     .map_err(err)?
-                    .collect::<Result<Vec<String>, _>>()
+                    .collect::<Result<Vec<_>, _>>()
                     .map_err(err)?;
                 rows
             };
-            let doomed: Vec<&String> = ids.iter().skip(keep_last).collect();
-            for id in &doomed {
-                tx.execute(
-                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
-                    params![thread, ns, id],
-                )
-                .map_err(err)?;
-                tx.execute(
-                    "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3",
-                    params![thread, ns, id],
-                )
-                .map_err(err)?;
+            let doomed = stored.len().saturating_sub(keep_last);
+            if doomed == 0 {
+                tx.commit()?;
+                return Ok(0);
             }
-            if !doomed.is_empty() {
-                let kept_versions: Vec<String> = {
-                    let mut stmt = tx
-                        .prepare("SELECT versions FROM checkpoints WHERE thread_id = ?1 AND ns = ?2")
+            // The blob rows the pruned checkpoints need, less those the kept ones need too.
+            let (mut kept_roots, mut doomed_roots) = (Vec::new(), Vec::new());
+            for (i, (id, versions, blob_rows)) in stored.iter().enumerate() {
+                let versions = serde_json::from_str(versions).map_err(err)?;
+                let rows = sqlite_rows::field_rows(&tx, &thread, &ns, &versions, blob_rows)?;
+                if i < keep_last {
+                    kept_roots.extend(rows);
+                } else {
+                    doomed_roots.extend(rows);
+                    for table in ["checkpoints", "writes"] {
+                        let column = if table == "checkpoints" { "id" } else { "checkpoint_id" };
+                        tx.execute(
+                            &format!(
+                                "DELETE FROM {table} WHERE thread_id = ?1 AND ns = ?2 AND {column} = ?3"
+                            ),
+                            params![thread, ns, id],
+                        )
                         .map_err(err)?;
-                    let rows = stmt
-                        .query_map(params![thread, ns], |r| r.get(0))
-                        .map_err(err)?
-                        .collect::<Result<Vec<String>, _>>()
-                        .map_err(err)?;
-                    rows
-                };
-                let mut wanted = Vec::new();
-                for v in kept_versions {
-                    let map: std::collections::BTreeMap<String, String> =
-                        serde_json::from_str(&v).map_err(err)?;
-                    wanted.extend(map);
-                }
-                let bases: std::collections::HashMap<(String, String), (String, u64)> = {
-                    let mut stmt = tx
-                        .prepare("SELECT field, version, base_version, base_len FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND base_version IS NOT NULL")
-                        .map_err(err)?;
-                    let rows = stmt
-                        .query_map(params![thread, ns], |r| {
-                            Ok(((r.get::<_, String>(0)?, r.get::<_, String>(1)?), (r.get::<_, String>(2)?, r.get::<_, i64>(3)? as u64)))
-                        })
-                        .map_err(err)?
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(err)?;
-                    rows.into_iter().collect()
-                };
-                let needed = needed_blobs(wanted, |f, v| bases.get(&(f.to_owned(), v.to_owned())));
-                let all: Vec<(String, String)> = {
-                    let mut stmt = tx
-                        .prepare("SELECT field, version FROM blobs WHERE thread_id = ?1 AND ns = ?2")
-                        .map_err(err)?;
-                    let rows = stmt
-                        .query_map(params![thread, ns], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .map_err(err)?
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(err)?;
-                    rows
-                };
-                for key in all.iter().filter(|k| !needed.contains(*k)) {
-                    tx.execute(
-                        "DELETE FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND field = ?3 AND version = ?4",
-                        params![thread, ns, key.0, key.1],
-                    )
-                    .map_err(err)?;
+                    }
                 }
             }
+            let kept = sqlite_rows::chains(&tx, &thread, &ns, kept_roots)?;
+            let gone = sqlite_rows::chains(&tx, &thread, &ns, doomed_roots)?;
+            delete_blobs(&tx, gone.into_iter().filter(|row| !kept.contains(row)))?;
             tx.commit()?;
-            Ok(doomed.len())
+            Ok(doomed)
         })
         .await
     }
+}
+
+/// Deletes blob rows.
+fn delete_blobs(tx: &Tx<'_>, rows: impl IntoIterator<Item = i64>) -> Result<(), GraphError> {
+    let rows: Vec<i64> = rows.into_iter().collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let rows = serde_json::to_string(&rows).map_err(err)?;
+    tx.execute(
+        "DELETE FROM blobs WHERE rowid IN (SELECT value FROM json_each(?1))",
+        params![rows],
+    )
+    .map_err(err)?;
+    Ok(())
 }
 
 /// The checkpoint (`id`, or the latest) of a thread and namespace, with the blobs and pending
@@ -670,62 +753,72 @@ fn load(
     id: Option<String>,
 ) -> Result<LoadedCheckpoint, GraphError> {
     let tx = Tx::read(c).map_err(err)?;
+    let with_rows = |r: &rusqlite::Row<'_>| Ok((record_from_row(r)?, r.get::<_, String>(9)?));
     let row = match &id {
         Some(id) => tx
             .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM checkpoints \
+                "SELECT {RECORD_COLUMNS}, blob_rows FROM checkpoints \
                  WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"
             ))
             .and_then(|mut stmt| {
-                stmt.query_row(params![thread, ns, id], record_from_row)
+                stmt.query_row(params![thread, ns, id], with_rows)
                     .optional()
             }),
         None => tx
             .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM checkpoints \
+                "SELECT {RECORD_COLUMNS}, blob_rows FROM checkpoints \
                  WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1"
             ))
-            .and_then(|mut stmt| {
-                stmt.query_row(params![thread, ns], record_from_row)
-                    .optional()
-            }),
+            .and_then(|mut stmt| stmt.query_row(params![thread, ns], with_rows).optional()),
     }
     .map_err(err)?;
-    let Some(row) = row else {
+    let Some((row, blob_rows)) = row else {
         return Ok(LoadedCheckpoint::default());
     };
-    let versions_json = row.2.clone();
     let record = finish_record(row)?;
     let blobs = {
+        let fields = sqlite_rows::field_rows(&tx, &thread, &ns, &record.versions, &blob_rows)?;
+        let rows = sqlite_rows::chains(&tx, &thread, &ns, fields)?;
+        let rows = serde_json::to_string(&rows).map_err(err)?;
         let mut stmt = tx
             .prepare_cached(
-                "WITH RECURSIVE chain(field, version) AS (
-                     SELECT key, value FROM json_each(?3)
-                     UNION
-                     SELECT b.field, b.base_version FROM chain c CROSS JOIN blobs b
-                       ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version
-                      WHERE b.base_version IS NOT NULL
-                 )
-                 SELECT b.field, b.version, b.base_version, b.base_len, b.data
-                   FROM chain c CROSS JOIN blobs b
-                     ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = c.field AND b.version = c.version",
+                "SELECT b.field, b.version, b.base_version, b.base_len, b.data,
+                        b.thread_id = ?2 AND b.ns = ?3
+                   FROM json_each(?1) r JOIN blobs b ON b.rowid = r.value",
             )
             .map_err(err)?;
         let blobs = stmt
-            .query_map(params![thread, ns, versions_json], |r| {
+            .query_map(params![rows, thread, ns], |r| {
                 let base: Option<String> = r.get(2)?;
                 let len: Option<i64> = r.get(3)?;
-                Ok(FieldBlob {
-                    field: r.get(0)?,
-                    version: r.get(1)?,
-                    base: base.map(|b| (b, len.unwrap_or(0) as u64)),
-                    data: r.get(4)?,
-                })
+                Ok((
+                    FieldBlob {
+                        field: r.get(0)?,
+                        version: r.get(1)?,
+                        base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                        data: r.get(4)?,
+                    },
+                    r.get::<_, bool>(5)?,
+                ))
             })
             .map_err(err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
-        blobs
+        let mut own = Vec::with_capacity(blobs.len());
+        for (blob, owned) in blobs {
+            if !owned {
+                return Err(GraphError::CorruptCheckpoint {
+                    thread_id: thread.clone(),
+                    checkpoint_id: record.id.clone(),
+                    detail: format!(
+                        "field `{}` points at a blob row of another thread or namespace",
+                        blob.field
+                    ),
+                });
+            }
+            own.push(blob);
+        }
+        own
     };
     let writes = {
         let mut stmt = tx
