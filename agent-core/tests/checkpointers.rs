@@ -389,3 +389,148 @@ async fn sqlite_stores_a_blob_given_twice_once() {
     assert_eq!(stored, 1);
     assert_eq!(saver.get("t", "", None).await.unwrap().blobs, [blob]);
 }
+
+/// The blob rows checkpoints point at survive `VACUUM`, which renumbers a table's hidden
+/// rowids (the blobs' row numbers are a column of their own).
+#[tokio::test]
+async fn sqlite_blob_rows_survive_vacuum() {
+    let path = common::sqlite_path();
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    let mut u = record("u", "c1");
+    u.versions = [("f", "c1")].into_iter().collect();
+    saver.put(&u, &[blob("f", "c1", None, 1)]).await.unwrap();
+    let mut t = record("t", "c1");
+    t.versions = [("f", "c1"), ("g", "c1")].into_iter().collect();
+    saver
+        .put(&t, &[blob("f", "c1", None, 7), blob("g", "c1", None, 8)])
+        .await
+        .unwrap();
+    saver.delete_thread("u").await.unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("VACUUM")
+        .unwrap();
+    assert_eq!(fields(&saver, "t").await, [("f", 7), ("g", 8)]);
+}
+
+/// What another saver on the file deletes or prunes is not taken for stored: a checkpoint
+/// stored again stores its blobs again, and a delta finds the base stored again.
+#[tokio::test]
+async fn sqlite_sees_what_another_saver_deleted() {
+    let path = common::sqlite_path();
+    let (a, b) = (
+        agent_core::SqliteSaver::open(&path).unwrap(),
+        agent_core::SqliteSaver::open(&path).unwrap(),
+    );
+    let mut c1 = record("t", "c1");
+    c1.versions = [("f", "c1")].into_iter().collect();
+    a.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
+    b.delete_thread("t").await.unwrap();
+    // The freed row is taken by another thread's blob.
+    let mut x = record("u", "x");
+    x.versions = [("f", "x")].into_iter().collect();
+    b.put(&x, &[blob("f", "x", None, 9)]).await.unwrap();
+    a.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
+    assert_eq!(fields(&a, "t").await, [("f", 1)]);
+
+    let mut c2 = record("t", "c2");
+    c2.parent_id = Some("c1".to_owned());
+    c2.versions = [("f", "c2")].into_iter().collect();
+    b.put(&c2, &[blob("f", "c2", None, 2)]).await.unwrap();
+    b.prune("t", "", 1).await.unwrap();
+    b.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
+    let mut c3 = record("t", "c3");
+    c3.parent_id = Some("c1".to_owned());
+    c3.versions = [("f", "c3")].into_iter().collect();
+    a.put(&c3, &[blob("f", "c3", Some(("c1", 1)), 3)])
+        .await
+        .unwrap();
+    let loaded = a.get("t", "", Some("c3")).await.unwrap();
+    let mut got: Vec<(String, String)> = loaded
+        .blobs
+        .iter()
+        .map(|b| (b.field.clone(), b.version.clone()))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("f".to_owned(), "c1".to_owned()),
+            ("f".to_owned(), "c3".to_owned())
+        ]
+    );
+}
+
+/// `delete_thread` leaves no blob of the thread: not one its checkpoint's versions do not
+/// name, nor one a checkpoint stored again no longer needs.
+#[tokio::test]
+async fn sqlite_delete_thread_leaves_no_blob_behind() {
+    let path = common::sqlite_path();
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    let count = || {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT COUNT(*) FROM blobs WHERE thread_id = 't'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+    };
+    let mut c1 = record("t", "c1");
+    c1.versions = [("f", "c1")].into_iter().collect();
+    // `g` is not among c1's versions.
+    saver
+        .put(&c1, &[blob("f", "c1", None, 1), blob("g", "c1", None, 2)])
+        .await
+        .unwrap();
+    let mut c2 = record("t", "c2");
+    c2.parent_id = Some("c1".to_owned());
+    c2.versions = [("f", "c2")].into_iter().collect();
+    saver.put(&c2, &[blob("f", "c2", None, 3)]).await.unwrap();
+    // c1 again, with another value for f at c1: the first row is no longer needed.
+    saver
+        .put(&c1, &[blob("f", "c1", None, 4), blob("g", "c1", None, 2)])
+        .await
+        .unwrap();
+    assert_eq!(
+        count(),
+        3,
+        "f@c1 stored again replaced the row c1 no longer needs"
+    );
+    saver.delete_thread("t").await.unwrap();
+    assert_eq!(count(), 0);
+}
+
+fn blob(
+    field: &str,
+    version: &str,
+    base: Option<(&str, u64)>,
+    data: u8,
+) -> agent_core::checkpoint::FieldBlob {
+    agent_core::checkpoint::FieldBlob {
+        field: field.to_owned(),
+        version: version.to_owned(),
+        base: base.map(|(b, n)| (b.to_owned(), n)),
+        data: vec![data],
+    }
+}
+
+/// The latest checkpoint's blobs of thread `thread`: (field, first byte), sorted.
+async fn fields(saver: &agent_core::SqliteSaver, thread: &str) -> Vec<(&'static str, u8)> {
+    let loaded = saver.get(thread, "", None).await.unwrap();
+    let mut got: Vec<(&'static str, u8)> = loaded
+        .blobs
+        .iter()
+        .map(|b| {
+            let field: &'static str = match b.field.as_str() {
+                "f" => "f",
+                "g" => "g",
+                other => panic!("unexpected field {other}"),
+            };
+            (field, b.data[0])
+        })
+        .collect();
+    got.sort();
+    got
+}

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     PRIMARY KEY (thread_id, ns, id)
 );
 CREATE TABLE IF NOT EXISTS blobs (
+    id INTEGER PRIMARY KEY,
     thread_id TEXT NOT NULL,
     ns TEXT NOT NULL,
     field TEXT NOT NULL,
@@ -78,8 +79,9 @@ CREATE TABLE IF NOT EXISTS writes (
 );
 ";
 
-/// Version 1 -> 2: the blobs move to a table without the key index (keeping their row
-/// numbers), each delta gets its base's row and each checkpoint the rows of its fields.
+/// Version 1 -> 2: the blobs move to a table without the key index (their row numbers kept as
+/// `id`, which `VACUUM` does not renumber as it may a hidden rowid), each delta gets its base's
+/// row and each checkpoint the rows of its fields.
 const MIGRATE_1_TO_2: &str = "
 ALTER TABLE checkpoints ADD COLUMN blob_rows TEXT NOT NULL DEFAULT '{}';
 UPDATE checkpoints SET blob_rows = (
@@ -89,6 +91,7 @@ UPDATE checkpoints SET blob_rows = (
                   AND b.field = v.key AND b.version = v.value
 );
 CREATE TABLE blobs_2 (
+    id INTEGER PRIMARY KEY,
     thread_id TEXT NOT NULL,
     ns TEXT NOT NULL,
     field TEXT NOT NULL,
@@ -98,7 +101,7 @@ CREATE TABLE blobs_2 (
     base_row INTEGER,
     data BLOB NOT NULL
 );
-INSERT INTO blobs_2 (rowid, thread_id, ns, field, version, base_version, base_len, base_row, data)
+INSERT INTO blobs_2 (id, thread_id, ns, field, version, base_version, base_len, base_row, data)
     SELECT b.rowid, b.thread_id, b.ns, b.field, b.version, b.base_version, b.base_len,
            (SELECT p.rowid FROM blobs p
              WHERE p.thread_id = b.thread_id AND p.ns = b.ns
@@ -120,6 +123,32 @@ pub struct SqliteSaver {
 struct Db {
     conn: Connection,
     rows: BlobRows,
+    /// SQLite's `data_version` when this connection last wrote: when another connection (a
+    /// process, or another saver on the file) has written since, what `rows` remembers may
+    /// have been deleted, so it is forgotten.
+    data_version: i64,
+}
+
+/// Forgets the rows remembered when another connection has written since this one did (called
+/// inside a write transaction, so nobody else writes until it ends).
+fn check_others(conn: &Connection, rows: &mut BlobRows, seen: &mut i64) -> Result<(), GraphError> {
+    let version: i64 = conn
+        .prepare_cached("PRAGMA data_version")
+        .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+        .map_err(err)?;
+    if version != *seen {
+        rows.clear();
+        *seen = version;
+    }
+    Ok(())
+}
+
+/// The lock after a panic while it was held: the transaction rolled back, so the rows it
+/// remembered may be numbers the next inserts take.
+fn recover(poisoned: std::sync::PoisonError<MutexGuard<'_, Db>>) -> MutexGuard<'_, Db> {
+    let mut db = poisoned.into_inner();
+    db.rows.clear();
+    db
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -128,7 +157,7 @@ impl std::fmt::Debug for SqliteSaver {
     }
 }
 
-fn err(e: impl std::fmt::Display) -> GraphError {
+pub(super) fn err(e: impl std::fmt::Display) -> GraphError {
     GraphError::Storage {
         backend: "sqlite",
         detail: e.to_string(),
@@ -210,6 +239,7 @@ impl SqliteSaver {
             conn: Arc::new(Mutex::new(Db {
                 conn,
                 rows: BlobRows::default(),
+                data_version: 0,
             })),
         })
     }
@@ -220,7 +250,8 @@ impl SqliteSaver {
     ) -> Result<T, GraphError> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = conn.lock().unwrap_or_else(recover);
+            conn.clear_poison();
             f(&mut guard)
         })
         .await
@@ -233,7 +264,10 @@ impl SqliteSaver {
     fn inline(&self) -> Option<MutexGuard<'_, Db>> {
         match self.conn.try_lock() {
             Ok(conn) => Some(conn),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::Poisoned(p)) => {
+                self.conn.clear_poison();
+                Some(recover(p))
+            }
             Err(TryLockError::WouldBlock) => None,
         }
     }
@@ -244,20 +278,17 @@ impl SqliteSaver {
         self.with(move |db| {
             let tx = Tx::read(&db.conn).map_err(err)?;
             let rows = sqlite_rows::thread_rows(&tx, &thread, None)?;
-            let mut size = tx
-                .prepare_cached("SELECT LENGTH(data) FROM blobs WHERE rowid = ?1")
+            let rows = serde_json::to_string(&rows).map_err(err)?;
+            let bytes = tx
+                .query_row(
+                    "SELECT COALESCE(SUM(LENGTH(b.data)), 0)
+                       FROM json_each(?1) r JOIN blobs b ON b.id = r.value",
+                    params![rows],
+                    |r| r.get::<_, i64>(0),
+                )
                 .map_err(err)?;
-            let mut bytes = 0;
-            for row in rows {
-                bytes += size
-                    .query_row(params![row], |r| r.get::<_, i64>(0))
-                    .optional()
-                    .map_err(err)?
-                    .unwrap_or(0) as u64;
-            }
-            drop(size);
             tx.commit()?;
-            Ok(bytes)
+            Ok(bytes as u64)
         })
         .await
     }
@@ -380,7 +411,9 @@ fn store_now(db: &mut Db, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
         }
         Err(e) => Some(Err(err(e))),
         Ok(tx) => {
-            let result = store_ops(&tx, &mut db.rows, ops).and_then(|()| tx.commit());
+            let result = check_others(&tx, &mut db.rows, &mut db.data_version)
+                .and_then(|()| store_ops(&tx, &mut db.rows, ops))
+                .and_then(|()| tx.commit());
             Some(stored(&mut db.rows, result))
         }
     };
@@ -393,7 +426,9 @@ fn store_now(db: &mut Db, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
 /// Stores `ops` in one transaction, waiting for another connection's write lock.
 fn store(db: &mut Db, ops: &[StoreOp]) -> Result<(), GraphError> {
     let tx = Tx::write(&db.conn).map_err(err)?;
-    let result = store_ops(&tx, &mut db.rows, ops).and_then(|()| tx.commit());
+    let result = check_others(&tx, &mut db.rows, &mut db.data_version)
+        .and_then(|()| store_ops(&tx, &mut db.rows, ops))
+        .and_then(|()| tx.commit());
     stored(&mut db.rows, result)
 }
 
@@ -445,58 +480,84 @@ fn insert_checkpoint(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .map_err(err)?;
+    let mut extras = Vec::new();
     for blob in blobs {
-        if locate.remembered(&blob.field, &blob.version).is_some() {
-            continue;
-        }
-        let (base, len, base_row) = match &blob.base {
-            Some((v, n)) => (
-                Some(v.as_str()),
-                Some(*n as i64),
-                locate.row(&blob.field, v)?,
-            ),
-            None => (None, None, None),
+        let row = match locate.remembered(&blob.field, &blob.version) {
+            Some(row) => row,
+            None => {
+                let (base, len, base_row) = match &blob.base {
+                    Some((v, n)) => (
+                        Some(v.as_str()),
+                        Some(*n as i64),
+                        locate.row(&blob.field, v)?,
+                    ),
+                    None => (None, None, None),
+                };
+                insert_blob
+                    .execute(params![
+                        record.thread_id,
+                        record.ns,
+                        blob.field,
+                        blob.version,
+                        base,
+                        len,
+                        base_row,
+                        blob.data
+                    ])
+                    .map_err(err)?;
+                let row = tx.last_insert_rowid();
+                locate.inserted(&blob.field, &blob.version, row);
+                row
+            }
         };
-        insert_blob
-            .execute(params![
-                record.thread_id,
-                record.ns,
-                blob.field,
-                blob.version,
-                base,
-                len,
-                base_row,
-                blob.data
-            ])
-            .map_err(err)?;
-        locate.inserted(&blob.field, &blob.version, tx.last_insert_rowid());
+        if record.versions.get(&blob.field) != Some(blob.version.as_str()) {
+            // Listed apart, so deleting the checkpoint deletes it.
+            extras.push((sqlite_rows::extra_key(&blob.field, &blob.version), row));
+        }
     }
-    let mut located = Vec::with_capacity(record.versions.len());
+    let mut located: Vec<(&str, i64)> = Vec::with_capacity(record.versions.len());
     for (field, version) in record.versions.iter() {
         if let Some(row) = locate.row(field, version)? {
             located.push((field, row));
         }
     }
+    located.extend(extras.iter().map(|(key, row)| (key.as_str(), *row)));
     let blob_rows = sqlite_rows::rows_json(&located)?;
-    tx.prepare_cached(
-        "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body, blob_rows)
+    let insert = |sql: &str| {
+        tx.prepare_cached(sql)?.execute(params![
+            record.thread_id,
+            record.ns,
+            record.id,
+            record.parent_id,
+            record.step,
+            record.created_at_ms,
+            metadata,
+            versions,
+            record.body,
+            blob_rows
+        ])
+    };
+    match insert(
+        "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body, blob_rows)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )
-    .map_err(err)?
-    .execute(params![
-        record.thread_id,
-        record.ns,
-        record.id,
-        record.parent_id,
-        record.step,
-        record.created_at_ms,
-        metadata,
-        versions,
-        record.body,
-        blob_rows
-    ])
-    .map_err(err)?;
-    Ok(())
+    ) {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            // Stored before: the new one replaces it, and the blob rows only the old one
+            // needed go with it.
+            let before = sqlite_rows::checkpoint_rows(tx, &record.thread_id, &record.ns, &record.id)?;
+            insert(
+                "INSERT OR REPLACE INTO checkpoints (thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body, blob_rows)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )
+            .map_err(err)?;
+            let needed = sqlite_rows::thread_rows(tx, &record.thread_id, Some(&record.ns))?;
+            delete_blobs(tx, before.into_iter().filter(|row| !needed.contains(row)))
+        }
+        Err(e) => Err(err(e)),
+    }
 }
 
 /// Inserts pending writes (inside the caller's transaction); a write with the same task id
@@ -687,7 +748,9 @@ impl Checkpointer for SqliteSaver {
                     )
                     .map_err(err)?;
                 let rows = stmt
-                    .query_map(params![thread, ns], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .query_map(params![thread, ns], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
                     .map_err(err)?
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(err)?;
@@ -702,22 +765,22 @@ impl Checkpointer for SqliteSaver {
             let (mut kept_roots, mut doomed_roots) = (Vec::new(), Vec::new());
             for (i, (id, versions, blob_rows)) in stored.iter().enumerate() {
                 let versions = serde_json::from_str(versions).map_err(err)?;
-                let rows = sqlite_rows::field_rows(&tx, &thread, &ns, &versions, blob_rows)?;
+                let needs = sqlite_rows::wanted(&versions, blob_rows, true)?;
                 if i < keep_last {
-                    kept_roots.extend(rows);
-                } else {
-                    doomed_roots.extend(rows);
-                    for table in ["checkpoints", "writes"] {
-                        let column = if table == "checkpoints" { "id" } else { "checkpoint_id" };
-                        tx.execute(
-                            &format!(
-                                "DELETE FROM {table} WHERE thread_id = ?1 AND ns = ?2 AND {column} = ?3"
-                            ),
-                            params![thread, ns, id],
-                        )
-                        .map_err(err)?;
-                    }
+                    kept_roots.extend(needs);
+                    continue;
                 }
+                doomed_roots.extend(needs);
+                tx.execute(
+                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+                    params![thread, ns, id],
+                )
+                .map_err(err)?;
+                tx.execute(
+                    "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3",
+                    params![thread, ns, id],
+                )
+                .map_err(err)?;
             }
             let kept = sqlite_rows::chains(&tx, &thread, &ns, kept_roots)?;
             let gone = sqlite_rows::chains(&tx, &thread, &ns, doomed_roots)?;
@@ -737,7 +800,7 @@ fn delete_blobs(tx: &Tx<'_>, rows: impl IntoIterator<Item = i64>) -> Result<(), 
     }
     let rows = serde_json::to_string(&rows).map_err(err)?;
     tx.execute(
-        "DELETE FROM blobs WHERE rowid IN (SELECT value FROM json_each(?1))",
+        "DELETE FROM blobs WHERE id IN (SELECT value FROM json_each(?1))",
         params![rows],
     )
     .map_err(err)?;
@@ -777,48 +840,31 @@ fn load(
     };
     let record = finish_record(row)?;
     let blobs = {
-        let fields = sqlite_rows::field_rows(&tx, &thread, &ns, &record.versions, &blob_rows)?;
-        let rows = sqlite_rows::chains(&tx, &thread, &ns, fields)?;
+        let wanted = sqlite_rows::wanted(&record.versions, &blob_rows, false)?;
+        let rows = sqlite_rows::chains(&tx, &thread, &ns, wanted)?;
         let rows = serde_json::to_string(&rows).map_err(err)?;
         let mut stmt = tx
             .prepare_cached(
-                "SELECT b.field, b.version, b.base_version, b.base_len, b.data,
-                        b.thread_id = ?2 AND b.ns = ?3
-                   FROM json_each(?1) r JOIN blobs b ON b.rowid = r.value",
+                "SELECT b.field, b.version, b.base_version, b.base_len, b.data
+                   FROM json_each(?1) r JOIN blobs b ON b.id = r.value",
             )
             .map_err(err)?;
+        // Every row was checked against what points at it (`chains`).
         let blobs = stmt
-            .query_map(params![rows, thread, ns], |r| {
+            .query_map(params![rows], |r| {
                 let base: Option<String> = r.get(2)?;
                 let len: Option<i64> = r.get(3)?;
-                Ok((
-                    FieldBlob {
-                        field: r.get(0)?,
-                        version: r.get(1)?,
-                        base: base.map(|b| (b, len.unwrap_or(0) as u64)),
-                        data: r.get(4)?,
-                    },
-                    r.get::<_, bool>(5)?,
-                ))
+                Ok(FieldBlob {
+                    field: r.get(0)?,
+                    version: r.get(1)?,
+                    base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                    data: r.get(4)?,
+                })
             })
             .map_err(err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
-        let mut own = Vec::with_capacity(blobs.len());
-        for (blob, owned) in blobs {
-            if !owned {
-                return Err(GraphError::CorruptCheckpoint {
-                    thread_id: thread.clone(),
-                    checkpoint_id: record.id.clone(),
-                    detail: format!(
-                        "field `{}` points at a blob row of another thread or namespace",
-                        blob.field
-                    ),
-                });
-            }
-            own.push(blob);
-        }
-        own
+        blobs
     };
     let writes = {
         let mut stmt = tx

@@ -39,7 +39,8 @@ pub(super) struct BlobRows {
 struct Scope(Vec<(String, String, i64)>);
 
 impl BlobRows {
-    /// The row of `field` at `version`, if that is the version remembered.
+    /// The row of `field` at `version`, if that is the version remembered ([`ABSENT`]: no
+    /// blob has it).
     pub(super) fn get(&self, thread: &str, ns: &str, field: &str, version: &str) -> Option<i64> {
         let scope = self.threads.get(thread)?.get(ns)?;
         let i = scope.position(field).ok()?;
@@ -100,12 +101,7 @@ fn slot<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V
         .unwrap_or_else(|| unreachable!("inserted above"))
 }
 
-fn err(e: impl std::fmt::Display) -> GraphError {
-    GraphError::Storage {
-        backend: "sqlite",
-        detail: e.to_string(),
-    }
-}
+use super::sqlite::err;
 
 /// Finds the rows of the blob versions a new checkpoint refers to, inside its transaction.
 pub(super) struct Locator<'a> {
@@ -116,7 +112,7 @@ pub(super) struct Locator<'a> {
     parent: Option<&'a str>,
     /// The parent checkpoint's rows were read into `rows` already.
     parent_read: bool,
-    /// The namespace's checkpoints were searched once (a later miss goes by key at once).
+    /// The namespace's checkpoints were searched already (they are searched once).
     scanned: bool,
 }
 
@@ -144,41 +140,79 @@ impl<'a> Locator<'a> {
         self.rows.set(self.thread, self.ns, field, version, row);
     }
 
-    /// The row of `field` at `version`: remembered, else from the parent checkpoint, else from
-    /// the newest checkpoint of the namespace that lists it, else by its key; `None` if no
-    /// blob has it.
+    /// The row of `field` at `version` if this saver remembers one (a blob given again is
+    /// not stored twice).
+    pub(super) fn remembered(&self, field: &str, version: &str) -> Option<i64> {
+        self.rows
+            .get(self.thread, self.ns, field, version)
+            .filter(|&row| row != ABSENT)
+    }
+
+    /// The row of `field` at `version`: remembered, else listed by the parent checkpoint, else
+    /// by another checkpoint of the namespace, else found by its key; `None` if no blob has
+    /// it (remembered too, so the next checkpoint does not search again).
     pub(super) fn row(&mut self, field: &str, version: &str) -> Result<Option<i64>, GraphError> {
         if let Some(row) = self.rows.get(self.thread, self.ns, field, version) {
-            return Ok(Some(row));
+            return Ok((row != ABSENT).then_some(row));
         }
         if !self.parent_read {
             self.parent_read = true;
-            if let Some(parent) = self.parent {
-                let stored = self
-                    .conn
-                    .prepare_cached(
-                        "SELECT versions, blob_rows FROM checkpoints
-                          WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
-                    )
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![self.thread, self.ns, parent], |r| {
-                            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-                        })
-                        .optional()
-                    })
-                    .map_err(err)?;
-                if let Some((versions, rows)) = stored {
-                    self.remember(&versions, &rows)?;
-                    if let Some(row) = self.rows.get(self.thread, self.ns, field, version) {
-                        return Ok(Some(row));
-                    }
+            self.read_parent()?;
+            if let Some(row) = self.remembered(field, version) {
+                return Ok(Some(row));
+            }
+        }
+        if !self.scanned {
+            self.scanned = true;
+            self.read_namespace(field, version)?;
+            if let Some(row) = self.remembered(field, version) {
+                return Ok(Some(row));
+            }
+        }
+        let found = by_key(self.conn, self.thread, self.ns, field, version)?;
+        self.rows.set(
+            self.thread,
+            self.ns,
+            field,
+            version,
+            found.unwrap_or(ABSENT),
+        );
+        Ok(found)
+    }
+
+    /// Remembers the rows the parent checkpoint lists.
+    fn read_parent(&mut self) -> Result<(), GraphError> {
+        let Some(parent) = self.parent else {
+            return Ok(());
+        };
+        let stored = self
+            .conn
+            .prepare_cached(
+                "SELECT versions, blob_rows FROM checkpoints
+                  WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![self.thread, self.ns, parent], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .optional()
+            })
+            .map_err(err)?;
+        if let Some((versions, rows)) = stored {
+            let versions: Versions = serde_json::from_str(&versions).map_err(err)?;
+            let rows: HashMap<String, i64> = serde_json::from_str(&rows).map_err(err)?;
+            for (field, version) in versions.iter() {
+                if let Some(&row) = rows.get(field) {
+                    self.rows.set(self.thread, self.ns, field, version, row);
                 }
             }
         }
-        if self.scanned {
-            return by_key(self.conn, self.thread, self.ns, field, version);
-        }
-        // Newest first: the first checkpoint that has this version says where it is.
+        Ok(())
+    }
+
+    /// Remembers the row of `field` at `version` from the newest checkpoint of the namespace
+    /// that lists it.
+    fn read_namespace(&mut self, field: &str, version: &str) -> Result<(), GraphError> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -186,54 +220,28 @@ impl<'a> Locator<'a> {
                   WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC",
             )
             .map_err(err)?;
-        let mut found = None;
         let mut stored = stmt.query(params![self.thread, self.ns]).map_err(err)?;
         while let Some(r) = stored.next().map_err(err)? {
-            let (versions, rows): (String, String) =
-                (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
-            let versions: Versions = serde_json::from_str(&versions).map_err(err)?;
+            let versions: Versions =
+                serde_json::from_str(&r.get::<_, String>(0).map_err(err)?).map_err(err)?;
             if versions.get(field) != Some(version) {
                 continue;
             }
-            let rows: HashMap<String, i64> = serde_json::from_str(&rows).map_err(err)?;
-            if let Some(&row) = rows.get(field) {
-                found = Some(row);
-                break;
-            }
-        }
-        drop(stored);
-        if found.is_none() {
-            // A blob no checkpoint lists (stored by some other path): by its key, once; the
-            // row is remembered and the new checkpoint lists it.
-            self.scanned = true;
-            found = by_key(self.conn, self.thread, self.ns, field, version)?;
-        }
-        if let Some(row) = found {
-            self.rows.set(self.thread, self.ns, field, version, row);
-        }
-        Ok(found)
-    }
-
-    /// The row of `field` at `version` if this saver remembers one (a blob given again is
-    /// not stored twice).
-    pub(super) fn remembered(&self, field: &str, version: &str) -> Option<i64> {
-        self.rows.get(self.thread, self.ns, field, version)
-    }
-
-    /// Remembers the rows a stored checkpoint lists.
-    fn remember(&mut self, versions: &str, rows: &str) -> Result<(), GraphError> {
-        let versions: Versions = serde_json::from_str(versions).map_err(err)?;
-        let rows: HashMap<String, i64> = serde_json::from_str(rows).map_err(err)?;
-        for (field, version) in versions.iter() {
+            let rows: HashMap<String, i64> =
+                serde_json::from_str(&r.get::<_, String>(1).map_err(err)?).map_err(err)?;
             if let Some(&row) = rows.get(field) {
                 self.rows.set(self.thread, self.ns, field, version, row);
+                break;
             }
         }
         Ok(())
     }
 }
 
-/// `blob_rows` as stored: `{"field": row, ...}`.
+/// A remembered "no blob has this version" (row numbers start at 1).
+const ABSENT: i64 = 0;
+
+/// `blob_rows` as stored: `{"field": row, ...}` (and [`extra_key`]s).
 pub(super) fn rows_json(rows: &[(&str, i64)]) -> Result<String, GraphError> {
     struct Rows<'a>(&'a [(&'a str, i64)]);
     impl serde::Serialize for Rows<'_> {
@@ -244,28 +252,74 @@ pub(super) fn rows_json(rows: &[(&str, i64)]) -> Result<String, GraphError> {
     serde_json::to_string(&Rows(rows)).map_err(err)
 }
 
-/// The rows a stored checkpoint's fields are in: from its `blob_rows`, and for a field it
-/// does not list, the newest blob with that field and version (a scan).
-pub(super) fn field_rows(
+/// A blob a stored checkpoint needs: its field and version, and the row its checkpoint lists
+/// for it (if any).
+pub(super) type Wanted = (String, String, Option<i64>);
+
+/// What a stored checkpoint's fields need, from its `versions` and `blob_rows`; with
+/// `extras`, also the blobs it stored that its versions do not name.
+pub(super) fn wanted(
+    versions: &Versions,
+    rows_json: &str,
+    extras: bool,
+) -> Result<Vec<Wanted>, GraphError> {
+    let listed: HashMap<String, i64> = serde_json::from_str(rows_json).map_err(err)?;
+    let mut wanted: Vec<Wanted> = versions
+        .iter()
+        .map(|(field, version)| {
+            (
+                field.to_owned(),
+                version.to_owned(),
+                listed.get(field).copied(),
+            )
+        })
+        .collect();
+    if extras {
+        for (key, row) in &listed {
+            if let Some((field, version)) =
+                key.strip_prefix('\0').and_then(|key| key.split_once('\0'))
+            {
+                wanted.push((field.to_owned(), version.to_owned(), Some(*row)));
+            }
+        }
+    }
+    Ok(wanted)
+}
+
+/// The `blob_rows` key of a blob a checkpoint stored for a version its versions do not name
+/// (`\0field\0version`: no field name starts with a NUL).
+pub(super) fn extra_key(field: &str, version: &str) -> String {
+    format!("\0{field}\0{version}")
+}
+
+/// Every blob row one stored checkpoint reaches (its extras included).
+pub(super) fn checkpoint_rows(
     conn: &Connection,
     thread: &str,
     ns: &str,
-    versions: &Versions,
-    rows_json: &str,
-) -> Result<Vec<i64>, GraphError> {
-    let listed: HashMap<String, i64> = serde_json::from_str(rows_json).map_err(err)?;
-    let mut rows = Vec::with_capacity(versions.len());
-    for (field, version) in versions.iter() {
-        match listed.get(field) {
-            Some(&row) => rows.push(row),
-            None => rows.extend(by_key(conn, thread, ns, field, version)?),
-        }
-    }
-    Ok(rows)
+    id: &str,
+) -> Result<HashSet<i64>, GraphError> {
+    let stored = conn
+        .prepare_cached(
+            "SELECT versions, blob_rows FROM checkpoints
+              WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row(params![thread, ns, id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .optional()
+        })
+        .map_err(err)?;
+    let Some((versions, rows)) = stored else {
+        return Ok(HashSet::new());
+    };
+    let versions: Versions = serde_json::from_str(&versions).map_err(err)?;
+    chains(conn, thread, ns, wanted(&versions, &rows, true)?)
 }
 
 /// The newest blob row with this key (a scan of the table: only for versions no checkpoint
-/// lists a row for).
+/// lists a row for, or whose listed row does not hold them).
 fn by_key(
     conn: &Connection,
     thread: &str,
@@ -274,9 +328,9 @@ fn by_key(
     version: &str,
 ) -> Result<Option<i64>, GraphError> {
     conn.prepare_cached(
-        "SELECT rowid FROM blobs
+        "SELECT id FROM blobs
           WHERE thread_id = ?1 AND ns = ?2 AND field = ?3 AND version = ?4
-          ORDER BY rowid DESC LIMIT 1",
+          ORDER BY id DESC LIMIT 1",
     )
     .and_then(|mut stmt| {
         stmt.query_row(params![thread, ns, field, version], |r| r.get(0))
@@ -285,52 +339,105 @@ fn by_key(
     .map_err(err)
 }
 
-/// `roots` and the rows of their delta bases, transitively (each once). A delta stored
-/// without its base's row is followed by its base's key.
+/// A blob row as a chain sees it.
+struct Link {
+    owned: bool,
+    field: String,
+    version: String,
+    base_version: Option<String>,
+    base_row: Option<i64>,
+}
+
+/// The rows that hold `wanted` and their delta bases, transitively. Each row is checked
+/// against what points at it (thread, namespace, field and version): a row that does not
+/// hold what it should (the file was edited, or another process deleted and reused it) or a
+/// version with no row listed is found by its key instead.
 pub(super) fn chains(
     conn: &Connection,
     thread: &str,
     ns: &str,
-    roots: impl IntoIterator<Item = i64>,
+    wanted: Vec<Wanted>,
 ) -> Result<HashSet<i64>, GraphError> {
-    let mut seen = HashSet::new();
-    let mut next: Vec<i64> = roots.into_iter().collect();
+    let mut links: HashMap<i64, Link> = HashMap::new();
+    fetch(
+        conn,
+        thread,
+        ns,
+        wanted.iter().filter_map(|w| w.2),
+        &mut links,
+    )?;
+    let mut found = HashSet::new();
+    let mut stack = wanted;
+    while let Some((field, version, row)) = stack.pop() {
+        let holds = |row: &i64| {
+            links
+                .get(row)
+                .is_some_and(|l| l.owned && l.field == field && l.version == version)
+        };
+        let row = match row.filter(holds) {
+            Some(row) => row,
+            None => match by_key(conn, thread, ns, &field, &version)? {
+                Some(row) => {
+                    if !links.contains_key(&row) {
+                        fetch(conn, thread, ns, [row], &mut links)?;
+                    }
+                    row
+                }
+                None => continue,
+            },
+        };
+        if !found.insert(row) {
+            continue;
+        }
+        if let Some(link) = links.get(&row)
+            && let Some(base) = &link.base_version
+        {
+            stack.push((link.field.clone(), base.clone(), link.base_row));
+        }
+    }
+    Ok(found)
+}
+
+/// Reads `roots` and the rows their `base_row`s lead to, into `links`.
+fn fetch(
+    conn: &Connection,
+    thread: &str,
+    ns: &str,
+    roots: impl IntoIterator<Item = i64>,
+    links: &mut HashMap<i64, Link>,
+) -> Result<(), GraphError> {
+    let roots: Vec<i64> = roots.into_iter().collect();
+    if roots.is_empty() {
+        return Ok(());
+    }
+    let roots = serde_json::to_string(&roots).map_err(err)?;
     let mut stmt = conn
         .prepare_cached(
             "WITH RECURSIVE chain(r) AS (
                  SELECT value FROM json_each(?1)
                  UNION
-                 SELECT b.base_row FROM chain c JOIN blobs b ON b.rowid = c.r
+                 SELECT b.base_row FROM chain c JOIN blobs b ON b.id = c.r
                   WHERE b.base_row IS NOT NULL
              )
-             SELECT c.r, b.field, b.base_version, b.base_row IS NULL
-               FROM chain c JOIN blobs b ON b.rowid = c.r",
+             SELECT b.id, b.thread_id = ?2 AND b.ns = ?3, b.field, b.version, b.base_version,
+                    b.base_row
+               FROM chain c JOIN blobs b ON b.id = c.r",
         )
         .map_err(err)?;
-    while !next.is_empty() {
-        let roots = serde_json::to_string(&next).map_err(err)?;
-        next.clear();
-        let mut found = stmt.query(params![roots]).map_err(err)?;
-        let mut unlinked = Vec::new();
-        while let Some(r) = found.next().map_err(err)? {
-            let row: i64 = r.get(0).map_err(err)?;
-            seen.insert(row);
-            let base: Option<String> = r.get(2).map_err(err)?;
-            if let Some(base) = base
-                && r.get::<_, bool>(3).map_err(err)?
-            {
-                unlinked.push((r.get::<_, String>(1).map_err(err)?, base));
-            }
-        }
-        for (field, base) in unlinked {
-            if let Some(row) = by_key(conn, thread, ns, &field, &base)?
-                && !seen.contains(&row)
-            {
-                next.push(row);
-            }
-        }
+    let mut rows = stmt.query(params![roots, thread, ns]).map_err(err)?;
+    while let Some(r) = rows.next().map_err(err)? {
+        links.insert(
+            r.get(0).map_err(err)?,
+            Link {
+                owned: r.get(1).map_err(err)?,
+                field: r.get(2).map_err(err)?,
+                version: r.get(3).map_err(err)?,
+                base_version: r.get(4).map_err(err)?,
+                base_row: r.get(5).map_err(err)?,
+            },
+        );
     }
-    Ok(seen)
+    Ok(())
 }
 
 /// Every blob row the checkpoints of a thread (all namespaces, or one) need.
@@ -345,27 +452,21 @@ pub(super) fn thread_rows(
               WHERE thread_id = ?1 AND (?2 IS NULL OR ns = ?2) ORDER BY ns",
         )
         .map_err(err)?;
-    let mut by_ns: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut by_ns: Vec<(String, Vec<Wanted>)> = Vec::new();
     let mut stored = stmt.query(params![thread, ns]).map_err(err)?;
     while let Some(r) = stored.next().map_err(err)? {
         let ns: String = r.get(0).map_err(err)?;
         let versions: Versions =
             serde_json::from_str(&r.get::<_, String>(1).map_err(err)?).map_err(err)?;
-        let rows = field_rows(
-            conn,
-            thread,
-            &ns,
-            &versions,
-            &r.get::<_, String>(2).map_err(err)?,
-        )?;
+        let needs = wanted(&versions, &r.get::<_, String>(2).map_err(err)?, true)?;
         match by_ns.last_mut() {
-            Some((last, all)) if *last == ns => all.extend(rows),
-            _ => by_ns.push((ns, rows)),
+            Some((last, all)) if *last == ns => all.extend(needs),
+            _ => by_ns.push((ns, needs)),
         }
     }
     let mut all = HashSet::new();
-    for (ns, roots) in by_ns {
-        all.extend(chains(conn, thread, &ns, roots)?);
+    for (ns, needs) in by_ns {
+        all.extend(chains(conn, thread, &ns, needs)?);
     }
     Ok(all)
 }
