@@ -3,18 +3,21 @@
 //! Why: blobs used to be keyed by `(thread_id, ns, field, version)`, an index of long text
 //! keys that every commit with a blob wrote into (its leaf pages, often a rebalance of three
 //! of them, and their parents): on `fanout_to_subgraph` that index was an eighth of the pages
-//! a run wrote to the log. Now the blobs table is a heap: rows only ever appended (SQLite
-//! appends to a rowid table's last page without rebalancing), and each checkpoint row says in
-//! `blob_rows` which row holds the version of each of its fields (`{"messages": 42}`); a
-//! delta blob names its base's row in `base_row`. Reading a checkpoint follows those numbers.
+//! a run wrote to the log. Now the blobs table is a heap: rows only ever appended under an
+//! `id` (SQLite appends to a rowid table's last page without rebalancing, and `VACUUM` keeps
+//! an `INTEGER PRIMARY KEY` where it may renumber a hidden rowid), and each checkpoint row
+//! says in `blob_rows` which row holds the version of each of its fields (`{"messages": 42}`,
+//! plus any blob it stored for a version it does not name, so deleting it deletes that too);
+//! a delta blob names its base's row in `base_row`.
 //!
-//! A checkpoint's unchanged fields point at rows written before it, so the saver keeps the
-//! rows of the fields it wrote last, per thread and namespace ([`BlobRows`]); a namespace it
-//! has not written since it was opened (another process wrote it, or a resumed thread) is
+//! Writing: a checkpoint's unchanged fields point at rows written before it, so the saver
+//! remembers the rows of the versions it wrote last, per thread and namespace ([`BlobRows`]),
+//! and forgets them when another connection has written to the file since (SQLite's
+//! `data_version`: another process may have deleted them). A namespace it does not remember is
 //! looked up in the parent checkpoint's `blob_rows`, then in the namespace's other
-//! checkpoints, and last by a scan of the blobs' keys: slower, never wrong. A blob given again
-//! for a version the saver remembers is not stored twice. A read follows the rows, and looks
-//! a field the checkpoint does not list up by its key.
+//! checkpoints, and last by a scan of the blobs' keys. Reading follows the rows and checks
+//! each against what points at it (thread, namespace, field, version); one that does not hold
+//! it, or a field listed nowhere, is found by its key: slower, never wrong.
 
 use std::collections::{HashMap, HashSet};
 
