@@ -262,13 +262,10 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
     let mut next = record("t", "c3");
     next.parent_id = Some("c2".to_owned());
     next.versions = [("count", "c1"), ("messages", "c3")].into_iter().collect();
-    let delta = FieldBlob {
-        field: "messages".to_owned(),
-        version: "c3".to_owned(),
-        base: Some(("c2".to_owned(), 2)),
-        data: vec![0xdd],
-    };
-    saver.put(&next, &[delta]).await.unwrap();
+    saver
+        .put(&next, &[blob("messages", "c3", Some(("c2", 2)), 0xdd)])
+        .await
+        .unwrap();
     let latest = saver.get("t", "", None).await.unwrap();
     assert_eq!(
         keys(&latest.blobs),
@@ -318,45 +315,30 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
 /// the parent checkpoint; a blob no checkpoint lists is still found by its key.
 #[tokio::test]
 async fn sqlite_finds_blob_rows_another_saver_wrote() {
-    use agent_core::checkpoint::FieldBlob;
     let path = common::sqlite_path();
     let (a, b) = (
         agent_core::SqliteSaver::open(&path).unwrap(),
         agent_core::SqliteSaver::open(&path).unwrap(),
     );
-    let blob = |field: &str, version: &str, data: u8| FieldBlob {
-        field: field.to_owned(),
-        version: version.to_owned(),
-        base: None,
-        data: vec![data],
-    };
     let mut first = record("t", "c1");
     first.versions = [("f", "c1")].into_iter().collect();
     // `g` is stored with a checkpoint that does not list it.
-    a.put(&first, &[blob("f", "c1", 1), blob("g", "c1", 2)])
-        .await
-        .unwrap();
+    a.put(
+        &first,
+        &[blob("f", "c1", None, 1), blob("g", "c1", None, 2)],
+    )
+    .await
+    .unwrap();
     let mut second = record("t", "c2");
     second.parent_id = Some("c1".to_owned());
     second.versions = [("f", "c1"), ("g", "c1"), ("h", "c2")]
         .into_iter()
         .collect();
-    b.put(&second, &[blob("h", "c2", 3)]).await.unwrap();
+    b.put(&second, &[blob("h", "c2", None, 3)]).await.unwrap();
     for saver in [&a, &b] {
-        let loaded = saver.get("t", "", None).await.unwrap();
-        let mut got: Vec<(String, u8)> = loaded
-            .blobs
-            .iter()
-            .map(|b| (b.field.clone(), b.data[0]))
-            .collect();
-        got.sort();
         assert_eq!(
-            got,
-            [
-                ("f".to_owned(), 1),
-                ("g".to_owned(), 2),
-                ("h".to_owned(), 3)
-            ]
+            fields(saver, "t").await,
+            pairs(&[("f", 1), ("g", 2), ("h", 3)])
         );
     }
 }
@@ -365,17 +347,12 @@ async fn sqlite_finds_blob_rows_another_saver_wrote() {
 /// not appended again.
 #[tokio::test]
 async fn sqlite_stores_a_blob_given_twice_once() {
-    use agent_core::checkpoint::{FieldBlob, StoreOp};
+    use agent_core::checkpoint::StoreOp;
     let path = common::sqlite_path();
     let saver = agent_core::SqliteSaver::open(&path).unwrap();
     let mut first = record("t", "c1");
     first.versions = [("f", "c1")].into_iter().collect();
-    let blob = FieldBlob {
-        field: "f".to_owned(),
-        version: "c1".to_owned(),
-        base: None,
-        data: vec![1; 64],
-    };
+    let blob = blob("f", "c1", None, 1);
     let op = || StoreOp::Checkpoint {
         record: first.clone(),
         blobs: vec![blob.clone()],
@@ -410,7 +387,7 @@ async fn sqlite_blob_rows_survive_vacuum() {
         .unwrap()
         .execute_batch("VACUUM")
         .unwrap();
-    assert_eq!(fields(&saver, "t").await, [("f", 7), ("g", 8)]);
+    assert_eq!(fields(&saver, "t").await, pairs(&[("f", 7), ("g", 8)]));
 }
 
 /// What another saver on the file deletes or prunes is not taken for stored: a checkpoint
@@ -431,7 +408,7 @@ async fn sqlite_sees_what_another_saver_deleted() {
     x.versions = [("f", "x")].into_iter().collect();
     b.put(&x, &[blob("f", "x", None, 9)]).await.unwrap();
     a.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
-    assert_eq!(fields(&a, "t").await, [("f", 1)]);
+    assert_eq!(fields(&a, "t").await, pairs(&[("f", 1)]));
 
     let mut c2 = record("t", "c2");
     c2.parent_id = Some("c1".to_owned());
@@ -517,20 +494,18 @@ fn blob(
 }
 
 /// The latest checkpoint's blobs of thread `thread`: (field, first byte), sorted.
-async fn fields(saver: &agent_core::SqliteSaver, thread: &str) -> Vec<(&'static str, u8)> {
+async fn fields(saver: &agent_core::SqliteSaver, thread: &str) -> Vec<(String, u8)> {
     let loaded = saver.get(thread, "", None).await.unwrap();
-    let mut got: Vec<(&'static str, u8)> = loaded
+    let mut got: Vec<(String, u8)> = loaded
         .blobs
         .iter()
-        .map(|b| {
-            let field: &'static str = match b.field.as_str() {
-                "f" => "f",
-                "g" => "g",
-                other => panic!("unexpected field {other}"),
-            };
-            (field, b.data[0])
-        })
+        .map(|b| (b.field.clone(), b.data[0]))
         .collect();
     got.sort();
     got
+}
+
+/// (field, first byte) pairs as `fields` returns them.
+fn pairs(expected: &[(&str, u8)]) -> Vec<(String, u8)> {
+    expected.iter().map(|&(f, d)| (f.to_owned(), d)).collect()
 }

@@ -79,9 +79,8 @@ CREATE TABLE IF NOT EXISTS writes (
 );
 ";
 
-/// Version 1 -> 2: the blobs move to a table without the key index (their row numbers kept as
-/// `id`, which `VACUUM` does not renumber as it may a hidden rowid), each delta gets its base's
-/// row and each checkpoint the rows of its fields.
+/// Version 1 -> 2, before [`SCHEMA`] creates the new `blobs` table: each checkpoint gets the
+/// rows of its fields (found through version 1's key index), and the old table steps aside.
 const MIGRATE_1_TO_2: &str = "
 ALTER TABLE checkpoints ADD COLUMN blob_rows TEXT NOT NULL DEFAULT '{}';
 UPDATE checkpoints SET blob_rows = (
@@ -90,26 +89,21 @@ UPDATE checkpoints SET blob_rows = (
       JOIN blobs b ON b.thread_id = checkpoints.thread_id AND b.ns = checkpoints.ns
                   AND b.field = v.key AND b.version = v.value
 );
-CREATE TABLE blobs_2 (
-    id INTEGER PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    ns TEXT NOT NULL,
-    field TEXT NOT NULL,
-    version TEXT NOT NULL,
-    base_version TEXT,
-    base_len INTEGER,
-    base_row INTEGER,
-    data BLOB NOT NULL
-);
-INSERT INTO blobs_2 (id, thread_id, ns, field, version, base_version, base_len, base_row, data)
+ALTER TABLE blobs RENAME TO blobs_1;
+";
+
+/// Version 1 -> 2, after [`SCHEMA`]: the blobs move to the new table with their row numbers as
+/// `id` (which `VACUUM` does not renumber as it may a hidden rowid), each delta with its
+/// base's row.
+const MIGRATED_1_TO_2: &str = "
+INSERT INTO blobs (id, thread_id, ns, field, version, base_version, base_len, base_row, data)
     SELECT b.rowid, b.thread_id, b.ns, b.field, b.version, b.base_version, b.base_len,
-           (SELECT p.rowid FROM blobs p
+           (SELECT p.rowid FROM blobs_1 p
              WHERE p.thread_id = b.thread_id AND p.ns = b.ns
                AND p.field = b.field AND p.version = b.base_version),
            b.data
-      FROM blobs b;
-DROP TABLE blobs;
-ALTER TABLE blobs_2 RENAME TO blobs;
+      FROM blobs_1 b;
+DROP TABLE blobs_1;
 UPDATE agentgraph_meta SET value = '2' WHERE key = 'schema_version';
 ";
 
@@ -216,7 +210,11 @@ impl SqliteSaver {
                     .map_err(err)?;
                 }
                 Some(Ok(v)) if v == SCHEMA_VERSION => {}
-                Some(Ok(1)) => conn.execute_batch(MIGRATE_1_TO_2).map_err(err)?,
+                Some(Ok(1)) => {
+                    conn.execute_batch(MIGRATE_1_TO_2).map_err(err)?;
+                    conn.execute_batch(SCHEMA).map_err(err)?;
+                    conn.execute_batch(MIGRATED_1_TO_2).map_err(err)?;
+                }
                 Some(Ok(v)) if v > SCHEMA_VERSION => {
                     return Err(err(format!(
                         "database schema version {v} is newer than this program's ({SCHEMA_VERSION}); upgrade agent-core"

@@ -188,25 +188,10 @@ impl<'a> Locator<'a> {
         let Some(parent) = self.parent else {
             return Ok(());
         };
-        let stored = self
-            .conn
-            .prepare_cached(
-                "SELECT versions, blob_rows FROM checkpoints
-                  WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![self.thread, self.ns, parent], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-                })
-                .optional()
-            })
-            .map_err(err)?;
-        if let Some((versions, rows)) = stored {
-            let versions: Versions = serde_json::from_str(&versions).map_err(err)?;
-            let rows: HashMap<String, i64> = serde_json::from_str(&rows).map_err(err)?;
-            for (field, version) in versions.iter() {
-                if let Some(&row) = rows.get(field) {
-                    self.rows.set(self.thread, self.ns, field, version, row);
+        if let Some((versions, rows)) = stored(self.conn, self.thread, self.ns, parent)? {
+            for (field, version, row) in wanted(&versions, &rows, false)? {
+                if let Some(row) = row {
+                    self.rows.set(self.thread, self.ns, &field, &version, row);
                 }
             }
         }
@@ -302,7 +287,20 @@ pub(super) fn checkpoint_rows(
     ns: &str,
     id: &str,
 ) -> Result<HashSet<i64>, GraphError> {
-    let stored = conn
+    let Some((versions, rows)) = stored(conn, thread, ns, id)? else {
+        return Ok(HashSet::new());
+    };
+    chains(conn, thread, ns, wanted(&versions, &rows, true)?)
+}
+
+/// A stored checkpoint's versions and its `blob_rows` (as stored), if it is stored.
+fn stored(
+    conn: &Connection,
+    thread: &str,
+    ns: &str,
+    id: &str,
+) -> Result<Option<(Versions, String)>, GraphError> {
+    let row = conn
         .prepare_cached(
             "SELECT versions, blob_rows FROM checkpoints
               WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
@@ -314,11 +312,8 @@ pub(super) fn checkpoint_rows(
             .optional()
         })
         .map_err(err)?;
-    let Some((versions, rows)) = stored else {
-        return Ok(HashSet::new());
-    };
-    let versions: Versions = serde_json::from_str(&versions).map_err(err)?;
-    chains(conn, thread, ns, wanted(&versions, &rows, true)?)
+    row.map(|(versions, rows)| Ok((serde_json::from_str(&versions).map_err(err)?, rows)))
+        .transpose()
 }
 
 /// The newest blob row with this key (a scan of the table: only for versions no checkpoint
