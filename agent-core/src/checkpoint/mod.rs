@@ -26,6 +26,8 @@ mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
+mod sqlite_vfs;
+#[cfg(feature = "sqlite")]
 mod sqlite_wal;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -9,7 +9,7 @@
 //! transaction begins and ends with cached statements (`Tx`), and query plans are fixed per
 //! statement (`setup`): parsing SQL again was a tenth of a short `sync` step. The write-ahead
 //! log is moved into the database file by a thread of the saver's own (`sqlite_wal`), not by
-//! the commit that fills it. Blobs are a heap of rows that checkpoints point into by row
+//! the commit that fills it, and written to it one commit a system call (`sqlite_vfs`). Blobs are a heap of rows that checkpoints point into by row
 //! number (`sqlite_rows`), so a commit writes no index of blob keys.
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
@@ -161,8 +161,17 @@ pub(super) fn err(e: impl std::fmt::Display) -> GraphError {
 impl SqliteSaver {
     /// Opens (or creates) the database file at `path` and migrates its schema.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, GraphError> {
-        let conn = Connection::open(path.as_ref())
-            .map_err(|e| err(format!("opening {}: {e}", path.as_ref().display())))?;
+        // The log-batching VFS when it is there (it wraps SQLite's `unix` VFS).
+        let conn = if super::sqlite_vfs::registered() {
+            Connection::open_with_flags_and_vfs(
+                path.as_ref(),
+                rusqlite::OpenFlags::default(),
+                super::sqlite_vfs::NAME,
+            )
+        } else {
+            Connection::open(path.as_ref())
+        }
+        .map_err(|e| err(format!("opening {}: {e}", path.as_ref().display())))?;
         Self::setup(conn, Some(path.as_ref()))
     }
 
