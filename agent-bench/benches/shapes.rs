@@ -82,6 +82,9 @@ static GLOBAL: Counting = Counting;
 
 const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
+/// Set: the SQLite saver is opened shared (`SqliteSaver::open`).
+const SQLITE_SHARED_ENV: &str = "AGENTGRAPH_BENCH_SQLITE_SHARED";
+
 struct Options {
     quick: bool,
     shapes: Vec<String>,
@@ -328,6 +331,16 @@ fn budget(name: &str, quick: bool) -> (Duration, usize, usize) {
     }
 }
 
+/// The SQLite saver as a process that owns its checkpoints opens it (`open_exclusive`), or
+/// shared (`open`) with `AGENTGRAPH_BENCH_SQLITE_SHARED` set (to compare the two).
+fn open_sqlite(path: &std::path::Path) -> Result<SqliteSaver, BoxError> {
+    Ok(if std::env::var_os(SQLITE_SHARED_ENV).is_some() {
+        SqliteSaver::open(path)?
+    } else {
+        SqliteSaver::open_exclusive(path)?
+    })
+}
+
 /// A saver of this kind, and a cleanup for it.
 async fn saver(
     kind: &str,
@@ -338,7 +351,7 @@ async fn saver(
         "memory" => Some(Arc::new(InMemorySaver::new())),
         "sqlite" => {
             std::fs::create_dir_all(dir)?;
-            Some(Arc::new(SqliteSaver::open(dir.join("checkpoints.sqlite"))?))
+            Some(Arc::new(open_sqlite(&dir.join("checkpoints.sqlite"))?))
         }
         "postgres" => {
             let url =
@@ -513,7 +526,7 @@ impl Typed {
             "memory" => Typed::Memory(Arc::new(InMemorySaver::new())),
             "sqlite" => {
                 std::fs::create_dir_all(dir)?;
-                Typed::Sqlite(Arc::new(SqliteSaver::open(dir.join("chat.sqlite"))?))
+                Typed::Sqlite(Arc::new(open_sqlite(&dir.join("chat.sqlite"))?))
             }
             _ => {
                 let url = std::env::var(POSTGRES_ENV)?;

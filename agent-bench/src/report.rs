@@ -178,7 +178,7 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
     if !theirs.is_empty() {
         let _ = writeln!(
             out,
-            "LangGraph ÷ agentgraph, median time per super-step, against LangGraph's in-memory saver (targets: ≥{TARGET_NO_SAVER:.0}x without a saver, ≥{TARGET_MEMORY:.0}x in memory with `exit` and `async`, ≥{TARGET_MEMORY_SYNC:.0}x in memory with `sync`, ≥{TARGET_SQLITE:.0}x with SQLite; ✗ = missed). LangGraph: the faster of its async and sync APIs. `exit`: both sides write one checkpoint when the run ends. `async`: both write a checkpoint every super-step while the next one runs. `sync ÷ async`: agentgraph awaits each step's checkpoint, LangGraph writes it in the background.\n"
+            "LangGraph ÷ agentgraph, median time per super-step, against LangGraph's in-memory saver (targets: ≥{TARGET_NO_SAVER:.0}x without a saver, ≥{TARGET_MEMORY:.0}x in memory with `exit` and `async`, ≥{TARGET_MEMORY_SYNC:.0}x in memory with `sync`, ≥{TARGET_SQLITE:.0}x with SQLite; ✗ = missed). LangGraph: the faster of its async and sync APIs. `exit`: both sides write one checkpoint when the run ends. `async`: both write a checkpoint every super-step while the next one runs. `sync ÷ async`: agentgraph awaits each step's checkpoint, LangGraph writes it in the background. SQLite: agentgraph's saver holds its file (`SqliteSaver::open_exclusive`, as a process that owns its checkpoints opens it; `open` shares the file with other processes).\n"
         );
         let _ = writeln!(
             out,

@@ -119,6 +119,53 @@ async fn sqlite_file_is_shared_by_two_savers() {
     assert!(b.get("t", "", None).await.unwrap().record.is_some());
 }
 
+/// A saver opened with `open_exclusive` holds its file: other savers (and other processes'
+/// connections) cannot open it, with an error that says why, until it is dropped; then the
+/// file opens shared with everything it stored.
+#[tokio::test]
+async fn an_exclusive_sqlite_saver_holds_its_file_until_dropped() {
+    let path = common::sqlite_path();
+    let owner = agent_core::SqliteSaver::open_exclusive(&path).unwrap();
+    owner
+        .put(&record("t", "0190000001-0000-7000-8000-000000000000"), &[])
+        .await
+        .unwrap();
+    for other in [
+        agent_core::SqliteSaver::open(&path),
+        agent_core::SqliteSaver::open_exclusive(&path),
+    ] {
+        let Err(e) = other else {
+            panic!("the file is held by the first saver")
+        };
+        let message = e.to_string();
+        assert!(
+            message.contains("is held by another connection"),
+            "{message}"
+        );
+        assert!(message.contains("open_exclusive"), "{message}");
+    }
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    assert!(
+        plain
+            .query_row("SELECT COUNT(*) FROM checkpoints", [], |r| r
+                .get::<_, i64>(0))
+            .is_err()
+    );
+    drop(owner);
+    let reader = agent_core::SqliteSaver::open(&path).unwrap();
+    assert_eq!(
+        reader.get("t", "", None).await.unwrap().record.unwrap().id,
+        "0190000001-0000-7000-8000-000000000000"
+    );
+    assert_eq!(
+        plain
+            .query_row("SELECT COUNT(*) FROM checkpoints", [], |r| r
+                .get::<_, i64>(0))
+            .unwrap(),
+        1
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
     use agent_core::checkpoint::{FieldBlob, StoreOp};

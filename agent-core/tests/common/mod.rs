@@ -73,13 +73,18 @@ pub fn postgres_url() -> Option<String> {
     }
 }
 
-/// Every backend available here: memory, SQLite (a temp file) and PostgreSQL (when up).
+/// Every backend available here: memory, SQLite (a temp file, shared and held by the saver
+/// alone) and PostgreSQL (when up).
 pub async fn backends() -> Vec<(&'static str, Arc<dyn Checkpointer>)> {
     let mut out: Vec<(&'static str, Arc<dyn Checkpointer>)> = vec![
         ("memory", Arc::new(InMemorySaver::new())),
         (
             "sqlite",
             Arc::new(SqliteSaver::open(sqlite_path()).expect("sqlite")),
+        ),
+        (
+            "sqlite",
+            Arc::new(SqliteSaver::open_exclusive(sqlite_path()).expect("sqlite, exclusive")),
         ),
     ];
     if let Some(url) = postgres_url() {
