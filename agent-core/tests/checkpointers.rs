@@ -119,50 +119,71 @@ async fn sqlite_file_is_shared_by_two_savers() {
     assert!(b.get("t", "", None).await.unwrap().record.is_some());
 }
 
-/// A saver opened with `open_exclusive` holds its file: other savers (and other processes'
-/// connections) cannot open it, with an error that says why, until it is dropped; then the
-/// file opens shared with everything it stored.
+/// Set in the child process of the test below: the file another process holds.
+const HELD_ENV: &str = "AGENTGRAPH_TEST_HELD_FILE";
+
+/// A saver opened with `open_exclusive` holds its file for its process: another process
+/// cannot open it, nor can a shared saver of the same process, with errors that say why;
+/// another exclusive saver of the process shares it; once dropped, the file opens shared with
+/// everything it stored.
 #[tokio::test]
 async fn an_exclusive_sqlite_saver_holds_its_file_until_dropped() {
+    const ID: &str = "0190000001-0000-7000-8000-000000000000";
+    if let Ok(path) = std::env::var(HELD_ENV) {
+        for other in [
+            agent_core::SqliteSaver::open(&path),
+            agent_core::SqliteSaver::open_exclusive(&path),
+        ] {
+            let Err(e) = other else {
+                panic!("the file is held by the parent process")
+            };
+            let message = e.to_string();
+            assert!(message.contains("is held by another process"), "{message}");
+            assert!(message.contains("open_exclusive"), "{message}");
+        }
+        return;
+    }
     let path = common::sqlite_path();
     let owner = agent_core::SqliteSaver::open_exclusive(&path).unwrap();
-    owner
-        .put(&record("t", "0190000001-0000-7000-8000-000000000000"), &[])
-        .await
-        .unwrap();
-    for other in [
-        agent_core::SqliteSaver::open(&path),
-        agent_core::SqliteSaver::open_exclusive(&path),
-    ] {
-        let Err(e) = other else {
-            panic!("the file is held by the first saver")
-        };
-        let message = e.to_string();
-        assert!(
-            message.contains("is held by another connection"),
-            "{message}"
-        );
-        assert!(message.contains("open_exclusive"), "{message}");
-    }
-    let plain = rusqlite::Connection::open(&path).unwrap();
+    owner.put(&record("t", ID), &[]).await.unwrap();
+
+    let Err(e) = agent_core::SqliteSaver::open(&path) else {
+        panic!("a shared saver of this process is refused")
+    };
+    let message = e.to_string();
     assert!(
-        plain
-            .query_row("SELECT COUNT(*) FROM checkpoints", [], |r| r
-                .get::<_, i64>(0))
-            .is_err()
+        message.contains("is held by a saver of this process"),
+        "{message}"
     );
+    assert!(message.contains("open_exclusive"), "{message}");
+    let second = agent_core::SqliteSaver::open_exclusive(&path).unwrap();
+    assert_eq!(
+        second.get("t", "", None).await.unwrap().record.unwrap().id,
+        ID
+    );
+    drop(second);
+
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "an_exclusive_sqlite_saver_holds_its_file_until_dropped",
+            "--nocapture",
+        ])
+        .env(HELD_ENV, &path)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && out.contains("1 passed"),
+        "the other process could open the held file: {out}{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+
     drop(owner);
     let reader = agent_core::SqliteSaver::open(&path).unwrap();
     assert_eq!(
         reader.get("t", "", None).await.unwrap().record.unwrap().id,
-        "0190000001-0000-7000-8000-000000000000"
-    );
-    assert_eq!(
-        plain
-            .query_row("SELECT COUNT(*) FROM checkpoints", [], |r| r
-                .get::<_, i64>(0))
-            .unwrap(),
-        1
+        ID
     );
 }
 

@@ -15,7 +15,8 @@
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use rusqlite::config::DbConfig;
@@ -124,6 +125,63 @@ struct Db {
     /// process, or another saver on the file) has written since, what `rows` remembers may
     /// have been deleted, so it is forgotten.
     data_version: i64,
+    // Dropped in this order: the connection (and its hook, which ends the log thread), the
+    // thread (joined), then the process's claim on the file.
+    _wal: Option<WalThread>,
+    _held: Option<OpenFile>,
+}
+
+/// The log thread, joined when the saver is dropped (its connection closes the file first).
+struct WalThread(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for WalThread {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take()
+            && thread.join().is_err()
+        {
+            tracing::warn!("the SQLite log thread panicked");
+        }
+    }
+}
+
+/// This process's savers' claims on their files: a file open through `unix-excl` must not be
+/// open through `unix` in the same process too (each would keep its own index of the log, and
+/// the process's file locks do not keep its own connections apart).
+static OPEN_FILES: Mutex<BTreeMap<PathBuf, (usize, bool)>> = Mutex::new(BTreeMap::new());
+
+/// A saver's claim on its file (released when dropped).
+struct OpenFile(PathBuf);
+
+impl OpenFile {
+    fn hold(path: &Path, exclusive: bool) -> Result<OpenFile, GraphError> {
+        let key = path
+            .canonicalize()
+            .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
+        let mut files = OPEN_FILES.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = files.entry(key.clone()).or_insert((0, exclusive));
+        if entry.1 != exclusive {
+            return Err(err(format!(
+                "{} is held by a saver of this process opened with `SqliteSaver::{}` \
+                 (`open_exclusive` holds its file until it is dropped; the two cannot share it)",
+                path.display(),
+                if entry.1 { "open_exclusive" } else { "open" },
+            )));
+        }
+        entry.0 += 1;
+        Ok(OpenFile(key))
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        let mut files = OPEN_FILES.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = files.get_mut(&self.0) {
+            entry.0 -= 1;
+            if entry.0 == 0 {
+                files.remove(&self.0);
+            }
+        }
+    }
 }
 
 /// Forgets the rows remembered when another connection has written since this one did (called
@@ -168,44 +226,43 @@ impl SqliteSaver {
         Self::open_file(path.as_ref(), false)
     }
 
-    /// Opens the file at `path` for this saver alone: until the saver (its last clone) is
-    /// dropped, no other saver or process can open the file (they get an error saying it is
-    /// held). In exchange a commit takes no file locks (six `fcntl` calls a commit in shared
-    /// mode) and SQLite keeps the log's index in the process's memory instead of a shared
-    /// file; SQLite moves the log into the file itself, in the commit that takes it past
-    /// 1,000 pages. For a process that owns its checkpoints (a server with one saver), the
-    /// fastest way to store them in a file.
+    /// Opens the file at `path` for this process alone: until the saver (its last clone) is
+    /// dropped, no other process can open the file, nor a saver of this process with
+    /// [`open`](Self::open) (both get an error saying it is held); other `open_exclusive`
+    /// savers of this process share it. In exchange a commit takes no file locks (six `fcntl`
+    /// calls a commit with `open`) and the log's index lives in the process's memory (SQLite's
+    /// `unix-excl` VFS). For a process that owns its checkpoints (a server), the fastest way
+    /// to store them in a file. A plain SQLite connection of this process must not open the
+    /// file meanwhile (SQLite would keep a second index of the one log).
     pub fn open_exclusive(path: impl AsRef<Path>) -> Result<Self, GraphError> {
         Self::open_file(path.as_ref(), true)
     }
 
     fn open_file(path: &Path, exclusive: bool) -> Result<Self, GraphError> {
-        // The log-batching VFS when it is there (it wraps SQLite's `unix` VFS).
-        let conn = if super::sqlite_vfs::registered() {
-            Connection::open_with_flags_and_vfs(
-                path,
-                rusqlite::OpenFlags::default(),
-                super::sqlite_vfs::NAME,
-            )
+        // The log-batching VFS when it is there (it wraps SQLite's `unix` or `unix-excl`).
+        let vfs = super::sqlite_vfs::name(exclusive).unwrap_or(if exclusive {
+            c"unix-excl"
         } else {
-            Connection::open(path)
-        }
-        .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
-        if exclusive {
-            // Before the first read: the locks are then taken once and kept.
-            conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")
-                .map_err(err)?;
-        }
-        Self::setup(conn, Some((path, exclusive)))
+            c"unix"
+        });
+        let conn = Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)
+            .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
+        // SQLite created the file on opening it, without reading it yet.
+        let held = OpenFile::hold(path, exclusive)?;
+        Self::setup(conn, Some((path, vfs)), Some(held))
     }
 
     /// A private in-memory database (for tests).
     pub fn in_memory() -> Result<Self, GraphError> {
-        Self::setup(Connection::open_in_memory().map_err(err)?, None)
+        Self::setup(Connection::open_in_memory().map_err(err)?, None, None)
     }
 
-    /// `file`: the database file and whether this saver holds it alone (`None` in memory).
-    fn setup(mut conn: Connection, file: Option<(&Path, bool)>) -> Result<Self, GraphError> {
+    /// `file`: the database file and the VFS it was opened with (`None` in memory).
+    fn setup(
+        mut conn: Connection,
+        file: Option<(&Path, &std::ffi::CStr)>,
+        held: Option<OpenFile>,
+    ) -> Result<Self, GraphError> {
         // Reading the file's mode waits only on a connection that holds the file alone,
         // which gives it up when its saver is dropped: a second, not thirty.
         conn.busy_timeout(OPEN_BUSY_TIMEOUT).map_err(err)?;
@@ -218,7 +275,7 @@ impl SqliteSaver {
                     if f.code == rusqlite::ErrorCode::DatabaseBusy =>
                 {
                     err(format!(
-                        "{} is held by another connection (a saver opened with \
+                        "{} is held by another process (a saver opened with \
                          `SqliteSaver::open_exclusive` holds its file until it is dropped): {e}",
                         path.display()
                     ))
@@ -226,12 +283,23 @@ impl SqliteSaver {
                 _ => err(e),
             })?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        // A saver holding its file alone leaves the log to SQLite's own checkpoint: the
-        // thread's connection could not open the file.
-        if let Some((path, false)) = file
+        let mut wal = None;
+        if let Some((path, vfs)) = file
             && mode.eq_ignore_ascii_case("wal")
         {
-            super::sqlite_wal::start(&mut conn, path, BUSY_TIMEOUT)?;
+            // The thread's connection opens the file as the saver's did (`unix-excl`: the
+            // process's in-memory log index, which both share).
+            let vfs = if vfs == c"agentgraph-wal-excl" {
+                c"unix-excl"
+            } else {
+                c"unix"
+            };
+            wal = Some(WalThread(Some(super::sqlite_wal::start(
+                &mut conn,
+                path,
+                vfs,
+                BUSY_TIMEOUT,
+            )?)));
         }
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
@@ -287,6 +355,8 @@ impl SqliteSaver {
                 conn,
                 rows: BlobRows::default(),
                 data_version: 0,
+                _wal: wal,
+                _held: held,
             })),
         })
     }

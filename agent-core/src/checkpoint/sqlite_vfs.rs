@@ -24,8 +24,13 @@ use std::sync::OnceLock;
 
 use rusqlite::ffi;
 
-/// The shim's name, given to `Connection::open_with_flags_and_vfs`.
-pub(super) const NAME: &CStr = c"agentgraph-wal";
+/// The shim over SQLite's `unix` VFS (files shared with other processes) and over its
+/// `unix-excl` VFS (the process holds the file: one lock at the first open, the log's index
+/// and its locks in the process's memory, shared by the process's connections).
+const SHIMS: [(&CStr, &CStr); 2] = [
+    (c"unix", c"agentgraph-wal"),
+    (c"unix-excl", c"agentgraph-wal-excl"),
+];
 
 /// Buffered bytes past which the buffer is written before taking more.
 const BUFFER_LIMIT: usize = 1 << 20;
@@ -33,33 +38,39 @@ const BUFFER_LIMIT: usize = 1 << 20;
 /// The most one write hands SQLite's own file.
 const WRITE_LIMIT: usize = 1 << 16;
 
-/// Registers the shim once; `false` when SQLite has no `unix` VFS to wrap (the saver then
-/// opens with SQLite's default).
-pub(super) fn registered() -> bool {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    *REGISTERED.get_or_init(|| {
-        // SAFETY: `sqlite3_vfs_find` only reads SQLite's VFS list; the `unix` VFS it returns
-        // lives as long as the process.
-        let inner = unsafe { ffi::sqlite3_vfs_find(c"unix".as_ptr()) };
-        if inner.is_null() {
-            return false;
-        }
-        // SAFETY: `inner` is a registered VFS (checked above).
-        let mut vfs = unsafe { *inner };
-        vfs.iVersion = vfs.iVersion.min(3);
-        vfs.szOsFile = c_int::try_from(inner_offset())
-            .unwrap_or(c_int::MAX)
-            .saturating_add(vfs.szOsFile);
-        vfs.pNext = std::ptr::null_mut();
-        vfs.zName = NAME.as_ptr();
-        vfs.pAppData = inner.cast();
-        vfs.xOpen = Some(open);
-        // The `unix` VFS's other methods ignore the VFS they are given (checked in SQLite's
-        // source), so they are shared as they are.
-        let vfs: &'static mut ffi::sqlite3_vfs = Box::leak(Box::new(vfs));
-        // SAFETY: `vfs` is valid for the rest of the process and fully initialised.
-        unsafe { ffi::sqlite3_vfs_register(vfs, 0) == ffi::SQLITE_OK }
-    })
+/// The name of the shim over `unix` (or, `exclusive`, over `unix-excl`), registered on first
+/// use; `None` when SQLite has no such VFS to wrap.
+pub(super) fn name(exclusive: bool) -> Option<&'static CStr> {
+    static REGISTERED: [OnceLock<bool>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (inner, name) = SHIMS[usize::from(exclusive)];
+    REGISTERED[usize::from(exclusive)]
+        .get_or_init(|| register(inner, name))
+        .then_some(name)
+}
+
+fn register(inner_name: &CStr, name: &'static CStr) -> bool {
+    // SAFETY: `sqlite3_vfs_find` only reads SQLite's VFS list; a VFS it returns lives as long
+    // as the process.
+    let inner = unsafe { ffi::sqlite3_vfs_find(inner_name.as_ptr()) };
+    if inner.is_null() {
+        return false;
+    }
+    // SAFETY: `inner` is a registered VFS (checked above).
+    let mut vfs = unsafe { *inner };
+    vfs.iVersion = vfs.iVersion.min(3);
+    vfs.szOsFile = c_int::try_from(inner_offset())
+        .unwrap_or(c_int::MAX)
+        .saturating_add(vfs.szOsFile);
+    vfs.pNext = std::ptr::null_mut();
+    vfs.zName = name.as_ptr();
+    vfs.pAppData = inner.cast();
+    vfs.xOpen = Some(open);
+    // The `unix` VFSes' other methods ignore the VFS they are given (checked in SQLite's
+    // source), so they are shared as they are; `open` hands SQLite the inner VFS, whose name
+    // decides the locking (`unix-excl`).
+    let vfs: &'static mut ffi::sqlite3_vfs = Box::leak(Box::new(vfs));
+    // SAFETY: `vfs` is valid for the rest of the process and fully initialised.
+    unsafe { ffi::sqlite3_vfs_register(vfs, 0) == ffi::SQLITE_OK }
 }
 
 /// A log file: SQLite's own file follows this struct in the same allocation.
@@ -333,7 +344,7 @@ unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
 mod tests {
     use rusqlite::{Connection, OpenFlags, params};
 
-    use super::{NAME, registered};
+    use super::name;
 
     /// A fresh directory for one test's files.
     fn dir(test: &str) -> std::path::PathBuf {
@@ -345,8 +356,8 @@ mod tests {
     }
 
     fn shimmed(path: &std::path::Path) -> Connection {
-        assert!(registered());
-        let conn = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), NAME).unwrap();
+        let shim = name(false).unwrap();
+        let conn = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), shim).unwrap();
         conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         conn.pragma_update(None, "synchronous", "NORMAL").unwrap();
         conn

@@ -14,12 +14,14 @@
 //! The thread ends when the saver's last clone is dropped (the commit hook holds the only
 //! sender of its wake-ups).
 
+use std::ffi::CStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::GraphError;
 
@@ -31,28 +33,34 @@ const RESTART_PAST: i64 = 16_000;
 
 /// Starts the checkpointer for the database at `path`, and has `conn` (the saver's
 /// connection, in WAL mode) wake it from its commits instead of checkpointing itself.
+/// `vfs`: the VFS the saver's connection opened the file with (the thread's must lock the
+/// same way). The handle ends once `conn`'s hook is dropped and a running checkpoint is done.
 pub(super) fn start(
     conn: &mut Connection,
     path: &Path,
+    vfs: &CStr,
     busy_timeout: std::time::Duration,
-) -> Result<(), GraphError> {
+) -> Result<JoinHandle<()>, GraphError> {
     let err = |e: &dyn std::fmt::Display| GraphError::Storage {
         backend: "sqlite",
         detail: format!("starting the WAL checkpointer: {e}"),
     };
-    let own = Connection::open(path).map_err(|e| err(&e))?;
+    let own = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), vfs)
+        .map_err(|e| err(&e))?;
     own.busy_timeout(busy_timeout).map_err(|e| err(&e))?;
     let (wake, woken) = std::sync::mpsc::sync_channel(1);
     let backfilled = Arc::new(AtomicI64::new(0));
     let pages = Pages {
         backfilled: backfilled.clone(),
     };
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("agentgraph-sqlite-wal".to_owned())
         .spawn(move || run(&own, &woken, &backfilled))
         .map_err(|e| err(&e))?;
     // Replaces SQLite's automatic checkpoint (the same hook).
-    conn.wal_hook(Some(hook(pages, wake))).map_err(|e| err(&e))
+    conn.wal_hook(Some(hook(pages, wake)))
+        .map_err(|e| err(&e))?;
+    Ok(thread)
 }
 
 /// The commit hook.
