@@ -1,7 +1,8 @@
 //! `SqliteSaver`: checkpoints in one SQLite file — the embedded default, zero set-up.
 //!
 //! The file is opened in WAL mode with a busy timeout, so several threads and processes can
-//! share it. The schema is created and migrated by the saver (versioned in
+//! share it (`open`), or held by one process (`open_exclusive`: SQLite's `unix-excl` VFS, no
+//! file locks a commit, the log's index in the process's memory). The schema is created and migrated by the saver (versioned in
 //! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
 //! pool, except loads and small batches of writes (up to 64 KiB): when the connection is free
 //! and no other process holds the write lock, they run on the caller's thread, which saves
