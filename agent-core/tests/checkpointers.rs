@@ -111,8 +111,7 @@ fn record(thread: &str, id: &str) -> CheckpointRecord {
 #[tokio::test]
 async fn sqlite_file_is_shared_by_two_savers() {
     let path = common::sqlite_path();
-    let a = agent_core::SqliteSaver::open(&path).unwrap();
-    let b = agent_core::SqliteSaver::open(&path).unwrap();
+    let (a, b) = two_savers(&path);
     a.put(&record("t", "0190000001-0000-7000-8000-000000000000"), &[])
         .await
         .unwrap();
@@ -327,9 +326,12 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
         ]
     );
     // A new checkpoint keeps `count` from before the migration and extends `messages`.
-    let mut next = record("t", "c3");
-    next.parent_id = Some("c2".to_owned());
-    next.versions = [("count", "c1"), ("messages", "c3")].into_iter().collect();
+    let next = versioned(
+        "t",
+        "c3",
+        Some("c2"),
+        &[("count", "c1"), ("messages", "c3")],
+    );
     saver
         .put(&next, &[blob("messages", "c3", Some(("c2", 2)), 0xdd)])
         .await
@@ -384,12 +386,8 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
 #[tokio::test]
 async fn sqlite_finds_blob_rows_another_saver_wrote() {
     let path = common::sqlite_path();
-    let (a, b) = (
-        agent_core::SqliteSaver::open(&path).unwrap(),
-        agent_core::SqliteSaver::open(&path).unwrap(),
-    );
-    let mut first = record("t", "c1");
-    first.versions = [("f", "c1")].into_iter().collect();
+    let (a, b) = two_savers(&path);
+    let first = versioned("t", "c1", None, &[("f", "c1")]);
     // `g` is stored with a checkpoint that does not list it.
     a.put(
         &first,
@@ -397,11 +395,12 @@ async fn sqlite_finds_blob_rows_another_saver_wrote() {
     )
     .await
     .unwrap();
-    let mut second = record("t", "c2");
-    second.parent_id = Some("c1".to_owned());
-    second.versions = [("f", "c1"), ("g", "c1"), ("h", "c2")]
-        .into_iter()
-        .collect();
+    let second = versioned(
+        "t",
+        "c2",
+        Some("c1"),
+        &[("f", "c1"), ("g", "c1"), ("h", "c2")],
+    );
     b.put(&second, &[blob("h", "c2", None, 3)]).await.unwrap();
     for saver in [&a, &b] {
         assert_eq!(
@@ -418,8 +417,7 @@ async fn sqlite_stores_a_blob_given_twice_once() {
     use agent_core::checkpoint::StoreOp;
     let path = common::sqlite_path();
     let saver = agent_core::SqliteSaver::open(&path).unwrap();
-    let mut first = record("t", "c1");
-    first.versions = [("f", "c1")].into_iter().collect();
+    let first = versioned("t", "c1", None, &[("f", "c1")]);
     let blob = blob("f", "c1", None, 1);
     let op = || StoreOp::Checkpoint {
         record: first.clone(),
@@ -441,11 +439,9 @@ async fn sqlite_stores_a_blob_given_twice_once() {
 async fn sqlite_blob_rows_survive_vacuum() {
     let path = common::sqlite_path();
     let saver = agent_core::SqliteSaver::open(&path).unwrap();
-    let mut u = record("u", "c1");
-    u.versions = [("f", "c1")].into_iter().collect();
+    let u = versioned("u", "c1", None, &[("f", "c1")]);
     saver.put(&u, &[blob("f", "c1", None, 1)]).await.unwrap();
-    let mut t = record("t", "c1");
-    t.versions = [("f", "c1"), ("g", "c1")].into_iter().collect();
+    let t = versioned("t", "c1", None, &[("f", "c1"), ("g", "c1")]);
     saver
         .put(&t, &[blob("f", "c1", None, 7), blob("g", "c1", None, 8)])
         .await
@@ -463,30 +459,21 @@ async fn sqlite_blob_rows_survive_vacuum() {
 #[tokio::test]
 async fn sqlite_sees_what_another_saver_deleted() {
     let path = common::sqlite_path();
-    let (a, b) = (
-        agent_core::SqliteSaver::open(&path).unwrap(),
-        agent_core::SqliteSaver::open(&path).unwrap(),
-    );
-    let mut c1 = record("t", "c1");
-    c1.versions = [("f", "c1")].into_iter().collect();
+    let (a, b) = two_savers(&path);
+    let c1 = versioned("t", "c1", None, &[("f", "c1")]);
     a.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
     b.delete_thread("t").await.unwrap();
     // The freed row is taken by another thread's blob.
-    let mut x = record("u", "x");
-    x.versions = [("f", "x")].into_iter().collect();
+    let x = versioned("u", "x", None, &[("f", "x")]);
     b.put(&x, &[blob("f", "x", None, 9)]).await.unwrap();
     a.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
     assert_eq!(fields(&a, "t").await, pairs(&[("f", 1)]));
 
-    let mut c2 = record("t", "c2");
-    c2.parent_id = Some("c1".to_owned());
-    c2.versions = [("f", "c2")].into_iter().collect();
+    let c2 = versioned("t", "c2", Some("c1"), &[("f", "c2")]);
     b.put(&c2, &[blob("f", "c2", None, 2)]).await.unwrap();
     b.prune("t", "", 1).await.unwrap();
     b.put(&c1, &[blob("f", "c1", None, 1)]).await.unwrap();
-    let mut c3 = record("t", "c3");
-    c3.parent_id = Some("c1".to_owned());
-    c3.versions = [("f", "c3")].into_iter().collect();
+    let c3 = versioned("t", "c3", Some("c1"), &[("f", "c3")]);
     a.put(&c3, &[blob("f", "c3", Some(("c1", 1)), 3)])
         .await
         .unwrap();
@@ -522,16 +509,13 @@ async fn sqlite_delete_thread_leaves_no_blob_behind() {
             )
             .unwrap()
     };
-    let mut c1 = record("t", "c1");
-    c1.versions = [("f", "c1")].into_iter().collect();
+    let c1 = versioned("t", "c1", None, &[("f", "c1")]);
     // `g` is not among c1's versions.
     saver
         .put(&c1, &[blob("f", "c1", None, 1), blob("g", "c1", None, 2)])
         .await
         .unwrap();
-    let mut c2 = record("t", "c2");
-    c2.parent_id = Some("c1".to_owned());
-    c2.versions = [("f", "c2")].into_iter().collect();
+    let c2 = versioned("t", "c2", Some("c1"), &[("f", "c2")]);
     saver.put(&c2, &[blob("f", "c2", None, 3)]).await.unwrap();
     // c1 again, with another value for f at c1: the first row is no longer needed.
     saver
@@ -545,6 +529,27 @@ async fn sqlite_delete_thread_leaves_no_blob_behind() {
     );
     saver.delete_thread("t").await.unwrap();
     assert_eq!(count(), 0);
+}
+
+/// A checkpoint of `thread` with these field versions, after `parent`.
+fn versioned(
+    thread: &str,
+    id: &str,
+    parent: Option<&str>,
+    versions: &[(&str, &str)],
+) -> CheckpointRecord {
+    let mut record = record(thread, id);
+    record.parent_id = parent.map(str::to_owned);
+    record.versions = versions.iter().copied().collect();
+    record
+}
+
+/// Two shared savers on one file (as two processes would have).
+fn two_savers(path: &std::path::Path) -> (agent_core::SqliteSaver, agent_core::SqliteSaver) {
+    (
+        agent_core::SqliteSaver::open(path).unwrap(),
+        agent_core::SqliteSaver::open(path).unwrap(),
+    )
 }
 
 fn blob(

@@ -2,16 +2,17 @@
 //!
 //! The file is opened in WAL mode with a busy timeout, so several threads and processes can
 //! share it (`open`), or held by one process (`open_exclusive`: SQLite's `unix-excl` VFS, no
-//! file locks a commit, the log's index in the process's memory). The schema is created and migrated by the saver (versioned in
-//! `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
+//! file locks a commit, the log's index in the process's memory). The schema is created and
+//! migrated by the saver (versioned in `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
 //! pool, except loads and small batches of writes (up to 64 KiB): when the connection is free
 //! and no other process holds the write lock, they run on the caller's thread, which saves
 //! the hand-off to a blocking thread and back (most of a small checkpoint's cost). Every
 //! transaction begins and ends with cached statements (`Tx`), and query plans are fixed per
 //! statement (`setup`): parsing SQL again was a tenth of a short `sync` step. The write-ahead
 //! log is moved into the database file by a thread of the saver's own (`sqlite_wal`), not by
-//! the commit that fills it, and written to it one commit a system call (`sqlite_vfs`). Blobs are a heap of rows that checkpoints point into by row
-//! number (`sqlite_rows`), so a commit writes no index of blob keys.
+//! the commit that fills it, and written to it one commit a system call (`sqlite_vfs`).
+//! Blobs are a heap of rows that checkpoints point into by row number (`sqlite_rows`), so a
+//! commit writes no index of blob keys.
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
@@ -128,11 +129,12 @@ struct Db {
     data_version: i64,
     // Dropped in this order: the connection (and its hook, which ends the log thread), the
     // thread (joined), then the process's claim on the file.
-    _wal: Option<WalThread>,
+    _wal: WalThread,
     _held: Option<OpenFile>,
 }
 
-/// The log thread, joined when the saver is dropped (its connection closes the file first).
+/// The log thread (none in memory), joined when the saver is dropped (its connection closes
+/// the file first).
 struct WalThread(Option<std::thread::JoinHandle<()>>);
 
 impl Drop for WalThread {
@@ -143,6 +145,11 @@ impl Drop for WalThread {
             tracing::warn!("the SQLite log thread panicked");
         }
     }
+}
+
+/// SQLite's own VFS for a file the process shares (`unix`) or holds (`unix-excl`).
+fn sqlite_vfs(exclusive: bool) -> &'static std::ffi::CStr {
+    if exclusive { c"unix-excl" } else { c"unix" }
 }
 
 /// This process's savers' claims on their files: a file open through `unix-excl` must not be
@@ -240,17 +247,13 @@ impl SqliteSaver {
     }
 
     fn open_file(path: &Path, exclusive: bool) -> Result<Self, GraphError> {
-        // The log-batching VFS when it is there (it wraps SQLite's `unix` or `unix-excl`).
-        let vfs = super::sqlite_vfs::name(exclusive).unwrap_or(if exclusive {
-            c"unix-excl"
-        } else {
-            c"unix"
-        });
+        // The log-batching VFS when it is there (it wraps SQLite's own one).
+        let vfs = super::sqlite_vfs::name(exclusive).unwrap_or(sqlite_vfs(exclusive));
         let conn = Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)
             .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
         // SQLite created the file on opening it, without reading it yet.
         let held = OpenFile::hold(path, exclusive)?;
-        Self::setup(conn, Some((path, vfs)), Some(held))
+        Self::setup(conn, Some((path, exclusive)), Some(held))
     }
 
     /// A private in-memory database (for tests).
@@ -258,10 +261,10 @@ impl SqliteSaver {
         Self::setup(Connection::open_in_memory().map_err(err)?, None, None)
     }
 
-    /// `file`: the database file and the VFS it was opened with (`None` in memory).
+    /// `file`: the database file and whether the process holds it (`None` in memory).
     fn setup(
         mut conn: Connection,
-        file: Option<(&Path, &std::ffi::CStr)>,
+        file: Option<(&Path, bool)>,
         held: Option<OpenFile>,
     ) -> Result<Self, GraphError> {
         // Reading the file's mode waits only on a connection that holds the file alone,
@@ -284,23 +287,18 @@ impl SqliteSaver {
                 _ => err(e),
             })?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        let mut wal = None;
-        if let Some((path, vfs)) = file
+        let mut wal = WalThread(None);
+        if let Some((path, exclusive)) = file
             && mode.eq_ignore_ascii_case("wal")
         {
-            // The thread's connection opens the file as the saver's did (`unix-excl`: the
+            // The thread's connection locks the file as the saver's does (`unix-excl`: the
             // process's in-memory log index, which both share).
-            let vfs = if vfs == c"agentgraph-wal-excl" {
-                c"unix-excl"
-            } else {
-                c"unix"
-            };
-            wal = Some(WalThread(Some(super::sqlite_wal::start(
+            wal.0 = Some(super::sqlite_wal::start(
                 &mut conn,
                 path,
-                vfs,
+                sqlite_vfs(exclusive),
                 BUSY_TIMEOUT,
-            )?)));
+            )?);
         }
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;

@@ -244,21 +244,22 @@ unsafe extern "C" fn write(
     ffi::SQLITE_OK
 }
 
-/// Runs SQLite's own method after writing what is buffered.
-macro_rules! flushed {
-    ($file:expr, $method:ident, |$f:ident| $call:expr) => {{
+/// Calls SQLite's own method of the log with the caller's arguments (`None`: the method is
+/// missing); `flush` writes what is buffered first.
+macro_rules! forward {
+    (flush $file:expr, $method:ident($($arg:expr),*)) => {{
         // SAFETY: SQLite calls with a log file opened by `open`.
         let w = unsafe { wal($file) };
         let rc = w.flush();
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        match methods(w).$method {
-            // SAFETY: the inner file is open and takes the caller's arguments as they are.
-            Some($f) => unsafe { $call(w.inner) },
-            None => ffi::SQLITE_ERROR,
-        }
+        forward!(w, $method($($arg),*)).unwrap_or(ffi::SQLITE_ERROR)
     }};
+    ($w:ident, $method:ident($($arg:expr),*)) => {
+        // SAFETY: the inner file is open and takes the caller's arguments as they are.
+        methods($w).$method.map(|f| unsafe { f($w.inner $(, $arg)*) })
+    };
 }
 
 unsafe extern "C" fn read(
@@ -267,19 +268,19 @@ unsafe extern "C" fn read(
     amount: c_int,
     offset: i64,
 ) -> c_int {
-    flushed!(file, xRead, |f| |inner| f(inner, data, amount, offset))
+    forward!(flush file, xRead(data, amount, offset))
 }
 
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    flushed!(file, xTruncate, |f| |inner| f(inner, size))
+    forward!(flush file, xTruncate(size))
 }
 
 unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    flushed!(file, xSync, |f| |inner| f(inner, flags))
+    forward!(flush file, xSync(flags))
 }
 
 unsafe extern "C" fn file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-    flushed!(file, xFileSize, |f| |inner| f(inner, size))
+    forward!(flush file, xFileSize(size))
 }
 
 unsafe extern "C" fn file_control(
@@ -287,50 +288,38 @@ unsafe extern "C" fn file_control(
     op: c_int,
     arg: *mut c_void,
 ) -> c_int {
-    flushed!(file, xFileControl, |f| |inner| f(inner, op, arg))
+    forward!(flush file, xFileControl(op, arg))
 }
 
 unsafe extern "C" fn lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    flushed!(file, xLock, |f| |inner| f(inner, level))
+    forward!(flush file, xLock(level))
 }
 
 unsafe extern "C" fn unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    flushed!(file, xUnlock, |f| |inner| f(inner, level))
+    forward!(flush file, xUnlock(level))
 }
 
 unsafe extern "C" fn check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    flushed!(file, xCheckReservedLock, |f| |inner| f(inner, out))
+    forward!(flush file, xCheckReservedLock(out))
 }
 
 unsafe extern "C" fn sector_size(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: SQLite calls with a log file opened by `open`.
     let w = unsafe { wal(file) };
-    match methods(w).xSectorSize {
-        // SAFETY: the inner file is open.
-        Some(f) => unsafe { f(w.inner) },
-        None => 4096,
-    }
+    forward!(w, xSectorSize()).unwrap_or(4096)
 }
 
 unsafe extern "C" fn device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: SQLite calls with a log file opened by `open`.
     let w = unsafe { wal(file) };
-    match methods(w).xDeviceCharacteristics {
-        // SAFETY: the inner file is open.
-        Some(f) => unsafe { f(w.inner) },
-        None => 0,
-    }
+    forward!(w, xDeviceCharacteristics()).unwrap_or(0)
 }
 
 unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: SQLite calls with a log file opened by `open`, once, last.
     let w = unsafe { wal(file) };
     let flushed = w.flush();
-    let closed = match methods(w).xClose {
-        // SAFETY: the inner file is open; closed once here.
-        Some(f) => unsafe { f(w.inner) },
-        None => ffi::SQLITE_OK,
-    };
+    let closed = forward!(w, xClose()).unwrap_or(ffi::SQLITE_OK);
     // SAFETY: the `WalFile` was written by `open` and is not used after this.
     unsafe { std::ptr::drop_in_place(file.cast::<WalFile>()) };
     if flushed != ffi::SQLITE_OK {
