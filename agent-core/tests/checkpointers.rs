@@ -582,3 +582,41 @@ async fn fields(saver: &agent_core::SqliteSaver, thread: &str) -> Vec<(String, u
 fn pairs(expected: &[(&str, u8)]) -> Vec<(String, u8)> {
     expected.iter().map(|&(f, d)| (f.to_owned(), d)).collect()
 }
+
+/// A writer that never pauses begins each transaction while the saver's thread is still
+/// moving the log into the file; the log must start over anyway (before, it grew until the
+/// thread's restarting checkpoint at 16,000 pages, and past it: 68 to 190 MB here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_written_without_pause_starts_over() {
+    use agent_core::checkpoint::StoreOp;
+    let path = common::sqlite_path();
+    let log = std::path::PathBuf::from(format!("{}-wal", path.display()));
+    let saver = agent_core::SqliteSaver::open(&path).unwrap();
+    // Each commit adds two or three pages of 4 KiB to the log: about 40,000 frames in all,
+    // 160 MB of log written.
+    let mut longest = 0;
+    for i in 0..16_000 {
+        let mut checkpoint = record("t", &format!("c{i:06}"));
+        checkpoint.body = vec![7; 3000];
+        saver
+            .put_batch(vec![StoreOp::Checkpoint {
+                record: checkpoint,
+                blobs: vec![],
+            }])
+            .await
+            .unwrap();
+        longest = longest.max(std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0));
+    }
+    // Starting over at 4,000 pages (17 MB), tried again every 1,000 more while the thread
+    // checkpoints: well under the 16,000 pages (66 MB) where the thread steps in.
+    assert!(
+        longest < 48_000_000,
+        "the log reached {longest} bytes without starting over"
+    );
+    let loaded = saver.get("t", "", None).await.unwrap();
+    assert_eq!(loaded.record.unwrap().id, "c015999");
+    // 50 MB of file: not left for the next test process to remove.
+    drop(saver);
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&path);
+}

@@ -128,23 +128,9 @@ struct Db {
     /// have been deleted, so it is forgotten.
     data_version: i64,
     // Dropped in this order: the connection (and its hook, which ends the log thread), the
-    // thread (joined), then the process's claim on the file.
-    _wal: WalThread,
+    // log (its thread joined), then the process's claim on the file. No log in memory.
+    log: Option<super::sqlite_wal::Log>,
     _held: Option<OpenFile>,
-}
-
-/// The log thread (none in memory), joined when the saver is dropped (its connection closes
-/// the file first).
-struct WalThread(Option<std::thread::JoinHandle<()>>);
-
-impl Drop for WalThread {
-    fn drop(&mut self) {
-        if let Some(thread) = self.0.take()
-            && thread.join().is_err()
-        {
-            tracing::warn!("the SQLite log thread panicked");
-        }
-    }
 }
 
 /// SQLite's own VFS for a file the process shares (`unix`) or holds (`unix-excl`).
@@ -287,13 +273,13 @@ impl SqliteSaver {
                 _ => err(e),
             })?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        let mut wal = WalThread(None);
+        let mut log = None;
         if let Some((path, exclusive)) = file
             && mode.eq_ignore_ascii_case("wal")
         {
             // The thread's connection locks the file as the saver's does (`unix-excl`: the
             // process's in-memory log index, which both share).
-            wal.0 = Some(super::sqlite_wal::start(
+            log = Some(super::sqlite_wal::start(
                 &mut conn,
                 path,
                 sqlite_vfs(exclusive),
@@ -354,7 +340,7 @@ impl SqliteSaver {
                 conn,
                 rows: BlobRows::default(),
                 data_version: 0,
-                _wal: wal,
+                log,
                 _held: held,
             })),
         })
@@ -513,10 +499,13 @@ fn batch_bytes(ops: &[StoreOp]) -> usize {
         .sum()
 }
 
-/// Stores `ops` in one transaction, unless another connection holds the write lock (`None`:
-/// the caller waits for it on the blocking pool instead of stalling this thread).
+/// Stores `ops` in one transaction, unless another connection holds the write lock or the log
+/// is due to start over (`None`: the caller waits for it on the blocking pool instead of
+/// stalling this thread).
 fn store_now(db: &mut Db, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
-    if db.conn.busy_timeout(std::time::Duration::ZERO).is_err() {
+    if db.log.as_ref().is_some_and(|log| log.due())
+        || db.conn.busy_timeout(std::time::Duration::ZERO).is_err()
+    {
         return None;
     }
     let stored = match Tx::write(&db.conn) {
@@ -541,6 +530,10 @@ fn store_now(db: &mut Db, ops: &[StoreOp]) -> Option<Result<(), GraphError>> {
 
 /// Stores `ops` in one transaction, waiting for another connection's write lock.
 fn store(db: &mut Db, ops: &[StoreOp]) -> Result<(), GraphError> {
+    if let Some(log) = &db.log {
+        // A long log starts over at this transaction (see `sqlite_wal`).
+        log.start_over(&db.conn);
+    }
     let tx = Tx::write(&db.conn).map_err(err)?;
     let result = check_others(&tx, &mut db.rows, &mut db.data_version)
         .and_then(|()| store_ops(&tx, &mut db.rows, ops))
