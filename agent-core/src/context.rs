@@ -29,6 +29,9 @@ struct TaskInfo {
     streaming: Option<TaskStream>,
     /// Set when the run checkpoints: the task's deterministic id.
     task_id: Option<Arc<str>>,
+    /// Whether a subgraph run of this task starts in a namespace nothing is stored under yet
+    /// (taken by the first one: a retried call looks again).
+    fresh: std::sync::atomic::AtomicBool,
     /// The node's own input, when a `Send::input` runs it.
     input: Option<AnyInput>,
 }
@@ -89,6 +92,7 @@ impl NodeContext {
                 interrupts: Mutex::new(InterruptSlots { resume, next: 0 }),
                 streaming,
                 task_id,
+                fresh: false.into(),
                 input: None,
             }),
         }
@@ -140,6 +144,23 @@ impl NodeContext {
     /// The task's id when the run checkpoints (subgraphs name their namespace after it).
     pub(crate) fn task_id(&self) -> Option<&str> {
         self.inner.task_id.as_deref()
+    }
+
+    /// Marks the task's namespace as new (see [`take_fresh`](Self::take_fresh)).
+    pub(crate) fn with_fresh_namespace(self, fresh: bool) -> Self {
+        self.inner
+            .fresh
+            .store(fresh, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// Whether a subgraph run of this task may skip looking for a stored checkpoint: its
+    /// namespace is new. True once: a second call of the node (a retry) finds what the first
+    /// one stored.
+    pub(crate) fn take_fresh(&self) -> bool {
+        self.inner
+            .fresh
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The resume values this task was given (a subgraph passes them to its paused task).

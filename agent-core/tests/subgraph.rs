@@ -526,6 +526,49 @@ async fn a_subgraph_visited_twice_in_one_run_runs_twice_with_every_durability() 
     }
 }
 
+/// A child whose `flaky` node fails on its first call only; `edits` counts `edit`'s calls.
+fn flaky_child(
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+    edits: Arc<std::sync::atomic::AtomicUsize>,
+) -> agent_core::CompiledGraph<S> {
+    use std::sync::atomic::Ordering;
+    let edit = step("edit");
+    StateGraph::new()
+        .add_node("edit", move |s: Arc<S>, ctx: NodeContext| {
+            edits.fetch_add(1, Ordering::SeqCst);
+            edit(s, ctx)
+        })
+        .add_node("flaky", move |_s: Arc<S>| {
+            let calls = calls.clone();
+            async move {
+                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return Err(agent_core::BoxError::from("flaky failed"));
+                }
+                agent_core::BoxResult::Ok(SUpdate::default().log(vec!["flaky".to_owned()]))
+            }
+        })
+        .add_edge(START, "edit")
+        .add_edge("edit", "flaky")
+        .add_edge("flaky", END)
+        .compile()
+        .unwrap()
+}
+
+/// `prep`, then `sub`.
+fn prep_then(
+    sub: agent_core::NodeSpec<S>,
+    saver: Arc<dyn agent_core::Checkpointer>,
+) -> agent_core::CompiledGraph<S> {
+    StateGraph::new()
+        .add_node("prep", step("prep"))
+        .add_node("sub", sub)
+        .add_edge(START, "prep")
+        .add_edge("prep", "sub")
+        .add_edge("sub", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_subgraph_continues_where_it_failed_with_every_durability() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -533,32 +576,9 @@ async fn a_failed_subgraph_continues_where_it_failed_with_every_durability() {
     for (name, saver) in common::backends().await {
         for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
             // `flaky` fails on its first call only; `edit` before it must not run again.
-            let calls = Arc::new(AtomicUsize::new(0));
-            let flaky_calls = calls.clone();
-            let child = StateGraph::new()
-                .add_node("edit", step("edit"))
-                .add_node("flaky", move |_s: Arc<S>| {
-                    let calls = flaky_calls.clone();
-                    async move {
-                        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
-                            return Err(agent_core::BoxError::from("flaky failed"));
-                        }
-                        agent_core::BoxResult::Ok(SUpdate::default().log(vec!["flaky".to_owned()]))
-                    }
-                })
-                .add_edge(START, "edit")
-                .add_edge("edit", "flaky")
-                .add_edge("flaky", END)
-                .compile()
-                .unwrap();
-            let graph = StateGraph::new()
-                .add_node("prep", step("prep"))
-                .add_node("sub", child)
-                .add_edge(START, "prep")
-                .add_edge("prep", "sub")
-                .add_edge("sub", END)
-                .compile_with(saver.clone())
-                .unwrap();
+            let (calls, edits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let child = flaky_child(calls.clone(), edits.clone());
+            let graph = prep_then(agent_core::IntoNode::into_node(child), saver.clone());
             let config = RunConfig::default()
                 .thread_id(common::unique("sub-fail"))
                 .durability(durability);
@@ -576,6 +596,37 @@ async fn a_failed_subgraph_continues_where_it_failed_with_every_durability() {
                 .unwrap_or_else(|e| panic!("{name} {durability:?}: {e}"));
             assert_eq!(out.log, ["prep", "edit", "flaky"], "{name} {durability:?}");
             assert_eq!(out.count, 2, "{name} {durability:?}: edit ran once");
+            assert_eq!(edits.load(Ordering::SeqCst), 1, "{name} {durability:?}");
+            assert_eq!(calls.load(Ordering::SeqCst), 2, "{name} {durability:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_subgraph_continues_where_its_failed_attempt_stopped() {
+    use agent_core::{NodeExt, RetryPolicy};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // A child run's first attempt starts in a namespace nothing is stored under and does not
+    // look for a checkpoint there; the retry of its node must look, and find where it failed.
+    for (name, saver) in common::backends().await {
+        for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+            let (calls, edits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let retried = flaky_child(calls.clone(), edits.clone()).with_retry(
+                RetryPolicy::new()
+                    .max_attempts(2)
+                    .initial_interval(std::time::Duration::from_millis(1)),
+            );
+            let graph = prep_then(retried, saver.clone());
+            let config = RunConfig::default()
+                .thread_id(common::unique("sub-retry"))
+                .durability(durability);
+            let out = graph
+                .invoke(S::default(), config)
+                .await
+                .unwrap_or_else(|e| panic!("{name} {durability:?}: {e}"));
+            assert_eq!(out.log, ["prep", "edit", "flaky"], "{name} {durability:?}");
+            assert_eq!(edits.load(Ordering::SeqCst), 1, "{name} {durability:?}");
             assert_eq!(calls.load(Ordering::SeqCst), 2, "{name} {durability:?}");
         }
     }

@@ -45,6 +45,8 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) durability: Durability,
     /// The checkpoint the next step starts from.
     pub(crate) checkpoint_id: Option<String>,
+    /// The checkpoint the run loaded when it opened: any other id was made by this run.
+    loaded_id: Option<String>,
     /// The nodes whose writes made the restored checkpoint's step.
     pub(crate) writers: Vec<String>,
     /// Per field, the version of its last stored value.
@@ -92,7 +94,8 @@ struct Deferred {
 
 impl<S: GraphState> Durable<S> {
     /// Loads the thread's checkpoint (`checkpoint_id`, or the latest): the link, and where
-    /// the run stands when there is a checkpoint.
+    /// the run stands when there is a checkpoint. A `fresh` namespace (a child run's, named
+    /// after a checkpoint its parent made in this run) has none, so nothing is loaded.
     pub(crate) async fn open(
         graph: &Graph<S>,
         writer: Writer,
@@ -100,9 +103,13 @@ impl<S: GraphState> Durable<S> {
         ns: String,
         checkpoint_id: Option<String>,
         durability: Durability,
+        fresh: bool,
     ) -> Result<(Self, Option<Restored<S>>), GraphError> {
         let saver = writer.saver().clone();
-        let loaded = saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?;
+        let loaded = match (fresh, &checkpoint_id) {
+            (true, None) => LoadedCheckpoint::default(),
+            _ => saver.get(&thread_id, &ns, checkpoint_id.as_deref()).await?,
+        };
         if loaded.record.is_none()
             && let Some(id) = checkpoint_id
         {
@@ -120,6 +127,7 @@ impl<S: GraphState> Durable<S> {
             ns,
             durability,
             checkpoint_id: None,
+            loaded_id: None,
             writers: Vec::new(),
             versions: vec![None; fields],
             caches: vec![None; fields],
@@ -135,6 +143,7 @@ impl<S: GraphState> Durable<S> {
         let mut restored = restore(graph, loaded)?;
         if let Some(restored) = &mut restored {
             durable.checkpoint_id = Some(restored.record.id.clone());
+            durable.loaded_id = durable.checkpoint_id.clone();
             durable.writers = std::mem::take(&mut restored.writers);
             durable.versions = std::mem::take(&mut restored.versions);
             durable.caches = std::mem::take(&mut restored.caches);
@@ -145,6 +154,13 @@ impl<S: GraphState> Durable<S> {
             durable.pending_input = restored.pending_input.take();
         }
         Ok((durable, restored))
+    }
+
+    /// Whether the namespaces of this step's subgraph runs are new: their task ids derive from
+    /// a checkpoint this run made (not the one it loaded, nor the placeholder before the
+    /// thread's first one), so no checkpoint can be stored under them yet.
+    pub(crate) fn fresh_tasks(&self) -> bool {
+        self.checkpoint_id.is_some() && self.checkpoint_id != self.loaded_id
     }
 
     /// Forgets the pending writes of the step that starts at the current checkpoint (a new

@@ -31,14 +31,16 @@ impl<'g, S: GraphState> Run<'g, S> {
         run_id: Arc<str>,
         emitter: Option<Arc<Emitter<S>>>,
     ) -> Result<Self, GraphError> {
-        Self::open_with(graph, None, context, config, run_id, emitter).await
+        Self::open_with(graph, None, false, context, config, run_id, emitter).await
     }
 
     /// [`open`](Self::open), checkpointing through `writer` when given (a subgraph uses its
-    /// parent's) instead of to the graph's own checkpointer.
+    /// parent's) instead of to the graph's own checkpointer; with `fresh`, the run's
+    /// namespace holds nothing yet and no checkpoint is looked for.
     pub(crate) async fn open_with(
         graph: &'g Graph<S>,
         writer: Option<super::Writer>,
+        fresh: bool,
         context: Option<AnyContext>,
         config: RunConfig,
         run_id: Arc<str>,
@@ -107,8 +109,16 @@ impl<'g, S: GraphState> Run<'g, S> {
         let (Some(writer), Some(thread_id)) = (writer, thread_id) else {
             return Ok(run);
         };
-        let (durable, restored) =
-            Durable::open(graph, writer, thread_id, ns, checkpoint_id, durability).await?;
+        let (durable, restored) = Durable::open(
+            graph,
+            writer,
+            thread_id,
+            ns,
+            checkpoint_id,
+            durability,
+            fresh,
+        )
+        .await?;
         if let Some(Restored {
             record,
             state,

@@ -406,7 +406,8 @@ impl<S: GraphState> Run<'_, S> {
             self.resume_values(task),
             task.stream.clone(),
             task.id.clone(),
-        );
+        )
+        .with_fresh_namespace(self.durable.as_ref().is_some_and(|d| d.fresh_tasks()));
         let ctx = match &task.input {
             Some(SendArg::Input(input)) => ctx.with_input(input.clone()),
             _ => ctx,

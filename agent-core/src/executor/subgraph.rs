@@ -127,7 +127,9 @@ impl<'g, S: GraphState> Run<'g, S> {
             writes_metadata: parent.writes_metadata,
             ..RunConfig::default()
         };
-        let mut run = Run::open_with(graph, writer, context, config, new_run_id(), None)
+        // A namespace named after a checkpoint the parent made in this run holds nothing yet.
+        let fresh = ctx.take_fresh();
+        let mut run = Run::open_with(graph, writer, fresh, context, config, new_run_id(), None)
             .await
             .map_err(failed)?;
         let mut path = ctx.ns().to_vec();
