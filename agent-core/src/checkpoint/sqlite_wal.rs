@@ -11,13 +11,13 @@
 //! The log starts over (its next frame written at its start, over pages the kernel still
 //! caches) only when a write transaction begins with every frame in the file. A writer that
 //! never pauses begins each transaction while the thread's checkpoint runs, so the log only
-//! grew (to 125 MB in a test, and the file stays that long). So the writer finishes the
-//! job: before a write transaction on a log past 4,000 pages
-//! ([`Log::start_over`]), its own connection moves what the thread has not yet (the frames
-//! committed since the thread's last checkpoint, a few hundred at most) and the transaction
-//! starts the log over. It does so when the thread is not checkpointing (the two would take
-//! turns); should it never find the thread idle, past 16,000 pages the thread runs a
-//! `RESTART` checkpoint, which waits for the writer once and lets its next commit start over.
+//! grew (to 125 MB in a test, and the file stays that long). So the writer finishes the job
+//! ([`Log::start_over`]): before a write transaction on a log past 4,000 pages, its own
+//! connection moves what the thread has not yet (the frames committed since the thread's
+//! last checkpoint, a few hundred at most), and the transaction starts the log over. It does
+//! so when the thread is not checkpointing (the two would take turns); should it never find
+//! the thread idle, past 16,000 pages the thread runs a `RESTART` checkpoint, which waits for
+//! the writer once and lets its next commit start over.
 //!
 //! The thread ends when the saver's last clone is dropped (the commit hook holds the only
 //! sender of its wake-ups).
