@@ -3,16 +3,16 @@
 //! The file is opened in WAL mode with a busy timeout, so several threads and processes can
 //! share it (`open`), or held by one process (`open_exclusive`: SQLite's `unix-excl` VFS, no
 //! file locks a commit, the log's index in the process's memory). The schema is created and
-//! migrated by the saver (versioned in `agentgraph_meta`). SQLite is bundled (no system library); calls run on tokio's blocking
-//! pool, except loads and small batches of writes (up to 64 KiB): when the connection is free
-//! and no other process holds the write lock, they run on the caller's thread, which saves
-//! the hand-off to a blocking thread and back (most of a small checkpoint's cost). Every
-//! transaction begins and ends with cached statements (`Tx`), and query plans are fixed per
-//! statement (`setup`): parsing SQL again was a tenth of a short `sync` step. The write-ahead
-//! log is moved into the database file by a thread of the saver's own (`sqlite_wal`), not by
-//! the commit that fills it, and written to it one commit a system call (`sqlite_vfs`).
-//! Blobs are a heap of rows that checkpoints point into by row number (`sqlite_rows`), so a
-//! commit writes no index of blob keys.
+//! migrated by the saver (versioned in `agentgraph_meta`). SQLite is bundled (no system
+//! library); calls run on tokio's blocking pool, except loads and small batches of writes (up
+//! to 64 KiB): when the connection is free and no other process holds the write lock, they run
+//! on the caller's thread, which saves the hand-off to a blocking thread and back (most of a
+//! small checkpoint's cost). Every transaction begins and ends with cached statements (`Tx`),
+//! and query plans are fixed per statement (`setup`): parsing SQL again was a tenth of a short
+//! `sync` step. The write-ahead log is moved into the database file by a thread of the saver's
+//! own (`sqlite_wal`), not by the commit that fills it, and written to it one commit a system
+//! call (`sqlite_vfs`). Blobs are a heap of rows that checkpoints point into by row number
+//! (`sqlite_rows`), so a commit writes no index of blob keys.
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
