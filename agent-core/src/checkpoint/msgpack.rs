@@ -11,9 +11,12 @@
 //! structs as maps of field names ([`Packer::named`]) or as arrays; enums as the variant's name
 //! (unit) or a one-entry map from the name to the content; `i128`/`u128` as 16 big-endian bytes;
 //! sequences and maps of unknown length counted and their header put in front afterwards. Its
-//! extension convention (a newtype struct named `_ExtStruct`) is handed to `rmp-serde` itself.
+//! extension convention (a newtype struct named `_ExtStruct` around a `(type, bytes)` tuple) is
+//! written by [`ExtWriter`], byte for byte as `rmp-serde` writes it.
 
 use serde::ser::{self, Serialize};
+
+use super::msgpack_ext::ExtWriter;
 
 /// Encodes `value`, struct fields by name (what the checkpoint formats store).
 pub(crate) fn to_vec_named<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, PackError> {
@@ -173,8 +176,8 @@ fn container_header(out: &mut Vec<u8>, len: usize, fix: u8, markers: [u8; 2]) {
     }
 }
 
-/// What failed while encoding: a value's own `Serialize` error, or an extension `rmp-serde`
-/// refused.
+/// What failed while encoding: a value's own `Serialize` error, or an extension of the wrong
+/// shape.
 #[derive(Debug)]
 pub(crate) struct PackError(String);
 
@@ -185,6 +188,12 @@ impl std::fmt::Display for PackError {
 }
 
 impl std::error::Error for PackError {}
+
+impl From<&str> for PackError {
+    fn from(message: &str) -> Self {
+        PackError(message.to_owned())
+    }
+}
 
 impl ser::Error for PackError {
     fn custom<T: std::fmt::Display>(msg: T) -> Self {
@@ -334,10 +343,8 @@ impl<'p, 'a> ser::Serializer for &'p mut Packer<'a> {
         value: &T,
     ) -> Result<(), PackError> {
         if name == rmp_serde::MSGPACK_EXT_STRUCT_NAME {
-            // An extension: rmp-serde's own convention, written by rmp-serde.
-            let mut ext = rmp_serde::Serializer::new(&mut *self.out);
-            return ser::Serializer::serialize_newtype_struct(&mut ext, name, value)
-                .map_err(|e| PackError(e.to_string()));
+            // An extension, in rmp-serde's convention.
+            return ExtWriter::new(self.out).write(value);
         }
         value.serialize(self)
     }
@@ -786,7 +793,7 @@ mod tests {
     }
 
     #[test]
-    fn extensions_are_written_by_rmp_serde() {
+    fn extensions_are_written_as_rmp_serde_writes_them() {
         #[derive(Debug)]
         struct Ext(i8, Vec<u8>);
         impl Serialize for Ext {
@@ -797,9 +804,32 @@ mod tests {
                 )
             }
         }
-        for len in [1, 2, 3, 4, 8, 16, 17, 300] {
+        for len in [
+            0, 1, 2, 3, 4, 5, 8, 15, 16, 17, 255, 256, 300, 65_535, 65_536, 70_000,
+        ] {
             same(&vec![Ext(5, vec![9; len]), Ext(-3, vec![1; len])]);
         }
+    }
+
+    #[test]
+    fn extensions_of_another_shape_are_refused_as_rmp_serde_refuses_them() {
+        struct Wrapped<T>(T);
+        impl<T: Serialize> Serialize for Wrapped<T> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_newtype_struct(rmp_serde::MSGPACK_EXT_STRUCT_NAME, &self.0)
+            }
+        }
+        fn refused<T: Serialize>(value: T) {
+            let value = Wrapped(value);
+            assert!(to_vec_named(&value).is_err());
+            assert!(rmp_serde::to_vec_named(&value).is_err());
+        }
+        refused(5u32);
+        refused("text");
+        refused((5i8,));
+        refused((Bin(vec![1]), 5i8));
+        refused((5u8, Bin(vec![1])));
+        refused((5i8, 6i8));
     }
 
     /// A random JSON value: the shapes a checkpoint's metadata and `Value` fields take.
