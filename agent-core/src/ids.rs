@@ -13,6 +13,12 @@ use std::sync::Mutex;
 /// order they were made in this process and do not collide with other processes'. Unlike
 /// `Uuid::now_v7`, it asks the OS for no random bytes (a syscall per id).
 pub fn new_id() -> String {
+    new_id_at().0
+}
+
+/// A new id, and the Unix milliseconds it carries (a checkpoint's creation time without a
+/// second read of the clock).
+pub(crate) fn new_id_at() -> (String, i64) {
     use std::hash::{BuildHasher, Hasher};
     static STATE: Mutex<(u64, u128)> = Mutex::new((0, 0));
     static SEED: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
@@ -41,8 +47,9 @@ pub fn new_id() -> String {
         | (0b10 << 62)
         | (counter & ((1 << 62) - 1));
     let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-    uuid::Uuid::from_u128(value)
+    let id = uuid::Uuid::from_u128(value)
         .hyphenated()
         .encode_lower(&mut text)
-        .to_owned()
+        .to_owned();
+    (id, ms as i64)
 }

@@ -616,9 +616,12 @@ impl<S: GraphState> Run<'_, S> {
         };
         // The parent is the last checkpoint (taken below, when this one replaces it), or the
         // one planned with this id.
-        let (id, planned_parent) = match durable.planned.take() {
-            Some((id, parent)) => (id, Some(parent)),
-            None => (new_checkpoint_id(), None),
+        let (id, created_at_ms, planned_parent) = match durable.planned.take() {
+            Some((id, parent)) => (id, now_ms(), Some(parent)),
+            None => {
+                let (id, ms) = crate::ids::new_id_at();
+                (id, ms, None)
+            }
         };
         // Nothing later compares against the run's last checkpoint (with `Exit` its only one;
         // otherwise the one after which nothing is triggered): its fields' encodings move
@@ -671,7 +674,7 @@ impl<S: GraphState> Run<'_, S> {
             id,
             parent_id,
             step: self.step,
-            created_at_ms: now_ms(),
+            created_at_ms,
             metadata,
             versions,
             body,

@@ -526,13 +526,16 @@ pub(crate) fn input_of(
 async fn caught<S: GraphState>(
     fut: crate::node::BoxFuture<Result<NodeOutput<S>, NodeError>>,
 ) -> Caught<S> {
-    let started = std::time::Instant::now();
+    // The clock is read only for a subscriber that records the event.
+    let started = tracing::enabled!(tracing::Level::DEBUG).then(std::time::Instant::now);
     let result = AssertUnwindSafe(fut).catch_unwind().await;
-    tracing::debug!(
-        elapsed_us = started.elapsed().as_micros() as u64,
-        ok = matches!(result, Ok(Ok(_))),
-        "node finished"
-    );
+    if let Some(started) = started {
+        tracing::debug!(
+            elapsed_us = started.elapsed().as_micros() as u64,
+            ok = matches!(result, Ok(Ok(_))),
+            "node finished"
+        );
+    }
     result
 }
 
