@@ -56,7 +56,7 @@ impl<'a> ExtWriter<'a> {
         match len {
             1 => out.push(0xd4),
             2 => out.push(0xd5),
-            4 => out.push(0xd6),
+            // 4 (fixext 4, 0xd6) took the path above.
             8 => out.push(0xd7),
             16 => out.push(0xd8),
             0..256 => out.extend_from_slice(&[0xc7, len as u8]),
