@@ -18,6 +18,7 @@ pub(crate) mod interning;
 mod memory;
 mod metadata;
 pub(crate) mod msgpack;
+mod msgpack_chars;
 mod msgpack_ext;
 #[cfg(feature = "postgres")]
 mod postgres;

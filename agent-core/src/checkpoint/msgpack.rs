@@ -16,6 +16,7 @@
 
 use serde::ser::{self, Serialize};
 
+use super::msgpack_chars::{self, CharProbe};
 use super::msgpack_ext::ExtWriter;
 
 /// Encodes `value`, struct fields by name (what the checkpoint formats store).
@@ -384,11 +385,28 @@ impl<'p, 'a> ser::Serializer for &'p mut Packer<'a> {
         }
         self.array_len(len);
         self.out.reserve(len.saturating_mul(2));
-        let mut count = 0;
-        for item in iter {
-            item.serialize(&mut *self)?;
-            count += 1;
-        }
+        let mut iter = iter;
+        let count = match iter.next() {
+            None => 0,
+            // A list of chars goes a chunk at a time (see `msgpack_chars`).
+            Some(first) => match first.serialize(CharProbe) {
+                Ok(c) => {
+                    let named = self.named;
+                    msgpack_chars::write_chars(self.out, c, iter, |out, item| {
+                        item.serialize(&mut Packer { out, named })
+                    })?
+                }
+                Err(_) => {
+                    first.serialize(&mut *self)?;
+                    let mut count = 1;
+                    for item in iter {
+                        item.serialize(&mut *self)?;
+                        count += 1;
+                    }
+                    count
+                }
+            },
+        };
         if count != len {
             return Err(PackError(format!(
                 "a sequence said it had {len} elements and gave {count}"
