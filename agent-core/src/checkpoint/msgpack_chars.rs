@@ -117,6 +117,13 @@ impl ser::Serializer for CharProbe {
         Ok(v)
     }
 
+    /// As the Packer answers: a value that writes itself differently for people (a char)
+    /// than for machines (a number) must be asked the same question.
+    #[inline]
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<char, NotChar> {
         Err(NotChar)
@@ -190,6 +197,19 @@ mod tests {
         }
     }
 
+    /// A char for people, its code for machines.
+    struct Code(char);
+
+    impl Serialize for Code {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            if s.is_human_readable() {
+                s.serialize_char(self.0)
+            } else {
+                s.serialize_u32(self.0 as u32)
+            }
+        }
+    }
+
     fn ours<T: Serialize>(value: &T) -> Vec<u8> {
         crate::checkpoint::msgpack::to_vec_named(value).unwrap()
     }
@@ -220,5 +240,8 @@ mod tests {
         assert_eq!(ours(&seven_first), theirs(&seven_first));
         let options: Vec<Option<char>> = vec![Some('a'), None, Some('b')];
         assert_eq!(ours(&options), theirs(&options));
+        // Asked as the Packer asks: a value that is a char only for people stays a number.
+        let codes: Vec<Code> = "abc".chars().map(Code).collect();
+        assert_eq!(ours(&codes), theirs(&codes));
     }
 }
