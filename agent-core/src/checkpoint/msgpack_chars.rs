@@ -244,4 +244,19 @@ mod tests {
         let codes: Vec<Code> = "abc".chars().map(Code).collect();
         assert_eq!(ours(&codes), theirs(&codes));
     }
+
+    #[test]
+    fn shared_chars_are_stored_once_and_come_back_shared() {
+        use crate::Shared;
+        use crate::checkpoint::interning::{decode_with_table, encode_with_table};
+        // The probe meets a shared value first (as the Packer does, not as people read it):
+        // it is numbered once, and every occurrence is a reference to that number.
+        let (a, b) = (Shared::new('a'), Shared::new('é'));
+        let list = vec![a.clone(), b.clone(), a.clone(), a, b];
+        let bytes = encode_with_table(&list, None).unwrap();
+        let back: Vec<Shared<char>> = decode_with_table(&bytes, None).unwrap();
+        assert_eq!(back, list);
+        assert!(Shared::ptr_eq(&back[0], &back[2]) && Shared::ptr_eq(&back[0], &back[3]));
+        assert!(Shared::ptr_eq(&back[1], &back[4]));
+    }
 }
