@@ -423,14 +423,6 @@ impl serde::ser::SerializeSeq for TailSeq {
     }
 }
 
-macro_rules! not_a_sequence {
-    ($($name:ident($($arg:ty),*) -> $ret:ty;)*) => {
-        $(fn $name(self, $(_: $arg),*) -> Result<$ret, TailError> {
-            Err(TailError("not a sequence".to_owned()))
-        })*
-    };
-}
-
 type Impossible = serde::ser::Impossible<Tail, TailError>;
 
 impl serde::Serializer for TailSerializer {
@@ -475,7 +467,8 @@ impl serde::Serializer for TailSerializer {
         Err(TailError("not a sequence".to_owned()))
     }
 
-    not_a_sequence! {
+    refuse_serialize! {
+        TailError("not a sequence".to_owned());
         serialize_bool(bool) -> Tail;
         serialize_i8(i8) -> Tail;
         serialize_i16(i16) -> Tail;

@@ -11,6 +11,18 @@
 //! savers ship: [`InMemorySaver`], [`SqliteSaver`] (the embedded default) and
 //! [`PostgresSaver`].
 
+/// Serializer methods that refuse their value with `$error`: the partial serializers of
+/// `codec` (a sequence's tail), `msgpack_ext` (an extension's tuple) and `msgpack_chars` (one
+/// char) each accept one shape and list the rest here.
+macro_rules! refuse_serialize {
+    ($error:expr; $($name:ident($($arg:ty),*) -> $ret:ty;)*) => {
+        $(#[inline]
+        fn $name(self, $(_: $arg),*) -> Result<$ret, Self::Error> {
+            Err($error)
+        })*
+    };
+}
+
 mod arena;
 pub(crate) mod codec;
 mod compress;

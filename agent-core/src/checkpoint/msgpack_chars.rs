@@ -90,15 +90,6 @@ impl ser::Error for NotChar {
 /// A serializer that accepts one `char` and refuses everything else.
 pub(super) struct CharProbe;
 
-macro_rules! refused {
-    ($($name:ident($($arg:ty),*) -> $ret:ty;)*) => {
-        $(#[inline]
-        fn $name(self, $(_: $arg),*) -> Result<$ret, NotChar> {
-            Err(NotChar)
-        })*
-    };
-}
-
 type Refused = Impossible<char, NotChar>;
 
 impl ser::Serializer for CharProbe {
@@ -151,7 +142,8 @@ impl ser::Serializer for CharProbe {
         Err(NotChar)
     }
 
-    refused! {
+    refuse_serialize! {
+        NotChar;
         serialize_bool(bool) -> char;
         serialize_i8(i8) -> char;
         serialize_i16(i16) -> char;

@@ -82,13 +82,6 @@ fn shape() -> PackError {
     PackError::from("an extension must be a tuple of its type (i8) and its bytes")
 }
 
-/// Everything but the tuple, its `i8` and its bytes is refused.
-macro_rules! refuse {
-    ($($name:ident($($arg:ty),*)),* $(,)?) => {
-        $(fn $name(self, $(_: $arg),*) -> Result<(), PackError> { Err(shape()) })*
-    };
-}
-
 impl ser::Serializer for &mut ExtWriter<'_> {
     type Ok = ();
     type Error = PackError;
@@ -123,24 +116,32 @@ impl ser::Serializer for &mut ExtWriter<'_> {
         Ok(self)
     }
 
-    refuse!(
-        serialize_bool(bool),
-        serialize_i16(i16),
-        serialize_i32(i32),
-        serialize_i64(i64),
-        serialize_u8(u8),
-        serialize_u16(u16),
-        serialize_u32(u32),
-        serialize_u64(u64),
-        serialize_f32(f32),
-        serialize_f64(f64),
-        serialize_char(char),
-        serialize_str(&str),
-        serialize_none(),
-        serialize_unit(),
-        serialize_unit_struct(&'static str),
-        serialize_unit_variant(&'static str, u32, &'static str),
-    );
+    // Everything but the tuple, its `i8` and its bytes.
+    refuse_serialize! {
+        shape();
+        serialize_bool(bool) -> ();
+        serialize_i16(i16) -> ();
+        serialize_i32(i32) -> ();
+        serialize_i64(i64) -> ();
+        serialize_u8(u8) -> ();
+        serialize_u16(u16) -> ();
+        serialize_u32(u32) -> ();
+        serialize_u64(u64) -> ();
+        serialize_f32(f32) -> ();
+        serialize_f64(f64) -> ();
+        serialize_char(char) -> ();
+        serialize_str(&str) -> ();
+        serialize_none() -> ();
+        serialize_unit() -> ();
+        serialize_unit_struct(&'static str) -> ();
+        serialize_unit_variant(&'static str, u32, &'static str) -> ();
+        serialize_seq(Option<usize>) -> Self::SerializeSeq;
+        serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant;
+        serialize_map(Option<usize>) -> Self::SerializeMap;
+        serialize_struct(&'static str, usize) -> Self::SerializeStruct;
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant;
+    }
 
     fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), PackError> {
         Err(shape())
@@ -161,50 +162,6 @@ impl ser::Serializer for &mut ExtWriter<'_> {
         _: &'static str,
         _: &T,
     ) -> Result<(), PackError> {
-        Err(shape())
-    }
-
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, PackError> {
-        Err(shape())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, PackError> {
-        Err(shape())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, PackError> {
-        Err(shape())
-    }
-
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, PackError> {
-        Err(shape())
-    }
-
-    fn serialize_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStruct, PackError> {
-        Err(shape())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, PackError> {
         Err(shape())
     }
 }
