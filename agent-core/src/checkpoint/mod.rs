@@ -26,6 +26,8 @@ macro_rules! refuse_serialize {
 mod arena;
 pub(crate) mod codec;
 mod compress;
+#[cfg(feature = "sqlite")]
+mod group;
 pub(crate) mod interning;
 mod memory;
 mod metadata;
