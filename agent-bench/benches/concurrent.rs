@@ -1,6 +1,6 @@
 //! Many runs at once on one saver, as a server has them: `sequential_10` (ten no-op steps, so
 //! a step costs what its checkpoint costs) started `N` at a time on distinct threads, with each
-//! saver and durability; one JSON object per line, the median time per super-step over rounds
+//! saver (PostgreSQL when `AGENTGRAPH_POSTGRES_URL` is set) and durability; one JSON object per line, the median time per super-step over rounds
 //! of `N` runs (a round's wall time divided by its steps).
 //!
 //! ```text
@@ -15,11 +15,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agent_bench::{Shape, graphs};
-use agent_core::{BoxError, Checkpointer, Durability, InMemorySaver, RunConfig, SqliteSaver};
+use agent_core::{
+    BoxError, Checkpointer, Durability, InMemorySaver, PostgresSaver, RunConfig, SqliteSaver,
+};
 use serde_json::json;
 
 /// Runs started at once.
 const CONCURRENCY: [usize; 3] = [1, 8, 64];
+
+/// Where the PostgreSQL server is (the `postgres` saver runs only when it is set).
+const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
 /// Super-steps of a run.
 const STEPS: usize = 10;
@@ -32,7 +37,9 @@ fn main() -> Result<(), BoxError> {
     let dir = std::env::temp_dir().join(format!("agentgraph-concurrent-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = runtime.block_on(async {
-        for saver_kind in ["memory", "sqlite"] {
+        let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|url| !url.is_empty());
+        let savers = ["memory", "sqlite", "postgres"];
+        for saver_kind in savers.into_iter().filter(|s| *s != "postgres" || postgres) {
             for durability in [Durability::Sync, Durability::Async] {
                 for concurrency in CONCURRENCY {
                     let line = measure(&dir, saver_kind, durability, concurrency, quick).await?;
@@ -55,6 +62,7 @@ async fn measure(
 ) -> Result<serde_json::Value, BoxError> {
     let saver: Arc<dyn Checkpointer> = match saver_kind {
         "memory" => Arc::new(InMemorySaver::new()),
+        "postgres" => Arc::new(PostgresSaver::connect(&std::env::var(POSTGRES_ENV)?).await?),
         _ => {
             let path = dir.join(format!("{saver_kind}-{durability:?}-{concurrency}.sqlite"));
             Arc::new(SqliteSaver::open_exclusive(path)?)

@@ -1,11 +1,13 @@
 //! Batches stored at the same time share one transaction (a group commit).
 //!
-//! A commit has a fixed cost whatever it holds: the log's frame headers and checksums, the
-//! pages that every insert touches (a table's last leaf, an index's leaf), the system call
-//! that writes them. When several runs store at once (a fan-out's subgraph runs, each
-//! awaiting its step's checkpoint with `Durability::Sync`), each batch in a transaction of its
-//! own pays it again, one after another. Here a batch that arrives while another commits
-//! waits in a queue, and the next committer stores everything queued in one transaction.
+//! A commit has a fixed cost whatever it holds: with SQLite the log's frame headers and
+//! checksums, the pages every insert touches (a table's last leaf, an index's leaf) and the
+//! system call that writes them; with PostgreSQL a round trip and the server's commit. When
+//! many runs store at once (a server's runs, each awaiting its step's checkpoint with
+//! `Durability::Sync`), each batch in a transaction of its own pays it again, one after
+//! another. Here a batch that arrives while another commits waits in a queue, and the next
+//! committer stores everything queued in one transaction. (A run and its subgraph runs share
+//! one writer, which already gathers their batches: this is for runs that do not.)
 //!
 //! The committer is whichever waiting caller takes the turn (a fair lock: callers take it in
 //! the order they asked); a caller whose batch another committed returns without taking it.
@@ -88,6 +90,26 @@ impl<T> Group<T> {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Queued<T>>> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A checkpoint of `thread` (id `c1`) with a body of `bytes` bytes: the savers' group tests'
+/// batch.
+#[cfg(test)]
+pub(super) fn checkpoint_op(thread: &str, bytes: usize) -> super::StoreOp {
+    super::StoreOp::Checkpoint {
+        record: super::CheckpointRecord {
+            thread_id: thread.to_owned(),
+            ns: String::new(),
+            id: "c1".to_owned(),
+            parent_id: None,
+            step: 0,
+            created_at_ms: 0,
+            metadata: Default::default(),
+            versions: Default::default(),
+            body: vec![1; bytes],
+        },
+        blobs: Vec::new(),
     }
 }
 

@@ -26,7 +26,7 @@ macro_rules! refuse_serialize {
 mod arena;
 pub(crate) mod codec;
 mod compress;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod group;
 pub(crate) mod interning;
 mod memory;

@@ -2,13 +2,18 @@
 //!
 //! Connections come from a deadpool pool. The saver creates and migrates its own schema
 //! (versioned in `agentgraph_meta`, under an advisory lock so concurrent workers starting at
-//! once do not race). Metadata is `jsonb`, so metadata filters run in the database.
+//! once do not race). Metadata is `jsonb`, so metadata filters run in the database. A batch
+//! is one statement (one round trip, one transaction), and batches that arrive while one is on
+//! the wire share the next statement (`group`): 64 runs at once with `sync` took a third of the
+//! time a step took with a statement each.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
+use super::group::{Group, Queued};
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
     WriteKind, needed_blobs,
@@ -60,6 +65,9 @@ CREATE TABLE IF NOT EXISTS agentgraph_writes (
 #[derive(Clone)]
 pub struct PostgresSaver {
     pool: Pool,
+    /// Batches waiting for a round trip (`put_batch`): those that arrive while one is stored
+    /// share the next statement.
+    group: Arc<Group<Vec<StoreOp>>>,
 }
 
 impl std::fmt::Debug for PostgresSaver {
@@ -94,7 +102,10 @@ impl PostgresSaver {
             .max_size(16)
             .build()
             .map_err(|e| err(format!("building the pool: {e}")))?;
-        let saver = PostgresSaver { pool };
+        let saver = PostgresSaver {
+            pool,
+            group: Arc::new(Group::new("postgres")),
+        };
         saver.migrate().await?;
         Ok(saver)
     }
@@ -104,6 +115,77 @@ impl PostgresSaver {
             .get()
             .await
             .map_err(|e| err(format!("connecting: {e}")))
+    }
+
+    /// Stores queued batches in one statement; a group that fails is stored again batch by
+    /// batch, so that each caller gets its own batch's result. Other callers' batches are
+    /// stored on a task of their own: a caller that goes away (its run cancelled) while its
+    /// round trip is on the wire does not take theirs with it.
+    async fn commit(&self, queued: Vec<Queued<Vec<StoreOp>>>) {
+        if queued.len() == 1 {
+            return self.commit_group(queued).await;
+        }
+        let saver = self.clone();
+        // A failed task drops the batches: their callers get an error.
+        let _ = tokio::spawn(async move { saver.commit_group(queued).await }).await;
+    }
+
+    async fn commit_group(&self, queued: Vec<Queued<Vec<StoreOp>>>) {
+        if queued.len() > 1
+            && self
+                .store(queued.iter().flat_map(|q| &q.batch))
+                .await
+                .is_ok()
+        {
+            return queued.into_iter().for_each(|q| q.finish(Ok(())));
+        }
+        for q in queued {
+            let result = self.store(&q.batch).await;
+            q.finish(result);
+        }
+    }
+
+    /// Stores `ops` in one statement (one round trip, one transaction).
+    async fn store<'a>(
+        &self,
+        ops: impl IntoIterator<Item = &'a StoreOp>,
+    ) -> Result<(), GraphError> {
+        let rows = BatchRows::new(ops)?;
+        let (b, c, w) = (&rows.blobs, &rows.checkpoints, &rows.writes);
+        let client = self.client().await?;
+        let store = client.prepare_cached(STORE_BATCH).await.map_err(err)?;
+        client
+            .execute(
+                &store,
+                &[
+                    &b.thread,
+                    &b.ns,
+                    &b.field,
+                    &b.version,
+                    &b.base_version,
+                    &b.base_len,
+                    &b.data,
+                    &c.thread,
+                    &c.ns,
+                    &c.id,
+                    &c.parent,
+                    &c.step,
+                    &c.created,
+                    &c.metadata,
+                    &c.versions,
+                    &c.body,
+                    &w.thread,
+                    &w.ns,
+                    &w.checkpoint,
+                    &w.task,
+                    &w.kind,
+                    &w.node,
+                    &w.data,
+                ],
+            )
+            .await
+            .map_err(err)?;
+        Ok(())
     }
 
     async fn migrate(&self) -> Result<(), GraphError> {
@@ -237,7 +319,7 @@ impl<'a> BatchRows<'a> {
     /// An `INSERT .. ON CONFLICT DO UPDATE` may not touch a row twice, so a checkpoint or
     /// write stored twice in one batch becomes one row: the later values, in the earlier
     /// one's place (what two statements in a row did).
-    fn new(ops: &'a [StoreOp]) -> Result<Self, GraphError> {
+    fn new(ops: impl IntoIterator<Item = &'a StoreOp>) -> Result<Self, GraphError> {
         let mut rows = BatchRows::default();
         let (mut checkpoints, mut checkpoint_at) = (Vec::new(), HashMap::new());
         let (mut writes, mut write_at) = (Vec::<WriteOf<'a>>::new(), HashMap::new());
@@ -435,47 +517,13 @@ impl Checkpointer for PostgresSaver {
         .await
     }
 
-    /// The whole batch in one statement: one round trip, one transaction.
+    /// The whole batch in one statement: one round trip, one transaction; batches that arrive
+    /// while one is stored share the next (`group`).
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
         if ops.is_empty() {
             return Ok(());
         }
-        let rows = BatchRows::new(&ops)?;
-        let (b, c, w) = (&rows.blobs, &rows.checkpoints, &rows.writes);
-        let client = self.client().await?;
-        let store = client.prepare_cached(STORE_BATCH).await.map_err(err)?;
-        client
-            .execute(
-                &store,
-                &[
-                    &b.thread,
-                    &b.ns,
-                    &b.field,
-                    &b.version,
-                    &b.base_version,
-                    &b.base_len,
-                    &b.data,
-                    &c.thread,
-                    &c.ns,
-                    &c.id,
-                    &c.parent,
-                    &c.step,
-                    &c.created,
-                    &c.metadata,
-                    &c.versions,
-                    &c.body,
-                    &w.thread,
-                    &w.ns,
-                    &w.checkpoint,
-                    &w.task,
-                    &w.kind,
-                    &w.node,
-                    &w.data,
-                ],
-            )
-            .await
-            .map_err(err)?;
-        Ok(())
+        self.group.submit(ops, |queued| self.commit(queued)).await
     }
 
     async fn get(
@@ -667,5 +715,84 @@ impl Checkpointer for PostgresSaver {
         }
         tx.commit().await.map_err(err)?;
         Ok(doomed.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::group::checkpoint_op;
+    use super::*;
+
+    /// The server's URL; with `CI` set and none, a failure (the Postgres tests must run in CI).
+    fn url() -> Option<String> {
+        match std::env::var("AGENTGRAPH_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI is set but AGENTGRAPH_POSTGRES_URL is not"
+                );
+                None
+            }
+        }
+    }
+
+    /// Batches stored at once share statements; when a shared one fails (the server refuses
+    /// one batch), each batch is stored again alone: only the refused one fails, and every
+    /// other is stored.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_batch_fails_only_its_caller() {
+        let Some(url) = url() else { return };
+        let saver = PostgresSaver::connect(&url).await.unwrap();
+        let prefix = format!("group-{}-{}", std::process::id(), line!());
+        let refused = format!("{prefix}-refused");
+        saver
+            .client()
+            .await
+            .unwrap()
+            .batch_execute(
+                "CREATE OR REPLACE FUNCTION agentgraph_test_refuse() RETURNS trigger AS $$
+                 BEGIN
+                   IF NEW.thread_id LIKE 'group-%-refused' THEN RAISE EXCEPTION 'refused'; END IF;
+                   RETURN NEW;
+                 END $$ LANGUAGE plpgsql;
+                 CREATE OR REPLACE TRIGGER agentgraph_test_refuse BEFORE INSERT
+                   ON agentgraph_checkpoints FOR EACH ROW EXECUTE FUNCTION agentgraph_test_refuse();",
+            )
+            .await
+            .unwrap();
+        let threads: Vec<String> = (0..24)
+            .map(|i| {
+                if i == 7 {
+                    refused.clone()
+                } else {
+                    format!("{prefix}-{i}")
+                }
+            })
+            .collect();
+        let callers: Vec<_> = threads
+            .iter()
+            .map(|thread| {
+                let (saver, op) = (saver.clone(), checkpoint_op(thread, 1));
+                tokio::spawn(async move { saver.put_batch(vec![op]).await })
+            })
+            .collect();
+        for (thread, caller) in threads.iter().zip(callers) {
+            let result = caller.await.unwrap();
+            assert_eq!(result.is_err(), *thread == refused, "{thread}: {result:?}");
+            let stored = saver.get(thread, "", None).await.unwrap();
+            assert_eq!(stored.record.is_some(), *thread != refused, "{thread}");
+            saver.delete_thread(thread).await.unwrap();
+        }
+        saver
+            .client()
+            .await
+            .unwrap()
+            .batch_execute(
+                "DROP TRIGGER agentgraph_test_refuse ON agentgraph_checkpoints;
+                 DROP FUNCTION agentgraph_test_refuse();",
+            )
+            .await
+            .unwrap();
     }
 }

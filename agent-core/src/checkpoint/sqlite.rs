@@ -1073,24 +1073,8 @@ fn load(
 
 #[cfg(test)]
 mod tests {
+    use super::super::group::checkpoint_op;
     use super::*;
-
-    fn checkpoint(thread: &str, bytes: usize) -> StoreOp {
-        StoreOp::Checkpoint {
-            record: CheckpointRecord {
-                thread_id: thread.to_owned(),
-                ns: String::new(),
-                id: "c1".to_owned(),
-                parent_id: None,
-                step: 0,
-                created_at_ms: 0,
-                metadata: Default::default(),
-                versions: Default::default(),
-                body: vec![1; bytes],
-            },
-            blobs: Vec::new(),
-        }
-    }
 
     /// Batches queued while the connection is busy are committed together; when that group's
     /// transaction fails (one batch is refused), each batch is stored again alone: only the
@@ -1134,7 +1118,7 @@ mod tests {
         let callers: Vec<_> = threads
             .iter()
             .map(|thread| {
-                let (saver, op) = (saver.clone(), checkpoint(thread, bytes));
+                let (saver, op) = (saver.clone(), checkpoint_op(thread, bytes));
                 tokio::spawn(async move { saver.put_batch(vec![op]).await })
             })
             .collect();
