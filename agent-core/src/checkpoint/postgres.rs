@@ -118,13 +118,11 @@ impl PostgresSaver {
     }
 
     /// Stores queued batches in one statement; a group that fails is stored again batch by
-    /// batch, so that each caller gets its own batch's result. Other callers' batches are
-    /// stored on a task of their own: a caller that goes away (its run cancelled) while its
-    /// round trip is on the wire does not take theirs with it.
+    /// batch, so that each caller gets its own batch's result. On a task of its own: the
+    /// batches may be other callers' (the turn's holder stores whatever is queued), and a
+    /// caller that goes away (its run cancelled) while the round trip is on the wire must not
+    /// take them with it. A spawn is a few microseconds against a round trip's hundreds.
     async fn commit(&self, queued: Vec<Queued<Vec<StoreOp>>>) {
-        if queued.len() == 1 {
-            return self.commit_group(queued).await;
-        }
         let saver = self.clone();
         // A failed task drops the batches: their callers get an error.
         let _ = tokio::spawn(async move { saver.commit_group(queued).await }).await;
