@@ -11,20 +11,14 @@
 //! the checkpoints that arrive while one commits into one transaction) or grows with them.
 //! Not a test: nothing here asserts on time, and `cargo test` does not build it.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use agent_bench::{Shape, graphs};
-use agent_core::{
-    BoxError, Checkpointer, Durability, InMemorySaver, PostgresSaver, RunConfig, SqliteSaver,
-};
+use agent_bench::{Shape, graphs, savers};
+use agent_core::{BoxError, RunConfig};
 use serde_json::json;
 
 /// Runs started at once.
 const CONCURRENCY: [usize; 3] = [1, 8, 64];
-
-/// Where the PostgreSQL server is (the `postgres` saver runs only when it is set).
-const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 
 /// Super-steps of a run.
 const STEPS: usize = 10;
@@ -37,10 +31,10 @@ fn main() -> Result<(), BoxError> {
     let dir = std::env::temp_dir().join(format!("agentgraph-concurrent-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = runtime.block_on(async {
-        let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|url| !url.is_empty());
-        let savers = ["memory", "sqlite", "postgres"];
-        for saver_kind in savers.into_iter().filter(|s| *s != "postgres" || postgres) {
-            for durability in [Durability::Sync, Durability::Async] {
+        let postgres = savers::postgres_configured();
+        let kinds = ["memory", "sqlite", "postgres"];
+        for saver_kind in kinds.into_iter().filter(|s| *s != "postgres" || postgres) {
+            for durability in ["sync", "async"] {
                 for concurrency in CONCURRENCY {
                     let line = measure(&dir, saver_kind, durability, concurrency, quick).await?;
                     println!("{line}");
@@ -56,19 +50,13 @@ fn main() -> Result<(), BoxError> {
 async fn measure(
     dir: &std::path::Path,
     saver_kind: &str,
-    durability: Durability,
+    durability: &str,
     concurrency: usize,
     quick: bool,
 ) -> Result<serde_json::Value, BoxError> {
-    let saver: Arc<dyn Checkpointer> = match saver_kind {
-        "memory" => Arc::new(InMemorySaver::new()),
-        "postgres" => Arc::new(PostgresSaver::connect(&std::env::var(POSTGRES_ENV)?).await?),
-        _ => {
-            let path = dir.join(format!("{saver_kind}-{durability:?}-{concurrency}.sqlite"));
-            Arc::new(SqliteSaver::open_exclusive(path)?)
-        }
-    };
-    let runner = graphs::build(Shape::Sequential(STEPS), Some(saver))?;
+    let dir = dir.join(format!("{saver_kind}-{durability}-{concurrency}"));
+    let saver = savers::open(saver_kind, &dir).await?;
+    let runner = graphs::build(Shape::Sequential(STEPS), saver)?;
     let rounds = if quick { 5 } else { 41 };
     let mut per_step = Vec::with_capacity(rounds);
     // One round to warm up, untimed.
@@ -79,7 +67,7 @@ async fn measure(
             let run = runner();
             let config = RunConfig::default()
                 .thread_id(format!("r{round}-{i}"))
-                .durability(durability);
+                .durability(savers::durability(durability));
             runs.spawn(run(config));
         }
         while let Some(outcome) = runs.join_next().await {
@@ -93,7 +81,7 @@ async fn measure(
     Ok(json!({
         "shape": "sequential_10",
         "saver": saver_kind,
-        "durability": format!("{durability:?}").to_lowercase(),
+        "durability": durability,
         "concurrent_runs": concurrency,
         "rounds": rounds,
         "median_us_per_step": (per_step[per_step.len() / 2] * 100.0).round() / 100.0,

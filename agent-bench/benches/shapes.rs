@@ -35,10 +35,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_bench::{DURABILITIES, SAVERS, SHAPES, floor, graphs, report};
+use agent_bench::{DURABILITIES, SAVERS, SHAPES, floor, graphs, report, savers};
 use agent_core::{
-    BoxError, Checkpointer, Durability, END, InMemorySaver, ListFilter, PostgresSaver, RunConfig,
-    START, SqliteSaver, StateGraph,
+    BoxError, Checkpointer, END, InMemorySaver, ListFilter, PostgresSaver, RunConfig, START,
+    SqliteSaver, StateGraph,
 };
 use agent_llm::{CallOptions, ChatModel, Message, Reply, ScriptedModel};
 use serde_json::{Value, json};
@@ -79,11 +79,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
-
-/// Set: the SQLite saver is opened shared (`SqliteSaver::open`).
-const SQLITE_SHARED_ENV: &str = "AGENTGRAPH_BENCH_SQLITE_SHARED";
 
 struct Options {
     quick: bool,
@@ -216,7 +211,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
 /// print.
 fn drive(options: &Options) -> Result<(), BoxError> {
     let exe = std::env::current_exe()?;
-    let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|u| !u.is_empty());
+    let postgres = savers::postgres_configured();
     let savers: Vec<&str> = if options.savers.is_empty() {
         SAVERS
             .iter()
@@ -331,37 +326,6 @@ fn budget(name: &str, quick: bool) -> (Duration, usize, usize) {
     }
 }
 
-/// The SQLite saver as a process that owns its checkpoints opens it (`open_exclusive`), or
-/// shared (`open`) with `AGENTGRAPH_BENCH_SQLITE_SHARED` set (to compare the two).
-fn open_sqlite(path: &std::path::Path) -> Result<SqliteSaver, BoxError> {
-    Ok(if std::env::var_os(SQLITE_SHARED_ENV).is_some() {
-        SqliteSaver::open(path)?
-    } else {
-        SqliteSaver::open_exclusive(path)?
-    })
-}
-
-/// A saver of this kind, and a cleanup for it.
-async fn saver(
-    kind: &str,
-    dir: &std::path::Path,
-) -> Result<Option<Arc<dyn Checkpointer>>, BoxError> {
-    Ok(match kind {
-        "none" | "floor" => None,
-        "memory" => Some(Arc::new(InMemorySaver::new())),
-        "sqlite" => {
-            std::fs::create_dir_all(dir)?;
-            Some(Arc::new(open_sqlite(&dir.join("checkpoints.sqlite"))?))
-        }
-        "postgres" => {
-            let url =
-                std::env::var(POSTGRES_ENV).map_err(|_| format!("{POSTGRES_ENV} is not set"))?;
-            Some(Arc::new(PostgresSaver::connect(&url).await?))
-        }
-        other => return Err(format!("unknown saver `{other}`").into()),
-    })
-}
-
 fn scratch_dir() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("agentgraph-bench-{}", std::process::id()))
 }
@@ -393,11 +357,7 @@ fn child_shape(
     kind: &str,
     durability: &str,
 ) -> Result<(), BoxError> {
-    let durability_mode = match durability {
-        "exit" => Durability::Exit,
-        "async" => Durability::Async,
-        _ => Durability::Sync,
-    };
+    let durability_mode = savers::durability(durability);
     let shape = SHAPES
         .iter()
         .find(|(n, _)| *n == name)
@@ -413,7 +373,7 @@ fn child_shape(
     // multi-thread runtime, `block_on`'s own thread is not one of its workers).
     let measured = rt.spawn(async move {
         let (dir, kind, name) = (scratch, kind_owned.as_str(), name_owned.as_str());
-        let saver = saver(kind, &dir).await?;
+        let saver = savers::open(kind, &dir).await?;
         let persistent = saver.clone();
         let runner = if kind == "floor" {
             floor::build(shape)?
@@ -526,12 +486,9 @@ impl Typed {
             "memory" => Typed::Memory(Arc::new(InMemorySaver::new())),
             "sqlite" => {
                 std::fs::create_dir_all(dir)?;
-                Typed::Sqlite(Arc::new(open_sqlite(&dir.join("chat.sqlite"))?))
+                Typed::Sqlite(Arc::new(savers::open_sqlite(&dir.join("chat.sqlite"))?))
             }
-            _ => {
-                let url = std::env::var(POSTGRES_ENV)?;
-                Typed::Postgres(Arc::new(PostgresSaver::connect(&url).await?))
-            }
+            _ => Typed::Postgres(Arc::new(savers::connect_postgres().await?)),
         })
     }
 
@@ -609,7 +566,7 @@ fn child_sqlite_commit(options: &Options) -> Result<(), BoxError> {
 
 fn child_storage(options: &Options) -> Result<(), BoxError> {
     let dir = scratch_dir();
-    let postgres = std::env::var(POSTGRES_ENV).is_ok_and(|u| !u.is_empty());
+    let postgres = savers::postgres_configured();
     let kinds: Vec<&str> = ["memory", "sqlite", "postgres"]
         .into_iter()
         .filter(|k| *k != "postgres" || postgres)

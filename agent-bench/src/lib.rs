@@ -9,6 +9,7 @@
 pub mod floor;
 pub mod graphs;
 pub mod report;
+pub mod savers;
 
 use agent_core::{BoxError, BoxFuture, RunConfig};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! (versioned in `agentgraph_meta`, under an advisory lock so concurrent workers starting at
 //! once do not race). Metadata is `jsonb`, so metadata filters run in the database. A batch
 //! is one statement (one round trip, one transaction), and batches that arrive while one is on
-//! the wire share the next statement (`group`): 64 runs at once with `sync` took a third of the
+//! the wire share the next statement (`group`): 64 runs at once with `sync` took 40% of the
 //! time a step took with a statement each.
 
 use std::collections::{BTreeMap, HashMap};

@@ -1122,7 +1122,11 @@ mod tests {
                 tokio::spawn(async move { saver.put_batch(vec![op]).await })
             })
             .collect();
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        // Waits for them to queue (however slow the machine), not for a fixed time.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while saver.group.queued() < 10 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         assert!(
             saver.group.queued() >= 10,
             "the batches did not queue: {}",
