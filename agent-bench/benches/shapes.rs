@@ -29,10 +29,10 @@
 //! Not a test: nothing here asserts on time, and `cargo test` does not build it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::Write as _;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 

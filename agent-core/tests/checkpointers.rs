@@ -241,7 +241,7 @@ async fn sqlite_checkpoints_its_log_on_a_thread_of_its_own() {
     let saver = agent_core::SqliteSaver::open(&path).unwrap();
     let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
     let before = size();
-    // About 2,600 pages of 4 KiB through the log.
+    // About 5,200 pages of 2 KiB through the log.
     for i in 0..80 {
         let blob = agent_core::checkpoint::FieldBlob {
             field: "messages".to_owned(),
@@ -379,6 +379,42 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
         indexes, 0,
         "blobs are found by row, with no key index to write"
     );
+    let page_size: i64 = check
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(page_size, 4096, "a file keeps the pages it was made with");
+}
+
+/// A new file gets the saver's small pages (a `sync` commit writes the pages it changed,
+/// whole), and a file of SQLite's default pages (an older saver's) works as it is.
+#[tokio::test]
+async fn new_sqlite_files_get_small_pages_and_old_ones_keep_theirs() {
+    let page_size = |path: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    let new = common::sqlite_path();
+    let saver = agent_core::SqliteSaver::open(&new).unwrap();
+    saver.put(&record("t", "c1"), &[]).await.unwrap();
+    drop(saver);
+    assert_eq!(page_size(&new), 2048);
+
+    let old = common::sqlite_path();
+    rusqlite::Connection::open(&old)
+        .unwrap()
+        .execute_batch("PRAGMA page_size = 4096; CREATE TABLE made_before (x);")
+        .unwrap();
+    let saver = agent_core::SqliteSaver::open_exclusive(&old).unwrap();
+    for i in 0..200 {
+        let id = format!("c{i:03}");
+        saver.put(&record("t", &id), &[]).await.unwrap();
+    }
+    let loaded = saver.get("t", "", None).await.unwrap();
+    assert_eq!(loaded.record.unwrap().id, "c199");
+    drop(saver);
+    assert_eq!(page_size(&old), 4096);
 }
 
 /// Unchanged fields point at blob rows another saver (another process) wrote, found through
@@ -592,8 +628,8 @@ async fn a_log_written_without_pause_starts_over() {
     let path = common::sqlite_path();
     let log = std::path::PathBuf::from(format!("{}-wal", path.display()));
     let saver = agent_core::SqliteSaver::open(&path).unwrap();
-    // Each commit adds two or three pages of 4 KiB to the log: about 40,000 frames in all,
-    // 160 MB of log written.
+    // Each commit adds three or four pages of 2 KiB to the log (the 3,000-byte row overflows):
+    // about 56,000 frames in all, 115 MB of log written.
     let mut longest = 0;
     for i in 0..16_000 {
         let mut checkpoint = record("t", &format!("c{i:06}"));
@@ -607,10 +643,10 @@ async fn a_log_written_without_pause_starts_over() {
             .unwrap();
         longest = longest.max(std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0));
     }
-    // It starts over past 4,000 pages (17 MB) at a transaction that finds the thread idle
-    // (20-23 MB at most here): well under the 16,000 pages (66 MB) where the thread steps in.
+    // It starts over past 4,000 pages (8.3 MB) at a transaction that finds the thread idle
+    // (12 MB at most here): well under the 16,000 pages (33 MB) where the thread steps in.
     assert!(
-        longest < 48_000_000,
+        longest < 24_000_000,
         "the log reached {longest} bytes without starting over"
     );
     let loaded = saver.get("t", "", None).await.unwrap();
