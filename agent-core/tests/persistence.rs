@@ -608,6 +608,115 @@ async fn async_durability_writes_the_checkpoints_sync_writes() {
     }
 }
 
+/// A fan-out of eight `Send`s (a wide step: its tasks spread over the workers while the
+/// checkpoint they start from is encoded), one edge-triggered node beside them, a pause before
+/// `review`, and a node that fails once: `Async` stores the same checkpoints as `Sync` (steps,
+/// next tasks, values, parents), whether its checkpoint is encoded once the next step started,
+/// or when the run stops before that (a pause, a failure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_checkpoints_encoded_while_the_next_step_runs_match_sync() {
+    for (name, saver) in common::backends().await {
+        let failures = Arc::new(AtomicUsize::new(1));
+        let failing = failures.clone();
+        let graph = StateGraph::<Chat>::new()
+            .add_node("plan", |_s: Arc<Chat>| async {
+                ChatUpdate::default().messages(vec!["plan".to_owned()])
+            })
+            .add_node("work", |s: Arc<Chat>| async move {
+                ChatUpdate::default().messages(vec![format!("work {}", s.turns)])
+            })
+            .add_node("audit", |_s: Arc<Chat>| async {
+                ChatUpdate::default().messages(vec!["audit".to_owned()])
+            })
+            .add_node("review", move |_s: Arc<Chat>| {
+                let failing = failing.clone();
+                async move {
+                    if failing
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok()
+                    {
+                        return Err::<ChatUpdate, BoxError>("review failed".into());
+                    }
+                    Ok(ChatUpdate::default().approved(Some("ok".to_owned())))
+                }
+            })
+            .add_edge(START, "plan")
+            .add_conditional_edges(
+                "plan",
+                |_s: &Chat| {
+                    (0..8)
+                        .map(|i| {
+                            agent_core::Send::new(
+                                "work",
+                                Chat {
+                                    turns: i,
+                                    ..Chat::default()
+                                },
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                },
+                ["work"],
+            )
+            .add_edge("plan", "audit")
+            .add_edge(["work", "audit"], "review")
+            .add_edge("review", END)
+            .compile_with(saver)
+            .unwrap();
+        let mut histories = Vec::new();
+        for durability in [Durability::Sync, Durability::Async] {
+            failures.store(1, Ordering::SeqCst);
+            let config = thread("owed")
+                .durability(durability)
+                .interrupt_before(["review"]);
+            let out = graph.invoke(human("go"), config.clone()).await.unwrap();
+            assert_eq!(
+                out.next,
+                ["review"],
+                "{name} {durability:?}: paused before review"
+            );
+            assert_eq!(out.messages.len(), 11, "{name} {durability:?}");
+            let failed = graph.invoke(Input::Continue, config.clone()).await;
+            assert!(failed.is_err(), "{name} {durability:?}: review fails once");
+            let out = graph.invoke(Input::Continue, config.clone()).await.unwrap();
+            assert_eq!(out.approved.as_deref(), Some("ok"), "{name} {durability:?}");
+            let history = graph
+                .get_state_history(&config, &ListFilter::default())
+                .await
+                .unwrap();
+            for (newer, older) in history.iter().zip(history.iter().skip(1)) {
+                assert_eq!(
+                    newer
+                        .parent_config
+                        .as_ref()
+                        .and_then(|c| c.checkpoint_id.clone()),
+                    older.config.checkpoint_id,
+                    "{name} {durability:?}: each checkpoint's parent is the one before it"
+                );
+            }
+            type Row = (i64, String, Vec<String>, usize, Vec<String>, Option<String>);
+            let history: Vec<Row> = history
+                .into_iter()
+                .map(|s| {
+                    let source = s.metadata["source"].as_str().unwrap_or_default().to_owned();
+                    let mut messages = s.values.messages;
+                    messages.sort();
+                    let tasks = s.tasks.len();
+                    (s.step, source, s.next, tasks, messages, s.values.approved)
+                })
+                .collect();
+            histories.push(history);
+        }
+        assert_eq!(
+            histories[0].iter().map(|h| h.0).collect::<Vec<_>>(),
+            [3, 2, 1, 0, -1],
+            "{name}: the input, then after START, plan, the fan-out and review"
+        );
+        assert_eq!(histories[0][2].3, 9, "{name}: audit and eight sends next");
+        assert_eq!(histories[0], histories[1], "{name}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_durability_pauses_and_resumes() {
     for (name, saver) in common::backends().await {

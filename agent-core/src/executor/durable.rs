@@ -3,6 +3,10 @@
 //! pending writes, and writes checkpoints when the run's [`Durability`] says so:
 //! - `Sync`: after every step, awaited before the next, and each finished task's writes as they
 //!   land (a crash loses at most the tasks still running);
+//! - `Async`: after every step, its id planned when the step ends and its encoding and store
+//!   done once the next step's tasks have started (a wide step's tasks run on the other
+//!   workers meanwhile), or when the run stops before that; stored in order in the background
+//!   (a crash loses at most the last step's checkpoint);
 //! - `Exit`: once, when the run ends (finished, paused or failed).
 //!
 //! Everything here runs only when a checkpointer and a thread are configured; a run without
@@ -29,7 +33,7 @@ use crate::config::Durability;
 use crate::constants::START;
 use crate::error::GraphError;
 use crate::interrupt::{Interrupt, Interrupted};
-use crate::node_input::InputType;
+use crate::node_input::{AnyInput, InputType};
 use crate::state::{FieldSet, GraphState, StateUpdate};
 use crate::stream::{DebugEvent, StreamMode, StreamPart};
 
@@ -68,6 +72,9 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) pending_input: Option<S::Update>,
     /// With `Durability::Exit`: the checkpoint owed when the run ends.
     deferred: Option<Deferred>,
+    /// With `Durability::Async`: the checkpoint of the run's position (its id planned), owed
+    /// until the next step's tasks have started.
+    owed: Option<Owed>,
     /// The id and parent the next checkpoint written takes (the deferred one's, planned when
     /// its step ended).
     planned: Option<(String, Option<String>)>,
@@ -79,6 +86,16 @@ pub(crate) struct Durable<S: GraphState> {
 
 /// An encoded checkpoint, and its `debug` stream item when the caller streams it.
 type Encoded<S> = (StoreOp, Option<StreamPart<S>>);
+
+/// A checkpoint of the run's position not encoded yet (`Durability::Async`): what its step
+/// wrote, and the operations to store before it (a new input's checkpoint and write).
+struct Owed {
+    source: Source,
+    writes: Option<serde_json::Value>,
+    written: FieldSet,
+    writers: Vec<usize>,
+    ops: Vec<StoreOp>,
+}
 
 /// A checkpoint not written yet (`Durability::Exit`): its id (planned when its step ended, so
 /// the next step's task ids, and the namespaces of subgraphs they run, are unique per step
@@ -138,6 +155,7 @@ impl<S: GraphState> Durable<S> {
             interrupted: Vec::new(),
             pending_input: None,
             deferred: None,
+            owed: None,
             planned: None,
         };
         let mut restored = restore(graph, loaded)?;
@@ -449,7 +467,71 @@ impl<S: GraphState> Run<'_, S> {
             });
             return Ok(());
         }
+        if self.may_owe() {
+            self.owe(source, writes, written, writers, Vec::new());
+            return Ok(());
+        }
         self.save(source, writes, written, writers).await
+    }
+
+    /// Whether the checkpoint of the run's position may wait for the next step's tasks to
+    /// start (`Async`, a next step, no `debug` stream whose checkpoint event must come first).
+    fn may_owe(&self) -> bool {
+        self.durability() == Some(Durability::Async)
+            && !self.frontier.is_empty()
+            && !self.streams(StreamMode::Debug)
+    }
+
+    /// Plans the checkpoint of the run's position (the next step's tasks are named after its
+    /// id) and owes it, with `ops` to store before it.
+    fn owe(
+        &mut self,
+        source: Source,
+        writes: Option<serde_json::Value>,
+        written: FieldSet,
+        writers: &[usize],
+        ops: Vec<StoreOp>,
+    ) {
+        let Some(durable) = &mut self.durable else {
+            return;
+        };
+        // The restored step's kept outputs and answers are used up (a new position).
+        durable.clear_step();
+        let id = new_checkpoint_id();
+        let parent = durable.checkpoint_id.replace(id.clone());
+        durable.planned = Some((id, parent));
+        durable.owed = Some(Owed {
+            source,
+            writes,
+            written,
+            writers: writers.to_vec(),
+            ops,
+        });
+    }
+
+    /// Encodes and queues the owed checkpoint (`Async`), if any: once the step's tasks
+    /// `started` (its body lists them), or from the frontier when the run stops before.
+    pub(crate) fn pay_owed(&mut self, started: Option<&[Task<S>]>) -> Result<(), GraphError> {
+        let Some(owed) = self.durable.as_mut().and_then(|d| d.owed.take()) else {
+            return Ok(());
+        };
+        let checkpoint = self.encode_checkpoint(
+            owed.source,
+            owed.writes,
+            owed.written,
+            &owed.writers,
+            started,
+        );
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        for op in owed.ops {
+            durable.writer.submit(op);
+        }
+        if let Some((op, _)) = checkpoint? {
+            durable.writer.submit(op);
+        }
+        Ok(())
     }
 
     /// Drops the deferred checkpoint (`Exit`) of a subgraph run that finished: its result
@@ -464,6 +546,7 @@ impl<S: GraphState> Run<'_, S> {
     /// Stores what is owed: the deferred checkpoint (`Exit`), and everything queued. Runs
     /// before a run returns, reports an interrupt, or fails.
     pub(crate) async fn flush(&mut self) -> Result<(), GraphError> {
+        let owed = self.pay_owed(None);
         let deferred = self.durable.as_mut().and_then(|d| d.deferred.take());
         let saved = match deferred {
             Some(Deferred {
@@ -484,7 +567,7 @@ impl<S: GraphState> Run<'_, S> {
             Some(durable) => durable.writer.flush().await,
             None => Ok(()),
         };
-        saved.and(flushed)
+        owed.and(saved).and(flushed)
     }
 
     /// The step's writes as the checkpoint metadata's `writes` entry, when the run asked for
@@ -543,7 +626,7 @@ impl<S: GraphState> Run<'_, S> {
         written: FieldSet,
         writers: &[usize],
     ) -> Result<(), GraphError> {
-        let checkpoint = self.encode_checkpoint(source, writes, written, writers)?;
+        let checkpoint = self.encode_checkpoint(source, writes, written, writers, None)?;
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
@@ -581,7 +664,7 @@ impl<S: GraphState> Run<'_, S> {
         if let Some(durable) = &mut self.durable {
             durable.pending_input = Some(update.clone());
         }
-        let input = self.encode_checkpoint(Source::Input, writes, FieldSet::EMPTY, &[]);
+        let input = self.encode_checkpoint(Source::Input, writes, FieldSet::EMPTY, &[], None);
         let Some(durable) = &mut self.durable else {
             return self.apply_input(update);
         };
@@ -599,17 +682,23 @@ impl<S: GraphState> Run<'_, S> {
             data,
         }]));
         self.apply_input(update)?;
+        if self.may_owe() {
+            self.owe(Source::Loop, None, written, &[FROM_START], ops);
+            return Ok(());
+        }
         self.save_with(ops, debug, Source::Loop, None, written, &[FROM_START])
             .await
     }
 
-    /// The checkpoint of the run's position, and the run moved onto it.
+    /// The checkpoint of the run's position, and the run moved onto it. Its next tasks are
+    /// the frontier's, or the tasks taken from it when the next step has `started`.
     fn encode_checkpoint(
         &mut self,
         source: Source,
         writes: Option<serde_json::Value>,
         written: FieldSet,
         writers: &[usize],
+        started: Option<&[Task<S>]>,
     ) -> Result<Option<Encoded<S>>, GraphError> {
         let Some(durable) = &mut self.durable else {
             return Ok(None);
@@ -627,7 +716,8 @@ impl<S: GraphState> Run<'_, S> {
         // otherwise the one after which nothing is triggered): its fields' encodings move
         // into their blobs instead of being copied for a cache (a run that resumes the thread
         // rebuilds its caches from the stored blobs).
-        let keep_caches = durable.durability != Durability::Exit && !self.frontier.is_empty();
+        let keep_caches = durable.durability != Durability::Exit
+            && (started.is_some() || !self.frontier.is_empty());
         let mut interner = std::mem::take(&mut durable.interner);
         let blobs = interning::encoding(&mut interner, || {
             self.encode_fields(written, &id, keep_caches)
@@ -647,9 +737,14 @@ impl<S: GraphState> Run<'_, S> {
         durable.interner = interner;
         let blobs = blobs.map_err(|e| durable.encode_error(e))?;
         durable.rewritten = FieldSet::EMPTY;
+        let next = match started {
+            Some(tasks) => Next::Started(tasks),
+            None => Next::Frontier(&self.frontier),
+        };
         let body = encode_body(
             self.graph,
-            &self.frontier,
+            next,
+            &self.frontier.joins,
             durable.pending_input.is_some(),
             writers,
         )
@@ -1344,7 +1439,8 @@ pub(crate) fn shared_table(
 /// or not.
 fn encode_body<S: GraphState>(
     graph: &Graph<S>,
-    frontier: &Frontier<S>,
+    next: Next<'_, S>,
+    joins: &[Vec<bool>],
     pending_input: bool,
     writers: &[usize],
 ) -> Result<Vec<u8>, String> {
@@ -1354,34 +1450,55 @@ fn encode_body<S: GraphState>(
             n => &graph.names[n],
         }
     };
-    let mut sends = Vec::with_capacity(frontier.pushes.len());
-    let mut input_sends = 0;
-    for (node, arg) in &frontier.pushes {
-        let bytes = match arg {
-            SendArg::State(state) => interning::encode_with_table(&state_to_update(state), None)?,
-            SendArg::Input(input) => {
-                input_sends += 1;
-                input.encode()?
-            }
+    // Each `Send`: its node, its payload's bytes, and whether it is a node's own input.
+    let mut sends = Vec::new();
+    let mut send = |node: usize, state: Option<&S>, input: Option<&AnyInput>| {
+        let bytes = match (state, input) {
+            (Some(state), _) => interning::encode_with_table(&state_to_update(state), None)?,
+            (None, Some(input)) => input.encode()?,
+            (None, None) => return Ok::<_, String>(()),
         };
-        sends.push((*node, bytes));
+        sends.push((node, bytes, input.is_some()));
+        Ok(())
+    };
+    // Edge-triggered nodes in name order (their run order): started tasks are in it already.
+    let mut pulls = Vec::new();
+    match next {
+        Next::Frontier(frontier) => {
+            for (node, arg) in &frontier.pushes {
+                match arg {
+                    SendArg::State(state) => send(*node, Some(state), None)?,
+                    SendArg::Input(input) => send(*node, None, Some(input))?,
+                }
+            }
+            in_rank_order(&frontier.pulls, &graph.rank, |n| pulls.push(n));
+        }
+        Next::Started(tasks) => {
+            for task in tasks {
+                match &task.input {
+                    Some(SendArg::State(state)) => send(task.node, Some(&**state), None)?,
+                    Some(SendArg::Input(input)) => send(task.node, None, Some(input))?,
+                    None => pulls.push(task.node),
+                }
+            }
+        }
     }
+    let input_sends = sends.iter().filter(|(_, _, input)| *input).count();
     let fields = S::fields();
     let unique = |i: usize| !writers[..i].contains(&writers[i]);
     // Room for everything: one allocation.
     let size = 96
         + fields.iter().map(|f| f.name.len() + 2).sum::<usize>()
-        + frontier
-            .pulls
+        + pulls
             .iter()
             .chain(writers)
             .map(|&n| name(n).len() + 2)
             .sum::<usize>()
         + sends
             .iter()
-            .map(|(n, b)| name(*n).len() + b.len() + 8)
+            .map(|(n, b, _)| name(*n).len() + b.len() + 8)
             .sum::<usize>()
-        + frontier.joins.iter().map(|j| j.len() + 3).sum::<usize>();
+        + joins.iter().map(|j| j.len() + 3).sum::<usize>();
     let mut bytes = Vec::with_capacity(size);
     let mut out = msgpack::Packer::named(&mut bytes);
     out.map_len(7);
@@ -1389,21 +1506,23 @@ fn encode_body<S: GraphState>(
     out.uint(u64::from(codec::FORMAT));
     // The input first, then edge-triggered nodes in name order (their run order).
     out.str("next");
-    out.array_len(usize::from(pending_input) + frontier.pulls.len());
+    out.array_len(usize::from(pending_input) + pulls.len());
     if pending_input {
         out.str(START);
     }
-    in_rank_order(&frontier.pulls, &graph.rank, |n| out.str(name(n)));
+    for &n in &pulls {
+        out.str(name(n));
+    }
     out.str("sends");
     out.array_len(sends.len());
-    for (node, data) in &sends {
+    for (node, data, _) in &sends {
         out.array_len(2);
         out.str(name(*node));
         out.bin(data);
     }
     out.str("joins");
-    out.array_len(frontier.joins.len());
-    for join in &frontier.joins {
+    out.array_len(joins.len());
+    for join in joins {
         out.array_len(join.len());
         for &arrived in join {
             out.bool(arrived);
@@ -1421,12 +1540,19 @@ fn encode_body<S: GraphState>(
     }
     out.str("input_sends");
     out.array_len(input_sends);
-    for (position, (_, arg)) in frontier.pushes.iter().enumerate() {
-        if matches!(arg, SendArg::Input(_)) {
+    for (position, (_, _, input)) in sends.iter().enumerate() {
+        if *input {
             out.uint(position as u64);
         }
     }
     Ok(bytes)
+}
+
+/// The next step's tasks, as a checkpoint body lists them: the frontier's, or the tasks taken
+/// from it once the step has started (an `Async` checkpoint encoded while they run).
+pub(crate) enum Next<'a, S> {
+    Frontier(&'a Frontier<S>),
+    Started(&'a [Task<S>]),
 }
 
 /// Calls `f` on `nodes` in `rank` order, without sorting a copy (a step triggers few nodes;
@@ -1568,10 +1694,12 @@ mod tests {
     }
 
     /// The body encoder writes what serde writes for the body (which `Body` decodes), for
-    /// frontiers with pulls in any order, sends of states and of inputs, joins and writers.
+    /// frontiers with pulls in any order, sends of states and of inputs, joins and writers;
+    /// and the same bytes from the tasks taken from the frontier (an `Async` checkpoint
+    /// encoded once its step started).
     #[test]
     fn bodies_are_written_byte_for_byte_as_serde_writes_them() {
-        use super::{FROM_START, Frontier, encode_body, state_to_update};
+        use super::{FROM_START, Frontier, Next, encode_body, state_to_update};
         use crate::checkpoint::codec::{self, Body, BodyRef, FieldNames, serde_bytes_vec::Bytes};
         use crate::checkpoint::{interning, msgpack};
         use crate::command::SendArg;
@@ -1616,27 +1744,48 @@ mod tests {
                 vec![index("beta"), index("alpha"), index("beta")],
             ),
         ] {
-            let mut frontier = Frontier::new(g, false);
-            frontier.pulls = pulls.iter().map(|n| index(n)).collect();
-            frontier.pushes = vec![
-                (
-                    index("worker"),
-                    SendArg::Input(crate::node_input::AnyInput::new(7u32)),
-                ),
-                (
-                    index("mid"),
-                    SendArg::State(Fan {
-                        topic: "t".into(),
-                        notes: vec!["n".into()],
-                    }),
-                ),
-                (
-                    index("worker"),
-                    SendArg::Input(crate::node_input::AnyInput::new(9u32)),
-                ),
-            ];
-            frontier.joins = vec![vec![true, false]];
-            let ours = encode_body(g, &frontier, pending_input, &writers).unwrap();
+            let make = || {
+                let mut frontier = Frontier::new(g, false);
+                frontier.pulls = pulls.iter().map(|n| index(n)).collect();
+                frontier.pushes = vec![
+                    (
+                        index("worker"),
+                        SendArg::Input(crate::node_input::AnyInput::new(7u32)),
+                    ),
+                    (
+                        index("mid"),
+                        SendArg::State(Fan {
+                            topic: "t".into(),
+                            notes: vec!["n".into()],
+                        }),
+                    ),
+                    (
+                        index("worker"),
+                        SendArg::Input(crate::node_input::AnyInput::new(9u32)),
+                    ),
+                ];
+                frontier.joins = vec![vec![true, false]];
+                frontier
+            };
+            let frontier = make();
+            let ours = encode_body(
+                g,
+                Next::Frontier(&frontier),
+                &frontier.joins,
+                pending_input,
+                &writers,
+            )
+            .unwrap();
+            let tasks = make().take_tasks(g);
+            let started = encode_body(
+                g,
+                Next::Started(&tasks),
+                &frontier.joins,
+                pending_input,
+                &writers,
+            )
+            .unwrap();
+            assert_eq!(started, ours, "from started tasks, pulls {pulls:?}");
 
             let mut next: Vec<usize> = frontier.pulls.clone();
             next.sort_unstable_by_key(|&n| g.rank[n]);

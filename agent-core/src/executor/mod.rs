@@ -204,7 +204,10 @@ impl<S: GraphState> Run<'_, S> {
             // Plan: the step's tasks, in the order they run and apply.
             let mut tasks = self.frontier.take_tasks(self.graph);
             self.name_tasks(&mut tasks);
-            self.tasks_started(&mut tasks).await?;
+            if let Err(error) = self.tasks_started(&mut tasks).await {
+                self.frontier.put_back(tasks);
+                return Err(error);
+            }
 
             // Run: every task on the state as of the end of the last step.
             let span = tracing::info_span!("step", step = self.step + 1, tasks = tasks.len());

@@ -295,9 +295,12 @@ impl<S: GraphState> Run<'_, S> {
     /// tasks that paused (by index). Tasks whose writes were kept from an earlier attempt of
     /// this step are not run again. With a checkpointer, a failing task lets its running
     /// siblings finish (their writes are kept, so a resume does not pay for them twice);
-    /// without one, it stops the step at once.
-    pub(crate) async fn run_tasks(&self, tasks: &[Task<S>]) -> Result<StepDone<S>, GraphError> {
+    /// without one, it stops the step at once. An owed `Async` checkpoint of the position the
+    /// step starts from is encoded and queued once its tasks have started (in a wide step,
+    /// while they run on the other workers).
+    pub(crate) async fn run_tasks(&mut self, tasks: &[Task<S>]) -> Result<StepDone<S>, GraphError> {
         if let [task] = tasks {
+            self.pay_owed(Some(tasks))?;
             if let Some(kept) = self.kept_writes(task) {
                 return Ok((vec![kept], Vec::new()));
             }
@@ -324,16 +327,10 @@ impl<S: GraphState> Run<'_, S> {
         let max_concurrency = self.info.config.max_concurrency.unwrap_or(usize::MAX);
         let mut running = Running::for_tasks(to_run.len());
         let mut pending = to_run.into_iter();
-        let polls = &self.graph.first_polls;
-        let start_next = |running: &mut Running<_>, pending: &mut std::vec::IntoIter<usize>| {
-            if let Some(i) = pending.next() {
-                let fut = self.call(&tasks[i]);
-                running.push(async move { (i, fut.await) }, tasks[i].node, polls);
-            }
-        };
         for _ in 0..max_concurrency.min(count) {
-            start_next(&mut running, &mut pending);
+            self.start_next(&mut running, &mut pending, tasks);
         }
+        self.pay_owed(Some(tasks))?;
         let mut failure: Option<GraphError> = None;
         while let Some(joined) = running.next().await {
             let (i, result) = joined.map_err(|error| GraphError::NodePanicked {
@@ -366,7 +363,7 @@ impl<S: GraphState> Run<'_, S> {
                 }
             }
             if failure.is_none() {
-                start_next(&mut running, &mut pending);
+                self.start_next(&mut running, &mut pending, tasks);
             }
         }
         if let Some(error) = failure {
@@ -382,6 +379,20 @@ impl<S: GraphState> Run<'_, S> {
             return Err(error);
         }
         Ok(split(results.into_iter().flatten(), count))
+    }
+
+    /// Starts the next of the step's `pending` tasks, if any.
+    fn start_next(
+        &self,
+        running: &mut Running<(usize, Caught<S>)>,
+        pending: &mut std::vec::IntoIter<usize>,
+        tasks: &[Task<S>],
+    ) {
+        if let Some(i) = pending.next() {
+            let fut = self.call(&tasks[i]);
+            let polls = &self.graph.first_polls;
+            running.push(async move { (i, fut.await) }, tasks[i].node, polls);
+        }
     }
 
     /// The node call of one task, in its span, with panics caught. A node with a cache
