@@ -1768,23 +1768,11 @@ mod tests {
                 frontier
             };
             let frontier = make();
-            let ours = encode_body(
-                g,
-                Next::Frontier(&frontier),
-                &frontier.joins,
-                pending_input,
-                &writers,
-            )
-            .unwrap();
+            let encode =
+                |next| encode_body(g, next, &frontier.joins, pending_input, &writers).unwrap();
+            let ours = encode(Next::Frontier(&frontier));
             let tasks = make().take_tasks(g);
-            let started = encode_body(
-                g,
-                Next::Started(&tasks),
-                &frontier.joins,
-                pending_input,
-                &writers,
-            )
-            .unwrap();
+            let started = encode(Next::Started(&tasks));
             assert_eq!(started, ours, "from started tasks, pulls {pulls:?}");
 
             let mut next: Vec<usize> = frontier.pulls.clone();
