@@ -31,9 +31,7 @@ fn main() -> Result<(), BoxError> {
     let dir = std::env::temp_dir().join(format!("agentgraph-concurrent-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = runtime.block_on(async {
-        let postgres = savers::postgres_configured();
-        let kinds = ["memory", "sqlite", "postgres"];
-        for saver_kind in kinds.into_iter().filter(|s| *s != "postgres" || postgres) {
+        for saver_kind in savers::available(["memory", "sqlite", "postgres"]) {
             for durability in ["sync", "async"] {
                 for concurrency in CONCURRENCY {
                     let line = measure(&dir, saver_kind, durability, concurrency, quick).await?;

@@ -253,13 +253,8 @@ fn parse(args: &[String]) -> Result<(Options, Option<Child>), BoxError> {
 /// print.
 fn drive(options: &Options) -> Result<(), BoxError> {
     let exe = std::env::current_exe()?;
-    let postgres = savers::postgres_configured();
     let savers: Vec<&str> = if options.savers.is_empty() {
-        SAVERS
-            .iter()
-            .copied()
-            .filter(|s| *s != "postgres" || postgres)
-            .collect()
+        savers::available(SAVERS.iter().copied())
     } else {
         options.savers.iter().map(String::as_str).collect()
     };
@@ -608,11 +603,7 @@ fn child_sqlite_commit(options: &Options) -> Result<(), BoxError> {
 
 fn child_storage(options: &Options) -> Result<(), BoxError> {
     let dir = scratch_dir();
-    let postgres = savers::postgres_configured();
-    let kinds: Vec<&str> = ["memory", "sqlite", "postgres"]
-        .into_iter()
-        .filter(|k| *k != "postgres" || postgres)
-        .collect();
+    let kinds = savers::available(["memory", "sqlite", "postgres"]);
     let result = runtime(options)?.block_on(async {
         for kind in kinds {
             let typed = Typed::open(kind, &dir).await?;

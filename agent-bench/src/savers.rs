@@ -13,8 +13,18 @@ pub const POSTGRES_ENV: &str = "AGENTGRAPH_POSTGRES_URL";
 pub const SQLITE_SHARED_ENV: &str = "AGENTGRAPH_BENCH_SQLITE_SHARED";
 
 /// Whether `AGENTGRAPH_POSTGRES_URL` names a server.
-pub fn postgres_configured() -> bool {
+fn postgres_configured() -> bool {
     std::env::var(POSTGRES_ENV).is_ok_and(|url| !url.is_empty())
+}
+
+/// The savers of `kinds` this machine can run: `postgres` only where
+/// `AGENTGRAPH_POSTGRES_URL` names a server.
+pub fn available<'a>(kinds: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let postgres = postgres_configured();
+    kinds
+        .into_iter()
+        .filter(|kind| *kind != "postgres" || postgres)
+        .collect()
 }
 
 /// The SQLite saver as a process that owns its checkpoints opens it (`open_exclusive`), or

@@ -1121,12 +1121,12 @@ mod tests {
             .collect();
         // The connection is busy (a thread holds it until told): the first batch waits for it
         // on the blocking pool, holding the turn, and the others queue behind it.
-        let (held, release) = std::sync::mpsc::channel::<()>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
         let (conn, (busy, taken)) = (saver.conn.clone(), std::sync::mpsc::channel());
         let holder = std::thread::spawn(move || {
             let _db = lock(&conn);
             busy.send(()).unwrap();
-            release.recv().unwrap();
+            released.recv().unwrap();
         });
         taken.recv().unwrap();
         let callers: Vec<_> = threads
@@ -1146,7 +1146,7 @@ mod tests {
             "the batches did not queue: {}",
             saver.group.queued()
         );
-        held.send(()).unwrap();
+        release.send(()).unwrap();
         holder.join().unwrap();
         for (thread, caller) in threads.iter().zip(callers) {
             let result = caller.await.unwrap();

@@ -3,11 +3,14 @@
 //! pending writes, and writes checkpoints when the run's [`Durability`] says so:
 //! - `Sync`: after every step, awaited before the next, and each finished task's writes as they
 //!   land (a crash loses at most the tasks still running);
-//! - `Async`: after every step, its id planned when the step ends and its encoding and store
-//!   done once the next step's tasks have started (a wide step's tasks run on the other
-//!   workers meanwhile), or when the run stops before that; stored in order in the background
-//!   (a crash loses at most the last step's checkpoint);
+//! - `Async`: after every step, stored in order in the background (a crash loses at most the
+//!   last step's checkpoint), and encoded once the next step's tasks have started (a wide
+//!   step's tasks run on the other workers meanwhile), or when the run stops before that;
 //! - `Exit`: once, when the run ends (finished, paused or failed).
+//!
+//! `Async` and `Exit` share one mechanism: the checkpoint of a position is *owed* (its id
+//! planned when its step ends, since the next step's task ids and the namespaces of the
+//! subgraphs they run are named after it) and paid later.
 //!
 //! Everything here runs only when a checkpointer and a thread are configured; a run without
 //! one never serializes.
@@ -70,13 +73,11 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
     /// The input of an `input` checkpoint, not applied yet.
     pub(crate) pending_input: Option<S::Update>,
-    /// With `Durability::Exit`: the checkpoint owed when the run ends.
-    deferred: Option<Deferred>,
-    /// With `Durability::Async`: the checkpoint of the run's position (its id planned), owed
-    /// until the next step's tasks have started.
-    owed: Option<Owed>,
-    /// The id and parent the next checkpoint written takes (the deferred one's, planned when
-    /// its step ended).
+    /// The checkpoint of the run's position, its id planned, not written yet: with `Exit` until
+    /// the run ends, with `Async` until the next step's tasks have started.
+    owed: Option<Owed<S>>,
+    /// The id and parent the next checkpoint written takes (the owed one's, planned when its
+    /// step ended).
     planned: Option<(String, Option<String>)>,
     /// Stores in order, in the background.
     writer: Writer,
@@ -87,26 +88,19 @@ pub(crate) struct Durable<S: GraphState> {
 /// An encoded checkpoint, and its `debug` stream item when the caller streams it.
 type Encoded<S> = (StoreOp, Option<StreamPart<S>>);
 
-/// A checkpoint of the run's position not encoded yet (`Durability::Async`): what its step
-/// wrote, and the operations to store before it (a new input's checkpoint and write).
-struct Owed {
+/// A checkpoint not written yet: its id (planned when its step ended, so the next step's
+/// task ids, and the namespaces of subgraphs they run, are unique per step and stay valid when
+/// it is written), its parent (the last checkpoint stored), the fields written since that one,
+/// the last step's source, metadata and writers, and what to store before it (a new input's
+/// checkpoint and pending write).
+struct Owed<S: GraphState> {
+    id: String,
+    parent: Option<String>,
     source: Source,
     writes: Option<serde_json::Value>,
     written: FieldSet,
     writers: Vec<usize>,
-    ops: Vec<StoreOp>,
-}
-
-/// A checkpoint not written yet (`Durability::Exit`): its id (planned when its step ended, so
-/// the next step's task ids, and the namespaces of subgraphs they run, are unique per step
-/// and stay valid when it is written), its parent (the last checkpoint stored), the fields
-/// written since the last one, and the last step's metadata and writers.
-struct Deferred {
-    id: String,
-    parent: Option<String>,
-    written: FieldSet,
-    writes: Option<serde_json::Value>,
-    writers: Vec<usize>,
+    before: Vec<Encoded<S>>,
 }
 
 impl<S: GraphState> Durable<S> {
@@ -154,7 +148,6 @@ impl<S: GraphState> Durable<S> {
             resume: HashMap::new(),
             interrupted: Vec::new(),
             pending_input: None,
-            deferred: None,
             owed: None,
             planned: None,
         };
@@ -444,28 +437,13 @@ impl<S: GraphState> Run<'_, S> {
         written: FieldSet,
         writers: &[usize],
     ) -> Result<(), GraphError> {
-        let Some(durable) = &mut self.durable else {
-            return Ok(());
-        };
-        if durable.durability == Durability::Exit {
-            // The restored step's kept outputs and answers are used up: no checkpoint is
-            // stored before the next step, and its tasks must not match them.
-            durable.clear_step();
-            let (written, parent) = match durable.deferred.take() {
-                Some(deferred) => (deferred.written.union(written), deferred.parent),
-                None => (written, durable.checkpoint_id.clone()),
-            };
-            // The position gets its id now: the next step's tasks are named after it.
-            let id = new_checkpoint_id();
-            durable.checkpoint_id = Some(id.clone());
-            durable.deferred = Some(Deferred {
-                id,
-                parent,
-                written,
-                writes,
-                writers: writers.to_vec(),
-            });
-            return Ok(());
+        match self.durability() {
+            None => return Ok(()),
+            Some(Durability::Exit) => {
+                self.owe(Source::Loop, writes, written, writers, Vec::new());
+                return Ok(());
+            }
+            Some(_) => {}
         }
         if self.may_owe() {
             self.owe(source, writes, written, writers, Vec::new());
@@ -483,14 +461,16 @@ impl<S: GraphState> Run<'_, S> {
     }
 
     /// Plans the checkpoint of the run's position (the next step's tasks are named after its
-    /// id) and owes it, with `ops` to store before it.
+    /// id) and owes it, with `before` to store ahead of it. One still owed (`Exit`: every step
+    /// until the run ends) is replaced: its fields carry over, and its parent stays the last
+    /// checkpoint stored.
     fn owe(
         &mut self,
         source: Source,
         writes: Option<serde_json::Value>,
         written: FieldSet,
         writers: &[usize],
-        ops: Vec<StoreOp>,
+        mut before: Vec<Encoded<S>>,
     ) {
         let Some(durable) = &mut self.durable else {
             return;
@@ -498,76 +478,76 @@ impl<S: GraphState> Run<'_, S> {
         // The restored step's kept outputs and answers are used up (a new position).
         durable.clear_step();
         let id = new_checkpoint_id();
-        let parent = durable.checkpoint_id.replace(id.clone());
-        durable.planned = Some((id, parent));
+        let previous = durable.checkpoint_id.replace(id.clone());
+        let (written, parent) = match durable.owed.take() {
+            Some(owed) => {
+                before.splice(0..0, owed.before);
+                (owed.written.union(written), owed.parent)
+            }
+            None => (written, previous),
+        };
         durable.owed = Some(Owed {
+            id,
+            parent,
             source,
             writes,
             written,
             writers: writers.to_vec(),
-            ops,
+            before,
         });
     }
 
-    /// Encodes and queues the owed checkpoint (`Async`), if any: once the step's tasks
-    /// `started` (its body lists them), or from the frontier when the run stops before.
-    pub(crate) fn pay_owed(&mut self, started: Option<&[Task<S>]>) -> Result<(), GraphError> {
-        let Some(owed) = self.durable.as_mut().and_then(|d| d.owed.take()) else {
+    /// Writes the owed checkpoint, if any, as [`save`](Self::save) does: once the step's
+    /// tasks `started` (its body lists them), or from the frontier when the run stops.
+    async fn pay_owed(&mut self, started: Option<&[Task<S>]>) -> Result<(), GraphError> {
+        let Some(durable) = &mut self.durable else {
             return Ok(());
         };
-        let checkpoint = self.encode_checkpoint(
-            owed.source,
+        let Some(owed) = durable.owed.take() else {
+            return Ok(());
+        };
+        durable.planned = Some((owed.id, owed.parent));
+        let (source, written) = (owed.source, owed.written);
+        self.save_with(
+            owed.before,
+            source,
             owed.writes,
-            owed.written,
+            written,
             &owed.writers,
             started,
-        );
-        let Some(durable) = &self.durable else {
+        )
+        .await
+    }
+
+    /// An `Async` checkpoint owed is written once the step's tasks have started; an `Exit`
+    /// one waits for the run's end.
+    pub(crate) async fn step_started(&mut self, tasks: &[Task<S>]) -> Result<(), GraphError> {
+        if self.durability() != Some(Durability::Async) {
             return Ok(());
-        };
-        for op in owed.ops {
-            durable.writer.submit(op);
         }
-        if let Some((op, _)) = checkpoint? {
-            durable.writer.submit(op);
-        }
-        Ok(())
+        self.pay_owed(Some(tasks)).await
     }
 
-    /// Drops the deferred checkpoint (`Exit`) of a subgraph run that finished: its result
-    /// reaches the parent as the task's writes, so, as in LangGraph, nothing of it is stored
-    /// (a child that pauses or fails stores its position).
+    /// Drops the owed checkpoint (`Exit`) of a subgraph run that finished: its result reaches
+    /// the parent as the task's writes, so, as in LangGraph, nothing of it is stored (a child
+    /// that pauses or fails stores its position).
     pub(crate) fn forget_deferred(&mut self) {
-        if let Some(durable) = &mut self.durable {
-            durable.deferred = None;
+        if let Some(durable) = &mut self.durable
+            && durable.durability == Durability::Exit
+        {
+            durable.owed = None;
         }
     }
 
-    /// Stores what is owed: the deferred checkpoint (`Exit`), and everything queued. Runs
-    /// before a run returns, reports an interrupt, or fails.
+    /// Stores what is owed (the checkpoint of the run's position), and everything queued.
+    /// Runs before a run returns, reports an interrupt, or fails.
     pub(crate) async fn flush(&mut self) -> Result<(), GraphError> {
-        let owed = self.pay_owed(None);
-        let deferred = self.durable.as_mut().and_then(|d| d.deferred.take());
-        let saved = match deferred {
-            Some(Deferred {
-                id,
-                parent,
-                written,
-                writes,
-                writers,
-            }) => {
-                if let Some(durable) = &mut self.durable {
-                    durable.planned = Some((id, parent));
-                }
-                self.save(Source::Loop, writes, written, &writers).await
-            }
-            None => Ok(()),
-        };
+        let paid = self.pay_owed(None).await;
         let flushed = match &self.durable {
             Some(durable) => durable.writer.flush().await,
             None => Ok(()),
         };
-        owed.and(saved).and(flushed)
+        paid.and(flushed)
     }
 
     /// The step's writes as the checkpoint metadata's `writes` entry, when the run asked for
@@ -611,37 +591,37 @@ impl<S: GraphState> Run<'_, S> {
         written: FieldSet,
         writers: &[usize],
     ) -> Result<(), GraphError> {
-        self.save_with(Vec::new(), Vec::new(), source, writes, written, writers)
+        self.save_with(Vec::new(), source, writes, written, writers, None)
             .await
     }
 
-    /// [`save`](Self::save), storing `ops` (encoded before, with their `debug` events) in the
-    /// same batch, before the checkpoint.
+    /// [`save`](Self::save), storing `before` (encoded before, with their `debug` events) in
+    /// the same batch, ahead of the checkpoint; its next tasks are the frontier's, or the
+    /// tasks taken from it when the next step has `started`.
     async fn save_with(
         &mut self,
-        mut ops: Vec<StoreOp>,
-        mut debug: Vec<StreamPart<S>>,
+        before: Vec<Encoded<S>>,
         source: Source,
         writes: Option<serde_json::Value>,
         written: FieldSet,
         writers: &[usize],
+        started: Option<&[Task<S>]>,
     ) -> Result<(), GraphError> {
-        let checkpoint = self.encode_checkpoint(source, writes, written, writers, None)?;
+        let checkpoint = self.encode_checkpoint(source, writes, written, writers, started)?;
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
+        let mut ops = Vec::with_capacity(before.len() + 1);
+        let mut debug = Vec::new();
+        for (op, event) in before.into_iter().chain(checkpoint) {
+            ops.push(op);
+            debug.extend(event);
+        }
         if durable.durability == Durability::Async {
-            for op in ops.into_iter().chain(checkpoint.map(|(op, event)| {
-                debug.extend(event);
-                op
-            })) {
+            for op in ops {
                 durable.writer.submit(op);
             }
         } else {
-            if let Some((op, event)) = checkpoint {
-                ops.push(op);
-                debug.extend(event);
-            }
             durable.writer.write_now(ops).await?;
         }
         for event in debug {
@@ -659,8 +639,7 @@ impl<S: GraphState> Run<'_, S> {
         writes: Option<serde_json::Value>,
     ) -> Result<(), GraphError> {
         let written = S::writes(&update);
-        let mut ops = Vec::with_capacity(3);
-        let mut debug = Vec::new();
+        let mut before = Vec::with_capacity(2);
         if let Some(durable) = &mut self.durable {
             durable.pending_input = Some(update.clone());
         }
@@ -669,24 +648,22 @@ impl<S: GraphState> Run<'_, S> {
             return self.apply_input(update);
         };
         durable.pending_input = None;
-        if let Some((op, event)) = input? {
-            ops.push(op);
-            debug.extend(event);
-        }
+        before.extend(input?);
         let data =
             interning::encode_with_table(&update, None).map_err(|e| durable.encode_error(e))?;
-        ops.extend(durable.writes_op(vec![PendingWrite {
+        let start = durable.writes_op(vec![PendingWrite {
             task_id: START.to_owned(),
             node: START.to_owned(),
             kind: WriteKind::Output,
             data,
-        }]));
+        }]);
+        before.extend(start.map(|op| (op, None)));
         self.apply_input(update)?;
         if self.may_owe() {
-            self.owe(Source::Loop, None, written, &[FROM_START], ops);
+            self.owe(Source::Loop, None, written, &[FROM_START], before);
             return Ok(());
         }
-        self.save_with(ops, debug, Source::Loop, None, written, &[FROM_START])
+        self.save_with(before, Source::Loop, None, written, &[FROM_START], None)
             .await
     }
 

@@ -296,11 +296,11 @@ impl<S: GraphState> Run<'_, S> {
     /// this step are not run again. With a checkpointer, a failing task lets its running
     /// siblings finish (their writes are kept, so a resume does not pay for them twice);
     /// without one, it stops the step at once. An owed `Async` checkpoint of the position the
-    /// step starts from is encoded and queued once its tasks have started (in a wide step,
-    /// while they run on the other workers).
+    /// step starts from is written once its tasks have started (in a wide step, while they
+    /// run on the other workers).
     pub(crate) async fn run_tasks(&mut self, tasks: &[Task<S>]) -> Result<StepDone<S>, GraphError> {
         if let [task] = tasks {
-            self.pay_owed(Some(tasks))?;
+            self.step_started(tasks).await?;
             if let Some(kept) = self.kept_writes(task) {
                 return Ok((vec![kept], Vec::new()));
             }
@@ -330,7 +330,7 @@ impl<S: GraphState> Run<'_, S> {
         for _ in 0..max_concurrency.min(count) {
             self.start_next(&mut running, &mut pending, tasks);
         }
-        self.pay_owed(Some(tasks))?;
+        self.step_started(tasks).await?;
         let mut failure: Option<GraphError> = None;
         while let Some(joined) = running.next().await {
             let (i, result) = joined.map_err(|error| GraphError::NodePanicked {
