@@ -59,6 +59,14 @@ const OPEN_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1)
 /// A batch of writes up to this many bytes may be stored on the caller's thread.
 const INLINE_BYTES: usize = 64 * 1024;
 
+/// The tables of a new file. The checkpoints' key is (thread, id, ns), not (thread, ns, id):
+/// ids are time-ordered, so a commit's checkpoints go to the key's last page whatever their
+/// namespaces, where keyed by namespace first the checkpoints of a hundred sibling subgraphs
+/// committed together went to a hundred pages of the key, each written to the log whole
+/// (`fanout_to_subgraph_100x` `sync` 22.0 -> 20.3 µs a step, `10x` 21.6 -> 20.9; the other
+/// shapes, one namespace each, within 3%). A namespace's checkpoints are read through the
+/// thread's, newest first (its newest is among the thread's newest). A file made with the
+/// earlier key keeps it: every statement here reads either.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agentgraph_meta (
     key TEXT PRIMARY KEY,
@@ -75,7 +83,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     versions TEXT NOT NULL,
     body BLOB NOT NULL,
     blob_rows TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (thread_id, ns, id)
+    PRIMARY KEY (thread_id, id, ns)
 );
 CREATE TABLE IF NOT EXISTS blobs (
     id INTEGER PRIMARY KEY,

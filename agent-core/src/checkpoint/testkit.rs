@@ -32,6 +32,9 @@
 //! - [`delete_and_prune`]: `prune` keeps the newest checkpoints and every blob their delta
 //!   chains need; `delete_thread` removes one thread only.
 //! - [`concurrent_writers`]: eight tasks writing to one thread lose nothing.
+//! - [`interleaved_namespaces`]: a parent and two subgraph namespaces checkpointing in turns
+//!   (as sibling subgraphs do): `get`, `list` and `prune` see one namespace's checkpoints,
+//!   and each one's blobs.
 //! - [`graph_threads`]: a real graph on the saver — a thread carried over two runs (deltas
 //!   of an appended list), history with LangGraph's sources and step numbers, a fork from an
 //!   older checkpoint, and an interrupt resumed after the graph is opened again.
@@ -57,6 +60,7 @@ pub const CASES: &[&str] = &[
     "concurrent_writers",
     "graph_threads",
     "batches",
+    "interleaved_namespaces",
 ];
 
 /// A case that failed: which, on which backend, and why.
@@ -116,6 +120,7 @@ where
     concurrent_writers(&factory().await).await?;
     graph_threads(&factory().await).await?;
     batches(&factory().await).await?;
+    interleaved_namespaces(&factory().await).await?;
     Ok(CASES.to_vec())
 }
 
@@ -541,6 +546,117 @@ pub async fn batches(saver: &Arc<dyn Checkpointer>) -> CaseResult {
             newer.writes.len()
         )
     })?;
+    Ok(())
+}
+
+/// Three namespaces of one thread (a parent and two subgraphs) whose checkpoints interleave in
+/// time, as sibling subgraphs' do: each namespace's newest, its list (newest first, with
+/// `before`), its blobs and a prune of one of them see that namespace's checkpoints only.
+pub async fn interleaved_namespaces(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "interleaved_namespaces",
+        saver,
+    };
+    let thread = unique("ns");
+    let spaces = ["", "child:1", "child:2"];
+    // Ids 1..=12 in turns: "" has 1, 4, 7, 10; "child:1" 2, 5, 8, 11; "child:2" 3, 6, 9, 12.
+    let of =
+        |space: usize| -> Vec<String> { (0..4).map(|k| id(1 + space as u32 + 3 * k)).collect() };
+    for round in 0..4 {
+        let mut ops = Vec::new();
+        for (space, ns) in spaces.iter().enumerate() {
+            let ids = of(space);
+            let cp = &ids[round];
+            let mut checkpoint = record(
+                &thread,
+                cp,
+                round.checked_sub(1).map(|r| ids[r].as_str()),
+                round as i64,
+                "loop",
+                &[("f", cp)],
+            );
+            checkpoint.ns = (*ns).to_owned();
+            ops.push(StoreOp::Checkpoint {
+                record: checkpoint,
+                blobs: vec![blob("f", cp, None, format!("{ns}@{round}").as_bytes())],
+            });
+        }
+        // One batch a round: the three namespaces commit together.
+        case.call("put_batch", saver.put_batch(ops).await)?;
+    }
+    for (space, ns) in spaces.iter().enumerate() {
+        let ids = of(space);
+        let latest = case.call("get latest", saver.get(&thread, ns, None).await)?;
+        let record = latest
+            .record
+            .ok_or_else(|| case.fail(format!("no checkpoint in `{ns}`")))?;
+        case.check(record.id == ids[3] && record.ns == *ns, || {
+            format!(
+                "the newest of `{ns}` is {} in `{}`, expected {}",
+                record.id, record.ns, ids[3]
+            )
+        })?;
+        let data: Vec<&[u8]> = latest.blobs.iter().map(|b| b.data.as_slice()).collect();
+        let want = format!("{ns}@3");
+        case.check(data == [want.as_bytes()], || {
+            format!("`{ns}`'s newest loads blobs {data:?}, expected [{want:?}]")
+        })?;
+        let listed = case.call(
+            "list",
+            saver.list(&thread, ns, &ListFilter::default()).await,
+        )?;
+        let listed: Vec<&str> = listed.iter().map(|r| r.id.as_str()).collect();
+        let newest_first: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
+        case.check(listed == newest_first, || {
+            format!("list of `{ns}` gave {listed:?}, expected {newest_first:?}")
+        })?;
+        let before = ListFilter {
+            before: Some(ids[2].clone()),
+            ..ListFilter::default()
+        };
+        let older = case.call("list before", saver.list(&thread, ns, &before).await)?;
+        let older: Vec<&str> = older.iter().map(|r| r.id.as_str()).collect();
+        case.check(older == [ids[1].as_str(), ids[0].as_str()], || {
+            format!("list of `{ns}` before {} gave {older:?}", ids[2])
+        })?;
+        // Another namespace's checkpoint is not this one's.
+        let other = of((space + 1) % 3);
+        let foreign = case.call("get by id", saver.get(&thread, ns, Some(&other[3])).await)?;
+        case.check(foreign.record.is_none(), || {
+            format!(
+                "`{ns}` found `{}`'s checkpoint {}",
+                spaces[(space + 1) % 3],
+                other[3]
+            )
+        })?;
+    }
+    let pruned = case.call("prune", saver.prune(&thread, "child:1", 1).await)?;
+    case.check(pruned == 3, || {
+        format!("prune of `child:1` to 1 of 4 reported {pruned} deleted, expected 3")
+    })?;
+    for (space, ns) in spaces.iter().enumerate() {
+        let left = case.call(
+            "list",
+            saver.list(&thread, ns, &ListFilter::default()).await,
+        )?;
+        let expected = if space == 1 { 1 } else { 4 };
+        case.check(left.len() == expected, || {
+            format!(
+                "`{ns}` has {} checkpoints after pruning `child:1`, expected {expected}",
+                left.len()
+            )
+        })?;
+        let latest = case.call("get latest", saver.get(&thread, ns, None).await)?;
+        let want = format!("{ns}@3");
+        case.check(
+            latest
+                .blobs
+                .iter()
+                .map(|b| b.data.as_slice())
+                .eq([want.as_bytes()]),
+            || format!("`{ns}`'s newest lost its blob in the prune of `child:1`"),
+        )?;
+    }
     Ok(())
 }
 
