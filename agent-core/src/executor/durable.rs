@@ -989,26 +989,31 @@ impl Writer {
 const GATHER_YIELDS: usize = 4;
 
 /// Stores batches until the queue is empty (a task of its own, or a `Sync` run's own task).
-/// With `gather`, it first yields while other runs' ops keep arriving (a few times at most):
-/// those ready to store join its first transaction.
+/// With `gather`, before each batch it yields while other runs' ops keep arriving (a few
+/// times at most): those ready to store join the transaction. Before every batch, not only
+/// the first: sibling subgraphs that await their checkpoints (a fan-out with `Sync`) tend to
+/// split into cohorts that take turns, one committing while the other steps, each commit
+/// paying its fixed cost; gathering again after a commit lets the cohort it released catch
+/// up with the one queued meanwhile (`fanout_to_subgraph_10x` with SQLite `sync` 21.6 ->
+/// 20.0 µs a step, the first batch only against every batch).
 async fn drain(saver: &dyn Checkpointer, shared: &WriterShared, gather: bool) {
     // Armed before the first await: a drain dropped while gathering leaves no queue marked busy.
     let cancelled = Cancelled {
         shared,
         backend: saver.backend(),
     };
-    if gather {
-        let mut queued = Writer::lock(shared).ops.len();
-        for _ in 0..GATHER_YIELDS {
-            tokio::task::yield_now().await;
-            let now = Writer::lock(shared).ops.len();
-            if now == queued {
-                break;
-            }
-            queued = now;
-        }
-    }
     loop {
+        let mut queued = Writer::lock(shared).ops.len();
+        if gather && queued > 0 {
+            for _ in 0..GATHER_YIELDS {
+                tokio::task::yield_now().await;
+                let now = Writer::lock(shared).ops.len();
+                if now == queued {
+                    break;
+                }
+                queued = now;
+            }
+        }
         let ops = {
             let mut queue = Writer::lock(shared);
             if queue.ops.is_empty() || queue.error.is_some() {
@@ -1962,7 +1967,7 @@ mod tests {
         let fourth = store(&writer);
         until(|| super::Writer::lock(&writer.shared).ops.len() == 1).await;
         saver.gate.add_permits(1);
-        until(|| second.is_finished() && third.is_finished()).await;
+        until(|| second.is_finished() && third.is_finished() && batches().len() == 2).await;
         assert!(!fourth.is_finished(), "the fourth op is not stored yet");
         assert!(
             !first.is_finished(),
@@ -1971,6 +1976,52 @@ mod tests {
         assert_eq!(batches(), [3, 1]);
         saver.gate.add_permits(1);
         for task in [first, second, third, fourth] {
+            task.await.unwrap().unwrap();
+        }
+        writer.flush().await.unwrap();
+    }
+
+    /// A `Sync` store gathers before every batch it stores, not only its first: a sibling run
+    /// released by one commit that queues at once goes with the ops queued during that
+    /// commit (one transaction for both cohorts), not in a transaction after them.
+    #[tokio::test]
+    async fn a_sync_store_gathers_again_before_its_next_batch() {
+        use std::sync::Arc;
+        let saver = Arc::new(Gated::default());
+        let writer = super::Writer::new(saver.clone());
+        let store = |writer: &super::Writer| {
+            let (writer, seat) = (writer.clone(), writer.seat());
+            tokio::spawn(async move {
+                let _seat = seat;
+                writer.write_now(vec![writes_op()]).await
+            })
+        };
+        let batches = || saver.batches.lock().unwrap().clone();
+        let (first, second) = (store(&writer), store(&writer));
+        until(|| batches().len() == 1).await;
+        assert_eq!(batches(), [2]);
+        // Queued while that batch is stored: the next batch's.
+        let third = store(&writer);
+        until(|| super::Writer::lock(&writer.shared).ops.len() == 1).await;
+        // A run that steps again as soon as its checkpoint is stored, and stores the next.
+        let again = {
+            let writer = writer.clone();
+            let (seat, second) = (writer.seat(), second);
+            tokio::spawn(async move {
+                let _seat = seat;
+                second.await.unwrap().unwrap();
+                writer.write_now(vec![writes_op()]).await
+            })
+        };
+        saver.gate.add_permits(1);
+        until(|| batches().len() == 2).await;
+        assert_eq!(
+            batches(),
+            [2, 2],
+            "the released run's op joins the next batch"
+        );
+        saver.gate.add_permits(1);
+        for task in [first, third, again] {
             task.await.unwrap().unwrap();
         }
         writer.flush().await.unwrap();
