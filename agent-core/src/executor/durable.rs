@@ -1941,22 +1941,28 @@ mod tests {
         panic!("the writer never got there");
     }
 
+    /// A run's `Sync` store of one op through `writer` once `before` is done: a task, seated
+    /// when it starts (as a run's link is).
+    fn store_after(
+        writer: &super::Writer,
+        before: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::JoinHandle<Result<(), crate::GraphError>> {
+        let (writer, seat) = (writer.clone(), writer.seat());
+        tokio::spawn(async move {
+            let _seat = seat;
+            before.await;
+            writer.write_now(vec![writes_op()]).await
+        })
+    }
+
     /// Runs sharing a writer (a parent and its subgraphs) wait for their own ops, not for the
     /// queue to be empty: a store returns once its batch is stored, while the drain goes on
     /// with what others queued after it. And ops queued while a store gathers go in its batch.
     #[tokio::test]
     async fn a_sync_store_returns_when_its_batch_is_stored_not_when_the_queue_empties() {
-        use std::sync::Arc;
-        let saver = Arc::new(Gated::default());
+        let saver = std::sync::Arc::new(Gated::default());
         let writer = super::Writer::new(saver.clone());
-        // Each store stands for a run (seated when it starts, as a run's link is).
-        let store = |writer: &super::Writer| {
-            let (writer, seat) = (writer.clone(), writer.seat());
-            tokio::spawn(async move {
-                let _seat = seat;
-                writer.write_now(vec![writes_op()]).await
-            })
-        };
+        let store = |writer: &super::Writer| store_after(writer, async {});
         let batches = || saver.batches.lock().unwrap().clone();
         // The first store drains; two more queue while it gathers: one batch of three.
         let first = store(&writer);
@@ -1986,16 +1992,9 @@ mod tests {
     /// commit (one transaction for both cohorts), not in a transaction after them.
     #[tokio::test]
     async fn a_sync_store_gathers_again_before_its_next_batch() {
-        use std::sync::Arc;
-        let saver = Arc::new(Gated::default());
+        let saver = std::sync::Arc::new(Gated::default());
         let writer = super::Writer::new(saver.clone());
-        let store = |writer: &super::Writer| {
-            let (writer, seat) = (writer.clone(), writer.seat());
-            tokio::spawn(async move {
-                let _seat = seat;
-                writer.write_now(vec![writes_op()]).await
-            })
-        };
+        let store = |writer: &super::Writer| store_after(writer, async {});
         let batches = || saver.batches.lock().unwrap().clone();
         let (first, second) = (store(&writer), store(&writer));
         until(|| batches().len() == 1).await;
@@ -2004,15 +2003,7 @@ mod tests {
         let third = store(&writer);
         until(|| super::Writer::lock(&writer.shared).ops.len() == 1).await;
         // A run that steps again as soon as its checkpoint is stored, and stores the next.
-        let again = {
-            let writer = writer.clone();
-            let (seat, second) = (writer.seat(), second);
-            tokio::spawn(async move {
-                let _seat = seat;
-                second.await.unwrap().unwrap();
-                writer.write_now(vec![writes_op()]).await
-            })
-        };
+        let again = store_after(&writer, async move { second.await.unwrap().unwrap() });
         saver.gate.add_permits(1);
         until(|| batches().len() == 2).await;
         assert_eq!(
