@@ -64,7 +64,7 @@ const INLINE_BYTES: usize = 64 * 1024;
 /// namespaces, where keyed by namespace first the checkpoints of a hundred sibling subgraphs
 /// committed together went to a hundred pages of the key, each written to the log whole
 /// (`fanout_to_subgraph_100x` `sync` 22.0 -> 20.3 µs a step, `10x` 21.6 -> 20.9; the other
-/// shapes, one namespace each, within 3%). A namespace's checkpoints are read through the
+/// shapes, one namespace each, within their noise, 6% either way at most). A namespace's checkpoints are read through the
 /// thread's, newest first (its newest is among the thread's newest). A file made with the
 /// earlier key keeps it: every statement here reads either.
 const SCHEMA: &str = "

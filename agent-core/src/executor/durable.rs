@@ -994,8 +994,8 @@ const GATHER_YIELDS: usize = 4;
 /// the first: sibling subgraphs that await their checkpoints (a fan-out with `Sync`) tend to
 /// split into cohorts that take turns, one committing while the other steps, each commit
 /// paying its fixed cost; gathering again after a commit lets the cohort it released catch
-/// up with the one queued meanwhile (`fanout_to_subgraph_10x` with SQLite `sync` 21.6 ->
-/// 20.0 µs a step, the first batch only against every batch).
+/// up with the one queued meanwhile (`fanout_to_subgraph_10x` with SQLite `sync` ~21.3 ->
+/// ~19.9 µs a step, the first batch only against every batch).
 async fn drain(saver: &dyn Checkpointer, shared: &WriterShared, gather: bool) {
     // Armed before the first await: a drain dropped while gathering leaves no queue marked busy.
     let cancelled = Cancelled {
