@@ -44,9 +44,9 @@ const SCHEMA_VERSION: i64 = 2;
 /// one of its key index, and with 4 KiB pages most of those bytes were copies of rows already
 /// stored. With 2 KiB pages, one process each, median of two, µs a step: `sequential_10`
 /// `sync` 12.6 -> 10.4, `react_agent_10x` `sync` 27.1 -> 23.9, `wide_state_25x300` `sync`
-/// 38.3 -> 34.3; what it costs: a hundred namespaces committing at once
-/// (`fanout_to_subgraph_100x`) touch more index pages, `sync` 20.2 -> 24.2 and `async` 13.0
-/// -> 14.1. 1 KiB pages were faster still for small `sync` steps and slower for `async`
+/// 38.3 -> 34.3; what it cost, a hundred namespaces committing at once
+/// (`fanout_to_subgraph_100x`) touching more pages of the key, `sync` 20.2 -> 24.2 and
+/// `async` 13.0 -> 14.1, the key of [`SCHEMA`] (id before namespace) removes. 1 KiB pages were faster still for small `sync` steps and slower for `async`
 /// fan-outs (`fanout_to_subgraph_10x` `async` 14.6 -> 15.3).
 const PAGE_SIZE: i64 = 2048;
 
@@ -64,9 +64,9 @@ const INLINE_BYTES: usize = 64 * 1024;
 /// namespaces, where keyed by namespace first the checkpoints of a hundred sibling subgraphs
 /// committed together went to a hundred pages of the key, each written to the log whole
 /// (`fanout_to_subgraph_100x` `sync` 22.0 -> 20.3 µs a step, `10x` 21.6 -> 20.9; the other
-/// shapes, one namespace each, within their noise, 6% either way at most). A namespace's checkpoints are read through the
-/// thread's, newest first (its newest is among the thread's newest). A file made with the
-/// earlier key keeps it: every statement here reads either.
+/// shapes, one namespace each, within their noise, 6% either way at most). A namespace's
+/// checkpoints are read through the thread's, newest first (its newest is among the thread's
+/// newest). A file made with the earlier key keeps it: every statement here reads either.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agentgraph_meta (
     key TEXT PRIMARY KEY,

@@ -531,7 +531,7 @@ impl<S: GraphState> Run<'_, S> {
     /// Drops the owed checkpoint (`Exit`) of a subgraph run that finished: its result reaches
     /// the parent as the task's writes, so, as in LangGraph, nothing of it is stored (a child
     /// that pauses or fails stores its position).
-    pub(crate) fn forget_deferred(&mut self) {
+    pub(crate) fn forget_owed(&mut self) {
         if let Some(durable) = &mut self.durable
             && durable.durability == Durability::Exit
         {
@@ -1434,32 +1434,30 @@ fn encode_body<S: GraphState>(
     };
     // Each `Send`: its node, its payload's bytes, and whether it is a node's own input.
     let mut sends = Vec::new();
-    let mut send = |node: usize, state: Option<&S>, input: Option<&AnyInput>| {
-        let bytes = match (state, input) {
-            (Some(state), _) => interning::encode_with_table(&state_to_update(state), None)?,
-            (None, Some(input)) => input.encode()?,
-            (None, None) => return Ok::<_, String>(()),
+    let mut send = |node: usize, payload: Payload<'_, S>| {
+        let (bytes, input) = match payload {
+            Payload::State(state) => (
+                interning::encode_with_table(&state_to_update(state), None)?,
+                false,
+            ),
+            Payload::Input(input) => (input.encode()?, true),
         };
-        sends.push((node, bytes, input.is_some()));
-        Ok(())
+        sends.push((node, bytes, input));
+        Ok::<_, String>(())
     };
     // Edge-triggered nodes in name order (their run order): started tasks are in it already.
     let mut pulls = Vec::new();
     match next {
         Next::Frontier(frontier) => {
             for (node, arg) in &frontier.pushes {
-                match arg {
-                    SendArg::State(state) => send(*node, Some(state), None)?,
-                    SendArg::Input(input) => send(*node, None, Some(input))?,
-                }
+                send(*node, Payload::of(arg))?;
             }
             in_rank_order(&frontier.pulls, &graph.rank, |n| pulls.push(n));
         }
         Next::Started(tasks) => {
             for task in tasks {
                 match &task.input {
-                    Some(SendArg::State(state)) => send(task.node, Some(&**state), None)?,
-                    Some(SendArg::Input(input)) => send(task.node, None, Some(input))?,
+                    Some(arg) => send(task.node, Payload::of(arg))?,
                     None => pulls.push(task.node),
                 }
             }
@@ -1528,6 +1526,22 @@ fn encode_body<S: GraphState>(
         }
     }
     Ok(bytes)
+}
+
+/// A `Send`'s payload, borrowed from the frontier's pushes (a state) or from a started
+/// task's input (an `Arc` of one).
+enum Payload<'a, S> {
+    State(&'a S),
+    Input(&'a AnyInput),
+}
+
+impl<'a, S> Payload<'a, S> {
+    fn of<T: std::borrow::Borrow<S>>(arg: &'a SendArg<T>) -> Self {
+        match arg {
+            SendArg::State(state) => Payload::State(state.borrow()),
+            SendArg::Input(input) => Payload::Input(input),
+        }
+    }
 }
 
 /// The next step's tasks, as a checkpoint body lists them: the frontier's, or the tasks taken

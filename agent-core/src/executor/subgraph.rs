@@ -214,7 +214,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         run.recorded = records.then_some(recorded);
         let ran = run.run_steps().await;
         if ran.is_ok() && !run.paused {
-            run.forget_deferred();
+            run.forget_owed();
         }
         let flushed = run.flush().await;
         // A command for the parent ends the child here (LangGraph's `ParentCommand`).
