@@ -830,6 +830,9 @@ impl<S: GraphState> Run<'_, S> {
 pub(crate) struct Writer {
     saver: Arc<dyn Checkpointer>,
     shared: Arc<WriterShared>,
+    /// The saver stores on the caller's thread (`put_batch_now`): nothing is queued, each
+    /// op is stored as it comes (see [`store_here`](Self::store_here)).
+    in_place: bool,
 }
 
 #[derive(Default)]
@@ -838,6 +841,9 @@ struct WriterShared {
     idle: tokio::sync::Notify,
     /// Runs using the writer now (a parent and its subgraphs).
     runs: std::sync::atomic::AtomicUsize,
+    /// A store in place failed and nobody has been told yet (`Queue::error` holds it): what
+    /// follows is dropped, as after a queued store's failure.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 /// A run's place among those sharing a writer, given back when the run's link is dropped.
@@ -866,9 +872,12 @@ struct Queue {
 
 impl Writer {
     pub(crate) fn new(saver: Arc<dyn Checkpointer>) -> Self {
+        // Asked with nothing to store: whether the saver stores in place.
+        let in_place = saver.put_batch_now(&mut Vec::new()).is_some();
         Writer {
             saver,
             shared: Arc::default(),
+            in_place,
         }
     }
 
@@ -890,16 +899,26 @@ impl Writer {
         shared.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `op`; stores it in place when the saver can (see
-    /// [`store_in_place`](Self::store_in_place)), else starts a drain task when none runs.
+    /// Queues `op` and starts a drain task when none runs; a saver that stores in place
+    /// stores it now (see [`store_here`](Self::store_here)).
     fn submit(&self, op: StoreOp) {
+        if self.in_place {
+            STORING.with(|ops| {
+                let mut buffer = ops.take();
+                buffer.push(op);
+                self.store_here(&mut buffer);
+                buffer.clear();
+                ops.set(buffer);
+            });
+            return;
+        }
         let mut queue = Self::lock(&self.shared);
         if queue.error.is_some() {
             return;
         }
         queue.ops.push(op);
         queue.queued += 1;
-        if queue.busy || Self::store_in_place(&*self.saver, &mut queue) {
+        if queue.busy {
             return;
         }
         queue.busy = true;
@@ -908,34 +927,48 @@ impl Writer {
         tokio::spawn(async move { drain(&*saver, &shared, false).await });
     }
 
-    /// With no drain storing (so nothing queued ahead), a saver that never waits on I/O stores
-    /// the queue on the caller's thread, under the queue's lock; whether it did. Nobody can be
-    /// waiting for these ops yet, so nobody is woken.
-    fn store_in_place(saver: &dyn Checkpointer, queue: &mut Queue) -> bool {
-        let count = queue.ops.len() as u64;
-        let stored =
-            std::panic::catch_unwind(AssertUnwindSafe(|| saver.put_batch_now(&mut queue.ops)));
-        let result = match stored {
-            Ok(None) => return false,
-            Ok(Some(result)) => result,
-            Err(_) => Err(GraphError::Storage {
-                backend: saver.backend(),
-                detail: "the checkpointer panicked while storing".to_owned(),
-            }),
-        };
-        queue.ops.clear();
-        queue.done += count;
-        if let Err(error) = result {
-            queue.error.get_or_insert(error);
+    /// Stores `ops` on the caller's thread, for a saver that never waits on I/O: no queue,
+    /// no task, no future, and no lock of the writer's. Ops from one run are stored in its
+    /// order (it stores each before it goes on); runs sharing the writer on other threads
+    /// (a fan-out's subgraphs) store theirs beside it, the saver's own lock ordering them.
+    /// With the queue's lock held across the store instead, a `fanout_to_subgraph_10x` run
+    /// with `async` put a worker to sleep on that lock about twice a run. A failure is kept
+    /// for the next flush and drops what follows until then.
+    fn store_here(&self, ops: &mut Vec<StoreOp>) {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if self.shared.failed.load(Acquire) {
+            ops.clear();
+            return;
         }
-        true
+        let stored = std::panic::catch_unwind(AssertUnwindSafe(|| self.saver.put_batch_now(ops)));
+        let error = match stored {
+            Ok(Some(Ok(()))) => return,
+            Ok(Some(Err(error))) => error,
+            Ok(None) => GraphError::Storage {
+                backend: self.saver.backend(),
+                detail: "the checkpointer stopped storing in place".to_owned(),
+            },
+            Err(_) => GraphError::Storage {
+                backend: self.saver.backend(),
+                detail: "the checkpointer panicked while storing".to_owned(),
+            },
+        };
+        ops.clear();
+        Self::lock(&self.shared).error.get_or_insert(error);
+        self.shared.failed.store(true, Release);
     }
 
     /// Stores `ops` after everything queued and waits for them. When no drain runs, this task
     /// drains (no hop to another task): what other runs sharing the writer (a parent and its
     /// subgraphs) queue meanwhile goes with its next batch, one transaction for several
     /// runs' checkpoints (a group commit).
-    async fn write_now(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
+    async fn write_now(&self, mut ops: Vec<StoreOp>) -> Result<(), GraphError> {
+        if self.in_place {
+            // Stored now; a failure (this one's or an earlier one not yet reported) is
+            // reported here.
+            self.store_here(&mut ops);
+            return self.flush().await;
+        }
         let (drains, ticket) = {
             let mut queue = Self::lock(&self.shared);
             if queue.error.is_some() {
@@ -943,9 +976,7 @@ impl Writer {
             } else {
                 queue.queued += ops.len() as u64;
                 queue.ops.extend(ops);
-                let drains = !queue.busy
-                    && !queue.ops.is_empty()
-                    && !Self::store_in_place(&*self.saver, &mut queue);
+                let drains = !queue.busy && !queue.ops.is_empty();
                 queue.busy |= drains;
                 (drains, queue.queued)
             }
@@ -974,6 +1005,9 @@ impl Writer {
             {
                 let mut queue = Self::lock(&self.shared);
                 if queue.done >= ticket {
+                    self.shared
+                        .failed
+                        .store(false, std::sync::atomic::Ordering::Release);
                     return match queue.error.take() {
                         Some(error) => Err(error),
                         None => Ok(()),
@@ -983,6 +1017,11 @@ impl Writer {
             idle.await;
         }
     }
+}
+
+thread_local! {
+    /// The buffer a store in place hands the saver (reused: storing allocates nothing).
+    static STORING: std::cell::Cell<Vec<StoreOp>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// How many times a `Sync` store yields for sibling runs' ops to join its transaction.
@@ -1999,6 +2038,165 @@ mod tests {
             task.await.unwrap().unwrap();
         }
         writer.flush().await.unwrap();
+    }
+
+    /// A saver that stores in place (as the in-memory one does), counting the ops it is
+    /// handed; a store meets the other runs' stores (up to `meet` at once, for up to five
+    /// seconds) before it goes on, and fails while `fail` is set.
+    struct InPlace {
+        inner: crate::InMemorySaver,
+        meet: usize,
+        arrived: std::sync::Mutex<usize>,
+        met: std::sync::Condvar,
+        /// Stores that waited out the five seconds alone.
+        alone: std::sync::atomic::AtomicUsize,
+        fail: std::sync::atomic::AtomicBool,
+        handed: std::sync::atomic::AtomicUsize,
+    }
+
+    impl InPlace {
+        fn new(meet: usize) -> Self {
+            InPlace {
+                inner: crate::InMemorySaver::new(),
+                meet,
+                arrived: std::sync::Mutex::new(0),
+                met: std::sync::Condvar::new(),
+                alone: Default::default(),
+                fail: Default::default(),
+                handed: Default::default(),
+            }
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl crate::checkpoint::Checkpointer for InPlace {
+        fn backend(&self) -> &'static str {
+            "in-place"
+        }
+        fn put_batch_now(
+            &self,
+            ops: &mut Vec<crate::checkpoint::StoreOp>,
+        ) -> Option<Result<(), crate::GraphError>> {
+            use std::sync::atomic::Ordering::SeqCst;
+            if ops.is_empty() {
+                return Some(Ok(()));
+            }
+            self.handed.fetch_add(ops.len(), SeqCst);
+            let mut arrived = self.arrived.lock().unwrap();
+            *arrived += 1;
+            self.met.notify_all();
+            let (arrived, waited) = self
+                .met
+                .wait_timeout_while(arrived, std::time::Duration::from_secs(5), |n| {
+                    *n < self.meet
+                })
+                .unwrap();
+            drop(arrived);
+            if waited.timed_out() {
+                self.alone.fetch_add(1, SeqCst);
+            }
+            if self.fail.load(SeqCst) {
+                ops.clear();
+                return Some(Err(crate::GraphError::Storage {
+                    backend: "in-place",
+                    detail: "disk full".to_owned(),
+                }));
+            }
+            self.inner.put_batch_now(ops)
+        }
+        async fn put(
+            &self,
+            record: &crate::checkpoint::CheckpointRecord,
+            blobs: &[crate::checkpoint::FieldBlob],
+        ) -> Result<(), crate::GraphError> {
+            self.inner.put(record, blobs).await
+        }
+        async fn put_writes(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            checkpoint_id: &str,
+            writes: &[crate::checkpoint::PendingWrite],
+        ) -> Result<(), crate::GraphError> {
+            self.inner
+                .put_writes(thread_id, ns, checkpoint_id, writes)
+                .await
+        }
+        async fn get(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            checkpoint_id: Option<&str>,
+        ) -> Result<crate::checkpoint::LoadedCheckpoint, crate::GraphError> {
+            self.inner.get(thread_id, ns, checkpoint_id).await
+        }
+        async fn list(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            filter: &crate::ListFilter,
+        ) -> Result<Vec<crate::checkpoint::CheckpointRecord>, crate::GraphError> {
+            self.inner.list(thread_id, ns, filter).await
+        }
+        async fn delete_thread(&self, thread_id: &str) -> Result<(), crate::GraphError> {
+            self.inner.delete_thread(thread_id).await
+        }
+        async fn prune(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            keep_last: usize,
+        ) -> Result<usize, crate::GraphError> {
+            self.inner.prune(thread_id, ns, keep_last).await
+        }
+    }
+
+    /// Runs sharing a writer whose saver stores in place (a fan-out's subgraphs with the
+    /// in-memory saver) store at once from their threads: neither waits on the writer for
+    /// the other's store to finish.
+    #[test]
+    fn runs_storing_in_place_do_not_wait_for_each_other() {
+        let saver = std::sync::Arc::new(InPlace::new(2));
+        let writer = super::Writer::new(saver.clone());
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                let writer = writer.clone();
+                scope.spawn(move || writer.submit(writes_op()));
+            }
+        });
+        assert_eq!(
+            saver.alone.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "both stores were in the saver at once"
+        );
+        assert_eq!(saver.handed.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    /// A failed store in place is reported by the next flush, once, and what is queued after
+    /// it until then is dropped (it may depend on what failed), as with a queued store.
+    #[tokio::test]
+    async fn a_failed_store_in_place_drops_what_follows_until_a_flush_reports_it() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let saver = std::sync::Arc::new(InPlace::new(1));
+        let writer = super::Writer::new(saver.clone());
+        saver.fail.store(true, SeqCst);
+        writer.submit(writes_op());
+        saver.fail.store(false, SeqCst);
+        writer.submit(writes_op());
+        assert_eq!(
+            saver.handed.load(SeqCst),
+            1,
+            "the op after the failure is dropped"
+        );
+        let error = writer.flush().await.expect_err("the failure is reported");
+        assert!(error.to_string().contains("disk full"), "{error}");
+        writer.flush().await.expect("reported once");
+        writer.write_now(vec![writes_op()]).await.unwrap();
+        assert_eq!(
+            saver.handed.load(SeqCst),
+            2,
+            "stores go on after the report"
+        );
     }
 
     /// A `Sync` store gathers before every batch it stores, not only its first: a sibling run
