@@ -12,6 +12,7 @@
 //! `get_state`, history) unpack.
 
 use std::collections::HashMap;
+use std::mem::take;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -52,20 +53,15 @@ impl Threads {
         self.map.get(thread_id)?.get(ns)
     }
 
-    /// The thread, created when new, with the arena.
-    fn at(&mut self, thread_id: &str, ns: &str) -> (&mut Thread, &mut Arena) {
-        if !self.map.contains_key(thread_id) {
-            self.map.insert(thread_id.to_owned(), FastMap::default());
-        }
-        let Some(namespaces) = self.map.get_mut(thread_id) else {
-            unreachable!("the thread was just found or added")
-        };
-        if !namespaces.contains_key(ns) {
-            namespaces.insert(ns.to_owned(), Thread::default());
-        }
-        let Some(thread) = namespaces.get_mut(ns) else {
-            unreachable!("the namespace was just found or added")
-        };
+    /// The thread, created when new (the key strings are moved in, not copied), with the
+    /// arena.
+    fn at(&mut self, thread_id: String, ns: String) -> (&mut Thread, &mut Arena) {
+        let thread = self
+            .map
+            .entry(thread_id)
+            .or_default()
+            .entry(ns)
+            .or_default();
         (thread, &mut self.arena)
     }
 }
@@ -541,6 +537,11 @@ impl InMemorySaver {
     fn lock(&self) -> std::sync::MutexGuard<'_, Threads> {
         // A panic while holding the lock leaves consistent data (each method mutates at the
         // end), so a poisoned lock is still usable.
+        match self.threads.try_lock() {
+            Ok(threads) => return threads,
+            Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
         let spin = std::time::Instant::now();
         loop {
             match self.threads.try_lock() {
@@ -593,7 +594,8 @@ impl InMemorySaver {
                     let Some((id, end)) = ends.next() else {
                         break;
                     };
-                    let (thread, arena) = threads.at(&record.thread_id, &record.ns);
+                    let (thread, arena) =
+                        threads.at(take(&mut record.thread_id), take(&mut record.ns));
                     thread.put(id, &packing.bytes[start..end], blobs, arena);
                     start = end;
                 }
@@ -603,7 +605,7 @@ impl InMemorySaver {
                     checkpoint_id,
                     writes,
                 } => {
-                    let (thread, arena) = threads.at(thread_id, ns);
+                    let (thread, arena) = threads.at(take(thread_id), take(ns));
                     let list = match thread.writes.get_mut(checkpoint_id.as_str()) {
                         Some(list) => list,
                         None => thread
@@ -659,7 +661,7 @@ impl Checkpointer for InMemorySaver {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        let (thread, arena) = threads.at(thread_id, ns);
+        let (thread, arena) = threads.at(thread_id.to_owned(), ns.to_owned());
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
             let (task_id, node) = (write.task_id.clone(), write.node.clone());
@@ -966,7 +968,7 @@ mod tests {
         saver.put(&record("a", None, &[]), &[]).await.unwrap();
         {
             let mut threads = saver.lock();
-            let (thread, arena) = threads.at("t", "");
+            let (thread, arena) = threads.at("t".to_owned(), String::new());
             if let Some(stored) = thread.checkpoints.get_mut("a") {
                 stored.packed = arena.keep(&[0xc1]);
             }
