@@ -256,9 +256,11 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// in-memory store): takes them out of `ops` and returns the result. The default, `None`,
     /// leaves `ops` for [`put_batch`](Self::put_batch).
     ///
-    /// A run stores its checkpoints and per-task writes through this when nothing is queued
-    /// ahead of them: no task, no future, no allocation per store. A store that waits on I/O
-    /// gets them through `put_batch`, in the background and batched.
+    /// A run asks once, with no ops, whether the store works in place; if it does, every
+    /// checkpoint and per-task write is stored through this as it comes, on the run's thread
+    /// (sibling subgraph runs on other threads call it at once; the store orders them): no
+    /// queue, no task, no future, no allocation per store. A store that waits on I/O gets
+    /// them through `put_batch`, in the background and batched.
     fn put_batch_now(&self, ops: &mut Vec<StoreOp>) -> Option<Result<(), GraphError>> {
         let _ = ops;
         None

@@ -823,9 +823,11 @@ impl<S: GraphState> Run<'_, S> {
 /// Stores a run's operations in order, in the background: an operation queued while others
 /// are being stored goes with the next batch (one `put_batch`, one transaction), so task
 /// writes that land together cost one round trip. A run's subgraph runs share its writer
-/// (a clone), so their checkpoints batch with the parent's and with each other's. A failed
-/// store drops what follows it (a checkpoint may depend on the blobs before it) and is
-/// reported by the next flush.
+/// (a clone), so their checkpoints batch with the parent's and with each other's. A saver
+/// that stores in place (`put_batch_now`: the in-memory one) has nothing to batch: each
+/// operation is stored as it comes, on its run's thread, with no queue. A failed store drops
+/// what follows it (a checkpoint may depend on the blobs before it) and is reported by the
+/// next flush.
 #[derive(Clone)]
 pub(crate) struct Writer {
     saver: Arc<dyn Checkpointer>,
