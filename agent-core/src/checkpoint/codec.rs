@@ -137,6 +137,41 @@ pub(crate) struct FieldCache {
     encoding: Encoding,
     /// Byte splices in the delta chain that rebuilds this version.
     splices: u32,
+    /// The buffers of the version before (emptied), for encoding the next one: a field
+    /// rewritten every step (a growing reply, a joke bumped at each step) is encoded without
+    /// allocating and freeing a buffer of its size every checkpoint.
+    spare: Spare,
+}
+
+/// Emptied buffers kept for the next encoding of a field.
+#[derive(Debug, Clone, Default)]
+struct Spare {
+    bytes: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+/// A buffer larger than this is not kept as a spare (a large field would keep twice its
+/// size for the run).
+const SPARE_UP_TO: usize = 64 << 10;
+
+impl Spare {
+    /// The buffers of `encoding`, emptied, when they are small enough to keep.
+    fn of(encoding: Encoding) -> Spare {
+        let (mut bytes, mut ranges) = match encoding {
+            Encoding::Unknown => (Vec::new(), Vec::new()),
+            Encoding::Unsplit(bytes) | Encoding::Other(bytes) => (bytes, Vec::new()),
+            Encoding::Array { bytes, ranges } => (bytes, ranges),
+        };
+        if bytes.capacity() > SPARE_UP_TO {
+            bytes = Vec::new();
+        }
+        if ranges.capacity() * std::mem::size_of::<Range<usize>>() > SPARE_UP_TO {
+            ranges = Vec::new();
+        }
+        bytes.clear();
+        ranges.clear();
+        Spare { bytes, ranges }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -161,7 +196,13 @@ impl FieldCache {
             version: version.into(),
             encoding: Encoding::Unsplit(bytes),
             splices: 0,
+            spare: Spare::default(),
         }
+    }
+
+    /// An empty buffer for encoding the field's next version: the version before's, reused.
+    pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spare.bytes)
     }
 
     /// The stored version's whole encoding, when kept.
@@ -226,13 +267,15 @@ pub(crate) fn make_blob(
                 bytes: old_bytes,
                 ranges: old,
             } => {
-                if let Some(new) = split_array(&bytes) {
+                let spare_ranges = std::mem::take(&mut previous.spare.ranges);
+                if let Some(new) = split_array_into(&bytes, spare_ranges) {
                     let common = old
                         .iter()
                         .zip(new.iter())
                         .take_while(|(a, b)| old_bytes[(*a).clone()] == bytes[(*b).clone()])
                         .count();
                     if common == old.len() && common == new.len() {
+                        previous.spare = Spare::of(Encoding::Array { bytes, ranges: new });
                         return None;
                     }
                     // Worth it only when most of the old value is kept.
@@ -242,7 +285,10 @@ pub(crate) fn make_blob(
                     new_ranges = Some(new);
                 }
             }
-            Encoding::Other(old) if *old == bytes => return None,
+            Encoding::Other(old) if *old == bytes => {
+                previous.spare = Spare::of(Encoding::Other(bytes));
+                return None;
+            }
             _ => {}
         }
         splices = previous.splices;
@@ -291,6 +337,9 @@ pub(crate) fn make_blob(
         base,
         data,
     };
+    let spare = cache
+        .take()
+        .map_or_else(Spare::default, |old| Spare::of(old.encoding));
     *cache = keep.then(|| FieldCache {
         version: version.clone(),
         encoding: match new_ranges {
@@ -298,6 +347,7 @@ pub(crate) fn make_blob(
             None => Encoding::Unsplit(bytes),
         },
         splices,
+        spare,
     });
     Some(blob)
 }
@@ -644,6 +694,12 @@ pub(crate) fn read_be(bytes: &[u8], at: usize, n: usize) -> Option<usize> {
 
 /// If `bytes` is one MessagePack array, the byte ranges of its elements.
 pub(crate) fn split_array(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+    split_array_into(bytes, Vec::new())
+}
+
+/// [`split_array`] into `ranges` (emptied first), a buffer to reuse.
+fn split_array_into(bytes: &[u8], mut ranges: Vec<Range<usize>>) -> Option<Vec<Range<usize>>> {
+    ranges.clear();
     let marker = *bytes.first()?;
     let (len, mut at) = match marker {
         0x90..=0x9f => ((marker & 0x0f) as usize, 1),
@@ -651,7 +707,7 @@ pub(crate) fn split_array(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
         0xdd => (read_be(bytes, 1, 4)?, 5),
         _ => return None,
     };
-    let mut ranges = Vec::with_capacity(len.min(bytes.len()));
+    ranges.reserve(len.min(bytes.len()));
     for _ in 0..len {
         let end = skip_value(bytes, at)?;
         ranges.push(at..end);

@@ -76,6 +76,8 @@ pub(crate) struct Durable<S: GraphState> {
     /// The checkpoint of the run's position, its id planned, not written yet: with `Exit` until
     /// the run ends, with `Async` until the next step's tasks have started.
     owed: Option<Owed<S>>,
+    /// The writers list of the last checkpoint paid, emptied, for the next one owed.
+    spare_writers: Vec<usize>,
     /// The id and parent the next checkpoint written takes (the owed one's, planned when its
     /// step ended).
     planned: Option<(String, Option<String>)>,
@@ -149,6 +151,7 @@ impl<S: GraphState> Durable<S> {
             interrupted: Vec::new(),
             pending_input: None,
             owed: None,
+            spare_writers: Vec::new(),
             planned: None,
         };
         let mut restored = restore(graph, loaded)?;
@@ -486,13 +489,16 @@ impl<S: GraphState> Run<'_, S> {
             }
             None => (written, previous),
         };
+        let mut list = std::mem::take(&mut durable.spare_writers);
+        list.clear();
+        list.extend_from_slice(writers);
         durable.owed = Some(Owed {
             id,
             parent,
             source,
             writes,
             written,
-            writers: writers.to_vec(),
+            writers: list,
             before,
         });
     }
@@ -507,16 +513,14 @@ impl<S: GraphState> Run<'_, S> {
             return Ok(());
         };
         durable.planned = Some((owed.id, owed.parent));
-        let (source, written) = (owed.source, owed.written);
-        self.save_with(
-            owed.before,
-            source,
-            owed.writes,
-            written,
-            &owed.writers,
-            started,
-        )
-        .await
+        let (source, written, writers) = (owed.source, owed.written, owed.writers);
+        let saved = self
+            .save_with(owed.before, source, owed.writes, written, &writers, started)
+            .await;
+        if let Some(durable) = &mut self.durable {
+            durable.spare_writers = writers;
+        }
+        saved
     }
 
     /// An `Async` checkpoint owed is written once the step's tasks have started; an `Exit`
@@ -804,7 +808,11 @@ impl<S: GraphState> Run<'_, S> {
                         .as_ref()
                         .and_then(|c| c.encoded_len())
                         .map_or(0, |len| len + len / 8 + 16);
-                    let mut bytes = Vec::with_capacity(size);
+                    let mut bytes = cache
+                        .as_mut()
+                        .map(FieldCache::take_buffer)
+                        .unwrap_or_default();
+                    bytes.reserve(size);
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
                         .map_err(|e| format!("encoding field `{field}`: {e}"))?;
@@ -1487,7 +1495,7 @@ fn encode_body<S: GraphState>(
         Ok::<_, String>(())
     };
     // Edge-triggered nodes in name order (their run order): started tasks are in it already.
-    let mut pulls = Vec::new();
+    let mut pulls = Pulls::default();
     match next {
         Next::Frontier(frontier) => {
             for (node, arg) in &frontier.pushes {
@@ -1504,6 +1512,7 @@ fn encode_body<S: GraphState>(
             }
         }
     }
+    let pulls = pulls.as_slice();
     let input_sends = sends.iter().filter(|(_, _, input)| *input).count();
     let fields = S::fields();
     let unique = |i: usize| !writers[..i].contains(&writers[i]);
@@ -1531,7 +1540,7 @@ fn encode_body<S: GraphState>(
     if pending_input {
         out.str(START);
     }
-    for &n in &pulls {
+    for &n in pulls {
         out.str(name(n));
     }
     out.str("sends");
@@ -1594,6 +1603,37 @@ pub(crate) enum Next<'a, S> {
 
 /// Calls `f` on `nodes` in `rank` order, without sorting a copy (a step triggers few nodes;
 /// more than a handful are sorted in a vector).
+/// The edge-triggered nodes a checkpoint's body lists: a step's few on the stack (most steps
+/// trigger one or two), more in a vector.
+#[derive(Default)]
+struct Pulls {
+    few: [usize; 8],
+    len: usize,
+    many: Vec<usize>,
+}
+
+impl Pulls {
+    fn push(&mut self, node: usize) {
+        if self.len < self.few.len() {
+            self.few[self.len] = node;
+        } else {
+            if self.len == self.few.len() {
+                self.many.extend_from_slice(&self.few);
+            }
+            self.many.push(node);
+        }
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        if self.len <= self.few.len() {
+            &self.few[..self.len]
+        } else {
+            &self.many
+        }
+    }
+}
+
 fn in_rank_order(nodes: &[usize], rank: &[u32], mut f: impl FnMut(usize)) {
     if nodes.len() > 8 {
         let mut sorted = nodes.to_vec();
