@@ -1913,29 +1913,68 @@ mod tests {
         }
     }
 
-    #[async_trait::async_trait]
-    impl crate::checkpoint::Checkpointer for Gated {
-        fn backend(&self) -> &'static str {
-            "gated"
-        }
-        async fn put(
-            &self,
-            record: &crate::checkpoint::CheckpointRecord,
-            blobs: &[crate::checkpoint::FieldBlob],
-        ) -> Result<(), crate::GraphError> {
-            self.inner.put(record, blobs).await
-        }
-        async fn put_writes(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            checkpoint_id: &str,
-            writes: &[crate::checkpoint::PendingWrite],
-        ) -> Result<(), crate::GraphError> {
-            self.inner
-                .put_writes(thread_id, ns, checkpoint_id, writes)
-                .await
-        }
+    /// A test saver's `Checkpointer`: `backend`, the methods given, and the rest passed to its
+    /// `inner` in-memory saver as they are.
+    macro_rules! over_inner {
+        ($saver:ty, $backend:literal, $($methods:tt)*) => {
+            #[async_trait::async_trait]
+            impl crate::checkpoint::Checkpointer for $saver {
+                fn backend(&self) -> &'static str {
+                    $backend
+                }
+                $($methods)*
+                async fn put(
+                    &self,
+                    record: &crate::checkpoint::CheckpointRecord,
+                    blobs: &[crate::checkpoint::FieldBlob],
+                ) -> Result<(), crate::GraphError> {
+                    self.inner.put(record, blobs).await
+                }
+                async fn put_writes(
+                    &self,
+                    thread_id: &str,
+                    ns: &str,
+                    checkpoint_id: &str,
+                    writes: &[crate::checkpoint::PendingWrite],
+                ) -> Result<(), crate::GraphError> {
+                    self.inner
+                        .put_writes(thread_id, ns, checkpoint_id, writes)
+                        .await
+                }
+                async fn get(
+                    &self,
+                    thread_id: &str,
+                    ns: &str,
+                    checkpoint_id: Option<&str>,
+                ) -> Result<crate::checkpoint::LoadedCheckpoint, crate::GraphError> {
+                    self.inner.get(thread_id, ns, checkpoint_id).await
+                }
+                async fn list(
+                    &self,
+                    thread_id: &str,
+                    ns: &str,
+                    filter: &crate::ListFilter,
+                ) -> Result<Vec<crate::checkpoint::CheckpointRecord>, crate::GraphError> {
+                    self.inner.list(thread_id, ns, filter).await
+                }
+                async fn delete_thread(&self, thread_id: &str) -> Result<(), crate::GraphError> {
+                    self.inner.delete_thread(thread_id).await
+                }
+                async fn prune(
+                    &self,
+                    thread_id: &str,
+                    ns: &str,
+                    keep_last: usize,
+                ) -> Result<usize, crate::GraphError> {
+                    self.inner.prune(thread_id, ns, keep_last).await
+                }
+            }
+        };
+    }
+
+    over_inner!(
+        Gated,
+        "gated",
         async fn put_batch(
             &self,
             ops: Vec<crate::checkpoint::StoreOp>,
@@ -1944,34 +1983,7 @@ mod tests {
             self.gate.acquire().await.unwrap().forget();
             self.inner.put_batch(ops).await
         }
-        async fn get(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            checkpoint_id: Option<&str>,
-        ) -> Result<crate::checkpoint::LoadedCheckpoint, crate::GraphError> {
-            self.inner.get(thread_id, ns, checkpoint_id).await
-        }
-        async fn list(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            filter: &crate::ListFilter,
-        ) -> Result<Vec<crate::checkpoint::CheckpointRecord>, crate::GraphError> {
-            self.inner.list(thread_id, ns, filter).await
-        }
-        async fn delete_thread(&self, thread_id: &str) -> Result<(), crate::GraphError> {
-            self.inner.delete_thread(thread_id).await
-        }
-        async fn prune(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            keep_last: usize,
-        ) -> Result<usize, crate::GraphError> {
-            self.inner.prune(thread_id, ns, keep_last).await
-        }
-    }
+    );
 
     fn writes_op() -> crate::checkpoint::StoreOp {
         crate::checkpoint::StoreOp::Writes {
@@ -2110,11 +2122,9 @@ mod tests {
         }
     }
 
-    #[async_trait::async_trait]
-    impl crate::checkpoint::Checkpointer for InPlace {
-        fn backend(&self) -> &'static str {
-            "in-place"
-        }
+    over_inner!(
+        InPlace,
+        "in-place",
         fn put_batch_now(
             &self,
             ops: &mut Vec<crate::checkpoint::StoreOp>,
@@ -2146,52 +2156,7 @@ mod tests {
             }
             self.inner.put_batch_now(ops)
         }
-        async fn put(
-            &self,
-            record: &crate::checkpoint::CheckpointRecord,
-            blobs: &[crate::checkpoint::FieldBlob],
-        ) -> Result<(), crate::GraphError> {
-            self.inner.put(record, blobs).await
-        }
-        async fn put_writes(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            checkpoint_id: &str,
-            writes: &[crate::checkpoint::PendingWrite],
-        ) -> Result<(), crate::GraphError> {
-            self.inner
-                .put_writes(thread_id, ns, checkpoint_id, writes)
-                .await
-        }
-        async fn get(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            checkpoint_id: Option<&str>,
-        ) -> Result<crate::checkpoint::LoadedCheckpoint, crate::GraphError> {
-            self.inner.get(thread_id, ns, checkpoint_id).await
-        }
-        async fn list(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            filter: &crate::ListFilter,
-        ) -> Result<Vec<crate::checkpoint::CheckpointRecord>, crate::GraphError> {
-            self.inner.list(thread_id, ns, filter).await
-        }
-        async fn delete_thread(&self, thread_id: &str) -> Result<(), crate::GraphError> {
-            self.inner.delete_thread(thread_id).await
-        }
-        async fn prune(
-            &self,
-            thread_id: &str,
-            ns: &str,
-            keep_last: usize,
-        ) -> Result<usize, crate::GraphError> {
-            self.inner.prune(thread_id, ns, keep_last).await
-        }
-    }
+    );
 
     /// Runs sharing a writer whose saver stores in place (a fan-out's subgraphs with the
     /// in-memory saver) store at once from their threads: neither waits on the writer for
