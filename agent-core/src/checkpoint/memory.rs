@@ -393,25 +393,24 @@ impl Serialize for OwnBlobs<'_> {
 
 impl Thread {
     /// Keeps checkpoint `id`, packed (see [`pack`]), with `blobs`: its own large ones are
-    /// kept beside it, those of other versions loose.
-    /// The loose blobs are moved out of `blobs`.
+    /// copied beside it, those of other versions moved out of `blobs` and kept loose.
     fn put(&mut self, id: Box<str>, packed: &[u8], blobs: &mut [FieldBlob], arena: &mut Arena) {
         let packed = arena.keep(packed);
         let mut large = Vec::new();
         for blob in blobs {
             if *blob.version != *id {
                 let blob = FieldBlob {
-                    field: std::mem::take(&mut blob.field),
-                    version: std::mem::take(&mut blob.version),
+                    field: take(&mut blob.field),
+                    version: take(&mut blob.version),
                     base: blob.base.take(),
-                    data: std::mem::take(&mut blob.data),
+                    data: take(&mut blob.data),
                 };
                 self.loose
                     .insert((blob.field.clone(), blob.version.clone()), blob);
             } else if blob.data.len() > PACK_UP_TO {
                 large.push(Large {
                     data: arena.keep(&blob.data),
-                    field: std::mem::take(&mut blob.field),
+                    field: take(&mut blob.field),
                     base: blob.base.take(),
                 });
             }
@@ -543,22 +542,24 @@ impl InMemorySaver {
     fn lock(&self) -> std::sync::MutexGuard<'_, Threads> {
         // A panic while holding the lock leaves consistent data (each method mutates at the
         // end), so a poisoned lock is still usable.
-        match self.threads.try_lock() {
-            Ok(threads) => return threads,
-            Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => {}
-        }
-        let spin = std::time::Instant::now();
+        // The clock is read only once the lock is found held.
+        let mut spinning: Option<std::time::Instant> = None;
         loop {
             match self.threads.try_lock() {
                 Ok(threads) => return threads,
                 Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) if spin.elapsed() < SPIN => {
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if spinning
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        >= SPIN
+                    {
+                        break;
+                    }
                     for _ in 0..16 {
                         std::hint::spin_loop();
                     }
                 }
-                Err(std::sync::TryLockError::WouldBlock) => break,
             }
         }
         self.threads.lock().unwrap_or_else(|p| p.into_inner())
@@ -587,7 +588,7 @@ impl InMemorySaver {
         for op in ops.iter_mut() {
             if let StoreOp::Checkpoint { record, blobs } = op {
                 pack(record, blobs, &mut packing.bytes)?;
-                let id = std::mem::take(&mut record.id).into_boxed_str();
+                let id = take(&mut record.id).into_boxed_str();
                 packing.ends.push((id, packing.bytes.len()));
             }
         }
@@ -614,16 +615,10 @@ impl InMemorySaver {
                     let (thread, arena) = threads.at(take(thread_id), take(ns));
                     let list = match thread.writes.get_mut(checkpoint_id.as_str()) {
                         Some(list) => list,
-                        None => thread
-                            .writes
-                            .entry(std::mem::take(checkpoint_id))
-                            .or_default(),
+                        None => thread.writes.entry(take(checkpoint_id)).or_default(),
                     };
                     for write in writes.iter_mut() {
-                        let (task_id, node) = (
-                            std::mem::take(&mut write.task_id),
-                            std::mem::take(&mut write.node),
-                        );
+                        let (task_id, node) = (take(&mut write.task_id), take(&mut write.node));
                         list.put(
                             KeptWrite::new(task_id, node, write.kind, &write.data, arena),
                             arena,

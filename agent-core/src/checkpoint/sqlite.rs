@@ -46,8 +46,9 @@ const SCHEMA_VERSION: i64 = 2;
 /// `sync` 12.6 -> 10.4, `react_agent_10x` `sync` 27.1 -> 23.9, `wide_state_25x300` `sync`
 /// 38.3 -> 34.3; what it cost, a hundred namespaces committing at once
 /// (`fanout_to_subgraph_100x`) touching more pages of the key, `sync` 20.2 -> 24.2 and
-/// `async` 13.0 -> 14.1, the key of [`SCHEMA`] (id before namespace) removes. 1 KiB pages were faster still for small `sync` steps and slower for `async`
-/// fan-outs (`fanout_to_subgraph_10x` `async` 14.6 -> 15.3).
+/// `async` 13.0 -> 14.1, the key of [`SCHEMA`] (id before namespace) removes. 1 KiB pages
+/// were faster still for small `sync` steps and slower for `async` fan-outs
+/// (`fanout_to_subgraph_10x` `async` 14.6 -> 15.3).
 const PAGE_SIZE: i64 = 2048;
 
 /// How long a call waits for another connection's write lock.

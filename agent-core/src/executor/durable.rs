@@ -964,7 +964,10 @@ impl Writer {
             },
         };
         ops.clear();
-        Self::lock(&self.shared).error.get_or_insert(error);
+        // Set under the queue's lock, as a flush takes the error and clears the flag: a flush
+        // between the two would leave the flag set with no error to report.
+        let mut queue = Self::lock(&self.shared);
+        queue.error.get_or_insert(error);
         self.shared.failed.store(true, Release);
     }
 
@@ -1601,8 +1604,6 @@ pub(crate) enum Next<'a, S> {
     Started(&'a [Task<S>]),
 }
 
-/// Calls `f` on `nodes` in `rank` order, without sorting a copy (a step triggers few nodes;
-/// more than a handful are sorted in a vector).
 /// The edge-triggered nodes a checkpoint's body lists: a step's few on the stack (most steps
 /// trigger one or two), more in a vector.
 #[derive(Default)]
@@ -1634,6 +1635,8 @@ impl Pulls {
     }
 }
 
+/// Calls `f` on `nodes` in `rank` order, without sorting a copy (a step triggers few nodes;
+/// more than a handful are sorted in a vector).
 fn in_rank_order(nodes: &[usize], rank: &[u32], mut f: impl FnMut(usize)) {
     if nodes.len() > 8 {
         let mut sorted = nodes.to_vec();
@@ -2048,6 +2051,13 @@ mod tests {
         panic!("the writer never got there");
     }
 
+    /// A writer over a [`Gated`] saver, and the saver.
+    fn gated_writer() -> (std::sync::Arc<Gated>, super::Writer) {
+        let saver = std::sync::Arc::new(Gated::default());
+        let writer = super::Writer::new(saver.clone());
+        (saver, writer)
+    }
+
     /// A run's `Sync` store of one op through `writer` once `before` is done: a task, seated
     /// when it starts (as a run's link is).
     fn store_after(
@@ -2067,8 +2077,7 @@ mod tests {
     /// with what others queued after it. And ops queued while a store gathers go in its batch.
     #[tokio::test]
     async fn a_sync_store_returns_when_its_batch_is_stored_not_when_the_queue_empties() {
-        let saver = std::sync::Arc::new(Gated::default());
-        let writer = super::Writer::new(saver.clone());
+        let (saver, writer) = gated_writer();
         let store = |writer: &super::Writer| store_after(writer, async {});
         let batches = || saver.batches.lock().unwrap().clone();
         // The first store drains; two more queue while it gathers: one batch of three.
@@ -2211,8 +2220,7 @@ mod tests {
     /// commit (one transaction for both cohorts), not in a transaction after them.
     #[tokio::test]
     async fn a_sync_store_gathers_again_before_its_next_batch() {
-        let saver = std::sync::Arc::new(Gated::default());
-        let writer = super::Writer::new(saver.clone());
+        let (saver, writer) = gated_writer();
         let store = |writer: &super::Writer| store_after(writer, async {});
         let batches = || saver.batches.lock().unwrap().clone();
         let (first, second) = (store(&writer), store(&writer));
