@@ -15,6 +15,7 @@
 //! any mismatch is an error.
 
 use std::collections::HashMap;
+use std::mem::take;
 use std::ops::Range;
 
 use super::msgpack;
@@ -157,11 +158,7 @@ const SPARE_UP_TO: usize = 64 << 10;
 impl Spare {
     /// The buffers of `encoding`, emptied, when they are small enough to keep.
     fn of(encoding: Encoding) -> Spare {
-        let (mut bytes, mut ranges) = match encoding {
-            Encoding::Unknown => (Vec::new(), Vec::new()),
-            Encoding::Unsplit(bytes) | Encoding::Other(bytes) => (bytes, Vec::new()),
-            Encoding::Array { bytes, ranges } => (bytes, ranges),
-        };
+        let (mut bytes, mut ranges) = Spare::parts(encoding);
         if bytes.capacity() > SPARE_UP_TO {
             bytes = Vec::new();
         }
@@ -171,6 +168,15 @@ impl Spare {
         bytes.clear();
         ranges.clear();
         Spare { bytes, ranges }
+    }
+
+    /// The buffers `encoding` is made of.
+    fn parts(encoding: Encoding) -> (Vec<u8>, Vec<Range<usize>>) {
+        match encoding {
+            Encoding::Unknown => (Vec::new(), Vec::new()),
+            Encoding::Unsplit(bytes) | Encoding::Other(bytes) => (bytes, Vec::new()),
+            Encoding::Array { bytes, ranges } => (bytes, ranges),
+        }
     }
 }
 
@@ -190,6 +196,16 @@ enum Encoding {
     Other(Vec<u8>),
 }
 
+/// A run's caches end with it: their buffers go on to the thread's next encodings.
+impl Drop for FieldCache {
+    fn drop(&mut self) {
+        let spare = take(&mut self.spare);
+        let (bytes, _) = Spare::parts(take(&mut self.encoding));
+        super::warm::give_back(bytes);
+        super::warm::give_back(spare.bytes);
+    }
+}
+
 impl FieldCache {
     fn new(version: &str, bytes: Vec<u8>) -> Self {
         FieldCache {
@@ -202,7 +218,7 @@ impl FieldCache {
 
     /// An empty buffer for encoding the field's next version: the version before's, reused.
     pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.spare.bytes)
+        take(&mut self.spare.bytes)
     }
 
     /// The stored version's whole encoding, when kept.
@@ -218,7 +234,7 @@ impl FieldCache {
     /// Looks into an unsplit encoding: an array or something else.
     fn settle(&mut self) {
         if let Encoding::Unsplit(bytes) = &mut self.encoding {
-            let bytes = std::mem::take(bytes);
+            let bytes = take(bytes);
             self.encoding = match split_array(&bytes) {
                 Some(ranges) => Encoding::Array { bytes, ranges },
                 None => Encoding::Other(bytes),
@@ -267,7 +283,7 @@ pub(crate) fn make_blob(
                 bytes: old_bytes,
                 ranges: old,
             } => {
-                let spare_ranges = std::mem::take(&mut previous.spare.ranges);
+                let spare_ranges = take(&mut previous.spare.ranges);
                 if let Some(new) = split_array_into(&bytes, spare_ranges) {
                     let common = old
                         .iter()
@@ -328,7 +344,9 @@ pub(crate) fn make_blob(
                     data: bytes,
                 });
             }
-            (None, bytes.clone())
+            let mut data = super::warm::buffer(bytes.len());
+            data.extend_from_slice(&bytes);
+            (None, data)
         }
     };
     let blob = FieldBlob {
@@ -339,7 +357,7 @@ pub(crate) fn make_blob(
     };
     let spare = cache
         .take()
-        .map_or_else(Spare::default, |old| Spare::of(old.encoding));
+        .map_or_else(Spare::default, |mut old| Spare::of(take(&mut old.encoding)));
     *cache = keep.then(|| FieldCache {
         version: version.clone(),
         encoding: match new_ranges {

@@ -25,11 +25,11 @@ use serde::{Deserialize, Serialize};
 
 use super::arena::{Arena, Span};
 use super::codec::serde_bytes_vec::Bytes;
-use super::msgpack;
 use super::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint,
     PendingWrite, StoreOp, Versions, WriteKind,
 };
+use super::{msgpack, warm};
 use crate::error::GraphError;
 
 /// Threads by id, then namespace (looked up by `&str`, no key to allocate), and the bytes
@@ -574,7 +574,14 @@ impl InMemorySaver {
     fn store(&self, ops: &mut Vec<StoreOp>) -> Result<(), GraphError> {
         let mut packing = PACKING.take();
         let stored = self.pack_and_keep(ops, &mut packing);
-        ops.clear();
+        // The blobs' bytes are copied in: their buffers go on to the thread's next encodings.
+        for op in ops.drain(..) {
+            if let StoreOp::Checkpoint { blobs, .. } = op {
+                blobs
+                    .into_iter()
+                    .for_each(|blob| warm::give_back(blob.data));
+            }
+        }
         if packing.bytes.capacity() > SCRATCH_KEPT {
             packing.bytes = Vec::new();
         }

@@ -48,6 +48,7 @@ mod sqlite_wal;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 mod versions;
+pub(crate) mod warm;
 
 use std::collections::BTreeMap;
 

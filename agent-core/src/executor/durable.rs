@@ -25,11 +25,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::codec::{self, Body, FieldCache, serde_bytes_vec::Bytes};
 use crate::checkpoint::interning::{self, Interner, Resolver};
-use crate::checkpoint::msgpack;
 use crate::checkpoint::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite,
     Source, StoreOp, WriteKind,
 };
+use crate::checkpoint::{msgpack, warm};
 use crate::command::{Goto, Send, SendArg};
 use crate::compiled::Graph;
 use crate::config::Durability;
@@ -808,10 +808,10 @@ impl<S: GraphState> Run<'_, S> {
                         .as_ref()
                         .and_then(|c| c.encoded_len())
                         .map_or(0, |len| len + len / 8 + 16);
-                    let mut bytes = cache
-                        .as_mut()
-                        .map(FieldCache::take_buffer)
-                        .unwrap_or_default();
+                    let mut bytes = match cache.as_mut().map(FieldCache::take_buffer) {
+                        Some(bytes) if bytes.capacity() > 0 => bytes,
+                        _ => warm::buffer(size),
+                    };
                     bytes.reserve(size);
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
