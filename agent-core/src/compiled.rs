@@ -123,6 +123,8 @@ pub(crate) struct Graph<S: GraphState> {
     pub(crate) fields: crate::checkpoint::FieldNames,
     /// Per node, whether its tasks' first polls were long (how a wide step runs them).
     pub(crate) first_polls: Arc<crate::executor::FirstPolls>,
+    /// Per field, then the table of shared values: whether its large blobs lately compressed.
+    pub(crate) compress_hints: Box<[crate::checkpoint::compress::Hint]>,
 }
 
 impl<S: GraphState> Graph<S> {
@@ -517,6 +519,9 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
                 crate::checkpoint::interning::FIELD,
             ),
             first_polls: Arc::new(crate::executor::FirstPolls::new(n)),
+            compress_hints: (0..=S::fields().len())
+                .map(|_| Default::default())
+                .collect(),
         }),
         context: None,
         cache: None,

@@ -370,9 +370,10 @@ pub(crate) fn make_blob(
     Some(blob)
 }
 
-/// Stores `blob`'s data compressed when that pays (see [`compress`]).
-pub(crate) fn compressed(mut blob: FieldBlob) -> FieldBlob {
-    blob.data = compress::compress(blob.data);
+/// Stores `blob`'s data compressed when that pays (see [`compress`]), tried as its field's
+/// `hint` says.
+pub(crate) fn compressed(mut blob: FieldBlob, hint: &compress::Hint) -> FieldBlob {
+    blob.data = compress::compress_hinted(blob.data, hint);
     blob
 }
 

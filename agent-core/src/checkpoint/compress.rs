@@ -8,11 +8,17 @@
 //! one whose first 4 KiB do not halve is not tried further): repetitive text (tool answers,
 //! pages with boilerplate) is, a list of random tokens is not.
 //!
+//! A field whose large blob did not compress is not tried again for its next
+//! [`SKIP_AFTER_MISS`] large blobs ([`Hint`], kept per compiled graph across runs): a field
+//! keeps its kind of content (a list of random tokens stays one), and the probe costs ~6 µs a
+//! blob here, paid on the step's path.
+//!
 //! A compressed blob's data is a frame: `0xc1` (a byte that never starts MessagePack, an
 //! element delta or a splice), the codec (`1`: LZ4 block), the length as a little-endian
 //! `u32`, then the block. Anything else is stored as it is.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The first byte of a frame: MessagePack's one unused marker.
 const MARKER: u8 = 0xc1;
@@ -45,6 +51,32 @@ pub(crate) fn compress(data: Vec<u8>) -> Vec<u8> {
     framed.extend_from_slice(&(data.len() as u32).to_le_bytes());
     framed.extend_from_slice(&block);
     framed
+}
+
+/// Large blobs of a field that did not compress are followed by this many that are not tried.
+const SKIP_AFTER_MISS: u8 = 15;
+
+/// What compressing one field's large blobs found lately: how many of its next large blobs
+/// to store without trying (0: try).
+#[derive(Debug, Default)]
+pub(crate) struct Hint(AtomicU8);
+
+/// [`compress`], skipping the try while `hint` says the field's blobs lately did not compress.
+pub(crate) fn compress_hinted(data: Vec<u8>, hint: &Hint) -> Vec<u8> {
+    if data.len() < FROM || data.len() > LARGEST {
+        return data;
+    }
+    // Relaxed: concurrent runs of the graph may both try, or both skip; either is fine.
+    let skip = hint.0.load(Ordering::Relaxed);
+    if skip > 0 {
+        hint.0.store(skip - 1, Ordering::Relaxed);
+        return data;
+    }
+    let out = compress(data);
+    let missed = out.first() != Some(&MARKER);
+    hint.0
+        .store(if missed { SKIP_AFTER_MISS } else { 0 }, Ordering::Relaxed);
+    out
 }
 
 /// The bytes `data` stands for: itself, or what its frame holds.
@@ -86,6 +118,24 @@ mod tests {
         let small = b"small".to_vec();
         assert_eq!(compress(small.clone()), small);
         assert_eq!(expand(&small).unwrap(), &small[..]);
+    }
+
+    #[test]
+    fn a_field_that_did_not_compress_is_not_tried_for_its_next_blobs_then_tried_again() {
+        let hint = Hint::default();
+        let text = || "result for query: 0199d1a2-3b4c ".repeat(400).into_bytes();
+        let mut rng = fastrand::Rng::with_seed(1);
+        let noise: Vec<u8> = (0..10_000).map(|_| rng.u8(..)).collect();
+        assert_eq!(compress_hinted(text(), &hint)[0], MARKER);
+        assert_eq!(compress_hinted(noise.clone(), &hint), noise);
+        // Skipped: even text is stored as it is, SKIP_AFTER_MISS times.
+        for _ in 0..SKIP_AFTER_MISS {
+            assert_eq!(compress_hinted(text(), &hint), text());
+        }
+        // Small blobs neither use up nor reset the skips.
+        assert_eq!(compress_hinted(b"small".to_vec(), &hint), b"small");
+        assert_eq!(compress_hinted(text(), &hint)[0], MARKER);
+        assert_eq!(compress_hinted(text(), &hint)[0], MARKER);
     }
 
     #[test]

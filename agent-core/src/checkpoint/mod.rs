@@ -25,7 +25,7 @@ macro_rules! refuse_serialize {
 
 mod arena;
 pub(crate) mod codec;
-mod compress;
+pub(crate) mod compress;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod group;
 pub(crate) mod interning;

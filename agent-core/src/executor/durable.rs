@@ -705,8 +705,16 @@ impl<S: GraphState> Run<'_, S> {
         })
         .and_then(|mut blobs| {
             blobs.extend(interner.take_blob(&id)?);
-            // Large ones stored compressed when that pays.
-            Ok(blobs.into_iter().map(codec::compressed).collect::<Vec<_>>())
+            // Large ones stored compressed when that pays, tried as each field's hint says (the
+            // table of shared values has the last one).
+            let (fields, hints) = (S::fields(), &self.graph.compress_hints);
+            Ok(blobs
+                .into_iter()
+                .map(|blob| {
+                    let at = fields.iter().position(|f| f.name == blob.field);
+                    codec::compressed(blob, &hints[at.unwrap_or(fields.len())])
+                })
+                .collect::<Vec<_>>())
         });
         if blobs.is_err() {
             interner.discard_fresh();
