@@ -27,9 +27,8 @@ use super::arena::{Arena, Span};
 use super::codec::serde_bytes_vec::Bytes;
 use super::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint,
-    PendingWrite, StoreOp, Versions, WriteKind,
+    PendingWrite, StoreOp, Versions, WriteKind, msgpack, warm,
 };
-use super::{msgpack, warm};
 use crate::error::GraphError;
 
 /// Threads by id, then namespace (looked up by `&str`, no key to allocate), and the bytes
@@ -575,13 +574,7 @@ impl InMemorySaver {
         let mut packing = PACKING.take();
         let stored = self.pack_and_keep(ops, &mut packing);
         // The blobs' bytes are copied in: their buffers go on to the thread's next encodings.
-        for op in ops.drain(..) {
-            if let StoreOp::Checkpoint { blobs, .. } = op {
-                blobs
-                    .into_iter()
-                    .for_each(|blob| warm::give_back(blob.data));
-            }
-        }
+        warm::give_back_blobs(ops.drain(..));
         if packing.bytes.capacity() > SCRATCH_KEPT {
             packing.bytes = Vec::new();
         }

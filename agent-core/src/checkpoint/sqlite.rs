@@ -404,7 +404,13 @@ impl SqliteSaver {
         {
             match store_now(&mut db, queued.iter().flat_map(|q| &q.batch)) {
                 None => {}
-                Some(Ok(())) => return queued.into_iter().for_each(|q| q.finish(Ok(()))),
+                Some(Ok(())) => {
+                    // Stored on this thread: the blobs' buffers go on to its next encodings.
+                    return queued.into_iter().for_each(|mut q| {
+                        super::warm::give_back_blobs(std::mem::take(&mut q.batch));
+                        q.finish(Ok(()));
+                    });
+                }
                 Some(Err(e)) if queued.len() == 1 => {
                     if let Some(q) = queued.into_iter().next() {
                         q.finish(Err(e));

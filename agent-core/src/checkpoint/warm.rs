@@ -8,8 +8,8 @@
 //! of a page is a fault (in a VM the host may have to back it too). Measured on
 //! `fanout_to_subgraph_10x` with the in-memory saver: a twentieth of the run's CPU, all of it
 //! on the run's last checkpoint, while the run waits for it. Here a thread keeps a few
-//! emptied buffers: encodings take one, and the in-memory saver gives a blob's bytes back once
-//! it has copied them.
+//! emptied buffers: encodings take one, and a saver that stores on the run's thread (the
+//! in-memory one, SQLite's small batches) gives a blob's bytes back once it has stored them.
 
 use std::cell::RefCell;
 
@@ -80,6 +80,15 @@ pub(crate) fn give_back(mut bytes: Vec<u8>) {
             kept[at] = bytes;
         }
     });
+}
+
+/// Keeps the blobs' buffers of checkpoints a saver has stored (see [`give_back`]).
+pub(crate) fn give_back_blobs(ops: impl IntoIterator<Item = super::StoreOp>) {
+    for op in ops {
+        if let super::StoreOp::Checkpoint { blobs, .. } = op {
+            blobs.into_iter().for_each(|blob| give_back(blob.data));
+        }
+    }
 }
 
 #[cfg(test)]
