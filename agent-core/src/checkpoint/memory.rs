@@ -649,8 +649,7 @@ impl Checkpointer for InMemorySaver {
         self.store(&mut vec![ops])
     }
 
-    async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
-        let mut ops = ops;
+    async fn put_batch(&self, mut ops: Vec<StoreOp>) -> Result<(), GraphError> {
         self.store(&mut ops)
     }
 

@@ -704,17 +704,14 @@ impl<S: GraphState> Run<'_, S> {
             self.encode_fields(written, &id, keep_caches)
         })
         .and_then(|mut blobs| {
-            blobs.extend(interner.take_blob(&id)?);
-            // Large ones stored compressed when that pays, tried as each field's hint says (the
-            // table of shared values has the last one).
-            let (fields, hints) = (S::fields(), &self.graph.compress_hints);
-            Ok(blobs
-                .into_iter()
-                .map(|blob| {
-                    let at = fields.iter().position(|f| f.name == blob.field);
-                    codec::compressed(blob, &hints[at.unwrap_or(fields.len())])
-                })
-                .collect::<Vec<_>>())
+            // The table of shared values has the last compression hint, after the fields'.
+            let hint = &self.graph.compress_hints[S::fields().len()];
+            blobs.extend(
+                interner
+                    .take_blob(&id)?
+                    .map(|blob| codec::compressed(blob, hint)),
+            );
+            Ok(blobs)
         });
         if blobs.is_err() {
             interner.discard_fresh();
@@ -775,7 +772,8 @@ impl<S: GraphState> Run<'_, S> {
     }
 
     /// The blobs of the fields written since the last checkpoint (new elements only for a
-    /// field only appended to), each field's cache and version moved onto `id`.
+    /// field only appended to; large ones compressed when that pays), each field's cache and
+    /// version moved onto `id`.
     fn encode_fields(
         &mut self,
         written: FieldSet,
@@ -816,10 +814,11 @@ impl<S: GraphState> Run<'_, S> {
                         .as_ref()
                         .and_then(|c| c.encoded_len())
                         .map_or(0, |len| len + len / 8 + 16);
-                    let mut bytes = match cache.as_mut().map(FieldCache::take_buffer) {
-                        Some(bytes) if bytes.capacity() > 0 => bytes,
-                        _ => warm::buffer(size),
-                    };
+                    let mut bytes = cache
+                        .as_mut()
+                        .map(FieldCache::take_buffer)
+                        .filter(|spare| spare.capacity() > 0)
+                        .unwrap_or_else(|| warm::buffer(size));
                     bytes.reserve(size);
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
@@ -829,7 +828,8 @@ impl<S: GraphState> Run<'_, S> {
             };
             if let Some(blob) = blob {
                 durable.versions[index] = Some(version.clone());
-                blobs.push(blob);
+                // Large ones stored compressed when that pays, tried as the field's hint says.
+                blobs.push(codec::compressed(blob, &self.graph.compress_hints[index]));
             }
         }
         Ok(blobs)
