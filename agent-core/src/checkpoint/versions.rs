@@ -1,9 +1,13 @@
 //! [`Versions`]: which version of each field a checkpoint holds.
 //!
 //! Every checkpoint carries one, and most checkpoints change one field or none, so it is
-//! built for every super-step: names and versions are shared strings (`Arc<str>`), and the
-//! executor writes them in name order from what it already holds, so a checkpoint's versions
-//! cost one small vector and some reference counts, not two strings per field.
+//! built for every super-step: versions are shared strings (`Arc<str>`), the state's field
+//! names its own `&'static str`s, and the executor writes them in name order from what it
+//! already holds, so a checkpoint's versions cost one small vector and a reference count per
+//! field, not two strings. (The names were shared `Arc<str>`s of the compiled graph: every
+//! checkpoint of every run on every core bumped the same counts, and 75% of the samples of
+//! building a `fanout_to_subgraph` child's versions sat on that `lock incq`, the line moving
+//! between the cores.)
 
 use std::sync::Arc;
 
@@ -19,7 +23,40 @@ use std::sync::Arc;
 /// assert_eq!(names, ["count", "messages"]);
 /// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct Versions(Vec<(Arc<str>, Arc<str>)>);
+pub struct Versions(Vec<(Name, Arc<str>)>);
+
+/// A field's name in [`Versions`]: one of the state's own (no count to bump) or one read
+/// from storage. Compared and hashed as the string it is.
+#[derive(Clone)]
+pub(crate) enum Name {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Name::Static(name) => name,
+            Name::Shared(name) => name,
+        }
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Name {}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
 
 impl Versions {
     /// No fields.
@@ -28,8 +65,8 @@ impl Versions {
     }
 
     /// Entries already sorted by name, without duplicates (the executor's field order).
-    pub(crate) fn from_sorted(entries: Vec<(Arc<str>, Arc<str>)>) -> Self {
-        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+    pub(crate) fn from_sorted(entries: Vec<(Name, Arc<str>)>) -> Self {
+        debug_assert!(entries.windows(2).all(|w| *w[0].0 < *w[1].0));
         Versions(entries)
     }
 
@@ -54,7 +91,7 @@ impl Versions {
         field: impl Into<Arc<str>>,
         version: impl Into<Arc<str>>,
     ) -> Option<Arc<str>> {
-        let field = field.into();
+        let field = Name::Shared(field.into());
         let version = version.into();
         match self.position(&field) {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, version)),
@@ -81,7 +118,7 @@ impl Versions {
     }
 
     /// The (field, version) pairs as they are kept.
-    pub(crate) fn entries(&self) -> &[(Arc<str>, Arc<str>)] {
+    pub(crate) fn entries(&self) -> &[(Name, Arc<str>)] {
         &self.0
     }
 
@@ -95,24 +132,24 @@ impl Versions {
 /// names.
 #[derive(Debug)]
 pub(crate) struct FieldNames {
-    names: Vec<Arc<str>>,
+    names: Vec<&'static str>,
     /// Field indices sorted by name, with `None` where the table of shared values sorts.
     sorted: Vec<Option<usize>>,
-    shared: Arc<str>,
+    shared: &'static str,
 }
 
 impl FieldNames {
-    pub(crate) fn new(fields: &[crate::state::FieldInfo], shared: &str) -> Self {
-        let names: Vec<Arc<str>> = fields.iter().map(|f| Arc::from(f.name)).collect();
+    pub(crate) fn new(fields: &[crate::state::FieldInfo], shared: &'static str) -> Self {
+        let names: Vec<&'static str> = fields.iter().map(|f| f.name).collect();
         let mut sorted: Vec<Option<usize>> = (0..names.len()).map(Some).chain([None]).collect();
         sorted.sort_by(|a, b| {
-            let name = |i: &Option<usize>| i.map_or(shared, |i| &*names[i]);
+            let name = |i: &Option<usize>| i.map_or(shared, |i| names[i]);
             name(a).cmp(name(b))
         });
         FieldNames {
             names,
             sorted,
-            shared: Arc::from(shared),
+            shared,
         }
     }
 
@@ -128,12 +165,12 @@ impl FieldNames {
             match slot {
                 Some(i) => {
                     if let Some(v) = &versions[*i] {
-                        entries.push((self.names[*i].clone(), v.clone()));
+                        entries.push((Name::Static(self.names[*i]), v.clone()));
                     }
                 }
                 None => {
                     if let Some(v) = shared {
-                        entries.push((self.shared.clone(), v.clone()));
+                        entries.push((Name::Static(self.shared), v.clone()));
                     }
                 }
             }
@@ -145,12 +182,12 @@ impl FieldNames {
 impl<K: Into<Arc<str>>, V: Into<Arc<str>>> FromIterator<(K, V)> for Versions {
     /// Collects pairs in any order; a field given twice keeps its last version.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut entries: Vec<(Arc<str>, Arc<str>)> = iter
+        let mut entries: Vec<(Name, Arc<str>)> = iter
             .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
+            .map(|(k, v)| (Name::Shared(k.into()), v.into()))
             .collect();
         // Stable: of equal names the last stays last, and dedup keeps the first of a run.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_by(|a, b| (*a.0).cmp(&*b.0));
         entries.reverse();
         entries.dedup_by(|a, b| a.0 == b.0);
         entries.reverse();
