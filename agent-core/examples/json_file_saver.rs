@@ -192,9 +192,9 @@ impl Checkpointer for JsonFileSaver {
             file.blobs.insert(
                 blob_key(&blob.field, &blob.version),
                 StoredBlob {
-                    field: blob.field.clone(),
-                    version: blob.version.clone(),
-                    base: blob.base.clone(),
+                    field: blob.field.to_string(),
+                    version: blob.version.to_string(),
+                    base: blob.base.as_ref().map(|(v, n)| (v.to_string(), *n)),
                     data: hex(&blob.data),
                 },
             );
@@ -258,9 +258,9 @@ impl Checkpointer for JsonFileSaver {
             .filter_map(|key| file.blobs.get(key))
             .map(|b| {
                 Ok(FieldBlob {
-                    field: b.field.clone(),
-                    version: b.version.clone(),
-                    base: b.base.clone(),
+                    field: b.field.clone().into(),
+                    version: b.version.as_str().into(),
+                    base: b.base.as_ref().map(|(v, n)| (v.as_str().into(), *n)),
                     data: unhex(&b.data)?,
                 })
             })

@@ -207,8 +207,8 @@ async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
         body: Vec::new(),
     };
     let blob = FieldBlob {
-        field: "f".to_owned(),
-        version: "c1".to_owned(),
+        field: "f".into(),
+        version: "c1".into(),
         base: None,
         data: vec![0x90],
     };
@@ -244,8 +244,8 @@ async fn sqlite_checkpoints_its_log_on_a_thread_of_its_own() {
     // About 5,200 pages of 2 KiB through the log.
     for i in 0..80 {
         let blob = agent_core::checkpoint::FieldBlob {
-            field: "messages".to_owned(),
-            version: format!("v{i:03}"),
+            field: "messages".into(),
+            version: format!("v{i:03}").into(),
             base: None,
             data: vec![u8::try_from(i).unwrap(); 128 * 1024],
         };
@@ -309,7 +309,7 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
     let keys = |blobs: &[FieldBlob]| {
         let mut keys: Vec<(String, String, Vec<u8>)> = blobs
             .iter()
-            .map(|b| (b.field.clone(), b.version.clone(), b.data.clone()))
+            .map(|b| (b.field.to_string(), b.version.to_string(), b.data.clone()))
             .collect();
         keys.sort();
         keys
@@ -517,7 +517,7 @@ async fn sqlite_sees_what_another_saver_deleted() {
     let mut got: Vec<(String, String)> = loaded
         .blobs
         .iter()
-        .map(|b| (b.field.clone(), b.version.clone()))
+        .map(|b| (b.field.to_string(), b.version.to_string()))
         .collect();
     got.sort();
     assert_eq!(
@@ -595,9 +595,9 @@ fn blob(
     data: u8,
 ) -> agent_core::checkpoint::FieldBlob {
     agent_core::checkpoint::FieldBlob {
-        field: field.to_owned(),
-        version: version.to_owned(),
-        base: base.map(|(b, n)| (b.to_owned(), n)),
+        field: field.to_owned().into(),
+        version: version.into(),
+        base: base.map(|(b, n)| (b.into(), n)),
         data: vec![data],
     }
 }
@@ -608,7 +608,7 @@ async fn fields(saver: &agent_core::SqliteSaver, thread: &str) -> Vec<(String, u
     let mut got: Vec<(String, u8)> = loaded
         .blobs
         .iter()
-        .map(|b| (b.field.clone(), b.data[0]))
+        .map(|b| (b.field.to_string(), b.data[0]))
         .collect();
     got.sort();
     got

@@ -480,8 +480,8 @@ async fn corrupt_checkpoints_are_clear_errors() {
             .into_iter()
             .collect();
         let bad_blob = agent_core::checkpoint::FieldBlob {
-            field: "turns".to_owned(),
-            version: record.id.clone(),
+            field: "turns".into(),
+            version: record.id.as_str().into(),
             base: None,
             data: vec![0xa3, b'a', b'b', b'c'],
         };

@@ -207,9 +207,9 @@ impl Drop for FieldCache {
 }
 
 impl FieldCache {
-    fn new(version: &str, bytes: Vec<u8>) -> Self {
+    fn new(version: &std::sync::Arc<str>, bytes: Vec<u8>) -> Self {
         FieldCache {
-            version: version.into(),
+            version: version.clone(),
             encoding: Encoding::Unsplit(bytes),
             splices: 0,
             spare: Spare::default(),
@@ -266,7 +266,7 @@ impl FieldCache {
 /// checkpoint with `Durability::Exit`) the cache is dropped and the bytes move into the blob
 /// uncopied.
 pub(crate) fn make_blob(
-    field: &str,
+    field: &'static str,
     version: &std::sync::Arc<str>,
     bytes: Vec<u8>,
     cache: &mut Option<FieldCache>,
@@ -296,7 +296,7 @@ pub(crate) fn make_blob(
                     }
                     // Worth it only when most of the old value is kept.
                     if common > 0 && common * 2 >= old.len() {
-                        kept = Some((previous.version.to_string(), common));
+                        kept = Some((previous.version.clone(), common));
                     }
                     new_ranges = Some(new);
                 }
@@ -313,10 +313,7 @@ pub(crate) fn make_blob(
             && let Some(old) = previous.bytes()
         {
             spliced = splice::diff(old, &bytes).map(|ops| {
-                let base = (
-                    previous.version.to_string(),
-                    splice::FLAG | old.len() as u64,
-                );
+                let base = (previous.version.clone(), splice::FLAG | old.len() as u64);
                 (base, ops)
             });
         }
@@ -338,8 +335,8 @@ pub(crate) fn make_blob(
             if !keep {
                 *cache = None;
                 return Some(FieldBlob {
-                    field: field.to_owned(),
-                    version: version.to_string(),
+                    field: field.into(),
+                    version: version.clone(),
                     base: None,
                     data: bytes,
                 });
@@ -350,8 +347,8 @@ pub(crate) fn make_blob(
         }
     };
     let blob = FieldBlob {
-        field: field.to_owned(),
-        version: version.to_string(),
+        field: field.into(),
+        version: version.clone(),
         base,
         data,
     };
@@ -391,7 +388,7 @@ pub(crate) struct Tail {
 /// `Err` when the tail does not fit the stored version (`cache` is untouched; the caller
 /// encodes the field whole).
 pub(crate) fn append_blob(
-    field: &str,
+    field: &'static str,
     version: &std::sync::Arc<str>,
     tail: Tail,
     cache: &mut FieldCache,
@@ -428,9 +425,9 @@ pub(crate) fn append_blob(
     elements.extend_from_slice(&tail.bytes);
     let base = std::mem::replace(&mut cache.version, version.clone());
     Ok(Some(FieldBlob {
-        field: field.to_owned(),
-        version: version.to_string(),
-        base: Some((base.to_string(), kept as u64)),
+        field: field.into(),
+        version: version.clone(),
+        base: Some((base, kept as u64)),
         data: tail.bytes,
     }))
 }
@@ -570,11 +567,11 @@ impl serde::Serializer for TailSerializer {
 pub(crate) fn reconstruct(
     field: &str,
     version: &str,
-    blobs: &HashMap<(String, String), &FieldBlob>,
+    blobs: &HashMap<(&str, &str), &FieldBlob>,
 ) -> Result<(Vec<u8>, FieldCache), String> {
     // Walk to the full blob, then replay forward.
     let mut chain: Vec<&FieldBlob> = Vec::new();
-    let mut key = (field.to_owned(), version.to_owned());
+    let mut key = (field, version);
     loop {
         let blob = blobs
             .get(&key)
@@ -585,11 +582,16 @@ pub(crate) fn reconstruct(
                 if chain.len() > 1_000_000 {
                     return Err("delta chain does not end".to_owned());
                 }
-                key = (field.to_owned(), base.clone());
+                key = (field, &**base);
             }
             None => break,
         }
     }
+    // The version asked for, as the shared string its blob holds (the cache keeps it).
+    let latest = match chain.first() {
+        Some(blob) => blob.version.clone(),
+        None => return Err("empty blob chain".to_owned()),
+    };
     let Some(full) = chain.pop() else {
         return Err("empty blob chain".to_owned());
     };
@@ -632,7 +634,7 @@ pub(crate) fn reconstruct(
         value = Rebuilt::Elements(elements);
     }
     let bytes = value.into_bytes();
-    let mut cache = FieldCache::new(version, bytes.clone());
+    let mut cache = FieldCache::new(&latest, bytes.clone());
     cache.splices = splices;
     Ok((bytes, cache))
 }
@@ -801,9 +803,9 @@ mod tests {
                 true,
             ));
         }
-        let map: HashMap<(String, String), &FieldBlob> = blobs
+        let map: HashMap<(&str, &str), &FieldBlob> = blobs
             .iter()
-            .map(|b| ((b.field.clone(), b.version.clone()), b))
+            .map(|b| ((&*b.field, &*b.version), b))
             .collect();
         for (i, v) in versions.iter().enumerate() {
             let (bytes, _) = reconstruct("f", &format!("v{i}"), &map).unwrap();
@@ -878,9 +880,9 @@ mod tests {
             };
             blobs.extend(blob);
         }
-        let map: HashMap<(String, String), &FieldBlob> = blobs
+        let map: HashMap<(&str, &str), &FieldBlob> = blobs
             .iter()
-            .map(|b| ((b.field.clone(), b.version.clone()), b))
+            .map(|b| ((&*b.field, &*b.version), b))
             .collect();
         for (n, value) in versions.iter().enumerate().skip(1) {
             let (bytes, mut rebuilt) = reconstruct("f", &format!("v{n:02}"), &map).unwrap();
@@ -908,7 +910,7 @@ mod tests {
         // Compared against the kept version: a delta of the new element, and no cache after.
         let second = encode(&serde_json::json!([1, 2, 3, 4])).unwrap();
         let blob = make_blob("f", &ver("v2"), second.clone(), &mut cache, false).unwrap();
-        assert_eq!(blob.base, Some(("v1".to_owned(), 3)));
+        assert_eq!(blob.base, Some(("v1".into(), 3)));
         assert_eq!(blob.data, encode(&4).unwrap());
         assert!(cache.is_none());
         // Nothing to compare against: the whole value, moved.
@@ -942,9 +944,9 @@ mod tests {
                 None => make_blob("f", &ver(&version), encode(v).unwrap(), &mut cache, true),
             };
             blobs.extend(blob);
-            let map: HashMap<(String, String), &FieldBlob> = blobs
+            let map: HashMap<(&str, &str), &FieldBlob> = blobs
                 .iter()
-                .map(|b| ((b.field.clone(), b.version.clone()), b))
+                .map(|b| ((&*b.field, &*b.version), b))
                 .collect();
             let latest = cache.as_ref().unwrap().version.clone();
             let (bytes, rebuilt) = reconstruct("f", &latest, &map).unwrap();
@@ -1033,9 +1035,9 @@ mod tests {
         let blobs = write_and_rebuild(&[json!(text.clone()), json!(text.clone() + "y")], false);
         let mut broken = blobs.clone();
         broken[0].data.push(0xc0);
-        let map: HashMap<(String, String), &FieldBlob> = broken
+        let map: HashMap<(&str, &str), &FieldBlob> = broken
             .iter()
-            .map(|b| ((b.field.clone(), b.version.clone()), b))
+            .map(|b| ((&*b.field, &*b.version), b))
             .collect();
         let error = reconstruct("f", "v001", &map).unwrap_err();
         assert!(error.contains("expects a"), "{error}");

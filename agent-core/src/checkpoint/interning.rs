@@ -61,7 +61,7 @@ pub(crate) struct Interner {
     /// (`None` while a nested value is still being encoded).
     fresh: Vec<Option<Vec<u8>>>,
     /// The version of the stored table.
-    version: Option<String>,
+    version: Option<Arc<str>>,
 }
 
 impl Interner {
@@ -78,7 +78,7 @@ impl Interner {
 
     /// Moves the entries numbered since the last checkpoint into a blob of the table at
     /// `version`: the first one holds the whole array, later ones the new entries.
-    pub(crate) fn take_blob(&mut self, version: &str) -> Result<Option<FieldBlob>, String> {
+    pub(crate) fn take_blob(&mut self, version: &Arc<str>) -> Result<Option<FieldBlob>, String> {
         if self.fresh.is_empty() {
             return Ok(None);
         }
@@ -94,18 +94,18 @@ impl Interner {
             data.extend(entry.ok_or("a shared value was still being encoded")?);
         }
         self.stored = self.len;
-        self.version = Some(version.to_owned());
+        self.version = Some(version.clone());
         Ok(Some(FieldBlob {
-            field: FIELD.to_owned(),
-            version: version.to_owned(),
+            field: FIELD.into(),
+            version: version.clone(),
             base,
             data,
         }))
     }
 
     /// The stored table's version, when there is one (for the checkpoint's field versions).
-    pub(crate) fn version(&self) -> Option<&str> {
-        self.version.as_deref()
+    pub(crate) fn version(&self) -> Option<&Arc<str>> {
+        self.version.as_ref()
     }
 
     /// Forgets entries numbered since the last stored checkpoint (their checkpoint failed to
@@ -162,12 +162,12 @@ pub(crate) struct Resolver {
     bytes: Vec<u8>,
     ranges: Vec<Range<usize>>,
     decoded: Vec<Option<AnyArc>>,
-    version: Option<String>,
+    version: Option<Arc<str>>,
 }
 
 impl Resolver {
     /// The table from its whole encoding (an array) at `version`.
-    pub(crate) fn new(bytes: Vec<u8>, version: Option<String>) -> Result<Self, String> {
+    pub(crate) fn new(bytes: Vec<u8>, version: Option<Arc<str>>) -> Result<Self, String> {
         let ranges = codec::split_array(&bytes).ok_or("the shared-value table is not an array")?;
         Ok(Resolver {
             decoded: vec![None; ranges.len()],
@@ -528,9 +528,9 @@ mod tests {
         let doc = Shared::new(vec![1u32, 2, 3]);
         let mut interner = Interner::default();
         let body = encoding(&mut interner, || codec::encode(&(doc.clone(), doc.clone()))).unwrap();
-        let table = interner.take_blob("v1").unwrap().unwrap();
+        let table = interner.take_blob(&"v1".into()).unwrap().unwrap();
         assert_eq!(table.base, None);
-        let resolver = Resolver::new(table.data, Some("v1".to_owned())).unwrap();
+        let resolver = Resolver::new(table.data, Some("v1".into())).unwrap();
         let whole: serde_json::Value = codec::decode(&resolver.expand(&body).unwrap()).unwrap();
         assert_eq!(whole, serde_json::json!([[1, 2, 3], [1, 2, 3]]));
         // A value stored inline (before it was a `Shared`) decodes while references resolve.
@@ -550,17 +550,20 @@ mod tests {
         let b = Shared::new("b".repeat(100));
         let mut interner = Interner::default();
         encoding(&mut interner, || codec::encode(&vec![a.clone(), a.clone()])).unwrap();
-        let first = interner.take_blob("v1").unwrap().unwrap();
+        let first = interner.take_blob(&"v1".into()).unwrap().unwrap();
         encoding(&mut interner, || codec::encode(&vec![a.clone(), b.clone()])).unwrap();
-        let second = interner.take_blob("v2").unwrap().unwrap();
-        assert_eq!(second.base, Some(("v1".to_owned(), 1)));
+        let second = interner.take_blob(&"v2".into()).unwrap().unwrap();
+        assert_eq!(second.base, Some(("v1".into(), 1)));
         assert!(
             second.data.len() < 110,
             "only b: {} bytes",
             second.data.len()
         );
         encoding(&mut interner, || codec::encode(&vec![b])).unwrap();
-        assert!(interner.take_blob("v3").unwrap().is_none(), "nothing new");
+        assert!(
+            interner.take_blob(&"v3".into()).unwrap().is_none(),
+            "nothing new"
+        );
         assert!(first.data.len() < 110);
     }
 
@@ -570,17 +573,20 @@ mod tests {
         let b = Shared::new("b".repeat(100));
         let mut interner = Interner::default();
         encoding(&mut interner, || codec::encode(&vec![a.clone()])).unwrap();
-        let first = interner.take_blob("v1").unwrap().unwrap();
+        let first = interner.take_blob(&"v1".into()).unwrap().unwrap();
         // b is numbered, then its checkpoint fails to encode: nothing stored refers to it.
         encoding(&mut interner, || codec::encode(&vec![b.clone(), b.clone()])).unwrap();
         interner.discard_fresh();
         let body = encoding(&mut interner, || codec::encode(&vec![b.clone(), a.clone()])).unwrap();
-        let second = interner.take_blob("v2").unwrap().expect("b is stored now");
-        assert_eq!(second.base, Some(("v1".to_owned(), 1)));
+        let second = interner
+            .take_blob(&"v2".into())
+            .unwrap()
+            .expect("b is stored now");
+        assert_eq!(second.base, Some(("v1".into(), 1)));
         let mut table = first.data;
         table[0] += 1; // the array header: one entry more
         table.extend(second.data);
-        let mut resolver = Resolver::new(table, Some("v2".to_owned())).unwrap();
+        let mut resolver = Resolver::new(table, Some("v2".into())).unwrap();
         let back: Vec<Shared<String>> = decoding(&mut resolver, || codec::decode(&body)).unwrap();
         assert_eq!(back, vec![b, a]);
     }

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::mem::take;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -247,7 +247,7 @@ struct Stored {
 
 /// A large blob a checkpoint wrote (its version is the checkpoint's id).
 struct Large {
-    field: String,
+    field: std::borrow::Cow<'static, str>,
     base: Base,
     data: Span,
 }
@@ -276,7 +276,7 @@ impl Serialize for RawBytes<'_> {
 
 /// A delta blob's base: the version it extends and the codec's count (elements kept, or a
 /// splice).
-type Base = Option<(String, u64)>;
+type Base = Option<(Arc<str>, u64)>;
 
 /// A checkpoint as packed (fields in order; the record's thread, namespace and id are keys).
 #[derive(Serialize)]
@@ -374,8 +374,8 @@ impl OwnBlobs<'_> {
     fn iter(&self) -> impl Iterator<Item = (&str, &Base, RawBytes<'_>)> + Clone + '_ {
         self.blobs
             .iter()
-            .filter(|b| b.version == self.id && b.data.len() <= PACK_UP_TO)
-            .map(|b| (b.field.as_str(), &b.base, RawBytes(&b.data)))
+            .filter(|b| *b.version == *self.id && b.data.len() <= PACK_UP_TO)
+            .map(|b| (&*b.field, &b.base, RawBytes(&b.data)))
     }
 }
 
@@ -405,7 +405,7 @@ impl Thread {
                     data: take(&mut blob.data),
                 };
                 self.loose
-                    .insert((blob.field.clone(), blob.version.clone()), blob);
+                    .insert((blob.field.to_string(), blob.version.to_string()), blob);
             } else if blob.data.len() > PACK_UP_TO {
                 large.push(Large {
                     data: arena.keep(&blob.data),
@@ -438,19 +438,20 @@ impl Thread {
         let Some(stored) = self.checkpoints.get(version) else {
             return Ok(Vec::new());
         };
+        let version: Arc<str> = Arc::from(version);
         let mut blobs: Vec<FieldBlob> = Packed::read(arena.get(stored.packed))?
             .blobs
             .into_iter()
             .map(|(field, base, data)| FieldBlob {
-                field,
-                version: version.to_owned(),
+                field: field.into(),
+                version: version.clone(),
                 base,
                 data: data.0,
             })
             .collect();
         blobs.extend(stored.large.iter().map(|large| FieldBlob {
             field: large.field.clone(),
-            version: version.to_owned(),
+            version: version.clone(),
             base: large.base.clone(),
             data: arena.get(large.data).to_vec(),
         }));
@@ -479,7 +480,7 @@ impl Thread {
                     }
                     unpacked
                         .get(&key.1)
-                        .and_then(|blobs| blobs.iter().find(|b| b.field == key.0))
+                        .and_then(|blobs| blobs.iter().find(|b| *b.field == *key.0))
                         .cloned()
                 }
             };
@@ -487,7 +488,7 @@ impl Thread {
                 continue;
             };
             if let Some((base, _)) = &blob.base {
-                stack.push((key.0.clone(), base.clone()));
+                stack.push((key.0.clone(), base.to_string()));
             }
             found.insert(key, blob);
         }
@@ -827,9 +828,9 @@ mod tests {
 
     fn blob(field: &str, version: &str, base: Option<(&str, u64)>, data: Vec<u8>) -> FieldBlob {
         FieldBlob {
-            field: field.to_owned(),
-            version: version.to_owned(),
-            base: base.map(|(v, n)| (v.to_owned(), n)),
+            field: field.to_owned().into(),
+            version: version.into(),
+            base: base.map(|(v, n)| (v.into(), n)),
             data,
         }
     }
@@ -837,7 +838,7 @@ mod tests {
     fn sorted(mut blobs: Vec<FieldBlob>) -> Vec<(String, String, usize)> {
         let mut out: Vec<_> = blobs
             .drain(..)
-            .map(|b| (b.field, b.version, b.data.len()))
+            .map(|b| (b.field.into_owned(), b.version.to_string(), b.data.len()))
             .collect();
         out.sort();
         out

@@ -381,7 +381,7 @@ impl<'a> BlobRows<'a> {
         self.field.push(&blob.field);
         self.version.push(&blob.version);
         self.base_version
-            .push(blob.base.as_ref().map(|(v, _)| v.as_str()));
+            .push(blob.base.as_ref().map(|(v, _)| &**v));
         self.base_len
             .push(blob.base.as_ref().map(|(_, n)| *n as i64));
         self.data.push(&blob.data);
@@ -568,9 +568,9 @@ impl Checkpointer for PostgresSaver {
                 let base: Option<String> = r.get(2);
                 let len: Option<i64> = r.get(3);
                 FieldBlob {
-                    field: r.get(0),
-                    version: r.get(1),
-                    base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                    field: r.get::<_, String>(0).into(),
+                    version: r.get::<_, &str>(1).into(),
+                    base: base.map(|b| (b.into(), len.unwrap_or(0) as u64)),
                     data: r.get(4),
                 }
             })

@@ -680,11 +680,7 @@ fn insert_checkpoint(
             Some(row) => row,
             None => {
                 let (base, len, base_row) = match &blob.base {
-                    Some((v, n)) => (
-                        Some(v.as_str()),
-                        Some(*n as i64),
-                        locate.row(&blob.field, v)?,
-                    ),
+                    Some((v, n)) => (Some(&**v), Some(*n as i64), locate.row(&blob.field, v)?),
                     None => (None, None, None),
                 };
                 insert_blob
@@ -704,7 +700,7 @@ fn insert_checkpoint(
                 row
             }
         };
-        if record.versions.get(&blob.field) != Some(blob.version.as_str()) {
+        if record.versions.get(&blob.field) != Some(&*blob.version) {
             // Listed apart, so deleting the checkpoint deletes it.
             extras.push((sqlite_rows::extra_key(&blob.field, &blob.version), row));
         }
@@ -1044,9 +1040,9 @@ fn load(
                 let base: Option<String> = r.get(2)?;
                 let len: Option<i64> = r.get(3)?;
                 Ok(FieldBlob {
-                    field: r.get(0)?,
-                    version: r.get(1)?,
-                    base: base.map(|b| (b, len.unwrap_or(0) as u64)),
+                    field: r.get::<_, String>(0)?.into(),
+                    version: r.get::<_, String>(1)?.into(),
+                    base: base.map(|b| (b.into(), len.unwrap_or(0) as u64)),
                     data: r.get(4)?,
                 })
             })

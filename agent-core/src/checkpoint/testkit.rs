@@ -162,9 +162,9 @@ const SPLICE_COUNT: u64 = 1 << 63 | 5;
 
 fn blob(field: &str, version: &str, base: Option<(&str, u64)>, data: &[u8]) -> FieldBlob {
     FieldBlob {
-        field: field.to_owned(),
-        version: version.to_owned(),
-        base: base.map(|(b, n)| (b.to_owned(), n)),
+        field: field.to_owned().into(),
+        version: version.into(),
+        base: base.map(|(b, n)| (b.into(), n)),
         data: data.to_vec(),
     }
 }
@@ -247,7 +247,7 @@ pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
     let mut keys: Vec<(String, String, Vec<u8>)> = latest
         .blobs
         .iter()
-        .map(|b| (b.field.clone(), b.version.clone(), b.data.clone()))
+        .map(|b| (b.field.to_string(), b.version.to_string(), b.data.clone()))
         .collect();
     keys.sort();
     let expected = vec![
@@ -261,11 +261,12 @@ pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
     let delta = latest
         .blobs
         .iter()
-        .find(|x| x.field == "messages" && x.version == c)
+        .find(|x| x.field == "messages" && *x.version == *c)
         .ok_or_else(|| case.fail("the delta blob is missing"))?;
-    case.check(delta.base == Some((b.clone(), SPLICE_COUNT)), || {
-        format!("the delta's base did not round-trip: {:?}", delta.base)
-    })?;
+    case.check(
+        delta.base == Some((b.as_str().into(), SPLICE_COUNT)),
+        || format!("the delta's base did not round-trip: {:?}", delta.base),
+    )?;
     let by_id = case.call("get by id", saver.get(&thread, "", Some(&a)).await)?;
     case.check(by_id.record.as_ref().map(|r| r.step) == Some(-1), || {
         "get by id returned another checkpoint".into()
@@ -534,7 +535,7 @@ pub async fn batches(saver: &Arc<dyn Checkpointer>) -> CaseResult {
     let mut blobs: Vec<(&str, &[u8])> = newer
         .blobs
         .iter()
-        .map(|b| (b.version.as_str(), b.data.as_slice()))
+        .map(|b| (&*b.version, b.data.as_slice()))
         .collect();
     blobs.sort();
     case.check(blobs == [("v1", &b"one"[..]), ("v2", &b"two"[..])], || {

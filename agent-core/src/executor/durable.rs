@@ -700,15 +700,17 @@ impl<S: GraphState> Run<'_, S> {
         let keep_caches = durable.durability != Durability::Exit
             && (started.is_some() || !self.frontier.is_empty());
         let mut interner = std::mem::take(&mut durable.interner);
+        // The version of every blob written here, shared by their entries and caches.
+        let version: Arc<str> = Arc::from(id.as_str());
         let blobs = interning::encoding(&mut interner, || {
-            self.encode_fields(written, &id, keep_caches)
+            self.encode_fields(written, &version, keep_caches)
         })
         .and_then(|mut blobs| {
             // The table of shared values has the last compression hint, after the fields'.
             let hint = &self.graph.compress_hints[S::fields().len()];
             blobs.extend(
                 interner
-                    .take_blob(&id)?
+                    .take_blob(&version)?
                     .map(|blob| codec::compressed(blob, hint)),
             );
             Ok(blobs)
@@ -716,7 +718,7 @@ impl<S: GraphState> Run<'_, S> {
         if blobs.is_err() {
             interner.discard_fresh();
         }
-        let shared_version = interner.version().map(Arc::<str>::from);
+        let shared_version = interner.version().cloned();
         let Some(durable) = &mut self.durable else {
             return Ok(None);
         };
@@ -777,7 +779,7 @@ impl<S: GraphState> Run<'_, S> {
     fn encode_fields(
         &mut self,
         written: FieldSet,
-        id: &str,
+        version: &Arc<str>,
         keep_caches: bool,
     ) -> Result<Vec<FieldBlob>, String> {
         let Some(durable) = &mut self.durable else {
@@ -788,8 +790,6 @@ impl<S: GraphState> Run<'_, S> {
         if written.is_empty() {
             return Ok(blobs);
         }
-        // The new version of every field written, shared by their entries and caches.
-        let version: Arc<str> = Arc::from(id);
         for index in written.iter() {
             let field = fields[index].name;
             let cache = &mut durable.caches[index];
@@ -800,7 +800,7 @@ impl<S: GraphState> Run<'_, S> {
                         self.state
                             .serialize_field(index, codec::TailSerializer { skip })
                     }) {
-                        Some(Ok(tail)) => codec::append_blob(field, &version, tail, previous).ok(),
+                        Some(Ok(tail)) => codec::append_blob(field, version, tail, previous).ok(),
                         _ => None,
                     }
                 }
@@ -823,7 +823,7 @@ impl<S: GraphState> Run<'_, S> {
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
                         .map_err(|e| format!("encoding field `{field}`: {e}"))?;
-                    codec::make_blob(field, &version, bytes, cache, keep_caches)
+                    codec::make_blob(field, version, bytes, cache, keep_caches)
                 }
             };
             if let Some(blob) = blob {
@@ -1313,9 +1313,9 @@ pub(crate) fn restore<S: GraphState>(
     let mut state = S::default();
     let mut versions = vec![None; fields.len()];
     let mut caches = vec![None; fields.len()];
-    let by_key: HashMap<(String, String), &FieldBlob> = blobs
+    let by_key: HashMap<(&str, &str), &FieldBlob> = blobs
         .iter()
-        .map(|b| ((b.field.clone(), b.version.clone()), b))
+        .map(|b| ((&*b.field, &*b.version), b))
         .collect();
     let mut resolver = shared_table(&record, &by_key)?;
     interning::decoding(&mut resolver, || {
@@ -1461,17 +1461,13 @@ pub(crate) fn restore<S: GraphState>(
 /// The checkpoint's table of shared values (empty when it stored none).
 pub(crate) fn shared_table(
     record: &CheckpointRecord,
-    blobs: &HashMap<(String, String), &FieldBlob>,
+    blobs: &HashMap<(&str, &str), &FieldBlob>,
 ) -> Result<Resolver, GraphError> {
-    let Some((_, version)) = record
-        .versions
-        .iter()
-        .find(|(field, _)| *field == interning::FIELD)
-    else {
+    let Some(version) = record.versions.get_shared(interning::FIELD) else {
         return Ok(Resolver::empty());
     };
     codec::reconstruct(interning::FIELD, version, blobs)
-        .and_then(|(bytes, _)| Resolver::new(bytes, Some(version.to_owned())))
+        .and_then(|(bytes, _)| Resolver::new(bytes, Some(version.clone())))
         .map_err(|e| corrupt(record, format!("the table of shared values: {e}")))
 }
 
