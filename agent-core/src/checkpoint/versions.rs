@@ -52,6 +52,18 @@ impl PartialEq for Name {
 
 impl Eq for Name {}
 
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
 impl std::hash::Hash for Name {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         (**self).hash(state);
@@ -66,7 +78,7 @@ impl Versions {
 
     /// Entries already sorted by name, without duplicates (the executor's field order).
     pub(crate) fn from_sorted(entries: Vec<(Name, Arc<str>)>) -> Self {
-        debug_assert!(entries.windows(2).all(|w| *w[0].0 < *w[1].0));
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
         Versions(entries)
     }
 
@@ -187,7 +199,7 @@ impl<K: Into<Arc<str>>, V: Into<Arc<str>>> FromIterator<(K, V)> for Versions {
             .map(|(k, v)| (Name::Shared(k.into()), v.into()))
             .collect();
         // Stable: of equal names the last stays last, and dedup keeps the first of a run.
-        entries.sort_by(|a, b| (*a.0).cmp(&*b.0));
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.reverse();
         entries.dedup_by(|a, b| a.0 == b.0);
         entries.reverse();
