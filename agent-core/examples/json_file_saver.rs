@@ -145,10 +145,10 @@ impl JsonFileSaver {
         stored: &StoredRecord,
     ) -> Result<CheckpointRecord, GraphError> {
         Ok(CheckpointRecord {
-            thread_id: thread_id.to_owned(),
-            ns: ns.to_owned(),
-            id: stored.id.clone(),
-            parent_id: stored.parent_id.clone(),
+            thread_id: thread_id.into(),
+            ns: ns.into(),
+            id: stored.id.as_str().into(),
+            parent_id: stored.parent_id.as_deref().map(Into::into),
             step: stored.step,
             created_at_ms: stored.created_at_ms,
             metadata: stored.metadata.clone(),
@@ -200,10 +200,10 @@ impl Checkpointer for JsonFileSaver {
             );
         }
         file.checkpoints.insert(
-            record.id.clone(),
+            record.id.to_string(),
             StoredRecord {
-                id: record.id.clone(),
-                parent_id: record.parent_id.clone(),
+                id: record.id.to_string(),
+                parent_id: record.parent_id.as_deref().map(str::to_owned),
                 step: record.step,
                 created_at_ms: record.created_at_ms,
                 metadata: record.metadata.clone(),
@@ -267,7 +267,7 @@ impl Checkpointer for JsonFileSaver {
             .collect::<Result<Vec<_>, GraphError>>()?;
         let writes = file
             .writes
-            .get(&record.id)
+            .get(&*record.id)
             .map(|list| {
                 list.iter()
                     .map(|w| {

@@ -19,6 +19,24 @@ pub fn new_id() -> String {
 /// A new id, and the Unix milliseconds it carries (a checkpoint's creation time without a
 /// second read of the clock).
 pub(crate) fn new_id_at() -> (String, i64) {
+    let (text, ms) = new_id_text();
+    (id_str(&text).to_owned(), ms)
+}
+
+/// [`new_id_at`] as a shared string (a checkpoint's id is also its blobs' version and the
+/// next checkpoint's parent: one allocation for all three).
+pub(crate) fn new_shared_id_at() -> (std::sync::Arc<str>, i64) {
+    let (text, ms) = new_id_text();
+    (std::sync::Arc::from(id_str(&text)), ms)
+}
+
+/// An id's text, as [`new_id_text`] writes it (ASCII hex digits and hyphens).
+fn id_str(text: &[u8; uuid::fmt::Hyphenated::LENGTH]) -> &str {
+    std::str::from_utf8(text).unwrap_or_default()
+}
+
+/// A new id's text on the stack, and the Unix milliseconds it carries.
+fn new_id_text() -> ([u8; uuid::fmt::Hyphenated::LENGTH], i64) {
     use std::hash::{BuildHasher, Hasher};
     static STATE: Mutex<(u64, u128)> = Mutex::new((0, 0));
     static SEED: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
@@ -47,9 +65,8 @@ pub(crate) fn new_id_at() -> (String, i64) {
         | (0b10 << 62)
         | (counter & ((1 << 62) - 1));
     let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-    let id = uuid::Uuid::from_u128(value)
+    uuid::Uuid::from_u128(value)
         .hyphenated()
-        .encode_lower(&mut text)
-        .to_owned();
-    (id, ms as i64)
+        .encode_lower(&mut text);
+    (text, ms as i64)
 }

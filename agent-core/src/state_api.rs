@@ -168,8 +168,8 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         }
         let config_for = |id: &str| {
             RunConfig::default()
-                .thread_id(record.thread_id.clone())
-                .checkpoint_ns(record.ns.clone())
+                .thread_id(record.thread_id.to_string())
+                .checkpoint_ns(record.ns.to_string())
                 .checkpoint_id(id)
         };
         StateSnapshot {
@@ -342,7 +342,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let id = run
             .durable
             .as_ref()
-            .and_then(|d| d.checkpoint_id.clone())
+            .and_then(|d| d.checkpoint_id.as_deref().map(str::to_owned))
             .unwrap_or_default();
         Ok(RunConfig::default()
             .thread_id(thread)
@@ -376,7 +376,7 @@ fn subgraph_snapshot<'a>(
         };
         let corrupt = |detail: String| GraphError::CorruptCheckpoint {
             thread_id: thread.to_owned(),
-            checkpoint_id: record.id.clone(),
+            checkpoint_id: record.id.to_string(),
             detail,
         };
         let body: codec::Body =
@@ -453,7 +453,7 @@ fn subgraph_snapshot<'a>(
             }
         }
         Ok(Some(Box::new(SubgraphSnapshot {
-            checkpoint_id: record.id.clone(),
+            checkpoint_id: record.id.to_string(),
             step: record.step,
             checkpoint_ns: ns,
             values,

@@ -96,9 +96,9 @@ async fn the_kit_catches_a_saver_that_breaks_the_contract() {
 
 fn record(thread: &str, id: &str) -> CheckpointRecord {
     CheckpointRecord {
-        thread_id: thread.to_owned(),
-        ns: String::new(),
-        id: id.to_owned(),
+        thread_id: thread.into(),
+        ns: "".into(),
+        id: id.into(),
         parent_id: None,
         step: 0,
         created_at_ms: 1_700_000_000_000,
@@ -158,7 +158,7 @@ async fn an_exclusive_sqlite_saver_holds_its_file_until_dropped() {
     let second = agent_core::SqliteSaver::open_exclusive(&path).unwrap();
     assert_eq!(
         second.get("t", "", None).await.unwrap().record.unwrap().id,
-        ID
+        ID.into()
     );
     drop(second);
 
@@ -182,7 +182,7 @@ async fn an_exclusive_sqlite_saver_holds_its_file_until_dropped() {
     let reader = agent_core::SqliteSaver::open(&path).unwrap();
     assert_eq!(
         reader.get("t", "", None).await.unwrap().record.unwrap().id,
-        ID
+        ID.into()
     );
 }
 
@@ -196,9 +196,9 @@ async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
     other.execute_batch("BEGIN IMMEDIATE;").unwrap();
 
     let record = CheckpointRecord {
-        thread_id: "t".to_owned(),
-        ns: String::new(),
-        id: "c1".to_owned(),
+        thread_id: "t".into(),
+        ns: "".into(),
+        id: "c1".into(),
         parent_id: None,
         step: 0,
         created_at_ms: 0,
@@ -229,7 +229,7 @@ async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
     other.execute_batch("COMMIT;").unwrap();
     let saver = put.await.unwrap().unwrap();
     let loaded = saver.get("t", "", None).await.unwrap();
-    assert_eq!(loaded.record.unwrap().id, "c1");
+    assert_eq!(&*loaded.record.unwrap().id, "c1");
 }
 
 /// The saver's own thread moves the write-ahead log into the database file (the commits do
@@ -264,7 +264,7 @@ async fn sqlite_checkpoints_its_log_on_a_thread_of_its_own() {
     // Everything still reads back, through the file and the log.
     let loaded = saver.get("t", "", None).await.unwrap();
     assert_eq!(
-        loaded.record.unwrap().id,
+        &*loaded.record.unwrap().id,
         "0190000001-0000-7000-8000-000000000079"
     );
 }
@@ -316,7 +316,7 @@ async fn a_version_1_sqlite_file_is_migrated_and_reads_back() {
     };
     let key = |f: &str, v: &str, d: u8| (f.to_owned(), v.to_owned(), vec![d]);
     let latest = saver.get("t", "", None).await.unwrap();
-    assert_eq!(latest.record.as_ref().unwrap().id, "c2");
+    assert_eq!(&*latest.record.as_ref().unwrap().id, "c2");
     assert_eq!(
         keys(&latest.blobs),
         [
@@ -412,7 +412,7 @@ async fn new_sqlite_files_get_small_pages_and_old_ones_keep_theirs() {
         saver.put(&record("t", &id), &[]).await.unwrap();
     }
     let loaded = saver.get("t", "", None).await.unwrap();
-    assert_eq!(loaded.record.unwrap().id, "c199");
+    assert_eq!(&*loaded.record.unwrap().id, "c199");
     drop(saver);
     assert_eq!(page_size(&old), 4096);
 }
@@ -575,7 +575,7 @@ fn versioned(
     versions: &[(&str, &str)],
 ) -> CheckpointRecord {
     let mut record = record(thread, id);
-    record.parent_id = parent.map(str::to_owned);
+    record.parent_id = parent.map(Into::into);
     record.versions = versions.iter().copied().collect();
     record
 }
@@ -650,7 +650,7 @@ async fn a_log_written_without_pause_starts_over() {
         "the log reached {longest} bytes without starting over"
     );
     let loaded = saver.get("t", "", None).await.unwrap();
-    assert_eq!(loaded.record.unwrap().id, "c015999");
+    assert_eq!(&*loaded.record.unwrap().id, "c015999");
     // 50 MB of file: not left for the next test process to remove.
     drop(saver);
     let _ = std::fs::remove_file(&log);

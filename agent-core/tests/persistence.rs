@@ -436,7 +436,7 @@ async fn corrupt_checkpoints_are_clear_errors() {
         let thread_id = config.thread_id.clone().unwrap();
         let loaded = saver.get(&thread_id, "", None).await.unwrap();
         let mut record = loaded.record.unwrap();
-        record.id = uuid_after(&record.id);
+        record.id = uuid_after(&record.id).into();
         record.body = vec![0xc1, 0xff, 0x00];
         saver.put(&record, &[]).await.unwrap();
         let err = graph.get_state(&config).await.unwrap_err();
@@ -447,7 +447,7 @@ async fn corrupt_checkpoints_are_clear_errors() {
                 ..
             } => {
                 assert_eq!(t, &thread_id, "{name}");
-                assert_eq!(checkpoint_id, &record.id);
+                assert_eq!(**checkpoint_id, *record.id);
             }
             other => panic!("{name}: unexpected {other:?}"),
         }
@@ -474,14 +474,14 @@ async fn corrupt_checkpoints_are_clear_errors() {
             .into_iter()
             .find(|r| r.body != vec![0xc1, 0xff, 0x00])
             .unwrap();
-        record.id = uuid_after(&record.id);
+        record.id = uuid_after(&record.id).into();
         record.body = good.body.clone();
         record.versions = [("turns".to_owned(), record.id.clone())]
             .into_iter()
             .collect();
         let bad_blob = agent_core::checkpoint::FieldBlob {
             field: "turns".into(),
-            version: record.id.as_str().into(),
+            version: record.id.clone(),
             base: None,
             data: vec![0xa3, b'a', b'b', b'c'],
         };
@@ -934,7 +934,7 @@ async fn typed_metadata_reads_what_the_executor_stores() {
             .unwrap()
             .record
             .unwrap();
-        assert_eq!(latest.id, out.checkpoint_id.unwrap(), "{name}");
+        assert_eq!(*latest.id, *out.checkpoint_id.unwrap(), "{name}");
         assert_eq!(latest.metadata, metas[0], "{name}");
     }
 }

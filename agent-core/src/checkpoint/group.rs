@@ -99,9 +99,9 @@ impl<T> Group<T> {
 pub(super) fn checkpoint_op(thread: &str, bytes: usize) -> super::StoreOp {
     super::StoreOp::Checkpoint {
         record: super::CheckpointRecord {
-            thread_id: thread.to_owned(),
-            ns: String::new(),
-            id: "c1".to_owned(),
+            thread_id: thread.into(),
+            ns: "".into(),
+            id: "c1".into(),
             parent_id: None,
             step: 0,
             created_at_ms: 0,

@@ -36,7 +36,7 @@ use crate::error::GraphError;
 #[derive(Default)]
 struct Threads {
     /// By thread id, then namespace; a seeded fast hash (every put looks a thread up).
-    map: FastMap<String, FastMap<String, Thread>>,
+    map: FastMap<Arc<str>, FastMap<Arc<str>, Thread>>,
     arena: Arena,
 }
 
@@ -60,7 +60,7 @@ impl Threads {
 
     /// The thread, created when new (the key strings are moved in, not copied), with the
     /// arena.
-    fn at(&mut self, thread_id: String, ns: String) -> (&mut Thread, &mut Arena) {
+    fn at(&mut self, thread_id: Arc<str>, ns: Arc<str>) -> (&mut Thread, &mut Arena) {
         let thread = self
             .map
             .entry(thread_id)
@@ -87,7 +87,7 @@ struct Thread {
 /// always the last: kept in a vector, it is appended (a tree paid a search of 36-byte keys and
 /// node splits for every put), and found by binary search.
 #[derive(Default)]
-struct Checkpoints(Vec<(Box<str>, Stored)>);
+struct Checkpoints(Vec<(Arc<str>, Stored)>);
 
 impl Checkpoints {
     fn position(&self, id: &str) -> Result<usize, usize> {
@@ -95,7 +95,7 @@ impl Checkpoints {
     }
 
     /// Stores `stored` under `id`; returns the one it replaces.
-    fn insert(&mut self, id: Box<str>, stored: Stored) -> Option<Stored> {
+    fn insert(&mut self, id: Arc<str>, stored: Stored) -> Option<Stored> {
         if self.0.last().is_none_or(|(last, _)| **last < *id) {
             self.0.push((id, stored));
             return None;
@@ -141,7 +141,7 @@ impl Checkpoints {
         self.0.iter().map(|(k, v)| (&**k, v))
     }
 
-    fn keys(&self) -> impl Iterator<Item = &Box<str>> {
+    fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
         self.0.iter().map(|(k, _)| k)
     }
 
@@ -281,7 +281,7 @@ type Base = Option<(Arc<str>, u64)>;
 /// A checkpoint as packed (fields in order; the record's thread, namespace and id are keys).
 #[derive(Serialize)]
 struct PackRef<'a> {
-    parent_id: &'a Option<String>,
+    parent_id: &'a Option<Arc<str>>,
     step: i64,
     created_at_ms: i64,
     metadata: &'a CheckpointMetadata,
@@ -293,7 +293,7 @@ struct PackRef<'a> {
 
 #[derive(Deserialize)]
 struct Packed {
-    parent_id: Option<String>,
+    parent_id: Option<Arc<str>>,
     step: i64,
     created_at_ms: i64,
     metadata: CheckpointMetadata,
@@ -312,9 +312,9 @@ impl Packed {
 
     fn record(self, thread_id: &str, ns: &str, id: &str) -> CheckpointRecord {
         CheckpointRecord {
-            thread_id: thread_id.to_owned(),
-            ns: ns.to_owned(),
-            id: id.to_owned(),
+            thread_id: thread_id.into(),
+            ns: ns.into(),
+            id: id.into(),
             parent_id: self.parent_id,
             step: self.step,
             created_at_ms: self.created_at_ms,
@@ -357,7 +357,7 @@ fn pack(
 #[derive(Default)]
 struct Packing {
     bytes: Vec<u8>,
-    ends: Vec<(Box<str>, usize)>,
+    ends: Vec<(Arc<str>, usize)>,
 }
 
 thread_local! {
@@ -393,7 +393,7 @@ impl Serialize for OwnBlobs<'_> {
 impl Thread {
     /// Keeps checkpoint `id`, packed (see [`pack`]), with `blobs`: its own large ones are
     /// copied beside it, those of other versions moved out of `blobs` and kept loose.
-    fn put(&mut self, id: Box<str>, packed: &[u8], blobs: &mut [FieldBlob], arena: &mut Arena) {
+    fn put(&mut self, id: Arc<str>, packed: &[u8], blobs: &mut [FieldBlob], arena: &mut Arena) {
         let packed = arena.keep(packed);
         let mut large = Vec::new();
         for blob in blobs {
@@ -589,7 +589,7 @@ impl InMemorySaver {
         for op in ops.iter_mut() {
             if let StoreOp::Checkpoint { record, blobs } = op {
                 pack(record, blobs, &mut packing.bytes)?;
-                let id = take(&mut record.id).into_boxed_str();
+                let id = record.id.clone();
                 packing.ends.push((id, packing.bytes.len()));
             }
         }
@@ -602,8 +602,7 @@ impl InMemorySaver {
                     let Some((id, end)) = ends.next() else {
                         break;
                     };
-                    let (thread, arena) =
-                        threads.at(take(&mut record.thread_id), take(&mut record.ns));
+                    let (thread, arena) = threads.at(record.thread_id.clone(), record.ns.clone());
                     thread.put(id, &packing.bytes[start..end], blobs, arena);
                     start = end;
                 }
@@ -613,7 +612,8 @@ impl InMemorySaver {
                     checkpoint_id,
                     writes,
                 } => {
-                    let (thread, arena) = threads.at(take(thread_id), take(ns));
+                    let (thread, arena) =
+                        threads.at(Arc::from(take(thread_id)), Arc::from(take(ns)));
                     let list = match thread.writes.get_mut(checkpoint_id.as_str()) {
                         Some(list) => list,
                         None => thread.writes.entry(take(checkpoint_id)).or_default(),
@@ -662,7 +662,7 @@ impl Checkpointer for InMemorySaver {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         let mut threads = self.lock();
-        let (thread, arena) = threads.at(thread_id.to_owned(), ns.to_owned());
+        let (thread, arena) = threads.at(thread_id.into(), ns.into());
         let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
         for write in writes {
             let (task_id, node) = (write.task_id.clone(), write.node.clone());
@@ -704,7 +704,7 @@ impl Checkpointer for InMemorySaver {
             .collect();
         let writes = thread
             .writes
-            .get(&record.id)
+            .get(&*record.id)
             .map(|w| w.read(&threads.arena))
             .unwrap_or_default();
         Ok(LoadedCheckpoint {
@@ -766,7 +766,7 @@ impl Checkpointer for InMemorySaver {
         if total <= keep_last {
             return Ok(0);
         }
-        let doomed: Vec<Box<str>> = thread
+        let doomed: Vec<Arc<str>> = thread
             .checkpoints
             .keys()
             .take(total - keep_last)
@@ -809,10 +809,10 @@ mod tests {
 
     fn record(id: &str, parent: Option<&str>, versions: &[(&str, &str)]) -> CheckpointRecord {
         CheckpointRecord {
-            thread_id: "t".to_owned(),
-            ns: String::new(),
-            id: id.to_owned(),
-            parent_id: parent.map(str::to_owned),
+            thread_id: "t".into(),
+            ns: "".into(),
+            id: id.into(),
+            parent_id: parent.map(Into::into),
             step: 0,
             created_at_ms: 1,
             metadata: CheckpointMetadata::from_json(
@@ -876,7 +876,7 @@ mod tests {
             .unwrap();
         let loaded = saver.get("t", "", None).await.unwrap();
         let record = loaded.record.unwrap();
-        assert_eq!(record.id, "b");
+        assert_eq!(&*record.id, "b");
         assert_eq!(record.parent_id.as_deref(), Some("a"));
         assert_eq!(record.metadata.extra["n"], 1.5);
         assert_eq!(record.metadata.source, Some(super::super::Source::Loop));
@@ -969,7 +969,7 @@ mod tests {
         saver.put(&record("a", None, &[]), &[]).await.unwrap();
         {
             let mut threads = saver.lock();
-            let (thread, arena) = threads.at("t".to_owned(), String::new());
+            let (thread, arena) = threads.at("t".into(), "".into());
             if let Some(stored) = thread.checkpoints.get_mut("a") {
                 stored.packed = arena.keep(&[0xc1]);
             }

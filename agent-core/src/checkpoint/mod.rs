@@ -92,16 +92,20 @@ impl Source {
 }
 
 /// One checkpoint row: everything but the field values.
+///
+/// Its strings are shared (`Arc<str>`): a run writes a checkpoint every super-step with the
+/// same thread and namespace, and its id is also the version of every blob it writes and
+/// the next one's parent, so a checkpoint costs one string (its id), not five.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointRecord {
     /// The conversation thread.
-    pub thread_id: String,
+    pub thread_id: Arc<str>,
     /// The namespace (empty for the root graph).
-    pub ns: String,
+    pub ns: Arc<str>,
     /// Time-ordered id (uuid v7).
-    pub id: String,
+    pub id: Arc<str>,
     /// The checkpoint this one follows, if any.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<Arc<str>>,
     /// The super-step (-1 for a thread's first input).
     pub step: i64,
     /// Milliseconds since the Unix epoch.

@@ -324,11 +324,7 @@ impl<'a> BatchRows<'a> {
         for op in ops {
             match op {
                 StoreOp::Checkpoint { record, blobs } => {
-                    let key = (
-                        record.thread_id.as_str(),
-                        record.ns.as_str(),
-                        record.id.as_str(),
-                    );
+                    let key = (&*record.thread_id, &*record.ns, &*record.id);
                     keep_last(&mut checkpoints, &mut checkpoint_at, key, record);
                     for blob in blobs {
                         rows.blobs.push(record, blob);
@@ -475,10 +471,10 @@ fn record_from_row(row: &tokio_postgres::Row) -> Result<CheckpointRecord, GraphE
     Ok(CheckpointRecord {
         metadata: serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?,
         versions: serde_json::from_str(&versions).map_err(|e| corrupt("versions", e))?,
-        thread_id: thread_id.clone(),
-        ns: row.get(1),
-        id: id.clone(),
-        parent_id: row.get(3),
+        thread_id: thread_id.as_str().into(),
+        ns: row.get::<_, &str>(1).into(),
+        id: id.as_str().into(),
+        parent_id: row.get::<_, Option<&str>>(3).map(Arc::from),
         step: row.get(4),
         created_at_ms: row.get(5),
         body: row.get(8),
@@ -558,7 +554,7 @@ impl Checkpointer for PostgresSaver {
         // Both queries in one round trip.
         let (blob_rows, write_rows) = futures::future::try_join(
             client.query(&chain, &[&thread_id, &ns, &versions]),
-            client.query(&pending, &[&thread_id, &ns, &record.id]),
+            client.query(&pending, &[&thread_id, &ns, &&*record.id]),
         )
         .await
         .map_err(err)?;
@@ -581,7 +577,7 @@ impl Checkpointer for PostgresSaver {
             let kind = WriteKind::from_code(i64::from(code)).ok_or_else(|| {
                 GraphError::CorruptCheckpoint {
                     thread_id: thread_id.to_owned(),
-                    checkpoint_id: record.id.clone(),
+                    checkpoint_id: record.id.to_string(),
                     detail: format!("unknown pending write kind {code}"),
                 }
             })?;

@@ -552,8 +552,8 @@ fn finish_record(
     (mut record, metadata, versions): (CheckpointRecord, String, String),
 ) -> Result<CheckpointRecord, GraphError> {
     let corrupt = |what: &str, e: serde_json::Error| GraphError::CorruptCheckpoint {
-        thread_id: record.thread_id.clone(),
-        checkpoint_id: record.id.clone(),
+        thread_id: record.thread_id.to_string(),
+        checkpoint_id: record.id.to_string(),
         detail: format!("{what} is not valid JSON: {e}"),
     };
     let metadata = serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?;
@@ -1075,7 +1075,7 @@ fn load(
                 let kind =
                     WriteKind::from_code(kind).ok_or_else(|| GraphError::CorruptCheckpoint {
                         thread_id: thread.clone(),
-                        checkpoint_id: record.id.clone(),
+                        checkpoint_id: record.id.to_string(),
                         detail: format!("unknown pending write kind {kind}"),
                     })?;
                 Ok(PendingWrite {

@@ -143,10 +143,10 @@ fn record(
     versions: &[(&str, &str)],
 ) -> CheckpointRecord {
     CheckpointRecord {
-        thread_id: thread.to_owned(),
-        ns: String::new(),
-        id: id.to_owned(),
-        parent_id: parent.map(str::to_owned),
+        thread_id: thread.into(),
+        ns: "".into(),
+        id: id.into(),
+        parent_id: parent.map(Into::into),
         step,
         created_at_ms: 1_700_000_000_000 + step,
         metadata: CheckpointMetadata::from_json(
@@ -221,7 +221,7 @@ pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         .record
         .clone()
         .ok_or_else(|| case.fail("get latest returned no record"))?;
-    case.check(r.id == c, || {
+    case.check(*r.id == *c, || {
         format!("latest is `{}`, expected `{c}`", r.id)
     })?;
     case.check(r.parent_id.as_deref() == Some(b.as_str()), || {
@@ -276,7 +276,7 @@ pub async fn put_get_list(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         "an unknown checkpoint id returned a record".into()
     })?;
     let ids = |records: &[CheckpointRecord]| -> Vec<String> {
-        records.iter().map(|r| r.id.clone()).collect()
+        records.iter().map(|r| r.id.to_string()).collect()
     };
     let all = case.call(
         "list",
@@ -529,7 +529,7 @@ pub async fn batches(saver: &Arc<dyn Checkpointer>) -> CaseResult {
     })?;
     let newer = case.call("get", saver.get(&thread, "", None).await)?;
     case.check(
-        newer.record.as_ref().map(|r| r.id.as_str()) == Some(second.as_str()),
+        newer.record.as_ref().map(|r| &*r.id) == Some(second.as_str()),
         || "the batch's newest checkpoint is not the thread's latest".into(),
     )?;
     let mut blobs: Vec<(&str, &[u8])> = newer
@@ -576,7 +576,7 @@ pub async fn interleaved_namespaces(saver: &Arc<dyn Checkpointer>) -> CaseResult
                 "loop",
                 &[("f", cp)],
             );
-            checkpoint.ns = (*ns).to_owned();
+            checkpoint.ns = (*ns).into();
             ops.push(StoreOp::Checkpoint {
                 record: checkpoint,
                 blobs: vec![blob("f", cp, None, format!("{ns}@{round}").as_bytes())],
@@ -591,7 +591,7 @@ pub async fn interleaved_namespaces(saver: &Arc<dyn Checkpointer>) -> CaseResult
         let record = latest
             .record
             .ok_or_else(|| case.fail(format!("no checkpoint in `{ns}`")))?;
-        case.check(record.id == ids[3] && record.ns == *ns, || {
+        case.check(*record.id == *ids[3] && &*record.ns == *ns, || {
             format!(
                 "the newest of `{ns}` is {} in `{}`, expected {}",
                 record.id, record.ns, ids[3]
@@ -606,7 +606,7 @@ pub async fn interleaved_namespaces(saver: &Arc<dyn Checkpointer>) -> CaseResult
             "list",
             saver.list(&thread, ns, &ListFilter::default()).await,
         )?;
-        let listed: Vec<&str> = listed.iter().map(|r| r.id.as_str()).collect();
+        let listed: Vec<&str> = listed.iter().map(|r| &*r.id).collect();
         let newest_first: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
         case.check(listed == newest_first, || {
             format!("list of `{ns}` gave {listed:?}, expected {newest_first:?}")
@@ -616,7 +616,7 @@ pub async fn interleaved_namespaces(saver: &Arc<dyn Checkpointer>) -> CaseResult
             ..ListFilter::default()
         };
         let older = case.call("list before", saver.list(&thread, ns, &before).await)?;
-        let older: Vec<&str> = older.iter().map(|r| r.id.as_str()).collect();
+        let older: Vec<&str> = older.iter().map(|r| &*r.id).collect();
         case.check(older == [ids[1].as_str(), ids[0].as_str()], || {
             format!("list of `{ns}` before {} gave {older:?}", ids[2])
         })?;
@@ -830,7 +830,7 @@ pub async fn concurrent_writers(saver: &Arc<dyn Checkpointer>) -> CaseResult {
     })?;
     let latest = case.call("get", saver.get(&thread, "", None).await)?;
     let latest_id = latest.record.map(|r| r.id).unwrap_or_default();
-    case.check(latest_id == id(1000 + 7 * 100 + 9), || {
+    case.check(*latest_id == *id(1000 + 7 * 100 + 9), || {
         format!("latest is `{latest_id}`, not the highest id")
     })?;
     case.check(latest.blobs.len() == 1 && latest.writes.len() == 1, || {

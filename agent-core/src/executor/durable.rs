@@ -47,13 +47,13 @@ use super::runner::{TaskWrites, Updates};
 /// A run's link to its checkpointer and thread.
 pub(crate) struct Durable<S: GraphState> {
     pub(crate) saver: Arc<dyn Checkpointer>,
-    pub(crate) thread_id: String,
-    pub(crate) ns: String,
+    pub(crate) thread_id: Arc<str>,
+    pub(crate) ns: Arc<str>,
     pub(crate) durability: Durability,
     /// The checkpoint the next step starts from.
-    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) checkpoint_id: Option<Arc<str>>,
     /// The checkpoint the run loaded when it opened: any other id was made by this run.
-    loaded_id: Option<String>,
+    loaded_id: Option<Arc<str>>,
     /// The nodes whose writes made the restored checkpoint's step.
     pub(crate) writers: Vec<String>,
     /// Per field, the version of its last stored value.
@@ -80,7 +80,7 @@ pub(crate) struct Durable<S: GraphState> {
     spare_writers: Vec<usize>,
     /// The id and parent the next checkpoint written takes (the owed one's, planned when its
     /// step ended).
-    planned: Option<(String, Option<String>)>,
+    planned: Option<(Arc<str>, Option<Arc<str>>)>,
     /// Stores in order, in the background.
     writer: Writer,
     /// Counts this run among the runs sharing the writer.
@@ -96,8 +96,8 @@ type Encoded<S> = (StoreOp, Option<StreamPart<S>>);
 /// the last step's source, metadata and writers, and what to store before it (a new input's
 /// checkpoint and pending write).
 struct Owed<S: GraphState> {
-    id: String,
-    parent: Option<String>,
+    id: Arc<str>,
+    parent: Option<Arc<str>>,
     source: Source,
     writes: Option<serde_json::Value>,
     written: FieldSet,
@@ -136,8 +136,8 @@ impl<S: GraphState> Durable<S> {
             _seat: writer.seat(),
             writer,
             saver,
-            thread_id,
-            ns,
+            thread_id: thread_id.into(),
+            ns: ns.into(),
             durability,
             checkpoint_id: None,
             loaded_id: None,
@@ -195,9 +195,9 @@ impl<S: GraphState> Durable<S> {
     /// Pending writes against the current checkpoint (none before the first).
     fn writes_op(&self, writes: Vec<PendingWrite>) -> Option<StoreOp> {
         Some(StoreOp::Writes {
-            thread_id: self.thread_id.clone(),
-            ns: self.ns.clone(),
-            checkpoint_id: self.checkpoint_id.clone()?,
+            thread_id: self.thread_id.to_string(),
+            ns: self.ns.to_string(),
+            checkpoint_id: self.checkpoint_id.as_deref()?.to_owned(),
             writes,
         })
     }
@@ -356,7 +356,7 @@ impl<S: GraphState> Run<'_, S> {
             ));
         };
         if durable.interrupted.is_empty() {
-            return Err(GraphError::NothingToResume(durable.thread_id.clone()));
+            return Err(GraphError::NothingToResume(durable.thread_id.to_string()));
         }
         let mut writes = Vec::new();
         for (task, interrupts) in &durable.interrupted {
@@ -385,7 +385,7 @@ impl<S: GraphState> Run<'_, S> {
     /// with `Durability::Exit`), everything stored before the run reports them.
     pub(crate) async fn store_interrupts(
         &mut self,
-        before: Option<String>,
+        before: Option<Arc<str>>,
         paused: Vec<(Option<Arc<str>>, usize, Interrupted)>,
         finished: Vec<PendingWrite>,
     ) -> Result<(), GraphError> {
@@ -394,10 +394,13 @@ impl<S: GraphState> Run<'_, S> {
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
-        let now = durable.checkpoint_id.clone().unwrap_or_default();
+        let now: Arc<str> = durable
+            .checkpoint_id
+            .clone()
+            .unwrap_or_else(|| Arc::from(""));
         // Task ids name the checkpoint the step started from: the one written now, with Exit.
         let moved = |id: String| match id.split_once(':') {
-            Some((_, path)) if before.as_deref() != Some(now.as_str()) => format!("{now}:{path}"),
+            Some((_, path)) if before.as_deref() != Some(&*now) => format!("{now}:{path}"),
             _ => id,
         };
         let mut writes: Vec<PendingWrite> = finished
@@ -689,7 +692,7 @@ impl<S: GraphState> Run<'_, S> {
         let (id, created_at_ms, planned_parent) = match durable.planned.take() {
             Some((id, parent)) => (id, now_ms(), Some(parent)),
             None => {
-                let (id, ms) = crate::ids::new_id_at();
+                let (id, ms) = crate::ids::new_shared_id_at();
                 (id, ms, None)
             }
         };
@@ -701,7 +704,7 @@ impl<S: GraphState> Run<'_, S> {
             && (started.is_some() || !self.frontier.is_empty());
         let mut interner = std::mem::take(&mut durable.interner);
         // The version of every blob written here, shared by their entries and caches.
-        let version: Arc<str> = Arc::from(id.as_str());
+        let version = id.clone();
         let blobs = interning::encoding(&mut interner, || {
             self.encode_fields(written, &version, keep_caches)
         })
@@ -766,7 +769,7 @@ impl<S: GraphState> Run<'_, S> {
         let event = self.streams(StreamMode::Debug).then(|| {
             StreamPart::Debug(DebugEvent::Checkpoint {
                 step: self.step,
-                checkpoint_id: record.id.clone(),
+                checkpoint_id: record.id.to_string(),
                 next: self.frontier.next_names(self.graph),
             })
         });
@@ -1277,8 +1280,8 @@ pub(crate) struct Restored<S: GraphState> {
 
 fn corrupt(record: &CheckpointRecord, detail: impl Into<String>) -> GraphError {
     GraphError::CorruptCheckpoint {
-        thread_id: record.thread_id.clone(),
-        checkpoint_id: record.id.clone(),
+        thread_id: record.thread_id.to_string(),
+        checkpoint_id: record.id.to_string(),
         detail: detail.into(),
     }
 }
@@ -1725,8 +1728,8 @@ fn now_ms() -> i64 {
 }
 
 /// A new checkpoint id (see [`crate::new_id`]).
-pub(crate) fn new_checkpoint_id() -> String {
-    crate::ids::new_id()
+pub(crate) fn new_checkpoint_id() -> Arc<str> {
+    crate::ids::new_shared_id_at().0
 }
 
 #[cfg(test)]
@@ -2251,7 +2254,8 @@ mod tests {
 
     #[test]
     fn checkpoint_ids_are_v7_unique_and_ordered() {
-        let ids: Vec<String> = (0..10_000).map(|_| super::new_checkpoint_id()).collect();
+        let ids: Vec<std::sync::Arc<str>> =
+            (0..10_000).map(|_| super::new_checkpoint_id()).collect();
         for pair in ids.windows(2) {
             assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
         }

@@ -237,7 +237,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             ));
         };
         if durable.checkpoint_id.is_none() {
-            return Err(GraphError::NothingToResume(durable.thread_id.clone()));
+            return Err(GraphError::NothingToResume(durable.thread_id.to_string()));
         }
         if let Some(update) = durable.pending_input.take() {
             let written = S::writes(&update);

@@ -324,7 +324,10 @@ impl<S: GraphState> Run<'_, S> {
         } else {
             Vec::new()
         };
-        let checkpoint_id = self.durable.as_ref().and_then(|d| d.checkpoint_id.clone());
+        let checkpoint_id = self
+            .durable
+            .as_ref()
+            .and_then(|d| d.checkpoint_id.as_deref().map(str::to_owned));
         let usage = self
             .info
             .usage
