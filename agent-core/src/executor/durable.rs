@@ -618,17 +618,19 @@ impl<S: GraphState> Run<'_, S> {
         let Some(durable) = &mut self.durable else {
             return Ok(());
         };
-        let mut ops = Vec::with_capacity(before.len() + 1);
         let mut debug = Vec::new();
-        for (op, event) in before.into_iter().chain(checkpoint) {
-            ops.push(op);
-            debug.extend(event);
-        }
         if durable.durability == Durability::Async {
-            for op in ops {
+            // Submitted one by one, in order (no vector to collect them in first).
+            for (op, event) in before.into_iter().chain(checkpoint) {
                 durable.writer.submit(op);
+                debug.extend(event);
             }
         } else {
+            let mut ops = Vec::with_capacity(before.len() + 1);
+            for (op, event) in before.into_iter().chain(checkpoint) {
+                ops.push(op);
+                debug.extend(event);
+            }
             durable.writer.write_now(ops).await?;
         }
         for event in debug {

@@ -89,6 +89,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         });
         let mut run = Run {
             graph,
+            names: graph.names.iter().map(|name| Arc::from(&**name)).collect(),
             info,
             state: Arc::new(S::default()),
             step: -1,

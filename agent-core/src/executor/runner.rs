@@ -408,7 +408,7 @@ impl<S: GraphState> Run<'_, S> {
             .config
             .recursion_limit
             .saturating_sub(self.steps_run);
-        let name = self.graph.names[task.node].clone();
+        let name = self.names[task.node].clone();
         let ctx = NodeContext::new(
             name.clone(),
             step,
