@@ -20,7 +20,11 @@ pub struct NodeContext {
 
 #[derive(Debug)]
 struct TaskInfo {
-    node: Arc<str>,
+    /// The task's node: its index in the run's `names`. (The context once held the name
+    /// itself, a clone of the compiled graph's `Arc<str>`: every task of every run on every
+    /// core bumped and dropped the same counts, and their cache lines moved between the
+    /// cores at each step of sibling subgraphs.)
+    node: usize,
     step: i64,
     remaining_steps: usize,
     run: Arc<RunInfo>,
@@ -45,6 +49,8 @@ pub(crate) struct TaskStream {
 /// Run-wide facts shared by every task of a run.
 pub(crate) struct RunInfo {
     pub(crate) run_id: Arc<str>,
+    /// The graph's node names (the compiled graph's, shared: one count a run).
+    pub(crate) names: Arc<[Arc<str>]>,
     pub(crate) config: RunConfig,
     /// Whether a checkpointer will persist a pause (interrupts need one).
     pub(crate) can_pause: bool,
@@ -75,7 +81,7 @@ impl std::fmt::Debug for RunInfo {
 
 impl NodeContext {
     pub(crate) fn new(
-        node: Arc<str>,
+        node: usize,
         step: i64,
         remaining_steps: usize,
         run: Arc<RunInfo>,
@@ -180,11 +186,12 @@ impl NodeContext {
     /// A context outside any run, for calling a node directly (unit tests of nodes).
     pub fn detached(node: &str) -> Self {
         NodeContext::new(
-            node.into(),
+            0,
             0,
             crate::config::DEFAULT_RECURSION_LIMIT,
             Arc::new(RunInfo {
                 run_id: "detached".into(),
+                names: Arc::from([Arc::from(node)]),
                 config: RunConfig::default(),
                 can_pause: false,
                 sink: None,
@@ -201,7 +208,7 @@ impl NodeContext {
 
     /// The node's name in the graph.
     pub fn node(&self) -> &str {
-        &self.inner.node
+        &self.inner.run.names[self.inner.node]
     }
 
     /// The super-step this task runs in (LangGraph's `langgraph_step`: the first node of a
@@ -275,7 +282,7 @@ impl NodeContext {
 
     fn meta(&self) -> StreamMeta {
         StreamMeta {
-            node: self.inner.node.to_string(),
+            node: self.node().to_owned(),
             step: self.inner.step,
             triggers: self
                 .inner
@@ -373,7 +380,7 @@ impl NodeContext {
             parent_ids,
             tags: config.tags.clone(),
             metadata: serde_json::json!({
-                "langgraph_node": &*self.inner.node,
+                "langgraph_node": self.node(),
                 "langgraph_step": self.inner.step,
                 "langgraph_triggers": self.meta().triggers,
                 "thread_id": config.thread_id,

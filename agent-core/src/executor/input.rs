@@ -77,6 +77,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         let durability = config.durability;
         let info = Arc::new(RunInfo {
             run_id,
+            names: graph.names.clone(),
             config,
             can_pause: writer.is_some(),
             writer: writer.clone(),
@@ -89,7 +90,6 @@ impl<'g, S: GraphState> Run<'g, S> {
         });
         let mut run = Run {
             graph,
-            names: graph.names.iter().map(|name| Arc::from(&**name)).collect(),
             info,
             state: Arc::new(S::default()),
             step: -1,

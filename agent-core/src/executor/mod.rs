@@ -63,10 +63,6 @@ impl<S: GraphState> From<Command<S>> for Input<S> {
 /// The state of one run.
 pub(crate) struct Run<'g, S: GraphState> {
     pub(crate) graph: &'g Graph<S>,
-    /// The graph's node names, this run's own copies: each task's context holds its node's
-    /// name, and the compiled graph's shared strings, cloned and dropped by every task of
-    /// every run on every core, kept their counts' cache lines moving between the cores.
-    names: Box<[Arc<str>]>,
     info: Arc<RunInfo>,
     pub(crate) state: Arc<S>,
     /// The step of the last checkpointed position (-1 before a thread's first input).

@@ -408,9 +408,9 @@ impl<S: GraphState> Run<'_, S> {
             .config
             .recursion_limit
             .saturating_sub(self.steps_run);
-        let name = self.names[task.node].clone();
+        let name = &self.graph.names[task.node];
         let ctx = NodeContext::new(
-            name.clone(),
+            task.node,
             step,
             remaining,
             self.info.clone(),
@@ -440,6 +440,7 @@ impl<S: GraphState> Run<'_, S> {
             None => futures::future::Either::Left(caught(self.graph.nodes[node].call(input, ctx))),
             Some((policy, cache)) => {
                 let callee = self.graph.nodes[node].clone();
+                let name = name.clone();
                 let names = self.graph.names.clone();
                 let inputs = self.graph.inputs.clone();
                 // Boxed: the cached path's future is large, and an `Either` is as large as

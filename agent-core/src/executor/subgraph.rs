@@ -149,6 +149,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             None => {
                 run.info = Arc::new(RunInfo {
                     run_id: run.info.run_id.clone(),
+                    names: run.info.names.clone(),
                     config: run.info.config.clone(),
                     can_pause,
                     sink,
