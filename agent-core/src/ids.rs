@@ -77,18 +77,12 @@ fn random_start(ms: u64) -> u128 {
 /// order they were made in this process and do not collide with other processes'. Unlike
 /// `Uuid::now_v7`, it asks the OS for no random bytes (a syscall per id).
 pub fn new_id() -> String {
-    new_id_at().0
+    id_str(&new_id_text().0).to_owned()
 }
 
-/// A new id, and the Unix milliseconds it carries (a checkpoint's creation time without a
-/// second read of the clock).
-pub(crate) fn new_id_at() -> (String, i64) {
-    let (text, ms) = new_id_text();
-    (id_str(&text).to_owned(), ms)
-}
-
-/// [`new_id_at`] as a shared string (a checkpoint's id is also its blobs' version and the
-/// next checkpoint's parent: one allocation for all three).
+/// A new id as a shared string (a checkpoint's id is also its blobs' version and the next
+/// checkpoint's parent: one allocation for all three), and the Unix milliseconds it carries
+/// (a checkpoint's creation time without a second read of the clock).
 pub(crate) fn new_shared_id_at() -> (std::sync::Arc<str>, i64) {
     let (text, ms) = new_id_text();
     (std::sync::Arc::from(id_str(&text)), ms)

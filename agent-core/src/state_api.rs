@@ -381,11 +381,7 @@ fn subgraph_snapshot<'a>(
         };
         let body: codec::Body =
             codec::decode(&record.body).map_err(|e| corrupt(format!("unreadable body: {e}")))?;
-        let by_key: std::collections::HashMap<(&str, &str), &crate::checkpoint::FieldBlob> = loaded
-            .blobs
-            .iter()
-            .map(|b| ((&*b.field, &*b.version), b))
-            .collect();
+        let by_key = codec::blob_index(&loaded.blobs);
         let shared = executor::shared_table(record, &by_key)?;
         let mut values = serde_json::Map::new();
         for (field, version) in &record.versions {

@@ -562,6 +562,14 @@ impl serde::Serializer for TailSerializer {
     }
 }
 
+/// `blobs` by (field, version): what [`reconstruct`] looks delta bases up in.
+pub(crate) fn blob_index(blobs: &[FieldBlob]) -> HashMap<(&str, &str), &FieldBlob> {
+    blobs
+        .iter()
+        .map(|b| ((&*b.field, &*b.version), b))
+        .collect()
+}
+
 /// Rebuilds the full encoding of `field` at `version` from blobs (following delta bases).
 /// Returns the bytes and the cache for writing later deltas.
 pub(crate) fn reconstruct(
@@ -588,11 +596,8 @@ pub(crate) fn reconstruct(
         }
     }
     // The version asked for, as the shared string its blob holds (the cache keeps it).
-    let latest = match chain.first() {
-        Some(blob) => blob.version.clone(),
-        None => return Err("empty blob chain".to_owned()),
-    };
-    let Some(full) = chain.pop() else {
+    let latest = chain.first().map(|blob| blob.version.clone());
+    let (Some(latest), Some(full)) = (latest, chain.pop()) else {
         return Err("empty blob chain".to_owned());
     };
     let mut value = Rebuilt::Bytes(compress::expand(&full.data)?.into_owned());
@@ -803,10 +808,7 @@ mod tests {
                 true,
             ));
         }
-        let map: HashMap<(&str, &str), &FieldBlob> = blobs
-            .iter()
-            .map(|b| ((&*b.field, &*b.version), b))
-            .collect();
+        let map = blob_index(&blobs);
         for (i, v) in versions.iter().enumerate() {
             let (bytes, _) = reconstruct("f", &format!("v{i}"), &map).unwrap();
             let back: serde_json::Value = decode(&bytes).unwrap();
@@ -880,10 +882,7 @@ mod tests {
             };
             blobs.extend(blob);
         }
-        let map: HashMap<(&str, &str), &FieldBlob> = blobs
-            .iter()
-            .map(|b| ((&*b.field, &*b.version), b))
-            .collect();
+        let map = blob_index(&blobs);
         for (n, value) in versions.iter().enumerate().skip(1) {
             let (bytes, mut rebuilt) = reconstruct("f", &format!("v{n:02}"), &map).unwrap();
             assert_eq!(bytes, encode(value).unwrap(), "version {n}");
@@ -944,10 +943,7 @@ mod tests {
                 None => make_blob("f", &ver(&version), encode(v).unwrap(), &mut cache, true),
             };
             blobs.extend(blob);
-            let map: HashMap<(&str, &str), &FieldBlob> = blobs
-                .iter()
-                .map(|b| ((&*b.field, &*b.version), b))
-                .collect();
+            let map = blob_index(&blobs);
             let latest = cache.as_ref().unwrap().version.clone();
             let (bytes, rebuilt) = reconstruct("f", &latest, &map).unwrap();
             assert_eq!(
@@ -1035,10 +1031,7 @@ mod tests {
         let blobs = write_and_rebuild(&[json!(text.clone()), json!(text.clone() + "y")], false);
         let mut broken = blobs.clone();
         broken[0].data.push(0xc0);
-        let map: HashMap<(&str, &str), &FieldBlob> = broken
-            .iter()
-            .map(|b| ((&*b.field, &*b.version), b))
-            .collect();
+        let map = blob_index(&broken);
         let error = reconstruct("f", "v001", &map).unwrap_err();
         assert!(error.contains("expects a"), "{error}");
     }

@@ -612,11 +612,10 @@ impl InMemorySaver {
                     checkpoint_id,
                     writes,
                 } => {
-                    let (thread, arena) =
-                        threads.at(Arc::from(take(thread_id)), Arc::from(take(ns)));
-                    let list = match thread.writes.get_mut(checkpoint_id.as_str()) {
+                    let (thread, arena) = threads.at(thread_id.clone(), ns.clone());
+                    let list = match thread.writes.get_mut(&**checkpoint_id) {
                         Some(list) => list,
-                        None => thread.writes.entry(take(checkpoint_id)).or_default(),
+                        None => thread.writes.entry(checkpoint_id.to_string()).or_default(),
                     };
                     for write in writes.iter_mut() {
                         let (task_id, node) = (take(&mut write.task_id), take(&mut write.node));

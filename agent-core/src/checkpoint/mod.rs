@@ -222,12 +222,12 @@ pub enum StoreOp {
     /// Pending writes of tasks of the step that starts at `checkpoint_id`
     /// ([`Checkpointer::put_writes`]).
     Writes {
-        /// The thread.
-        thread_id: String,
+        /// The thread (shared, as [`CheckpointRecord`]'s strings are).
+        thread_id: Arc<str>,
         /// The namespace.
-        ns: String,
+        ns: Arc<str>,
         /// The checkpoint the step starts from.
-        checkpoint_id: String,
+        checkpoint_id: Arc<str>,
         /// The writes.
         writes: Vec<PendingWrite>,
     },

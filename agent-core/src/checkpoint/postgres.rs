@@ -337,7 +337,7 @@ impl<'a> BatchRows<'a> {
                     writes: list,
                 } => {
                     for w in list {
-                        let (t, n, c) = (thread_id.as_str(), ns.as_str(), checkpoint_id.as_str());
+                        let (t, n, c) = (&**thread_id, &**ns, &**checkpoint_id);
                         let key = (t, n, c, w.task_id.as_str(), w.kind);
                         keep_last(&mut writes, &mut write_at, key, (t, n, c, w));
                     }
@@ -503,9 +503,9 @@ impl Checkpointer for PostgresSaver {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         self.put_batch(vec![StoreOp::Writes {
-            thread_id: thread_id.to_owned(),
-            ns: ns.to_owned(),
-            checkpoint_id: checkpoint_id.to_owned(),
+            thread_id: thread_id.into(),
+            ns: ns.into(),
+            checkpoint_id: checkpoint_id.into(),
             writes: writes.to_vec(),
         }])
         .await

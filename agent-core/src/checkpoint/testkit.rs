@@ -476,9 +476,9 @@ pub async fn batches(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         data: data.to_vec(),
     };
     let writes = |cp: &str, writes: Vec<PendingWrite>| StoreOp::Writes {
-        thread_id: thread.clone(),
-        ns: String::new(),
-        checkpoint_id: cp.to_owned(),
+        thread_id: thread.as_str().into(),
+        ns: "".into(),
+        checkpoint_id: cp.into(),
         writes,
     };
     let mut replaced = record(&thread, &first, None, 0, "input", &[("f", "v1")]);

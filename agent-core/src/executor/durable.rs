@@ -195,9 +195,9 @@ impl<S: GraphState> Durable<S> {
     /// Pending writes against the current checkpoint (none before the first).
     fn writes_op(&self, writes: Vec<PendingWrite>) -> Option<StoreOp> {
         Some(StoreOp::Writes {
-            thread_id: self.thread_id.to_string(),
-            ns: self.ns.to_string(),
-            checkpoint_id: self.checkpoint_id.as_deref()?.to_owned(),
+            thread_id: self.thread_id.clone(),
+            ns: self.ns.clone(),
+            checkpoint_id: self.checkpoint_id.clone()?,
             writes,
         })
     }
@@ -1318,10 +1318,7 @@ pub(crate) fn restore<S: GraphState>(
     let mut state = S::default();
     let mut versions = vec![None; fields.len()];
     let mut caches = vec![None; fields.len()];
-    let by_key: HashMap<(&str, &str), &FieldBlob> = blobs
-        .iter()
-        .map(|b| ((&*b.field, &*b.version), b))
-        .collect();
+    let by_key = codec::blob_index(&blobs);
     let mut resolver = shared_table(&record, &by_key)?;
     interning::decoding(&mut resolver, || {
         for (field, version) in record.versions.entries() {
@@ -1999,9 +1996,9 @@ mod tests {
 
     fn writes_op() -> crate::checkpoint::StoreOp {
         crate::checkpoint::StoreOp::Writes {
-            thread_id: "t".to_owned(),
-            ns: String::new(),
-            checkpoint_id: "c".to_owned(),
+            thread_id: "t".into(),
+            ns: "".into(),
+            checkpoint_id: "c".into(),
             writes: Vec::new(),
         }
     }
