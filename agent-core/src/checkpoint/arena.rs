@@ -5,8 +5,9 @@
 //! in a VM the host may have to back it too). Measured here, fresh memory costs ~0.8 ms a MiB,
 //! and on `fanout_to_subgraph` with `async` that was a quarter of a run when the saver's bytes
 //! were heap allocations. Regions let the saver touch its next pages before it needs them:
-//! once the open 2 MiB region is half full, the next one is mapped on tokio's blocking pool
-//! with its pages already faulted in, so a run inside a runtime does not wait for the kernel;
+//! once the open 2 MiB region is half full, the next one is mapped on a thread of its own, at
+//! idle priority, with its pages already faulted in, so a run inside a runtime does not wait
+//! for the kernel;
 //! a run that fills the open region before the next one is ready waits for it (the other
 //! thread has done part of the work) rather than faulting a fresh one itself. On Linux the
 //! kernel faults the pages in as it maps them (`MAP_POPULATE`): 0.35 ms a MiB here against
@@ -51,15 +52,37 @@ pub(super) struct Arena {
     spare: Option<Spare>,
 }
 
-/// A region being prepared on the blocking pool: its size, and where it lands when ready.
+/// A region being prepared off the caller's thread: its size, and where it lands when ready.
 struct Spare {
     size: usize,
     slot: Arc<(Mutex<Option<Region>>, Condvar)>,
 }
 
-/// How long a run waits for a region being prepared before mapping one itself (only a
-/// blocking pool that cannot run the task at all takes this long).
-const SPARE_WAIT: Duration = Duration::from_millis(200);
+/// Lowers the calling thread to the scheduler's idle class (Linux's `SCHED_IDLE`): it runs
+/// only on a core nothing else wants. Why: zeroing a region's pages is most of a cost the
+/// saver pays per byte kept (~0.35-1 ms a MiB here, and the kernel does it on whatever thread
+/// asks), and at normal priority the preparing thread takes its share of the cores from the
+/// runs it prepares for. At idle priority it fills the gaps between their steps; a run that
+/// catches up with it waits, and its idle core goes to the preparing thread.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn idle_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: a system call on the calling thread (pid 0) with a valid parameter; its result
+    // is only a hint's (a failure leaves the normal priority).
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn idle_priority() {}
+
+/// How long a run waits for a region being prepared before mapping one itself. Preparing one
+/// takes about a millisecond when the thread gets a core; at idle priority on a machine whose
+/// cores other work keeps busy it may get none, and then a run loses at most this much once
+/// per region (the one being prepared is kept for the next).
+const SPARE_WAIT: Duration = Duration::from_millis(20);
 
 struct Region {
     memory: Memory,
@@ -243,38 +266,53 @@ impl Arena {
             .sum()
     }
 
-    /// Starts preparing the next region on tokio's blocking pool, with room for four of the
+    /// Starts preparing the next region on a thread of its own, with room for four of the
     /// largest values lately kept (outside a runtime, the next region is mapped when it is
     /// needed).
     fn prepare_spare(&mut self) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if tokio::runtime::Handle::try_current().is_err() {
             return;
-        };
+        }
         let size = FULL.max((4 * self.largest).next_multiple_of(FULL));
         let slot = Arc::new((Mutex::new(None), Condvar::new()));
         let filled = slot.clone();
-        runtime.spawn_blocking(move || {
+        let prepare = move || {
+            idle_priority();
             let region = Region::touched(size);
             let (lock, ready) = &*filled;
             *lock.lock().unwrap_or_else(|p| p.into_inner()) = Some(region);
             ready.notify_all();
-        });
-        self.spare = Some(Spare { size, slot });
+        };
+        // A thread of its own (its priority is lowered for good); where none can be started,
+        // the next region is mapped when it is needed.
+        let started = std::thread::Builder::new()
+            .name("agentgraph-arena".to_owned())
+            .spawn(prepare);
+        if started.is_ok() {
+            self.spare = Some(Spare { size, slot });
+        }
     }
 
     /// The prepared region when it has room for `len` bytes, waited for if it is still being
     /// prepared (one too small is dropped: the next is prepared for the sizes kept by then).
+    /// One not ready within [`SPARE_WAIT`] stays the spare, for the next region needed.
     fn take_spare(&mut self, len: usize) -> Option<Region> {
         let spare = self.spare.take()?;
         if spare.size < len {
             return None;
         }
-        let (lock, ready) = &*spare.slot;
-        let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let (mut guard, _) = ready
-            .wait_timeout_while(guard, SPARE_WAIT, |region| region.is_none())
-            .unwrap_or_else(|p| p.into_inner());
-        guard.take()
+        let region = {
+            let (lock, ready) = &*spare.slot;
+            let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (mut guard, _) = ready
+                .wait_timeout_while(guard, SPARE_WAIT, |region| region.is_none())
+                .unwrap_or_else(|p| p.into_inner());
+            guard.take()
+        };
+        if region.is_none() {
+            self.spare = Some(spare);
+        }
+        region
     }
 
     fn add(&mut self, region: Region) -> usize {
@@ -412,25 +450,72 @@ mod tests {
         assert_eq!(arena.get(kept[0]), &[3u8; 8192][..]);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn a_region_still_being_prepared_is_waited_for_not_replaced() {
+    /// Makes `arena`'s spare one this test prepares by hand, `size` bytes, delivered after
+    /// `after` (or never): its slot.
+    fn spare_by_hand(
+        arena: &mut Arena,
+        size: usize,
+        after: Option<std::time::Duration>,
+    ) -> Arc<(Mutex<Option<Region>>, Condvar)> {
+        let slot = Arc::new((Mutex::new(None), Condvar::new()));
+        arena.spare = Some(Spare {
+            size,
+            slot: slot.clone(),
+        });
+        if let Some(after) = after {
+            let filled = slot.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                *filled.0.lock().unwrap() = Some(Region::touched(size));
+                filled.1.notify_all();
+            });
+        }
+        slot
+    }
+
+    #[test]
+    fn a_region_still_being_prepared_is_waited_for_not_replaced() {
         let mut arena = Arena::default();
         let mut kept = Vec::new();
-        while arena.mapped < 3 * FULL || arena.spare.is_none() {
+        while arena.mapped < 3 * FULL {
             kept.push(arena.keep(&[6u8; 8192]));
         }
-        // Fill the open region at once, without giving the preparing thread time.
-        let slot = arena.spare.as_ref().unwrap().slot.clone();
+        // A spare of a size no region of its own would have, ready a little later.
+        let slot = spare_by_hand(&mut arena, 3 * FULL, Some(SPARE_WAIT / 10));
         let open = arena.open;
         while arena.open == open {
             kept.push(arena.keep(&[7u8; 8192]));
         }
-        // Taken when it was ready: the slot stays empty once the preparing task is done.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(
-            slot.0.lock().unwrap().is_none(),
-            "the region being prepared was dropped and another one mapped"
+        let now_open = arena.regions[arena.open.unwrap()].as_ref().unwrap();
+        assert_eq!(
+            now_open.size(),
+            3 * FULL,
+            "the prepared region is the open one"
         );
+        assert!(slot.0.lock().unwrap().is_none());
+        assert_eq!(arena.get(*kept.last().unwrap()), &[7u8; 8192][..]);
+    }
+
+    #[test]
+    fn a_region_not_ready_in_time_is_kept_for_the_next_one() {
+        let mut arena = Arena::default();
+        let mut kept = Vec::new();
+        while arena.mapped < 3 * FULL {
+            kept.push(arena.keep(&[6u8; 8192]));
+        }
+        // Never delivered: the run maps a region of its own after the wait.
+        let slot = spare_by_hand(&mut arena, 3 * FULL, None);
+        let open = arena.open;
+        while arena.open == open {
+            kept.push(arena.keep(&[7u8; 8192]));
+        }
+        let now_open = arena.regions[arena.open.unwrap()].as_ref().unwrap();
+        assert_eq!(now_open.size(), FULL, "a region mapped on the spot");
+        let spare = arena
+            .spare
+            .as_ref()
+            .expect("the one being prepared is still the spare");
+        assert!(Arc::ptr_eq(&spare.slot, &slot));
         assert_eq!(arena.get(*kept.last().unwrap()), &[7u8; 8192][..]);
     }
 
