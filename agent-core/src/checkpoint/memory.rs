@@ -79,56 +79,86 @@ struct Thread {
     /// of this thread and namespace, or one pruned while later checkpoints need its blobs),
     /// by (field, version).
     loose: HashMap<(String, String), FieldBlob>,
-    /// By checkpoint id.
-    writes: HashMap<String, Writes>,
+    /// Pending writes by checkpoint id.
+    writes: ById<Writes>,
 }
 
-/// A thread's checkpoints sorted by id. Ids are time-ordered, so a new checkpoint is almost
-/// always the last: kept in a vector, it is appended (a tree paid a search of 36-byte keys and
-/// node splits for every put), and found by binary search.
-#[derive(Default)]
-struct Checkpoints(Vec<(Arc<str>, Stored)>);
+/// A thread's entries by checkpoint id (its checkpoints, their pending writes), sorted. Ids
+/// are time-ordered, so a new entry is almost always the last: kept in a vector, it is
+/// appended (a tree paid a search of 36-byte keys and node splits for every put; a hash map
+/// a table and a key of its own per checkpoint), and found by binary search. The key is the
+/// id the executor made, shared.
+struct ById<V>(Vec<(Arc<str>, V)>);
 
-impl Checkpoints {
+/// A thread's checkpoints by id.
+type Checkpoints = ById<Stored>;
+
+impl<V> Default for ById<V> {
+    fn default() -> Self {
+        ById(Vec::new())
+    }
+}
+
+impl<V> ById<V> {
     fn position(&self, id: &str) -> Result<usize, usize> {
         self.0.binary_search_by(|(k, _)| (**k).cmp(id))
     }
 
-    /// Stores `stored` under `id`; returns the one it replaces.
-    fn insert(&mut self, id: Arc<str>, stored: Stored) -> Option<Stored> {
+    /// Stores `value` under `id`; returns the one it replaces.
+    fn insert(&mut self, id: Arc<str>, value: V) -> Option<V> {
         if self.0.last().is_none_or(|(last, _)| **last < *id) {
-            self.0.push((id, stored));
+            self.0.push((id, value));
             return None;
         }
         match self.position(&id) {
-            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, stored)),
+            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
-                self.0.insert(at, (id, stored));
+                self.0.insert(at, (id, value));
                 None
             }
         }
     }
 
-    fn get(&self, id: &str) -> Option<&Stored> {
+    /// The entry of `id`, made with `make` (its key with `key`) when there is none.
+    fn get_or_insert_with(
+        &mut self,
+        id: &str,
+        key: impl FnOnce() -> Arc<str>,
+        make: impl FnOnce() -> V,
+    ) -> &mut V {
+        let at = match self.0.last() {
+            Some((last, _)) if **last == *id => self.0.len() - 1,
+            _ => match self.position(id) {
+                Ok(at) => at,
+                Err(at) => {
+                    self.0.insert(at, (key(), make()));
+                    at
+                }
+            },
+        };
+        &mut self.0[at].1
+    }
+
+    fn get(&self, id: &str) -> Option<&V> {
         self.position(id).ok().map(|at| &self.0[at].1)
     }
 
     #[cfg(test)]
-    fn get_mut(&mut self, id: &str) -> Option<&mut Stored> {
+    fn get_mut(&mut self, id: &str) -> Option<&mut V> {
         self.position(id).ok().map(|at| &mut self.0[at].1)
     }
 
-    fn get_key_value(&self, id: &str) -> Option<(&str, &Stored)> {
+    fn get_key_value(&self, id: &str) -> Option<(&str, &V)> {
         self.position(id)
             .ok()
             .map(|at| (&*self.0[at].0, &self.0[at].1))
     }
 
-    fn last(&self) -> Option<(&str, &Stored)> {
+    fn last(&self) -> Option<(&str, &V)> {
         self.0.last().map(|(k, v)| (&**k, v))
     }
 
-    fn remove(&mut self, id: &str) -> Option<Stored> {
+    fn remove(&mut self, id: &str) -> Option<V> {
         self.position(id).ok().map(|at| self.0.remove(at).1)
     }
 
@@ -137,7 +167,7 @@ impl Checkpoints {
     }
 
     /// Oldest first.
-    fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &Stored)> {
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &V)> {
         self.0.iter().map(|(k, v)| (&**k, v))
     }
 
@@ -145,7 +175,7 @@ impl Checkpoints {
         self.0.iter().map(|(k, _)| k)
     }
 
-    fn values(&self) -> impl Iterator<Item = &Stored> {
+    fn values(&self) -> impl Iterator<Item = &V> {
         self.0.iter().map(|(_, v)| v)
     }
 }
@@ -170,6 +200,14 @@ struct KeptWrite {
 const SCAN: usize = 16;
 
 impl Writes {
+    /// Room for `n` writes (a checkpoint's come in one batch, most often one).
+    fn with_capacity(n: usize) -> Self {
+        Writes {
+            list: Vec::with_capacity(n),
+            index: None,
+        }
+    }
+
     /// Keeps `write` (its bytes copied into `arena`), replacing the one of its task and kind.
     fn put(&mut self, write: KeptWrite, arena: &mut Arena) {
         let at = match &self.index {
@@ -613,10 +651,11 @@ impl InMemorySaver {
                     writes,
                 } => {
                     let (thread, arena) = threads.at(thread_id.clone(), ns.clone());
-                    let list = match thread.writes.get_mut(&**checkpoint_id) {
-                        Some(list) => list,
-                        None => thread.writes.entry(checkpoint_id.to_string()).or_default(),
-                    };
+                    let list = thread.writes.get_or_insert_with(
+                        checkpoint_id,
+                        || checkpoint_id.clone(),
+                        || Writes::with_capacity(writes.len()),
+                    );
                     for write in writes.iter_mut() {
                         let (task_id, node) = (take(&mut write.task_id), take(&mut write.node));
                         list.put(
@@ -662,7 +701,11 @@ impl Checkpointer for InMemorySaver {
     ) -> Result<(), GraphError> {
         let mut threads = self.lock();
         let (thread, arena) = threads.at(thread_id.into(), ns.into());
-        let list = thread.writes.entry(checkpoint_id.to_owned()).or_default();
+        let list = thread.writes.get_or_insert_with(
+            checkpoint_id,
+            || checkpoint_id.into(),
+            || Writes::with_capacity(writes.len()),
+        );
         for write in writes {
             let (task_id, node) = (write.task_id.clone(), write.node.clone());
             list.put(
@@ -703,7 +746,7 @@ impl Checkpointer for InMemorySaver {
             .collect();
         let writes = thread
             .writes
-            .get(&*record.id)
+            .get(&record.id)
             .map(|w| w.read(&threads.arena))
             .unwrap_or_default();
         Ok(LoadedCheckpoint {
@@ -793,7 +836,7 @@ impl Checkpointer for InMemorySaver {
             if let Some(stored) = thread.checkpoints.remove(id) {
                 stored.release(arena);
             }
-            if let Some(writes) = thread.writes.remove(&**id) {
+            if let Some(writes) = thread.writes.remove(id) {
                 writes.release(arena);
             }
         }
