@@ -473,19 +473,31 @@ mod tests {
         slot
     }
 
-    #[test]
-    fn a_region_still_being_prepared_is_waited_for_not_replaced() {
+    /// An arena grown to three full regions (outside a runtime: no spare prepared), and what
+    /// it kept.
+    fn grown() -> (Arena, Vec<Span>) {
         let mut arena = Arena::default();
         let mut kept = Vec::new();
         while arena.mapped < 3 * FULL {
             kept.push(arena.keep(&[6u8; 8192]));
         }
-        // A spare of a size no region of its own would have, ready a little later.
-        let slot = spare_by_hand(&mut arena, 3 * FULL, Some(SPARE_WAIT / 10));
+        (arena, kept)
+    }
+
+    /// Keeps values until the open region changes.
+    fn until_next_region(arena: &mut Arena, kept: &mut Vec<Span>) {
         let open = arena.open;
         while arena.open == open {
             kept.push(arena.keep(&[7u8; 8192]));
         }
+    }
+
+    #[test]
+    fn a_region_still_being_prepared_is_waited_for_not_replaced() {
+        let (mut arena, mut kept) = grown();
+        // A spare of a size no region of its own would have, ready a little later.
+        let slot = spare_by_hand(&mut arena, 3 * FULL, Some(SPARE_WAIT / 10));
+        until_next_region(&mut arena, &mut kept);
         let now_open = arena.regions[arena.open.unwrap()].as_ref().unwrap();
         assert_eq!(
             now_open.size(),
@@ -498,17 +510,10 @@ mod tests {
 
     #[test]
     fn a_region_not_ready_in_time_is_kept_for_the_next_one() {
-        let mut arena = Arena::default();
-        let mut kept = Vec::new();
-        while arena.mapped < 3 * FULL {
-            kept.push(arena.keep(&[6u8; 8192]));
-        }
+        let (mut arena, mut kept) = grown();
         // Never delivered: the run maps a region of its own after the wait.
         let slot = spare_by_hand(&mut arena, 3 * FULL, None);
-        let open = arena.open;
-        while arena.open == open {
-            kept.push(arena.keep(&[7u8; 8192]));
-        }
+        until_next_region(&mut arena, &mut kept);
         let now_open = arena.regions[arena.open.unwrap()].as_ref().unwrap();
         assert_eq!(now_open.size(), FULL, "a region mapped on the spot");
         let spare = arena
