@@ -463,10 +463,13 @@ mod tests {
             slot: slot.clone(),
         });
         if let Some(after) = after {
+            // Made here: the other thread only delivers it (a loaded machine's page faults
+            // do not count against the wait).
+            let region = Region::touched(size);
             let filled = slot.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(after);
-                *filled.0.lock().unwrap() = Some(Region::touched(size));
+                *filled.0.lock().unwrap() = Some(region);
                 filled.1.notify_all();
             });
         }
