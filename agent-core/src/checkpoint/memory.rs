@@ -58,8 +58,7 @@ impl Threads {
         self.map.get(thread_id)?.get(ns)
     }
 
-    /// The thread, created when new (the key strings are moved in, not copied), with the
-    /// arena.
+    /// The thread, created when new (keyed by the record's shared strings), with the arena.
     fn at(&mut self, thread_id: Arc<str>, ns: Arc<str>) -> (&mut Thread, &mut Arena) {
         let thread = self
             .map
@@ -100,16 +99,21 @@ impl<V> Default for ById<V> {
 }
 
 impl<V> ById<V> {
+    /// Where `id` is (`Ok`) or would go (`Err`): the last entry is looked at first (a new
+    /// id is almost always the last), then a binary search.
     fn position(&self, id: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|(k, _)| (**k).cmp(id))
+        let Some((last, _)) = self.0.last() else {
+            return Err(0);
+        };
+        match (**last).cmp(id) {
+            std::cmp::Ordering::Equal => Ok(self.0.len() - 1),
+            std::cmp::Ordering::Less => Err(self.0.len()),
+            std::cmp::Ordering::Greater => self.0.binary_search_by(|(k, _)| (**k).cmp(id)),
+        }
     }
 
     /// Stores `value` under `id`; returns the one it replaces.
     fn insert(&mut self, id: Arc<str>, value: V) -> Option<V> {
-        if self.0.last().is_none_or(|(last, _)| **last < *id) {
-            self.0.push((id, value));
-            return None;
-        }
         match self.position(&id) {
             Ok(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
@@ -126,15 +130,12 @@ impl<V> ById<V> {
         key: impl FnOnce() -> Arc<str>,
         make: impl FnOnce() -> V,
     ) -> &mut V {
-        let at = match self.0.last() {
-            Some((last, _)) if **last == *id => self.0.len() - 1,
-            _ => match self.position(id) {
-                Ok(at) => at,
-                Err(at) => {
-                    self.0.insert(at, (key(), make()));
-                    at
-                }
-            },
+        let at = match self.position(id) {
+            Ok(at) => at,
+            Err(at) => {
+                self.0.insert(at, (key(), make()));
+                at
+            }
         };
         &mut self.0[at].1
     }
