@@ -169,6 +169,19 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
             "Each cell: the median of {n} processes (its numbers from that one process).\n"
         );
     }
+    let mut allocators: Vec<&str> = ours
+        .iter()
+        .filter_map(|r| r["allocator"].as_str())
+        .collect();
+    allocators.sort_unstable();
+    allocators.dedup();
+    if !allocators.is_empty() {
+        let _ = writeln!(
+            out,
+            "agentgraph's global allocator (the bench binary's, the hand-written floor's too): {}.\n",
+            allocators.join(", ")
+        );
+    }
     let shapes: Vec<&str> = SHAPES
         .iter()
         .map(|(n, _)| *n)

@@ -16,7 +16,7 @@ use xtask::sourcegen::{display_path, project_root};
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N]";
+const USAGE: &str = "usage: cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
 
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -26,6 +26,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut runtime = None;
     let mut api = None;
     let mut processes = None;
+    let mut system_alloc = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -35,6 +36,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "--runtime" => runtime = Some(it.next().ok_or(USAGE)?.clone()),
             "--api" => api = Some(it.next().ok_or(USAGE)?.clone()),
             "--processes" => processes = Some(it.next().ok_or(USAGE)?.clone()),
+            "--system-alloc" => system_alloc = true,
             _ => return Err(format!("unknown argument `{arg}`\n{USAGE}")),
         }
     }
@@ -61,7 +63,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         bench_args.extend(["--processes".into(), processes.clone()]);
     }
     eprintln!("\n== bench: agentgraph (release build)");
-    shell::run(shapes_bench(&bench_args))?;
+    shell::run(shapes_bench(&bench_args, system_alloc))?;
 
     let mut report_args = vec!["report".to_owned(), path_arg(&ours)];
     if vs_langgraph {
@@ -93,7 +95,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 
     eprintln!("\n== bench: report");
-    let mut cmd = shapes_bench(&report_args);
+    let mut cmd = shapes_bench(&report_args, system_alloc);
     let output = cmd
         .stderr(Stdio::inherit())
         .output()
@@ -115,19 +117,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo bench -p agent-bench --bench shapes -- <args>` (the bench profile: release).
-fn shapes_bench(args: &[String]) -> Command {
+/// `cargo bench -p agent-bench --bench shapes -- <args>` (the bench profile: release); with
+/// `system_alloc`, without the default `mimalloc` feature (the system's allocator).
+fn shapes_bench(args: &[String], system_alloc: bool) -> Command {
     let mut cmd = shell::cargo();
-    cmd.args([
-        "bench",
-        "-q",
-        "-p",
-        "agent-bench",
-        "--bench",
-        "shapes",
-        "--",
-    ])
-    .args(args);
+    cmd.args(["bench", "-q", "-p", "agent-bench", "--bench", "shapes"]);
+    if system_alloc {
+        cmd.arg("--no-default-features");
+    }
+    cmd.arg("--").args(args);
     cmd
 }
 
