@@ -22,9 +22,10 @@
 //! bare SQLite commit costs on the machine (`--sqlite-commit`: the least a checkpoint per
 //! super-step can cost with SQLite, whatever the saver does).
 //!
-//! Every heap allocation of the process is counted (a counting global allocator: one relaxed
-//! atomic add per allocation, on a counter of the allocating thread's own), and each line
-//! records `allocs_per_step`: allocations during the timed runs per super-step.
+//! Every heap allocation of the process is counted (a counting global allocator over mimalloc,
+//! or over the system's without the default `mimalloc` feature: one relaxed atomic add per
+//! allocation, on a counter of the allocating thread's own), and each line records
+//! `allocs_per_step` (allocations during the timed runs per super-step) and `allocator`.
 //!
 //! Not a test: nothing here asserts on time, and `cargo test` does not build it.
 

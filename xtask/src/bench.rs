@@ -7,7 +7,8 @@
 //! the Python venv (`venv/`, created once with the pins of `xtask/bench/requirements.txt`,
 //! recreated when they change). Postgres is measured when `AGENTGRAPH_POSTGRES_URL` is set
 //! (`source .ci/services/postgres.sh` starts one). `python3` (or `$AGENTGRAPH_PYTHON`) must
-//! exist for `--vs-langgraph`; pip fetches from PyPI.
+//! exist for `--vs-langgraph`; pip fetches from PyPI. The bench counts allocations over
+//! mimalloc; `--system-alloc` builds it over the system's allocator instead.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
