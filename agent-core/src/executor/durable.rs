@@ -946,8 +946,13 @@ impl Writer {
         }
         queue.busy = true;
         drop(queue);
+        self.spawn_drain(false);
+    }
+
+    /// Drains the queue (marked busy by the caller) in a task of its own.
+    fn spawn_drain(&self, gather: bool) {
         let (saver, shared) = (self.saver.clone(), self.shared.clone());
-        tokio::spawn(async move { drain(&*saver, &shared, false, None).await });
+        tokio::spawn(async move { drain(&*saver, &shared, gather, None).await });
     }
 
     /// Stores `ops` on the caller's thread, for a saver that never waits on I/O: no queue,
@@ -1012,8 +1017,7 @@ impl Writer {
             // about to store into the same transaction.
             let gather = self.shared.runs.load(std::sync::atomic::Ordering::Relaxed) > 1;
             if drain(&*self.saver, &self.shared, gather, Some(ticket)).await {
-                let (saver, shared) = (self.saver.clone(), self.shared.clone());
-                tokio::spawn(async move { drain(&*saver, &shared, gather, None).await });
+                self.spawn_drain(gather);
             }
         }
         self.done(ticket).await
