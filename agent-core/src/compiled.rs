@@ -419,11 +419,18 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
         return Err(GraphError::NoEntryPoint);
     }
 
-    // Every node needs a way out: an edge (END included), conditional edges or destinations.
+    // Every node needs a way out: an edge (END included), conditional edges, destinations,
+    // or an output that can be a `Command` (LangGraph compiles a node routed by its gotos
+    // alone; a goto to an unknown node fails when it happens, naming both). Such a node
+    // may go anywhere, as far as reachability knows.
+    let mut routes_anywhere = vec![false; n];
     for (i, (name, spec)) in nodes.iter().enumerate() {
         let has_edge = edges.iter().any(|e| e.sources.iter().any(|s| s == name));
         if !has_edge && out[i].branches.is_empty() && spec.destinations.is_empty() {
-            return Err(GraphError::DeadEnd(name.clone()));
+            if !spec.may_command {
+                return Err(GraphError::DeadEnd(name.clone()));
+            }
+            routes_anywhere[i] = true;
         }
     }
 
@@ -456,6 +463,9 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
         while let Some(i) = queue.pop() {
             let mut next: Vec<usize> = out[i].targets.clone();
             next.extend(branch_targets(&out[i]));
+            if routes_anywhere[i] {
+                next.extend(0..n);
+            }
             for dest in &nodes[i].1.destinations {
                 if let Some(&d) = index.get(dest) {
                     next.push(d);

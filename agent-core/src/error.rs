@@ -76,7 +76,7 @@ pub enum GraphError {
     Unreachable(String),
     /// A node with no way out.
     #[error(
-        "node `{0}` has no outgoing edge; add an edge (to END if it finishes the run), conditional edges, or declare Command destinations with `.with_destinations([...])`"
+        "node `{0}` has no outgoing edge and cannot return a Command; add an edge (to END if it finishes the run) or conditional edges, or return a `Command` from it (declare its gotos with `.with_destinations([...])` for exact diagrams)"
     )]
     DeadEnd(String),
     /// `add_named` got a node that has no name of its own.

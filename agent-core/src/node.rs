@@ -47,17 +47,26 @@ pub enum NodeOutput<S: GraphState> {
     note = "return the state's update type (from `#[derive(GraphState)]`), a `Command`, `()`, or a `Result` of one of those"
 )]
 pub trait IntoNodeOutput<S: GraphState> {
+    /// Whether a value of this type can be a [`Command`]: a node returning one may route by
+    /// its gotos alone, so `compile()` does not ask it for an outgoing edge. `false` for
+    /// updates and `()`.
+    const MAY_COMMAND: bool = false;
+
     /// Converts to an output, or the node's error.
     fn into_node_output(self) -> Result<NodeOutput<S>, NodeError>;
 }
 
 impl<S: GraphState> IntoNodeOutput<S> for NodeOutput<S> {
+    const MAY_COMMAND: bool = true;
+
     fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
         Ok(self)
     }
 }
 
 impl<S: GraphState> IntoNodeOutput<S> for Command<S> {
+    const MAY_COMMAND: bool = true;
+
     fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
         Ok(NodeOutput::Command(self))
     }
@@ -75,6 +84,8 @@ where
     T: IntoNodeOutput<S>,
     E: Into<BoxError>,
 {
+    const MAY_COMMAND: bool = T::MAY_COMMAND;
+
     fn into_node_output(self) -> Result<NodeOutput<S>, NodeError> {
         match self {
             Ok(value) => value.into_node_output(),
@@ -126,6 +137,8 @@ pub struct NodeSpec<S: GraphState> {
     pub(crate) cache: Option<crate::cache::CachePolicy<S>>,
     /// The node's own input type, when it takes one instead of the state.
     pub(crate) input: Option<InputType>,
+    /// Whether its output can be a `Command` (then it may route by gotos alone).
+    pub(crate) may_command: bool,
 }
 
 impl<S: GraphState> Clone for NodeSpec<S> {
@@ -139,6 +152,7 @@ impl<S: GraphState> Clone for NodeSpec<S> {
             context: self.context,
             cache: self.cache.clone(),
             input: self.input,
+            may_command: self.may_command,
         }
     }
 }
@@ -153,12 +167,14 @@ impl<S: GraphState> std::fmt::Debug for NodeSpec<S> {
             .field("context", &self.context.map(|c| c.name))
             .field("cache", &self.cache)
             .field("input", &self.input)
+            .field("may_command", &self.may_command)
             .finish_non_exhaustive()
     }
 }
 
 impl<S: GraphState> NodeSpec<S> {
-    /// Wraps an erased node.
+    /// Wraps an erased node. Its output may be a `Command` (a [`Node`] returns a
+    /// [`NodeOutput`]), so the node may route by its gotos alone.
     pub fn new(node: impl Node<S>) -> Self {
         NodeSpec {
             node: Arc::new(node),
@@ -169,7 +185,22 @@ impl<S: GraphState> NodeSpec<S> {
             context: None,
             cache: None,
             input: None,
+            may_command: true,
         }
+    }
+
+    /// Records whether the node's output type can be a `Command` (the blanket impls read
+    /// it off the output type: an update or `()` cannot).
+    pub(crate) fn with_output<O: IntoNodeOutput<S>>(mut self) -> Self {
+        self.may_command = O::MAY_COMMAND;
+        self
+    }
+
+    /// Whether the node's output can be a `Command`: a node that can routes by its gotos
+    /// when it has no outgoing edge (LangGraph's rule), anywhere unless
+    /// [`with_destinations`](Self::with_destinations) says where.
+    pub fn may_command(&self) -> bool {
+        self.may_command
     }
 
     /// Records that the node takes its own input `I` instead of the state: only a
@@ -349,6 +380,7 @@ where
             f: self,
             _marker: std::marker::PhantomData::<fn() -> WithRuntime<C>>,
         })
+        .with_output::<O>()
         .with_context_type::<C>()
     }
 }
@@ -365,6 +397,7 @@ where
             f: self,
             _marker: std::marker::PhantomData::<fn() -> StateOnly>,
         })
+        .with_output::<O>()
     }
 }
 
@@ -380,6 +413,7 @@ where
             f: self,
             _marker: std::marker::PhantomData::<fn() -> WithContext>,
         })
+        .with_output::<O>()
     }
 }
 
@@ -509,7 +543,9 @@ where
     O: IntoNodeOutput<S>,
 {
     fn into_input_node(self) -> NodeSpec<S> {
-        InputFn::<F, I, InputWithRuntime<C>>::spec(self).with_context_type::<C>()
+        InputFn::<F, I, InputWithRuntime<C>>::spec(self)
+            .with_output::<O>()
+            .with_context_type::<C>()
     }
 }
 
@@ -522,7 +558,7 @@ where
     O: IntoNodeOutput<S>,
 {
     fn into_input_node(self) -> NodeSpec<S> {
-        InputFn::<F, I, InputOnly>::spec(self)
+        InputFn::<F, I, InputOnly>::spec(self).with_output::<O>()
     }
 }
 
@@ -535,7 +571,7 @@ where
     O: IntoNodeOutput<S>,
 {
     fn into_input_node(self) -> NodeSpec<S> {
-        InputFn::<F, I, InputWithContext>::spec(self)
+        InputFn::<F, I, InputWithContext>::spec(self).with_output::<O>()
     }
 }
 

@@ -328,6 +328,78 @@ async fn command_goto_and_static_edges_both_fire() {
     assert_eq!(out.visits, ["a", "b", "c"]);
 }
 
+/// LangGraph compiles a node with no outgoing edge that returns `Command(goto=..)`: it routes
+/// by its gotos alone, with no `with_destinations`.
+#[tokio::test]
+async fn a_node_routed_only_by_command_compiles_without_destinations() {
+    let graph = StateGraph::new()
+        .add_node("agent", |s: Arc<Trace>| async move {
+            let next = if s.visits.len() < 2 { "tool" } else { END };
+            Command::goto(next).update(TraceUpdate::default().visits(vec!["agent".to_owned()]))
+        })
+        .add_node("tool", visit("tool"))
+        .add_edge(START, "agent")
+        .add_edge("tool", "agent")
+        .compile()
+        .expect("a Command-returning node needs no outgoing edge");
+    let out = graph.invoke(Trace::default(), config()).await.unwrap();
+    assert_eq!(out.visits, ["agent", "tool", "agent"]);
+}
+
+/// A goto to a node the graph does not have fails when it happens, naming both.
+#[tokio::test]
+async fn a_command_goto_to_an_unknown_node_fails_naming_it() {
+    let graph = StateGraph::new()
+        .add_node("agent", |_s: Arc<Trace>| async { Command::goto("nowhere") })
+        .add_node("tool", visit("tool"))
+        .add_edge(START, "agent")
+        .add_edge(START, "tool")
+        .add_edge("tool", END)
+        .compile()
+        .unwrap();
+    let error = graph.invoke(Trace::default(), config()).await.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("`agent`") && text.contains("`nowhere`"),
+        "{text}"
+    );
+}
+
+/// A fallible node whose `Ok` is a `Command` routes by it too; one whose `Ok` is an update
+/// still needs an edge.
+#[tokio::test]
+async fn a_result_of_command_routes_and_a_result_of_update_needs_an_edge() {
+    let graph = StateGraph::new()
+        .add_node("agent", |_s: Arc<Trace>| async {
+            Ok::<_, std::io::Error>(Command::goto("tool"))
+        })
+        .add_node("tool", visit("tool"))
+        .add_edge(START, "agent")
+        .add_edge("tool", END)
+        .compile()
+        .unwrap();
+    assert_eq!(
+        graph
+            .invoke(Trace::default(), config())
+            .await
+            .unwrap()
+            .visits,
+        ["tool"]
+    );
+
+    let error = StateGraph::new()
+        .add_node("agent", |_s: Arc<Trace>| async {
+            Ok::<_, std::io::Error>(TraceUpdate::default())
+        })
+        .add_edge(START, "agent")
+        .compile()
+        .unwrap_err();
+    assert!(
+        matches!(&error, GraphError::DeadEnd(n) if n == "agent"),
+        "{error:?}"
+    );
+}
+
 #[tokio::test]
 async fn command_can_send() {
     let graph = StateGraph::new()
