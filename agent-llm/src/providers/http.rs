@@ -194,7 +194,10 @@ impl Transport {
             }
             let (error, retry_after) = match request.send().await {
                 Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) if response.status().is_redirection() => {
+                Ok(response)
+                    if response.status().is_redirection()
+                        && response.headers().contains_key(reqwest::header::LOCATION) =>
+                {
                     return Err(redirect_error(provider, &response));
                 }
                 Ok(mut response) => {
@@ -386,19 +389,19 @@ async fn read_at_most(
     Ok((body, false))
 }
 
-/// A redirect that [`redirect_policy`] did not follow (it leaves the origin) as an error.
+/// A redirect that was not followed ([`redirect_policy`] follows only those within the
+/// origin) as an error.
 fn redirect_error(provider: &'static str, response: &reqwest::Response) -> LlmError {
     let status = response.status().as_u16();
     let location = response
         .headers()
         .get(reqwest::header::LOCATION)
-        .map(|l| snippet(l.as_bytes()))
-        .unwrap_or_default();
+        .map_or_else(String::new, |l| snippet(l.as_bytes()));
     LlmError::Http {
         provider,
         status,
         message: format!(
-            "redirected to `{location}`, another origin; not followed, so the API key is not sent there; if that location is right, make it the base URL"
+            "redirected to `{location}`; redirects to another origin are not followed, so the API key is not sent there; if that location is right, make it the base URL"
         ),
         retryable: false,
     }
