@@ -175,6 +175,10 @@ impl<E> RetryPolicy<E> {
 /// Exponential backoff: the wait after failed attempt number `attempt` (1-based), starting at
 /// `initial`, times `factor` per attempt, capped at `max`, randomized by +/-50% with `jitter`.
 /// Shared by every retry policy of the workspace (nodes here, tool calls in agent-tools).
+///
+/// Any input gives a wait, never a panic: a wait too long for a [`Duration`] (a huge
+/// `initial` or `max`, an infinite `factor`) saturates at [`Duration::MAX`], and a negative
+/// or NaN product is no wait.
 pub fn backoff_interval(
     attempt: u32,
     initial: Duration,
@@ -184,9 +188,14 @@ pub fn backoff_interval(
 ) -> Duration {
     let exp = factor.powi(attempt.saturating_sub(1).min(64) as i32);
     let base = initial.as_secs_f64() * exp;
-    let capped = base.min(max.as_secs_f64()).max(0.0);
+    let capped = if base.is_nan() {
+        0.0
+    } else {
+        base.min(max.as_secs_f64()).max(0.0)
+    };
     let spread = if jitter { 0.5 + random_unit() } else { 1.0 };
-    Duration::from_secs_f64(capped * spread)
+    // `u64::MAX` seconds round up to 2^64 as an f64, which `Duration` cannot hold: saturate.
+    Duration::try_from_secs_f64(capped * spread).unwrap_or(Duration::MAX)
 }
 
 /// A number in [0, 1) from std's randomly keyed hasher; good enough for jitter.
@@ -281,6 +290,53 @@ mod tests {
         assert_eq!(p.interval(1), Duration::from_millis(100));
         assert_eq!(p.interval(2), Duration::from_millis(200));
         assert_eq!(p.interval(3), Duration::from_millis(350));
+    }
+
+    #[test]
+    fn huge_intervals_saturate_instead_of_panicking() {
+        let huge: RetryPolicy = RetryPolicy::new()
+            .initial_interval(Duration::MAX)
+            .max_interval(Duration::MAX);
+        for attempt in [1, 2, 64, u32::MAX] {
+            assert!(huge.interval(attempt) >= Duration::from_secs(u64::MAX / 2));
+            assert_eq!(huge.clone().jitter(false).interval(attempt), Duration::MAX);
+        }
+        let wild = |factor: f64| {
+            RetryPolicy::<NodeError>::new()
+                .initial_interval(Duration::from_secs(1))
+                .backoff_factor(factor)
+                .max_interval(Duration::MAX)
+                .jitter(false)
+        };
+        assert_eq!(wild(f64::INFINITY).interval(3), Duration::MAX);
+        assert_eq!(wild(1e300).interval(3), Duration::MAX);
+        assert_eq!(wild(f64::NAN).interval(3), Duration::ZERO);
+        assert_eq!(wild(-2.0).interval(2), Duration::ZERO);
+        assert_eq!(
+            backoff_interval(1, Duration::MAX, 2.0, Duration::from_secs(5), false),
+            Duration::from_secs(5),
+            "the cap still holds"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever a user puts in a policy, a wait comes out: no panic.
+        #[test]
+        fn any_policy_gives_a_wait(
+            attempt in proptest::prelude::any::<u32>(),
+            initial in proptest::prelude::any::<(u64, u32)>(),
+            factor in proptest::prelude::any::<f64>(),
+            max in proptest::prelude::any::<(u64, u32)>(),
+            jitter in proptest::prelude::any::<bool>(),
+        ) {
+            let d = |(s, n): (u64, u32)| Duration::new(s, n % 1_000_000_000);
+            let _ = backoff_interval(attempt, d(initial), factor, d(max), jitter);
+        }
     }
 
     #[test]

@@ -51,14 +51,16 @@ pub enum LlmError {
         status: u16,
         /// The provider's own error message (or the body when it had none).
         message: String,
-        /// Whether the status is one that is retried (429, 5xx).
+        /// Whether the status is one the provider documents as safe to send again (429
+        /// rate limited, 503 unavailable, 529 overloaded): the request was not processed.
         retryable: bool,
     },
 
     /// The request could not be sent or its response could not be read (connection refused,
     /// reset, DNS...).
     #[error(
-        "{provider}: connection to {url} failed: {message}; check that the server is running and the base URL is right"
+        "{provider}: connection to {url} failed{}: {message}; check that the server is running and the base URL is right",
+        if *.before_sending { " before the request was sent" } else { "" }
     )]
     Connection {
         /// Provider name.
@@ -67,6 +69,10 @@ pub enum LlmError {
         url: String,
         /// What the HTTP client reported.
         message: String,
+        /// Whether the connection failed while being made (refused, DNS, TLS handshake,
+        /// connect timeout), so no byte of the request left: only then is it retried, as a
+        /// request that may have reached the server may be paid for twice.
+        before_sending: bool,
     },
 
     /// The provider did not answer (or stopped sending) within the configured time.
@@ -80,6 +86,36 @@ pub enum LlmError {
         url: String,
         /// The limit that was hit.
         timeout: Duration,
+    },
+
+    /// A streamed call did not finish within its overall deadline (the builder's
+    /// `stream_deadline`), counted from sending the request.
+    #[error(
+        "{provider}: the streamed reply from {url} did not finish within its deadline of {deadline:?}; raise `stream_deadline` on the builder or ask for a shorter reply"
+    )]
+    StreamDeadline {
+        /// Provider name.
+        provider: &'static str,
+        /// The URL.
+        url: String,
+        /// The deadline that passed.
+        deadline: Duration,
+    },
+
+    /// A response body, SSE event or NDJSON line is larger than the configured ceiling; the
+    /// rest of it was not read.
+    #[error(
+        "{provider}: the {what} is larger than the limit of {limit} bytes; if the provider is trusted and the reply is meant to be this large, raise `{setting}` on the builder"
+    )]
+    ResponseTooLarge {
+        /// Provider name.
+        provider: &'static str,
+        /// What was too large: `response body`, `SSE event` or `NDJSON line`.
+        what: &'static str,
+        /// The ceiling in bytes.
+        limit: usize,
+        /// The builder setting that raises it.
+        setting: &'static str,
     },
 
     /// A response body, SSE event or NDJSON line could not be parsed.
@@ -198,11 +234,14 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// Whether retrying the same request may succeed (429, 5xx, connection errors, timeouts).
+    /// Whether sending the same request again is safe and may succeed: what the providers
+    /// document as not processed (HTTP 429, 503, 529) and a connection that failed before
+    /// the request was sent. Not 500, 409 or a timeout: the server may have done the work
+    /// (and billed it) already.
     pub fn is_retryable(&self) -> bool {
         match self {
             LlmError::Http { retryable, .. } => *retryable,
-            LlmError::Connection { .. } | LlmError::Timeout { .. } => true,
+            LlmError::Connection { before_sending, .. } => *before_sending,
             _ => false,
         }
     }

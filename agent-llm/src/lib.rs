@@ -11,7 +11,10 @@
 //!   [`with_structured_output`](ChatModelExt::with_structured_output).
 //! - [`OpenAiCompatible`], [`Anthropic`], [`Ollama`] and [`Gemini`] talk HTTP with retries
 //!   ([`RetryPolicy`]), timeouts ([`Timeouts`]) and typed errors ([`LlmError`]); keys are
-//!   [`SecretString`]s that never print. HTTPS needs the `rustls` feature. They are one
+//!   [`SecretString`]s that never print, never follow a redirect to another origin and are
+//!   not sent over plain HTTP to another machine unless allowed. Replies are read under
+//!   ceilings (16 MiB a body, 1 MiB an SSE event or NDJSON line, by default) and streams may
+//!   have an overall deadline. HTTPS needs the `rustls` feature. They are one
 //!   [`HttpChatModel`] over different [`Wire`] formats; [`init_chat_model`] picks one from a
 //!   `provider:model` string.
 //! - [`trim_messages`] fits a conversation into a context window (LangChain's

@@ -907,34 +907,78 @@ async fn retryable_statuses_are_retried_then_succeed() {
     }
 }
 
+/// Only what the providers document as "not processed, send again" is retried: 429, 503 and
+/// 529 (Anthropic's overloaded). A 500 or 409 may come after the model ran, so sending the
+/// request again could pay twice for one call.
 #[tokio::test]
-async fn server_errors_exhaust_the_retries() {
+async fn only_statuses_documented_as_safe_are_retried() {
     for f in fixtures() {
-        let template =
-            ResponseTemplate::new(500).set_body_json(f.error_body("the server had an error"));
-        let (server, model) = serving(f.as_ref(), template, fast_retry(3)).await;
+        for (status, retried) in [
+            (429, true),
+            (503, true),
+            (529, true),
+            (500, false),
+            (409, false),
+            (502, false),
+            (504, false),
+        ] {
+            let template = ResponseTemplate::new(status)
+                .set_body_json(f.error_body("the server had an error"));
+            let (server, model) = serving(f.as_ref(), template, fast_retry(3)).await;
+            let name = model.provider();
+            let err = model
+                .invoke(&[Message::human("hi")], &CallOptions::default())
+                .await
+                .unwrap_err();
+            assert_eq!(err.status(), Some(status), "{name}: {err}");
+            assert!(
+                err.to_string().contains("the server had an error"),
+                "{name}: {err}"
+            );
+            let sent = if retried { 3 } else { 1 };
+            assert_eq!(requests(&server).await, sent, "{name} {status}: {err}");
+            if retried {
+                assert!(
+                    matches!(&err, LlmError::RetriesExhausted { attempts: 3, .. }),
+                    "{name}: {err}"
+                );
+            }
+            // A stream is sent the same way before its first byte.
+            let err = model
+                .stream(&[Message::human("hi")], &CallOptions::default())
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{name}: the stream started"));
+            assert_eq!(err.status(), Some(status), "{name}: {err}");
+            assert_eq!(requests(&server).await, 2 * sent, "{name} {status}");
+        }
+    }
+}
+
+/// A request that timed out after it was sent may have run: it is not sent again.
+#[tokio::test]
+async fn a_timeout_after_sending_is_not_retried() {
+    for f in fixtures() {
+        let template = ResponseTemplate::new(200)
+            .set_delay(Duration::from_secs(5))
+            .set_body_json(f.text_reply("late"));
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(template)
+            .mount(&server)
+            .await;
+        let timeouts = Timeouts {
+            request: Duration::from_millis(100),
+            ..test_timeouts()
+        };
+        let model = f.model(&server.uri(), fast_retry(3), timeouts);
         let name = model.provider();
         let err = model
             .invoke(&[Message::human("hi")], &CallOptions::default())
             .await
             .unwrap_err();
-        assert!(
-            matches!(&err, LlmError::RetriesExhausted { attempts: 3, last, .. } if matches!(**last, LlmError::Http { status: 500, .. })),
-            "{name}: {err}"
-        );
-        assert!(
-            err.to_string().contains("the server had an error"),
-            "{name}: {err}"
-        );
-        assert_eq!(requests(&server).await, 3, "{name}");
-        // A stream retries the same way before its first byte.
-        let err = model
-            .stream(&[Message::human("hi")], &CallOptions::default())
-            .await
-            .err()
-            .unwrap_or_else(|| panic!("{name}: the stream started"));
-        assert_eq!(err.status(), Some(500), "{name}: {err}");
-        assert_eq!(requests(&server).await, 6, "{name}");
+        assert!(matches!(err, LlmError::Timeout { .. }), "{name}: {err}");
+        assert_eq!(requests(&server).await, 1, "{name}");
     }
 }
 
@@ -1083,7 +1127,7 @@ async fn refused_connections_are_retried_then_reported_without_the_key() {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, LlmError::RetriesExhausted { attempts: 3, last, .. } if matches!(**last, LlmError::Connection { .. })),
+            matches!(&err, LlmError::RetriesExhausted { attempts: 3, last, .. } if matches!(**last, LlmError::Connection { before_sending: true, .. })),
             "{name}: {err}"
         );
         for shown in [err.to_string(), format!("{err:?}")] {

@@ -1,17 +1,21 @@
 //! What every wire shares below the [`Wire`](super::Wire) level: timeouts, sending with
 //! retries (agent-core's [`RetryPolicy`] over [`LlmError`], plus `Retry-After`), mapping HTTP
-//! failures to [`LlmError`], and turning response bodies into event streams (SSE through
-//! `eventsource-stream`, NDJSON lines) that a [`StreamDecoder`] turns into chunks.
+//! failures to [`LlmError`], reading bodies under a size ceiling, and turning streamed bodies
+//! into events ([`framing`](super::framing): SSE or NDJSON) that a [`StreamDecoder`] turns
+//! into chunks, under an optional overall deadline.
 
+use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::error::{LlmError, snippet};
-use crate::providers::wire::{StreamDecoder, WireEvent};
+use crate::providers::framing::{NdjsonParser, SseParser};
+use crate::providers::origin::{check_key_transport, redirect_policy};
+use crate::providers::wire::{Framing, StreamDecoder, WireEvent};
 use crate::secret::SecretString;
 use crate::stream::{ChatChunk, ChatStream};
 
@@ -20,11 +24,14 @@ use crate::stream::{ChatChunk, ChatStream};
 /// retries use too.
 ///
 /// By default: 3 attempts, waits of 0.5 s doubling (jittered) up to 128 s. Retried (see
-/// [`LlmError::is_retryable`]): HTTP 408, 409, 429 and 5xx, connection errors and timeouts;
-/// never other 4xx (the request itself is wrong). A wait is never shorter than the server's
+/// [`LlmError::is_retryable`]) is only what the providers document as not processed, so a
+/// retry cannot pay twice for one call: HTTP 429 (rate limited), 503 (unavailable) and 529
+/// (Anthropic's overloaded), and a connection that failed before the request was sent. Not
+/// 500, 502, 504, 409 or a timeout: the server may have run (and billed) the request; a
+/// policy's own `retry_on` can opt into them. A wait is never shorter than the server's
 /// `Retry-After` (or `retry-after-ms`); a `Retry-After` longer than the provider's
 /// `max_retry_after` (builder setting, default 60 s) is not waited for: the error is returned
-/// at once.
+/// at once. An HTTP-date, negative or unparsable `Retry-After` is ignored.
 pub type RetryPolicy = agent_core::RetryPolicy<LlmError>;
 
 /// Timeouts of an HTTP provider.
@@ -57,6 +64,8 @@ pub(crate) struct HttpSettings {
     pub(crate) retry: RetryPolicy,
     pub(crate) max_retry_after: Duration,
     pub(crate) timeouts: Timeouts,
+    pub(crate) limits: Limits,
+    pub(crate) allow_insecure_http: bool,
 }
 
 impl Default for HttpSettings {
@@ -68,12 +77,45 @@ impl Default for HttpSettings {
             retry: RetryPolicy::default(),
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             timeouts: Timeouts::default(),
+            limits: Limits::default(),
+            allow_insecure_http: false,
+        }
+    }
+}
+
+/// Ceilings on what a provider may send back, so a broken or hostile server costs bounded
+/// memory and time.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Limits {
+    /// A whole (non-streamed) response body.
+    pub(crate) max_body_bytes: usize,
+    /// One SSE event or NDJSON line of a streamed response.
+    pub(crate) max_event_bytes: usize,
+    /// A whole streamed call, from sending the request to the last event.
+    pub(crate) stream_deadline: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            stream_deadline: None,
         }
     }
 }
 
 /// The longest `Retry-After` a provider waits for unless told otherwise.
 pub(crate) const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The largest non-streamed response body read unless told otherwise (16 MiB).
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
+
+/// The largest SSE event or NDJSON line read unless told otherwise (1 MiB).
+pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// How much of an error response's body is read: enough for any provider's error JSON.
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// A reqwest client plus retry policy and error mapping for one provider.
 #[derive(Clone, Debug)]
@@ -83,6 +125,7 @@ pub(crate) struct Transport {
     retry: RetryPolicy,
     max_retry_after: Duration,
     timeouts: Timeouts,
+    limits: Limits,
 }
 
 impl Transport {
@@ -105,6 +148,8 @@ impl Transport {
                 message: format!("base URL `{base_url}` must start with http:// or https://"),
             });
         }
+        let has_key = settings.api_key.as_ref().is_some_and(|k| !k.is_empty());
+        check_key_transport(provider, base_url, has_key, settings.allow_insecure_http)?;
         #[cfg(feature = "rustls")]
         {
             // reqwest's rustls comes without a crypto provider; install ring's once per
@@ -114,6 +159,7 @@ impl Transport {
         let client = reqwest::Client::builder()
             .connect_timeout(settings.timeouts.connect)
             .read_timeout(settings.timeouts.stream_idle)
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| LlmError::Config {
                 provider,
@@ -125,6 +171,7 @@ impl Transport {
             retry: settings.retry.clone(),
             max_retry_after: settings.max_retry_after,
             timeouts: settings.timeouts.clone(),
+            limits: settings.limits.clone(),
         })
     }
 
@@ -147,10 +194,20 @@ impl Transport {
             }
             let (error, retry_after) = match request.send().await {
                 Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => {
+                Ok(response)
+                    if response.status().is_redirection()
+                        && response.headers().contains_key(reqwest::header::LOCATION) =>
+                {
+                    return Err(redirect_error(provider, &response));
+                }
+                Ok(mut response) => {
                     let status = response.status().as_u16();
                     let retry_after = retry_after(response.headers());
-                    let body = response.bytes().await.unwrap_or_default();
+                    let limit = MAX_ERROR_BODY_BYTES.min(self.limits.max_body_bytes);
+                    let body = read_at_most(&mut response, limit)
+                        .await
+                        .map(|(body, _cut)| body)
+                        .unwrap_or_default();
                     (http_error(provider, status, &body), retry_after)
                 }
                 Err(e) => (
@@ -198,11 +255,23 @@ impl Transport {
         body: &Value,
     ) -> Result<Value, LlmError> {
         let started = std::time::Instant::now();
-        let response = self.post(url, headers, body, false).await?;
-        let bytes = response
-            .bytes()
+        let mut response = self.post(url, headers, body, false).await?;
+        let limit = self.limits.max_body_bytes;
+        let too_large = || LlmError::ResponseTooLarge {
+            provider: self.provider,
+            what: "response body",
+            limit,
+            setting: "max_body_bytes",
+        };
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        let (bytes, cut) = read_at_most(&mut response, limit)
             .await
             .map_err(|e| self.request_error(url, &e, Some(started)))?;
+        if cut {
+            return Err(too_large());
+        }
         serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
             provider: self.provider,
             reason: format!("response body is not JSON: {e}"),
@@ -219,6 +288,16 @@ impl Transport {
         e: &reqwest::Error,
         started: Option<std::time::Instant>,
     ) -> LlmError {
+        // A connect error (refused, DNS, TLS handshake, connect timeout) means nothing was
+        // sent, which makes it the one transport failure that is safe to retry.
+        if e.is_connect() {
+            return LlmError::Connection {
+                provider: self.provider,
+                url: url.to_owned(),
+                message: error_chain(e),
+                before_sending: true,
+            };
+        }
         if e.is_timeout() {
             let whole = self.timeouts.request;
             let timeout = match started {
@@ -239,8 +318,92 @@ impl Transport {
                 provider: self.provider,
                 url: url.to_owned(),
                 message: error_chain(e),
+                before_sending: false,
             }
         }
+    }
+
+    /// POSTs a streamed request; the deadline of the whole call (when one is configured)
+    /// covers the retries and waiting for the response too, and comes back for
+    /// [`Transport::events`].
+    pub(crate) async fn post_stream(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Value,
+    ) -> Result<(reqwest::Response, Option<Instant>), LlmError> {
+        let Some(limit) = self.limits.stream_deadline else {
+            return Ok((self.post(url, headers, body, true).await?, None));
+        };
+        let deadline = Instant::now().checked_add(limit);
+        let post = self.post(url, headers, body, true);
+        let response = match deadline {
+            Some(at) => tokio::time::timeout_at(at, post)
+                .await
+                .map_err(|_| self.deadline_error(url))??,
+            None => post.await?,
+        };
+        Ok((response, deadline))
+    }
+
+    /// The events of a streamed response body, framed as `framing` says, each SSE event or
+    /// NDJSON line within the configured ceiling, the stream ending with an error once
+    /// `deadline` passes.
+    pub(crate) fn events(
+        &self,
+        url: &str,
+        response: reqwest::Response,
+        framing: Framing,
+        deadline: Option<Instant>,
+    ) -> Pin<Box<dyn Stream<Item = Result<WireEvent, LlmError>> + Send + 'static>> {
+        let events = body_events(self, url, response, framing);
+        match deadline {
+            Some(at) => Box::pin(until_deadline(events, at, self.deadline_error(url))),
+            None => Box::pin(events),
+        }
+    }
+
+    fn deadline_error(&self, url: &str) -> LlmError {
+        LlmError::StreamDeadline {
+            provider: self.provider,
+            url: url.to_owned(),
+            deadline: self.limits.stream_deadline.unwrap_or_default(),
+        }
+    }
+}
+
+/// Reads at most `limit` bytes of a body; `true` when more was there (and left unread).
+async fn read_at_most(
+    response: &mut reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            let room = limit - body.len();
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
+/// A redirect that was not followed ([`redirect_policy`] follows only those within the
+/// origin) as an error.
+fn redirect_error(provider: &'static str, response: &reqwest::Response) -> LlmError {
+    let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .map_or_else(String::new, |l| snippet(l.as_bytes()));
+    LlmError::Http {
+        provider,
+        status,
+        message: format!(
+            "redirected to `{location}`; redirects to another origin are not followed, so the API key is not sent there; if that location is right, make it the base URL"
+        ),
+        retryable: false,
     }
 }
 
@@ -274,7 +437,9 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The delay a `Retry-After` (seconds) or `retry-after-ms` header asks for.
+/// The delay a `Retry-After` (seconds) or `retry-after-ms` header asks for. A delay too long
+/// for a [`Duration`] saturates (and is then longer than any `max_retry_after`); a negative,
+/// NaN or non-numeric value is ignored.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let parse = |name: &str| -> Option<f64> {
         headers
@@ -284,12 +449,13 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .trim()
             .parse::<f64>()
             .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
+            .filter(|v| *v >= 0.0) // false for NaN
     };
+    let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
     if let Some(ms) = parse("retry-after-ms") {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(secs(ms / 1000.0));
     }
-    parse("retry-after").map(Duration::from_secs_f64)
+    parse("retry-after").map(secs)
 }
 
 /// Maps a non-success status and its body to an error, recognising context-length and
@@ -328,8 +494,15 @@ pub(crate) fn http_error(provider: &'static str, status: u16, body: &[u8]) -> Ll
         provider,
         status,
         message,
-        retryable: matches!(status, 408 | 409 | 429) || status >= 500,
+        retryable: is_retryable_status(status),
     }
+}
+
+/// The statuses the providers document as "not processed, send again": 429 rate limited, 503
+/// unavailable (OpenAI, Gemini) and 529 overloaded (Anthropic). Other 5xx, 408 and 409 may
+/// come after the model ran, so a retry could pay twice.
+fn is_retryable_status(status: u16) -> bool {
+    matches!(status, 429 | 503 | 529)
 }
 
 /// The message and code/type of an error body: OpenAI / Anthropic `{"error": {"message",
@@ -351,112 +524,112 @@ pub(crate) fn provider_message(v: &Value) -> (Option<String>, String) {
     (message, code)
 }
 
-/// The SSE events of a response body.
-pub(crate) fn sse_events(
+/// The events of a response body, cut as `framing` says.
+fn body_events(
     transport: &Transport,
     url: &str,
     response: reqwest::Response,
+    framing: Framing,
 ) -> impl Stream<Item = Result<WireEvent, LlmError>> + Send + 'static {
-    let transport = transport.clone();
-    let url = url.to_owned();
-    let provider = transport.provider;
-    response
-        .bytes_stream()
-        .eventsource()
-        .map(move |item| match item {
-            Ok(ev) => Ok(WireEvent {
-                event: ev.event,
-                data: ev.data,
-            }),
-            Err(EventStreamError::Transport(e)) => Err(transport.request_error(&url, &e, None)),
-            Err(EventStreamError::Utf8(e)) => Err(LlmError::MalformedResponse {
-                provider,
-                reason: format!("SSE stream is not UTF-8: {e}"),
-                bytes: snippet(e.as_bytes()),
-            }),
-            Err(EventStreamError::Parser(e)) => Err(LlmError::MalformedResponse {
-                provider,
-                reason: "SSE stream does not parse".into(),
-                bytes: snippet(e.to_string().as_bytes()),
-            }),
-        })
-}
-
-/// The NDJSON lines of a response body (empty lines skipped).
-pub(crate) fn ndjson_events(
-    transport: &Transport,
-    url: &str,
-    response: reqwest::Response,
-) -> impl Stream<Item = Result<WireEvent, LlmError>> + Send + 'static {
-    let transport = transport.clone();
-    let url = url.to_owned();
-    let body = response.bytes_stream();
+    enum Parser {
+        Sse(SseParser),
+        Ndjson(NdjsonParser),
+    }
+    impl Parser {
+        fn push(&mut self, bytes: &[u8]) {
+            match self {
+                Parser::Sse(p) => p.push(bytes),
+                Parser::Ndjson(p) => p.push(bytes),
+            }
+        }
+        fn next_event(&mut self) -> Result<Option<WireEvent>, LlmError> {
+            match self {
+                Parser::Sse(p) => p.next_event(),
+                Parser::Ndjson(p) => p.next_event(),
+            }
+        }
+        fn finish(&mut self) -> Result<Option<WireEvent>, LlmError> {
+            match self {
+                Parser::Sse(p) => p.finish(),
+                Parser::Ndjson(p) => p.finish(),
+            }
+        }
+    }
     struct State<S> {
         body: S,
-        buffer: Vec<u8>,
+        parser: Parser,
         ended: bool,
+        done: bool,
     }
-    futures::stream::unfold(
-        State {
-            body,
-            buffer: Vec::new(),
-            ended: false,
-        },
-        move |mut st| {
-            let transport = transport.clone();
-            let url = url.clone();
-            async move {
-                loop {
-                    if let Some(pos) = st.buffer.iter().position(|b| *b == b'\n') {
-                        let line: Vec<u8> = st.buffer.drain(..=pos).collect();
-                        match line_event(transport.provider, &line) {
-                            Some(ev) => return Some((ev, st)),
-                            None => continue,
-                        }
-                    }
-                    if st.ended {
-                        if st.buffer.is_empty() {
-                            return None;
-                        }
-                        let line = std::mem::take(&mut st.buffer);
-                        match line_event(transport.provider, &line) {
-                            Some(ev) => return Some((ev, st)),
-                            None => return None,
-                        }
-                    }
-                    match st.body.next().await {
-                        Some(Ok(bytes)) => st.buffer.extend_from_slice(&bytes),
-                        Some(Err(e)) => {
-                            st.ended = true;
-                            st.buffer.clear();
-                            return Some((Err(transport.request_error(&url, &e, None)), st));
-                        }
-                        None => st.ended = true,
+    let provider = transport.provider;
+    let max_event = transport.limits.max_event_bytes;
+    let parser = match framing {
+        Framing::Sse => Parser::Sse(SseParser::new(provider, max_event)),
+        Framing::Ndjson => Parser::Ndjson(NdjsonParser::new(provider, max_event)),
+    };
+    let transport = transport.clone();
+    let url = url.to_owned();
+    let state = State {
+        body: response.bytes_stream(),
+        parser,
+        ended: false,
+        done: false,
+    };
+    futures::stream::unfold(state, move |mut st| {
+        let transport = transport.clone();
+        let url = url.clone();
+        async move {
+            if st.done {
+                return None;
+            }
+            loop {
+                match st.parser.next_event() {
+                    Ok(Some(event)) => return Some((Ok(event), st)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        st.done = true;
+                        return Some((Err(e), st));
                     }
                 }
+                if st.ended {
+                    st.done = true;
+                    return match st.parser.finish() {
+                        Ok(Some(event)) => Some((Ok(event), st)),
+                        Ok(None) => None,
+                        Err(e) => Some((Err(e), st)),
+                    };
+                }
+                match st.body.next().await {
+                    Some(Ok(bytes)) => st.parser.push(&bytes),
+                    Some(Err(e)) => {
+                        st.done = true;
+                        return Some((Err(transport.request_error(&url, &e, None)), st));
+                    }
+                    None => st.ended = true,
+                }
             }
-        },
-    )
+        }
+    })
 }
 
-fn line_event(provider: &'static str, line: &[u8]) -> Option<Result<WireEvent, LlmError>> {
-    let text = match std::str::from_utf8(line) {
-        Ok(t) => t.trim(),
-        Err(e) => {
-            return Some(Err(LlmError::MalformedResponse {
-                provider,
-                reason: format!("NDJSON line is not UTF-8: {e}"),
-                bytes: snippet(line),
-            }));
+/// `events` until `at`; then `error`, and the end.
+fn until_deadline<S>(
+    events: S,
+    at: Instant,
+    error: LlmError,
+) -> impl Stream<Item = Result<WireEvent, LlmError>> + Send + 'static
+where
+    S: Stream<Item = Result<WireEvent, LlmError>> + Send + 'static,
+{
+    let state = (Box::pin(events), Some(error));
+    futures::stream::unfold(state, move |(mut events, error)| async move {
+        let error = error?;
+        match tokio::time::timeout_at(at, events.next()).await {
+            Ok(Some(item)) => Some((item, (events, Some(error)))),
+            Ok(None) => None,
+            Err(_) => Some((Err(error), (events, None))),
         }
-    };
-    if text.is_empty() {
-        return None;
-    }
-    Some(Ok(WireEvent {
-        event: String::new(),
-        data: text.to_owned(),
-    }))
+    })
 }
 
 /// Drives `decoder` over `events`; the stream ends after the first error.

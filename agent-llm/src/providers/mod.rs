@@ -3,15 +3,18 @@
 //!
 //! Each wire module holds only its wire format (endpoint, auth headers, request body, response
 //! and stream decoding); `model` holds the one `ChatModel` impl every wire shares (events,
-//! usage, latency), `http` the transport (retries, timeouts, error mapping, SSE and NDJSON
-//! framing). A new provider is a new wire module plus its alias in the crate root.
+//! usage, latency), `http` the transport (retries, timeouts, error mapping, size limits),
+//! `framing` the SSE and NDJSON parsers, `origin` where an API key may be sent. A new
+//! provider is a new wire module plus its alias in the crate root.
 
 pub mod anthropic;
+mod framing;
 pub mod gemini;
 pub mod http;
 mod model;
 pub mod ollama;
 pub mod openai;
+mod origin;
 pub mod wire;
 
 pub use model::{HttpChatModel, HttpChatModelBuilder};

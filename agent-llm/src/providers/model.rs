@@ -14,10 +14,9 @@ use crate::message::Message;
 use crate::model::ChatModel;
 use crate::observe;
 use crate::options::CallOptions;
-use crate::providers::http::{
-    HttpSettings, RetryPolicy, Timeouts, Transport, decode_events, ndjson_events, sse_events,
-};
-use crate::providers::wire::{Framing, Wire};
+use crate::providers::http::{HttpSettings, RetryPolicy, Timeouts, Transport, decode_events};
+use crate::providers::origin::INSECURE_ENV;
+use crate::providers::wire::Wire;
 use crate::secret::SecretString;
 use crate::stream::{ChatResponse, ChatStream};
 
@@ -62,6 +61,8 @@ impl<W: Wire + Default> HttpChatModel<W> {
         builder.settings.api_key = var(W::ENV.api_key).map(SecretString::from);
         builder.settings.base_url = var(W::ENV.base_url);
         builder.settings.model = var(W::ENV.model);
+        builder.settings.allow_insecure_http =
+            var(INSECURE_ENV).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
         builder
     }
 
@@ -135,8 +136,41 @@ impl<W: Wire> HttpChatModelBuilder<W> {
         self
     }
 
-    /// Builds the model. Fails without a model name, on a base URL that is not http(s), or
-    /// on a key that cannot be sent in a header.
+    /// Sets the largest non-streamed response body read (default 16 MiB); a larger one is
+    /// [`LlmError::ResponseTooLarge`].
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.settings.limits.max_body_bytes = limit;
+        self
+    }
+
+    /// Sets the largest SSE event or NDJSON line of a streamed response (default 1 MiB); a
+    /// larger one ends the stream with [`LlmError::ResponseTooLarge`].
+    pub fn max_event_bytes(mut self, limit: usize) -> Self {
+        self.settings.limits.max_event_bytes = limit;
+        self
+    }
+
+    /// Gives every streamed call an overall deadline, counted from sending the request
+    /// (retries included); past it the stream ends with [`LlmError::StreamDeadline`]. None
+    /// by default: a stream that keeps sending within `stream_idle` may run as long as it
+    /// likes.
+    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
+        self.settings.limits.stream_deadline = Some(deadline);
+        self
+    }
+
+    /// Allows sending the API key over plain `http://` to a host that is not this machine
+    /// (default: refused by `build`, as anyone on the path could read it). For a trusted
+    /// network, such as a private link to a self-hosted server. Models built from the
+    /// environment read `AGENT_LLM_ALLOW_INSECURE_HTTP=1`.
+    pub fn allow_insecure_http(mut self, allow: bool) -> Self {
+        self.settings.allow_insecure_http = allow;
+        self
+    }
+
+    /// Builds the model. Fails without a model name, on a base URL that is not http(s), on
+    /// a key that cannot be sent in a header, or on a key that would go over plain `http://`
+    /// to another machine without [`allow_insecure_http`](Self::allow_insecure_http).
     pub fn build(self) -> Result<HttpChatModel<W>, LlmError> {
         let settings = self.settings;
         let model = settings
@@ -200,20 +234,16 @@ impl<W: Wire> ChatModel for HttpChatModel<W> {
         let url = self.url(&model, true);
         let span = observe::call_span(W::PROVIDER, &model, true);
         let started = Instant::now();
-        let response = match self.transport.post(&url, &self.headers, &body, true).await {
-            Ok(response) => response,
-            Err(e) => {
-                observe::record_error(&span, W::PROVIDER, &model, &e);
-                return Err(e);
-            }
-        };
-        let decoder = self.wire.decoder(options);
-        let stream = match W::FRAMING {
-            Framing::Sse => decode_events(sse_events(&self.transport, &url, response), decoder),
-            Framing::Ndjson => {
-                decode_events(ndjson_events(&self.transport, &url, response), decoder)
-            }
-        };
+        let (response, deadline) =
+            match self.transport.post_stream(&url, &self.headers, &body).await {
+                Ok(sent) => sent,
+                Err(e) => {
+                    observe::record_error(&span, W::PROVIDER, &model, &e);
+                    return Err(e);
+                }
+            };
+        let events = self.transport.events(&url, response, W::FRAMING, deadline);
+        let stream = decode_events(events, self.wire.decoder(options));
         Ok(observe::observe_stream(
             W::PROVIDER,
             model,
