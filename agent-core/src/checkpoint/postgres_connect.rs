@@ -145,7 +145,7 @@ fn take_tls_params(url: &str) -> Result<(String, TlsParams), String> {
     } else {
         let mut rest = String::with_capacity(url.len());
         let mut at = 0;
-        while let Some((span, key, value)) = next_pair(url, at)? {
+        while let Some(Pair { span, key, value }) = next_pair(url, at)? {
             if !take(key, value) {
                 rest.push_str(&url[span.clone()]);
                 rest.push(' ');
@@ -157,9 +157,16 @@ fn take_tls_params(url: &str) -> Result<(String, TlsParams), String> {
     Ok((rest, params))
 }
 
-/// The next `key = value` pair of a key-value connection string at or after `at`: its span,
-/// key and (unquoted, unescaped) value, as libpq reads them.
-fn next_pair(s: &str, at: usize) -> Result<Option<(std::ops::Range<usize>, &str, String)>, String> {
+/// One `key = value` of a key-value connection string: where it is, its key, its value
+/// (unquoted, unescaped).
+struct Pair<'a> {
+    span: std::ops::Range<usize>,
+    key: &'a str,
+    value: String,
+}
+
+/// The next pair of a key-value connection string at or after `at`, read as libpq reads it.
+fn next_pair(s: &str, at: usize) -> Result<Option<Pair<'_>>, String> {
     let bytes = s.as_bytes();
     let skip_space = |mut i: usize| {
         while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
@@ -202,7 +209,11 @@ fn next_pair(s: &str, at: usize) -> Result<Option<(std::ops::Range<usize>, &str,
             Some((_, c)) => value.push(c),
         }
     };
-    Ok(Some((start..end, key, value)))
+    Ok(Some(Pair {
+        span: start..end,
+        key,
+        value,
+    }))
 }
 
 /// `%XX` escapes decoded (a URL's query).
