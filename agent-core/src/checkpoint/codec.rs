@@ -19,7 +19,7 @@ use std::mem::take;
 use std::ops::Range;
 
 use super::msgpack;
-use super::{FieldBlob, compress, splice};
+use super::{FieldBlob, compress, nesting, splice};
 
 /// Byte splices a delta chain may hold before the next version is stored whole.
 pub(crate) const MAX_SPLICES: u32 = 16;
@@ -123,8 +123,10 @@ pub(crate) fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>,
     msgpack::to_vec_named(value).map_err(|e| e.to_string())
 }
 
-/// Decodes MessagePack into a serde value.
+/// Decodes MessagePack into a serde value (refused when it nests too deep: see
+/// [`nesting`](super::nesting)).
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let _nesting = nesting::enter(bytes)?;
     rmp_serde::from_slice(bytes).map_err(|e| e.to_string())
 }
 
@@ -580,15 +582,29 @@ pub(crate) fn reconstruct(
     // Walk to the full blob, then replay forward.
     let mut chain: Vec<&FieldBlob> = Vec::new();
     let mut key = (field, version);
+    let mut splices = 0;
     loop {
         let blob = blobs
             .get(&key)
             .ok_or_else(|| format!("blob of field `{}` version `{}` is missing", key.0, key.1))?;
         chain.push(blob);
         match &blob.base {
-            Some((base, _)) => {
-                if chain.len() > 1_000_000 {
-                    return Err("delta chain does not end".to_owned());
+            Some((base, count)) => {
+                // Longer than the blobs there are: it goes round in a cycle.
+                if chain.len() > blobs.len() {
+                    return Err(format!(
+                        "the delta chain of version `{version}` goes round in a cycle"
+                    ));
+                }
+                // The writer stores a whole value after MAX_SPLICES of them, so a longer run
+                // is corrupt (and each splice replays its whole base).
+                if splice::is_splice(*count) {
+                    splices += 1;
+                    if splices > MAX_SPLICES {
+                        return Err(format!(
+                            "the delta chain of version `{version}` holds more than {MAX_SPLICES} byte splices"
+                        ));
+                    }
                 }
                 key = (field, &**base);
             }
@@ -601,7 +617,6 @@ pub(crate) fn reconstruct(
         return Err("empty blob chain".to_owned());
     };
     let mut value = Rebuilt::Bytes(compress::expand(&full.data)?.into_owned());
-    let mut splices = 0;
     while let Some(delta) = chain.pop() {
         let Some((_, count)) = &delta.base else {
             return Err("broken delta chain".to_owned());
@@ -618,7 +633,6 @@ pub(crate) fn reconstruct(
                 ));
             }
             value = Rebuilt::Bytes(splice::apply(&base, &data)?);
-            splices += 1;
             continue;
         }
         let mut elements = value.into_elements()?;

@@ -16,6 +16,11 @@
 //! A compressed blob's data is a frame: `0xc1` (a byte that never starts MessagePack, an
 //! element delta or a splice), the codec (`1`: LZ4 block), the length as a little-endian
 //! `u32`, then the block. Anything else is stored as it is.
+//!
+//! The stated length is untrusted on read (`lz4_flex` allocates it before decoding): a frame
+//! may claim at most [`MAX_RATIO`] times its block's length (LZ4's own limit, so no genuine
+//! frame is refused) and at most [`MAX_EXPANDED`] bytes, which is also the largest blob the
+//! writer compresses: a six-byte blob cannot reserve 2 GiB.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -29,12 +34,17 @@ const LZ4: u8 = 1;
 const FROM: usize = 8192;
 /// How much of a large blob is tried first.
 const PROBE: usize = 4096;
-/// No blob expands past this (a corrupt length must not reserve memory).
-const LARGEST: usize = 1 << 31;
+/// The most a frame expands to, and the largest blob compressed: 256 MiB, far above a field's
+/// value in any state a run keeps in memory, and small enough that a hostile frame's claim
+/// cannot exhaust a server (larger blobs are stored as they are and read without a frame).
+pub(crate) const MAX_EXPANDED: usize = 256 << 20;
+/// LZ4's largest expansion: a block byte stands for at most 255 output bytes (a run-length
+/// byte of 255), so a frame claiming more than this many times its block is corrupt.
+pub(crate) const MAX_RATIO: usize = 255;
 
 /// `data`, compressed when it is large and compresses to half or less.
 pub(crate) fn compress(data: Vec<u8>) -> Vec<u8> {
-    if data.len() < FROM || data.len() > LARGEST {
+    if data.len() < FROM || data.len() > MAX_EXPANDED {
         return data;
     }
     // A probe of the first part first: what does not compress costs that much, not the whole.
@@ -63,7 +73,7 @@ pub(crate) struct Hint(AtomicU8);
 
 /// [`compress`], skipping the try while `hint` says the field's blobs lately did not compress.
 pub(crate) fn compress_hinted(data: Vec<u8>, hint: &Hint) -> Vec<u8> {
-    if data.len() < FROM || data.len() > LARGEST {
+    if data.len() < FROM || data.len() > MAX_EXPANDED {
         return data;
     }
     // Relaxed: concurrent runs of the graph may both try, or both skip; either is fine.
@@ -92,10 +102,14 @@ pub(crate) fn expand(data: &[u8]) -> Result<Cow<'_, [u8]>, String> {
         .get(2..6)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .ok_or_else(|| bad("truncated header"))?;
-    if len > LARGEST {
-        return Err(bad("length out of range"));
+    let block = &data[6..];
+    if len > MAX_EXPANDED || len > block.len().saturating_mul(MAX_RATIO) {
+        return Err(bad(&format!(
+            "a {}-byte block claims {len} bytes (at most {MAX_RATIO} times its length, {MAX_EXPANDED} in all)",
+            block.len()
+        )));
     }
-    let bytes = lz4_flex::block::decompress(&data[6..], len).map_err(|e| bad(&e.to_string()))?;
+    let bytes = lz4_flex::block::decompress(block, len).map_err(|e| bad(&e.to_string()))?;
     if bytes.len() != len {
         return Err(bad("shorter than its stated length"));
     }
@@ -151,5 +165,25 @@ mod tests {
         let mut long = framed.clone();
         long[2..6].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(expand(&long).is_err());
+    }
+
+    #[test]
+    fn a_claim_past_lz4s_ratio_or_the_ceiling_is_refused_before_any_allocation() {
+        // Six bytes claiming 2 GiB: refused from the header alone.
+        let mut tiny = vec![MARKER, LZ4];
+        tiny.extend_from_slice(&(1u32 << 31).to_le_bytes());
+        let error = expand(&tiny).unwrap_err();
+        assert!(error.contains("claims"), "{error}");
+        // The densest genuine frames (one repeated byte) stay within the ratio and decode.
+        for n in [FROM, 1 << 20, 16 << 20] {
+            let framed = compress(vec![7u8; n]);
+            assert_eq!(framed[0], MARKER, "{n} bytes compress");
+            assert!(
+                framed.len() - 6 >= n / MAX_RATIO,
+                "{n}: {} bytes",
+                framed.len()
+            );
+            assert_eq!(expand(&framed).unwrap().len(), n);
+        }
     }
 }

@@ -11,6 +11,11 @@
 //! Encoding and decoding run synchronously on the caller's thread (no `.await` inside), which
 //! is what makes a thread-local slot sound. The interner keeps each value it numbered alive, so
 //! an allocation address is never reused for another value while the run can still meet it.
+//!
+//! A stored table is untrusted on read: an entry that references itself, directly or through
+//! others, is an error (not a recursion until the stack overflows), and so is an expansion for
+//! an untyped reader past [`MAX_EXPANSION`] (entries that each reference the one before twice
+//! expand to 2^n copies; typed decoding shares one `Arc` per entry and does not expand).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -31,6 +36,19 @@ pub(crate) const TAG: i8 = 0x53;
 
 /// The MessagePack extension type of a value stored with a table of its own ('T').
 const LOCAL_TAG: i8 = 0x54;
+
+/// What an untyped reader's expansion of one value may cost: 64 MiB, each value in it counted
+/// as its bytes plus [`VALUE_COST`] (what it takes decoded as JSON), so at most two million
+/// values. A state whose shared values, written out everywhere they appear, come to more is
+/// still read by its own type (which shares them); only an untyped view of it is refused.
+pub(crate) const MAX_EXPANSION: usize = 64 << 20;
+
+/// The size of a decoded `serde_json::Value`, charged per value expanded.
+const VALUE_COST: usize = 32;
+
+/// How deep an expansion may nest, its shared values included (as a decode may: see
+/// [`nesting`](super::nesting)).
+const MAX_EXPANSION_DEPTH: usize = super::nesting::MAX_DEPTH;
 
 type AnyArc = Arc<dyn Any + Send + Sync>;
 
@@ -162,6 +180,8 @@ pub(crate) struct Resolver {
     bytes: Vec<u8>,
     ranges: Vec<Range<usize>>,
     decoded: Vec<Option<AnyArc>>,
+    /// Entries being decoded, outermost first: one met again inside itself is a cycle.
+    decoding: Vec<u32>,
     version: Option<Arc<str>>,
 }
 
@@ -173,6 +193,7 @@ impl Resolver {
             decoded: vec![None; ranges.len()],
             bytes,
             ranges,
+            decoding: Vec::new(),
             version,
         })
     }
@@ -183,64 +204,26 @@ impl Resolver {
             bytes: Vec::new(),
             ranges: Vec::new(),
             decoded: Vec::new(),
+            decoding: Vec::new(),
             version: None,
         }
     }
 
     /// The entry's bytes with every reference inside replaced by the entry it names (for
-    /// readers that decode without the state's types).
+    /// readers that decode without the state's types). An error past [`MAX_EXPANSION`], for a
+    /// reference cycle, and when shared values nest too deep.
     pub(crate) fn expand(&self, bytes: &[u8]) -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(bytes.len());
-        let end = self.expand_value(bytes, 0, &mut out, 0)?;
+        let mut expansion = Expansion {
+            resolver: self,
+            out: Vec::with_capacity(bytes.len()),
+            cost: 0,
+            open: vec![false; self.ranges.len()],
+        };
+        let end = expansion.value(bytes, 0, 0)?;
         if end != bytes.len() {
             return Err("trailing bytes after a value".to_owned());
         }
-        Ok(out)
-    }
-
-    fn expand_value(
-        &self,
-        bytes: &[u8],
-        at: usize,
-        out: &mut Vec<u8>,
-        depth: usize,
-    ) -> Result<usize, String> {
-        const MALFORMED: &str = "malformed MessagePack";
-        if depth > 256 {
-            return Err("shared values nest too deep".to_owned());
-        }
-        let marker = *bytes.get(at).ok_or(MALFORMED)?;
-        // fixext4 (0xd6) with our type: a reference.
-        if marker == 0xd6 && bytes.get(at + 1) == Some(&(TAG as u8)) {
-            let id = bytes.get(at + 2..at + 6).ok_or(MALFORMED)?;
-            let id = Ref::parse(TAG, id)? as usize;
-            let range = self
-                .ranges
-                .get(id)
-                .ok_or_else(|| format!("reference to shared value {id} of {}", self.ranges.len()))?
-                .clone();
-            self.expand_value(&self.bytes[range.clone()], 0, out, depth + 1)?;
-            return Ok(at + 6);
-        }
-        let (items, header) = match marker {
-            0x80..=0x8f => (2 * (marker & 0x0f) as usize, 1),
-            0x90..=0x9f => ((marker & 0x0f) as usize, 1),
-            0xdc => (codec::read_be(bytes, at + 1, 2).ok_or(MALFORMED)?, 3),
-            0xdd => (codec::read_be(bytes, at + 1, 4).ok_or(MALFORMED)?, 5),
-            0xde => (2 * codec::read_be(bytes, at + 1, 2).ok_or(MALFORMED)?, 3),
-            0xdf => (2 * codec::read_be(bytes, at + 1, 4).ok_or(MALFORMED)?, 5),
-            _ => {
-                let end = codec::skip_value(bytes, at).ok_or(MALFORMED)?;
-                out.extend_from_slice(&bytes[at..end]);
-                return Ok(end);
-            }
-        };
-        out.extend_from_slice(bytes.get(at..at + header).ok_or(MALFORMED)?);
-        let mut at = at + header;
-        for _ in 0..items {
-            at = self.expand_value(bytes, at, out, depth + 1)?;
-        }
-        Ok(at)
+        Ok(expansion.out)
     }
 
     /// The run's interner after this checkpoint: every entry decoded so far keeps its index.
@@ -262,6 +245,79 @@ impl Resolver {
             fresh: Vec::new(),
             version: self.version,
         }
+    }
+}
+
+/// One [`Resolver::expand`]: the bytes written so far and what they cost.
+struct Expansion<'a> {
+    resolver: &'a Resolver,
+    out: Vec<u8>,
+    /// Bytes written plus [`VALUE_COST`] per value.
+    cost: usize,
+    /// Entries being expanded (a reference to one of them is a cycle).
+    open: Vec<bool>,
+}
+
+impl Expansion<'_> {
+    /// Writes the value at `at` in `bytes`, references expanded; returns where it ends.
+    fn value(&mut self, bytes: &[u8], at: usize, depth: usize) -> Result<usize, String> {
+        const MALFORMED: &str = "malformed MessagePack";
+        if depth > MAX_EXPANSION_DEPTH {
+            return Err(format!(
+                "the value nests deeper than {MAX_EXPANSION_DEPTH} levels (shared values included)"
+            ));
+        }
+        let marker = *bytes.get(at).ok_or(MALFORMED)?;
+        // fixext4 (0xd6) with our type: a reference.
+        if marker == 0xd6 && bytes.get(at + 1) == Some(&(TAG as u8)) {
+            let id = bytes.get(at + 2..at + 6).ok_or(MALFORMED)?;
+            let id = Ref::parse(TAG, id)? as usize;
+            let resolver = self.resolver;
+            let range = resolver.ranges.get(id).ok_or_else(|| {
+                format!(
+                    "reference to shared value {id} of {}",
+                    resolver.ranges.len()
+                )
+            })?;
+            if std::mem::replace(&mut self.open[id], true) {
+                return Err(format!("shared value {id} contains itself"));
+            }
+            self.value(&resolver.bytes[range.clone()], 0, depth + 1)?;
+            self.open[id] = false;
+            return Ok(at + 6);
+        }
+        let (items, header) = match marker {
+            0x80..=0x8f => (2 * (marker & 0x0f) as usize, 1),
+            0x90..=0x9f => ((marker & 0x0f) as usize, 1),
+            0xdc => (codec::read_be(bytes, at + 1, 2).ok_or(MALFORMED)?, 3),
+            0xdd => (codec::read_be(bytes, at + 1, 4).ok_or(MALFORMED)?, 5),
+            0xde => (2 * codec::read_be(bytes, at + 1, 2).ok_or(MALFORMED)?, 3),
+            0xdf => (2 * codec::read_be(bytes, at + 1, 4).ok_or(MALFORMED)?, 5),
+            _ => {
+                let end = codec::skip_value(bytes, at).ok_or(MALFORMED)?;
+                self.write(&bytes[at..end])?;
+                return Ok(end);
+            }
+        };
+        self.write(bytes.get(at..at + header).ok_or(MALFORMED)?)?;
+        let mut at = at + header;
+        for _ in 0..items {
+            at = self.value(bytes, at, depth + 1)?;
+        }
+        Ok(at)
+    }
+
+    /// Appends one value's bytes (a scalar, or a container's header), charging its cost.
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.cost = self.cost.saturating_add(bytes.len() + VALUE_COST);
+        if self.cost > MAX_EXPANSION {
+            return Err(format!(
+                "the value with its shared values written out exceeds {} MiB",
+                MAX_EXPANSION >> 20
+            ));
+        }
+        self.out.extend_from_slice(bytes);
+        Ok(())
     }
 }
 
@@ -393,7 +449,7 @@ where
     T: serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let index = id as usize;
-    let bytes = SLOT.with(|slot| match &*slot.borrow() {
+    let bytes = SLOT.with(|slot| match &mut *slot.borrow_mut() {
         Slot::Decoding(resolver) => {
             if let Some(Some(arc)) = resolver.decoded.get(index)
                 && let Ok(arc) = Arc::clone(arc).downcast::<T>()
@@ -406,7 +462,12 @@ where
                     resolver.ranges.len()
                 )
             })?;
-            Ok(Ok(resolver.bytes[range.clone()].to_vec()))
+            if resolver.decoding.contains(&id) {
+                return Err(format!("shared value {id} contains itself"));
+            }
+            let bytes = resolver.bytes[range.clone()].to_vec();
+            resolver.decoding.push(id);
+            Ok(Ok(bytes))
         }
         _ => Err("a shared-value reference outside a checkpoint".to_owned()),
     })?;
@@ -414,17 +475,20 @@ where
         Err(known) => return Ok(known),
         Ok(bytes) => bytes,
     };
-    // Decoded with the slot released: the value may reference other entries.
-    let value: Arc<T> = Arc::new(codec::decode(&bytes)?);
+    // Decoded with the slot released: the value may reference other entries (and nests in
+    // the decode that met the reference: one depth budget for both).
+    let value = codec::decode(&bytes).map(Arc::<T>::new);
     SLOT.with(|slot| {
-        if let Slot::Decoding(resolver) = &mut *slot.borrow_mut()
-            && let Some(entry) = resolver.decoded.get_mut(index)
-            && entry.is_none()
-        {
-            *entry = Some(value.clone());
+        if let Slot::Decoding(resolver) = &mut *slot.borrow_mut() {
+            resolver.decoding.pop();
+            if let (Ok(value), Some(entry)) = (&value, resolver.decoded.get_mut(index))
+                && entry.is_none()
+            {
+                *entry = Some(value.clone());
+            }
         }
     });
-    Ok(value)
+    value
 }
 
 /// Encodes a value that is stored on its own (a pending write, a `Send` input): shared values
@@ -493,6 +557,7 @@ where
             bytes,
             ranges,
             decoded,
+            decoding: Vec::new(),
             version: None,
         }
     };

@@ -34,8 +34,11 @@ mod metadata;
 pub(crate) mod msgpack;
 mod msgpack_chars;
 mod msgpack_ext;
+pub(crate) mod nesting;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_connect;
 mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;

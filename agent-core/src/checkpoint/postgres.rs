@@ -9,11 +9,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::Row;
+use tokio_postgres::types::FromSql;
 
 use super::group::{Group, Queued};
+use super::postgres_connect;
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
     WriteKind, needed_blobs,
@@ -84,22 +87,44 @@ fn err(e: impl std::fmt::Display) -> GraphError {
     }
 }
 
+/// How long a caller waits for a connection when all of the pool's are busy.
+const POOL_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a connection may take to be recycled (checked before reuse).
+const RECYCLE: Duration = Duration::from_secs(10);
+
 impl PostgresSaver {
-    /// Connects with a URL such as `postgres://user:pass@host:5432/db` (a pool of up to 16
-    /// connections) and migrates the schema.
+    /// Connects with a URL such as `postgres://user:pass@host:5432/db?sslmode=verify-full` or
+    /// a key-value string (`host=h user=u sslmode=require`): a pool of up to 16 connections.
+    /// Migrates the schema.
+    ///
+    /// `sslmode` is honoured as libpq does, with rustls: `disable`, `prefer` (the default:
+    /// TLS when the server offers it), `require` (TLS, certificate not checked), `verify-ca`
+    /// (the chain checked against `sslrootcert=<PEM file>`, or the platform's roots) and
+    /// `verify-full` (the host name too). Opening a socket times out after `connect_timeout`
+    /// seconds (10 when the URL does not say), opening a connection (TLS, authentication
+    /// included) after twice that, and a caller waits at most 30 s for a connection while all
+    /// are busy.
     pub async fn connect(url: &str) -> Result<Self, GraphError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| err(format!("invalid connection URL: {e}")))?;
+        let settings = postgres_connect::settings(url).map_err(err)?;
+        // The socket's timeout again for the rest: the TLS handshake, authentication.
+        let create = 2 * settings
+            .config
+            .get_connect_timeout()
+            .map_or(postgres_connect::CONNECT_TIMEOUT, |t| *t);
         let manager = Manager::from_config(
-            config,
-            NoTls,
+            settings.config,
+            settings.tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
         let pool = Pool::builder(manager)
             .max_size(16)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(create))
+            .recycle_timeout(Some(RECYCLE))
             .build()
             .map_err(|e| err(format!("building the pool: {e}")))?;
         let saver = PostgresSaver {
@@ -204,7 +229,9 @@ impl PostgresSaver {
             )
             .await
             .map_err(err)?
-            .map(|r| r.get(0))
+            .map(|r| r.try_get(0))
+            .transpose()
+            .map_err(|e| err(format!("reading the schema version: {e}")))?
             .unwrap_or(0);
         if current > SCHEMA_VERSION {
             return Err(err(format!(
@@ -237,7 +264,7 @@ impl PostgresSaver {
             )
             .await
             .map_err(err)?;
-        Ok(row.get::<_, i64>(0) as u64)
+        Ok(row.try_get::<_, i64>(0).map_err(err)? as u64)
     }
 }
 
@@ -458,26 +485,73 @@ const GET_BLOBS: &str = "WITH RECURSIVE chain(field, version) AS (
 const GET_WRITES: &str = "SELECT task_id, kind, node, data FROM agentgraph_writes
       WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY seq";
 
-fn record_from_row(row: &tokio_postgres::Row) -> Result<CheckpointRecord, GraphError> {
-    let thread_id: String = row.get(0);
-    let id: String = row.get(2);
-    let corrupt = |what: &str, e: serde_json::Error| GraphError::CorruptCheckpoint {
-        thread_id: thread_id.clone(),
-        checkpoint_id: id.clone(),
-        detail: format!("{what} is not valid JSON: {e}"),
+/// Column `index` (named `name` for the error) of a stored row: an error, never a panic, when
+/// it does not read as a `T` (a NULL where the schema has none, a column altered to another
+/// type).
+fn column<'a, T: FromSql<'a>>(row: &'a Row, index: usize, name: &str) -> Result<T, String> {
+    row.try_get(index)
+        .map_err(|e| format!("its column `{name}` cannot be read: {e}"))
+}
+
+/// A checkpoint row of `thread_id` (the thread the query asked for, named in errors).
+fn record_from_row(row: &Row, thread_id: &str) -> Result<CheckpointRecord, GraphError> {
+    let id = column::<&str>(row, 2, "id");
+    let corrupt = |detail: String| GraphError::CorruptCheckpoint {
+        thread_id: thread_id.to_owned(),
+        checkpoint_id: id.as_deref().unwrap_or("(unreadable)").to_owned(),
+        detail: format!("a malformed checkpoint row: {detail}"),
     };
-    let metadata: String = row.get(6);
-    let versions: String = row.get(7);
+    let json = |what: &str, e: serde_json::Error| corrupt(format!("{what} is not valid JSON: {e}"));
+    let text = |index, name| column::<&str>(row, index, name).map_err(&corrupt);
+    let metadata = text(6, "metadata")?;
+    let versions = text(7, "versions")?;
     Ok(CheckpointRecord {
-        metadata: serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?,
-        versions: serde_json::from_str(&versions).map_err(|e| corrupt("versions", e))?,
-        thread_id: thread_id.as_str().into(),
-        ns: row.get::<_, &str>(1).into(),
-        id: id.as_str().into(),
-        parent_id: row.get::<_, Option<&str>>(3).map(Arc::from),
-        step: row.get(4),
-        created_at_ms: row.get(5),
-        body: row.get(8),
+        metadata: serde_json::from_str(metadata).map_err(|e| json("metadata", e))?,
+        versions: serde_json::from_str(versions).map_err(|e| json("versions", e))?,
+        thread_id: text(0, "thread_id")?.into(),
+        ns: text(1, "ns")?.into(),
+        id: id.clone().map_err(&corrupt)?.into(),
+        parent_id: column::<Option<&str>>(row, 3, "parent_id")
+            .map_err(&corrupt)?
+            .map(Arc::from),
+        step: column(row, 4, "step").map_err(&corrupt)?,
+        created_at_ms: column(row, 5, "created_at_ms").map_err(&corrupt)?,
+        body: column(row, 8, "body").map_err(&corrupt)?,
+    })
+}
+
+/// A blob row (`GET_BLOBS`' columns).
+fn blob_from_row(row: &Row) -> Result<FieldBlob, String> {
+    let field: &str = column(row, 0, "field")?;
+    let version: &str = column(row, 1, "version")?;
+    let base: Option<&str> = column(row, 2, "base_version")?;
+    let len: Option<i64> = column(row, 3, "base_len")?;
+    let base = match (base, len) {
+        (Some(base), Some(len)) => Some((base.into(), len as u64)),
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(format!(
+                "the blob of field `{field}` version `{version}` has a base but no base length"
+            ));
+        }
+    };
+    Ok(FieldBlob {
+        field: field.to_owned().into(),
+        version: version.into(),
+        base,
+        data: column(row, 4, "data")?,
+    })
+}
+
+/// A pending write row (`GET_WRITES`' columns).
+fn write_from_row(row: &Row) -> Result<PendingWrite, String> {
+    let code: i16 = column(row, 1, "kind")?;
+    Ok(PendingWrite {
+        task_id: column(row, 0, "task_id")?,
+        kind: WriteKind::from_code(i64::from(code))
+            .ok_or_else(|| format!("unknown pending write kind {code}"))?,
+        node: column(row, 2, "node")?,
+        data: column(row, 3, "data")?,
     })
 }
 
@@ -543,7 +617,7 @@ impl Checkpointer for PostgresSaver {
         let Some(row) = row else {
             return Ok(LoadedCheckpoint::default());
         };
-        let record = record_from_row(&row)?;
+        let record = record_from_row(&row, thread_id)?;
         let versions = serde_json::to_string(&record.versions).map_err(err)?;
         let (chain, pending) = futures::future::try_join(
             client.prepare_cached(GET_BLOBS),
@@ -558,36 +632,19 @@ impl Checkpointer for PostgresSaver {
         )
         .await
         .map_err(err)?;
+        let corrupt = |what: &str, detail: String| GraphError::CorruptCheckpoint {
+            thread_id: thread_id.to_owned(),
+            checkpoint_id: record.id.to_string(),
+            detail: format!("a malformed {what} row: {detail}"),
+        };
         let blobs = blob_rows
             .iter()
-            .map(|r| {
-                let base: Option<String> = r.get(2);
-                let len: Option<i64> = r.get(3);
-                FieldBlob {
-                    field: r.get::<_, String>(0).into(),
-                    version: r.get::<_, &str>(1).into(),
-                    base: base.map(|b| (b.into(), len.unwrap_or(0) as u64)),
-                    data: r.get(4),
-                }
-            })
-            .collect();
-        let mut writes = Vec::with_capacity(write_rows.len());
-        for r in write_rows {
-            let code: i16 = r.get(1);
-            let kind = WriteKind::from_code(i64::from(code)).ok_or_else(|| {
-                GraphError::CorruptCheckpoint {
-                    thread_id: thread_id.to_owned(),
-                    checkpoint_id: record.id.to_string(),
-                    detail: format!("unknown pending write kind {code}"),
-                }
-            })?;
-            writes.push(PendingWrite {
-                task_id: r.get(0),
-                kind,
-                node: r.get(2),
-                data: r.get(3),
-            });
-        }
+            .map(|r| blob_from_row(r).map_err(|e| corrupt("blob", e)))
+            .collect::<Result<_, _>>()?;
+        let writes = write_rows
+            .iter()
+            .map(|r| write_from_row(r).map_err(|e| corrupt("pending write", e)))
+            .collect::<Result<_, _>>()?;
         Ok(LoadedCheckpoint {
             record: Some(record),
             blobs,
@@ -610,7 +667,7 @@ impl Checkpointer for PostgresSaver {
             .query(&list, &[&thread_id, &ns, &before, &metadata, &limit])
             .await
             .map_err(err)?;
-        rows.iter().map(record_from_row).collect()
+        rows.iter().map(|r| record_from_row(r, thread_id)).collect()
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
@@ -648,7 +705,11 @@ impl Checkpointer for PostgresSaver {
             )
             .await
             .map_err(err)?;
-        let doomed: Vec<String> = doomed.iter().map(|r| r.get(0)).collect();
+        let doomed: Vec<String> = doomed
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
         if doomed.is_empty() {
             return Ok(0);
         }
@@ -673,8 +734,8 @@ impl Checkpointer for PostgresSaver {
             .map_err(err)?;
         let mut wanted = Vec::new();
         for row in kept {
-            let text: String = row.get(0);
-            let map: BTreeMap<String, String> = serde_json::from_str(&text).map_err(err)?;
+            let text: &str = row.try_get(0).map_err(err)?;
+            let map: BTreeMap<String, String> = serde_json::from_str(text).map_err(err)?;
             wanted.extend(map);
         }
         let rows = tx
@@ -687,10 +748,10 @@ impl Checkpointer for PostgresSaver {
         let mut bases: HashMap<(String, String), (String, u64)> = HashMap::new();
         let mut all = Vec::with_capacity(rows.len());
         for r in &rows {
-            let key: (String, String) = (r.get(0), r.get(1));
-            let base: Option<String> = r.get(2);
+            let key: (String, String) = (r.try_get(0).map_err(err)?, r.try_get(1).map_err(err)?);
+            let base: Option<String> = r.try_get(2).map_err(err)?;
             if let Some(base) = base {
-                let len: Option<i64> = r.get(3);
+                let len: Option<i64> = r.try_get(3).map_err(err)?;
                 bases.insert(key.clone(), (base, len.unwrap_or(0) as u64));
             }
             all.push(key);
@@ -729,6 +790,61 @@ mod tests {
                 None
             }
         }
+    }
+
+    /// The test server's URL with `sslmode=mode` added.
+    fn with_mode(url: &str, mode: &str) -> String {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}sslmode={mode}")
+    }
+
+    #[tokio::test]
+    async fn sslmode_disable_connects_and_tls_to_a_plaintext_server_fails_clearly() {
+        let Some(url) = url() else { return };
+        let saver = PostgresSaver::connect(&with_mode(&url, "disable"))
+            .await
+            .unwrap();
+        let row = saver
+            .client()
+            .await
+            .unwrap()
+            .query_one("SHOW ssl", &[])
+            .await
+            .unwrap();
+        let ssl: String = row.get(0);
+        assert_eq!(saver.blob_bytes("nobody").await.unwrap(), 0);
+        // `prefer` falls back to plaintext.
+        PostgresSaver::connect(&with_mode(&url, "prefer"))
+            .await
+            .unwrap();
+        if ssl == "on" {
+            eprintln!(
+                "note: the test server has TLS on; a plaintext server's refusal is not checked"
+            );
+            return;
+        }
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let error = PostgresSaver::connect(&with_mode(&url, mode))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("TLS"), "{mode}: {error}");
+        }
+    }
+
+    /// A server that accepts the socket and never answers: the connection fails after twice
+    /// the URL's `connect_timeout`, with a clear error.
+    #[tokio::test]
+    async fn a_server_that_never_answers_times_out() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=1&sslmode=disable");
+        let started = std::time::Instant::now();
+        let error = PostgresSaver::connect(&url).await.unwrap_err().to_string();
+        let took = started.elapsed();
+        assert!(error.contains("Timeout"), "{error}");
+        assert!(took < std::time::Duration::from_secs(6), "{took:?}");
+        drop(listener);
     }
 
     /// Batches stored at once share statements; when a shared one fails (the server refuses

@@ -17,6 +17,11 @@
 //! Layout of a splice's data: the format byte (`1`), `varint(new length)`, then ops until the
 //! end, each `varint(len << 1)` `varint(offset)` (copy `len` bytes of the base from `offset`)
 //! or `varint(len << 1 | 1)` and `len` bytes (insert them).
+//!
+//! The diff copies each byte of the base at most once (its copies are disjoint ranges), so on
+//! read a splice whose copies add up to more than its base is corrupt: a splice's output is at
+//! most its base plus its own bytes, and a chain of them grows with what is stored, not
+//! geometrically (a small op copying the whole base twice would double it at every link).
 
 /// Marks a [`FieldBlob::base`](super::FieldBlob::base) count as a splice; the low bits hold the
 /// base's encoded length (checked when applied).
@@ -88,9 +93,13 @@ pub(crate) fn apply(base: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
     }
     let mut at = 1;
     let len = get_varint(data, &mut at).ok_or_else(|| bad("no length"))?;
-    let len = usize::try_from(len).map_err(|_| bad("length out of range"))?;
-    // Trusted for the final check only: a corrupt length must not reserve memory.
-    let mut out = Vec::with_capacity(len.min(2 * base.len() + data.len()));
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&len| len <= base.len().saturating_add(data.len()))
+        .ok_or_else(|| bad("longer than its base and its own bytes"))?;
+    let mut out = Vec::with_capacity(len);
+    // Bytes copied from the base so far: at most the base's length (see the module docs).
+    let mut copied = 0usize;
     while at < data.len() {
         let op = get_varint(data, &mut at).ok_or_else(|| bad("truncated op"))?;
         let n = usize::try_from(op >> 1).map_err(|_| bad("op out of range"))?;
@@ -107,6 +116,10 @@ pub(crate) fn apply(base: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
             let end = from
                 .checked_add(n)
                 .ok_or_else(|| bad("copy out of range"))?;
+            copied = copied.saturating_add(n);
+            if copied > base.len() {
+                return Err(bad("copies more bytes than its base holds"));
+            }
             base.get(from..end)
                 .ok_or_else(|| bad("copy past the base's end"))?
         };
@@ -319,5 +332,35 @@ mod tests {
         }
         assert!(apply(&old[..500], &ops).is_err(), "a shorter base");
         assert!(apply(&old, &[0xff; 12]).is_err());
+    }
+
+    #[test]
+    fn a_splice_that_copies_its_base_twice_or_claims_more_is_refused() {
+        let base = text(1000, 10);
+        // Two copies of the whole base: 2000 bytes out of a 10-byte splice.
+        let mut twice = vec![FORMAT];
+        put_varint(&mut twice, 2000);
+        put_copy(&mut twice, 0, 1000);
+        put_copy(&mut twice, 0, 1000);
+        let error = apply(&base, &twice).unwrap_err();
+        assert!(error.contains("longer than its base"), "{error}");
+        // A stated length within the base and the inserts, but copies past the base's length.
+        let mut recopied = vec![FORMAT];
+        put_varint(&mut recopied, 1500);
+        put_insert(&mut recopied, &[b'x'; 500]);
+        put_copy(&mut recopied, 0, 1000);
+        put_copy(&mut recopied, 0, 1000);
+        let error = apply(&base, &recopied).unwrap_err();
+        assert!(error.contains("more bytes than its base"), "{error}");
+        // A stated length past the base and the splice's bytes reserves nothing.
+        let mut claim = vec![FORMAT];
+        put_varint(&mut claim, u64::MAX >> 1);
+        assert!(apply(&base, &claim).unwrap_err().contains("longer than"));
+        // Overlapping copies within the base's length are still fine.
+        let mut overlap = vec![FORMAT];
+        put_varint(&mut overlap, 1000);
+        put_copy(&mut overlap, 0, 500);
+        put_copy(&mut overlap, 0, 500);
+        assert_eq!(apply(&base, &overlap).unwrap().len(), 1000);
     }
 }

@@ -1357,6 +1357,8 @@ pub(crate) fn restore<S: GraphState>(
             };
             let (bytes, cache) = codec::reconstruct(field, version, &by_key)
                 .map_err(|e| corrupt(&record, format!("field `{field}`: {e}")))?;
+            let _nesting = crate::checkpoint::nesting::enter(&bytes)
+                .map_err(|e| corrupt(&record, format!("field `{field}`: {e}")))?;
             state
                 .deserialize_field(index, &mut rmp_serde::Deserializer::new(&bytes[..]))
                 .map_err(|e| {
