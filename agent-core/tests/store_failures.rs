@@ -35,6 +35,8 @@ struct Flaky {
     gate: Option<tokio::sync::Semaphore>,
     /// The ops of each batch handed to the saver.
     batches: Mutex<Vec<usize>>,
+    /// Stores on the run's thread (`put_batch_now`), as the in-memory saver does.
+    in_place: bool,
 }
 
 impl Flaky {
@@ -48,7 +50,37 @@ impl Flaky {
             calls_when_broken: AtomicUsize::new(usize::MAX),
             gate: None,
             batches: Mutex::default(),
+            in_place: false,
         }
+    }
+
+    /// Stores on the run's thread.
+    fn in_place(self) -> Self {
+        Flaky {
+            in_place: true,
+            ..self
+        }
+    }
+
+    /// Whether `ops` may be stored: an error once the store broke (on a checkpoint `breaks`
+    /// picks, the first time).
+    fn check(&self, ops: &[StoreOp]) -> Result<(), GraphError> {
+        let breaks = ops.iter().any(|op| match op {
+            StoreOp::Checkpoint { record, .. } => (self.breaks)(record),
+            StoreOp::Writes { .. } => false,
+        });
+        if breaks && !self.tripped.swap(true, SeqCst) {
+            self.calls_when_broken
+                .store(self.calls.load(SeqCst), SeqCst);
+            self.broken.store(true, SeqCst);
+        }
+        if self.broken.load(SeqCst) {
+            return Err(GraphError::Storage {
+                backend: "flaky",
+                detail: "disk full".to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// A saver that never breaks and stores a batch only for a permit.
@@ -65,26 +97,26 @@ impl Checkpointer for Flaky {
     fn backend(&self) -> &'static str {
         "flaky"
     }
+    fn put_batch_now(&self, ops: &mut Vec<StoreOp>) -> Option<Result<(), GraphError>> {
+        if !self.in_place {
+            return None;
+        }
+        if ops.is_empty() {
+            return Some(Ok(()));
+        }
+        self.batches.lock().unwrap().push(ops.len());
+        Some(self.check(ops).and_then(|()| {
+            self.inner
+                .put_batch_now(ops)
+                .expect("the in-memory saver stores in place")
+        }))
+    }
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
         self.batches.lock().unwrap().push(ops.len());
         if let Some(gate) = &self.gate {
             gate.acquire().await.unwrap().forget();
         }
-        let breaks = ops.iter().any(|op| match op {
-            StoreOp::Checkpoint { record, .. } => (self.breaks)(record),
-            StoreOp::Writes { .. } => false,
-        });
-        if breaks && !self.tripped.swap(true, SeqCst) {
-            self.calls_when_broken
-                .store(self.calls.load(SeqCst), SeqCst);
-            self.broken.store(true, SeqCst);
-        }
-        if self.broken.load(SeqCst) {
-            return Err(GraphError::Storage {
-                backend: "flaky",
-                detail: "disk full".to_owned(),
-            });
-        }
+        self.check(&ops)?;
         self.inner.put_batch(ops).await
     }
     async fn put(&self, record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<(), GraphError> {
@@ -155,45 +187,52 @@ fn is_disk_full(error: &GraphError) -> bool {
     error.to_string().contains("disk full")
 }
 
-/// The checkpoint of step 2 fails to store (in the background, while step 3 runs): the run
-/// stops before step 4 with the store's error, no node is called after the failure, and the
-/// checkpoints stored before it stay: once the store heals, the thread resumes from step 1.
+/// The checkpoint of step 2 fails to store (in the background while step 3 runs, or on the
+/// run's thread before step 3's node is called, for a saver that stores in place): the run
+/// stops at step 3 at the latest with the store's error, no node is called after the failure, and the checkpoints stored before it
+/// stay: once the store heals, the thread resumes from step 1.
 #[tokio::test]
 async fn an_async_run_stops_at_the_step_after_a_failed_store() {
-    let saver = Arc::new(Flaky::new(|record| record.step == 2));
-    let calls = saver.calls.clone();
-    let graph = ticking(20, Duration::from_millis(20), calls.clone())
-        .compile_with(saver.clone())
-        .unwrap();
-    let error = graph
-        .invoke(LoopUpdate::default(), config("fails"))
-        .await
-        .expect_err("the store failed");
-    assert!(is_disk_full(&error), "the store's error: {error}");
-    let when = saver.calls_when_broken.load(SeqCst);
-    assert_eq!(
-        when, 3,
-        "the checkpoint of step 2 is stored while step 3 runs"
-    );
-    assert_eq!(
-        calls.load(SeqCst),
-        when,
-        "no node is called once the store failed"
-    );
+    for in_place in [false, true] {
+        let saver = Flaky::new(|record| record.step == 2);
+        let saver = Arc::new(if in_place { saver.in_place() } else { saver });
+        let calls = saver.calls.clone();
+        let graph = ticking(20, Duration::from_millis(20), calls.clone())
+            .compile_with(saver.clone())
+            .unwrap();
+        let error = graph
+            .invoke(LoopUpdate::default(), config("fails"))
+            .await
+            .expect_err("the store failed");
+        assert!(is_disk_full(&error), "in place {in_place}: {error}");
+        // Step 2's checkpoint is stored once step 3 started: before its node is called when
+        // stored in place, while it runs when stored in the background.
+        let when = saver.calls_when_broken.load(SeqCst);
+        assert_eq!(when, if in_place { 2 } else { 3 }, "in place {in_place}");
+        assert_eq!(
+            calls.load(SeqCst),
+            when,
+            "in place {in_place}: no node is called once the store failed"
+        );
 
-    let stored = graph.get_state(&config("fails")).await.unwrap().unwrap();
-    assert_eq!(
-        (stored.step, stored.values.count),
-        (1, 1),
-        "step 1 was stored"
-    );
-    saver.broken.store(false, SeqCst);
-    let out = graph
-        .invoke(Input::Continue, config("fails"))
-        .await
-        .expect("resumes once the store heals");
-    assert_eq!(out.count, 20);
-    assert_eq!(calls.load(SeqCst), 3 + 19, "steps 2 and 3 ran again");
+        let stored = graph.get_state(&config("fails")).await.unwrap().unwrap();
+        assert_eq!(
+            (stored.step, stored.values.count),
+            (1, 1),
+            "in place {in_place}: step 1 was stored"
+        );
+        saver.broken.store(false, SeqCst);
+        let out = graph
+            .invoke(Input::Continue, config("fails"))
+            .await
+            .expect("resumes once the store heals");
+        assert_eq!(out.count, 20);
+        assert_eq!(
+            calls.load(SeqCst),
+            when + 19,
+            "in place {in_place}: the steps after step 1 ran again"
+        );
+    }
 }
 
 /// A store that stalls holds an `Async` run back once its backlog (16 ops) is full: the run

@@ -337,12 +337,17 @@ impl<S: GraphState> Run<'_, S> {
     }
 
     /// An `Async` checkpoint owed is written once the step's tasks have started; an `Exit`
-    /// one waits for the run's end.
+    /// one waits for the run's end. A store that failed meanwhile (a saver that stores in
+    /// place fails here) stops the step before it calls more nodes.
     pub(crate) async fn step_started(&mut self, tasks: &[Task<S>]) -> Result<(), GraphError> {
         if self.durability() != Some(Durability::Async) {
             return Ok(());
         }
-        self.pay_owed(Some(tasks)).await
+        self.pay_owed(Some(tasks)).await?;
+        match &self.durable {
+            Some(durable) => durable.writer.failed(),
+            None => Ok(()),
+        }
     }
 
     /// Drops the owed checkpoint (`Exit`) of a subgraph run that finished: its result reaches

@@ -102,8 +102,8 @@ impl<S: GraphState> Run<'_, S> {
         Ok(())
     }
 
-    /// Keeps a failed task's error next to its step's checkpoint (best effort; a failed
-    /// store shows when the run flushes).
+    /// Keeps a failed task's error next to its step's checkpoint (best effort: the task's
+    /// error is what the run reports; a store that fails shows at the run's flush).
     pub(crate) fn record_failure(&self, task: &Task<S>, error: &GraphError) {
         // A command for the parent leaves the run as an error but is not a failure.
         if matches!(error, GraphError::ParentCommand(_)) {
