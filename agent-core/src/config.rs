@@ -12,10 +12,21 @@ pub enum Durability {
     /// as it lands: a crash loses at most the tasks still running.
     #[default]
     Sync,
-    /// After every super-step, stored while the next one runs (LangGraph's default `async`):
-    /// writes stay in order and are all stored before the run returns, reports an interrupt,
-    /// or fails. A crash loses at most the last step's checkpoint (and the step after it,
-    /// which had not finished); the finished siblings of a task that failed or paused are kept.
+    /// After every super-step, stored in the background while the next one runs (LangGraph's
+    /// default `async`). Writes are stored in order, all of them before the run returns,
+    /// reports an interrupt, or fails.
+    ///
+    /// A store that fails stops the run before its next step starts tasks (no more node or
+    /// model calls), with the store's error; what was stored before it stays, what was queued
+    /// after it is not stored. A store slower than the steps holds the run back while 16
+    /// writes (checkpoints, batches of pending writes; shared with the run's subgraphs) wait,
+    /// so the run neither races ahead of its store nor piles up memory for it.
+    ///
+    /// What a crash may lose: the checkpoints queued and not stored yet — usually the last
+    /// step's, about 16 at most when the store fell behind — and the step running (its
+    /// finished tasks' outputs are kept only when one of its tasks fails or pauses). What is
+    /// stored is always a prefix of what was queued: the thread resumes from its last stored
+    /// checkpoint and runs the lost steps again.
     Async,
     /// Once, when the run ends (finished, paused or failed): fastest; a crash loses the
     /// whole run, and outputs of a failed step's finished siblings are not kept (a paused

@@ -5,7 +5,8 @@
 //! - [`algo`]: the pure algorithm (frontier, task order, triggers, joins, the barrier); no I/O;
 //! - [`runner`]: running a step's tasks; every finished task becomes one `TaskWrites`;
 //! - [`input`]: where a run starts (load the thread, apply input, commands, resume);
-//! - [`durable`]: checkpoints and pending writes, the only room that talks to a checkpointer;
+//! - [`durable`]: checkpoints and pending writes (`Sync` / `Async` / `Exit`), the only room
+//!   that talks to a checkpointer;
 //! - [`emit`]: stream items for the modes the caller asked for;
 //! - [`subgraph`]: a compiled graph run as one task of its parent;
 //! - [`output`]: what a run returns.
@@ -200,6 +201,9 @@ impl<S: GraphState> Run<'_, S> {
             if self.pause_before()? {
                 return Ok(());
             }
+            // Durable: a failed store stops the run before it pays for more tasks; a store
+            // that fell behind holds it back.
+            self.store_ready().await?;
 
             // Plan: the step's tasks, in the order they run and apply.
             let mut tasks = self.frontier.take_tasks(self.graph);
