@@ -2,7 +2,8 @@
 //! middle of a parallel step; a second run resumes the thread and ends where an uninterrupted
 //! run does. With `Durability::Sync`, nodes that finished are not run again; with
 //! `Durability::Async`, the crash loses at most the last step's checkpoint (and the step that
-//! was running), never an earlier one.
+//! was running), never an earlier one. And a process killed right after SQLite acknowledged a
+//! commit keeps that commit.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_core::checkpoint::{Checkpointer, FieldBlob};
 use agent_core::{
     CompiledGraph, Durability, END, GraphState, Input, RunConfig, START, SqliteSaver, StateGraph,
 };
@@ -26,7 +28,7 @@ struct Work {
     total: u64,
 }
 
-fn record(side: &Path, line: &str) {
+fn record_line(side: &Path, line: &str) {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -42,11 +44,11 @@ fn graph(side: Option<PathBuf>, saver: Option<Arc<SqliteSaver>>) -> CompiledGrap
             let side = side.clone();
             async move {
                 if let Some(side) = &side {
-                    record(side, &format!("start:{name}"));
+                    record_line(side, &format!("start:{name}"));
                 }
                 tokio::time::sleep(Duration::from_millis(millis)).await;
                 if let Some(side) = &side {
-                    record(side, &format!("done:{name}"));
+                    record_line(side, &format!("done:{name}"));
                 }
                 WorkUpdate::default().log(vec![name.to_owned()]).total(1)
             }
@@ -84,7 +86,7 @@ async fn child(db: &Path, side: &Path, durability: Durability) {
         .thread_id(THREAD)
         .durability(durability);
     let _ = g.invoke(Work::default(), config).await;
-    record(side, "child finished (it should have been killed)");
+    record_line(side, "child finished (it should have been killed)");
 }
 
 /// Starts this test binary as the child of test `name`, and kills it once p1 finished (p2
@@ -238,4 +240,104 @@ async fn killed_run_resumes_without_rerunning_finished_nodes() {
         .expect("uninterrupted run");
     assert_eq!(out.state, uninterrupted.state);
     assert_eq!(out.total, 8);
+}
+
+/// Set in the child of the test below: the database and the side file it acknowledges to.
+const COMMITS_CHILD_ENV: &str = "AGENTGRAPH_CRASH_COMMITS_CHILD";
+
+/// Checkpoints the child below commits: each 40 blobs of 64 KiB, which spill out of SQLite's
+/// page cache before the commit and change spilled pages again (so the commit rewrites frame
+/// headers already in the log).
+const COMMITS: usize = 4;
+
+/// The `i`th checkpoint the child commits, with its blobs.
+fn commit(i: usize) -> (agent_core::checkpoint::CheckpointRecord, Vec<FieldBlob>) {
+    let id = format!("0190000001-0000-7000-8000-{i:012}");
+    let mut rng = fastrand::Rng::with_seed(i as u64);
+    let blobs: Vec<FieldBlob> = (0..40)
+        .map(|field| FieldBlob {
+            field: format!("f{field:02}").into(),
+            version: id.as_str().into(),
+            base: None,
+            data: std::iter::repeat_with(|| rng.u8(..))
+                .take(64 * 1024)
+                .collect(),
+        })
+        .collect();
+    let record = agent_core::checkpoint::CheckpointRecord {
+        thread_id: THREAD.into(),
+        ns: "".into(),
+        id: id.as_str().into(),
+        parent_id: None,
+        step: i as i64,
+        created_at_ms: 1_700_000_000_000,
+        metadata: agent_core::checkpoint::CheckpointMetadata::default(),
+        versions: blobs.iter().map(|b| (&*b.field, id.as_str())).collect(),
+        body: vec![1],
+    };
+    (record, blobs)
+}
+
+/// A child process commits checkpoints, writing down each one once `put` acknowledged it,
+/// and is killed (SIGKILL) right after the last acknowledgement, before it does anything
+/// else. Reopened, the file is sound and holds every acknowledged checkpoint, bytes and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoint() {
+    const NAME: &str = "a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoint";
+    if let Ok(spec) = std::env::var(COMMITS_CHILD_ENV) {
+        let (db, side) = spec.split_once('|').expect("child spec");
+        let saver = SqliteSaver::open(db).expect("sqlite");
+        for i in 0..COMMITS {
+            let (record, blobs) = commit(i);
+            saver.put(&record, &blobs).await.expect("commit");
+            record_line(Path::new(side), &format!("acked:{}", record.id));
+        }
+        // Waits to be killed, touching nothing.
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
+    let db = common::sqlite_path();
+    let side = common::scratch_dir().join(format!("{}.log", common::unique("commits-side")));
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", NAME, "--nocapture"])
+        .env(
+            COMMITS_CHILD_ENV,
+            format!("{}|{}", db.display(), side.display()),
+        )
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn child");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let acked = loop {
+        let text = std::fs::read_to_string(&side).unwrap_or_default();
+        let acked: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("acked:"))
+            .map(str::to_owned)
+            .collect();
+        if acked.len() == COMMITS {
+            break acked;
+        }
+        assert!(Instant::now() < deadline, "the child stalled: {text}");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap child");
+
+    let integrity: String = rusqlite::Connection::open(&db)
+        .expect("open")
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(integrity, "ok");
+    let saver = SqliteSaver::open(&db).expect("reopen");
+    for (i, id) in acked.iter().enumerate() {
+        let loaded = saver.get(THREAD, "", Some(id)).await.expect("get");
+        assert!(
+            loaded.record.is_some(),
+            "acknowledged checkpoint {i} (`{id}`) was lost"
+        );
+        let mut got = loaded.blobs;
+        got.sort_by(|x, y| x.field.cmp(&y.field));
+        assert!(got == commit(i).1, "checkpoint `{id}` came back changed");
+    }
 }

@@ -25,11 +25,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::codec::{self, Body, FieldCache, serde_bytes_vec::Bytes};
 use crate::checkpoint::interning::{self, Interner, Resolver};
+use crate::checkpoint::msgpack;
 use crate::checkpoint::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, LoadedCheckpoint, PendingWrite,
     Source, StoreOp, WriteKind,
 };
-use crate::checkpoint::{msgpack, warm};
 use crate::command::{Goto, Send, SendArg};
 use crate::compiled::Graph;
 use crate::config::Durability;
@@ -823,7 +823,7 @@ impl<S: GraphState> Run<'_, S> {
                         .as_mut()
                         .map(FieldCache::take_buffer)
                         .filter(|spare| spare.capacity() > 0)
-                        .unwrap_or_else(|| warm::buffer(size));
+                        .unwrap_or_default();
                     bytes.reserve(size);
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
