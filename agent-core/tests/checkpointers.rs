@@ -118,10 +118,11 @@ async fn sqlite_file_is_shared_by_two_savers() {
     assert!(b.get("t", "", None).await.unwrap().record.is_some());
 }
 
-/// Two savers on one file (as two processes would have), writing at once from threads of
-/// their own: large transactions that spill pages to the log before they commit, and large
-/// ones that roll back after spilling (a trigger refuses their checkpoint row once their
-/// blobs are in) while the other saver commits. The file stays sound (`PRAGMA
+/// Two savers on one file (as two processes would have). Large transactions spill pages to
+/// the log before they commit, and some roll back after spilling (a trigger refuses their
+/// checkpoint row once their blobs are in). First turn by turn: one saver's transaction
+/// spills and rolls back, the other commits at the same place in the log, the first writes
+/// again. Then both at once from threads of their own. The file stays sound (`PRAGMA
 /// integrity_check`) and every checkpoint a `put` acknowledged reads back, bytes and all.
 #[test]
 fn two_savers_writing_at_once_never_corrupt_each_other() {
@@ -134,6 +135,15 @@ fn two_savers_writing_at_once_never_corrupt_each_other() {
              BEGIN SELECT RAISE(ABORT, 'refused'); END;",
         )
         .unwrap();
+    // (saver, round, blobs of 128 KiB): 20 of them (2.5 MB) spill out of SQLite's 2 MB cache.
+    let turns = [(&a, 3, 20), (&b, 0, 2), (&a, 0, 2), (&b, 1, 1)];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut acked = Vec::new();
+    for (turn, (saver, round, blobs)) in turns.into_iter().enumerate() {
+        acked.extend(rt.block_on(write(saver, turn + 10, round, blobs)));
+    }
     let writers: Vec<_> = [a, b]
         .into_iter()
         .enumerate()
@@ -142,48 +152,23 @@ fn two_savers_writing_at_once_never_corrupt_each_other() {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .build()
                     .unwrap();
-                rt.block_on(async move {
-                    let mut acked = Vec::new();
-                    for round in 0..16 {
-                        // 2.5 MB of blobs spill out of SQLite's 2 MB page cache.
-                        let (refused, big) = (round % 4 == 3, round % 2 == 1);
-                        let thread = if refused {
-                            "refused".to_owned()
-                        } else {
-                            format!("writer-{writer}")
-                        };
-                        let id = format!("0190000001-0000-7000-8000-{writer:02}{round:010}");
-                        let blobs = payload(&id, if big { 20 } else { 2 }, 128 * 1024);
-                        let fields: Vec<(&str, &str)> =
-                            blobs.iter().map(|b| (&*b.field, &*id)).collect();
-                        let record = versioned(&thread, &id, None, &fields);
-                        let stored = saver.put(&record, &blobs).await;
-                        if refused {
-                            assert!(stored.is_err(), "the trigger refuses `{id}`");
-                        } else {
-                            stored.unwrap_or_else(|e| panic!("storing `{id}`: {e}"));
-                            acked.push((thread, id, blobs));
-                        }
-                    }
-                    acked
-                })
+                let mut acked = Vec::new();
+                for round in 0..16 {
+                    let blobs = if round % 2 == 1 { 20 } else { 2 };
+                    acked.extend(rt.block_on(write(&saver, writer, round, blobs)));
+                }
+                acked
             })
         })
         .collect();
-    let acked: Vec<_> = writers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
-    assert_eq!(acked.len(), 24);
+    acked.extend(writers.into_iter().flat_map(|w| w.join().unwrap()));
+    assert_eq!(acked.len(), 3 + 24);
     let integrity: String = rusqlite::Connection::open(&path)
         .unwrap()
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
     let saver = agent_core::SqliteSaver::open(&path).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
     for (thread, id, mut blobs) in acked {
         let loaded = rt.block_on(saver.get(&thread, "", Some(&id))).unwrap();
         assert_eq!(loaded.record.map(|r| r.id.to_string()), Some(id.clone()));
@@ -194,6 +179,35 @@ fn two_savers_writing_at_once_never_corrupt_each_other() {
     }
     drop(saver);
     let _ = std::fs::remove_file(&path);
+}
+
+/// Writer `writer`'s checkpoint of `round` with `blobs` blobs of 128 KiB: refused (thread
+/// `refused`) every fourth round, else stored; the acknowledged checkpoint (thread, id,
+/// blobs).
+async fn write(
+    saver: &agent_core::SqliteSaver,
+    writer: usize,
+    round: usize,
+    blobs: usize,
+) -> Option<(String, String, Vec<agent_core::checkpoint::FieldBlob>)> {
+    let refused = round % 4 == 3;
+    let thread = if refused {
+        "refused".to_owned()
+    } else {
+        format!("writer-{writer}")
+    };
+    let id = format!("0190000001-0000-7000-8000-{writer:02}{round:010}");
+    let blobs = payload(&id, blobs, 128 * 1024);
+    let fields: Vec<(&str, &str)> = blobs.iter().map(|b| (&*b.field, &*id)).collect();
+    let stored = saver
+        .put(&versioned(&thread, &id, None, &fields), &blobs)
+        .await;
+    if refused {
+        assert!(stored.is_err(), "the trigger refuses `{id}`");
+        return None;
+    }
+    stored.unwrap_or_else(|e| panic!("storing `{id}`: {e}"));
+    Some((thread, id, blobs))
 }
 
 /// `count` blobs of `len` bytes each for checkpoint `id`, fields `f00`.., bytes that differ

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_core::checkpoint::{Checkpointer, FieldBlob};
+use agent_core::checkpoint::{
+    CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, PendingWrite, StoreOp, WriteKind,
+};
 use agent_core::{
     CompiledGraph, Durability, END, GraphState, Input, RunConfig, START, SqliteSaver, StateGraph,
 };
@@ -245,41 +247,61 @@ async fn killed_run_resumes_without_rerunning_finished_nodes() {
 /// Set in the child of the test below: the database and the side file it acknowledges to.
 const COMMITS_CHILD_ENV: &str = "AGENTGRAPH_CRASH_COMMITS_CHILD";
 
-/// Checkpoints the child below commits: each 40 blobs of 64 KiB, which spill out of SQLite's
-/// page cache before the commit and change spilled pages again (so the commit rewrites frame
-/// headers already in the log).
-const COMMITS: usize = 4;
-
-/// The `i`th checkpoint the child commits, with its blobs.
-fn commit(i: usize) -> (agent_core::checkpoint::CheckpointRecord, Vec<FieldBlob>) {
+/// Checkpoint `i`, with one small blob.
+fn checkpoint(i: usize) -> StoreOp {
     let id = format!("0190000001-0000-7000-8000-{i:012}");
-    let mut rng = fastrand::Rng::with_seed(i as u64);
-    let blobs: Vec<FieldBlob> = (0..40)
-        .map(|field| FieldBlob {
-            field: format!("f{field:02}").into(),
-            version: id.as_str().into(),
-            base: None,
-            data: std::iter::repeat_with(|| rng.u8(..))
-                .take(64 * 1024)
-                .collect(),
-        })
-        .collect();
-    let record = agent_core::checkpoint::CheckpointRecord {
+    let blob = FieldBlob {
+        field: "f".into(),
+        version: id.as_str().into(),
+        base: None,
+        data: vec![u8::try_from(i).unwrap_or(0); 100],
+    };
+    let record = CheckpointRecord {
         thread_id: THREAD.into(),
         ns: "".into(),
         id: id.as_str().into(),
         parent_id: None,
         step: i as i64,
         created_at_ms: 1_700_000_000_000,
-        metadata: agent_core::checkpoint::CheckpointMetadata::default(),
-        versions: blobs.iter().map(|b| (&*b.field, id.as_str())).collect(),
+        metadata: CheckpointMetadata::default(),
+        versions: [("f", id.as_str())].into_iter().collect(),
         body: vec![1],
     };
-    (record, blobs)
+    StoreOp::Checkpoint {
+        record,
+        blobs: vec![blob],
+    }
 }
 
-/// A child process commits checkpoints, writing down each one once `put` acknowledged it,
-/// and is killed (SIGKILL) right after the last acknowledgement, before it does anything
+/// The pending writes the child stores for checkpoint 1: 3,000 of 1,000 bytes under long
+/// task ids in random order. One transaction of about 3,000 pages: it spills pages out of
+/// SQLite's page cache (2 MB) before its commit, and changes spilled pages of the writes'
+/// key index again, so the commit rewrites frame headers already in the log after its last
+/// page.
+fn pending_writes() -> Vec<PendingWrite> {
+    let mut rng = fastrand::Rng::with_seed(7);
+    (0..3_000)
+        .map(|_| PendingWrite {
+            task_id: std::iter::repeat_with(|| rng.alphanumeric())
+                .take(160)
+                .collect(),
+            node: "n".to_owned(),
+            kind: WriteKind::Output,
+            data: std::iter::repeat_with(|| rng.u8(..)).take(1_000).collect(),
+        })
+        .collect()
+}
+
+/// The id of checkpoint `i`.
+fn checkpoint_id(i: usize) -> String {
+    let StoreOp::Checkpoint { record, .. } = checkpoint(i) else {
+        unreachable!("a checkpoint")
+    };
+    record.id.to_string()
+}
+
+/// A child process commits checkpoints, writing down each commit once SQLite acknowledged
+/// it, and is killed (SIGKILL) right after the last acknowledgement, before it does anything
 /// else. Reopened, the file is sound and holds every acknowledged checkpoint, bytes and all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoint() {
@@ -287,11 +309,17 @@ async fn a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoi
     if let Ok(spec) = std::env::var(COMMITS_CHILD_ENV) {
         let (db, side) = spec.split_once('|').expect("child spec");
         let saver = SqliteSaver::open(db).expect("sqlite");
-        for i in 0..COMMITS {
-            let (record, blobs) = commit(i);
-            saver.put(&record, &blobs).await.expect("commit");
-            record_line(Path::new(side), &format!("acked:{}", record.id));
+        let side = Path::new(side);
+        for i in 0..2 {
+            saver.put_batch(vec![checkpoint(i)]).await.expect("commit");
+            record_line(side, &format!("acked:checkpoint {i}"));
         }
+        let writes = pending_writes();
+        saver
+            .put_writes(THREAD, "", &checkpoint_id(1), &writes)
+            .await
+            .expect("commit");
+        record_line(side, "acked:writes");
         // Waits to be killed, touching nothing.
         std::thread::sleep(Duration::from_secs(60));
         return;
@@ -308,19 +336,14 @@ async fn a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoi
         .spawn()
         .expect("spawn child");
     let deadline = Instant::now() + Duration::from_secs(120);
-    let acked = loop {
+    loop {
         let text = std::fs::read_to_string(&side).unwrap_or_default();
-        let acked: Vec<String> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("acked:"))
-            .map(str::to_owned)
-            .collect();
-        if acked.len() == COMMITS {
-            break acked;
+        if text.lines().any(|l| l == "acked:writes") {
+            break;
         }
         assert!(Instant::now() < deadline, "the child stalled: {text}");
         std::thread::sleep(Duration::from_millis(1));
-    };
+    }
     child.kill().expect("SIGKILL");
     child.wait().expect("reap child");
 
@@ -330,14 +353,31 @@ async fn a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoi
         .expect("integrity_check");
     assert_eq!(integrity, "ok");
     let saver = SqliteSaver::open(&db).expect("reopen");
-    for (i, id) in acked.iter().enumerate() {
-        let loaded = saver.get(THREAD, "", Some(id)).await.expect("get");
+    for i in 0..2 {
+        let StoreOp::Checkpoint { record, blobs } = checkpoint(i) else {
+            unreachable!("a checkpoint")
+        };
+        let loaded = saver.get(THREAD, "", Some(&record.id)).await.expect("get");
         assert!(
             loaded.record.is_some(),
-            "acknowledged checkpoint {i} (`{id}`) was lost"
+            "acknowledged checkpoint {i} was lost"
         );
-        let mut got = loaded.blobs;
-        got.sort_by(|x, y| x.field.cmp(&y.field));
-        assert!(got == commit(i).1, "checkpoint `{id}` came back changed");
+        assert_eq!(loaded.blobs, blobs);
     }
+    let loaded = saver
+        .get(THREAD, "", Some(&checkpoint_id(1)))
+        .await
+        .expect("get");
+    let mut expected = pending_writes();
+    let mut got = loaded.writes;
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "acknowledged pending writes were lost"
+    );
+    expected.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    got.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    assert!(got == expected, "the pending writes came back changed");
+    drop(saver);
+    let _ = std::fs::remove_file(&db);
 }
