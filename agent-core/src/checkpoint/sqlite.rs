@@ -13,10 +13,10 @@
 //! its own automatic checkpoint of the write-ahead log (`wal_autocheckpoint`, SQLite's default
 //! of 1,000 pages, run by the commit that fills it). Blobs are a heap of rows that checkpoints
 //! point into by row number (`sqlite_rows`), so a commit writes no index of blob keys. Batches
-//! that arrive while another
-//! commits wait for the next commit and share its transaction (`group`): runs storing at once
-//! pay a commit's fixed cost once between them (64 runs at once with `sync`: a third of the
-//! time a step took with a transaction each, and no blocking thread parked per waiting run).
+//! that arrive while another commits wait for the next commit and share its transaction
+//! (`group`): runs storing at once pay a commit's fixed cost once between them (64 runs at
+//! once with `sync`: a third of the time a step took with a transaction each, and no blocking
+//! thread parked per waiting run).
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
