@@ -2,7 +2,8 @@
 //! middle of a parallel step; a second run resumes the thread and ends where an uninterrupted
 //! run does. With `Durability::Sync`, nodes that finished are not run again; with
 //! `Durability::Async`, the crash loses at most the last step's checkpoint (and the step that
-//! was running), never an earlier one.
+//! was running), never an earlier one. And a process killed right after SQLite acknowledged a
+//! commit keeps that commit.
 
 mod common;
 
@@ -11,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_core::checkpoint::{
+    CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, PendingWrite, StoreOp, WriteKind,
+};
 use agent_core::{
     CompiledGraph, Durability, END, GraphState, Input, RunConfig, START, SqliteSaver, StateGraph,
 };
@@ -26,7 +30,7 @@ struct Work {
     total: u64,
 }
 
-fn record(side: &Path, line: &str) {
+fn record_line(side: &Path, line: &str) {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -42,11 +46,11 @@ fn graph(side: Option<PathBuf>, saver: Option<Arc<SqliteSaver>>) -> CompiledGrap
             let side = side.clone();
             async move {
                 if let Some(side) = &side {
-                    record(side, &format!("start:{name}"));
+                    record_line(side, &format!("start:{name}"));
                 }
                 tokio::time::sleep(Duration::from_millis(millis)).await;
                 if let Some(side) = &side {
-                    record(side, &format!("done:{name}"));
+                    record_line(side, &format!("done:{name}"));
                 }
                 WorkUpdate::default().log(vec![name.to_owned()]).total(1)
             }
@@ -84,7 +88,7 @@ async fn child(db: &Path, side: &Path, durability: Durability) {
         .thread_id(THREAD)
         .durability(durability);
     let _ = g.invoke(Work::default(), config).await;
-    record(side, "child finished (it should have been killed)");
+    record_line(side, "child finished (it should have been killed)");
 }
 
 /// Starts this test binary as the child of test `name`, and kills it once p1 finished (p2
@@ -238,4 +242,142 @@ async fn killed_run_resumes_without_rerunning_finished_nodes() {
         .expect("uninterrupted run");
     assert_eq!(out.state, uninterrupted.state);
     assert_eq!(out.total, 8);
+}
+
+/// Set in the child of the test below: the database and the side file it acknowledges to.
+const COMMITS_CHILD_ENV: &str = "AGENTGRAPH_CRASH_COMMITS_CHILD";
+
+/// Checkpoint `i`, with one small blob.
+fn checkpoint(i: usize) -> StoreOp {
+    let id = format!("0190000001-0000-7000-8000-{i:012}");
+    let blob = FieldBlob {
+        field: "f".into(),
+        version: id.as_str().into(),
+        base: None,
+        data: vec![u8::try_from(i).unwrap_or(0); 100],
+    };
+    let record = CheckpointRecord {
+        thread_id: THREAD.into(),
+        ns: "".into(),
+        id: id.as_str().into(),
+        parent_id: None,
+        step: i as i64,
+        created_at_ms: 1_700_000_000_000,
+        metadata: CheckpointMetadata::default(),
+        versions: [("f", id.as_str())].into_iter().collect(),
+        body: vec![1],
+    };
+    StoreOp::Checkpoint {
+        record,
+        blobs: vec![blob],
+    }
+}
+
+/// The pending writes the child stores for checkpoint 1: 3,000 of 1,000 bytes under long
+/// task ids in random order. One transaction of about 3,000 pages: it spills pages out of
+/// SQLite's page cache (2 MB) before its commit, and changes spilled pages of the writes'
+/// key index again, so the commit rewrites frame headers already in the log after its last
+/// page.
+fn pending_writes() -> Vec<PendingWrite> {
+    let mut rng = fastrand::Rng::with_seed(7);
+    (0..3_000)
+        .map(|_| PendingWrite {
+            task_id: std::iter::repeat_with(|| rng.alphanumeric())
+                .take(160)
+                .collect(),
+            node: "n".to_owned(),
+            kind: WriteKind::Output,
+            data: std::iter::repeat_with(|| rng.u8(..)).take(1_000).collect(),
+        })
+        .collect()
+}
+
+/// The id of checkpoint `i`.
+fn checkpoint_id(i: usize) -> String {
+    let StoreOp::Checkpoint { record, .. } = checkpoint(i) else {
+        unreachable!("a checkpoint")
+    };
+    record.id.to_string()
+}
+
+/// A child process commits checkpoints, writing down each commit once SQLite acknowledged
+/// it, and is killed (SIGKILL) right after the last acknowledgement, before it does anything
+/// else. Reopened, the file is sound and holds every acknowledged checkpoint, bytes and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoint() {
+    const NAME: &str = "a_process_killed_right_after_a_commit_keeps_every_acknowledged_checkpoint";
+    if let Ok(spec) = std::env::var(COMMITS_CHILD_ENV) {
+        let (db, side) = spec.split_once('|').expect("child spec");
+        let saver = SqliteSaver::open(db).expect("sqlite");
+        let side = Path::new(side);
+        for i in 0..2 {
+            saver.put_batch(vec![checkpoint(i)]).await.expect("commit");
+            record_line(side, &format!("acked:checkpoint {i}"));
+        }
+        let writes = pending_writes();
+        saver
+            .put_writes(THREAD, "", &checkpoint_id(1), &writes)
+            .await
+            .expect("commit");
+        record_line(side, "acked:writes");
+        // Waits to be killed, touching nothing.
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
+    let db = common::sqlite_path();
+    let side = common::scratch_dir().join(format!("{}.log", common::unique("commits-side")));
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", NAME, "--nocapture"])
+        .env(
+            COMMITS_CHILD_ENV,
+            format!("{}|{}", db.display(), side.display()),
+        )
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn child");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(&side).unwrap_or_default();
+        if text.lines().any(|l| l == "acked:writes") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the child stalled: {text}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap child");
+
+    let integrity: String = rusqlite::Connection::open(&db)
+        .expect("open")
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(integrity, "ok");
+    let saver = SqliteSaver::open(&db).expect("reopen");
+    for i in 0..2 {
+        let StoreOp::Checkpoint { record, blobs } = checkpoint(i) else {
+            unreachable!("a checkpoint")
+        };
+        let loaded = saver.get(THREAD, "", Some(&record.id)).await.expect("get");
+        assert!(
+            loaded.record.is_some(),
+            "acknowledged checkpoint {i} was lost"
+        );
+        assert_eq!(loaded.blobs, blobs);
+    }
+    let loaded = saver
+        .get(THREAD, "", Some(&checkpoint_id(1)))
+        .await
+        .expect("get");
+    let mut expected = pending_writes();
+    let mut got = loaded.writes;
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "acknowledged pending writes were lost"
+    );
+    expected.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    got.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    assert!(got == expected, "the pending writes came back changed");
+    drop(saver);
+    let _ = std::fs::remove_file(&db);
 }

@@ -198,16 +198,6 @@ enum Encoding {
     Other(Vec<u8>),
 }
 
-/// A run's caches end with it: their buffers go on to the thread's next encodings.
-impl Drop for FieldCache {
-    fn drop(&mut self) {
-        let spare = take(&mut self.spare);
-        let (bytes, _) = Spare::parts(take(&mut self.encoding));
-        super::warm::give_back(bytes);
-        super::warm::give_back(spare.bytes);
-    }
-}
-
 impl FieldCache {
     fn new(version: &std::sync::Arc<str>, bytes: Vec<u8>) -> Self {
         FieldCache {
@@ -343,9 +333,7 @@ pub(crate) fn make_blob(
                     data: bytes,
                 });
             }
-            let mut data = super::warm::buffer(bytes.len());
-            data.extend_from_slice(&bytes);
-            (None, data)
+            (None, bytes.clone())
         }
     };
     let blob = FieldBlob {

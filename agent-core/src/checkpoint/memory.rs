@@ -4,69 +4,72 @@
 //! A stored checkpoint is packed: its record (less the thread, namespace and id, which are its
 //! keys) and the small blobs it wrote go into one MessagePack encoding; large blobs are kept
 //! beside it, so listing history does not copy them. A record as Rust values is some thirty
-//! allocations (metadata map, versions map, strings) and about 3 KiB; packed it is its bytes,
-//! so a long-running process that keeps many threads grows by what it stores, not by
-//! allocator overhead. The bytes go into the saver's own regions ([`Arena`], whose fresh
-//! pages are touched ahead of time off the run's thread), and so do pending writes' bytes
-//! (a subgraph's input write, a failed step's kept outputs). Reads (a run's start,
-//! `get_state`, history) unpack.
+//! allocations (metadata map, versions map, strings) and about 3 KiB; packed it is one heap
+//! allocation of its bytes, so a long-running process that keeps many threads grows by what
+//! it stores, not by allocator overhead. Pending writes' bytes (a subgraph's input write, a
+//! failed step's kept outputs) are kept as they came, each in one allocation of its length.
+//! Reads (a run's start, `get_state`, history) unpack.
 //!
-//! One lock guards the maps and the arena, and a fan-out's subgraphs store at once from both
-//! workers, so it is held only for what needs them (the copies into the arena, the map
-//! entries): a checkpoint is packed before it is taken and the ops are dropped after, and a
-//! thread that finds it held spins a little before it sleeps (a sleeping thread is woken
-//! tens of microseconds after a hold of one).
+//! One lock (a plain `Mutex`) guards the maps, and a fan-out's subgraphs store at once from
+//! both workers, so it is held only for what needs it: checkpoints are packed before it is
+//! taken, the bytes are moved in (not copied) under it, and the ops are dropped after it.
 
 use std::collections::HashMap;
 use std::mem::take;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use super::arena::{Arena, Span};
 use super::codec::serde_bytes_vec::Bytes;
 use super::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint,
-    PendingWrite, StoreOp, Versions, WriteKind, msgpack, warm,
+    PendingWrite, StoreOp, Versions, WriteKind, msgpack,
 };
 use crate::error::GraphError;
 
-/// Threads by id, then namespace (looked up by `&str`, no key to allocate), and the bytes
-/// they keep.
+/// Threads by id, then namespace (looked up by `&str`, no key to allocate).
 #[derive(Default)]
 struct Threads {
     /// By thread id, then namespace; a seeded fast hash (every put looks a thread up).
     map: FastMap<Arc<str>, FastMap<Arc<str>, Thread>>,
-    arena: Arena,
 }
 
 /// A map with a seeded fast hasher (foldhash): SipHash's cost on a 36-byte id was a tenth of
 /// a small checkpoint's store.
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// How long taking the lock spins before the thread sleeps on it. The lock is held for the
-/// copies of a store (under a microsecond, 98% of holds within 4 µs on
-/// `fanout_to_subgraph_10x`), while a thread put to sleep on it is woken tens of microseconds
-/// after it is released: fan-out siblings storing at once slept on it about once a run.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(20);
-
-/// A packing buffer larger than this is not kept for the next checkpoint.
-const SCRATCH_KEPT: usize = 1 << 20;
-
 impl Threads {
     fn get(&self, thread_id: &str, ns: &str) -> Option<&Thread> {
         self.map.get(thread_id)?.get(ns)
     }
 
-    /// The thread, created when new (keyed by the record's shared strings), with the arena.
-    fn at(&mut self, thread_id: Arc<str>, ns: Arc<str>) -> (&mut Thread, &mut Arena) {
-        let thread = self
-            .map
+    /// Bytes kept: packed checkpoints, large blobs and pending writes.
+    #[cfg(test)]
+    fn kept_bytes(&self) -> usize {
+        let threads = self.map.values().flat_map(|spaces| spaces.values());
+        threads
+            .map(|thread| {
+                let stored = thread
+                    .checkpoints
+                    .values()
+                    .map(|s| s.packed.len() + s.large.iter().map(|l| l.data.len()).sum::<usize>());
+                let writes = thread
+                    .writes
+                    .values()
+                    .flat_map(|w| &w.list)
+                    .map(|w| w.data.len());
+                stored.sum::<usize>() + writes.sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// The thread, created when new (keyed by the record's shared strings).
+    fn at(&mut self, thread_id: Arc<str>, ns: Arc<str>) -> &mut Thread {
+        self.map
             .entry(thread_id)
             .or_default()
             .entry(ns)
-            .or_default();
-        (thread, &mut self.arena)
+            .or_default()
     }
 }
 
@@ -189,12 +192,12 @@ struct Writes {
     index: Option<HashMap<(String, WriteKind), usize>>,
 }
 
-/// A pending write as kept: its bytes in the arena, like a checkpoint's.
+/// A pending write as kept.
 struct KeptWrite {
     task_id: String,
     node: String,
     kind: WriteKind,
-    data: Span,
+    data: Box<[u8]>,
 }
 
 /// Lists up to this long are searched by a scan.
@@ -209,8 +212,8 @@ impl Writes {
         }
     }
 
-    /// Keeps `write` (its bytes copied into `arena`), replacing the one of its task and kind.
-    fn put(&mut self, write: KeptWrite, arena: &mut Arena) {
+    /// Keeps `write`, replacing the one of its task and kind.
+    fn put(&mut self, write: KeptWrite) {
         let at = match &self.index {
             Some(index) => index.get(&(write.task_id.clone(), write.kind)).copied(),
             None => self
@@ -219,7 +222,7 @@ impl Writes {
                 .position(|w| w.kind == write.kind && w.task_id == write.task_id),
         };
         match at {
-            Some(at) => arena.release(std::mem::replace(&mut self.list[at], write).data),
+            Some(at) => self.list[at] = write,
             None => {
                 if let Some(index) = &mut self.index {
                     index.insert((write.task_id.clone(), write.kind), self.list.len());
@@ -238,49 +241,23 @@ impl Writes {
         }
     }
 
-    /// The writes, their bytes copied out of `arena`.
-    fn read(&self, arena: &Arena) -> Vec<PendingWrite> {
+    /// The writes, their bytes copied.
+    fn read(&self) -> Vec<PendingWrite> {
         self.list
             .iter()
             .map(|w| PendingWrite {
                 task_id: w.task_id.clone(),
                 node: w.node.clone(),
                 kind: w.kind,
-                data: arena.get(w.data).to_vec(),
+                data: w.data.to_vec(),
             })
             .collect()
     }
-
-    /// Gives their bytes back to the arena.
-    fn release(&self, arena: &mut Arena) {
-        for write in &self.list {
-            arena.release(write.data);
-        }
-    }
 }
 
-impl KeptWrite {
-    /// A write of `task_id`'s with its bytes, `data`, copied into `arena`.
-    fn new(
-        task_id: String,
-        node: String,
-        kind: WriteKind,
-        data: &[u8],
-        arena: &mut Arena,
-    ) -> KeptWrite {
-        KeptWrite {
-            task_id,
-            node,
-            kind,
-            data: arena.keep(data),
-        }
-    }
-}
-
-/// A stored checkpoint: the packed record with its small blobs, and its large blobs beside it,
-/// all in the arena.
+/// A stored checkpoint: the packed record with its small blobs, and its large blobs beside it.
 struct Stored {
-    packed: Span,
+    packed: Box<[u8]>,
     large: Box<[Large]>,
 }
 
@@ -288,17 +265,7 @@ struct Stored {
 struct Large {
     field: std::borrow::Cow<'static, str>,
     base: Base,
-    data: Span,
-}
-
-impl Stored {
-    /// Gives its bytes back to the arena.
-    fn release(&self, arena: &mut Arena) {
-        arena.release(self.packed);
-        for large in &self.large {
-            arena.release(large.data);
-        }
-    }
+    data: Box<[u8]>,
 }
 
 /// Blobs up to this size are packed with their record; larger ones are kept as they are.
@@ -364,12 +331,8 @@ impl Packed {
     }
 }
 
-/// Packs `record` with the small blobs of `blobs` whose version is its id, appended to `out`.
-fn pack(
-    record: &CheckpointRecord,
-    blobs: &[FieldBlob],
-    out: &mut Vec<u8>,
-) -> Result<(), GraphError> {
+/// Packs `record` with the small blobs of `blobs` whose version is its id.
+fn pack(record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<Box<[u8]>, GraphError> {
     let packed = PackRef {
         parent_id: &record.parent_id,
         step: record.step,
@@ -382,25 +345,15 @@ fn pack(
             id: &record.id,
         },
     };
+    let mut out = Vec::new();
     packed
-        .serialize(&mut msgpack::Packer::compact(out))
+        .serialize(&mut msgpack::Packer::compact(&mut out))
         .map_err(|e| GraphError::Storage {
             backend: "memory",
             detail: format!("packing checkpoint `{}`: {e}", record.id),
-        })
-}
-
-/// Where checkpoints are packed before the saver's lock is taken, reused by the thread (its
-/// pages are warm): the packed bytes of a batch's checkpoints, one after another, and each
-/// one's id (its key) and where its bytes end.
-#[derive(Default)]
-struct Packing {
-    bytes: Vec<u8>,
-    ends: Vec<(Arc<str>, usize)>,
-}
-
-thread_local! {
-    static PACKING: std::cell::Cell<Packing> = std::cell::Cell::default();
+        })?;
+    // Kept for as long as the saver lives: exactly its length, not the vector's growth.
+    Ok(out.into_boxed_slice())
 }
 
 /// The blobs packed with checkpoint `id`: its own small ones (field, delta base, data).
@@ -431,9 +384,8 @@ impl Serialize for OwnBlobs<'_> {
 
 impl Thread {
     /// Keeps checkpoint `id`, packed (see [`pack`]), with `blobs`: its own large ones are
-    /// copied beside it, those of other versions moved out of `blobs` and kept loose.
-    fn put(&mut self, id: Arc<str>, packed: &[u8], blobs: &mut [FieldBlob], arena: &mut Arena) {
-        let packed = arena.keep(packed);
+    /// moved beside it, those of other versions moved out of `blobs` and kept loose.
+    fn put(&mut self, id: Arc<str>, packed: Box<[u8]>, blobs: &mut [FieldBlob]) {
         let mut large = Vec::new();
         for blob in blobs {
             if *blob.version != *id {
@@ -447,7 +399,7 @@ impl Thread {
                     .insert((blob.field.to_string(), blob.version.to_string()), blob);
             } else if blob.data.len() > PACK_UP_TO {
                 large.push(Large {
-                    data: arena.keep(&blob.data),
+                    data: take(&mut blob.data).into_boxed_slice(),
                     field: take(&mut blob.field),
                     base: blob.base.take(),
                 });
@@ -457,28 +409,16 @@ impl Thread {
             packed,
             large: large.into_boxed_slice(),
         };
-        if let Some(old) = self.checkpoints.insert(id, stored) {
-            old.release(arena);
-        }
-    }
-
-    /// Gives everything it keeps in the arena back.
-    fn release(&self, arena: &mut Arena) {
-        for stored in self.checkpoints.values() {
-            stored.release(arena);
-        }
-        for writes in self.writes.values() {
-            writes.release(arena);
-        }
+        self.checkpoints.insert(id, stored);
     }
 
     /// The blobs checkpoint `version` wrote, unpacked (none if it is not stored here).
-    fn packed_blobs(&self, version: &str, arena: &Arena) -> Result<Vec<FieldBlob>, GraphError> {
+    fn packed_blobs(&self, version: &str) -> Result<Vec<FieldBlob>, GraphError> {
         let Some(stored) = self.checkpoints.get(version) else {
             return Ok(Vec::new());
         };
         let version: Arc<str> = Arc::from(version);
-        let mut blobs: Vec<FieldBlob> = Packed::read(arena.get(stored.packed))?
+        let mut blobs: Vec<FieldBlob> = Packed::read(&stored.packed)?
             .blobs
             .into_iter()
             .map(|(field, base, data)| FieldBlob {
@@ -492,7 +432,7 @@ impl Thread {
             field: large.field.clone(),
             version: version.clone(),
             base: large.base.clone(),
-            data: arena.get(large.data).to_vec(),
+            data: large.data.to_vec(),
         }));
         Ok(blobs)
     }
@@ -502,7 +442,6 @@ impl Thread {
     fn needed(
         &self,
         wanted: impl IntoIterator<Item = (String, String)>,
-        arena: &Arena,
     ) -> Result<HashMap<(String, String), FieldBlob>, GraphError> {
         let mut unpacked: HashMap<String, Vec<FieldBlob>> = HashMap::new();
         let mut found: HashMap<(String, String), FieldBlob> = HashMap::new();
@@ -515,7 +454,7 @@ impl Thread {
                 Some(blob) => Some(blob.clone()),
                 None => {
                     if !unpacked.contains_key(&key.1) {
-                        unpacked.insert(key.1.clone(), self.packed_blobs(&key.1, arena)?);
+                        unpacked.insert(key.1.clone(), self.packed_blobs(&key.1)?);
                     }
                     unpacked
                         .get(&key.1)
@@ -565,7 +504,7 @@ impl InMemorySaver {
         {
             total += thread.loose.values().map(|b| b.data.len()).sum::<usize>();
             for stored in thread.checkpoints.values() {
-                if let Ok(packed) = Packed::read(threads.arena.get(stored.packed)) {
+                if let Ok(packed) = Packed::read(&stored.packed) {
                     total += packed
                         .blobs
                         .iter()
@@ -578,72 +517,42 @@ impl InMemorySaver {
         total
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Threads> {
-        // A panic while holding the lock leaves consistent data (each method mutates at the
-        // end), so a poisoned lock is still usable.
-        // The clock is read only once the lock is found held.
-        let mut spinning: Option<std::time::Instant> = None;
-        loop {
-            match self.threads.try_lock() {
-                Ok(threads) => return threads,
-                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    if spinning
-                        .get_or_insert_with(std::time::Instant::now)
-                        .elapsed()
-                        >= SPIN
-                    {
-                        break;
-                    }
-                    for _ in 0..16 {
-                        std::hint::spin_loop();
-                    }
-                }
-            }
-        }
-        self.threads.lock().unwrap_or_else(|p| p.into_inner())
+    /// The maps. A panic while holding the lock leaves consistent data (each method mutates
+    /// at the end), so a poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, Threads> {
+        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl InMemorySaver {
     /// Stores `ops` in order under one lock (taking them out of `ops`). Under the lock is only
-    /// what needs the saver's maps and arena: the checkpoints are packed before it is taken
-    /// and the ops are dropped after it is released, so runs storing at once on other threads
-    /// (a fan-out's subgraphs) wait for copies into the arena, not for encoding or freeing.
+    /// what needs the saver's maps: the checkpoints are packed before it is taken, their
+    /// bytes are moved in, and what is left of the ops is dropped after it is released, so
+    /// runs storing at once on other threads (a fan-out's subgraphs) do not wait for
+    /// encoding or freeing.
     fn store(&self, ops: &mut Vec<StoreOp>) -> Result<(), GraphError> {
-        let mut packing = PACKING.take();
-        let stored = self.pack_and_keep(ops, &mut packing);
-        // The blobs' bytes are copied in: their buffers go on to the thread's next encodings.
-        warm::give_back_blobs(ops.drain(..));
-        if packing.bytes.capacity() > SCRATCH_KEPT {
-            packing.bytes = Vec::new();
-        }
-        PACKING.set(packing);
+        let stored = self.pack_and_keep(ops);
+        ops.clear();
         stored
     }
 
-    fn pack_and_keep(&self, ops: &mut [StoreOp], packing: &mut Packing) -> Result<(), GraphError> {
-        packing.bytes.clear();
-        packing.ends.clear();
-        for op in ops.iter_mut() {
+    fn pack_and_keep(&self, ops: &mut [StoreOp]) -> Result<(), GraphError> {
+        let mut packed = Vec::new();
+        for op in ops.iter() {
             if let StoreOp::Checkpoint { record, blobs } = op {
-                pack(record, blobs, &mut packing.bytes)?;
-                let id = record.id.clone();
-                packing.ends.push((id, packing.bytes.len()));
+                packed.push(pack(record, blobs)?);
             }
         }
-        let mut ends = packing.ends.drain(..);
-        let mut start = 0;
+        let mut packed = packed.into_iter();
         let mut threads = self.lock();
         for op in ops.iter_mut() {
             match op {
                 StoreOp::Checkpoint { record, blobs } => {
-                    let Some((id, end)) = ends.next() else {
+                    let Some(bytes) = packed.next() else {
                         break;
                     };
-                    let (thread, arena) = threads.at(record.thread_id.clone(), record.ns.clone());
-                    thread.put(id, &packing.bytes[start..end], blobs, arena);
-                    start = end;
+                    let thread = threads.at(record.thread_id.clone(), record.ns.clone());
+                    thread.put(record.id.clone(), bytes, blobs);
                 }
                 StoreOp::Writes {
                     thread_id,
@@ -651,18 +560,19 @@ impl InMemorySaver {
                     checkpoint_id,
                     writes,
                 } => {
-                    let (thread, arena) = threads.at(thread_id.clone(), ns.clone());
+                    let thread = threads.at(thread_id.clone(), ns.clone());
                     let list = thread.writes.get_or_insert_with(
                         checkpoint_id,
                         || checkpoint_id.clone(),
                         || Writes::with_capacity(writes.len()),
                     );
                     for write in writes.iter_mut() {
-                        let (task_id, node) = (take(&mut write.task_id), take(&mut write.node));
-                        list.put(
-                            KeptWrite::new(task_id, node, write.kind, &write.data, arena),
-                            arena,
-                        );
+                        list.put(KeptWrite {
+                            task_id: take(&mut write.task_id),
+                            node: take(&mut write.node),
+                            kind: write.kind,
+                            data: take(&mut write.data).into_boxed_slice(),
+                        });
                     }
                 }
             }
@@ -700,19 +610,24 @@ impl Checkpointer for InMemorySaver {
         checkpoint_id: &str,
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
+        let kept: Vec<KeptWrite> = writes
+            .iter()
+            .map(|w| KeptWrite {
+                task_id: w.task_id.clone(),
+                node: w.node.clone(),
+                kind: w.kind,
+                data: w.data.as_slice().into(),
+            })
+            .collect();
         let mut threads = self.lock();
-        let (thread, arena) = threads.at(thread_id.into(), ns.into());
+        let thread = threads.at(thread_id.into(), ns.into());
         let list = thread.writes.get_or_insert_with(
             checkpoint_id,
             || checkpoint_id.into(),
-            || Writes::with_capacity(writes.len()),
+            || Writes::with_capacity(kept.len()),
         );
-        for write in writes {
-            let (task_id, node) = (write.task_id.clone(), write.node.clone());
-            list.put(
-                KeptWrite::new(task_id, node, write.kind, &write.data, arena),
-                arena,
-            );
+        for write in kept {
+            list.put(write);
         }
         Ok(())
     }
@@ -734,21 +649,20 @@ impl Checkpointer for InMemorySaver {
         let Some((id, stored)) = found else {
             return Ok(LoadedCheckpoint::default());
         };
-        let record = Packed::read(threads.arena.get(stored.packed))?.record(thread_id, ns, id);
+        let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
         let blobs = thread
             .needed(
                 record
                     .versions
                     .iter()
                     .map(|(f, v)| (f.to_owned(), v.to_owned())),
-                &threads.arena,
             )?
             .into_values()
             .collect();
         let writes = thread
             .writes
             .get(&record.id)
-            .map(|w| w.read(&threads.arena))
+            .map(Writes::read)
             .unwrap_or_default();
         Ok(LoadedCheckpoint {
             record: Some(record),
@@ -776,7 +690,7 @@ impl Checkpointer for InMemorySaver {
             if filter.before.as_deref().is_some_and(|b| *id >= *b) {
                 continue;
             }
-            let record = Packed::read(threads.arena.get(stored.packed))?.record(thread_id, ns, id);
+            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
             if filter.matches_metadata(&record.metadata) {
                 out.push(record);
             }
@@ -785,12 +699,9 @@ impl Checkpointer for InMemorySaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
-        let mut threads = self.lock();
-        if let Some(spaces) = threads.map.remove(thread_id) {
-            for thread in spaces.values() {
-                thread.release(&mut threads.arena);
-            }
-        }
+        // Freed after the lock is released.
+        let removed = self.lock().map.remove(thread_id);
+        drop(removed);
         Ok(())
     }
 
@@ -801,8 +712,11 @@ impl Checkpointer for InMemorySaver {
         keep_last: usize,
     ) -> Result<usize, GraphError> {
         let mut threads = self.lock();
-        let Threads { map, arena, .. } = &mut *threads;
-        let Some(thread) = map.get_mut(thread_id).and_then(|spaces| spaces.get_mut(ns)) else {
+        let Some(thread) = threads
+            .map
+            .get_mut(thread_id)
+            .and_then(|spaces| spaces.get_mut(ns))
+        else {
             return Ok(0);
         };
         let total = thread.checkpoints.len();
@@ -818,7 +732,7 @@ impl Checkpointer for InMemorySaver {
         // What the kept checkpoints need, with the delta bases (read before anything goes).
         let mut kept_versions = Vec::new();
         for (id, stored) in thread.checkpoints.iter().skip(total - keep_last) {
-            let record = Packed::read(arena.get(stored.packed))?.record(thread_id, ns, id);
+            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
             kept_versions.extend(
                 record
                     .versions
@@ -826,7 +740,7 @@ impl Checkpointer for InMemorySaver {
                     .map(|(f, v)| (f.to_owned(), v.to_owned())),
             );
         }
-        let needed = thread.needed(kept_versions, arena)?;
+        let needed = thread.needed(kept_versions)?;
         // A doomed checkpoint's blobs that are still needed move to the loose map.
         for (key, blob) in &needed {
             if doomed.iter().any(|id| **id == *key.1) {
@@ -834,12 +748,8 @@ impl Checkpointer for InMemorySaver {
             }
         }
         for id in &doomed {
-            if let Some(stored) = thread.checkpoints.remove(id) {
-                stored.release(arena);
-            }
-            if let Some(writes) = thread.writes.remove(id) {
-                writes.release(arena);
-            }
+            thread.checkpoints.remove(id);
+            thread.writes.remove(id);
         }
         thread.loose.retain(|k, _| needed.contains_key(k));
         Ok(doomed.len())
@@ -956,9 +866,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn pending_writes_keep_their_bytes_in_the_arena_and_give_them_back() {
+    async fn pending_writes_are_kept_replaced_and_dropped_with_their_checkpoint() {
         let saver = InMemorySaver::new();
-        let live = || saver.lock().arena.live();
+        let live = || saver.lock().kept_bytes();
         let write = |task: &str, data: Vec<u8>| PendingWrite {
             task_id: task.to_owned(),
             node: "n".to_owned(),
@@ -1012,9 +922,9 @@ mod tests {
         saver.put(&record("a", None, &[]), &[]).await.unwrap();
         {
             let mut threads = saver.lock();
-            let (thread, arena) = threads.at("t".into(), "".into());
+            let thread = threads.at("t".into(), "".into());
             if let Some(stored) = thread.checkpoints.get_mut("a") {
-                stored.packed = arena.keep(&[0xc1]);
+                stored.packed = Box::new([0xc1]);
             }
         }
         let error = saver.get("t", "", None).await.unwrap_err();

@@ -23,7 +23,6 @@ macro_rules! refuse_serialize {
     };
 }
 
-mod arena;
 pub(crate) mod codec;
 pub(crate) mod compress;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -44,14 +43,9 @@ mod splice;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
-#[cfg(feature = "sqlite")]
-mod sqlite_vfs;
-#[cfg(feature = "sqlite")]
-mod sqlite_wal;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 mod versions;
-pub(crate) mod warm;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -9,13 +9,14 @@
 //! on the caller's thread, which saves the hand-off to a blocking thread and back (most of a
 //! small checkpoint's cost). Every transaction begins and ends with cached statements (`Tx`),
 //! and query plans are fixed per statement (`setup`): parsing SQL again was a tenth of a short
-//! `sync` step. The write-ahead log is moved into the database file by a thread of the saver's
-//! own (`sqlite_wal`), not by the commit that fills it, and written to it one commit a system
-//! call (`sqlite_vfs`). Blobs are a heap of rows that checkpoints point into by row number
-//! (`sqlite_rows`), so a commit writes no index of blob keys. Batches that arrive while another
-//! commits wait for the next commit and share its transaction (`group`): runs storing at once
-//! pay a commit's fixed cost once between them (64 runs at once with `sync`: a third of the
-//! time a step took with a transaction each, and no blocking thread parked per waiting run).
+//! `sync` step. The file is SQLite's own business: its own VFS (`unix`, or `unix-excl`), and
+//! its own automatic checkpoint of the write-ahead log (`wal_autocheckpoint`, SQLite's default
+//! of 1,000 pages, run by the commit that fills it). Blobs are a heap of rows that checkpoints
+//! point into by row number (`sqlite_rows`), so a commit writes no index of blob keys. Batches
+//! that arrive while another commits wait for the next commit and share its transaction
+//! (`group`): runs storing at once pay a commit's fixed cost once between them (64 runs at
+//! once with `sync`: a third of the time a step took with a transaction each, and no blocking
+//! thread parked per waiting run).
 
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
@@ -146,17 +147,9 @@ pub struct SqliteSaver {
     group: Arc<Group<Vec<StoreOp>>>,
 }
 
-/// The connection, and the blob rows of what it wrote last (used under the same lock).
+/// The connection, and this process's claim on its file (dropped after it; none in memory).
 struct Db {
     conn: Connection,
-    rows: BlobRows,
-    /// SQLite's `data_version` when this connection last wrote: when another connection (a
-    /// process, or another saver on the file) has written since, what `rows` remembers may
-    /// have been deleted, so it is forgotten.
-    data_version: i64,
-    // Dropped in this order: the connection (and its hook, which ends the log thread), the
-    // log (its thread joined), then the process's claim on the file. No log in memory.
-    log: Option<super::sqlite_wal::Log>,
     _held: Option<OpenFile>,
 }
 
@@ -205,33 +198,14 @@ impl Drop for OpenFile {
     }
 }
 
-/// Forgets the rows remembered when another connection has written since this one did (called
-/// inside a write transaction, so nobody else writes until it ends).
-fn check_others(conn: &Connection, rows: &mut BlobRows, seen: &mut i64) -> Result<(), GraphError> {
-    let version: i64 = conn
-        .prepare_cached("PRAGMA data_version")
-        .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
-        .map_err(err)?;
-    if version != *seen {
-        rows.clear();
-        *seen = version;
-    }
-    Ok(())
-}
-
-/// The connection, waiting for it (on the blocking pool).
+/// The connection, waiting for it (on the blocking pool). A panic while it was held left
+/// nothing half-done: its transaction rolled back (`Tx`'s drop), so a poisoned lock is usable.
 fn lock(conn: &Mutex<Db>) -> MutexGuard<'_, Db> {
-    let guard = conn.lock().unwrap_or_else(recover);
+    let guard = conn
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     conn.clear_poison();
     guard
-}
-
-/// The lock after a panic while it was held: the transaction rolled back, so the rows it
-/// remembered may be numbers the next inserts take.
-fn recover(poisoned: std::sync::PoisonError<MutexGuard<'_, Db>>) -> MutexGuard<'_, Db> {
-    let mut db = poisoned.into_inner();
-    db.rows.clear();
-    db
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -267,13 +241,15 @@ impl SqliteSaver {
     }
 
     fn open_file(path: &Path, exclusive: bool) -> Result<Self, GraphError> {
-        // The log-batching VFS when it is there (it wraps SQLite's own one).
-        let vfs = super::sqlite_vfs::name(exclusive).unwrap_or(sqlite_vfs(exclusive));
-        let conn = Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)
-            .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
+        let conn = Connection::open_with_flags_and_vfs(
+            path,
+            rusqlite::OpenFlags::default(),
+            sqlite_vfs(exclusive),
+        )
+        .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
         // SQLite created the file on opening it, without reading it yet.
         let held = OpenFile::hold(path, exclusive)?;
-        Self::setup(conn, Some((path, exclusive)), Some(held))
+        Self::setup(conn, Some(path), Some(held))
     }
 
     /// A private in-memory database (for tests).
@@ -281,10 +257,10 @@ impl SqliteSaver {
         Self::setup(Connection::open_in_memory().map_err(err)?, None, None)
     }
 
-    /// `file`: the database file and whether the process holds it (`None` in memory).
+    /// `path`: the database file (`None` in memory).
     fn setup(
-        mut conn: Connection,
-        file: Option<(&Path, bool)>,
+        conn: Connection,
+        path: Option<&Path>,
         held: Option<OpenFile>,
     ) -> Result<Self, GraphError> {
         // Reading the file's mode waits only on a connection that holds the file alone,
@@ -295,10 +271,9 @@ impl SqliteSaver {
             .map_err(err)?;
         // WAL lets readers and one writer work at once across processes; in-memory
         // databases answer "memory", which is fine.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| match (&e, file) {
-                (rusqlite::Error::SqliteFailure(f, _), Some((path, _)))
+        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            .map_err(|e| match (&e, path) {
+                (rusqlite::Error::SqliteFailure(f, _), Some(path))
                     if f.code == rusqlite::ErrorCode::DatabaseBusy =>
                 {
                     err(format!(
@@ -310,19 +285,10 @@ impl SqliteSaver {
                 _ => err(e),
             })?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        let mut log = None;
-        if let Some((path, exclusive)) = file
-            && mode.eq_ignore_ascii_case("wal")
-        {
-            // The thread's connection locks the file as the saver's does (`unix-excl`: the
-            // process's in-memory log index, which both share).
-            log = Some(super::sqlite_wal::start(
-                &mut conn,
-                path,
-                sqlite_vfs(exclusive),
-                BUSY_TIMEOUT,
-            )?);
-        }
+        // In WAL mode, `NORMAL` makes a commit survive the process's crash (the log is written
+        // before COMMIT returns; only its `fsync` waits for a checkpoint): a power loss may
+        // lose the last commits, never corrupt the file. SQLite checkpoints the log itself
+        // (`wal_autocheckpoint`, left at its default).
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
         // A fixed plan per statement: without it, SQLite (built with STAT4) re-prepares a
@@ -373,13 +339,7 @@ impl SqliteSaver {
             }
         }
         Ok(SqliteSaver {
-            conn: Arc::new(Mutex::new(Db {
-                conn,
-                rows: BlobRows::default(),
-                data_version: 0,
-                log,
-                _held: held,
-            })),
+            conn: Arc::new(Mutex::new(Db { conn, _held: held })),
             group: Arc::new(Group::new("sqlite")),
         })
     }
@@ -404,13 +364,7 @@ impl SqliteSaver {
         {
             match store_now(&mut db, queued.iter().flat_map(|q| &q.batch)) {
                 None => {}
-                Some(Ok(())) => {
-                    // Stored on this thread: the blobs' buffers go on to its next encodings.
-                    return queued.into_iter().for_each(|mut q| {
-                        super::warm::give_back_blobs(std::mem::take(&mut q.batch));
-                        q.finish(Ok(()));
-                    });
-                }
+                Some(Ok(())) => return queued.into_iter().for_each(|q| q.finish(Ok(()))),
                 Some(Err(e)) if queued.len() == 1 => {
                     if let Some(q) = queued.into_iter().next() {
                         q.finish(Err(e));
@@ -446,7 +400,7 @@ impl SqliteSaver {
             Ok(conn) => Some(conn),
             Err(TryLockError::Poisoned(p)) => {
                 self.conn.clear_poison();
-                Some(recover(p))
+                Some(p.into_inner())
             }
             Err(TryLockError::WouldBlock) => None,
         }
@@ -577,16 +531,13 @@ fn batch_bytes(ops: &[StoreOp]) -> usize {
         .sum()
 }
 
-/// Stores `ops` in one transaction, unless another connection holds the write lock or the log
-/// is due to start over (`None`: the caller waits for it on the blocking pool instead of
-/// stalling this thread).
+/// Stores `ops` in one transaction, unless another connection holds the write lock (`None`:
+/// the caller waits for it on the blocking pool instead of stalling this thread).
 fn store_now<'a>(
     db: &mut Db,
     ops: impl IntoIterator<Item = &'a StoreOp>,
 ) -> Option<Result<(), GraphError>> {
-    if db.log.as_ref().is_some_and(|log| log.due())
-        || db.conn.busy_timeout(std::time::Duration::ZERO).is_err()
-    {
+    if db.conn.busy_timeout(std::time::Duration::ZERO).is_err() {
         return None;
     }
     let stored = match Tx::write(&db.conn) {
@@ -596,12 +547,7 @@ fn store_now<'a>(
             None
         }
         Err(e) => Some(Err(err(e))),
-        Ok(tx) => {
-            let result = check_others(&tx, &mut db.rows, &mut db.data_version)
-                .and_then(|()| store_ops(&tx, &mut db.rows, ops))
-                .and_then(|()| tx.commit());
-            Some(stored(&mut db.rows, result))
-        }
+        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit())),
     };
     if let Err(e) = db.conn.busy_timeout(BUSY_TIMEOUT) {
         tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
@@ -611,34 +557,23 @@ fn store_now<'a>(
 
 /// Stores `ops` in one transaction, waiting for another connection's write lock.
 fn store<'a>(db: &mut Db, ops: impl IntoIterator<Item = &'a StoreOp>) -> Result<(), GraphError> {
-    if let Some(log) = &db.log {
-        // A long log starts over at this transaction (see `sqlite_wal`).
-        log.start_over(&db.conn);
-    }
     let tx = Tx::write(&db.conn).map_err(err)?;
-    let result = check_others(&tx, &mut db.rows, &mut db.data_version)
-        .and_then(|()| store_ops(&tx, &mut db.rows, ops))
-        .and_then(|()| tx.commit());
-    stored(&mut db.rows, result)
+    store_ops(&tx, ops).and_then(|()| tx.commit())
 }
 
-/// A store's result; after a failure (rolled back) the rows remembered may not exist.
-fn stored(rows: &mut BlobRows, result: Result<(), GraphError>) -> Result<(), GraphError> {
-    if result.is_err() {
-        rows.clear();
-    }
-    result
-}
-
-/// Inserts every operation of a batch (inside the caller's transaction).
+/// Inserts every operation of a batch (inside the caller's transaction). The blob rows found
+/// or written are remembered for the transaction's later checkpoints only: nothing is
+/// remembered across transactions, so nothing can outlive a rollback or another writer.
 fn store_ops<'a>(
     tx: &Tx<'_>,
-    rows: &mut BlobRows,
     ops: impl IntoIterator<Item = &'a StoreOp>,
 ) -> Result<(), GraphError> {
+    let mut rows = BlobRows::default();
     for op in ops {
         match op {
-            StoreOp::Checkpoint { record, blobs } => insert_checkpoint(tx, rows, record, blobs)?,
+            StoreOp::Checkpoint { record, blobs } => {
+                insert_checkpoint(tx, &mut rows, record, blobs)?
+            }
             StoreOp::Writes {
                 thread_id,
                 ns,
@@ -676,7 +611,7 @@ fn insert_checkpoint(
         .map_err(err)?;
     let mut extras = Vec::new();
     for blob in blobs {
-        let row = match locate.remembered(&blob.field, &blob.version) {
+        let row = match locate.existing(&blob.field, &blob.version)? {
             Some(row) => row,
             None => {
                 let (base, len, base_row) = match &blob.base {
@@ -898,7 +833,6 @@ impl Checkpointer for SqliteSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
         let thread = thread_id.to_owned();
         self.with(move |db| {
-            db.rows.forget(&thread);
             let tx = Tx::write(&db.conn).map_err(err)?;
             let rows = sqlite_rows::thread_rows(&tx, &thread, None)?;
             delete_blobs(&tx, rows)?;
@@ -922,7 +856,6 @@ impl Checkpointer for SqliteSaver {
     ) -> Result<usize, GraphError> {
         let (thread, ns) = (thread_id.to_owned(), ns.to_owned());
         self.with(move |db| {
-            db.rows.forget(&thread);
             let tx = Tx::write(&db.conn).map_err(err)?;
             // Newest first: the first `keep_last` stay.
             let stored: Vec<(String, String, String)> = {

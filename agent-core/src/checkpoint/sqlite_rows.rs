@@ -10,12 +10,12 @@
 //! plus any blob it stored for a version it does not name, so deleting it deletes that too);
 //! a delta blob names its base's row in `base_row`.
 //!
-//! Writing: a checkpoint's unchanged fields point at rows written before it, so the saver
-//! remembers the rows of the versions it wrote last, per thread and namespace ([`BlobRows`]),
-//! and forgets them when another connection has written to the file since (SQLite's
-//! `data_version`: another process may have deleted them). A namespace it does not remember is
-//! looked up in the parent checkpoint's `blob_rows`, then in the namespace's other
-//! checkpoints, and last by a scan of the blobs' keys. Reading follows the rows and checks
+//! Writing: a checkpoint's unchanged fields point at rows written before it, found in the
+//! parent checkpoint's `blob_rows` (one lookup by key), then in the namespace's other
+//! checkpoints, and last by a scan of the blobs' keys. What a transaction finds or writes is
+//! remembered until it ends ([`BlobRows`]), for its later checkpoints (a batch's steps, a
+//! group's runs), and never longer: a rolled-back transaction or another writer on the file
+//! cannot leave a stale row number behind. Reading follows the rows and checks
 //! each against what points at it (thread, namespace, field, version); one that does not hold
 //! it, or a field listed nowhere, is found by its key: slower, never wrong.
 
@@ -26,15 +26,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::Versions;
 use crate::error::GraphError;
 
-/// Namespaces remembered at most; past this the memory starts over (each costs a few strings
-/// per field, and a forgotten one costs one lookup of its parent checkpoint).
-const MAX_SCOPES: usize = 4096;
-
-/// The rows of the latest blob versions this saver wrote, per thread and namespace.
+/// The rows of the latest blob versions one transaction found or wrote, per thread and
+/// namespace.
 #[derive(Default)]
 pub(super) struct BlobRows {
     threads: HashMap<String, HashMap<String, Scope>>,
-    scopes: usize,
 }
 
 /// One namespace's fields: (field, version, row), sorted by field.
@@ -53,12 +49,6 @@ impl BlobRows {
 
     /// Remembers that `field` at `version` is in `row`.
     pub(super) fn set(&mut self, thread: &str, ns: &str, field: &str, version: &str, row: i64) {
-        if !self.threads.get(thread).is_some_and(|t| t.contains_key(ns)) {
-            if self.scopes >= MAX_SCOPES {
-                self.clear();
-            }
-            self.scopes += 1;
-        }
         let scope = slot(slot(&mut self.threads, thread), ns);
         match scope.position(field) {
             Ok(i) => {
@@ -72,19 +62,6 @@ impl BlobRows {
                 .0
                 .insert(i, (field.to_owned(), version.to_owned(), row)),
         }
-    }
-
-    /// Forgets a thread (its rows were deleted or may be).
-    pub(super) fn forget(&mut self, thread: &str) {
-        if let Some(scopes) = self.threads.remove(thread) {
-            self.scopes -= scopes.len();
-        }
-    }
-
-    /// Forgets everything (after a failed transaction, whose rows were rolled back).
-    pub(super) fn clear(&mut self) {
-        self.threads.clear();
-        self.scopes = 0;
     }
 }
 
@@ -143,9 +120,24 @@ impl<'a> Locator<'a> {
         self.rows.set(self.thread, self.ns, field, version, row);
     }
 
-    /// The row of `field` at `version` if this saver remembers one (a blob given again is
-    /// not stored twice).
-    pub(super) fn remembered(&self, field: &str, version: &str) -> Option<i64> {
+    /// The row of `field` at `version` if the transaction or the parent checkpoint has one
+    /// (a blob given again is not stored twice).
+    pub(super) fn existing(
+        &mut self,
+        field: &str,
+        version: &str,
+    ) -> Result<Option<i64>, GraphError> {
+        if let Some(row) = self.remembered(field, version) {
+            return Ok(Some(row));
+        }
+        if !self.parent_read {
+            self.parent_read = true;
+            self.read_parent()?;
+        }
+        Ok(self.remembered(field, version))
+    }
+
+    fn remembered(&self, field: &str, version: &str) -> Option<i64> {
         self.rows
             .get(self.thread, self.ns, field, version)
             .filter(|&row| row != ABSENT)
@@ -486,21 +478,5 @@ mod tests {
         assert_eq!(rows.get("t", "", "messages", "v1"), None);
         assert_eq!(rows.get("t", "", "messages", "v2"), Some(4));
         assert_eq!(rows.get("t", "", "count", "v1"), Some(2));
-        rows.forget("t");
-        assert_eq!(rows.get("t", "", "count", "v1"), None);
-        assert_eq!(rows.scopes, 0);
-    }
-
-    #[test]
-    fn starts_over_past_its_bound() {
-        let mut rows = BlobRows::default();
-        for i in 0..super::MAX_SCOPES {
-            rows.set(&format!("t{i}"), "", "f", "v", 1);
-        }
-        assert_eq!(rows.get("t0", "", "f", "v"), Some(1));
-        rows.set("one more", "", "f", "v", 2);
-        assert_eq!(rows.get("t0", "", "f", "v"), None);
-        assert_eq!(rows.get("one more", "", "f", "v"), Some(2));
-        assert_eq!(rows.scopes, 1);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::checkpoint::codec::{self, FieldCache};
 use crate::checkpoint::interning;
 use crate::checkpoint::{CheckpointMetadata, CheckpointRecord, FieldBlob, Source, StoreOp};
-use crate::checkpoint::{msgpack, warm};
+use crate::checkpoint::msgpack;
 use crate::command::SendArg;
 use crate::compiled::Graph;
 use crate::config::Durability;
@@ -171,7 +171,7 @@ impl<S: GraphState> Run<'_, S> {
                         .as_mut()
                         .map(FieldCache::take_buffer)
                         .filter(|spare| spare.capacity() > 0)
-                        .unwrap_or_else(|| warm::buffer(size));
+                        .unwrap_or_default();
                     bytes.reserve(size);
                     self.state
                         .serialize_field(index, &mut msgpack::Packer::named(&mut bytes))
