@@ -11,8 +11,8 @@
 //! Reads (a run's start, `get_state`, history) unpack.
 //!
 //! One lock (a plain `Mutex`) guards the maps, and a fan-out's subgraphs store at once from
-//! both workers, so it is held only for what needs it: checkpoints are packed before it is
-//! taken, the bytes are moved in (not copied) under it, and the ops are dropped after it.
+//! both workers, so it is held only for what needs it: checkpoints are packed and their
+//! bytes copied before it is taken, and the ops are dropped after it.
 
 use std::collections::HashMap;
 use std::mem::take;
@@ -331,8 +331,37 @@ impl Packed {
     }
 }
 
-/// Packs `record` with the small blobs of `blobs` whose version is its id.
-fn pack(record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<Box<[u8]>, GraphError> {
+impl Stored {
+    /// `record` as kept: packed with the small blobs of `blobs` whose version is its id
+    /// (encoded in `scratch`, emptied first, and copied out), its large ones beside it.
+    fn new(
+        record: &CheckpointRecord,
+        blobs: &[FieldBlob],
+        scratch: &mut Vec<u8>,
+    ) -> Result<Stored, GraphError> {
+        let large = blobs
+            .iter()
+            .filter(|b| *b.version == *record.id && b.data.len() > PACK_UP_TO)
+            .map(|b| Large {
+                field: b.field.clone(),
+                base: b.base.clone(),
+                data: kept(&b.data),
+            })
+            .collect();
+        Ok(Stored {
+            packed: pack(record, blobs, scratch)?,
+            large,
+        })
+    }
+}
+
+/// Packs `record` with the small blobs of `blobs` whose version is its id, encoded in
+/// `scratch` (emptied first) and copied out.
+fn pack(
+    record: &CheckpointRecord,
+    blobs: &[FieldBlob],
+    scratch: &mut Vec<u8>,
+) -> Result<Box<[u8]>, GraphError> {
     let packed = PackRef {
         parent_id: &record.parent_id,
         step: record.step,
@@ -345,15 +374,23 @@ fn pack(record: &CheckpointRecord, blobs: &[FieldBlob]) -> Result<Box<[u8]>, Gra
             id: &record.id,
         },
     };
-    let mut out = Vec::new();
+    scratch.clear();
     packed
-        .serialize(&mut msgpack::Packer::compact(&mut out))
+        .serialize(&mut msgpack::Packer::compact(scratch))
         .map_err(|e| GraphError::Storage {
             backend: "memory",
             detail: format!("packing checkpoint `{}`: {e}", record.id),
         })?;
-    // Kept for as long as the saver lives: exactly its length, not the vector's growth.
-    Ok(out.into_boxed_slice())
+    Ok(kept(scratch))
+}
+
+/// `bytes` as kept for as long as the saver lives: a copy of exactly their length. Not the
+/// buffer they came in: a vector's spare capacity would be kept with it (allocators may
+/// shrink a block in place, keeping all of it), and so would a whole fan-out's worth of
+/// allocations freed around it; a fresh block of the exact size is placed with the saver's
+/// other long-lived ones.
+fn kept(bytes: &[u8]) -> Box<[u8]> {
+    Box::from(bytes)
 }
 
 /// The blobs packed with checkpoint `id`: its own small ones (field, delta base, data).
@@ -383,32 +420,19 @@ impl Serialize for OwnBlobs<'_> {
 }
 
 impl Thread {
-    /// Keeps checkpoint `id`, packed (see [`pack`]), with `blobs`: its own large ones are
-    /// moved beside it, those of other versions moved out of `blobs` and kept loose.
-    fn put(&mut self, id: Arc<str>, packed: Box<[u8]>, blobs: &mut [FieldBlob]) {
-        let mut large = Vec::new();
-        for blob in blobs {
-            if *blob.version != *id {
-                let blob = FieldBlob {
-                    field: take(&mut blob.field),
-                    version: take(&mut blob.version),
-                    base: blob.base.take(),
-                    data: take(&mut blob.data),
-                };
-                self.loose
-                    .insert((blob.field.to_string(), blob.version.to_string()), blob);
-            } else if blob.data.len() > PACK_UP_TO {
-                large.push(Large {
-                    data: take(&mut blob.data).into_boxed_slice(),
-                    field: take(&mut blob.field),
-                    base: blob.base.take(),
-                });
-            }
+    /// Keeps checkpoint `id` (see [`Stored::new`]), and the blobs of `blobs` of other
+    /// versions (moved out of `blobs`), loose.
+    fn put(&mut self, id: Arc<str>, stored: Stored, blobs: &mut [FieldBlob]) {
+        for blob in blobs.iter_mut().filter(|b| *b.version != *id) {
+            let blob = FieldBlob {
+                field: take(&mut blob.field),
+                version: take(&mut blob.version),
+                base: blob.base.take(),
+                data: blob.data.as_slice().to_vec(),
+            };
+            self.loose
+                .insert((blob.field.to_string(), blob.version.to_string()), blob);
         }
-        let stored = Stored {
-            packed,
-            large: large.into_boxed_slice(),
-        };
         self.checkpoints.insert(id, stored);
     }
 
@@ -526,10 +550,9 @@ impl InMemorySaver {
 
 impl InMemorySaver {
     /// Stores `ops` in order under one lock (taking them out of `ops`). Under the lock is only
-    /// what needs the saver's maps: the checkpoints are packed before it is taken, their
-    /// bytes are moved in, and what is left of the ops is dropped after it is released, so
-    /// runs storing at once on other threads (a fan-out's subgraphs) do not wait for
-    /// encoding or freeing.
+    /// what needs the saver's maps: the checkpoints are packed and copied before it is
+    /// taken, and the ops are dropped after it is released, so runs storing at once on other
+    /// threads (a fan-out's subgraphs) do not wait for encoding or freeing.
     fn store(&self, ops: &mut Vec<StoreOp>) -> Result<(), GraphError> {
         let stored = self.pack_and_keep(ops);
         ops.clear();
@@ -537,22 +560,22 @@ impl InMemorySaver {
     }
 
     fn pack_and_keep(&self, ops: &mut [StoreOp]) -> Result<(), GraphError> {
-        let mut packed = Vec::new();
+        let (mut prepared, mut scratch) = (Vec::new(), Vec::new());
         for op in ops.iter() {
             if let StoreOp::Checkpoint { record, blobs } = op {
-                packed.push(pack(record, blobs)?);
+                prepared.push(Stored::new(record, blobs, &mut scratch)?);
             }
         }
-        let mut packed = packed.into_iter();
+        let mut prepared = prepared.into_iter();
         let mut threads = self.lock();
         for op in ops.iter_mut() {
             match op {
                 StoreOp::Checkpoint { record, blobs } => {
-                    let Some(bytes) = packed.next() else {
+                    let Some(stored) = prepared.next() else {
                         break;
                     };
                     let thread = threads.at(record.thread_id.clone(), record.ns.clone());
-                    thread.put(record.id.clone(), bytes, blobs);
+                    thread.put(record.id.clone(), stored, blobs);
                 }
                 StoreOp::Writes {
                     thread_id,
@@ -571,7 +594,7 @@ impl InMemorySaver {
                             task_id: take(&mut write.task_id),
                             node: take(&mut write.node),
                             kind: write.kind,
-                            data: take(&mut write.data).into_boxed_slice(),
+                            data: kept(&write.data),
                         });
                     }
                 }
@@ -616,7 +639,7 @@ impl Checkpointer for InMemorySaver {
                 task_id: w.task_id.clone(),
                 node: w.node.clone(),
                 kind: w.kind,
-                data: w.data.as_slice().into(),
+                data: kept(&w.data),
             })
             .collect();
         let mut threads = self.lock();
