@@ -175,6 +175,14 @@ fn lex(expression: &str) -> Result<Vec<Token>, ToolError> {
                         format!("`{text}` is not a number"),
                     ));
                 };
+                // Past f64's range a number parses as infinity: an error, as for a result.
+                if number.is_infinite() {
+                    return Err(expression_error(
+                        expression,
+                        position,
+                        "the number is too large",
+                    ));
+                }
                 tokens.push(Token {
                     kind: Kind::Number(number),
                     position,
