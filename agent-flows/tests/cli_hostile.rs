@@ -134,7 +134,7 @@ fn run_stdin(s: &Scratch, flow: &str, message: &[u8], what: &str) -> Outcome {
 
 fn hostile_messages() -> Vec<(&'static str, String)> {
     vec![
-        ("control characters", "\u{0}\u{1}\u{7}\u{1b}[31m\u{8}\u{7f}\u{85}\u{9b}".to_owned()),
+        ("control characters", "\u{1}\u{7}\u{1b}[31m\u{8}\u{7f}\u{85}\u{9b}".to_owned()),
         (
             "right-to-left",
             "\u{202e}?ما الوقت في طوكيو\u{202c} \u{2067}שלום\u{2069} 2+2".to_owned(),
@@ -182,6 +182,8 @@ fn hostile_flow(flow: &str) {
     run_arg(&s, flow, big, "a 128 KiB argument");
     let mb = "What was the unemployment rate in 2008? (1+2)*3 ".repeat(MB / 48);
     run_stdin(&s, flow, mb.as_bytes(), "1 MB");
+    // An argument cannot hold a NUL byte; standard input can.
+    run_stdin(&s, flow, b"time in Tokyo\0\0 2+2\0", "NUL bytes");
 }
 
 #[test]

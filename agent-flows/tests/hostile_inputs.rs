@@ -5,10 +5,11 @@
 //! `NodePanicked`, nor in a tool, where the tool node would turn it into a result text): a
 //! panic hook records every panic and each case checks it saw none.
 //!
-//! A few hundred cases per property by default; `PROPTEST_CASES=10000` for more. The tests
-//! of this file take one lock each, so the panic log belongs to the case that runs.
+//! 256 cases per property by default (fewer for the costlier ones, so the file runs in well
+//! under a minute on two cores); `PROPTEST_CASES=10000` for more. The tests of this file take
+//! one lock each, so the panic log belongs to the case that runs.
 
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock};
 use std::time::Duration;
 
 use agent_core::{GraphError, InMemorySaver, ManualClock, StreamModes};
@@ -78,12 +79,16 @@ fn no_panics(what: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
+/// One runtime for the file's tests (they run one at a time).
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    })
 }
 
 // ---------------------------------------------------------------- hostile text
@@ -239,25 +244,34 @@ fn message() -> impl Strategy<Value = String> {
 
 // ---------------------------------------------------------------- running a turn
 
-/// The flows with the settings worth covering (each flow's modes).
+/// The flows with the settings worth covering (each flow's modes). The orchestrator's SQL
+/// time limit is short so a query that runs to it (`WITH RECURSIVE` without end) costs the
+/// test 0.2 s per attempt rather than 2 s.
+const VARIANTS: &[(&str, &[(&str, &str)])] = &[
+    ("tool-router", &[]),
+    ("form", &[]),
+    ("form", &[("form", "contact")]),
+    ("orchestrator", &[("sql_timeout_ms", "200")]),
+    (
+        "orchestrator",
+        &[("user", "guest"), ("sql_timeout_ms", "200")],
+    ),
+    (
+        "orchestrator",
+        &[("planner", "json"), ("sql_timeout_ms", "200")],
+    ),
+    ("data", &[]),
+    ("react", &[("mode", "static")]),
+    ("react", &[("mode", "llm"), ("llm_fallback", "1")]),
+];
+
 fn sessions(saver: bool) -> Vec<(String, Arc<Box<dyn FlowSession>>)> {
-    let variants: &[(&str, &[(&str, &str)])] = &[
-        ("tool-router", &[]),
-        ("form", &[]),
-        ("form", &[("form", "contact")]),
-        ("orchestrator", &[]),
-        ("orchestrator", &[("user", "guest")]),
-        ("orchestrator", &[("planner", "json")]),
-        ("data", &[]),
-        ("react", &[("mode", "static")]),
-        ("react", &[("mode", "llm"), ("llm_fallback", "1")]),
-    ];
     assert_eq!(
         FLOWS.len(),
         5,
         "a new flow: add it (and its modes) to this test"
     );
-    variants
+    VARIANTS
         .iter()
         .map(|(name, options)| {
             let mut env =
@@ -339,40 +353,46 @@ fn preview(message: &str) -> String {
 proptest! {
     #![proptest_config(cases(256))]
 
-    /// Every flow, one turn each, over one hostile message.
+    /// Every flow (one of them per case) over one hostile message.
     #[test]
-    fn every_flow_answers_a_hostile_message(message in message()) {
+    fn every_flow_answers_a_hostile_message(
+        variant in 0..VARIANTS.len(),
+        message in message(),
+    ) {
         let _lock = exclusive();
         let rt = runtime();
-        let sessions = SESSIONS.get_or_init(|| sessions(false));
-        rt.block_on(async {
-            for (label, session) in sessions {
-                turn(label, session, &message, None).await?;
-            }
-            Ok::<_, TestCaseError>(())
-        })?;
+        let (label, session) = &SESSIONS.get_or_init(|| sessions(false))[variant];
+        rt.block_on(turn(label, session, &message, None))?;
     }
+}
+
+// Three turns a case: fewer cases by default.
+proptest! {
+    #![proptest_config(cases(96))]
 
     /// Every flow over a conversation of hostile messages on one thread (follow-ups read the
     /// earlier turns: the data flow's `resolve`, the orchestrator's memory, the form's fields).
     #[test]
     fn every_flow_keeps_a_hostile_conversation(
+        variant in 0..VARIANTS.len(),
         messages in prop::collection::vec(message(), 2..4),
         thread in 0u64..u64::MAX,
     ) {
         let _lock = exclusive();
         let rt = runtime();
-        let sessions = THREADED.get_or_init(|| sessions(true));
+        let (label, session) = &THREADED.get_or_init(|| sessions(true))[variant];
         let thread = format!("hostile-{thread}");
         rt.block_on(async {
-            for (label, session) in sessions {
-                for message in &messages {
-                    turn(label, session, message, Some(&thread)).await?;
-                }
+            for message in &messages {
+                turn(label, session, message, Some(&thread)).await?;
             }
             Ok::<_, TestCaseError>(())
         })?;
     }
+}
+
+proptest! {
+    #![proptest_config(cases(256))]
 
     /// The calculator tool: a number or an expression error, never infinity or NaN.
     #[test]
@@ -392,6 +412,11 @@ proptest! {
         }
         no_panics(&format!("calculator {expression:?}"))?;
     }
+}
+
+// The reader tries its whole vocabulary at each word (~0.3 ms a word unoptimised): fewer cases.
+proptest! {
+    #![proptest_config(cases(64))]
 
     /// The data flow's reader: reading, resolving against earlier questions and the English
     /// rewrite of any text.
@@ -402,6 +427,8 @@ proptest! {
     ) {
         use agent_flows::data::reading;
         let _lock = exclusive();
+        // The flow refuses longer questions before reading them.
+        let message: String = message.chars().take(agent_flows::data::MAX_QUESTION_CHARS).collect();
         let reading = reading::read(&message);
         let _ = reading.intent();
         let _ = reading.steps();
@@ -412,6 +439,10 @@ proptest! {
         let _ = resolved.steps();
         no_panics(&format!("reader {}", preview(&message)))?;
     }
+}
+
+proptest! {
+    #![proptest_config(cases(256))]
 
     /// The orchestrator's tools called directly with hostile arguments, as a model might write
     /// them: `doc_search` over any query, `sql_query` over any SQL, `datetime` with any zone
@@ -431,14 +462,20 @@ proptest! {
         use serde_json::json;
         let _lock = exclusive();
         let rt = runtime();
-        let node = tools::tool_node(
-            tools::registry(
-                Arc::new(ManualClock::at_unix_seconds(FIXED_TIME)),
-                Arc::new(Corpus::bundled()),
-                &tools::ToolSettings::default(),
+        static NODE: OnceLock<agent_tools::ToolNode> = OnceLock::new();
+        let node = NODE.get_or_init(|| {
+            tools::tool_node(
+                tools::registry(
+                    Arc::new(ManualClock::at_unix_seconds(FIXED_TIME)),
+                    Arc::new(Corpus::bundled()),
+                    &tools::ToolSettings {
+                        sql_timeout: Duration::from_millis(200),
+                        ..tools::ToolSettings::default()
+                    },
+                )
+                .expect("the registry"),
             )
-            .expect("the registry"),
-        );
+        });
         let calls = [
             ToolCall::new("a", "doc_search", json!({"query": query, "limit": 5})),
             ToolCall::new("b", "sql_query", json!({"sql": sql})),
@@ -461,10 +498,8 @@ proptest! {
     }
 }
 
-static SESSIONS: std::sync::OnceLock<Vec<(String, Arc<Box<dyn FlowSession>>)>> =
-    std::sync::OnceLock::new();
-static THREADED: std::sync::OnceLock<Vec<(String, Arc<Box<dyn FlowSession>>)>> =
-    std::sync::OnceLock::new();
+static SESSIONS: OnceLock<Vec<(String, Arc<Box<dyn FlowSession>>)>> = OnceLock::new();
+static THREADED: OnceLock<Vec<(String, Arc<Box<dyn FlowSession>>)>> = OnceLock::new();
 
 // ---------------------------------------------------------------- one megabyte
 
