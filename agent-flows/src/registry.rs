@@ -42,9 +42,9 @@ pub struct FlowOption {
 }
 
 /// The longest message, in characters, of the flows without a limit of their own
-/// (`tool-router`, `form`, `react`; `orchestrator` has `max_input_chars`, `data` its
-/// `MAX_QUESTION_CHARS`): their rules read a message several times over, and a megabyte
-/// kept one turn of `form` busy for more than a minute.
+/// (`tool-router`, `form`; `orchestrator` has `max_input_chars`, `data` its
+/// `MAX_QUESTION_CHARS`, `react` its `user_query` check): their rules read a message several
+/// times over, and a megabyte kept one turn of `form` busy for more than a minute.
 pub const MAX_MESSAGE_CHARS: usize = 4000;
 
 /// An input error when `message` is longer than `max` characters.

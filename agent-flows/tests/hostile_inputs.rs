@@ -265,7 +265,7 @@ const VARIANTS: &[(&str, &[(&str, &str)])] = &[
     ("react", &[("mode", "llm"), ("llm_fallback", "1")]),
 ];
 
-fn sessions(saver: bool) -> Vec<(String, Arc<Box<dyn FlowSession>>)> {
+fn sessions(saver: bool) -> Sessions {
     assert_eq!(
         FLOWS.len(),
         5,
@@ -498,12 +498,17 @@ proptest! {
     }
 }
 
-static SESSIONS: OnceLock<Vec<(String, Arc<Box<dyn FlowSession>>)>> = OnceLock::new();
-static THREADED: OnceLock<Vec<(String, Arc<Box<dyn FlowSession>>)>> = OnceLock::new();
+/// Open sessions, labelled with their flow and options.
+type Sessions = Vec<(String, Arc<Box<dyn FlowSession>>)>;
+
+static SESSIONS: OnceLock<Sessions> = OnceLock::new();
+static THREADED: OnceLock<Sessions> = OnceLock::new();
 
 // ---------------------------------------------------------------- one megabyte
 
-/// A megabyte of each kind through every flow: an answer or a clear error, no hang.
+/// A megabyte of each kind through every flow, then a mixed message as long as each flow
+/// takes (2000 characters for `data`, 4000 for the others): an answer or a clear error, no
+/// hang.
 #[test]
 fn every_flow_answers_a_megabyte() {
     let _lock = exclusive();
@@ -520,7 +525,10 @@ fn every_flow_answers_a_megabyte() {
         ("controls", "\u{1}\u{7f}\u{202e}".repeat(MB / 5)),
         ("combining", "e\u{301}".repeat(MB / 3)),
         ("spaces", " ".repeat(MB)),
+        ("emails", "juan@ejemplo.com a@b ".repeat(MB / 21)),
     ];
+    let mixed = "What time is it in Tokio? 2 + (2 * top 5 2008Q3 1e999 e\u{301} juan@ejemplo.com «"
+        .repeat(100);
     let sessions = SESSIONS.get_or_init(|| sessions(false));
     rt.block_on(async {
         for (kind, message) in &inputs {
@@ -528,6 +536,17 @@ fn every_flow_answers_a_megabyte() {
                 if let Err(error) = turn(label, session, message, None).await {
                     panic!("1 MB of {kind}: {error}");
                 }
+            }
+        }
+        for (label, session) in sessions {
+            let limit = if label.starts_with("data") {
+                2000
+            } else {
+                4000
+            };
+            let message: String = mixed.chars().take(limit).collect();
+            if let Err(error) = turn(label, session, &message, None).await {
+                panic!("{limit} characters: {error}");
             }
         }
     });

@@ -86,7 +86,7 @@ use serde_json::Value;
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
-use crate::registry::{Demo, FlowOption, FlowSpec, MAX_MESSAGE_CHARS, check_length};
+use crate::registry::{Demo, FlowOption, FlowSpec};
 
 pub use review::{FinalBlock, Review, Verdict};
 pub use rules::{RuleInput, SelectorRule, StaticRules};
@@ -805,7 +805,6 @@ impl FlowSpec for React {
     }
 
     fn input(message: &str, env: &FlowEnv) -> Result<ReactStateUpdate, FlowError> {
-        check_length(Self::NAME, message, MAX_MESSAGE_CHARS)?;
         turn_input(message, TurnSettings::from_env(env)?)
     }
 
