@@ -322,7 +322,8 @@ impl Dataset {
 
     /// Runs one read-only SELECT with bound `params` (numbers, text, null) within `limits`.
     pub fn select(&self, sql: &str, params: &[Value], limits: Limits) -> Result<Table, DataError> {
-        let deadline = Instant::now() + limits.timeout;
+        // No deadline when the limit is past what the clock can count.
+        let deadline = Instant::now().checked_add(limits.timeout);
         let text = sql.trim().trim_end_matches(';').trim();
         if text.is_empty() {
             return Err(DataError::Refused("the query is empty".into()));
@@ -373,7 +374,10 @@ impl Dataset {
         // SQLite looks at the clock every few steps and stops the query at the deadline
         // (`interrupt` from another thread would not stop one long step).
         connection
-            .progress_handler(PROGRESS_STEPS, Some(move || Instant::now() >= deadline))
+            .progress_handler(
+                PROGRESS_STEPS,
+                Some(move || deadline.is_some_and(|d| Instant::now() >= d)),
+            )
             .map_err(sql)?;
         let result = run(&connection, text, values, limits);
         let _ = connection.progress_handler(0, None::<fn() -> bool>);

@@ -440,6 +440,11 @@ mod tests {
             err("0 ^ -1"),
             (3, "the result is too large (or infinite)".into())
         );
+        // A number past f64's range parses as infinity: refused, not returned.
+        assert_eq!(
+            err(&format!("1 + {}", "9".repeat(400))),
+            (5, "the number is too large".into())
+        );
         // Positions count characters, not bytes.
         assert_eq!(err("é").0, 1);
         assert_eq!(err("1 + é").0, 5);
