@@ -4,15 +4,19 @@
 //!
 //! Queries are read-only by construction: one statement, which SQLite itself reports as
 //! read-only (`sqlite3_stmt_readonly`), on a connection with `query_only` set; values are
-//! bound parameters, never spliced into the text; a query returns at most
-//! [`Limits::max_rows`] rows and is interrupted after [`Limits::timeout`]. Anything else is a
-//! [`DataError`] that says what was refused.
+//! bound parameters, never spliced into the text. A query (which a model may write) is held
+//! to [`Limits`]: its text, each value it makes (SQLite's `SQLITE_LIMIT_LENGTH`, so
+//! `zeroblob(1e9)` fails instead of allocating a gigabyte), the rows and bytes it returns, and
+//! its time, counted from the call (a query that waited for the connection has less left),
+//! which a progress handler enforces inside SQLite. Anything else is a [`DataError`] that
+//! says what was refused.
 
 use std::sync::{LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use rusqlite::limits::Limit;
 use rusqlite::types::{Value as SqlValue, ValueRef};
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::{Connection, Statement, params_from_iter};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -152,8 +156,17 @@ pub const COVERAGE: ((i64, i64), (i64, i64)) = ((1959, 1), (2009, 3));
 pub struct Limits {
     /// The most rows returned (more are cut, and the table says so).
     pub max_rows: usize,
-    /// How long a query may run before it is interrupted.
+    /// How long a query may take, from the call (waiting for the connection included),
+    /// before it is interrupted.
     pub timeout: Duration,
+    /// The longest query text, in bytes.
+    pub max_sql_bytes: usize,
+    /// The largest string or blob the query may make, in bytes (SQLite's
+    /// `SQLITE_LIMIT_LENGTH`; past it the query fails).
+    pub max_value_bytes: usize,
+    /// The most bytes of values the rows returned may hold (numbers count 8); past it the
+    /// query fails rather than returning part of a row set.
+    pub max_result_bytes: usize,
 }
 
 impl Default for Limits {
@@ -161,9 +174,15 @@ impl Default for Limits {
         Limits {
             max_rows: 500,
             timeout: Duration::from_secs(2),
+            max_sql_bytes: 64 * 1024,
+            max_value_bytes: 1024 * 1024,
+            max_result_bytes: 1024 * 1024,
         }
     }
 }
+
+/// How many SQLite virtual-machine steps pass between two looks at the clock.
+const PROGRESS_STEPS: i32 = 1000;
 
 /// A query's result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -189,6 +208,17 @@ pub enum DataError {
     /// The query ran past its time limit.
     #[error("the query was stopped after {0:?}; ask for less data")]
     Timeout(Duration),
+    /// The query's text is longer than [`Limits::max_sql_bytes`].
+    #[error("the query is {length} bytes long, more than the {limit} allowed; write a shorter one")]
+    TooLong {
+        /// Its length in bytes.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A value the query makes, or all it returns, is larger than its limit.
+    #[error("the result is too large: {0}; ask for fewer rows or columns, or smaller values")]
+    TooLarge(String),
     /// A parameter is not a number, text or null.
     #[error("parameter {index} must be a number, text or null, not {value}")]
     Parameter {
@@ -292,9 +322,17 @@ impl Dataset {
 
     /// Runs one read-only SELECT with bound `params` (numbers, text, null) within `limits`.
     pub fn select(&self, sql: &str, params: &[Value], limits: Limits) -> Result<Table, DataError> {
+        // No deadline when the limit is past what the clock can count.
+        let deadline = Instant::now().checked_add(limits.timeout);
         let text = sql.trim().trim_end_matches(';').trim();
         if text.is_empty() {
             return Err(DataError::Refused("the query is empty".into()));
+        }
+        if text.len() > limits.max_sql_bytes {
+            return Err(DataError::TooLong {
+                length: text.len(),
+                limit: limits.max_sql_bytes,
+            });
         }
         let lower = text.to_ascii_lowercase();
         if !(lower.starts_with("select") || lower.starts_with("with")) {
@@ -319,73 +357,143 @@ impl Dataset {
                 }),
             })
             .collect::<Result<_, _>>()?;
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
-        let mut statement = connection.prepare(text).map_err(|e| match e {
+        let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let sql = |e: rusqlite::Error| DataError::Sql(e.to_string());
+        connection
+            .set_limit(
+                Limit::SQLITE_LIMIT_SQL_LENGTH,
+                clamp_limit(limits.max_sql_bytes),
+            )
+            .map_err(sql)?;
+        connection
+            .set_limit(
+                Limit::SQLITE_LIMIT_LENGTH,
+                clamp_limit(limits.max_value_bytes),
+            )
+            .map_err(sql)?;
+        // SQLite looks at the clock every few steps and stops the query at the deadline
+        // (`interrupt` from another thread would not stop one long step).
+        connection
+            .progress_handler(
+                PROGRESS_STEPS,
+                Some(move || deadline.is_some_and(|d| Instant::now() >= d)),
+            )
+            .map_err(sql)?;
+        let result = run(&connection, text, values, limits);
+        let _ = connection.progress_handler(0, None::<fn() -> bool>);
+        result
+    }
+}
+
+/// A byte limit as SQLite takes it (an `int`).
+fn clamp_limit(bytes: usize) -> i32 {
+    i32::try_from(bytes).unwrap_or(i32::MAX)
+}
+
+/// Prepares and runs `text` on `connection`, its limits set.
+fn run(
+    connection: &Connection,
+    text: &str,
+    values: Vec<SqlValue>,
+    limits: Limits,
+) -> Result<Table, DataError> {
+    let mut statement = connection.prepare(text).map_err(|e| sql_error(e, limits))?;
+    if !statement.readonly() {
+        return Err(DataError::Refused(
+            "the statement would change the database".into(),
+        ));
+    }
+    if statement.parameter_count() != values.len() {
+        return Err(DataError::Sql(format!(
+            "the query has {} parameters but {} values were given",
+            statement.parameter_count(),
+            values.len()
+        )));
+    }
+    rows(&mut statement, values, limits).map_err(|e| sql_error(e, limits))
+}
+
+/// The rows of `statement`, within the row and byte limits.
+fn rows(
+    statement: &mut Statement<'_>,
+    values: Vec<SqlValue>,
+    limits: Limits,
+) -> Result<Table, QueryError> {
+    let columns: Vec<String> = statement.column_names().map(str::to_owned).collect();
+    let mut rows = statement.query(params_from_iter(values))?;
+    let mut table = Table {
+        columns: columns.clone(),
+        ..Table::default()
+    };
+    let mut bytes = 0usize;
+    while let Some(row) = rows.next()? {
+        if table.rows.len() == limits.max_rows {
+            table.truncated = true;
+            break;
+        }
+        let mut out = Vec::with_capacity(columns.len());
+        for i in 0..columns.len() {
+            let value = row.get_ref(i)?;
+            bytes = bytes.saturating_add(match value {
+                ValueRef::Text(t) | ValueRef::Blob(t) => t.len(),
+                _ => 8,
+            });
+            if bytes > limits.max_result_bytes {
+                return Err(QueryError::TooLarge);
+            }
+            out.push(match value {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(n) => Value::from(n),
+                ValueRef::Real(x) => {
+                    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+                }
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    Value::from(String::from_utf8_lossy(t).into_owned())
+                }
+            });
+        }
+        table.rows.push(out);
+    }
+    Ok(table)
+}
+
+/// Why reading rows stopped.
+enum QueryError {
+    Sqlite(rusqlite::Error),
+    TooLarge,
+}
+
+impl From<rusqlite::Error> for QueryError {
+    fn from(error: rusqlite::Error) -> Self {
+        QueryError::Sqlite(error)
+    }
+}
+
+/// The error of a failed query: its time limit, a value or result too large, more than one
+/// statement, or what SQLite said.
+fn sql_error(error: impl Into<QueryError>, limits: Limits) -> DataError {
+    match error.into() {
+        QueryError::TooLarge => DataError::TooLarge(format!(
+            "the rows hold more than {} bytes",
+            limits.max_result_bytes
+        )),
+        QueryError::Sqlite(error) => match error {
+            rusqlite::Error::SqliteFailure(code, _)
+                if code.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
+                DataError::Timeout(limits.timeout)
+            }
+            rusqlite::Error::SqliteFailure(code, _) if code.code == rusqlite::ErrorCode::TooBig => {
+                DataError::TooLarge(format!(
+                    "a value would be larger than {} bytes",
+                    limits.max_value_bytes
+                ))
+            }
             rusqlite::Error::MultipleStatement => {
                 DataError::Refused("the text holds more than one statement".into())
             }
             other => DataError::Sql(other.to_string()),
-        })?;
-        if !statement.readonly() {
-            return Err(DataError::Refused(
-                "the statement would change the database".into(),
-            ));
-        }
-        if statement.parameter_count() != values.len() {
-            return Err(DataError::Sql(format!(
-                "the query has {} parameters but {} values were given",
-                statement.parameter_count(),
-                values.len()
-            )));
-        }
-        let columns: Vec<String> = statement.column_names().map(str::to_owned).collect();
-        // A watchdog interrupts the query at the deadline.
-        let interrupt = connection.get_interrupt_handle();
-        let (done, wait) = std::sync::mpsc::channel::<()>();
-        let timeout = limits.timeout;
-        let watchdog = std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(timeout) {
-                interrupt.interrupt();
-            }
-        });
-        let result = (|| {
-            let mut rows = statement.query(params_from_iter(values))?;
-            let mut table = Table {
-                columns: columns.clone(),
-                ..Table::default()
-            };
-            while let Some(row) = rows.next()? {
-                if table.rows.len() == limits.max_rows {
-                    table.truncated = true;
-                    break;
-                }
-                let mut out = Vec::with_capacity(columns.len());
-                for i in 0..columns.len() {
-                    out.push(match row.get_ref(i)? {
-                        ValueRef::Null => Value::Null,
-                        ValueRef::Integer(n) => Value::from(n),
-                        ValueRef::Real(x) => {
-                            serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
-                        }
-                        ValueRef::Text(t) | ValueRef::Blob(t) => {
-                            Value::from(String::from_utf8_lossy(t).into_owned())
-                        }
-                    });
-                }
-                table.rows.push(out);
-            }
-            Ok(table)
-        })();
-        let _ = done.send(());
-        let _ = watchdog.join();
-        result.map_err(|e: rusqlite::Error| match e {
-            rusqlite::Error::SqliteFailure(code, _)
-                if code.code == rusqlite::ErrorCode::OperationInterrupted =>
-            {
-                DataError::Timeout(timeout)
-            }
-            other => DataError::Sql(other.to_string()),
-        })
+        },
     }
 }
 

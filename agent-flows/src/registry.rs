@@ -41,6 +41,23 @@ pub struct FlowOption {
     pub help: &'static str,
 }
 
+/// The longest message, in characters, of the flows without a limit of their own
+/// (`tool-router`, `form`; `orchestrator` has `max_input_chars`, `data` its
+/// `MAX_QUESTION_CHARS`, `react` its `user_query` check): their rules read a message several
+/// times over, and a megabyte kept one turn of `form` busy for more than a minute.
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
+/// An input error when `message` is longer than `max` characters.
+pub fn check_length(flow: &str, message: &str, max: usize) -> Result<(), FlowError> {
+    let length = message.chars().count();
+    if length > max {
+        return Err(FlowError::Input(format!(
+            "the message is {length} characters long; the {flow} flow takes at most {max}, so shorten it"
+        )));
+    }
+    Ok(())
+}
+
 /// A flow as its module writes it: typed state, typed context, the graph.
 pub trait FlowSpec: Send + Sync + 'static {
     /// The graph's state.

@@ -290,14 +290,16 @@ fn usage_errors_exit_2_with_a_clear_message() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("Usage: agent"), "{}", out.stderr);
 
+    // A message that is not UTF-8 is not a usage error but a runtime one (exit 1, as on
+    // standard input): see `cli_hostile.rs`.
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;
         let mut cmd = s.agent(&["run", "tool-router"]);
         cmd.arg(std::ffi::OsStr::from_bytes(b"\xff\xfe"));
         let out = run(cmd);
-        assert_eq!(out.code, 2, "{}", out.stderr);
-        assert!(out.stderr.contains("invalid UTF-8"), "{}", out.stderr);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(out.stderr.contains("not UTF-8 text"), "{}", out.stderr);
     }
 }
 

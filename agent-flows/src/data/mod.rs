@@ -195,6 +195,7 @@ impl DataContext {
             limits: Limits {
                 max_rows: plan::MAX_LIMIT as usize,
                 timeout: Duration::from_secs(2),
+                ..Limits::default()
             },
         })
     }

@@ -246,7 +246,8 @@ pub fn parse_bound(text: &str) -> Result<(Quarter, Quarter), String> {
     }
     let (y, q) = if let Some(rest) = cleaned.strip_prefix('Q') {
         // Q3 2008
-        let (q, y) = rest.split_at(rest.len().min(1));
+        // The quarter is one ASCII digit; anything else there (`Qé`) is not a period.
+        let (q, y) = rest.split_at_checked(1).ok_or_else(bad)?;
         (year(y)?, q)
     } else if let Some((y, q)) = cleaned.split_once('Q') {
         (year(y)?, q)

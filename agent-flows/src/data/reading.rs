@@ -542,21 +542,33 @@ impl Reader {
 
     /// The first free match of any of `phrases`: (start, end).
     fn find(&self, phrases: &[&str]) -> Option<(usize, usize)> {
-        (0..self.tokens.len()).find_map(|i| {
-            phrases
-                .iter()
-                .filter_map(|p| self.phrase_at(i, p))
-                .max()
-                .map(|end| (i, end))
-        })
+        self.find_from(0, phrases)
     }
 
-    /// Takes every free match of `phrases`; returns where they were.
+    /// The first free match of any of `phrases` at `from` or after. A phrase starts with a
+    /// word or a number, so used tokens and symbols are skipped without trying each phrase.
+    fn find_from(&self, from: usize, phrases: &[&str]) -> Option<(usize, usize)> {
+        (from..self.tokens.len())
+            .filter(|&i| !self.used[i] && self.tokens[i].sym().is_none())
+            .find_map(|i| {
+                phrases
+                    .iter()
+                    .filter_map(|p| self.phrase_at(i, p))
+                    .max()
+                    .map(|end| (i, end))
+            })
+    }
+
+    /// Takes every free match of `phrases`; returns where they were. Taking tokens only
+    /// removes matches, so the search goes on from the last match, not from the start (which
+    /// made a question of many matches quadratic).
     fn take_all(&mut self, phrases: &[&str]) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
-        while let Some((start, end)) = self.find(phrases) {
+        let mut from = 0;
+        while let Some((start, end)) = self.find_from(from, phrases) {
             self.take(start, end);
             found.push((start, end));
+            from = start;
         }
         found
     }

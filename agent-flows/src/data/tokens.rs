@@ -217,7 +217,8 @@ pub fn find_all<T: Clone>(
     let mut hits = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
-        if used[i] {
+        // A phrase starts with a word or a number: a symbol starts none.
+        if used[i] || tokens[i].sym().is_some() {
             i += 1;
             continue;
         }
@@ -249,7 +250,9 @@ pub fn find_all<T: Clone>(
 
 /// Whether any of `phrases` occurs anywhere in `tokens`.
 pub fn contains_any(tokens: &[Token], phrases: &[&str]) -> bool {
-    (0..tokens.len()).any(|i| phrases.iter().any(|p| match_at(tokens, i, p).is_some()))
+    (0..tokens.len())
+        .filter(|&i| tokens[i].sym().is_none())
+        .any(|i| phrases.iter().any(|p| match_at(tokens, i, p).is_some()))
 }
 
 /// The text of tokens `start..end`, as written (folded), for notes.

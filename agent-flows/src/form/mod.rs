@@ -76,7 +76,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
-use crate::registry::{Demo, FlowOption, FlowSpec};
+use crate::registry::{Demo, FlowOption, FlowSpec, MAX_MESSAGE_CHARS, check_length};
 
 pub use escalation::{EscalationConfig, EscalationEngine, Policy};
 pub use spec::{FieldSpec, FieldType, FormSpec};
@@ -356,6 +356,7 @@ impl FlowSpec for Form {
     }
 
     fn input(message: &str, _env: &FlowEnv) -> Result<FormStateUpdate, FlowError> {
+        check_length(Self::NAME, message, MAX_MESSAGE_CHARS)?;
         Ok(turn_input(message))
     }
 

@@ -278,12 +278,13 @@ pub fn stem(word: &str) -> String {
 
 /// `1982q4` as `1982` and `q4`, so a year finds the quarters written with it.
 fn split_quarter(word: String) -> Vec<String> {
+    // Checked as bytes: a word of other letters (`große`) has no char boundary at 4 to cut.
+    let bytes = word.as_bytes();
     let is_year_quarter =
-        word.len() == 6 && word[..4].chars().all(|c| c.is_ascii_digit()) && word[4..5] == *"q";
-    if is_year_quarter {
-        vec![word[..4].to_owned(), word[4..].to_owned()]
-    } else {
-        vec![word]
+        bytes.len() == 6 && bytes[..4].iter().all(u8::is_ascii_digit) && bytes[4] == b'q';
+    match word.split_at_checked(4) {
+        Some((year, quarter)) if is_year_quarter => vec![year.to_owned(), quarter.to_owned()],
+        _ => vec![word],
     }
 }
 

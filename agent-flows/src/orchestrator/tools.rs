@@ -102,12 +102,14 @@ pub struct SqlQuery {
 }
 
 impl SqlQuery {
-    /// The tool with `timeout` per query and [`MAX_ROWS`] rows.
+    /// The tool with `timeout` per query, [`MAX_ROWS`] rows, and the data set's default limits
+    /// on the text, values and bytes of a query (see [`Limits`]).
     pub fn new(timeout: Duration) -> Self {
         SqlQuery {
             limits: Limits {
                 max_rows: MAX_ROWS,
                 timeout,
+                ..Limits::default()
             },
         }
     }

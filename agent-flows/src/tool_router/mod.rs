@@ -42,7 +42,7 @@ use serde_json::Value;
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
-use crate::registry::{Demo, FlowSpec};
+use crate::registry::{Demo, FlowSpec, MAX_MESSAGE_CHARS, check_length};
 
 // The nodes stay in their module: `#[node]` makes each fn a unit struct of the same name,
 // which would shadow bindings such as schemars' `generator` in derives here.
@@ -290,6 +290,7 @@ impl FlowSpec for ToolRouter {
     }
 
     fn input(message: &str, _env: &FlowEnv) -> Result<ToolRouterStateUpdate, FlowError> {
+        check_length(Self::NAME, message, MAX_MESSAGE_CHARS)?;
         Ok(question(message))
     }
 

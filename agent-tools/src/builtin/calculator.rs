@@ -175,6 +175,14 @@ fn lex(expression: &str) -> Result<Vec<Token>, ToolError> {
                         format!("`{text}` is not a number"),
                     ));
                 };
+                // Past f64's range a number parses as infinity: an error, as for a result.
+                if number.is_infinite() {
+                    return Err(expression_error(
+                        expression,
+                        position,
+                        "the number is too large",
+                    ));
+                }
                 tokens.push(Token {
                     kind: Kind::Number(number),
                     position,
@@ -431,6 +439,11 @@ mod tests {
         assert_eq!(
             err("0 ^ -1"),
             (3, "the result is too large (or infinite)".into())
+        );
+        // A number past f64's range parses as infinity: refused, not returned.
+        assert_eq!(
+            err(&format!("1 + {}", "9".repeat(400))),
+            (5, "the number is too large".into())
         );
         // Positions count characters, not bytes.
         assert_eq!(err("é").0, 1);

@@ -1,6 +1,7 @@
 //! The command line, as clap derives it: `agent list | run | chat | graph`, and the options
 //! every run shares (model, thread store, flow options, streaming, output format).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -35,8 +36,9 @@ pub enum Command {
     Run {
         /// The flow (see `agent list`).
         flow: String,
-        /// The user's message.
-        message: Option<String>,
+        /// The user's message (checked as UTF-8 by `run`, so a bad byte gets a clear error
+        /// rather than clap's usage error).
+        message: Option<OsString>,
         #[command(flatten)]
         run: RunArgs,
         /// Print one JSON object: flow, thread_id, path, state, response, usage (with

@@ -96,7 +96,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let flow = flow_named(&flow)?;
             let message = match message {
-                Some(message) => message,
+                Some(message) => utf8_argument(message)?,
                 None => read_stdin()?,
             };
             run_once(flow, &message, &run, json).await
@@ -152,6 +152,17 @@ fn read_stdin() -> Result<String, Failure> {
     String::from_utf8(bytes).map_err(|e| {
         Failure::message(format!(
             "the message on standard input is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// The message given as an argument, as text: a byte that is not UTF-8 is a runtime error
+/// that says where it is (as on standard input), not a usage error.
+fn utf8_argument(message: std::ffi::OsString) -> Result<String, Failure> {
+    String::from_utf8(message.into_encoded_bytes()).map_err(|e| {
+        Failure::message(format!(
+            "the message is not UTF-8 text (invalid byte at offset {}); write it in UTF-8",
             e.utf8_error().valid_up_to()
         ))
     })
