@@ -240,11 +240,11 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
         sqlite_commit_floor(&mut out, ours, theirs, &shapes);
         let _ = writeln!(
             out,
-            "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph, by durability (without a saver: the `async` / `sync` columns), and each side's peak RSS over the same runs and checkpoints kept (target: ours no higher; ✗ = higher):\n"
+            "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph, by durability (without a saver: the `async` / `sync` columns), and each side's peak RSS in MiB with, in brackets, the KiB a run's checkpoints keep in it (the peak above the side's own no-saver peak, divided by the runs that process timed: an in-memory saver keeps every run, and agentgraph times hundreds of runs while LangGraph times a handful; target: ours keeps no more a run; ✗ = more):\n"
         );
         let _ = writeln!(
             out,
-            "| shape | saver | LangGraph exit | agentgraph exit | LangGraph async | agentgraph async | agentgraph sync | LangGraph peak RSS MiB | agentgraph peak RSS MiB |"
+            "| shape | saver | LangGraph exit | agentgraph exit | LangGraph async | agentgraph async | agentgraph sync | LangGraph peak RSS MiB (KiB a run) | agentgraph peak RSS MiB (KiB a run) |"
         );
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
         for shape in &shapes {
@@ -281,31 +281,59 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
                     us(find(ours, "agentgraph", shape, saver, "async")
                         .and_then(|r| f(r, "median_us_per_step")))
                 };
-                let ours_kib = ours
-                    .iter()
-                    .filter(|r| {
-                        r["runner"] == "agentgraph"
-                            && r["shape"] == *shape
-                            && r["saver"] == saver
-                            && r.get("kind").is_none()
-                    })
-                    .filter_map(|r| f(r, "peak_rss_kib"))
-                    .reduce(f64::max);
-                let theirs_kib = theirs
-                    .iter()
-                    .filter(|r| {
-                        r["runner"] == "langgraph" && r["shape"] == *shape && r["saver"] == saver
-                    })
-                    .filter_map(|r| f(r, "peak_rss_kib"))
-                    .reduce(f64::max);
-                let mib = |k: f64| format!("{:.0}", k / 1024.0);
-                let lg_rss = theirs_kib.map_or("–".to_owned(), mib);
-                // Target: a peak no higher than LangGraph's for the same checkpoints kept.
-                let rss = match (ours_kib, theirs_kib) {
-                    (Some(o), Some(t)) if o > t => format!("**{}** ✗", mib(o)),
-                    (Some(o), _) => mib(o),
-                    (None, _) => "–".to_owned(),
+                // Peak RSS, and what a run's checkpoints keep: the peak above the same side's
+                // no-saver peak, divided by the runs that process timed (an in-memory saver
+                // keeps every run's thread, and agentgraph times hundreds of runs in the
+                // time LangGraph times a handful, so peaks alone compare different amounts
+                // of kept checkpoints). Target: ours keeps no more a run than LangGraph's.
+                let side = |records: &[Value], runner: &str| -> Option<(f64, Option<f64>)> {
+                    let of = |saver: &str| {
+                        records
+                            .iter()
+                            .filter(|r| {
+                                r["runner"] == runner
+                                    && r["shape"] == *shape
+                                    && r["saver"] == saver
+                                    && r.get("kind").is_none()
+                            })
+                            .filter_map(|r| Some((f(r, "peak_rss_kib")?, f(r, "runs")?)))
+                            .collect::<Vec<_>>()
+                    };
+                    let base = of("none").iter().map(|(k, _)| *k).reduce(f64::max);
+                    let mine = of(saver);
+                    let peak = mine.iter().map(|(k, _)| *k).reduce(f64::max)?;
+                    let per_run = match (saver, base) {
+                        ("none", _) | (_, None) => None,
+                        (_, Some(base)) => mine
+                            .iter()
+                            .filter(|(_, runs)| *runs > 0.0)
+                            .map(|(k, runs)| (k - base).max(0.0) / runs)
+                            .reduce(f64::max),
+                    };
+                    Some((peak, per_run))
                 };
+                let cell = |value: Option<(f64, Option<f64>)>, worse: bool| match value {
+                    None => "–".to_owned(),
+                    Some((peak, per_run)) => {
+                        let text = match per_run {
+                            Some(kib) => format!("{:.0} ({:.0})", peak / 1024.0, kib),
+                            None => format!("{:.0}", peak / 1024.0),
+                        };
+                        if worse {
+                            format!("**{text}** ✗")
+                        } else {
+                            text
+                        }
+                    }
+                };
+                let ours_rss = side(ours, "agentgraph");
+                let theirs_rss = side(theirs, "langgraph");
+                let worse = matches!(
+                    (ours_rss, theirs_rss),
+                    (Some((_, Some(o))), Some((_, Some(t)))) if o > t
+                );
+                let lg_rss = cell(theirs_rss, false);
+                let rss = cell(ours_rss, worse);
                 let _ = writeln!(
                     out,
                     "| {shape} | {saver} | {exit} | {mine_exit} | {default} | {mine_async} | {} | {lg_rss} | {rss} |",

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::checkpoint::codec::{self, FieldCache};
 use crate::checkpoint::interning;
-use crate::checkpoint::{CheckpointMetadata, CheckpointRecord, FieldBlob, Source, StoreOp};
 use crate::checkpoint::msgpack;
+use crate::checkpoint::{CheckpointMetadata, CheckpointRecord, FieldBlob, Source, StoreOp};
 use crate::command::SendArg;
 use crate::compiled::Graph;
 use crate::config::Durability;
