@@ -1,7 +1,7 @@
 //! What every wire shares below the [`Wire`](super::Wire) level: timeouts, sending with
 //! retries (agent-core's [`RetryPolicy`] over [`LlmError`], plus `Retry-After`), mapping HTTP
 //! failures to [`LlmError`], reading bodies under a size ceiling, and turning streamed bodies
-//! into events ([`framing`](super::framing): SSE or NDJSON) that a [`StreamDecoder`] turns
+//! into events (`framing`: SSE or NDJSON) that a [`StreamDecoder`] turns
 //! into chunks, under an optional overall deadline.
 
 use std::pin::Pin;
