@@ -60,7 +60,7 @@ pub enum LlmError {
     /// reset, DNS...).
     #[error(
         "{provider}: connection to {url} failed{}: {message}; check that the server is running and the base URL is right",
-        if *.before_sending { " before the request was sent" } else { "" }
+        if *.before_sending { " before the request was sent" } else if *.unanswered { " (closed with no answer)" } else { "" }
     )]
     Connection {
         /// Provider name.
@@ -73,6 +73,11 @@ pub enum LlmError {
         /// connect timeout), so no byte of the request left: only then is it retried, as a
         /// request that may have reached the server may be paid for twice.
         before_sending: bool,
+        /// Whether the server closed the connection without a byte of answer. Most often a
+        /// kept-alive connection the server gave up just as the request went out on it
+        /// (llama.cpp's server closes one after each streamed response, without saying
+        /// so); retried, as the official OpenAI and Anthropic clients do.
+        unanswered: bool,
     },
 
     /// The provider did not answer (or stopped sending) within the configured time.
@@ -235,13 +240,18 @@ pub enum LlmError {
 
 impl LlmError {
     /// Whether sending the same request again is safe and may succeed: what the providers
-    /// document as not processed (HTTP 429, 503, 529) and a connection that failed before
-    /// the request was sent. Not 500, 409 or a timeout: the server may have done the work
-    /// (and billed it) already.
+    /// document as not processed (HTTP 429, 503, 529), a connection that failed before
+    /// the request was sent, and one the server closed with no answer at all. Not 500, 409,
+    /// a timeout or a connection lost mid-answer: the server may have done the work (and
+    /// billed it) already.
     pub fn is_retryable(&self) -> bool {
         match self {
             LlmError::Http { retryable, .. } => *retryable,
-            LlmError::Connection { before_sending, .. } => *before_sending,
+            LlmError::Connection {
+                before_sending,
+                unanswered,
+                ..
+            } => *before_sending || *unanswered,
             _ => false,
         }
     }

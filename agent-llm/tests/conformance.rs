@@ -1202,3 +1202,101 @@ fn a_missing_model_name_says_which_variable_sets_it() {
         .unwrap_err();
     assert!(err.to_string().contains("http://"), "{err}");
 }
+
+/// A server that answers the first request on a connection, keeps it alive without saying
+/// otherwise, and closes it when the next request arrives on it, before answering: what
+/// llama.cpp's server does after a streamed reply. Returns its URL and the connections made.
+async fn closes_kept_alive_connections(
+    reply: Value,
+) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let body = reply.to_string();
+            tokio::spawn(async move {
+                // Reads one request: its head, then Content-Length bytes of body.
+                async fn request(socket: &mut tokio::net::TcpStream) -> bool {
+                    let mut read = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&read[..end]).to_lowercase();
+                            let length = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if read.len() >= end + 4 + length {
+                                return true;
+                            }
+                        }
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return false,
+                            Ok(n) => read.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                }
+                if !request(&mut socket).await {
+                    return;
+                }
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+                // The next request on this connection is read and left unanswered.
+                let _ = request(&mut socket).await;
+            });
+        }
+    });
+    (url, connections)
+}
+
+/// A kept-alive connection the server closes as the next request goes out on it got no
+/// answer: the request is sent again on a new connection, and succeeds. Without retries the
+/// error says the connection was closed unanswered, and is retryable.
+#[tokio::test]
+async fn a_kept_alive_connection_closed_unanswered_is_retried_on_a_new_one() {
+    for f in fixtures() {
+        let (url, connections) = closes_kept_alive_connections(f.text_reply("fine")).await;
+        let model = f.model(&url, fast_retry(2), test_timeouts());
+        let name = model.provider();
+        for _ in 0..3 {
+            let r = model
+                .invoke(&[Message::human("hi")], &CallOptions::default())
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(r.text(), "fine", "{name}");
+        }
+        let made = connections.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(made, 3, "{name}: one connection per call");
+
+        let (url, _) = closes_kept_alive_connections(f.text_reply("fine")).await;
+        let model = f.model(&url, RetryPolicy::none(), test_timeouts());
+        model
+            .invoke(&[Message::human("hi")], &CallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let err = model
+            .invoke(&[Message::human("hi")], &CallOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                LlmError::Connection {
+                    unanswered: true,
+                    before_sending: false,
+                    ..
+                }
+            ) && err.is_retryable(),
+            "{name}: {err:?}"
+        );
+    }
+}

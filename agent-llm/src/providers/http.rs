@@ -26,7 +26,8 @@ use crate::stream::{ChatChunk, ChatStream};
 /// By default: 3 attempts, waits of 0.5 s doubling (jittered) up to 128 s. Retried (see
 /// [`LlmError::is_retryable`]) is only what the providers document as not processed, so a
 /// retry cannot pay twice for one call: HTTP 429 (rate limited), 503 (unavailable) and 529
-/// (Anthropic's overloaded), and a connection that failed before the request was sent. Not
+/// (Anthropic's overloaded), a connection that failed before the request was sent, and one
+/// the server closed with no byte of answer (a kept-alive connection it had dropped). Not
 /// 500, 502, 504, 409 or a timeout: the server may have run (and billed) the request; a
 /// policy's own `retry_on` can opt into them. A wait is never shorter than the server's
 /// `Retry-After` (or `retry-after-ms`); a `Retry-After` longer than the provider's
@@ -296,6 +297,7 @@ impl Transport {
                 url: url.to_owned(),
                 message: error_chain(e),
                 before_sending: true,
+                unanswered: false,
             };
         }
         if e.is_timeout() {
@@ -319,6 +321,7 @@ impl Transport {
                 url: url.to_owned(),
                 message: error_chain(e),
                 before_sending: false,
+                unanswered: closed_unanswered(e),
             }
         }
     }
@@ -426,6 +429,19 @@ fn retry_delay(
 }
 
 /// An error and its sources, joined with `: `.
+/// Whether the server closed the connection before a byte of its answer arrived (hyper's
+/// "incomplete message" on a response not yet begun): the server did not answer the request.
+fn closed_unanswered(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(h) = inner.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        source = inner.source();
+    }
+    false
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
