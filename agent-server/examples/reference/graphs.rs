@@ -1,0 +1,156 @@
+//! The two graphs the API was observed on (langgraph-api's reference app, ported): `agent`
+//! (START -> chat -> sub(inner -> sub_ask) -> human -> END over messages and a counter) and
+//! `simple` (upper-cases `value`). The SDK conformance scripts run against either server.
+//!
+//! - `chat` streams `echo: <text>` token by token, writes a custom event, sleeps N seconds
+//!   on "sleep N" and fails on "fail";
+//! - `sub_ask` (inside the subgraph) interrupts when the text contains "subask";
+//! - `human` interrupts on the word "ask".
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{BoxError, END, GraphState, NodeContext, START, StateGraph};
+use agent_llm::{AiMessage, Message};
+use serde_json::json;
+
+/// The `agent` graph's state.
+#[derive(GraphState, Clone, Default, Debug)]
+pub struct State {
+    /// The conversation.
+    #[reducer(agent_llm::add_messages)]
+    pub messages: Vec<Message>,
+    /// Incremented by `chat` and `human`.
+    #[reducer(add)]
+    pub count: i64,
+}
+
+/// The `agent` graph's context (unused by its nodes, as in the reference).
+#[allow(dead_code)]
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct Context {
+    /// A model name.
+    pub model: Option<String>,
+    /// A user name.
+    pub user: Option<String>,
+}
+
+fn last_human(state: &State) -> String {
+    state
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Human(h) => Some(h.content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn ai(id: Option<String>, text: impl Into<String>) -> Message {
+    Message::Ai(AiMessage {
+        id,
+        content: text.into(),
+        ..AiMessage::default()
+    })
+}
+
+async fn chat(state: Arc<State>, ctx: NodeContext) -> Result<StateUpdate, BoxError> {
+    let text = last_human(&state);
+    ctx.write_custom(json!({"progress": "chat started", "text": text}))
+        .await;
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if let Some(i) = words.iter().position(|w| *w == "sleep") {
+        let secs: f64 = words.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(3.0);
+        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    }
+    if words.contains(&"fail") {
+        return Err("node chat failed on purpose".into());
+    }
+    let reply = format!("echo: {text}");
+    let id = format!("run--{}", uuid::Uuid::new_v4());
+    ctx.write_message(json!({"type": "start", "id": id, "model": "fake"}))
+        .await;
+    for piece in reply.split_inclusive(' ') {
+        ctx.write_message(json!({"type": "text", "text": piece}))
+            .await;
+    }
+    ctx.write_message(json!({"type": "finish", "reason": "stop"}))
+        .await;
+    Ok(StateUpdate::default()
+        .messages(vec![ai(Some(id), reply)])
+        .count(1))
+}
+
+async fn inner(_state: Arc<State>) -> StateUpdate {
+    StateUpdate::default().messages(vec![ai(None, "from inner subgraph node")])
+}
+
+async fn sub_ask(state: Arc<State>, ctx: NodeContext) -> Result<StateUpdate, BoxError> {
+    if last_human(&state).contains("subask") {
+        let answer = ctx.interrupt(json!({"question": "sub approve?"}))?;
+        let answer = answer
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| answer.to_string());
+        return Ok(StateUpdate::default().messages(vec![ai(None, format!("sub answer: {answer}"))]));
+    }
+    Ok(StateUpdate::default())
+}
+
+async fn human(state: Arc<State>, ctx: NodeContext) -> Result<StateUpdate, BoxError> {
+    let text = last_human(&state);
+    if text.split_whitespace().any(|w| w == "ask") {
+        let answer = ctx.interrupt(json!({"question": "approve?", "text": text}))?;
+        let answer = answer
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| answer.to_string());
+        return Ok(StateUpdate::default().messages(vec![ai(None, format!("human said: {answer}"))]));
+    }
+    Ok(StateUpdate::default().count(1))
+}
+
+/// `agent`.
+pub fn agent() -> StateGraph<State, Context> {
+    let sub = StateGraph::<State, Context>::with_context_type()
+        .add_node("inner", inner)
+        .add_node("sub_ask", sub_ask)
+        .add_edge(START, "inner")
+        .add_edge("inner", "sub_ask")
+        .add_edge("sub_ask", END)
+        .compile()
+        .expect("the subgraph compiles");
+    StateGraph::<State, Context>::with_context_type()
+        .add_node("chat", chat)
+        .add_node("sub", sub)
+        .add_node("human", human)
+        .add_edge(START, "chat")
+        .add_edge("chat", "sub")
+        .add_edge("sub", "human")
+        .add_edge("human", END)
+}
+
+/// The `simple` graph's state.
+#[derive(GraphState, Clone, Default, Debug)]
+pub struct Simple {
+    /// Upper-cased by the one node.
+    pub value: String,
+}
+
+/// `simple`.
+pub fn simple() -> StateGraph<Simple> {
+    StateGraph::new()
+        .add_node("upper", |s: Arc<Simple>| async move {
+            SimpleUpdate::default().value(s.value.to_uppercase())
+        })
+        .add_edge(START, "upper")
+        .add_edge("upper", END)
+}
+
+/// A server with both graphs.
+pub fn server() -> agent_server::ServerBuilder {
+    agent_server::Server::builder()
+        .graph("agent", agent())
+        .graph("simple", simple())
+}

@@ -1,0 +1,338 @@
+//! `/assistants`: a graph with its settings (`context`, `config`, `metadata`), versioned.
+//! Each served graph has a system assistant whose id is derived from the graph id, as
+//! langgraph-api derives it, so ids stay the same across restarts and servers.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Map, Value, json};
+
+use super::body::{Fields, contains, object};
+use super::{App, JsonBody, Shared, paged, uuid_path};
+use crate::error::ApiError;
+use crate::store::Kind;
+use crate::time::now_iso;
+
+pub(super) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/assistants", post(create))
+        .route("/assistants/search", post(search))
+        .route("/assistants/count", post(count))
+        .route("/assistants/{id}", get(read).patch(update).delete(remove))
+        .route("/assistants/{id}/graph", get(graph))
+        .route("/assistants/{id}/schemas", get(schemas))
+        .route("/assistants/{id}/subgraphs", get(subgraphs))
+        .route("/assistants/{id}/subgraphs/{ns}", get(subgraphs_ns))
+        .route("/assistants/{id}/versions", post(versions))
+        .route("/assistants/{id}/latest", post(latest))
+}
+
+/// The namespace langgraph-api derives system assistant ids in.
+const GRAPH_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6ba7b821_9dad_11d1_80b4_00c04fd430c8);
+
+/// The system assistant id of `graph_id`.
+pub(crate) fn system_id(graph_id: &str) -> String {
+    uuid::Uuid::new_v5(&GRAPH_NAMESPACE, graph_id.as_bytes()).to_string()
+}
+
+/// The system assistant of `graph_id`.
+pub(crate) fn system_assistant(graph_id: &str) -> Value {
+    let now = now_iso();
+    json!({
+        "assistant_id": system_id(graph_id), "graph_id": graph_id,
+        "config": {}, "context": {}, "metadata": {"created_by": "system"},
+        "name": graph_id, "created_at": now, "updated_at": now, "version": 1, "description": null,
+    })
+}
+
+/// An assistant named by a run body: its UUID, or a graph id (its system assistant).
+pub(crate) async fn resolve(app: &App, id: &str) -> Result<Value, ApiError> {
+    let key = if uuid::Uuid::parse_str(id).is_ok() {
+        id.to_owned()
+    } else if app.graphs.contains_key(id) {
+        system_id(id)
+    } else {
+        let graphs: Vec<&str> = app.graphs.keys().map(String::as_str).collect();
+        return Err(ApiError::invalid(format!(
+            "Invalid assistant: '{id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
+            graphs.join(", ")
+        )));
+    };
+    app.store
+        .get(Kind::Assistant, &key)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))
+}
+
+/// `config` and `context` as langgraph-api keeps them: the context mirrored into
+/// `config.configurable`, and both given at once refused.
+fn settings(body: &Map<String, Value>) -> Result<(Value, Value), ApiError> {
+    let config = body.opt_object("config")?.unwrap_or_default();
+    let context = body.opt_object("context")?;
+    let configurable = config.get("configurable").and_then(Value::as_object);
+    if let (Some(_), Some(c)) = (&context, configurable)
+        && !c.is_empty()
+    {
+        return Err(ApiError::bad_request(
+            "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in LangGraph 0.6.0 and is the long term planned replacement for configurable.",
+        ));
+    }
+    let context = context.unwrap_or_else(|| configurable.cloned().unwrap_or_default());
+    let mut config = config;
+    config.insert("configurable".into(), Value::Object(context.clone()));
+    Ok((Value::Object(config), Value::Object(context)))
+}
+
+async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let graph_id = body
+        .opt_str("graph_id")?
+        .ok_or_else(|| ApiError::invalid("'graph_id' is a required property"))?;
+    if !app.graphs.contains_key(&graph_id) {
+        let graphs: Vec<&str> = app.graphs.keys().map(String::as_str).collect();
+        return Err(ApiError::not_found(format!(
+            "Graph '{graph_id}' not found. Expected one of: {graphs:?}"
+        )));
+    }
+    let id = match body.opt_str("assistant_id")? {
+        Some(id) => uuid_path("assistant", &id)?,
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+    let (config, context) = settings(&body)?;
+    let now = now_iso();
+    let doc = json!({
+        "assistant_id": id, "graph_id": graph_id, "config": config, "context": context,
+        "metadata": body.opt_object("metadata")?.unwrap_or_default(),
+        "name": body.opt_str("name")?.unwrap_or_else(|| "Untitled".to_owned()),
+        "created_at": now, "updated_at": now, "version": 1,
+        "description": body.opt_str("description")?,
+    });
+    if !app.store.insert(Kind::Assistant, &doc).await? {
+        return match body.opt_str("if_exists")?.as_deref() {
+            Some("do_nothing") => Ok(axum::Json(
+                app.store.get(Kind::Assistant, &id).await?.unwrap_or(doc),
+            )
+            .into_response()),
+            _ => Err(ApiError::conflict(format!("Assistant {id} already exists"))),
+        };
+    }
+    app.store.put_version(&id, 1, &version_doc(&doc)).await?;
+    Ok(axum::Json(doc).into_response())
+}
+
+fn version_doc(doc: &Value) -> Value {
+    let mut v = doc.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("updated_at");
+    }
+    v
+}
+
+async fn found(app: &App, id: &str) -> Result<Value, ApiError> {
+    let id = uuid_path("assistant", id)?;
+    app.store
+        .get(Kind::Assistant, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Assistant with ID {id} not found")))
+}
+
+async fn read(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(axum::Json(found(&app, &id).await?).into_response())
+}
+
+async fn update(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let mut doc = found(&app, &id).await?;
+    if let Some(graph_id) = body.opt_str("graph_id")? {
+        if !app.graphs.contains_key(&graph_id) {
+            return Err(ApiError::not_found(format!("Graph '{graph_id}' not found")));
+        }
+        doc["graph_id"] = graph_id.into();
+    }
+    if body.contains_key("config") || body.contains_key("context") {
+        let (config, context) = settings(&body)?;
+        doc["config"] = config;
+        doc["context"] = context;
+    }
+    if let Some(meta) = body.opt_object("metadata")?
+        && let Some(existing) = doc["metadata"].as_object_mut()
+    {
+        existing.extend(meta);
+    }
+    for key in ["name", "description"] {
+        if let Some(v) = body.opt_str(key)? {
+            doc[key] = v.into();
+        }
+    }
+    let versions = app
+        .store
+        .versions(doc["assistant_id"].as_str().unwrap_or_default())
+        .await?;
+    let version = versions
+        .iter()
+        .filter_map(|v| v["version"].as_i64())
+        .max()
+        .unwrap_or(1)
+        + 1;
+    doc["version"] = version.into();
+    doc["updated_at"] = now_iso().into();
+    let id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
+    app.store.put(Kind::Assistant, &doc).await?;
+    app.store
+        .put_version(&id, version, &version_doc(&doc))
+        .await?;
+    Ok(axum::Json(doc).into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct DeleteParams {
+    delete_threads: Option<String>,
+}
+
+async fn remove(
+    State(app): Shared,
+    Path(id): Path<String>,
+    Query(params): Query<DeleteParams>,
+) -> Result<Response, ApiError> {
+    let doc = found(&app, &id).await?;
+    let id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
+    if matches!(params.delete_threads.as_deref(), Some("true" | "1")) {
+        for thread in app.store.all(Kind::Thread).await? {
+            if thread["metadata"]["assistant_id"] == id.as_str() {
+                let tid = thread["thread_id"].as_str().unwrap_or_default();
+                if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
+                    g.delete_thread(tid).await?;
+                }
+                app.store.delete(Kind::Thread, tid).await?;
+            }
+        }
+    }
+    app.store.delete(Kind::Assistant, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+    let graph_id = body.opt_str("graph_id")?;
+    let name = body.opt_str("name")?;
+    let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    Ok(app
+        .store
+        .all(Kind::Assistant)
+        .await?
+        .into_iter()
+        .filter(|a| graph_id.as_deref().is_none_or(|g| a["graph_id"] == g))
+        .filter(|a| {
+            name.as_deref().is_none_or(|n| {
+                a["name"]
+                    .as_str()
+                    .is_some_and(|s| s.to_lowercase().contains(&n.to_lowercase()))
+            })
+        })
+        .filter(|a| contains(&a["metadata"], &metadata))
+        .collect())
+}
+
+const SORTS: &[&str] = &[
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "name",
+    "graph_id",
+];
+
+async fn search(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    paged(matching(&app, &body).await?, &body, "created_at", SORTS)
+}
+
+async fn count(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    Ok(axum::Json(matching(&app, &body).await?.len()).into_response())
+}
+
+fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, ApiError> {
+    let graph_id = doc["graph_id"].as_str().unwrap_or_default();
+    app.graphs
+        .get(graph_id)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(format!("Graph '{graph_id}' is no longer served")))
+}
+
+async fn graph(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let doc = found(&app, &id).await?;
+    Ok(axum::Json(served(&app, &doc)?.drawing()).into_response())
+}
+
+async fn schemas(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let doc = found(&app, &id).await?;
+    let graph_id = doc["graph_id"].as_str().unwrap_or_default();
+    Ok(axum::Json(served(&app, &doc)?.schemas(graph_id)).into_response())
+}
+
+async fn subgraphs(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    found(&app, &id).await?;
+    Ok(axum::Json(json!({})).into_response())
+}
+
+async fn subgraphs_ns(
+    State(app): Shared,
+    Path((id, _ns)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    found(&app, &id).await?;
+    Ok(axum::Json(json!({})).into_response())
+}
+
+async fn versions(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let doc = found(&app, &id).await?;
+    let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let limit = body.opt_usize("limit")?.unwrap_or(10);
+    let offset = body.opt_usize("offset")?.unwrap_or(0);
+    let list: Vec<Value> = app
+        .store
+        .versions(doc["assistant_id"].as_str().unwrap_or_default())
+        .await?
+        .into_iter()
+        .filter(|v| contains(&v["metadata"], &metadata))
+        .skip(offset)
+        .take(limit)
+        .collect();
+    Ok(axum::Json(list).into_response())
+}
+
+async fn latest(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let doc = found(&app, &id).await?;
+    let version = body
+        .opt_usize("version")?
+        .ok_or_else(|| ApiError::invalid("'version' is a required property"))?;
+    let id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
+    let chosen = app
+        .store
+        .versions(&id)
+        .await?
+        .into_iter()
+        .find(|v| v["version"].as_u64() == Some(version as u64))
+        .ok_or_else(|| ApiError::not_found(format!("Assistant {id} has no version {version}")))?;
+    let mut next = chosen;
+    next["created_at"] = doc["created_at"].clone();
+    next["updated_at"] = now_iso().into();
+    app.store.put(Kind::Assistant, &next).await?;
+    Ok(axum::Json(next).into_response())
+}

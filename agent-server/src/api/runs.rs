@@ -1,0 +1,828 @@
+//! Runs on a thread (`/threads/{id}/runs/...`) and stateless runs (`/runs/...`): create
+//! (queued), stream, wait, join, cancel. A stateless run gets a temporary thread that is
+//! deleted when it ends (unless `on_completion: "keep"`).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Map, Value, json};
+
+use super::assistants::resolve;
+use super::body::{Fields, object};
+use super::sse::{self, CancelOnDrop};
+use super::threads::{found as thread_found, new_thread};
+use super::{App, JsonBody, Shared, uuid_path};
+use crate::error::ApiError;
+use crate::graph::ApiMode;
+use crate::runs::{CancelAction, RunChannel};
+use crate::store::Kind;
+use crate::time::now_iso;
+
+pub(super) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/threads/{t}/runs", post(create).get(list))
+        .route("/threads/{t}/runs/stream", post(stream))
+        .route("/threads/{t}/runs/wait", post(wait))
+        .route("/threads/{t}/runs/{r}", get(read).delete(remove))
+        .route("/threads/{t}/runs/{r}/join", get(join))
+        .route("/threads/{t}/runs/{r}/stream", get(join_stream))
+        .route("/threads/{t}/runs/{r}/cancel", post(cancel))
+        .route("/runs", post(create_stateless))
+        .route("/runs/stream", post(stream_stateless))
+        .route("/runs/wait", post(wait_stateless))
+        .route("/runs/batch", post(batch))
+        .route("/runs/cancel", post(cancel_many))
+}
+
+/// A queued run and what its response needs.
+struct Started {
+    run: Value,
+    channel: Arc<RunChannel>,
+    thread_id: String,
+    resumable: bool,
+    cancel_on_disconnect: bool,
+}
+
+fn one_of(
+    body: &Map<String, Value>,
+    key: &str,
+    allowed: &[&str],
+    default: &str,
+) -> Result<String, ApiError> {
+    let v = body.opt_str(key)?.unwrap_or_else(|| default.to_owned());
+    if allowed.contains(&v.as_str()) {
+        Ok(v)
+    } else {
+        Err(ApiError::invalid(format!(
+            "'{key}' must be one of: {} (got '{v}')",
+            allowed.join(", ")
+        )))
+    }
+}
+
+/// `stream_mode` as a list, each checked.
+fn modes(body: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+    let names: Vec<String> = match body.get("stream_mode") {
+        None | Some(Value::Null) => vec!["values".to_owned()],
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ApiError::invalid("'stream_mode' items must be strings"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "'stream_mode' must be a string or a list of them",
+            ));
+        }
+    };
+    for n in &names {
+        ApiMode::parse(n)?;
+    }
+    Ok(names)
+}
+
+fn node_list(body: &Map<String, Value>, key: &str) -> Result<Value, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(Value::Null),
+        Some(Value::String(s)) if s == "*" => Ok(json!("*")),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => Ok(Value::Array(a.clone())),
+        Some(_) => Err(ApiError::invalid(format!(
+            "'{key}' must be \"*\" or a list of node names"
+        ))),
+    }
+}
+
+/// Validates a run body, resolves its assistant and thread, applies the multitask strategy
+/// and queues the run.
+async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Started, ApiError> {
+    let body = object(body)?;
+    let assistant_id = body
+        .opt_str("assistant_id")?
+        .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
+    let stream_mode = modes(&body)?;
+    let strategy = one_of(
+        &body,
+        "multitask_strategy",
+        &["reject", "rollback", "interrupt", "enqueue"],
+        "enqueue",
+    )?;
+    let if_not_exists = one_of(&body, "if_not_exists", &["create", "reject"], "reject")?;
+    let on_disconnect = one_of(&body, "on_disconnect", &["cancel", "continue"], "continue")?;
+    let on_completion = one_of(&body, "on_completion", &["delete", "keep"], "delete")?;
+    let durability = one_of(&body, "durability", &["sync", "async", "exit"], "async")?;
+    let interrupt_before = node_list(&body, "interrupt_before")?;
+    let interrupt_after = node_list(&body, "interrupt_after")?;
+    let resumable = body.opt_bool("stream_resumable")?.unwrap_or(false);
+    let subgraphs = body.opt_bool("stream_subgraphs")?.unwrap_or(false);
+    let command = body.opt_object("command")?;
+    let run_metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let mut config = body.opt_object("config")?.unwrap_or_default();
+    if let Some(limit) = config.get("recursion_limit")
+        && !limit.is_u64()
+    {
+        return Err(ApiError::invalid(
+            "'config.recursion_limit' must be a positive integer",
+        ));
+    }
+    let run_context = body.opt_object("context")?;
+    let checkpoint_id = match body.opt_str("checkpoint_id")? {
+        Some(id) => Some(id),
+        None => body.opt_object("checkpoint")?.and_then(|c| {
+            c.get("checkpoint_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }),
+    };
+
+    let assistant = resolve(app, &assistant_id).await?;
+    let graph_id = assistant["graph_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let assistant_id = assistant["assistant_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // The context: the assistant's, overlaid by the run's (or its `configurable`).
+    let mut context = assistant["context"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let configurable = config
+        .get("configurable")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    match &run_context {
+        Some(c) => context.extend(c.clone()),
+        None => context.extend(
+            configurable
+                .iter()
+                .filter(|(k, _)| {
+                    !k.starts_with("__")
+                        && !["thread_id", "checkpoint_id", "checkpoint_ns"].contains(&k.as_str())
+                })
+                .map(|(k, v)| (k.clone(), v.clone())),
+        ),
+    }
+
+    let temporary = thread.is_none();
+    let thread_id = match thread {
+        Some(t) => uuid_path("thread", t)?,
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    let run_id = uuid::Uuid::now_v7().to_string();
+    let mut thread_doc = match app.store.get(Kind::Thread, &thread_id).await? {
+        Some(doc) => doc,
+        None if temporary || if_not_exists == "create" => {
+            let doc = new_thread(&thread_id, Map::new());
+            app.store.insert(Kind::Thread, &doc).await?;
+            doc
+        }
+        None => return Err(ApiError::not_found("Thread or assistant not found.")),
+    };
+    if let Some(g) = thread_doc["metadata"]["graph_id"].as_str()
+        && g != graph_id
+    {
+        return Err(ApiError::conflict(format!(
+            "Thread {thread_id} belongs to graph '{g}'; assistant {assistant_id} runs graph '{graph_id}'"
+        )));
+    }
+    let active = app.runs.active_on(&thread_id).await?;
+    if !active.is_empty() {
+        match strategy.as_str() {
+            "reject" => {
+                return Err(ApiError::conflict(
+                    "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+                ));
+            }
+            "interrupt" | "rollback" => {
+                let action = if strategy == "rollback" {
+                    CancelAction::Rollback
+                } else {
+                    CancelAction::Interrupt
+                };
+                for run in &active {
+                    app.runs.cancel(run, action).await?;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    configurable_insert(
+        &mut config,
+        &run_id,
+        &thread_id,
+        &graph_id,
+        &assistant_id,
+        &context,
+    );
+    let mut metadata = run_metadata.clone();
+    metadata.insert("graph_id".into(), graph_id.clone().into());
+    metadata.insert("assistant_id".into(), assistant_id.clone().into());
+    let mut config_metadata = config
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    config_metadata.extend(run_metadata);
+    config.insert("metadata".into(), Value::Object(config_metadata));
+    let now = now_iso();
+    let run = json!({
+        "run_id": run_id, "thread_id": thread_id, "assistant_id": assistant_id,
+        "metadata": metadata, "status": "pending", "attempt": 1,
+        "kwargs": {
+            "input": body.get("input").cloned().unwrap_or(Value::Null),
+            "command": command,
+            "config": config, "context": context, "stream_mode": stream_mode,
+            "interrupt_before": interrupt_before, "interrupt_after": interrupt_after,
+            "webhook": body.get("webhook").cloned().unwrap_or(Value::Null),
+            "feedback_keys": body.get("feedback_keys").cloned().unwrap_or(Value::Null),
+            "temporary": temporary, "subgraphs": subgraphs, "resumable": resumable,
+            "checkpoint_id": checkpoint_id, "durability": durability,
+            "on_completion": on_completion,
+        },
+        "multitask_strategy": strategy, "created_at": now, "updated_at": now,
+    });
+    // The thread is busy from the moment a run is queued on it.
+    let meta = thread_doc["metadata"].as_object_mut();
+    if let Some(meta) = meta {
+        meta.insert("graph_id".into(), graph_id.into());
+        meta.insert("assistant_id".into(), assistant_id.into());
+    }
+    thread_doc["status"] = "busy".into();
+    thread_doc["config"] = json!({"configurable": run["kwargs"]["config"]["configurable"]});
+    thread_doc["updated_at"] = now.into();
+    app.store.put(Kind::Thread, &thread_doc).await?;
+    let channel = app.runs.enqueue(&run).await?;
+    Ok(Started {
+        run,
+        channel,
+        thread_id,
+        resumable,
+        cancel_on_disconnect: on_disconnect == "cancel",
+    })
+}
+
+fn configurable_insert(
+    config: &mut Map<String, Value>,
+    run_id: &str,
+    thread_id: &str,
+    graph_id: &str,
+    assistant_id: &str,
+    context: &Map<String, Value>,
+) {
+    let mut c = config
+        .get("configurable")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    c.extend(context.clone());
+    c.insert("run_id".into(), run_id.into());
+    c.insert("thread_id".into(), thread_id.into());
+    c.insert("graph_id".into(), graph_id.into());
+    c.insert("assistant_id".into(), assistant_id.into());
+    config.insert("configurable".into(), Value::Object(c));
+}
+
+fn location(headers: &mut HeaderMap, name: &'static str, path: String) {
+    if let Ok(v) = HeaderValue::from_str(&path) {
+        headers.insert(name, v);
+    }
+}
+
+fn guard(app: &Arc<App>, s: &Started) -> Option<CancelOnDrop> {
+    s.cancel_on_disconnect.then(|| CancelOnDrop {
+        runs: app.runs.clone(),
+        channel: s.channel.clone(),
+    })
+}
+
+fn run_id(s: &Started) -> String {
+    s.run["run_id"].as_str().unwrap_or_default().to_owned()
+}
+
+async fn stream(
+    State(app): Shared,
+    Path(t): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let s = start(&app, Some(&t), body).await?;
+    let (t, r) = (s.thread_id.clone(), run_id(&s));
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "location",
+        format!("/threads/{t}/runs/{r}/stream"),
+    );
+    location(
+        &mut headers,
+        "content-location",
+        format!("/threads/{t}/runs/{r}"),
+    );
+    let guard = guard(&app, &s);
+    Ok(sse::sse(
+        s.channel.follow(0),
+        None,
+        s.resumable,
+        headers,
+        guard,
+    ))
+}
+
+async fn stream_stateless(
+    State(app): Shared,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let s = start(&app, None, body).await?;
+    let r = run_id(&s);
+    let mut headers = HeaderMap::new();
+    location(&mut headers, "location", format!("/runs/{r}/stream"));
+    location(&mut headers, "content-location", format!("/runs/{r}"));
+    let guard = guard(&app, &s);
+    Ok(sse::sse(
+        s.channel.follow(0),
+        None,
+        s.resumable,
+        headers,
+        guard,
+    ))
+}
+
+async fn wait(
+    State(app): Shared,
+    Path(t): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let s = start(&app, Some(&t), body).await?;
+    let (t, r) = (s.thread_id.clone(), run_id(&s));
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "location",
+        format!("/threads/{t}/runs/{r}/join"),
+    );
+    location(
+        &mut headers,
+        "content-location",
+        format!("/threads/{t}/runs/{r}"),
+    );
+    let guard = guard(&app, &s);
+    Ok(sse::wait(s.channel, headers, guard))
+}
+
+async fn wait_stateless(
+    State(app): Shared,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let s = start(&app, None, body).await?;
+    let (t, r) = (s.thread_id.clone(), run_id(&s));
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "location",
+        format!("/threads/{t}/runs/{r}/join"),
+    );
+    location(
+        &mut headers,
+        "content-location",
+        format!("/threads/{t}/runs/{r}"),
+    );
+    let guard = guard(&app, &s);
+    Ok(sse::wait(s.channel, headers, guard))
+}
+
+fn public(run: &Value) -> Value {
+    let mut run = run.clone();
+    if let Some(o) = run.as_object_mut() {
+        o.remove("attempt");
+        o.insert("langsmith_session_name".into(), Value::Null);
+    }
+    run
+}
+
+async fn create(
+    State(app): Shared,
+    Path(t): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let s = start(&app, Some(&t), body).await?;
+    let (t, r) = (s.thread_id.clone(), run_id(&s));
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "content-location",
+        format!("/threads/{t}/runs/{r}"),
+    );
+    Ok((headers, axum::Json(public(&s.run))).into_response())
+}
+
+async fn create_stateless(
+    State(app): Shared,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let s = start(&app, None, body).await?;
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "content-location",
+        format!("/runs/{}", run_id(&s)),
+    );
+    Ok((headers, axum::Json(public(&s.run))).into_response())
+}
+
+async fn batch(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let Value::Array(items) = body else {
+        return Err(ApiError::invalid("the body must be a list of run bodies"));
+    };
+    if items.is_empty() {
+        return Err(ApiError::invalid(
+            "[] has less than 1 item: send at least one run",
+        ));
+    }
+    let mut runs = Vec::with_capacity(items.len());
+    for item in items {
+        runs.push(public(&start(&app, None, item).await?.run));
+    }
+    Ok(axum::Json(runs).into_response())
+}
+
+/// Query parameters, repeated keys kept, percent-decoded.
+fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    fn decode(s: &str) -> String {
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < bytes.len() => {
+                    let hex = |b: u8| (b as char).to_digit(16);
+                    match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                        (Some(h), Some(l)) => {
+                            out.push((h * 16 + l) as u8);
+                            i += 2;
+                        }
+                        _ => out.push(b'%'),
+                    }
+                }
+                b => out.push(b),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    raw.unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+fn truthy(v: Option<&str>) -> bool {
+    matches!(v, Some("true" | "1" | "True" | "yes"))
+}
+
+async fn run_of(app: &App, t: &str, r: &str) -> Result<Value, ApiError> {
+    let t = uuid_path("thread", t)?;
+    let r = uuid_path("run", r)?;
+    match app.store.get(Kind::Run, &r).await? {
+        Some(run) if run["thread_id"] == t.as_str() => Ok(run),
+        _ => Err(ApiError::not_found(format!(
+            "Run {r} not found on thread {t}"
+        ))),
+    }
+}
+
+async fn read(
+    State(app): Shared,
+    Path((t, r)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(public(&run_of(&app, &t, &r).await?)).into_response())
+}
+
+async fn list(
+    State(app): Shared,
+    Path(t): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let doc = thread_found(&app, &t).await?;
+    let pairs = query_pairs(q.as_deref());
+    let number = |key: &str, default: usize| -> Result<usize, ApiError> {
+        match param(&pairs, key) {
+            None | Some("") => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| ApiError::invalid(format!("'{key}' must be a non-negative integer"))),
+        }
+    };
+    let limit = number("limit", 10)?;
+    let offset = number("offset", 0)?;
+    let status = param(&pairs, "status").filter(|s| !s.is_empty());
+    let select: Vec<&str> = pairs
+        .iter()
+        .filter(|(k, _)| k == "select")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let mut runs = app
+        .store
+        .runs_of(doc["thread_id"].as_str().unwrap_or_default())
+        .await?;
+    runs.reverse();
+    let page: Vec<Value> = runs
+        .iter()
+        .filter(|r| status.is_none_or(|s| r["status"] == s))
+        .skip(offset)
+        .take(limit)
+        .map(public)
+        .map(|r| match (select.is_empty(), r) {
+            (false, Value::Object(m)) => Value::Object(
+                m.into_iter()
+                    .filter(|(k, _)| select.contains(&k.as_str()))
+                    .collect(),
+            ),
+            (_, r) => r,
+        })
+        .collect();
+    Ok(axum::Json(page).into_response())
+}
+
+async fn remove(
+    State(app): Shared,
+    Path((t, r)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let run = run_of(&app, &t, &r).await?;
+    let thread = run["thread_id"].as_str().unwrap_or_default().to_owned();
+    if matches!(run["status"].as_str(), Some("pending" | "running")) {
+        app.runs.cancel(&run, CancelAction::Interrupt).await?;
+    }
+    app.store
+        .delete(Kind::Run, run["run_id"].as_str().unwrap_or_default())
+        .await?;
+    app.runs.refresh_thread(&thread, None, false).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The body of a join on a run that is no longer live: the thread's values now.
+async fn finished_body(app: &App, run: &Value) -> Result<Value, ApiError> {
+    let thread = thread_found(app, run["thread_id"].as_str().unwrap_or_default()).await?;
+    if thread["status"] == "error" && !thread["error"].is_null() {
+        return Ok(json!({"__error__": thread["error"]}));
+    }
+    let mut values = if thread["values"].is_null() {
+        json!({})
+    } else {
+        thread["values"].clone()
+    };
+    let interrupts: Vec<Value> = thread["interrupts"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .map(|i| json!({"value": i["value"], "id": i["id"], "response_schema": null}))
+        .collect();
+    if !interrupts.is_empty()
+        && let Some(o) = values.as_object_mut()
+    {
+        o.insert("__interrupt__".into(), Value::Array(interrupts));
+    }
+    Ok(values)
+}
+
+async fn join(
+    State(app): Shared,
+    Path((t, r)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let run = run_of(&app, &t, &r).await?;
+    let (t, r) = (
+        run["thread_id"].as_str().unwrap_or_default().to_owned(),
+        run["run_id"].as_str().unwrap_or_default().to_owned(),
+    );
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "location",
+        format!("/threads/{t}/runs/{r}/join"),
+    );
+    location(
+        &mut headers,
+        "content-location",
+        format!("/threads/{t}/runs/{r}"),
+    );
+    let live = app.runs.channel(&r);
+    match live {
+        Some(channel)
+            if !channel.finished()
+                || matches!(run["status"].as_str(), Some("pending" | "running")) =>
+        {
+            let pairs = query_pairs(q.as_deref());
+            let guard = truthy(param(&pairs, "cancel_on_disconnect")).then(|| CancelOnDrop {
+                runs: app.runs.clone(),
+                channel: channel.clone(),
+            });
+            Ok(sse::wait(channel, headers, guard))
+        }
+        Some(channel) => Ok((headers, axum::Json(channel.result().await)).into_response()),
+        None => Ok((headers, axum::Json(finished_body(&app, &run).await?)).into_response()),
+    }
+}
+
+/// `stream_mode` of a join: repeated, a JSON list as a string, or empty (everything).
+fn join_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>, ApiError> {
+    let mut names = Vec::new();
+    for (k, v) in pairs {
+        if k != "stream_mode" || v.is_empty() {
+            continue;
+        }
+        if v.starts_with('[') {
+            let list: Vec<String> = serde_json::from_str(v).map_err(|_| {
+                ApiError::invalid("'stream_mode' must be a mode or a JSON list of modes")
+            })?;
+            names.extend(list);
+        } else {
+            names.push(v.clone());
+        }
+    }
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let mut events = Vec::new();
+    for n in names {
+        events.extend(
+            ApiMode::parse(&n)?
+                .event_names()
+                .iter()
+                .map(|e| (*e).to_owned()),
+        );
+    }
+    Ok(Some(events))
+}
+
+async fn join_stream(
+    State(app): Shared,
+    Path((t, r)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+    request_headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let run = run_of(&app, &t, &r).await?;
+    let (t, r) = (
+        run["thread_id"].as_str().unwrap_or_default().to_owned(),
+        run["run_id"].as_str().unwrap_or_default().to_owned(),
+    );
+    let pairs = query_pairs(q.as_deref());
+    let keep = join_modes(&pairs)?;
+    let mut headers = HeaderMap::new();
+    location(
+        &mut headers,
+        "location",
+        format!("/threads/{t}/runs/{r}/stream"),
+    );
+    location(
+        &mut headers,
+        "content-location",
+        format!("/threads/{t}/runs/{r}"),
+    );
+    let resumable = run["kwargs"]["resumable"] == true;
+    let last = request_headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(channel) = app.runs.channel(&r) else {
+        let nothing = futures::StreamExt::boxed(futures::stream::empty());
+        return Ok(sse::sse(nothing, keep, resumable, headers, None));
+    };
+    let from = if channel.finished() && last.is_none() {
+        usize::MAX
+    } else {
+        channel.position_after(last.as_deref())
+    };
+    let guard = truthy(param(&pairs, "cancel_on_disconnect")).then(|| CancelOnDrop {
+        runs: app.runs.clone(),
+        channel: channel.clone(),
+    });
+    Ok(sse::sse(
+        channel.follow(from),
+        keep,
+        resumable,
+        headers,
+        guard,
+    ))
+}
+
+async fn cancel(
+    State(app): Shared,
+    Path((t, r)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let pairs = query_pairs(q.as_deref());
+    let action = match param(&pairs, "action") {
+        Some("rollback") => CancelAction::Rollback,
+        _ => CancelAction::Interrupt,
+    };
+    let run = match run_of(&app, &t, &r).await {
+        Ok(run) => run,
+        Err(_) => return Err(ApiError::not_found("No runs found to cancel.")),
+    };
+    if !app.runs.cancel(&run, action).await? {
+        return Err(ApiError::not_found(
+            "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't been deleted or completed.",
+        ));
+    }
+    if truthy(param(&pairs, "wait")) {
+        if let Some(channel) = app.runs.channel(run["run_id"].as_str().unwrap_or_default()) {
+            channel.result().await;
+        }
+        return Ok(axum::Json(json!({})).into_response());
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn cancel_many(
+    State(app): Shared,
+    RawQuery(q): RawQuery,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let pairs = query_pairs(q.as_deref());
+    let action = match param(&pairs, "action") {
+        Some("rollback") => CancelAction::Rollback,
+        _ => CancelAction::Interrupt,
+    };
+    let status = body.opt_str("status")?;
+    let thread = body.opt_str("thread_id")?;
+    let ids: Vec<String> = match body.get("run_ids") {
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if status.is_some() && (thread.is_some() || !ids.is_empty()) {
+        return Err(ApiError::invalid(
+            "Cannot specify both status and thread_id/run_ids: cancel by status, or by thread and run ids",
+        ));
+    }
+    let candidates: Vec<Value> = match (&status, &thread) {
+        (Some(s), _) => {
+            let wanted: &[&str] = match s.as_str() {
+                "pending" => &["pending"],
+                "running" => &["running"],
+                "all" => &["pending", "running"],
+                other => {
+                    return Err(ApiError::invalid(format!(
+                        "'status' must be pending, running or all, not '{other}'"
+                    )));
+                }
+            };
+            app.store
+                .all(Kind::Run)
+                .await?
+                .into_iter()
+                .filter(|r| r["status"].as_str().is_some_and(|st| wanted.contains(&st)))
+                .collect()
+        }
+        (None, Some(t)) => app
+            .store
+            .runs_of(&uuid_path("thread", t)?)
+            .await?
+            .into_iter()
+            .filter(|r| ids.is_empty() || ids.iter().any(|i| r["run_id"] == i.as_str()))
+            .collect(),
+        (None, None) => {
+            return Err(ApiError::invalid(
+                "give a status, or a thread_id with run_ids",
+            ));
+        }
+    };
+    let mut cancelled = 0;
+    for run in candidates {
+        if app.runs.cancel(&run, action).await? {
+            cancelled += 1;
+        }
+    }
+    if cancelled == 0 {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

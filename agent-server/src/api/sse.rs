@@ -1,0 +1,132 @@
+//! What long requests send: SSE as langgraph-api frames it (`\r\n` line ends, a
+//! `: heartbeat` comment every 5 s, ids only on resumable runs, no `end` event), and the
+//! `/wait` body (a newline every 5 s while the run goes on, then the result).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use crate::runs::{CancelAction, LiveEvent, RunChannel, Runs};
+
+/// How often an idle stream says it is alive.
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Cancels the run when the client goes away before it ended (`on_disconnect: cancel`).
+pub(super) struct CancelOnDrop {
+    pub(super) runs: Arc<Runs>,
+    pub(super) channel: Arc<RunChannel>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.channel.finished() {
+            return;
+        }
+        let runs = self.runs.clone();
+        let run_id = self.channel.run_id.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Ok(Some(run)) = runs.store.get(crate::store::Kind::Run, &run_id).await {
+                    let _ = runs.cancel(&run, CancelAction::Interrupt).await;
+                }
+            });
+        }
+    }
+}
+
+fn frame(e: &LiveEvent, with_id: bool) -> Bytes {
+    let mut s = String::with_capacity(e.name.len() + e.data.len() + 32);
+    s.push_str("event: ");
+    s.push_str(&e.name);
+    s.push_str("\r\ndata: ");
+    s.push_str(&e.data);
+    s.push_str("\r\n");
+    if with_id {
+        s.push_str("id: ");
+        s.push_str(&e.id);
+        s.push_str("\r\n");
+    }
+    s.push_str("\r\n");
+    Bytes::from(s)
+}
+
+/// An SSE response following `events`; `keep` filters by event name (its mode part).
+pub(super) fn sse(
+    events: BoxStream<'static, LiveEvent>,
+    keep: Option<Vec<String>>,
+    with_ids: bool,
+    headers: HeaderMap,
+    guard: Option<CancelOnDrop>,
+) -> Response {
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let body = futures::stream::unfold(
+        (events, ticker, keep, guard),
+        move |(mut events, mut ticker, keep, guard)| async move {
+            loop {
+                tokio::select! {
+                    e = events.next() => {
+                        let e = e?;
+                        let base = e.name.split('|').next().unwrap_or_default();
+                        let wanted = e.name == "metadata" || e.name == "error"
+                            || keep.as_ref().is_none_or(|k| k.iter().any(|n| n == base));
+                        if wanted {
+                            return Some((Ok::<_, Infallible>(frame(&e, with_ids)), (events, ticker, keep, guard)));
+                        }
+                    }
+                    _ = ticker.tick() => {
+                        return Some((Ok(Bytes::from_static(b": heartbeat\r\n\r\n")), (events, ticker, keep, guard)));
+                    }
+                }
+            }
+        },
+    );
+    let mut response = Body::from_stream(body).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    h.extend(headers);
+    response
+}
+
+/// The `/wait` and `/join` body: a newline every 5 s until the run ends, then its result.
+pub(super) fn wait(
+    channel: Arc<RunChannel>,
+    headers: HeaderMap,
+    guard: Option<CancelOnDrop>,
+) -> Response {
+    let result = Box::pin(async move { channel.result().await });
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let body = futures::stream::unfold(
+        (Some(result), ticker, guard),
+        |(result, mut ticker, guard)| async move {
+            let mut result = result?;
+            tokio::select! {
+                value = &mut result => {
+                    drop(guard);
+                    Some((Ok::<_, Infallible>(Bytes::from(value.to_string())), (None, ticker, None)))
+                }
+                _ = ticker.tick() => Some((Ok(Bytes::from_static(b"\n")), (Some(result), ticker, guard))),
+            }
+        },
+    );
+    let mut response = Body::from_stream(body).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.extend(headers);
+    response
+}

@@ -1,0 +1,370 @@
+//! `/threads`: conversations, their status and values, and their checkpoints (state,
+//! history, update_state) read through the thread's graph.
+
+use std::sync::Arc;
+
+use agent_core::ListFilter;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Map, Value, json};
+
+use super::body::{Fields, contains, object};
+use super::{App, JsonBody, Shared, paged, uuid_path};
+use crate::error::ApiError;
+use crate::graph::ServedGraph;
+use crate::store::Kind;
+use crate::time::now_iso;
+
+pub(super) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/threads", post(create))
+        .route("/threads/search", post(search))
+        .route("/threads/count", post(count))
+        .route("/threads/{id}", get(read).patch(update).delete(remove))
+        .route("/threads/{id}/copy", post(copy))
+        .route("/threads/{id}/state", get(state).post(update_state))
+        .route("/threads/{id}/state/checkpoint", post(state_at_body))
+        .route("/threads/{id}/state/{checkpoint_id}", get(state_at))
+        .route("/threads/{id}/history", get(history_get).post(history_post))
+}
+
+/// A new thread document.
+pub(crate) fn new_thread(id: &str, metadata: Map<String, Value>) -> Value {
+    let now = now_iso();
+    json!({
+        "thread_id": id, "created_at": now, "updated_at": now, "state_updated_at": now,
+        "metadata": metadata, "status": "idle", "config": {}, "values": null,
+        "interrupts": {}, "error": null,
+    })
+}
+
+/// The thread `id`, or a 404.
+pub(crate) async fn found(app: &App, id: &str) -> Result<Value, ApiError> {
+    let id = uuid_path("thread", id)?;
+    app.store
+        .get(Kind::Thread, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Thread with ID {id} not found")))
+}
+
+/// The graph a thread's runs used (its `metadata.graph_id`).
+pub(crate) fn graph_of(app: &App, thread: &Value) -> Option<Arc<dyn ServedGraph>> {
+    app.graphs
+        .get(thread["metadata"]["graph_id"].as_str()?)
+        .cloned()
+}
+
+async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let id = match body.opt_str("thread_id")? {
+        Some(id) => uuid_path("thread", &id)?,
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    if let Some(graph_id) = body.opt_str("graph_id")? {
+        metadata.insert("graph_id".into(), graph_id.into());
+    }
+    let doc = new_thread(&id, metadata);
+    if !app.store.insert(Kind::Thread, &doc).await? {
+        return match body.opt_str("if_exists")?.as_deref() {
+            Some("do_nothing") => Ok(axum::Json(
+                app.store.get(Kind::Thread, &id).await?.unwrap_or(doc),
+            )
+            .into_response()),
+            _ => Err(ApiError::conflict(format!(
+                "Thread with ID {id} already exists"
+            ))),
+        };
+    }
+    // `supersteps`: state written as if nodes had run, one update after another.
+    if let Some(Value::Array(steps)) = body.get("supersteps") {
+        let graph = graph_of(&app, &doc).ok_or_else(|| {
+            ApiError::bad_request("supersteps need the thread's graph: pass graph_id")
+        })?;
+        for step in steps {
+            for u in step["updates"].as_array().into_iter().flatten() {
+                graph
+                    .update_state(&id, u["values"].clone(), u["as_node"].as_str(), None)
+                    .await?;
+            }
+        }
+        app.runs.refresh_thread(&id, None, false).await?;
+    }
+    Ok(axum::Json(app.store.get(Kind::Thread, &id).await?.unwrap_or(doc)).into_response())
+}
+
+async fn read(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(axum::Json(found(&app, &id).await?).into_response())
+}
+
+async fn update(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let mut doc = found(&app, &id).await?;
+    if let Some(meta) = body.opt_object("metadata")?
+        && let Some(existing) = doc["metadata"].as_object_mut()
+    {
+        existing.extend(meta);
+    }
+    doc["updated_at"] = now_iso().into();
+    app.store.put(Kind::Thread, &doc).await?;
+    Ok(axum::Json(doc).into_response())
+}
+
+async fn remove(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let doc = found(&app, &id).await?;
+    let id = doc["thread_id"].as_str().unwrap_or_default().to_owned();
+    for run in app.runs.active_on(&id).await? {
+        app.runs
+            .cancel(&run, crate::runs::CancelAction::Interrupt)
+            .await?;
+    }
+    if let Some(graph) = graph_of(&app, &doc) {
+        graph.delete_thread(&id).await?;
+    }
+    app.store.delete(Kind::Thread, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+    let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let values = body.opt_object("values")?.unwrap_or_default();
+    let status = body.opt_str("status")?;
+    let ids: Option<Vec<String>> = match body.get("ids") {
+        Some(Value::Array(ids)) => Some(
+            ids.iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    };
+    Ok(app
+        .store
+        .all(Kind::Thread)
+        .await?
+        .into_iter()
+        .filter(|t| contains(&t["metadata"], &metadata))
+        .filter(|t| values.is_empty() || contains(&t["values"], &values))
+        .filter(|t| status.as_deref().is_none_or(|s| t["status"] == s))
+        .filter(|t| {
+            ids.as_ref()
+                .is_none_or(|ids| ids.iter().any(|i| t["thread_id"] == i.as_str()))
+        })
+        .collect())
+}
+
+const SORTS: &[&str] = &[
+    "thread_id",
+    "status",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+];
+
+async fn search(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    paged(matching(&app, &body).await?, &body, "created_at", SORTS)
+}
+
+async fn count(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    Ok(axum::Json(matching(&app, &body).await?.len()).into_response())
+}
+
+async fn copy(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let doc = found(&app, &id).await?;
+    let from = doc["thread_id"].as_str().unwrap_or_default().to_owned();
+    let to = uuid::Uuid::now_v7().to_string();
+    let copy = new_thread(
+        &to,
+        doc["metadata"].as_object().cloned().unwrap_or_default(),
+    );
+    app.store.put(Kind::Thread, &copy).await?;
+    if let Some(graph) = graph_of(&app, &doc) {
+        graph.copy_thread(&from, &to).await?;
+        app.runs.refresh_thread(&to, None, false).await?;
+    }
+    Ok(axum::Json(app.store.get(Kind::Thread, &to).await?.unwrap_or(copy)).into_response())
+}
+
+/// The ThreadState of a thread with no checkpoint.
+fn empty_state() -> Value {
+    json!({"values": {}, "next": [], "tasks": [], "metadata": null, "created_at": null,
+        "checkpoint": null, "parent_checkpoint": null, "interrupts": [],
+        "checkpoint_id": null, "parent_checkpoint_id": null})
+}
+
+async fn state_of(
+    app: &App,
+    id: &str,
+    checkpoint_id: Option<&str>,
+    subgraphs: bool,
+) -> Result<Value, ApiError> {
+    let doc = found(app, id).await?;
+    let Some(graph) = graph_of(app, &doc) else {
+        return Ok(empty_state());
+    };
+    let thread = doc["thread_id"].as_str().unwrap_or_default();
+    match graph.state(thread, checkpoint_id, subgraphs).await? {
+        Some(s) => Ok(s),
+        None if checkpoint_id.is_some() => Err(ApiError::not_found(format!(
+            "Checkpoint {} not found on thread {thread}",
+            checkpoint_id.unwrap_or_default()
+        ))),
+        None => Ok(empty_state()),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct StateParams {
+    subgraphs: Option<String>,
+}
+
+fn truthy(v: Option<&str>) -> bool {
+    matches!(v, Some("true" | "1" | "True" | "yes"))
+}
+
+async fn state(
+    State(app): Shared,
+    Path(id): Path<String>,
+    Query(p): Query<StateParams>,
+) -> Result<Response, ApiError> {
+    Ok(
+        axum::Json(state_of(&app, &id, None, truthy(p.subgraphs.as_deref())).await?)
+            .into_response(),
+    )
+}
+
+async fn state_at(
+    State(app): Shared,
+    Path((id, checkpoint_id)): Path<(String, String)>,
+    Query(p): Query<StateParams>,
+) -> Result<Response, ApiError> {
+    let state = state_of(
+        &app,
+        &id,
+        Some(&checkpoint_id),
+        truthy(p.subgraphs.as_deref()),
+    )
+    .await?;
+    Ok(axum::Json(state).into_response())
+}
+
+async fn state_at_body(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let checkpoint = body.opt_object("checkpoint")?.unwrap_or_default();
+    let cp = checkpoint.opt_str("checkpoint_id")?;
+    let subgraphs = body.opt_bool("subgraphs")?.unwrap_or(false);
+    Ok(axum::Json(state_of(&app, &id, cp.as_deref(), subgraphs).await?).into_response())
+}
+
+async fn update_state(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let doc = found(&app, &id).await?;
+    let thread = doc["thread_id"].as_str().unwrap_or_default().to_owned();
+    let graph = graph_of(&app, &doc).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "Thread {thread} has no assigned graph ID. This usually means no runs have been made on it yet; run it first or create it with a graph_id."
+        ))
+    })?;
+    if !app.runs.active_on(&thread).await?.is_empty() {
+        return Err(ApiError::conflict(
+            "Thread is busy with a run; wait for it to finish before updating its state.",
+        ));
+    }
+    let as_node = body.opt_str("as_node")?;
+    let checkpoint_id = match body.opt_str("checkpoint_id")? {
+        Some(id) => Some(id),
+        None => body.opt_object("checkpoint")?.and_then(|c| {
+            c.get("checkpoint_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }),
+    };
+    let values = body.get("values").cloned().unwrap_or(Value::Null);
+    let written = graph
+        .update_state(
+            &thread,
+            values,
+            as_node.as_deref(),
+            checkpoint_id.as_deref(),
+        )
+        .await?;
+    app.runs.refresh_thread(&thread, None, false).await?;
+    let checkpoint = json!({"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": written});
+    Ok(axum::Json(json!({
+        "checkpoint": checkpoint, "configurable": checkpoint, "checkpoint_id": written,
+    }))
+    .into_response())
+}
+
+async fn history_of(app: &App, id: &str, body: &Map<String, Value>) -> Result<Response, ApiError> {
+    let doc = found(app, id).await?;
+    let Some(graph) = graph_of(app, &doc) else {
+        return Ok(axum::Json(json!([])).into_response());
+    };
+    let before = match body.get("before") {
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(Value::Object(b)) => b
+            .get("configurable")
+            .and_then(|c| c.get("checkpoint_id"))
+            .or_else(|| b.get("checkpoint_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
+    };
+    let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let filter = ListFilter {
+        before,
+        limit: Some(body.opt_usize("limit")?.unwrap_or(1)),
+        metadata: metadata.into_iter().collect(),
+    };
+    let thread = doc["thread_id"].as_str().unwrap_or_default();
+    Ok(axum::Json(graph.history(thread, filter).await?).into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct HistoryParams {
+    limit: Option<String>,
+    before: Option<String>,
+}
+
+async fn history_get(
+    State(app): Shared,
+    Path(id): Path<String>,
+    Query(p): Query<HistoryParams>,
+) -> Result<Response, ApiError> {
+    let mut body = Map::new();
+    if let Some(limit) = p.limit {
+        let n: usize = limit
+            .parse()
+            .map_err(|_| ApiError::invalid("'limit' must be a non-negative integer"))?;
+        body.insert("limit".into(), n.into());
+    }
+    if let Some(before) = p.before {
+        body.insert("before".into(), before.into());
+    }
+    history_of(&app, &id, &body).await
+}
+
+async fn history_post(
+    State(app): Shared,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    history_of(&app, &id, &object(body)?).await
+}

@@ -1,0 +1,283 @@
+//! The LangGraph server API over agentgraph graphs.
+//!
+//! LangGraph users deploy a graph behind the LangGraph server and talk to it with
+//! `langgraph-sdk` (Python), `@langchain/langgraph-sdk` (JS), Studio or a chat UI. This crate
+//! serves the same HTTP API — assistants, threads, runs with SSE streaming, interrupts,
+//! double texting — over any set of compiled graphs, so those clients work against a Rust
+//! graph unchanged. It is the Rust counterpart of `langgraph.json`: name your graphs, give
+//! them a database, serve.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use agent_core::{GraphState, StateGraph, START, END};
+//! # #[derive(GraphState, Clone, Default, Debug)] struct S { value: String }
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let graph = StateGraph::<S>::new()
+//!     .add_node("upper", |s: Arc<S>| async move { SUpdate::default().value(s.value.to_uppercase()) })
+//!     .add_edge(START, "upper")
+//!     .add_edge("upper", END);
+//! let server = agent_server::Server::builder()
+//!     .graph("simple", graph)
+//!     .sqlite("agent.db")
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:2024").await?;
+//! server.serve(listener).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Every run goes through a queue in the database; `workers` runs execute at once, one per
+//! thread at a time. State travels as JSON through the state's serde; message fields
+//! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
+
+mod api;
+mod error;
+pub mod graph;
+mod messages;
+mod runs;
+pub mod store;
+mod time;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_core::{Checkpointer, GraphError, GraphState, InMemorySaver, SqliteSaver, StateGraph};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use error::ApiError;
+pub use graph::{Served, ServedGraph};
+pub use store::{RunStore, SqliteStore};
+
+use crate::store::Kind;
+
+/// Why a server could not be built or started.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A graph did not compile.
+    #[error("graph '{id}': {source}")]
+    Graph {
+        /// The graph id.
+        id: String,
+        /// Why.
+        source: GraphError,
+    },
+    /// The database could not be opened.
+    #[error("{0}")]
+    Store(#[from] store::StoreError),
+    /// The checkpointer could not be opened.
+    #[error("checkpoints: {0}")]
+    Checkpoints(GraphError),
+    /// No graph to serve.
+    #[error("no graphs to serve: add one with Server::builder().graph(id, graph)")]
+    NoGraphs,
+    /// Two graphs under one id.
+    #[error("graph id '{0}' is used twice")]
+    DuplicateGraph(String),
+    /// Serving failed.
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+type Compile =
+    Box<dyn FnOnce(Arc<dyn Checkpointer>) -> Result<Arc<dyn ServedGraph>, GraphError> + Send>;
+
+/// Where the server keeps its data.
+enum Storage {
+    Memory,
+    Sqlite(PathBuf),
+}
+
+/// Builds a [`Server`]: its graphs (by id), its database, its limits.
+pub struct ServerBuilder {
+    graphs: Vec<(String, Compile)>,
+    storage: Storage,
+    workers: usize,
+    api_key: Option<String>,
+    body_limit: usize,
+}
+
+impl ServerBuilder {
+    /// Serves `graph` under `id`; each run's `context` JSON (over its assistant's) is
+    /// deserialized into the graph's context type (`()` takes none).
+    pub fn graph<S, C>(self, id: impl Into<String>, graph: StateGraph<S, C>) -> Self
+    where
+        S: GraphState,
+        C: DeserializeOwned + Send + Sync + 'static,
+    {
+        self.graph_with_context(id, graph, |context: &Value| {
+            let empty = context.as_object().is_none_or(|o| o.is_empty()) || context.is_null();
+            serde_json::from_value::<C>(context.clone())
+                .or_else(|e| {
+                    if empty {
+                        serde_json::from_value::<C>(Value::Null).map_err(|_| e)
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| format!("the run's context does not fit the graph: {e}"))
+        })
+    }
+
+    /// Serves `graph` under `id`, building each run's context with `context` from the
+    /// run's `context` JSON; an `Err` refuses the run with a 422 carrying its message.
+    pub fn graph_with_context<S, C>(
+        mut self,
+        id: impl Into<String>,
+        graph: StateGraph<S, C>,
+        context: impl Fn(&Value) -> Result<C, String> + Send + Sync + 'static,
+    ) -> Self
+    where
+        S: GraphState,
+        C: Send + Sync + 'static,
+    {
+        let context: graph::ContextFn<C> = Arc::new(context);
+        self.graphs.push((
+            id.into(),
+            Box::new(move |saver| {
+                let compiled = graph.compile_with(saver)?;
+                Ok(Arc::new(Served::new(compiled, context)) as Arc<dyn ServedGraph>)
+            }),
+        ));
+        self
+    }
+
+    /// Keeps assistants, threads, runs and checkpoints in the SQLite file at `path`
+    /// (created if missing). Without it, everything lives in memory and is gone at exit.
+    pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
+        self.storage = Storage::Sqlite(path.into());
+        self
+    }
+
+    /// How many runs execute at once (default 10).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// Requires this key in every request's `x-api-key` header (but `/ok`'s).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The largest request body accepted (default 16 MiB); larger ones get a 413.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Compiles the graphs against the checkpointer and opens the run store.
+    pub fn build(self) -> Result<Server, ServerError> {
+        if self.graphs.is_empty() {
+            return Err(ServerError::NoGraphs);
+        }
+        let (store, saver): (Arc<dyn RunStore>, Arc<dyn Checkpointer>) = match &self.storage {
+            Storage::Memory => (
+                Arc::new(SqliteStore::in_memory()?),
+                Arc::new(InMemorySaver::new()),
+            ),
+            Storage::Sqlite(path) => (
+                Arc::new(SqliteStore::open(path)?),
+                Arc::new(SqliteSaver::open(path).map_err(ServerError::Checkpoints)?),
+            ),
+        };
+        let mut graphs = BTreeMap::new();
+        for (id, compile) in self.graphs {
+            if graphs.contains_key(&id) {
+                return Err(ServerError::DuplicateGraph(id));
+            }
+            let served = compile(saver.clone()).map_err(|source| ServerError::Graph {
+                id: id.clone(),
+                source,
+            })?;
+            graphs.insert(id, served);
+        }
+        let graphs = Arc::new(graphs);
+        let runs = runs::Runs::new(store.clone(), graphs.clone(), self.workers);
+        Ok(Server {
+            app: Arc::new(api::App {
+                store,
+                graphs,
+                runs,
+                api_key: self.api_key,
+            }),
+            body_limit: self.body_limit,
+        })
+    }
+}
+
+/// The LangGraph API over a set of graphs.
+pub struct Server {
+    app: Arc<api::App>,
+    body_limit: usize,
+}
+
+impl Server {
+    /// A builder with no graphs, in-memory storage, 10 workers, no API key.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder {
+            graphs: Vec::new(),
+            storage: Storage::Memory,
+            workers: 10,
+            api_key: None,
+            body_limit: 16 * 1024 * 1024,
+        }
+    }
+
+    /// The graph ids served.
+    pub fn graph_ids(&self) -> Vec<String> {
+        self.app.graphs.keys().cloned().collect()
+    }
+
+    /// Writes the system assistants (one per graph) and starts the workers; returns the
+    /// router, ready for `axum::serve` or tests. Needs a tokio runtime.
+    pub async fn start(&self) -> Result<axum::Router, ServerError> {
+        for id in self.app.graphs.keys() {
+            self.app
+                .store
+                .insert(Kind::Assistant, &api::system_assistant(id))
+                .await?;
+            let doc = api::system_assistant(id);
+            let aid = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
+            if self.app.store.versions(&aid).await?.is_empty() {
+                self.app.store.put_version(&aid, 1, &doc).await?;
+            }
+        }
+        self.app.runs.spawn_workers();
+        Ok(api::router(self.app.clone(), self.body_limit))
+    }
+
+    /// Serves on `listener` until ctrl-c or SIGTERM. Runs still going then are queued again
+    /// at the next start and resume from their last checkpoint.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> Result<(), ServerError> {
+        let router = self.start().await?;
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown())
+            .await?;
+        Ok(())
+    }
+}
+
+async fn shutdown() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
