@@ -103,6 +103,15 @@ pub trait Flow: Send + Sync {
     /// The compiled graph drawn in Mermaid, or as an ASCII outline.
     fn diagram(&self, ascii: bool) -> Result<String, FlowError>;
 
+    /// Adds the flow to a server under its name. Each run's `context` sets what the CLI's
+    /// flags set: `model` (`"openai:gpt-4o-mini"`, `"offline"`...) and the flow's own options
+    /// by name; what it leaves out comes from `defaults`.
+    fn serve(
+        &self,
+        builder: agent_server::ServerBuilder,
+        defaults: FlowEnv,
+    ) -> agent_server::ServerBuilder;
+
     /// The flow compiled for `env`, persisting threads through `saver` when given.
     fn open(
         &self,
@@ -231,28 +240,24 @@ impl<F: FlowSpec> Flow for Entry<F> {
         })
     }
 
+    fn serve(
+        &self,
+        builder: agent_server::ServerBuilder,
+        defaults: FlowEnv,
+    ) -> agent_server::ServerBuilder {
+        builder.graph_with_context(F::NAME, F::graph(), move |context: &Value| {
+            let env = env_from_context(&defaults, context)?;
+            check_options::<F>(&env).map_err(|e| e.to_string())?;
+            F::context(&env).map_err(|e| e.to_string())
+        })
+    }
+
     fn open(
         &self,
         env: &FlowEnv,
         saver: Option<Arc<dyn Checkpointer>>,
     ) -> Result<Box<dyn FlowSession>, FlowError> {
-        for key in env.options.keys() {
-            if !F::OPTIONS.iter().any(|o| o.key == key) {
-                let known: Vec<&str> = F::OPTIONS.iter().map(|o| o.key).collect();
-                return Err(FlowError::Option {
-                    flow: F::NAME,
-                    key: key.clone(),
-                    message: if known.is_empty() {
-                        "this flow takes no options".to_owned()
-                    } else {
-                        format!(
-                            "not an option of this flow (its options: {})",
-                            known.join(", ")
-                        )
-                    },
-                });
-            }
-        }
+        check_options::<F>(env)?;
         let context = F::context(env)?;
         let graph = match saver {
             Some(saver) => F::graph().compile_with(saver)?,
@@ -263,6 +268,65 @@ impl<F: FlowSpec> Flow for Entry<F> {
             env: env.clone(),
         }))
     }
+}
+
+/// A run's `context` JSON over the server's defaults: `model` names the model, every other
+/// key is a flow option (strings, numbers and booleans as their text).
+fn env_from_context(defaults: &FlowEnv, context: &Value) -> Result<FlowEnv, String> {
+    let mut env = defaults.clone();
+    let Some(map) = context.as_object() else {
+        return if context.is_null() {
+            Ok(env)
+        } else {
+            Err("the context must be an object of settings".to_owned())
+        };
+    };
+    for (key, value) in map {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Bool(b) => (if *b { "1" } else { "0" }).to_owned(),
+            Value::Number(n) => n.to_string(),
+            Value::Null => continue,
+            other => {
+                return Err(format!(
+                    "context.{key} must be a string, number or boolean, not {other}"
+                ));
+            }
+        };
+        if key == "model" {
+            let spec = text.trim();
+            env.model = if spec.is_empty() || spec == "offline" {
+                None
+            } else {
+                Some(agent_llm::init_chat_model(spec).map_err(|e| format!("context.model: {e}"))?)
+            };
+        } else {
+            env = env.with_option(key.clone(), text);
+        }
+    }
+    Ok(env)
+}
+
+/// Refuses options the flow does not take, naming the ones it does.
+fn check_options<F: FlowSpec>(env: &FlowEnv) -> Result<(), FlowError> {
+    for key in env.options.keys() {
+        if !F::OPTIONS.iter().any(|o| o.key == key) {
+            let known: Vec<&str> = F::OPTIONS.iter().map(|o| o.key).collect();
+            return Err(FlowError::Option {
+                flow: F::NAME,
+                key: key.clone(),
+                message: if known.is_empty() {
+                    "this flow takes no options".to_owned()
+                } else {
+                    format!(
+                        "not an option of this flow (its options: {})",
+                        known.join(", ")
+                    )
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 struct Session<F: FlowSpec> {

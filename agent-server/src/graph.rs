@@ -184,6 +184,7 @@ impl Failure {
         Failure {
             error: match kind.as_str() {
                 "RecursionLimit" => "GraphRecursionError".to_owned(),
+                "Node" => "NodeError".to_owned(),
                 "" => "GraphError".to_owned(),
                 k => k.to_owned(),
             },
@@ -209,6 +210,9 @@ pub enum GraphPart {
 /// A graph the server runs, with the JSON face the API needs.
 #[async_trait]
 pub trait ServedGraph: Send + Sync + 'static {
+    /// Whether a run's `context` fits the graph (a 422 naming what does not, before the
+    /// run is queued).
+    fn check_context(&self, context: &Value) -> Result<(), ApiError>;
     /// Starts a run; dropping the stream cancels it.
     fn start(&self, job: GraphJob) -> Result<BoxStream<'static, GraphPart>, ApiError>;
     /// The thread's state (LangGraph's ThreadState), latest or at `checkpoint_id`.
@@ -405,6 +409,12 @@ fn core_error(e: GraphError) -> ApiError {
 
 #[async_trait]
 impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
+    fn check_context(&self, context: &Value) -> Result<(), ApiError> {
+        (self.context)(context)
+            .map(|_| ())
+            .map_err(ApiError::invalid)
+    }
+
     fn start(&self, job: GraphJob) -> Result<BoxStream<'static, GraphPart>, ApiError> {
         let context = (self.context)(&job.context).map_err(ApiError::invalid)?;
         let graph = self.graph.with_context(context);
@@ -735,10 +745,10 @@ impl Translator {
                 {
                     // Messages already in the state (the input's) are not sent as new.
                     for m in list {
-                        if let Some(id) = m.get("id").and_then(Value::as_str) {
-                            if self.last_values.is_null() {
-                                self.seen.insert(id.to_owned());
-                            }
+                        if let Some(id) = m.get("id").and_then(Value::as_str)
+                            && self.last_values.is_null()
+                        {
+                            self.seen.insert(id.to_owned());
                         }
                     }
                 }

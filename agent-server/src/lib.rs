@@ -60,14 +60,14 @@ pub enum ServerError {
         /// The graph id.
         id: String,
         /// Why.
-        source: GraphError,
+        source: Box<GraphError>,
     },
     /// The database could not be opened.
     #[error("{0}")]
     Store(#[from] store::StoreError),
     /// The checkpointer could not be opened.
     #[error("checkpoints: {0}")]
-    Checkpoints(GraphError),
+    Checkpoints(Box<GraphError>),
     /// No graph to serve.
     #[error("no graphs to serve: add one with Server::builder().graph(id, graph)")]
     NoGraphs,
@@ -179,7 +179,9 @@ impl ServerBuilder {
             ),
             Storage::Sqlite(path) => (
                 Arc::new(SqliteStore::open(path)?),
-                Arc::new(SqliteSaver::open(path).map_err(ServerError::Checkpoints)?),
+                Arc::new(
+                    SqliteSaver::open(path).map_err(|e| ServerError::Checkpoints(Box::new(e)))?,
+                ),
             ),
         };
         let mut graphs = BTreeMap::new();
@@ -189,7 +191,7 @@ impl ServerBuilder {
             }
             let served = compile(saver.clone()).map_err(|source| ServerError::Graph {
                 id: id.clone(),
-                source,
+                source: Box::new(source),
             })?;
             graphs.insert(id, served);
         }

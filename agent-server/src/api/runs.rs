@@ -174,6 +174,9 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         ),
     }
 
+    if let Some(graph) = app.graphs.get(&graph_id) {
+        graph.check_context(&Value::Object(context.clone()))?;
+    }
     let temporary = thread.is_none();
     let thread_id = match thread {
         Some(t) => uuid_path("thread", t)?,

@@ -53,6 +53,8 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Serve every flow on the LangGraph server API (langgraph-sdk, Studio, chat UIs).
+    Serve(ServeArgs),
     /// Print a flow's diagram (Mermaid; --ascii for the terminal).
     Graph {
         /// The flow (see `agent list`).
@@ -61,6 +63,31 @@ pub enum Command {
         #[arg(long)]
         ascii: bool,
     },
+}
+
+/// Options of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on; without an API key only a loopback address is allowed.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (LangGraph's default).
+    #[arg(long, default_value_t = 2024)]
+    pub port: u16,
+    /// Where assistants, threads, runs and checkpoints live: a SQLite file (default: the
+    /// CLI's thread store, agentgraph/threads.sqlite in the user's data directory).
+    #[arg(long, env = "AGENTGRAPH_DB")]
+    pub db: Option<String>,
+    /// Runs executed at once by this instance.
+    #[arg(long, default_value_t = 10)]
+    pub workers: usize,
+    /// Require this key in the x-api-key header the SDKs send.
+    #[arg(long, env = "AGENTGRAPH_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// The model of runs whose context names none: offline, openai:MODEL, anthropic:MODEL,
+    /// ollama:MODEL.
+    #[arg(long, env = "AGENTGRAPH_MODEL", default_value = "offline")]
+    pub model: String,
 }
 
 /// Options of `run` and `chat`.

@@ -8,6 +8,7 @@
 mod chat;
 mod cli;
 mod output;
+mod serve;
 mod setup;
 
 use std::io::{IsTerminal, Read, Write};
@@ -49,7 +50,7 @@ impl Failure {
     }
 
     /// Bad usage; exit 2.
-    fn usage(message: String) -> Self {
+    pub fn usage(message: String) -> Self {
         Failure { message, code: 2 }
     }
 
@@ -105,6 +106,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let flow = flow_named(&flow)?;
             chat::run(flow, &run).await
         }
+        Command::Serve(args) => serve::run(&args).await,
     }
 }
 

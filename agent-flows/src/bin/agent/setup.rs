@@ -73,7 +73,7 @@ pub async fn saver(db: Option<&str>) -> Result<Arc<dyn Checkpointer>, Failure> {
 }
 
 /// `agentgraph/threads.sqlite` in the user's data directory.
-fn default_db() -> Result<PathBuf, Failure> {
+pub fn default_db() -> Result<PathBuf, Failure> {
     let base = dirs::data_dir().ok_or_else(|| {
         Failure::message(
             "no data directory is known for this user (HOME unset?); pass --db PATH or set AGENTGRAPH_DB"

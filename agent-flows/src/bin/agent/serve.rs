@@ -1,0 +1,80 @@
+//! `agent serve`: every flow behind the LangGraph server API, one system assistant per flow.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use agent_flows::{FLOWS, FlowEnv};
+
+use crate::Failure;
+use crate::cli::ServeArgs;
+
+pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
+    let host: IpAddr = args.host.parse().map_err(|_| {
+        Failure::usage(format!("--host must be an IP address, not `{}`", args.host))
+    })?;
+    if !host.is_loopback() && args.api_key.is_none() {
+        return Err(Failure::usage(format!(
+            "refusing to serve on {host} without an API key: anyone who reaches the port could run the flows. Pass --api-key (or AGENTGRAPH_API_KEY), or keep the default --host 127.0.0.1"
+        )));
+    }
+    let mut defaults = FlowEnv::offline();
+    let spec = args.model.trim();
+    if !spec.is_empty() && spec != "offline" {
+        let model = agent_llm::init_chat_model(spec).map_err(|e| Failure::runtime(e.into()))?;
+        defaults = defaults.with_model(model);
+    }
+    let db = match &args.db {
+        Some(db) if !db.trim().is_empty() => db.trim().to_owned(),
+        _ => crate::setup::default_db()?.display().to_string(),
+    };
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        return Err(Failure::usage(
+            "the server's run store is SQLite for now; PostgreSQL serving (many instances) is not built yet: pass a file with --db".to_owned(),
+        ));
+    }
+    let path = PathBuf::from(&db);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Failure::message(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let mut builder = agent_server::Server::builder()
+        .sqlite(&path)
+        .workers(args.workers);
+    if let Some(key) = &args.api_key {
+        builder = builder.api_key(key.clone());
+    }
+    for flow in FLOWS {
+        builder = flow.serve(builder, defaults.clone());
+    }
+    let server = builder
+        .build()
+        .map_err(|e| Failure::message(format!("cannot start the server: {e}")))?;
+    let listener = tokio::net::TcpListener::bind((host, args.port))
+        .await
+        .map_err(|e| {
+            Failure::message(format!(
+                "cannot listen on {host}:{}: {e}; pick another --port",
+                args.port
+            ))
+        })?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::message(e.to_string()))?;
+    eprintln!(
+        "agent serve: {} flows on http://{address} (data in {}; {})",
+        FLOWS.len(),
+        path.display(),
+        if args.api_key.is_some() {
+            "x-api-key required"
+        } else {
+            "no API key: loopback only"
+        }
+    );
+    eprintln!(
+        "  Python: from langgraph_sdk import get_client; client = get_client(url=\"http://{address}\")"
+    );
+    server
+        .serve(listener)
+        .await
+        .map_err(|e| Failure::message(e.to_string()))
+}
