@@ -173,7 +173,7 @@ async def check_assistants_get(c):
 
 @check
 async def check_assistants_crud(c):
-    a = await c.assistants.create(graph_id="agent", name=f"sdk-check-{TAG[:8]}", metadata={"sdk_check": TAG, "k": 1},
+    a = await c.assistants.create(graph_id="agent", name=f"sdk-check-{TAG[:8]}", metadata={"sdk_check": TAG, "check": "crud", "k": 1},
                                   context={"model": "offline"})
     aid = a["assistant_id"]
     expect(a["graph_id"] == "agent" and a["version"] == 1, f"created assistant: {short(a)}")
@@ -189,7 +189,7 @@ async def check_assistants_crud(c):
            f"update should merge metadata: {short(up['metadata'])}")
     got = await c.assistants.get(aid)
     expect(got["version"] == 2 and got["metadata"].get("extra") is True, f"get after update: {short(got)}")
-    mine = await c.assistants.search(metadata={"sdk_check": TAG}, limit=100)
+    mine = await c.assistants.search(metadata={"sdk_check": TAG, "check": "crud"}, limit=100)
     expect([x["assistant_id"] for x in mine] == [aid], f"search by metadata should find exactly the new assistant: {short(mine)}")
     await c.assistants.delete(aid)
     await expect_status(c.assistants.get(aid), 404, "get of a deleted assistant")
@@ -441,6 +441,73 @@ async def check_join_stream_live(c):
     expect("end" not in [p.event for p in parts], "no end event")
 
 
+@check
+async def check_stream_messages_legacy(c):
+    tid = await new_thread(c, "stream_messages_legacy")
+    parts = await collect(c.runs.stream(tid, "agent", input=human("hi legacy"), stream_mode="messages"))
+    check_stream_frame(parts, "messages (legacy) stream")
+    names = [p.event for p in parts]
+    expect(set(names[1:]) <= {"messages/metadata", "messages/partial", "messages/complete"},
+           f"legacy messages mode uses messages/metadata|partial|complete: {names}")
+    partial = [p.data for p in parts if p.event == "messages/partial"]
+    expect(partial and all(isinstance(d, list) and len(d) == 1 and isinstance(d[0], dict) for d in partial),
+           f"messages/partial data is [message]: {short(partial)}")
+    reply_id = partial[0][0].get("id")
+    mine = [d[0] for d in partial if d[0].get("id") == reply_id]
+    texts = [m.get("content") for m in mine]
+    expect(texts[-1] == "echo: hi legacy" and all(texts[-1].startswith(t) for t in texts),
+           f"partials carry the accumulated content of the reply: {texts}")
+    expect(all(m.get("type") == "ai" for m in mine), f"partials are whole ai messages: {[m.get('type') for m in mine]}")
+    metas = [p.data for p in parts if p.event == "messages/metadata"]
+    expect(any(reply_id in d and "metadata" in d[reply_id] for d in metas),
+           f"messages/metadata is keyed by message id: {short(metas)}")
+    first_meta = next(i for i, p in enumerate(parts) if p.event == "messages/metadata" and reply_id in p.data)
+    first_partial = next(i for i, p in enumerate(parts) if p.event == "messages/partial")
+    expect(first_meta < first_partial, f"a message's metadata comes before its first partial: {names}")
+
+
+@check
+async def check_stream_tasks_checkpoints_debug(c):
+    tid = await new_thread(c, "stream_debug")
+    parts = await collect(c.runs.stream(tid, "agent", input=human("hi debug"), stream_mode=["tasks", "checkpoints", "debug"]))
+    check_stream_frame(parts, "tasks/checkpoints/debug stream")
+    names = [p.event for p in parts]
+    expect(set(names) == {"metadata", "tasks", "checkpoints", "debug"}, f"event names: {sorted(set(names))}")
+    tasks = [p.data for p in parts if p.event == "tasks"]
+    starts = [t for t in tasks if "input" in t]
+    results = [t for t in tasks if "result" in t]
+    expect([t.get("name") for t in starts] == ["chat", "sub", "human"], f"a task start per node: {short(starts)}")
+    expect([t.get("name") for t in results] == ["chat", "sub", "human"], f"a task result per node: {short(results)}")
+    for t in starts:
+        expect(t.get("id") and isinstance(t.get("triggers"), list), f"task start has id and triggers: {short(t)}")
+    for t in results:
+        expect(t.get("id") and "error" in t and isinstance(t.get("interrupts"), list), f"task result has id, error, interrupts: {short(t)}")
+    expect(contents(results[0]["result"]) == ["echo: hi debug"], f"chat's task result: {short(results[0]['result'])}")
+    cps = [p.data for p in parts if p.event == "checkpoints"]
+    for cp in cps:
+        expect(((cp.get("config") or {}).get("configurable") or {}).get("checkpoint_id") and "values" in cp
+               and isinstance(cp.get("next"), list) and "source" in (cp.get("metadata") or {}),
+               f"checkpoint event has config.configurable.checkpoint_id, values, next, metadata.source: {short(cp)}")
+    expect(cps and cps[-1]["next"] == [] and cps[-1]["values"].get("count") == 2, f"the last checkpoint is the end state: {short(cps[-1:])}")
+    dbg = [p.data for p in parts if p.event == "debug"]
+    expect({d.get("type") for d in dbg} == {"checkpoint", "task", "task_result"} and all("payload" in d and "step" in d for d in dbg),
+           f"debug events {{step, type, payload}} of types checkpoint/task/task_result: {short(dbg[:2])}")
+
+
+@check
+async def check_stream_events(c):
+    tid = await new_thread(c, "stream_events")
+    parts = await collect(c.runs.stream(tid, "agent", input=human("hi events"), stream_mode="events"))
+    check_stream_frame(parts, "events stream")
+    evs = [p.data for p in parts if p.event == "events"]
+    expect(len(evs) == len(parts) - 1, f"only events events: {[p.event for p in parts][:10]}")
+    kinds = [e.get("event") for e in evs]
+    expect(kinds[:1] == ["on_chain_start"], f"the first event is the graph's on_chain_start: {kinds[:3]}")
+    expect({"on_chain_start", "on_chain_end", "on_chat_model_stream"} <= set(kinds), f"event kinds: {sorted(set(kinds))}")
+    tokens = "".join(((e.get("data") or {}).get("chunk") or {}).get("content", "") for e in evs if e.get("event") == "on_chat_model_stream")
+    expect(tokens == "echo: hi events", f"on_chat_model_stream chunks add up to the reply: {tokens!r}")
+
+
 # ---------------------------------------------------------------- interrupts & state
 
 @check
@@ -519,6 +586,41 @@ async def check_state_update_history(c):
     old2 = await c.threads.get_state(tid, checkpoint=hist[1]["checkpoint"])
     expect(old2["values"].get("count") == 2, f"state at a checkpoint object: {short(old2['values'])}")
     await expect_status(c.threads.update_state(tid, {"count": 1}, as_node="nope"), 400, "update_state as an unknown node")
+
+
+@check
+async def check_interrupt_before_after(c):
+    tid = await new_thread(c, "interrupt_before")
+    out = await c.runs.wait(tid, "agent", input=human("hi before"), interrupt_before=["human"])
+    expect("echo: hi before" in contents(out, "ai") and out.get("count") == 1, f"paused before human: {short(out)}")
+    t = await c.threads.get(tid)
+    expect(t["status"] == "interrupted", f"a thread paused by interrupt_before is interrupted: {t['status']!r}")
+    st = await c.threads.get_state(tid)
+    expect(st["next"] == ["human"], f"next is the node we paused before: {st['next']}")
+    out = await c.runs.wait(tid, "agent", input=None)
+    expect(out.get("count") == 2, f"a run without input resumes from the pause: {short(out)}")
+    t = await c.threads.get(tid)
+    expect(t["status"] == "idle", f"idle after resuming: {t['status']!r}")
+    await c.runs.wait(tid, "agent", input=human("hi after"), interrupt_after=["chat"])
+    st = await c.threads.get_state(tid)
+    expect(st["next"] == ["sub"] and "echo: hi after" in contents(st["values"], "ai"), f"paused after chat: next {st['next']}")
+
+
+@check
+async def check_fork_from_checkpoint(c):
+    tid = await new_thread(c, "fork")
+    await c.runs.wait(tid, "agent", input=human("one"))
+    st1 = await c.threads.get_state(tid)
+    await c.runs.wait(tid, "agent", input=human("two"))
+    out = await c.runs.wait(tid, "agent", input=human("three"), checkpoint_id=st1["checkpoint"]["checkpoint_id"])
+    expect(contents(out, "human") == ["one", "three"], f"a run from an earlier checkpoint forks the thread there: {short(contents(out))}")
+    expect(out.get("count") == 4, f"count on the fork: {short(out)}")
+    st = await c.threads.get_state(tid)
+    expect(contents(st["values"], "human") == ["one", "three"], f"the thread's state follows the fork: {short(contents(st['values']))}")
+    res = await c.threads.update_state(tid, {"count": 100}, checkpoint_id=st1["checkpoint"]["checkpoint_id"])
+    st = await c.threads.get_state(tid)
+    expect(st["checkpoint"]["checkpoint_id"] == res["checkpoint"]["checkpoint_id"] and st["values"].get("count") == 102
+           and contents(st["values"], "human") == ["one"], f"update_state(checkpoint_id=...) forks from that checkpoint: {short(st['values'])}")
 
 
 # ---------------------------------------------------------------- double texting & cancel
@@ -674,6 +776,50 @@ async def check_failing_run(c):
         raise CheckFailed("runs.wait (raise_error default) should raise on a failed run")
     ok = await c.runs.wait(tid, "agent", input=human("recover"))
     expect("echo: recover" in contents(ok, "ai"), f"a thread in error takes new runs: {short(contents(ok))}")
+
+
+@check
+async def check_runs_misc(c):
+    batch = await c.runs.create_batch([{"assistant_id": "simple", "input": {"value": "a"}},
+                                       {"assistant_id": "simple", "input": {"value": "b"}}])
+    expect(isinstance(batch, list) and len(batch) == 2 and all(r.get("run_id") for r in batch),
+           f"create_batch returns one run per payload: {short(batch)}")
+    given = str(uuid.uuid4())
+    out = await c.runs.wait(given, "agent", input=human("brand new"), if_not_exists="create",
+                            metadata={"sdk_check": TAG})
+    expect("echo: brand new" in contents(out, "ai"), f"if_not_exists=create runs on a new thread: {short(out)}")
+    t = await c.threads.get(given)
+    expect(t["thread_id"] == given, "if_not_exists=create made the thread with the given id")
+    tid = await new_thread(c, "runs_misc")
+    r = await start_sleeper(c, tid, 5)
+    await c.runs.cancel_many(thread_id=tid, run_ids=[r["run_id"]])
+    got = await poll(lambda: c.runs.get(tid, r["run_id"]), lambda x: x["status"] not in ("pending", "running"), "cancel_many to take effect")
+    expect(got["status"] == "interrupted", f"cancel_many interrupts the run: {got['status']!r}")
+    await c.runs.delete(tid, r["run_id"])
+    await expect_status(c.runs.get(tid, r["run_id"]), 404, "get of a deleted run")
+    done = await c.runs.wait(tid, "agent", input=human("after delete"))
+    expect("echo: after delete" in contents(done, "ai"), f"the thread takes runs after cancel + delete: {short(contents(done))}")
+
+
+@check
+async def check_assistants_versions_count(c):
+    a = await c.assistants.create(graph_id="simple", metadata={"sdk_check": TAG, "check": "versions", "v": 1})
+    aid = a["assistant_id"]
+    await c.assistants.update(aid, metadata={"v": 2})
+    vs = await c.assistants.get_versions(aid)
+    expect([v.get("version") for v in vs] == [2, 1], f"get_versions lists versions newest first: {short(vs)}")
+    expect(vs[1]["metadata"].get("v") == 1 and vs[0]["metadata"].get("v") == 2, f"each version keeps its metadata: {short(vs)}")
+    back = await c.assistants.set_latest(aid, 1)
+    expect(back["version"] == 1 and back["metadata"].get("v") == 1, f"set_latest(1) makes version 1 current: {short(back)}")
+    got = await c.assistants.get(aid)
+    expect(got["version"] == 1, f"get after set_latest: {got['version']}")
+    n = await c.assistants.count(graph_id="simple")
+    expect(isinstance(n, int) and n >= 2, f"assistants.count(graph_id=simple) counts the system one and ours: {n!r}")
+    await c.assistants.delete(aid)
+    tid = await new_thread(c, "count")
+    n = await c.threads.count(metadata={"sdk_check": TAG, "check": "count"})
+    expect(n == 1, f"threads.count by metadata: {n!r}")
+    await c.threads.delete(tid)
 
 
 # ---------------------------------------------------------------- driver
