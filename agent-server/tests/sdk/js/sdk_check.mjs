@@ -142,7 +142,7 @@ check("assistants_get", async (c) => {
 
 check("assistants_crud", async (c) => {
   const a = await c.assistants.create({
-    graphId: "agent", name: `sdk-check-js-${TAG.slice(0, 8)}`, metadata: { sdk_check: TAG, k: 1 }, context: { model: "offline" },
+    graphId: "agent", name: `sdk-check-js-${TAG.slice(0, 8)}`, metadata: { sdk_check: TAG, check: "js_crud", k: 1 }, context: { model: "offline" },
   });
   const aid = a.assistant_id;
   expect(a.graph_id === "agent" && a.version === 1, `created assistant: ${short(a)}`);
@@ -156,7 +156,7 @@ check("assistants_crud", async (c) => {
   expect(up.metadata.sdk_check === TAG && up.metadata.k === 2 && up.metadata.extra === true, `update should merge metadata: ${short(up.metadata)}`);
   const got = await c.assistants.get(aid);
   expect(got.version === 2 && got.metadata.extra === true, `get after update: ${short(got)}`);
-  const mine = await c.assistants.search({ metadata: { sdk_check: TAG }, limit: 100 });
+  const mine = await c.assistants.search({ metadata: { sdk_check: TAG, check: "js_crud" }, limit: 100 });
   expect(eq(mine.map((x) => x.assistant_id), [aid]), `search by metadata should find exactly the new assistant: ${short(mine)}`);
   await c.assistants.delete(aid);
   await expectStatus(c.assistants.get(aid), 404, "get of a deleted assistant");
@@ -353,6 +353,58 @@ check("state_update_history", async (c) => {
   await expectStatus(c.threads.updateState(tid, { values: { count: 1 }, asNode: "nope" }), 400, "updateState as an unknown node");
 });
 
+check("interrupt_subgraph", async (c) => {
+  const tid = await newThread(c, "js_interrupt_subgraph");
+  const parts = await collect(c.runs.stream(tid, "agent", { input: human("please subask"), streamMode: "updates" }));
+  checkStreamFrame(parts, "subgraph interrupt stream");
+  const ints = parts.filter((p) => p.event === "updates" && p.data?.__interrupt__).map((p) => p.data.__interrupt__);
+  expect(ints.length && eq(ints.at(-1)[0].value, { question: "sub approve?" }), `the subgraph's interrupt reaches the root updates: ${short(parts.map((p) => p.data))}`);
+  const st = await c.threads.getState(tid, undefined, { subgraphs: true });
+  expect(eq(st.next, ["sub"]) && st.tasks[0] && typeof st.tasks[0].state === "object" && st.tasks[0].state,
+    `getState(subgraphs) nests the paused subgraph's state: ${short(st.tasks)}`);
+  const res = await c.runs.wait(tid, "agent", { command: { resume: "ok" } });
+  expect(contents(res, "ai").includes("sub answer: ok"), `resuming the subgraph: ${short(contents(res))}`);
+});
+
+check("interrupt_before_after", async (c) => {
+  const tid = await newThread(c, "js_interrupt_before");
+  const out = await c.runs.wait(tid, "agent", { input: human("hi before"), interruptBefore: ["human"] });
+  expect(contents(out, "ai").includes("echo: hi before") && out.count === 1, `paused before human: ${short(out)}`);
+  const t = await c.threads.get(tid);
+  expect(t.status === "interrupted", `a thread paused by interruptBefore is interrupted: ${t.status}`);
+  expect(eq((await c.threads.getState(tid)).next, ["human"]), "next is the node we paused before");
+  const out2 = await c.runs.wait(tid, "agent", { input: null });
+  expect(out2.count === 2, `a run without input resumes from the pause: ${short(out2)}`);
+  await c.runs.wait(tid, "agent", { input: human("hi after"), interruptAfter: ["chat"] });
+  const st = await c.threads.getState(tid);
+  expect(eq(st.next, ["sub"]), `paused after chat: ${short(st.next)}`);
+});
+
+check("fork_from_checkpoint", async (c) => {
+  const tid = await newThread(c, "js_fork");
+  await c.runs.wait(tid, "agent", { input: human("one") });
+  const st1 = await c.threads.getState(tid);
+  await c.runs.wait(tid, "agent", { input: human("two") });
+  const out = await c.runs.wait(tid, "agent", { input: human("three"), checkpointId: st1.checkpoint.checkpoint_id });
+  expect(eq(contents(out, "human"), ["one", "three"]) && out.count === 4, `a run from an earlier checkpoint forks there: ${short(contents(out))}`);
+});
+
+check("runs_misc", async (c) => {
+  const batch = await c.runs.createBatch([{ assistantId: "simple", input: { value: "a" } }, { assistantId: "simple", input: { value: "b" } }]);
+  expect(Array.isArray(batch) && batch.length === 2 && batch.every((r) => r.run_id), `createBatch returns one run per payload: ${short(batch)}`);
+  const given = randomUUID();
+  const out = await c.runs.wait(given, "agent", { input: human("brand new"), ifNotExists: "create" });
+  expect(contents(out, "ai").includes("echo: brand new"), `ifNotExists create runs on a new thread: ${short(out)}`);
+  expect((await c.threads.get(given)).thread_id === given, "ifNotExists create made the thread with the given id");
+  const tid = await newThread(c, "js_runs_misc");
+  const r = await startSleeper(c, tid, 5);
+  await c.runs.cancelMany({ threadId: tid, runIds: [r.run_id] });
+  const got = await poll(() => c.runs.get(tid, r.run_id), (x) => !["pending", "running"].includes(x.status), "cancelMany to take effect");
+  expect(got.status === "interrupted", `cancelMany interrupts the run: ${got.status}`);
+  await c.runs.delete(tid, r.run_id);
+  await expectStatus(c.runs.get(tid, r.run_id), 404, "get of a deleted run");
+});
+
 // ---------------------------------------------------------------- double texting & cancel
 
 async function startSleeper(c, tid, secs, waitRunning = true) {
@@ -364,7 +416,10 @@ async function startSleeper(c, tid, secs, waitRunning = true) {
 check("multitask_reject", async (c) => {
   const tid = await newThread(c, "js_reject");
   const r1 = await startSleeper(c, tid, 2, false);
+  const t = await c.threads.get(tid);
+  expect(t.status === "busy", `a thread is busy as soon as a run is created: ${t.status}`);
   await expectStatus(c.runs.create(tid, "agent", { input: human("second"), multitaskStrategy: "reject" }), 409, "runs.create(reject) while a run is active");
+  await expectStatus(c.runs.wait(tid, "agent", { input: human("second"), multitaskStrategy: "reject" }), 409, "runs.wait(reject) while a run is active");
   await expectStatus(c.runs.stream(tid, "agent", { input: human("second"), multitaskStrategy: "reject" }), 409, "runs.stream(reject) while a run is active");
   const out = await c.runs.join(tid, r1.run_id);
   expect(eq(contents(out, "human"), ["sleep 2"]), `the first run goes on alone: ${short(contents(out))}`);
@@ -408,6 +463,23 @@ check("cancel", async (c) => {
   const t = await poll(() => c.threads.get(tid), (t) => t.status !== "busy", "the thread to leave busy");
   expect(t.status === "interrupted", `the thread of a cancelled run is \`interrupted\`: ${t.status}`);
   await expectStatus(c.runs.cancel(tid, r.run_id), 404, "cancel of a finished run");
+  // cancelling a pending (enqueued) run
+  const r1 = await startSleeper(c, tid, 2, false);
+  const r2 = await c.runs.create(tid, "agent", { input: human("never") });
+  await c.runs.cancel(tid, r2.run_id);
+  const s2 = await poll(() => c.runs.get(tid, r2.run_id), (x) => x.status !== "pending", "the pending run to be cancelled");
+  expect(s2.status === "interrupted", `a cancelled pending run is \`interrupted\`: ${s2.status}`);
+  const out = await c.runs.join(tid, r1.run_id);
+  expect(!contents(out).includes("never"), `the cancelled pending run never ran: ${short(contents(out))}`);
+});
+
+check("join_stream_live", async (c) => {
+  const tid = await newThread(c, "js_join_stream_live");
+  const run = await c.runs.create(tid, "agent", { input: human("sleep 2"), streamMode: "values" });
+  await poll(() => c.runs.get(tid, run.run_id), (r) => r.status === "running", "the run to be running");
+  const parts = await collect(c.runs.joinStream(tid, run.run_id));
+  const vals = parts.filter((p) => p.event === "values").map((p) => p.data);
+  expect(vals.length && contents(vals.at(-1), "ai").includes("echo: sleep 2"), `joining a running run streams until it ends: ${short(parts.map((p) => p.event))}`);
 });
 
 // ---------------------------------------------------------------- stateless, errors, failures
@@ -440,6 +512,8 @@ check("failing_run", async (c) => {
     `a failing run ends its stream with an error event {error, message}: ${short(parts.map((p) => [p.event, p.data]).slice(-2))}`);
   const run = await c.runs.get(tid, md.run_id);
   expect(run.status === "error", `the failed run's status: ${run.status}`);
+  const t = await c.threads.get(tid);
+  expect(t.status === "error", `the thread of a failed run is \`error\`: ${t.status}`);
   const out = await c.runs.wait(tid, "agent", { input: human("fail again"), raiseError: false });
   expect(out?.__error__?.error === "ValueError", `wait(raiseError false) returns __error__: ${short(out)}`);
   let threw = null;

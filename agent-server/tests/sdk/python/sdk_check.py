@@ -289,8 +289,12 @@ async def check_threads_copy(c):
 @check
 async def check_stream_values(c):
     tid = await new_thread(c, "stream_values")
-    parts = await collect(c.runs.stream(tid, "agent", input=human("hi values"), stream_mode="values"))
+    created = []
+    parts = await collect(c.runs.stream(tid, "agent", input=human("hi values"), stream_mode="values",
+                                        on_run_created=created.append))
     md = check_stream_frame(parts, "values stream")
+    expect(created and created[0].get("run_id") == md["run_id"] and created[0].get("thread_id") == tid,
+           f"on_run_created (from the Content-Location header) gives the run and thread ids: {short(created)}")
     names = [p.event for p in parts]
     expect(set(names) == {"metadata", "values"}, f"only metadata and values events expected: {names}")
     expect(len(names) >= 3, f"values after the input and after each step expected: {names}")
@@ -382,7 +386,10 @@ async def check_stream_subgraphs(c):
 @check
 async def check_wait(c):
     tid = await new_thread(c, "wait")
-    out = await c.runs.wait(tid, "agent", input=human("hi wait"))
+    created = []
+    out = await c.runs.wait(tid, "agent", input=human("hi wait"), on_run_created=created.append)
+    expect(created and created[0].get("thread_id") == tid and created[0].get("run_id"),
+           f"on_run_created (Content-Location) on wait: {short(created)}")
     expect(contents(out) == ["hi wait", "echo: hi wait", "from inner subgraph node"], f"wait returns the final values: {short(out)}")
     expect(out.get("count") == 2, f"final count: {short(out)}")
     out2 = await c.runs.wait(tid, "agent", input={"messages": [{"type": "human", "content": "again"}]})
