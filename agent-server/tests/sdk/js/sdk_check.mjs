@@ -102,11 +102,13 @@ function checkStreamFrame(parts, what) {
 // ---------------------------------------------------------------- system & assistants
 
 let BASE_URL;
+let PLAIN_HEADERS = {};
 
 check("health", async () => {
-  const ok = await (await fetch(`${BASE_URL}/ok`)).json();
+  // the SDK has no call for these two: plain fetch
+  const ok = await (await fetch(`${BASE_URL}/ok`, { headers: PLAIN_HEADERS })).json();
   expect(ok.ok === true, `/ok should answer {"ok": true, ...}: ${short(ok)}`);
-  const info = await (await fetch(`${BASE_URL}/info`)).json();
+  const info = await (await fetch(`${BASE_URL}/info`, { headers: PLAIN_HEADERS })).json();
   expect(typeof info.version === "string", `/info should carry a version string: ${short(info)}`);
 });
 
@@ -579,7 +581,10 @@ async function main() {
     checks = CHECKS.filter(([n]) => want.has(n));
   }
   // maxConcurrency: the SDK's default of 4 in-flight requests would serialise the checks' long polls
+  // without --api-key the SDK reads LANGGRAPH_API_KEY / LANGSMITH_API_KEY / LANGCHAIN_API_KEY as usual
   const client = new Client({ apiUrl: BASE_URL, apiKey, callerOptions: { maxConcurrency: 64 } });
+  const key = apiKey ?? process.env.LANGGRAPH_API_KEY ?? process.env.LANGSMITH_API_KEY ?? process.env.LANGCHAIN_API_KEY;
+  if (key) PLAIN_HEADERS = { "x-api-key": key };
   const t0 = Date.now();
   const results = [];
   if (serial) for (const [n, f] of checks) await runOne(n, f, client, timeoutS * 1000, results);

@@ -864,7 +864,9 @@ async def main():
             print(f"unknown checks: {sorted(unknown)}; known: {[n for n, _ in CHECKS]}")
             return 2
         checks = [(n, f) for n, f in CHECKS if n in want]
-    client = get_client(url=args.url.rstrip("/"), api_key=args.api_key)
+    # without --api-key the SDK reads LANGGRAPH_API_KEY / LANGSMITH_API_KEY / LANGCHAIN_API_KEY as usual
+    kw = {"api_key": args.api_key} if args.api_key else {}
+    client = get_client(url=args.url.rstrip("/"), **kw)
     t0 = time.monotonic()
     results = []
     if args.serial:
