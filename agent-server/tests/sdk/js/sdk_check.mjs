@@ -411,7 +411,11 @@ check("runs_misc", async (c) => {
 
 async function startSleeper(c, tid, secs, waitRunning = true) {
   const run = await c.runs.create(tid, "agent", { input: human(`sleep ${secs}`) });
-  if (waitRunning) await poll(() => c.runs.get(tid, run.run_id), (r) => r.status === "running", "the first run to be running");
+  if (waitRunning) {
+    // running, and its input is in the thread's state (so its node is sleeping now)
+    await poll(() => c.runs.get(tid, run.run_id), (r) => r.status === "running", "the first run to be running");
+    await poll(() => c.threads.getState(tid), (st) => contents(st.values).includes(`sleep ${secs}`), "the first run's input to be checkpointed");
+  }
   return run;
 }
 

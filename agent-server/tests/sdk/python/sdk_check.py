@@ -634,8 +634,10 @@ async def check_fork_from_checkpoint(c):
 
 async def start_sleeper(c, tid, secs, wait_running=True):
     run = await c.runs.create(tid, "agent", input=human(f"sleep {secs}"))
-    if wait_running:
+    if wait_running:  # running, and its input is in the thread's state (so its node is sleeping now)
         await poll(lambda: c.runs.get(tid, run["run_id"]), lambda r: r["status"] == "running", "the first run to be running")
+        await poll(lambda: c.threads.get_state(tid), lambda st: f"sleep {secs}" in contents(st["values"], "human"),
+                   "the first run's input to be checkpointed")
     return run
 
 
