@@ -311,6 +311,9 @@ check("join_stream", async (c) => {
   const last = parts.filter((p) => p.event === "values").at(-1).data;
   expect(contents(last, "ai").includes("echo: sleep 1"), `last values: ${short(last)}`);
   expect(parts.every((p) => p.id), `a resumable stream gives every event an id: ${short(parts.map((p) => p.id))}`);
+  const rest = await collect(c.runs.joinStream(tid, run.run_id, { lastEventId: parts[2].id }));
+  expect(eq(rest.map((p) => [p.event, p.id]), parts.slice(3).map((p) => [p.event, p.id])),
+    `joinStream(lastEventId <3rd id>) replays the events after it: ${short(rest.map((p) => p.event))}`);
 });
 
 // ---------------------------------------------------------------- interrupts & state

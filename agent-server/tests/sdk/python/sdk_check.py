@@ -432,6 +432,9 @@ async def check_join_stream_resumable(c):
     last = [p.data for p in parts if p.event == "values"][-1]
     expect("echo: sleep 1" in contents(last, "ai"), f"last values of the joined stream: {short(last)}")
     expect(all(p.id for p in parts), f"a resumable stream gives every event an id: {[p.id for p in parts]}")
+    rest = await collect(c.runs.join_stream(tid, run["run_id"], last_event_id=parts[2].id))
+    expect([(p.event, p.id) for p in rest] == [(p.event, p.id) for p in parts[3:]],
+           f"join_stream(last_event_id=<3rd id>) replays the events after it: {[p.event for p in rest]}")
     got = await c.runs.get(tid, run["run_id"])
     expect(got["status"] == "success", f"run after join_stream: {got['status']!r}")
 
