@@ -118,11 +118,6 @@ pub use state::{
 pub use state_api::{PendingTask, StateSnapshot, SubgraphSnapshot};
 pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
 
-/// The README's examples compile and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
-
 /// The crate README's example compiles and runs as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -71,3 +71,9 @@ pub fn find(name: &str) -> Result<&'static dyn Flow, FlowError> {
                 .join(", "),
         })
 }
+
+/// The workspace README's examples compile and run as doctests here, in the crate that
+/// depends on every other (the serving example needs agent-server).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

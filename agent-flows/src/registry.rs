@@ -105,7 +105,8 @@ pub trait Flow: Send + Sync {
 
     /// Adds the flow to a server under its name. Each run's `context` sets what the CLI's
     /// flags set: `model` (`"openai:gpt-4o-mini"`, `"offline"`...) and the flow's own options
-    /// by name; what it leaves out comes from `defaults`.
+    /// by name; what it leaves out comes from `defaults`. A chat turn (one human message, what
+    /// chat UIs send) becomes the flow's turn input, as `agent run` makes it.
     fn serve(
         &self,
         builder: agent_server::ServerBuilder,
@@ -245,11 +246,20 @@ impl<F: FlowSpec> Flow for Entry<F> {
         builder: agent_server::ServerBuilder,
         defaults: FlowEnv,
     ) -> agent_server::ServerBuilder {
-        builder.graph_with_context(F::NAME, F::graph(), move |context: &Value| {
-            let env = env_from_context(&defaults, context)?;
-            check_options::<F>(&env).map_err(|e| e.to_string())?;
-            F::context(&env).map_err(|e| e.to_string())
-        })
+        let for_turns = defaults.clone();
+        builder.graph_with_turns(
+            F::NAME,
+            F::graph(),
+            move |context: &Value| {
+                let env = env_from_context(&defaults, context)?;
+                check_options::<F>(&env).map_err(|e| e.to_string())?;
+                F::context(&env).map_err(|e| e.to_string())
+            },
+            move |text: &str, context: &Value| {
+                let env = env_from_context(&for_turns, context)?;
+                F::input(text, &env).map_err(|e| e.to_string())
+            },
+        )
     }
 
     fn open(

@@ -247,12 +247,18 @@ pub trait ServedGraph: Send + Sync + 'static {
 /// Builds a graph's context from a run's `context` JSON.
 pub type ContextFn<C> = Arc<dyn Fn(&Value) -> Result<C, String> + Send + Sync>;
 
+/// Turns a chat turn (the text of the one human message a chat client sent) into the
+/// graph's input, with the run's `context` JSON: how a graph whose input is more than
+/// its messages serves chat UIs.
+pub type TurnFn<U> = Arc<dyn Fn(&str, &Value) -> Result<U, String> + Send + Sync>;
+
 /// A [`CompiledGraph`] served through [`ServedGraph`].
 pub struct Served<S: GraphState, C> {
     graph: CompiledGraph<S, C>,
     context: ContextFn<C>,
     message_fields: Vec<&'static str>,
     context_schema: Option<Value>,
+    turn: Option<TurnFn<S::Update>>,
 }
 
 impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
@@ -263,7 +269,34 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
             context,
             message_fields: messages::message_fields::<S>(),
             context_schema: None,
+            turn: None,
         }
+    }
+
+    /// Builds the input of a chat turn with `turn`: when a run's input is only a messages
+    /// field holding one human message, `turn(text, context)` makes the input instead.
+    pub fn with_turns(mut self, turn: TurnFn<S::Update>) -> Self {
+        self.turn = Some(turn);
+        self
+    }
+
+    /// The text of a chat turn: an input object whose only key is a messages field holding
+    /// exactly one human (or `user`) message.
+    fn turn_text(&self, input: &Value) -> Option<String> {
+        let map = input.as_object()?;
+        let (key, value) = map.iter().next().filter(|_| map.len() == 1)?;
+        if !self.message_fields.contains(&key.as_str()) {
+            return None;
+        }
+        let mut one = match value {
+            Value::Array(items) if items.len() == 1 => items[0].clone(),
+            Value::String(s) => json!({"type": "human", "content": s}),
+            _ => return None,
+        };
+        let mut wrapper = json!({ key.clone(): [one.take()] });
+        messages::incoming(&self.message_fields, &mut wrapper);
+        let m = &wrapper[key.as_str()][0];
+        (m["type"] == "human").then(|| m["content"].as_str().unwrap_or_default().to_owned())
     }
 
     /// Reports `schema` as the graph's `context_schema`.
@@ -292,14 +325,22 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
         }
     }
 
-    fn input(&self, input: JobInput) -> Result<Input<S>, Failure> {
+    fn input(&self, input: JobInput, context: &Value) -> Result<Input<S>, Failure> {
         let invalid = |e: ApiError| Failure {
             error: "InvalidInput".to_owned(),
             message: e.detail,
         };
         Ok(match input {
             JobInput::Continue => Input::Continue,
-            JobInput::Input(value) => Input::Update(self.parse_update(value).map_err(invalid)?),
+            JobInput::Input(value) => match (&self.turn, self.turn_text(&value)) {
+                (Some(turn), Some(text)) => {
+                    Input::Update(turn(&text, context).map_err(|m| Failure {
+                        error: "InvalidInput".to_owned(),
+                        message: m,
+                    })?)
+                }
+                _ => Input::Update(self.parse_update(value).map_err(invalid)?),
+            },
             JobInput::Command {
                 resume,
                 update,
@@ -469,7 +510,7 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
             seen: HashSet::new(),
             last_values: Value::Null,
         };
-        let input = self.input(job.input);
+        let input = self.input(job.input, &job.context);
         let this = Erased {
             fields: self.message_fields.clone(),
         };

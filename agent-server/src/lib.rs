@@ -142,6 +142,33 @@ impl ServerBuilder {
         self
     }
 
+    /// Like [`graph_with_context`](Self::graph_with_context), and a chat turn (an input of
+    /// one human message, what chat UIs send) becomes the graph's input through `turn(text,
+    /// context)`: for graphs whose input is more than their messages.
+    pub fn graph_with_turns<S, C>(
+        mut self,
+        id: impl Into<String>,
+        graph: StateGraph<S, C>,
+        context: impl Fn(&Value) -> Result<C, String> + Send + Sync + 'static,
+        turn: impl Fn(&str, &Value) -> Result<S::Update, String> + Send + Sync + 'static,
+    ) -> Self
+    where
+        S: GraphState,
+        C: Send + Sync + 'static,
+    {
+        let context: graph::ContextFn<C> = Arc::new(context);
+        let turn: graph::TurnFn<S::Update> = Arc::new(turn);
+        self.graphs.push((
+            id.into(),
+            Box::new(move |saver| {
+                let compiled = graph.compile_with(saver)?;
+                Ok(Arc::new(Served::new(compiled, context).with_turns(turn))
+                    as Arc<dyn ServedGraph>)
+            }),
+        ));
+        self
+    }
+
     /// Keeps assistants, threads, runs and checkpoints in the SQLite file at `path`
     /// (created if missing). Without it, everything lives in memory and is gone at exit.
     pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
