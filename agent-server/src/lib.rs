@@ -34,8 +34,10 @@ mod error;
 pub mod graph;
 mod messages;
 mod runs;
+mod schema;
 pub mod store;
 mod time;
+mod translate;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
