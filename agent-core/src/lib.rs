@@ -85,11 +85,11 @@ pub use agent_macros::{GraphState, node};
 #[cfg(feature = "sqlite")]
 pub use cache::SqliteCache;
 pub use cache::{CachePolicy, InMemoryCache, NodeCache};
-#[cfg(feature = "postgres")]
-pub use checkpoint::PostgresSaver;
 #[cfg(feature = "sqlite")]
 pub use checkpoint::SqliteSaver;
 pub use checkpoint::{Checkpointer, InMemorySaver, ListFilter};
+#[cfg(feature = "postgres")]
+pub use checkpoint::{PgListener, PgNotification, PostgresSaver};
 pub use command::{Command, CommandGraph, Goto, Send};
 pub use compiled::{CompiledGraph, Topology};
 pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};

@@ -19,7 +19,8 @@
 //! let server = agent_server::Server::builder()
 //!     .graph("simple", graph)
 //!     .sqlite("agent.db")
-//!     .build()?;
+//!     .build()
+//!     .await?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:2024").await?;
 //! server.serve(listener).await?;
 //! # Ok(()) }
@@ -43,13 +44,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_core::{Checkpointer, GraphError, GraphState, InMemorySaver, SqliteSaver, StateGraph};
+use agent_core::{
+    Checkpointer, GraphError, GraphState, InMemorySaver, PostgresSaver, SqliteSaver, StateGraph,
+};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use error::ApiError;
 pub use graph::{Served, ServedGraph};
-pub use store::{RunStore, SqliteStore};
+pub use runs::Leases;
+pub use store::{PostgresStore, RunStore, SqliteStore};
 
 use crate::store::Kind;
 
@@ -88,6 +92,7 @@ type Compile =
 enum Storage {
     Memory,
     Sqlite(PathBuf),
+    Postgres(String),
 }
 
 /// Builds a [`Server`]: its graphs (by id), its database, its limits.
@@ -97,6 +102,8 @@ pub struct ServerBuilder {
     workers: usize,
     api_key: Option<String>,
     body_limit: usize,
+    leases: runs::Leases,
+    grace: std::time::Duration,
 }
 
 impl ServerBuilder {
@@ -178,6 +185,28 @@ impl ServerBuilder {
         self
     }
 
+    /// Keeps everything in PostgreSQL at `url` (`postgres://user@host/db?sslmode=...`), for
+    /// many instances on one database: each claims runs from the shared queue, holds a
+    /// lease on what it runs, and takes over the runs of an instance that stopped.
+    pub fn postgres(mut self, url: impl Into<String>) -> Self {
+        self.storage = Storage::Postgres(url.into());
+        self
+    }
+
+    /// Leases on a shared store (default: 20 s, 3 attempts): how long an instance that
+    /// stopped holds its runs before another takes them over.
+    pub fn leases(mut self, leases: Leases) -> Self {
+        self.leases = leases;
+        self
+    }
+
+    /// How long a stopping server lets its runs finish before handing them back to the
+    /// queue (default 30 s).
+    pub fn shutdown_grace(mut self, grace: std::time::Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
     /// How many runs execute at once (default 10).
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = n.max(1);
@@ -196,12 +225,20 @@ impl ServerBuilder {
         self
     }
 
-    /// Compiles the graphs against the checkpointer and opens the run store.
-    pub fn build(self) -> Result<Server, ServerError> {
+    /// Compiles the graphs against the checkpointer and opens the run store (connecting to
+    /// PostgreSQL when asked).
+    pub async fn build(self) -> Result<Server, ServerError> {
         if self.graphs.is_empty() {
             return Err(ServerError::NoGraphs);
         }
         let (store, saver): (Arc<dyn RunStore>, Arc<dyn Checkpointer>) = match &self.storage {
+            Storage::Postgres(url) => {
+                let saver = PostgresSaver::connect(url)
+                    .await
+                    .map_err(|e| ServerError::Checkpoints(Box::new(e)))?;
+                let store = PostgresStore::open(&saver, url).await?;
+                (Arc::new(store), Arc::new(saver))
+            }
             Storage::Memory => (
                 Arc::new(SqliteStore::in_memory()?),
                 Arc::new(InMemorySaver::new()),
@@ -225,7 +262,7 @@ impl ServerBuilder {
             graphs.insert(id, served);
         }
         let graphs = Arc::new(graphs);
-        let runs = runs::Runs::new(store.clone(), graphs.clone(), self.workers);
+        let runs = runs::Runs::new(store.clone(), graphs.clone(), self.workers, self.leases);
         Ok(Server {
             app: Arc::new(api::App {
                 store,
@@ -234,6 +271,7 @@ impl ServerBuilder {
                 api_key: self.api_key,
             }),
             body_limit: self.body_limit,
+            grace: self.grace,
         })
     }
 }
@@ -242,6 +280,7 @@ impl ServerBuilder {
 pub struct Server {
     app: Arc<api::App>,
     body_limit: usize,
+    grace: std::time::Duration,
 }
 
 impl Server {
@@ -253,6 +292,8 @@ impl Server {
             workers: 10,
             api_key: None,
             body_limit: 16 * 1024 * 1024,
+            leases: Leases::default(),
+            grace: std::time::Duration::from_secs(30),
         }
     }
 
@@ -279,13 +320,16 @@ impl Server {
         Ok(api::router(self.app.clone(), self.body_limit))
     }
 
-    /// Serves on `listener` until ctrl-c or SIGTERM. Runs still going then are queued again
-    /// at the next start and resume from their last checkpoint.
+    /// Serves on `listener` until ctrl-c or SIGTERM; then stops accepting requests, lets
+    /// the runs executing here finish within the shutdown grace, and hands the rest back to
+    /// the queue: another instance takes them over (PostgreSQL), or the next start resumes
+    /// them (SQLite), from their last checkpoint.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> Result<(), ServerError> {
         let router = self.start().await?;
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown())
             .await?;
+        self.app.runs.drain(self.grace).await;
         Ok(())
     }
 }

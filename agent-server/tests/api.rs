@@ -18,7 +18,7 @@ struct Api {
 
 impl Api {
     async fn start() -> Api {
-        let server = graphs::server().workers(4).build().unwrap();
+        let server = graphs::server().workers(4).build().await.unwrap();
         let router = server.start().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

@@ -38,6 +38,8 @@ pub(crate) mod nesting;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_connect;
+#[cfg(feature = "postgres")]
+mod postgres_listen;
 mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -55,6 +57,8 @@ pub use memory::InMemorySaver;
 pub use metadata::CheckpointMetadata;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSaver;
+#[cfg(feature = "postgres")]
+pub use postgres_listen::{PgListener, PgNotification};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 pub(crate) use versions::FieldNames;

@@ -135,6 +135,12 @@ impl PostgresSaver {
         Ok(saver)
     }
 
+    /// The saver's connection pool, for tables of your own next to the checkpoints (one
+    /// database, one pool: the server keeps its run queue there).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object, GraphError> {
         self.pool
             .get()

@@ -154,3 +154,37 @@ pub fn server() -> agent_server::ServerBuilder {
         .graph("agent", agent())
         .graph("simple", simple())
 }
+
+/// The `slow` graph's state: which nodes ran, in order.
+#[derive(GraphState, Clone, Default, Debug)]
+pub struct Slow {
+    /// Seconds `wait` sleeps.
+    pub seconds: f64,
+    /// One entry per node run (a node run twice shows twice).
+    #[reducer(append)]
+    pub ran: Vec<String>,
+    /// Input items, appended once per input applied.
+    #[reducer(append)]
+    pub inputs: Vec<String>,
+}
+
+/// `slow` (fault tests): `first` finishes at once, then `wait` sleeps `seconds`, then
+/// `last`. A run taken over by another instance while `wait` sleeps must not run `first`
+/// again nor apply its input twice.
+pub fn slow() -> StateGraph<Slow> {
+    StateGraph::new()
+        .add_node("first", |_s: Arc<Slow>| async move {
+            SlowUpdate::default().ran(vec!["first".to_owned()])
+        })
+        .add_node("wait", |s: Arc<Slow>| async move {
+            tokio::time::sleep(Duration::from_secs_f64(s.seconds.clamp(0.0, 600.0))).await;
+            SlowUpdate::default().ran(vec!["wait".to_owned()])
+        })
+        .add_node("last", |_s: Arc<Slow>| async move {
+            SlowUpdate::default().ran(vec!["last".to_owned()])
+        })
+        .add_edge(START, "first")
+        .add_edge("first", "wait")
+        .add_edge("wait", "last")
+        .add_edge("last", END)
+}

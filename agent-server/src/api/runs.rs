@@ -633,7 +633,7 @@ async fn join(
         "content-location",
         format!("/threads/{t}/runs/{r}"),
     );
-    let live = app.runs.channel(&r);
+    let live = app.runs.follow(&r).await;
     match live {
         Some(channel)
             if !channel.finished()
@@ -711,7 +711,7 @@ async fn join_stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let Some(channel) = app.runs.channel(&r) else {
+    let Some(channel) = app.runs.follow(&r).await else {
         let nothing = futures::StreamExt::boxed(futures::stream::empty());
         return Ok(sse::sse(nothing, keep, resumable, headers, None));
     };
@@ -753,7 +753,11 @@ async fn cancel(
         ));
     }
     if truthy(param(&pairs, "wait")) {
-        if let Some(channel) = app.runs.channel(run["run_id"].as_str().unwrap_or_default()) {
+        if let Some(channel) = app
+            .runs
+            .follow(run["run_id"].as_str().unwrap_or_default())
+            .await
+        {
             channel.result().await;
         }
         return Ok(axum::Json(json!({})).into_response());

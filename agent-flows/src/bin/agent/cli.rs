@@ -75,7 +75,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 2024)]
     pub port: u16,
     /// Where assistants, threads, runs and checkpoints live: a SQLite file (default: the
-    /// CLI's thread store, agentgraph/threads.sqlite in the user's data directory).
+    /// CLI's thread store, agentgraph/threads.sqlite in the user's data directory), or a
+    /// postgres:// URL that many instances share.
     #[arg(long, env = "AGENTGRAPH_DB")]
     pub db: Option<String>,
     /// Runs executed at once by this instance.

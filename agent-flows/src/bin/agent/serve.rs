@@ -27,19 +27,21 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         Some(db) if !db.trim().is_empty() => db.trim().to_owned(),
         _ => crate::setup::default_db()?.display().to_string(),
     };
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        return Err(Failure::usage(
-            "the server's run store is SQLite for now; PostgreSQL serving (many instances) is not built yet: pass a file with --db".to_owned(),
-        ));
-    }
-    let path = PathBuf::from(&db);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Failure::message(format!("cannot create {}: {e}", parent.display())))?;
-    }
-    let mut builder = agent_server::Server::builder()
-        .sqlite(&path)
-        .workers(args.workers);
+    let postgres = db.starts_with("postgres://") || db.starts_with("postgresql://");
+    let mut builder = agent_server::Server::builder().workers(args.workers);
+    let shown = if postgres {
+        builder = builder.postgres(db.clone());
+        "PostgreSQL".to_owned()
+    } else {
+        let path = PathBuf::from(&db);
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::message(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        builder = builder.sqlite(&path);
+        path.display().to_string()
+    };
     if let Some(key) = &args.api_key {
         builder = builder.api_key(key.clone());
     }
@@ -48,6 +50,7 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     }
     let server = builder
         .build()
+        .await
         .map_err(|e| Failure::message(format!("cannot start the server: {e}")))?;
     let listener = tokio::net::TcpListener::bind((host, args.port))
         .await
@@ -63,7 +66,7 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     eprintln!(
         "agent serve: {} flows on http://{address} (data in {}; {})",
         FLOWS.len(),
-        path.display(),
+        shown,
         if args.api_key.is_some() {
             "x-api-key required"
         } else {

@@ -1,89 +1,22 @@
-//! The run store: assistants, threads and runs, and the queue of runs, in one database.
-//!
-//! Documents are kept as the JSON the API returns (one row per object, with the columns the
-//! queue and the lookups need), so what a client reads is what was written. [`RunStore`] is
-//! the seam for the backends; [`SqliteStore`] is the embedded one (one process holds the
-//! file). Claiming a run is one transaction: the oldest pending run whose thread has no
-//! running run becomes `running`, so a thread never runs two at once.
+//! The run store in a SQLite file: one process holds it (wake-ups, cancels and streams
+//! stay in that process). A run left `running` by a process that stopped is queued again
+//! when the file is opened: its checkpoints let it resume.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-/// A storage failure, with the operation that failed.
-#[derive(Debug, thiserror::Error)]
-#[error("run store: {op}: {message}")]
-pub struct StoreError {
-    /// What was being done.
-    pub op: &'static str,
-    /// What the database said.
-    pub message: String,
-}
+use super::{Kind, RunStore, StoreError, StoreResult};
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     move |e| StoreError {
         op,
         message: e.to_string(),
     }
-}
-
-/// Result of the store's operations.
-pub type StoreResult<T> = Result<T, StoreError>;
-
-/// The kinds of documents kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Assistants (`assistant_id`).
-    Assistant,
-    /// Threads (`thread_id`).
-    Thread,
-    /// Runs (`run_id`).
-    Run,
-}
-
-impl Kind {
-    fn table(self) -> &'static str {
-        match self {
-            Kind::Assistant => "api_assistants",
-            Kind::Thread => "api_threads",
-            Kind::Run => "api_runs",
-        }
-    }
-
-    fn key(self) -> &'static str {
-        match self {
-            Kind::Assistant => "assistant_id",
-            Kind::Thread => "thread_id",
-            Kind::Run => "run_id",
-        }
-    }
-}
-
-/// Where assistants, threads, runs and the queue live.
-#[async_trait]
-pub trait RunStore: Send + Sync + 'static {
-    /// Inserts or replaces a document (its id is under the kind's key).
-    async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()>;
-    /// Inserts a document unless one with its id exists; whether it was inserted.
-    async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
-    /// One document.
-    async fn get(&self, kind: Kind, id: &str) -> StoreResult<Option<Value>>;
-    /// Every document of a kind, oldest first (searches filter these).
-    async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>>;
-    /// Deletes one; whether it existed.
-    async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool>;
-    /// The runs of a thread, oldest first.
-    async fn runs_of(&self, thread_id: &str) -> StoreResult<Vec<Value>>;
-    /// Keeps a version of an assistant.
-    async fn put_version(&self, assistant_id: &str, version: i64, doc: &Value) -> StoreResult<()>;
-    /// An assistant's versions, newest first.
-    async fn versions(&self, assistant_id: &str) -> StoreResult<Vec<Value>>;
-    /// Takes the oldest pending run whose thread runs nothing, marks it `running` and
-    /// returns it.
-    async fn claim(&self) -> StoreResult<Option<Value>>;
 }
 
 /// The run store in a SQLite file (or in memory), for one process.
@@ -169,13 +102,6 @@ impl SqliteStore {
     }
 }
 
-fn id_of(kind: Kind, doc: &Value) -> String {
-    doc.get(kind.key())
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
 fn parse(rows: Vec<String>) -> Vec<Value> {
     rows.iter()
         .filter_map(|d| serde_json::from_str(d).ok())
@@ -196,7 +122,7 @@ fn next_seq(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 fn write(conn: &Connection, kind: Kind, doc: &Value, replace: bool) -> rusqlite::Result<bool> {
-    let id = id_of(kind, doc);
+    let id = kind.id_of(doc);
     let exists: Option<i64> = conn
         .query_row(
             &format!("SELECT seq FROM {} WHERE {} = ?1", kind.table(), kind.key()),
@@ -341,7 +267,8 @@ impl RunStore for SqliteStore {
         Ok(parse(rows))
     }
 
-    async fn claim(&self) -> StoreResult<Option<Value>> {
+    async fn claim(&self, _owner: &str, _lease: Duration) -> StoreResult<Option<Value>> {
+        // One process holds the file: a run is this process's until it ends.
         self.with("claim", |c| {
             let tx = c.transaction()?;
             let row: Option<(String, String)> = tx
@@ -368,5 +295,46 @@ impl RunStore for SqliteStore {
             Ok(Some(doc))
         })
         .await
+    }
+
+    async fn renew(
+        &self,
+        run_id: &str,
+        _owner: &str,
+        _lease: Duration,
+    ) -> StoreResult<Option<Option<String>>> {
+        let id = run_id.to_owned();
+        let status: Option<String> = self
+            .with("renew", move |c| {
+                c.query_row("SELECT status FROM api_runs WHERE run_id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .optional()
+            })
+            .await?;
+        Ok((status.as_deref() == Some("running")).then_some(None))
+    }
+
+    async fn requeue_expired(&self, _max_attempts: i64) -> StoreResult<usize> {
+        // Leases are for many processes; one process requeues at open.
+        Ok(0)
+    }
+
+    async fn cancel_pending(&self, doc: &Value) -> StoreResult<bool> {
+        let id = Kind::Run.id_of(doc);
+        let text = doc.to_string();
+        self.with("cancel pending", move |c| {
+            c.execute(
+                "UPDATE api_runs SET status = 'interrupted', doc = ?2 WHERE run_id = ?1 AND status = 'pending'",
+                params![id, text],
+            )
+            .map(|n| n > 0)
+        })
+        .await
+    }
+
+    async fn request_cancel(&self, _run_id: &str, _action: &str) -> StoreResult<()> {
+        // The run executes in this process: its channel carries the cancel.
+        Ok(())
     }
 }

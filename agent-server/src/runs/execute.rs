@@ -1,306 +1,182 @@
-//! Runs: the queue, the workers that execute runs, and the live channel of each run.
-//!
-//! Every run, streamed or not, goes through the queue in the [`RunStore`]: a request inserts
-//! a `pending` run, a worker claims it (one running run per thread), executes its graph and
-//! writes every event into the run's [`RunChannel`], where `/stream`, `/wait`, `/join` and
-//! join-stream readers follow it from whatever position they ask for. The run's row and its
-//! thread are final before the channel closes, so a client that checks the run after the
-//! stream ended sees how it ended (the python SDK does).
+//! Executing one run: its graph's events into the run's channel (or, on a shared store,
+//! into the store for every instance), its end recorded on the run and its thread, its
+//! lease renewed meanwhile.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{mpsc, watch};
 
+use super::{CancelAction, RunChannel, Runs};
 use crate::error::ApiError;
 use crate::graph::{ApiMode, Failure, GraphJob, GraphPart, JobInput, ServedGraph};
-use crate::store::{Kind, RunStore};
+use crate::store::{Kind, Notice, StoredEvent};
 use crate::time::{now_iso, now_ms};
 
-/// How a cancel treats the run's work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelAction {
-    /// Stop it; keep what it checkpointed; the run ends `interrupted`.
-    Interrupt,
-    /// Stop it, put the thread back where it was before, and delete the run.
-    Rollback,
+/// Where an executing run's events go: its local channel, or the shared store (read back
+/// by every instance's followers, this one's included).
+pub(super) struct Output {
+    channel: Arc<RunChannel>,
+    forward: Option<(mpsc::UnboundedSender<Forward>, tokio::task::JoinHandle<()>)>,
+    seq: std::sync::atomic::AtomicI64,
 }
 
-/// One event of a run, as sent: its resumable id, name and JSON data.
-#[derive(Debug, Clone)]
-pub struct LiveEvent {
-    /// `<ms>-<seq>`, LangGraph's resumable id.
-    pub id: String,
-    /// The event name.
-    pub name: String,
-    /// The data, serialized once.
-    pub data: Arc<str>,
+enum Forward {
+    Event(StoredEvent),
+    Result(Value),
 }
 
-#[derive(Default)]
-struct Log {
-    events: Vec<LiveEvent>,
-    /// The `/wait` body, once the run ended.
-    result: Option<Value>,
-}
-
-/// The live side of one run: its events so far and how it ended.
-pub struct RunChannel {
-    /// The run.
-    pub run_id: String,
-    log: Mutex<Log>,
-    version: watch::Sender<usize>,
-    cancel: watch::Sender<Option<CancelAction>>,
-    started_ms: i64,
-}
-
-impl RunChannel {
-    fn new(run_id: &str) -> Arc<Self> {
-        Arc::new(RunChannel {
-            run_id: run_id.to_owned(),
-            log: Mutex::new(Log::default()),
-            version: watch::channel(0).0,
-            cancel: watch::channel(None).0,
-            started_ms: now_ms(),
-        })
-    }
-
-    fn push(&self, name: &str, data: &Value) {
-        if let Ok(mut log) = self.log.lock() {
-            let id = format!("{}-{}", now_ms(), log.events.len());
-            log.events.push(LiveEvent {
-                id,
-                name: name.to_owned(),
-                data: data.to_string().into(),
-            });
-            let n = log.events.len();
-            self.version.send_replace(n);
-        }
-    }
-
-    fn finish(&self, result: Value) {
-        if let Ok(mut log) = self.log.lock() {
-            log.result = Some(result);
-        }
-        self.version.send_modify(|v| *v += 0);
-    }
-
-    /// The position right after the event with `id` (`-1`: the start), or the end.
-    pub fn position_after(&self, id: Option<&str>) -> usize {
-        let Ok(log) = self.log.lock() else {
-            return 0;
-        };
-        match id {
-            Some("-1") => 0,
-            Some(id) => log
-                .events
-                .iter()
-                .position(|e| e.id == id)
-                .map(|i| i + 1)
-                .unwrap_or(0),
-            None => log.events.len(),
-        }
-    }
-
-    /// Whether the run ended.
-    pub fn finished(&self) -> bool {
-        self.log.lock().map(|l| l.result.is_some()).unwrap_or(true)
-    }
-
-    /// Events from `from` on, as they come; ends when the run ends.
-    pub fn follow(self: &Arc<Self>, from: usize) -> futures::stream::BoxStream<'static, LiveEvent> {
-        let rx = self.version.subscribe();
-        let me = self.clone();
-        futures::stream::unfold((me, rx, from), |(me, mut rx, pos)| async move {
-            loop {
-                let (next, done) = {
-                    let log = me.log.lock().ok()?;
-                    (log.events.get(pos).cloned(), log.result.is_some())
-                };
-                if let Some(e) = next {
-                    return Some((e, (me, rx, pos + 1)));
-                }
-                if done {
-                    return None;
-                }
-                rx.changed().await.ok()?;
+impl Output {
+    pub(super) fn emit(&self, name: &str, data: &Value) {
+        match &self.forward {
+            None => {
+                self.channel.push(name, data);
             }
-        })
-        .boxed()
+            Some((tx, _)) => {
+                let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = tx.send(Forward::Event(StoredEvent {
+                    seq,
+                    id: format!("{}-{seq}", now_ms()),
+                    name: name.to_owned(),
+                    data: data.to_string(),
+                }));
+            }
+        }
     }
 
-    /// The `/wait` body once the run ends.
-    pub async fn result(&self) -> Value {
-        let mut rx = self.version.subscribe();
-        loop {
-            if let Ok(log) = self.log.lock()
-                && let Some(r) = &log.result
-            {
-                return r.clone();
-            }
-            if rx.changed().await.is_err() {
-                return json!({});
+    /// The run's end: its `/wait` body. On a shared store, after every event is stored.
+    pub(super) async fn finish(&self, body: Value) {
+        match &self.forward {
+            None => self.channel.finish(body),
+            Some((tx, _)) => {
+                let _ = tx.send(Forward::Result(body));
             }
         }
     }
 }
 
-/// Counters for `/metrics`.
-#[derive(Default)]
-pub struct Metrics {
-    /// Runs finished, by status.
-    pub finished: Mutex<BTreeMap<String, u64>>,
-    /// Sum of run durations (ms) and their count.
-    pub duration_ms: Mutex<(u64, u64)>,
+/// The lease of a run executing here, renewed on a task of its own.
+pub(super) struct Heartbeat {
+    lost: watch::Receiver<bool>,
+    task: tokio::task::JoinHandle<()>,
 }
 
-/// The runs of one server: queue, workers, live channels.
-pub struct Runs {
-    pub(crate) store: Arc<dyn RunStore>,
-    pub(crate) graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
-    live: Mutex<HashMap<String, Arc<RunChannel>>>,
-    wake: Notify,
-    slots: Arc<Semaphore>,
-    /// What `/metrics` reports.
-    pub metrics: Metrics,
+impl Heartbeat {
+    /// Resolves when the lease was lost (never on a store of one process).
+    pub(super) async fn lost(&self) {
+        let mut rx = self.lost.clone();
+        let _ = rx.wait_for(|l| *l).await;
+    }
 }
 
-/// How long a finished run's events stay joinable in memory.
-const KEEP_FINISHED: Duration = Duration::from_secs(600);
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
 
 impl Runs {
-    pub(crate) fn new(
-        store: Arc<dyn RunStore>,
-        graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
-        workers: usize,
-    ) -> Arc<Self> {
-        Arc::new(Runs {
-            store,
-            graphs,
-            live: Mutex::new(HashMap::new()),
-            wake: Notify::new(),
-            slots: Arc::new(Semaphore::new(workers.max(1))),
-            metrics: Metrics::default(),
-        })
-    }
-
-    /// The live channel of a run (registered when it was queued, or when it starts).
-    pub fn channel(&self, run_id: &str) -> Option<Arc<RunChannel>> {
-        self.live.lock().ok()?.get(run_id).cloned()
-    }
-
-    fn open_channel(&self, run_id: &str) -> Arc<RunChannel> {
-        let mut live = match self.live.lock() {
-            Ok(l) => l,
-            Err(p) => p.into_inner(),
+    pub(super) async fn output(self: &Arc<Self>, run_id: &str) -> Output {
+        if !self.store.shared() {
+            return Output {
+                channel: self.local_channel(run_id),
+                forward: None,
+                seq: 0.into(),
+            };
+        }
+        // Followers here read the run back from the store, as on any other instance.
+        let channel = self.mirror(run_id);
+        // A run taken over continues the stream its first attempt began.
+        let next = match self.store.events_after(run_id, -1).await {
+            Ok(events) => events.last().map_or(0, |e| e.seq + 1),
+            Err(_) => 0,
         };
-        let now = now_ms();
-        live.retain(|_, c| !c.finished() || now - c.started_ms < KEEP_FINISHED.as_millis() as i64);
-        live.entry(run_id.to_owned())
-            .or_insert_with(|| RunChannel::new(run_id))
-            .clone()
-    }
-
-    /// Queues `run` (a run document, `pending`) and wakes a worker.
-    pub async fn enqueue(&self, run: &Value) -> Result<Arc<RunChannel>, ApiError> {
-        let id = run["run_id"].as_str().unwrap_or_default().to_owned();
-        let channel = self.open_channel(&id);
-        self.store.put(Kind::Run, run).await?;
-        self.wake.notify_one();
-        Ok(channel)
-    }
-
-    /// Starts the worker loop: claims runs while a slot is free.
-    pub fn spawn_workers(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Forward>();
         let me = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok(permit) = me.slots.clone().acquire_owned().await else {
-                    return;
-                };
-                match me.store.claim().await {
-                    Ok(Some(run)) => {
-                        let runner = me.clone();
-                        tokio::spawn(async move {
-                            runner.execute(run).await;
-                            drop(permit);
-                            runner.wake.notify_one();
-                        });
+        let id = run_id.to_owned();
+        let task = tokio::spawn(async move {
+            let mut batch = Vec::new();
+            while let Some(first) = rx.recv().await {
+                let mut result = None;
+                let mut next = Some(first);
+                while let Some(f) = next.take() {
+                    match f {
+                        Forward::Event(e) => batch.push(e),
+                        Forward::Result(r) => result = Some(r),
                     }
-                    Ok(None) => {
-                        drop(permit);
-                        let _ =
-                            tokio::time::timeout(Duration::from_secs(1), me.wake.notified()).await;
-                    }
-                    Err(e) => {
-                        drop(permit);
-                        tracing::error!(error = %e, "claiming a run failed");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
+                    next = rx.try_recv().ok();
                 }
-            }
-        })
-    }
-
-    /// Cancels a pending or running run. Whether there was one to cancel.
-    pub async fn cancel(&self, run: &Value, action: CancelAction) -> Result<bool, ApiError> {
-        let id = run["run_id"].as_str().unwrap_or_default();
-        match run["status"].as_str() {
-            Some("pending") => {
-                let channel = self.open_channel(id);
-                // Claimed meanwhile? Then it is running and the channel's cancel stops it.
-                channel.cancel.send_replace(Some(action));
-                if let Some(mut current) = self.store.get(Kind::Run, id).await?
-                    && current["status"] == "pending"
+                if let Err(e) = me.store.append_events(&id, &batch).await {
+                    tracing::error!(run_id = id, error = %e, "storing a run's events failed");
+                }
+                batch.clear();
+                if let Some(r) = result
+                    && let Err(e) = me.store.put_result(&id, &r).await
                 {
-                    let thread = current["thread_id"].as_str().unwrap_or_default().to_owned();
-                    if action == CancelAction::Rollback {
-                        self.store.delete(Kind::Run, id).await?;
-                    } else {
-                        current["status"] = "interrupted".into();
-                        current["updated_at"] = now_iso().into();
-                        self.store.put(Kind::Run, &current).await?;
-                    }
-                    channel.finish(json!({}));
-                    self.refresh_thread(&thread, None, false).await?;
+                    tracing::error!(run_id = id, error = %e, "storing a run's result failed");
                 }
-                Ok(true)
+                let _ = me
+                    .store
+                    .notify(&Notice::Events { run_id: id.clone() })
+                    .await;
             }
-            Some("running") => {
-                let channel = self.open_channel(id);
-                channel.cancel.send_replace(Some(action));
-                Ok(true)
-            }
-            _ => Ok(false),
+        });
+        Output {
+            channel,
+            forward: Some((tx, task)),
+            seq: next.into(),
         }
     }
 
-    /// Active (pending or running) runs of a thread.
-    pub async fn active_on(&self, thread_id: &str) -> Result<Vec<Value>, ApiError> {
-        Ok(self
-            .store
-            .runs_of(thread_id)
-            .await?
-            .into_iter()
-            .filter(|r| matches!(r["status"].as_str(), Some("pending" | "running")))
-            .collect())
+    fn heartbeat(self: Arc<Self>, run_id: String) -> Heartbeat {
+        let (tx, lost) = watch::channel(false);
+        let every = (self.leases.ttl / 3).max(Duration::from_millis(100));
+        let task = tokio::spawn(async move {
+            if !self.store.shared() {
+                return;
+            }
+            loop {
+                tokio::time::sleep(every).await;
+                match self
+                    .store
+                    .renew(&run_id, &self.owner, self.leases.ttl)
+                    .await
+                {
+                    Ok(Some(None)) => {}
+                    Ok(Some(Some(action))) => {
+                        self.stop_local(&run_id, CancelAction::parse(&action));
+                    }
+                    Ok(None) => {
+                        tx.send_replace(true);
+                        return;
+                    }
+                    Err(e) => tracing::warn!(run_id, error = %e, "renewing a lease failed"),
+                }
+            }
+        });
+        Heartbeat { lost, task }
     }
 
-    async fn execute(&self, mut run: Value) {
+    /// Executes a claimed run to its end, renewing its lease meanwhile; `cancel` stops it.
+    pub(super) async fn execute(
+        self: &Arc<Self>,
+        mut run: Value,
+        mut cancel: watch::Receiver<Option<CancelAction>>,
+    ) {
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
-        let channel = self.open_channel(&run_id);
+        let channel = self.output(&run_id).await;
         let started = now_ms();
+        let heartbeat = self.clone().heartbeat(run_id.clone());
         let attempt = run["attempt"].as_i64().unwrap_or(1);
         let kwargs = &run["kwargs"];
         let graph_id = kwargs["config"]["configurable"]["graph_id"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        channel.push("metadata", &json!({"run_id": run_id, "attempt": attempt}));
+        channel.emit("metadata", &json!({"run_id": run_id, "attempt": attempt}));
         let Some(graph) = self.graphs.get(&graph_id).cloned() else {
             let failure = Failure {
                 error: "GraphNotFound".into(),
@@ -325,7 +201,16 @@ impl Runs {
             .ok()
             .flatten()
             .and_then(|s| s["checkpoint_id"].as_str().map(str::to_owned));
-        let job = job_of(&run_id, &thread_id, kwargs);
+        let mut job = job_of(&run_id, &thread_id, kwargs);
+        // A run taken over from an instance that died resumes from its last checkpoint:
+        // the input was applied and finished nodes are not run again.
+        if attempt > 1 {
+            let resumed = graph.state(&thread_id, None, false).await.ok().flatten();
+            if resumed.is_some_and(|s| s["metadata"]["run_id"] == run_id.as_str()) {
+                job.input = JobInput::Continue;
+                job.checkpoint_id = None;
+            }
+        }
         let mut parts = match graph.start(job) {
             Ok(parts) => parts,
             Err(e) => {
@@ -346,16 +231,20 @@ impl Runs {
                 return;
             }
         };
-        let mut cancel = channel.cancel.subscribe();
         let mut cancelled = *cancel.borrow();
+        let mut lease_lost = false;
         let mut outcome = None;
         while cancelled.is_none() {
             tokio::select! {
                 part = parts.next() => match part {
-                    Some(GraphPart::Event { name, data }) => channel.push(&name, &data),
+                    Some(GraphPart::Event { name, data }) => channel.emit(&name, &data),
                     Some(GraphPart::Done(o)) => { outcome = Some(o); break; }
                     None => break,
                 },
+                _ = heartbeat.lost() => {
+                    lease_lost = true;
+                    break;
+                }
                 changed = cancel.changed() => {
                     if changed.is_err() { break; }
                     cancelled = *cancel.borrow();
@@ -363,6 +252,12 @@ impl Runs {
             }
         }
         drop(parts); // cancels the graph's run if it is still going
+        if lease_lost {
+            // Another instance took the run over (this one was cut off from the database
+            // for longer than the lease): stop without writing; the new owner finishes it.
+            tracing::warn!(run_id, "lost the run's lease; another instance has it");
+            return;
+        }
         match (cancelled, outcome) {
             (Some(CancelAction::Rollback), _) => {
                 let restored = match &before {
@@ -376,7 +271,7 @@ impl Runs {
                     tracing::error!(run_id, error = %e.detail, "rolling back the thread failed");
                 }
                 let _ = self.store.delete(Kind::Run, &run_id).await;
-                channel.finish(json!({}));
+                channel.finish(json!({})).await;
                 let _ = self.refresh_thread(&thread_id, None, false).await;
                 self.count("rolled_back", started);
             }
@@ -407,7 +302,7 @@ impl Runs {
             }
             (None, Some(o)) => {
                 if let Some(f) = &o.error {
-                    channel.push("error", &f.to_json());
+                    channel.emit("error", &f.to_json());
                 }
                 self.conclude(
                     &mut run,
@@ -425,7 +320,7 @@ impl Runs {
                     error: "RunAborted".into(),
                     message: "the run stopped without an outcome".into(),
                 };
-                channel.push("error", &failure.to_json());
+                channel.emit("error", &failure.to_json());
                 self.conclude(
                     &mut run,
                     &channel,
@@ -444,7 +339,7 @@ impl Runs {
     async fn conclude(
         &self,
         run: &mut Value,
-        channel: &RunChannel,
+        channel: &Output,
         values: Value,
         interrupts: Vec<Value>,
         error: Option<Failure>,
@@ -495,7 +390,7 @@ impl Runs {
             }
             let _ = self.store.delete(Kind::Thread, &thread_id).await;
         }
-        channel.finish(body);
+        channel.finish(body).await;
         self.count(status, started);
     }
 

@@ -1,0 +1,200 @@
+//! The run store: assistants, threads and runs, and the queue of runs, in one database.
+//!
+//! Documents are kept as the JSON the API returns (one row per object, with the columns the
+//! queue and the lookups need), so what a client reads is what was written. [`RunStore`] is
+//! the seam for the backends: [`SqliteStore`] for one process, [`PostgresStore`] for many
+//! instances on one database (claims with `FOR UPDATE SKIP LOCKED`, leases renewed by the
+//! instance that runs a run, `LISTEN/NOTIFY` for wake-ups, cancels and streams). A thread
+//! never runs two runs at once: only the oldest pending run of a thread with nothing running
+//! can be claimed.
+
+mod postgres;
+mod sqlite;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// A storage failure, with the operation that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("run store: {op}: {message}")]
+pub struct StoreError {
+    /// What was being done.
+    pub op: &'static str,
+    /// What the database said.
+    pub message: String,
+}
+
+/// Result of the store's operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The kinds of documents kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Assistants (`assistant_id`).
+    Assistant,
+    /// Threads (`thread_id`).
+    Thread,
+    /// Runs (`run_id`).
+    Run,
+}
+
+impl Kind {
+    pub(crate) fn table(self) -> &'static str {
+        match self {
+            Kind::Assistant => "api_assistants",
+            Kind::Thread => "api_threads",
+            Kind::Run => "api_runs",
+        }
+    }
+
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Kind::Assistant => "assistant_id",
+            Kind::Thread => "thread_id",
+            Kind::Run => "run_id",
+        }
+    }
+
+    pub(crate) fn id_of(self, doc: &Value) -> String {
+        doc.get(self.key())
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// One stored stream event of a run (for instances that follow a run another executes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Its position in the run's stream.
+    pub seq: i64,
+    /// Its resumable id.
+    pub id: String,
+    /// The event name.
+    pub name: String,
+    /// The data, as JSON text.
+    pub data: String,
+}
+
+/// What instances tell each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A run was queued or freed: claim.
+    Wake,
+    /// Stop this run (`interrupt` or `rollback`).
+    Cancel {
+        /// The run.
+        run_id: String,
+        /// `interrupt` or `rollback`.
+        action: String,
+    },
+    /// The run has new stored events, or ended.
+    Events {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// Where assistants, threads, runs and the queue live.
+#[async_trait]
+pub trait RunStore: Send + Sync + 'static {
+    /// Inserts or replaces a document (its id is under the kind's key).
+    async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()>;
+    /// Inserts a document unless one with its id exists; whether it was inserted.
+    async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
+    /// One document.
+    async fn get(&self, kind: Kind, id: &str) -> StoreResult<Option<Value>>;
+    /// Every document of a kind, oldest first (searches filter these).
+    async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>>;
+    /// Deletes one; whether it existed.
+    async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool>;
+    /// The runs of a thread, oldest first.
+    async fn runs_of(&self, thread_id: &str) -> StoreResult<Vec<Value>>;
+    /// Keeps a version of an assistant.
+    async fn put_version(&self, assistant_id: &str, version: i64, doc: &Value) -> StoreResult<()>;
+    /// An assistant's versions, newest first.
+    async fn versions(&self, assistant_id: &str) -> StoreResult<Vec<Value>>;
+    /// Takes the oldest pending run whose thread runs nothing, marks it `running` for
+    /// `owner` with a lease of `lease`, and returns it.
+    async fn claim(&self, owner: &str, lease: Duration) -> StoreResult<Option<Value>>;
+    /// Extends `owner`'s lease on a running run. `None` when the run is no longer
+    /// `owner`'s (another instance took it over, or it ended); otherwise the cancel asked
+    /// for it, if any.
+    async fn renew(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> StoreResult<Option<Option<String>>>;
+    /// Runs whose lease ran out go back to `pending` with `attempt + 1`, or end `error` past
+    /// `max_attempts`; returns how many were requeued.
+    async fn requeue_expired(&self, max_attempts: i64) -> StoreResult<usize>;
+    /// Marks `doc` (a pending run) `interrupted` if it is still pending; whether it was.
+    async fn cancel_pending(&self, doc: &Value) -> StoreResult<bool>;
+    /// Asks the owner of a running run to stop it.
+    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<()>;
+    /// Whether other processes use this store: then a run's events and result are stored
+    /// for them, and notices go through the database.
+    fn shared(&self) -> bool {
+        false
+    }
+    /// Appends stream events of a run.
+    async fn append_events(&self, _run_id: &str, _events: &[StoredEvent]) -> StoreResult<()> {
+        Ok(())
+    }
+    /// A run's stored events after `seq`.
+    async fn events_after(&self, _run_id: &str, _seq: i64) -> StoreResult<Vec<StoredEvent>> {
+        Ok(Vec::new())
+    }
+    /// Keeps a run's `/wait` body.
+    async fn put_result(&self, _run_id: &str, _body: &Value) -> StoreResult<()> {
+        Ok(())
+    }
+    /// A run's `/wait` body, once it ended.
+    async fn result(&self, _run_id: &str) -> StoreResult<Option<Value>> {
+        Ok(None)
+    }
+    /// Tells the other instances.
+    async fn notify(&self, _notice: &Notice) -> StoreResult<()> {
+        Ok(())
+    }
+    /// What the other instances tell; `None` for a store no other process uses.
+    async fn listen(&self) -> StoreResult<Option<mpsc::UnboundedReceiver<Notice>>> {
+        Ok(None)
+    }
+}
+
+impl Notice {
+    /// As a NOTIFY payload.
+    pub fn to_payload(&self) -> String {
+        match self {
+            Notice::Wake => "wake".to_owned(),
+            Notice::Cancel { run_id, action } => format!("cancel:{action}:{run_id}"),
+            Notice::Events { run_id } => format!("events:{run_id}"),
+        }
+    }
+
+    /// From a NOTIFY payload.
+    pub fn from_payload(p: &str) -> Option<Notice> {
+        if p == "wake" {
+            return Some(Notice::Wake);
+        }
+        if let Some(run_id) = p.strip_prefix("events:") {
+            return Some(Notice::Events {
+                run_id: run_id.to_owned(),
+            });
+        }
+        let rest = p.strip_prefix("cancel:")?;
+        let (action, run_id) = rest.split_once(':')?;
+        Some(Notice::Cancel {
+            run_id: run_id.to_owned(),
+            action: action.to_owned(),
+        })
+    }
+}

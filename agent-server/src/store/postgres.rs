@@ -1,0 +1,470 @@
+//! The run store in PostgreSQL, for many instances on one database (next to the
+//! checkpoints, through the checkpointer's pool).
+//!
+//! - A claim takes the oldest pending run of a thread with nothing running, `FOR UPDATE
+//!   SKIP LOCKED`, so instances claiming at once never take the same run nor two runs of
+//!   one thread.
+//! - The claiming instance holds a lease (`owner`, `lease_until`) and renews it while the
+//!   run goes on; a run whose lease ran out (its instance died) is queued again with
+//!   `attempt + 1`, and resumes from its last checkpoint where it is claimed next.
+//! - `NOTIFY agentgraph_api` carries wake-ups, cancels for the owner of a run, and "new
+//!   events" for instances whose clients follow a run executing elsewhere; the events and
+//!   the result are stored (`api_run_events`, `api_run_results`) for them to read.
+
+use std::time::Duration;
+
+use agent_core::{PgListener, PostgresSaver};
+use async_trait::async_trait;
+use deadpool_postgres::Pool;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent};
+
+const CHANNEL: &str = "agentgraph_api";
+/// Advisory lock key for the schema ("agentapi" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6167_656e_7461_7069;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS api_assistants (assistant_id TEXT PRIMARY KEY, doc TEXT NOT NULL, seq BIGSERIAL);
+CREATE TABLE IF NOT EXISTS api_assistant_versions (assistant_id TEXT NOT NULL, version BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (assistant_id, version));
+CREATE TABLE IF NOT EXISTS api_threads (thread_id TEXT PRIMARY KEY, doc TEXT NOT NULL, seq BIGSERIAL);
+CREATE TABLE IF NOT EXISTS api_runs (run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, status TEXT NOT NULL, doc TEXT NOT NULL, seq BIGSERIAL,
+    owner TEXT, lease_until TIMESTAMPTZ, cancel TEXT);
+CREATE INDEX IF NOT EXISTS api_runs_by_thread ON api_runs (thread_id, seq);
+CREATE INDEX IF NOT EXISTS api_runs_by_status ON api_runs (status, seq);
+CREATE TABLE IF NOT EXISTS api_run_events (run_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS api_run_results (run_id TEXT PRIMARY KEY, body TEXT NOT NULL, finished_at TIMESTAMPTZ NOT NULL DEFAULT now());
+";
+
+/// The run store in PostgreSQL.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    url: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password.
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+fn failed(op: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
+    move |e| StoreError {
+        op,
+        message: e.to_string(),
+    }
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+impl PostgresStore {
+    /// The store in the database of `saver` (its pool), listening through `url`.
+    pub async fn open(saver: &PostgresSaver, url: &str) -> StoreResult<Self> {
+        let store = PostgresStore {
+            pool: saver.pool().clone(),
+            url: url.to_owned(),
+        };
+        let mut client = store.client("migrate").await?;
+        let tx = client.transaction().await.map_err(failed("migrate"))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(failed("migrate"))?;
+        tx.batch_execute(SCHEMA).await.map_err(failed("migrate"))?;
+        tx.commit().await.map_err(failed("migrate"))?;
+        Ok(store)
+    }
+
+    async fn client(&self, op: &'static str) -> StoreResult<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| StoreError {
+            op,
+            message: format!("connecting: {e}"),
+        })
+    }
+}
+
+fn interval(d: Duration) -> String {
+    format!("{} milliseconds", d.as_millis())
+}
+
+#[async_trait]
+impl RunStore for PostgresStore {
+    async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()> {
+        let c = self.client("put").await?;
+        let id = kind.id_of(doc);
+        let text = doc.to_string();
+        match kind {
+            Kind::Run => {
+                let thread = doc["thread_id"].as_str().unwrap_or_default();
+                let status = doc["status"].as_str().unwrap_or("pending");
+                c.execute(
+                    "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, doc = EXCLUDED.doc,
+                       owner = CASE WHEN EXCLUDED.status IN ('pending', 'running') THEN api_runs.owner END",
+                    &[&id, &thread, &status, &text],
+                )
+                .await
+                .map_err(failed("put run"))?;
+            }
+            _ => {
+                c.execute(
+                    &format!(
+                        "INSERT INTO {t} ({k}, doc) VALUES ($1, $2) ON CONFLICT ({k}) DO UPDATE SET doc = EXCLUDED.doc",
+                        t = kind.table(),
+                        k = kind.key()
+                    ),
+                    &[&id, &text],
+                )
+                .await
+                .map_err(failed("put"))?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
+        let c = self.client("insert").await?;
+        let id = kind.id_of(doc);
+        let text = doc.to_string();
+        let n = match kind {
+            Kind::Run => {
+                let thread = doc["thread_id"].as_str().unwrap_or_default();
+                let status = doc["status"].as_str().unwrap_or("pending");
+                c.execute(
+                    "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    &[&id, &thread, &status, &text],
+                )
+                .await
+            }
+            _ => {
+                c.execute(
+                    &format!(
+                        "INSERT INTO {} ({}, doc) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                        kind.table(),
+                        kind.key()
+                    ),
+                    &[&id, &text],
+                )
+                .await
+            }
+        }
+        .map_err(failed("insert"))?;
+        Ok(n > 0)
+    }
+
+    async fn get(&self, kind: Kind, id: &str) -> StoreResult<Option<Value>> {
+        let c = self.client("get").await?;
+        let row = c
+            .query_opt(
+                &format!("SELECT doc FROM {} WHERE {} = $1", kind.table(), kind.key()),
+                &[&id],
+            )
+            .await
+            .map_err(failed("get"))?;
+        Ok(row.map(|r| parse(r.get::<_, &str>(0))))
+    }
+
+    async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>> {
+        let c = self.client("list").await?;
+        let rows = c
+            .query(
+                &format!("SELECT doc FROM {} ORDER BY seq", kind.table()),
+                &[],
+            )
+            .await
+            .map_err(failed("list"))?;
+        Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {
+        let mut c = self.client("delete").await?;
+        let tx = c.transaction().await.map_err(failed("delete"))?;
+        let n = tx
+            .execute(
+                &format!("DELETE FROM {} WHERE {} = $1", kind.table(), kind.key()),
+                &[&id],
+            )
+            .await
+            .map_err(failed("delete"))?;
+        match kind {
+            Kind::Assistant => {
+                tx.execute(
+                    "DELETE FROM api_assistant_versions WHERE assistant_id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(failed("delete"))?;
+            }
+            Kind::Thread => {
+                tx.execute("DELETE FROM api_runs WHERE thread_id = $1", &[&id])
+                    .await
+                    .map_err(failed("delete"))?;
+            }
+            Kind::Run => {
+                tx.execute("DELETE FROM api_run_events WHERE run_id = $1", &[&id])
+                    .await
+                    .map_err(failed("delete"))?;
+            }
+        }
+        tx.commit().await.map_err(failed("delete"))?;
+        Ok(n > 0)
+    }
+
+    async fn runs_of(&self, thread_id: &str) -> StoreResult<Vec<Value>> {
+        let c = self.client("runs of thread").await?;
+        let rows = c
+            .query(
+                "SELECT doc FROM api_runs WHERE thread_id = $1 ORDER BY seq",
+                &[&thread_id],
+            )
+            .await
+            .map_err(failed("runs of thread"))?;
+        Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn put_version(&self, assistant_id: &str, version: i64, doc: &Value) -> StoreResult<()> {
+        let c = self.client("put version").await?;
+        c.execute(
+            "INSERT INTO api_assistant_versions (assistant_id, version, doc) VALUES ($1, $2, $3)
+             ON CONFLICT (assistant_id, version) DO UPDATE SET doc = EXCLUDED.doc",
+            &[&assistant_id, &version, &doc.to_string()],
+        )
+        .await
+        .map_err(failed("put version"))?;
+        Ok(())
+    }
+
+    async fn versions(&self, assistant_id: &str) -> StoreResult<Vec<Value>> {
+        let c = self.client("versions").await?;
+        let rows = c
+            .query(
+                "SELECT doc FROM api_assistant_versions WHERE assistant_id = $1 ORDER BY version DESC",
+                &[&assistant_id],
+            )
+            .await
+            .map_err(failed("versions"))?;
+        Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn claim(&self, owner: &str, lease: Duration) -> StoreResult<Option<Value>> {
+        let mut c = self.client("claim").await?;
+        let tx = c.transaction().await.map_err(failed("claim"))?;
+        let row = tx
+            .query_opt(
+                "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
+                   AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
+                   AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+                &[],
+            )
+            .await
+            .map_err(failed("claim"))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let id: String = row.get(0);
+        let mut doc = parse(row.get::<_, &str>(1));
+        doc["status"] = "running".into();
+        doc["updated_at"] = crate::time::now_iso().into();
+        tx.execute(
+            "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
+               lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
+            &[&id, &doc.to_string(), &owner, &interval(lease)],
+        )
+        .await
+        .map_err(failed("claim"))?;
+        tx.commit().await.map_err(failed("claim"))?;
+        Ok(Some(doc))
+    }
+
+    async fn renew(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> StoreResult<Option<Option<String>>> {
+        let c = self.client("renew").await?;
+        let row = c
+            .query_opt(
+                "UPDATE api_runs SET lease_until = now() + $3::text::interval
+                 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING cancel",
+                &[&run_id, &owner, &interval(lease)],
+            )
+            .await
+            .map_err(failed("renew"))?;
+        Ok(row.map(|r| r.get::<_, Option<String>>(0)))
+    }
+
+    async fn requeue_expired(&self, max_attempts: i64) -> StoreResult<usize> {
+        let mut c = self.client("requeue").await?;
+        let tx = c.transaction().await.map_err(failed("requeue"))?;
+        let rows = tx
+            .query(
+                "SELECT run_id, doc FROM api_runs WHERE status = 'running' AND lease_until < now()
+                 FOR UPDATE SKIP LOCKED",
+                &[],
+            )
+            .await
+            .map_err(failed("requeue"))?;
+        let mut requeued = 0;
+        for row in &rows {
+            let id: String = row.get(0);
+            let mut doc = parse(row.get::<_, &str>(1));
+            let attempt = doc["attempt"].as_i64().unwrap_or(1) + 1;
+            doc["attempt"] = attempt.into();
+            doc["updated_at"] = crate::time::now_iso().into();
+            let status = if attempt > max_attempts {
+                "error"
+            } else {
+                "pending"
+            };
+            doc["status"] = status.into();
+            tx.execute(
+                "UPDATE api_runs SET status = $2, doc = $3, owner = NULL, lease_until = NULL WHERE run_id = $1",
+                &[&id, &status, &doc.to_string()],
+            )
+            .await
+            .map_err(failed("requeue"))?;
+            if status == "error" {
+                let body = serde_json::json!({"__error__": {"error": "WorkerLost",
+                    "message": format!("the run lost its instance {} times; not retried again", attempt - 1)}});
+                tx.execute(
+                    "INSERT INTO api_run_results (run_id, body) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    &[&id, &body.to_string()],
+                )
+                .await
+                .map_err(failed("requeue"))?;
+            } else {
+                requeued += 1;
+            }
+        }
+        tx.commit().await.map_err(failed("requeue"))?;
+        Ok(requeued)
+    }
+
+    async fn cancel_pending(&self, doc: &Value) -> StoreResult<bool> {
+        let c = self.client("cancel").await?;
+        let n = c
+            .execute(
+                "UPDATE api_runs SET status = 'interrupted', doc = $2 WHERE run_id = $1 AND status = 'pending'",
+                &[&Kind::Run.id_of(doc), &doc.to_string()],
+            )
+            .await
+            .map_err(failed("cancel"))?;
+        Ok(n > 0)
+    }
+
+    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<()> {
+        let c = self.client("cancel").await?;
+        c.execute(
+            "UPDATE api_runs SET cancel = $2 WHERE run_id = $1 AND status = 'running'",
+            &[&run_id, &action],
+        )
+        .await
+        .map_err(failed("cancel"))?;
+        Ok(())
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    async fn append_events(&self, run_id: &str, events: &[StoredEvent]) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let c = self.client("append events").await?;
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        c.execute(
+            "INSERT INTO api_run_events (run_id, seq, id, name, data)
+             SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::text[])
+             ON CONFLICT DO NOTHING",
+            &[&run_id, &seqs, &ids, &names, &data],
+        )
+        .await
+        .map_err(failed("append events"))?;
+        Ok(())
+    }
+
+    async fn events_after(&self, run_id: &str, seq: i64) -> StoreResult<Vec<StoredEvent>> {
+        let c = self.client("read events").await?;
+        let rows = c
+            .query(
+                "SELECT seq, id, name, data FROM api_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
+                &[&run_id, &seq],
+            )
+            .await
+            .map_err(failed("read events"))?;
+        Ok(rows
+            .iter()
+            .map(|r| StoredEvent {
+                seq: r.get(0),
+                id: r.get(1),
+                name: r.get(2),
+                data: r.get(3),
+            })
+            .collect())
+    }
+
+    async fn put_result(&self, run_id: &str, body: &Value) -> StoreResult<()> {
+        let c = self.client("put result").await?;
+        c.execute(
+            "INSERT INTO api_run_results (run_id, body) VALUES ($1, $2)
+             ON CONFLICT (run_id) DO UPDATE SET body = EXCLUDED.body, finished_at = now()",
+            &[&run_id, &body.to_string()],
+        )
+        .await
+        .map_err(failed("put result"))?;
+        Ok(())
+    }
+
+    async fn result(&self, run_id: &str) -> StoreResult<Option<Value>> {
+        let c = self.client("read result").await?;
+        let row = c
+            .query_opt(
+                "SELECT body FROM api_run_results WHERE run_id = $1",
+                &[&run_id],
+            )
+            .await
+            .map_err(failed("read result"))?;
+        Ok(row.map(|r| parse(r.get::<_, &str>(0))))
+    }
+
+    async fn notify(&self, notice: &Notice) -> StoreResult<()> {
+        let c = self.client("notify").await?;
+        c.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&CHANNEL, &notice.to_payload()],
+        )
+        .await
+        .map_err(failed("notify"))?;
+        Ok(())
+    }
+
+    async fn listen(&self) -> StoreResult<Option<mpsc::UnboundedReceiver<Notice>>> {
+        let mut listener = PgListener::connect(&self.url, &[CHANNEL])
+            .await
+            .map_err(|e| StoreError {
+                op: "listen",
+                message: e.to_string(),
+            })?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(n) = listener.recv().await {
+                if let Some(notice) = Notice::from_payload(&n.payload)
+                    && tx.send(notice).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Ok(Some(rx))
+    }
+}

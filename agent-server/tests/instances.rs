@@ -1,0 +1,252 @@
+//! Many instances on one PostgreSQL: each run executes exactly once, a client follows a run
+//! that executes on another instance, and a run whose instance is killed (SIGKILL) is taken
+//! over by another and resumes from its last checkpoint — the input applied once, a node
+//! that finished not run again. Each test gets a database of its own; the servers are the
+//! reference example, run as processes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Instance {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn example() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("reference");
+    assert!(
+        path.exists(),
+        "cargo test builds the reference example ({})",
+        path.display()
+    );
+    path
+}
+
+fn start(db: &str, lease_ms: u64) -> Instance {
+    let mut child = Command::new(example())
+        .args([
+            "--db",
+            db,
+            "--lease-ms",
+            &lease_ms.to_string(),
+            "--with-slow",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the server did not start: {line:?}"))
+        .to_owned();
+    Instance { child, url }
+}
+
+/// A database of its own on the test server (dropped by name prefix at the next run).
+async fn database() -> Option<String> {
+    let url = match std::env::var("AGENTGRAPH_POSTGRES_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ if std::env::var_os("CI").is_some() => {
+            panic!(
+                "AGENTGRAPH_POSTGRES_URL is not set in CI: .ci/services/postgres.sh starts a server"
+            )
+        }
+        _ => {
+            eprintln!("skipped: AGENTGRAPH_POSTGRES_URL not set (source .ci/services/postgres.sh)");
+            return None;
+        }
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let name = format!("agentgraph_srv_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let (base, _) = url.rsplit_once('/').unwrap();
+    Some(format!("{base}/{name}"))
+}
+
+fn http() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+async fn post(c: &reqwest::Client, url: String, body: Value) -> Value {
+    let r = c.post(&url).json(&body).send().await.unwrap();
+    assert!(r.status().is_success(), "{url}: {}", r.status());
+    r.json().await.unwrap()
+}
+
+async fn get(c: &reqwest::Client, url: String) -> Value {
+    c.get(&url).send().await.unwrap().json().await.unwrap()
+}
+
+async fn until(what: &str, timeout: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let start = Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_run_resumes_on_another_from_its_last_checkpoint() {
+    let Some(db) = database().await else {
+        return;
+    };
+    let c = http();
+    let mut a = start(&db, 1500);
+    let thread = post(&c, format!("{}/threads", a.url), json!({})).await;
+    let t = thread["thread_id"].as_str().unwrap().to_owned();
+    let run = post(
+        &c,
+        format!("{}/threads/{t}/runs", a.url),
+        json!({"assistant_id": "slow", "input": {"seconds": 4, "inputs": ["once"]}, "stream_resumable": true}),
+    )
+    .await;
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    // A claims it (B is not up yet) and gets past `first` into `wait`.
+    until(
+        "the run to reach `wait`",
+        Duration::from_secs(20),
+        async || {
+            let state = get(&c, format!("{}/threads/{t}/state", a.url)).await;
+            state["next"] == json!(["wait"])
+        },
+    )
+    .await;
+    let b = start(&db, 1500);
+    // A client follows the run on B while A executes it.
+    let follower = {
+        let c = c.clone();
+        let url = format!("{}/threads/{t}/runs/{r}/stream", b.url);
+        tokio::spawn(async move {
+            let resp = c
+                .get(&url)
+                .header("last-event-id", "-1")
+                .send()
+                .await
+                .unwrap();
+            resp.text().await.unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.child.kill().unwrap(); // SIGKILL: no goodbye, the lease just runs out
+    a.child.wait().unwrap();
+
+    let finished = Instant::now();
+    until("B to finish the run", Duration::from_secs(30), async || {
+        get(&c, format!("{}/threads/{t}/runs/{r}", b.url)).await["status"] == "success"
+    })
+    .await;
+    eprintln!(
+        "taken over and finished {:?} after the kill",
+        finished.elapsed()
+    );
+    let values = get(&c, format!("{}/threads/{t}/state", b.url)).await["values"].clone();
+    assert_eq!(
+        values["ran"],
+        json!(["first", "wait", "last"]),
+        "`first` ran once: {values}"
+    );
+    assert_eq!(
+        values["inputs"],
+        json!(["once"]),
+        "the input applied once: {values}"
+    );
+    let run = get(&c, format!("{}/threads/{t}/runs/{r}", b.url)).await;
+    assert_eq!(run["status"], "success");
+
+    let text = tokio::time::timeout(Duration::from_secs(20), follower)
+        .await
+        .unwrap()
+        .unwrap();
+    let metadata: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("data: {\"attempt\"") || l.contains("\"attempt\":"))
+        .collect();
+    assert!(
+        metadata.len() >= 2,
+        "the follower saw both attempts start: {text}"
+    );
+    let last_values = text
+        .split("\r\n\r\n")
+        .filter(|b| b.contains("event: values"))
+        .last()
+        .unwrap_or_default();
+    assert!(
+        last_values.contains("\"last\""),
+        "the follower saw the run end: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_created_at_once_on_two_instances_each_run_once() {
+    let Some(db) = database().await else {
+        return;
+    };
+    let c = http();
+    let a = start(&db, 5000);
+    let b = start(&db, 5000);
+    let mut runs = Vec::new();
+    for i in 0..24 {
+        let base = if i % 2 == 0 { &a.url } else { &b.url };
+        let t = post(&c, format!("{base}/threads"), json!({})).await["thread_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        // Two runs per thread: the second waits for the first (one run per thread at once).
+        for n in 0..2 {
+            let run = post(
+                &c,
+                format!("{base}/threads/{t}/runs"),
+                json!({"assistant_id": "slow", "input": {"seconds": 0.05, "inputs": [format!("{i}-{n}")]}}),
+            )
+            .await;
+            runs.push((t.clone(), run["run_id"].as_str().unwrap().to_owned()));
+        }
+    }
+    for (t, r) in &runs {
+        until(
+            "every run to succeed",
+            Duration::from_secs(60),
+            async || {
+                get(&c, format!("{}/threads/{t}/runs/{r}", a.url)).await["status"] == "success"
+            },
+        )
+        .await;
+    }
+    for (t, _) in runs.iter().step_by(2) {
+        let values = get(&c, format!("{}/threads/{t}/state", b.url)).await["values"].clone();
+        assert_eq!(
+            values["ran"].as_array().unwrap().len(),
+            6,
+            "two runs of three nodes, each once: {values}"
+        );
+        assert_eq!(values["inputs"].as_array().unwrap().len(), 2, "{values}");
+    }
+}
