@@ -23,14 +23,7 @@ impl Drop for Killed {
     }
 }
 
-#[test]
-fn the_python_and_js_sdks_work_against_the_server() {
-    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_SDK_CHECKS").is_none() {
-        eprintln!(
-            "skipped: set AGENTGRAPH_SDK_CHECKS=1 to install the SDKs and run them (CI does)"
-        );
-        return;
-    }
+fn run_checks(db: &str) {
     let exe = std::env::current_exe().unwrap();
     let example = exe
         .parent()
@@ -39,10 +32,11 @@ fn the_python_and_js_sdks_work_against_the_server() {
         .unwrap();
     assert!(
         example.exists(),
-        "build the example first: cargo build -p agent-server --example reference ({})",
+        "cargo test builds the reference example ({})",
         example.display()
     );
     let mut child = Command::new(&example)
+        .args(["--db", db])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -54,7 +48,7 @@ fn the_python_and_js_sdks_work_against_the_server() {
     let url = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap()
+        .unwrap_or_else(|| panic!("the server did not start: {line:?}"))
         .to_owned();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/run.sh");
     for (lang, only) in [("py", PYTHON), ("js", JS)] {
@@ -65,7 +59,64 @@ fn the_python_and_js_sdks_work_against_the_server() {
             .unwrap();
         assert!(
             status.success(),
-            "the {lang} SDK checks failed (their output is above)"
+            "the {lang} SDK checks failed on {db} (their output is above)"
         );
     }
+}
+
+fn wanted() -> bool {
+    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_SDK_CHECKS").is_none() {
+        eprintln!(
+            "skipped: set AGENTGRAPH_SDK_CHECKS=1 to install the SDKs and run them (CI does)"
+        );
+        return false;
+    }
+    true
+}
+
+/// Both backends in one test, one after the other: the checks run concurrently and some
+/// hold a run busy for seconds, which two servers at once on two cores made flaky.
+#[tokio::test]
+async fn the_python_and_js_sdks_work_against_the_server_on_sqlite_and_postgres() {
+    if !wanted() {
+        return;
+    }
+    tokio::task::spawn_blocking(on_sqlite).await.unwrap();
+    on_postgres().await;
+}
+
+fn on_sqlite() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-sdk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    run_checks(&dir.join("server.sqlite").display().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn on_postgres() {
+    let url = match std::env::var("AGENTGRAPH_POSTGRES_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ if std::env::var_os("CI").is_some() => {
+            panic!(
+                "AGENTGRAPH_POSTGRES_URL is not set in CI: .ci/services/postgres.sh starts a server"
+            )
+        }
+        _ => {
+            eprintln!("skipped the PostgreSQL run: AGENTGRAPH_POSTGRES_URL not set");
+            return;
+        }
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let name = format!("agentgraph_sdk_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let db = format!("{base}/{name}");
+    tokio::task::spawn_blocking(move || run_checks(&db))
+        .await
+        .unwrap();
 }

@@ -64,10 +64,13 @@ pub(super) struct Heartbeat {
 }
 
 impl Heartbeat {
-    /// Resolves when the lease was lost (never on a store of one process).
+    /// Resolves when the lease was lost; never on a store of one process (whose renewing
+    /// task ends at once, dropping the sender).
     pub(super) async fn lost(&self) {
         let mut rx = self.lost.clone();
-        let _ = rx.wait_for(|l| *l).await;
+        if rx.wait_for(|l| *l).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 

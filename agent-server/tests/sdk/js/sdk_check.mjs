@@ -424,14 +424,14 @@ async function startSleeper(c, tid, secs, waitRunning = true) {
 
 check("multitask_reject", async (c) => {
   const tid = await newThread(c, "js_reject");
-  const r1 = await startSleeper(c, tid, 2, false);
+  const r1 = await startSleeper(c, tid, 5, false);
   const t = await c.threads.get(tid);
   expect(t.status === "busy", `a thread is busy as soon as a run is created: ${t.status}`);
   await expectStatus(c.runs.create(tid, "agent", { input: human("second"), multitaskStrategy: "reject" }), 409, "runs.create(reject) while a run is active");
   await expectStatus(c.runs.wait(tid, "agent", { input: human("second"), multitaskStrategy: "reject" }), 409, "runs.wait(reject) while a run is active");
   await expectStatus(c.runs.stream(tid, "agent", { input: human("second"), multitaskStrategy: "reject" }), 409, "runs.stream(reject) while a run is active");
   const out = await c.runs.join(tid, r1.run_id);
-  expect(eq(contents(out, "human"), ["sleep 2"]), `the first run goes on alone: ${short(contents(out))}`);
+  expect(eq(contents(out, "human"), ["sleep 5"]), `the first run goes on alone: ${short(contents(out))}`);
 });
 
 check("multitask_enqueue", async (c) => {
@@ -484,11 +484,11 @@ check("cancel", async (c) => {
 
 check("join_stream_live", async (c) => {
   const tid = await newThread(c, "js_join_stream_live");
-  const run = await c.runs.create(tid, "agent", { input: human("sleep 2"), streamMode: "values" });
+  const run = await c.runs.create(tid, "agent", { input: human("sleep 5"), streamMode: "values" });
   await poll(() => c.runs.get(tid, run.run_id), (r) => r.status === "running", "the run to be running");
   const parts = await collect(c.runs.joinStream(tid, run.run_id));
   const vals = parts.filter((p) => p.event === "values").map((p) => p.data);
-  expect(vals.length && contents(vals.at(-1), "ai").includes("echo: sleep 2"), `joining a running run streams until it ends: ${short(parts.map((p) => p.event))}`);
+  expect(vals.length && contents(vals.at(-1), "ai").includes("echo: sleep 5"), `joining a running run streams until it ends: ${short(parts.map((p) => p.event))}`);
 });
 
 // ---------------------------------------------------------------- stateless, errors, failures

@@ -442,11 +442,11 @@ async def check_join_stream_resumable(c):
 @check
 async def check_join_stream_live(c):
     tid = await new_thread(c, "join_stream_live")
-    run = await c.runs.create(tid, "agent", input=human("sleep 2"), stream_mode="values")
+    run = await c.runs.create(tid, "agent", input=human("sleep 5"), stream_mode="values")
     await poll(lambda: c.runs.get(tid, run["run_id"]), lambda r: r["status"] == "running", "the run to be running")
     parts = await collect(c.runs.join_stream(tid, run["run_id"]))
     vals = [p.data for p in parts if p.event == "values"]
-    expect(vals and "echo: sleep 2" in contents(vals[-1], "ai"),
+    expect(vals and "echo: sleep 5" in contents(vals[-1], "ai"),
            f"joining a running run streams its events from then on until it ends: {[p.event for p in parts]}")
     expect("end" not in [p.event for p in parts], "no end event")
 
@@ -647,7 +647,7 @@ async def start_sleeper(c, tid, secs, wait_running=True):
 @check
 async def check_multitask_reject(c):
     tid = await new_thread(c, "reject")
-    r1 = await start_sleeper(c, tid, 2, wait_running=False)
+    r1 = await start_sleeper(c, tid, 5, wait_running=False)
     t = await c.threads.get(tid)
     expect(t["status"] == "busy", f"a thread is busy as soon as a run is created: {t['status']!r}")
     await expect_status(c.runs.create(tid, "agent", input=human("second"), multitask_strategy="reject"), 409,
@@ -657,7 +657,7 @@ async def check_multitask_reject(c):
     await expect_status(c.runs.stream(tid, "agent", input=human("second"), multitask_strategy="reject"), 409,
                         "runs.stream(multitask_strategy=reject) while a run is active")
     out = await c.runs.join(tid, r1["run_id"])
-    expect(contents(out, "human") == ["sleep 2"], f"the first run goes on alone: {short(contents(out))}")
+    expect(contents(out, "human") == ["sleep 5"], f"the first run goes on alone: {short(contents(out))}")
     runs = await c.runs.list(tid)
     expect([r["run_id"] for r in runs] == [r1["run_id"]], f"the rejected runs are not stored: {short(runs)}")
 
