@@ -85,8 +85,10 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-type Compile =
-    Box<dyn FnOnce(Arc<dyn Checkpointer>) -> Result<Arc<dyn ServedGraph>, GraphError> + Send>;
+type Compile = Box<
+    dyn FnOnce(Arc<dyn Checkpointer>, Option<Value>) -> Result<Arc<dyn ServedGraph>, GraphError>
+        + Send,
+>;
 
 /// Where the server keeps its data.
 enum Storage {
@@ -97,7 +99,7 @@ enum Storage {
 
 /// Builds a [`Server`]: its graphs (by id), its database, its limits.
 pub struct ServerBuilder {
-    graphs: Vec<(String, Compile)>,
+    graphs: Vec<(String, Option<Value>, Compile)>,
     storage: Storage,
     workers: usize,
     api_key: Option<String>,
@@ -108,24 +110,46 @@ pub struct ServerBuilder {
 
 impl ServerBuilder {
     /// Serves `graph` under `id`; each run's `context` JSON (over its assistant's) is
-    /// deserialized into the graph's context type (`()` takes none).
+    /// deserialized into the graph's context type (`()` takes none), which `/schemas`
+    /// reports as the graph's `context_schema` (Studio's configuration form).
     pub fn graph<S, C>(self, id: impl Into<String>, graph: StateGraph<S, C>) -> Self
     where
         S: GraphState,
-        C: DeserializeOwned + Send + Sync + 'static,
+        C: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
     {
+        let schema = serde_json::to_value(schemars::schema_for!(C)).unwrap_or(Value::Null);
+        let schema = (schema["type"] != "null").then_some(schema);
         self.graph_with_context(id, graph, |context: &Value| {
             let empty = context.as_object().is_none_or(|o| o.is_empty()) || context.is_null();
-            serde_json::from_value::<C>(context.clone())
+            let parse = |v: Value| serde_path_to_error::deserialize::<_, C>(v);
+            parse(context.clone())
                 .or_else(|e| {
                     if empty {
-                        serde_json::from_value::<C>(Value::Null).map_err(|_| e)
+                        parse(Value::Null).map_err(|_| e)
                     } else {
                         Err(e)
                     }
                 })
-                .map_err(|e| format!("the run's context does not fit the graph: {e}"))
+                .map_err(|e| match e.path().to_string().as_str() {
+                    "." => format!("the run's context does not fit the graph: {}", e.inner()),
+                    path => format!("context.{path}: {}", e.inner()),
+                })
         })
+        .context_schema_opt(schema)
+    }
+
+    /// Reports `schema` (a JSON Schema object) as the `context_schema` of the graph added
+    /// last, for graphs added with [`graph_with_context`](Self::graph_with_context) or
+    /// [`graph_with_turns`](Self::graph_with_turns).
+    pub fn context_schema(self, schema: Value) -> Self {
+        self.context_schema_opt(Some(schema))
+    }
+
+    fn context_schema_opt(mut self, schema: Option<Value>) -> Self {
+        if let Some(last) = self.graphs.last_mut() {
+            last.1 = schema;
+        }
+        self
     }
 
     /// Serves `graph` under `id`, building each run's context with `context` from the
@@ -143,9 +167,14 @@ impl ServerBuilder {
         let context: graph::ContextFn<C> = Arc::new(context);
         self.graphs.push((
             id.into(),
-            Box::new(move |saver| {
+            None,
+            Box::new(move |saver, schema| {
                 let compiled = graph.compile_with(saver)?;
-                Ok(Arc::new(Served::new(compiled, context)) as Arc<dyn ServedGraph>)
+                let mut served = Served::new(compiled, context);
+                if let Some(schema) = schema {
+                    served = served.with_context_schema(schema);
+                }
+                Ok(Arc::new(served) as Arc<dyn ServedGraph>)
             }),
         ));
         self
@@ -169,10 +198,14 @@ impl ServerBuilder {
         let turn: graph::TurnFn<S::Update> = Arc::new(turn);
         self.graphs.push((
             id.into(),
-            Box::new(move |saver| {
+            None,
+            Box::new(move |saver, schema| {
                 let compiled = graph.compile_with(saver)?;
-                Ok(Arc::new(Served::new(compiled, context).with_turns(turn))
-                    as Arc<dyn ServedGraph>)
+                let mut served = Served::new(compiled, context).with_turns(turn);
+                if let Some(schema) = schema {
+                    served = served.with_context_schema(schema);
+                }
+                Ok(Arc::new(served) as Arc<dyn ServedGraph>)
             }),
         ));
         self
@@ -251,11 +284,11 @@ impl ServerBuilder {
             ),
         };
         let mut graphs = BTreeMap::new();
-        for (id, compile) in self.graphs {
+        for (id, schema, compile) in self.graphs {
             if graphs.contains_key(&id) {
                 return Err(ServerError::DuplicateGraph(id));
             }
-            let served = compile(saver.clone()).map_err(|source| ServerError::Graph {
+            let served = compile(saver.clone(), schema).map_err(|source| ServerError::Graph {
                 id: id.clone(),
                 source: Box::new(source),
             })?;

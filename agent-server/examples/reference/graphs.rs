@@ -27,7 +27,7 @@ pub struct State {
 
 /// The `agent` graph's context (unused by its nodes, as in the reference).
 #[allow(dead_code)]
-#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 pub struct Context {
     /// A model name.
     pub model: Option<String>,
