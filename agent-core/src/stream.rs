@@ -98,7 +98,7 @@ impl StreamMode {
 
 impl std::fmt::Display for StreamMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

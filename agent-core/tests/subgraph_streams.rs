@@ -170,14 +170,14 @@ async fn subgraph_parts_stream_under_their_namespace_when_asked() {
     // A subgraph over the parent's state streams the parent's fields.
     let last_sub_values = parts
         .iter()
-        .filter_map(|part| match part {
+        .rev()
+        .find_map(|part| match part {
             StreamPart::Subgraph {
                 ns,
                 part: SubgraphPart::Values { state },
             } if ns[0].starts_with("sub:") => Some(state),
             _ => None,
         })
-        .last()
         .unwrap();
     assert_eq!(last_sub_values["log"], serde_json::json!(["a", "s1", "s2"]));
 }
