@@ -59,12 +59,16 @@ impl<S: GraphState> Run<'_, S> {
         })
     }
 
-    /// A graph-level event (`on_chain_start` / `on_chain_stream` / `on_chain_end`).
+    /// A graph-level event (`on_chain_start` / `on_chain_stream` / `on_chain_end`); none for
+    /// a subgraph run, whose node's own events in the parent stand for it (as in LangGraph).
     pub(crate) async fn graph_event(
         &self,
         event: &str,
         data: serde_json::Value,
     ) -> Result<(), GraphError> {
+        if !self.info.ns.is_root() {
+            return Ok(());
+        }
         let metadata = serde_json::json!({ "thread_id": self.info.config.thread_id });
         let part = self.event(
             event,
@@ -84,17 +88,18 @@ impl<S: GraphState> Run<'_, S> {
         stream: &TaskStream,
         data: serde_json::Value,
     ) -> Result<(), GraphError> {
-        let metadata = serde_json::json!({
+        let mut metadata = serde_json::json!({
             "langgraph_node": &*self.graph.names[node],
             "langgraph_step": self.step + 1,
             "langgraph_triggers": stream.triggers,
             "thread_id": self.info.config.thread_id,
         });
+        crate::context::add_namespace(&mut metadata, &self.info.ns);
         let part = self.event(
             event,
             &self.graph.names[node],
             stream.run_id.clone(),
-            vec![self.info.run_id.to_string()],
+            self.info.event_parents.clone(),
             metadata,
             data,
         );
