@@ -117,8 +117,8 @@ pub use state::{
 };
 pub use state_api::{PendingTask, StateSnapshot, SubgraphSnapshot};
 pub use stream::{
-    DebugEvent, Event, GraphStream, Namespace, StreamMeta, StreamMode, StreamModes, StreamPart,
-    SubgraphPart,
+    DebugEvent, Event, GraphStream, INTERRUPT, Namespace, StreamMeta, StreamMode, StreamModes,
+    StreamPart, SubgraphPart,
 };
 
 /// The crate README's example compiles and runs as a doctest.

@@ -295,6 +295,10 @@ pub struct Event {
     pub data: serde_json::Value,
 }
 
+/// The node name of a subgraph's `updates` item that reports its interrupts (LangGraph's
+/// `"__interrupt__"` key): its update is the list of `{"value", "id"}`.
+pub const INTERRUPT: &str = "__interrupt__";
+
 /// A subgraph's own part, type-erased: its state and updates as JSON (a subgraph may have a
 /// state of its own, which a parent's [`StreamPart`] cannot hold).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -478,6 +482,27 @@ impl<S: GraphState> Emitter<S> {
             modes: sink.modes(),
             out: Out::Parent { sink, ns },
         }
+    }
+
+    /// Sends the interrupts a subgraph run paused on, as its `updates` item
+    /// `{"__interrupt__": [{"value", "id"}, ...]}` under its namespace (LangGraph's); nothing
+    /// for the root run, whose caller reports its own. `false` when the consumer is gone.
+    pub(crate) async fn send_interrupts(&self, interrupts: &[crate::interrupt::Interrupt]) -> bool {
+        let Out::Parent { sink, ns } = &self.out else {
+            return true;
+        };
+        let update = interrupts
+            .iter()
+            .map(|i| serde_json::json!({ "value": i.value, "id": i.id }))
+            .collect();
+        sink.send(NodePart::Subgraph(
+            ns.clone(),
+            SubgraphPart::Updates {
+                node: INTERRUPT.to_owned(),
+                update: serde_json::Value::Array(update),
+            },
+        ))
+        .await
     }
 
     /// Sends a part; `false` when the consumer is gone.

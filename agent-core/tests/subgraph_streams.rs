@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, END, GraphState, InMemorySaver, ListFilter, Namespace, NodeContext, RunConfig,
-    START, StateGraph, StreamMode, StreamModes, StreamPart, SubgraphPart,
+    BoxError, Command, CompiledGraph, DebugEvent, END, GraphState, INTERRUPT, InMemorySaver,
+    ListFilter, Namespace, NodeContext, RunConfig, START, StateGraph, StreamMode, StreamModes,
+    StreamPart, SubgraphPart,
 };
 use futures::StreamExt;
 
@@ -205,8 +206,16 @@ async fn without_the_flag_the_parents_parts_are_all_there_is() {
             .collect()
     };
     assert_eq!(root(&plain), root(&with));
-    // A subgraph node's update is every update its subgraph applied, one part each.
-    assert_eq!(root(&plain).len(), 6 + 5, "6 updates, 5 values");
+    // One update per parent node, a subgraph node's included (never one per inner node).
+    let updates: Vec<String> = plain
+        .iter()
+        .filter_map(|part| match part {
+            StreamPart::Updates { node, .. } => Some(node.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, ["a", "sub", "other", "outer"]);
+    assert_eq!(root(&plain).len(), 4 + 5, "4 updates, 5 values");
     // Custom items from inside subgraphs reach the caller either way, under their namespace.
     let custom = |parts: &[StreamPart<P>]| -> Vec<String> {
         parts
@@ -230,9 +239,9 @@ async fn only_the_modes_asked_for_stream_from_subgraphs() {
     .await;
     assert!(parts.iter().all(|part| part.mode() == StreamMode::Updates));
     let names: Vec<String> = parts.iter().map(StreamPart::event_name).collect();
-    // The parent's 6 (a, sub's two, other, outer's two), then sub's, other's, outer's and
-    // inner's own.
-    assert_eq!(names.len(), 6 + 2 + 1 + 2 + 1);
+    // The parent's 4 (a, sub, other, outer), then sub's (s1, s2), other's (draft), outer's
+    // (o1, inner) and inner's (deep) own.
+    assert_eq!(names.len(), 4 + 2 + 1 + 2 + 1);
     assert!(names.iter().any(|n| n.starts_with("updates|sub:")));
     assert!(
         names
@@ -260,6 +269,14 @@ async fn a_subgraphs_namespace_is_its_checkpoint_ns() {
             .unwrap();
         assert!(!stored.is_empty(), "no checkpoint under `{ns}`");
         assert_eq!(Namespace::parse(&ns).to_string(), ns);
+        // Each segment is `node:<task id>`, the id free of `:` and `|` (LangGraph's clients
+        // split on them).
+        for segment in Namespace::parse(&ns).iter() {
+            let (node, id) = segment.split_once(':').unwrap();
+            assert!(["sub", "other", "outer", "inner"].contains(&node), "{ns}");
+            assert_eq!(id.len(), 36, "a uuid: {ns}");
+            assert!(!id.contains(':'), "{ns}");
+        }
     }
 }
 
@@ -354,4 +371,254 @@ async fn events_from_inside_subgraphs_carry_their_namespace() {
         sub.metadata.get("checkpoint_ns").is_none(),
         "root nodes have none"
     );
+}
+
+/// A state with a field of each kind of reducer the fold of a batch meets.
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct F {
+    #[reducer(add)]
+    count: i64,
+    #[reducer(append)]
+    log: Vec<String>,
+    last: String,
+}
+
+fn writes(
+    name: &'static str,
+    count: i64,
+) -> impl Fn(Arc<F>) -> std::future::Ready<FUpdate> + Clone {
+    move |_| {
+        std::future::ready(
+            FUpdate::default()
+                .count(count)
+                .log(vec![name.to_owned()])
+                .last(name.to_owned()),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_subgraph_nodes_update_is_one_update_of_what_its_subgraph_applied() {
+    let sub = StateGraph::<F>::new()
+        .add_node("n1", writes("n1", 1))
+        .add_node("n2", writes("n2", 2))
+        .add_edge(START, "n1")
+        .add_edge("n1", "n2")
+        .add_edge("n2", END)
+        .compile()
+        .unwrap();
+    let graph = StateGraph::<F>::new()
+        .add_node("first", writes("first", 10))
+        .add_node("sub", sub)
+        .add_edge(START, "first")
+        .add_edge("first", "sub")
+        .add_edge("sub", END)
+        .compile()
+        .unwrap();
+    let modes = StreamModes::from([StreamMode::Updates, StreamMode::Debug]);
+    let mut stream = graph.stream(F::default(), RunConfig::default(), modes);
+    let (mut updates, mut results) = (Vec::new(), Vec::new());
+    while let Some(part) = stream.next().await {
+        match part.unwrap() {
+            StreamPart::Updates { node, update } => {
+                updates.push((node, serde_json::to_value(update).unwrap()));
+            }
+            StreamPart::Debug(DebugEvent::TaskResult { node, result, .. }) => {
+                results.push((node, result));
+            }
+            _ => {}
+        }
+    }
+    // What the parent applies, once: counts added, logs appended, the last value last.
+    let sub_update = serde_json::json!({ "count": 3, "log": ["n1", "n2"], "last": "n2" });
+    assert_eq!(
+        updates,
+        [
+            (
+                "first".to_owned(),
+                serde_json::json!({ "count": 10, "log": ["first"], "last": "first" })
+            ),
+            ("sub".to_owned(), sub_update.clone()),
+        ]
+    );
+    // The debug task result shows the same one update.
+    assert_eq!(results[1], ("sub".to_owned(), sub_update));
+    let out = graph
+        .invoke(F::default(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.count, 13);
+    assert_eq!(out.log, ["first", "n1", "n2"]);
+}
+
+async fn ask(_s: Arc<P>, ctx: NodeContext) -> Result<PUpdate, BoxError> {
+    let answer = ctx.interrupt("ship it?")?;
+    Ok(PUpdate::default().log(vec![format!("answer {answer}")]))
+}
+
+/// `a -> outer (o1 -> inner (ask)) -> END`, checkpointed.
+fn asking() -> CompiledGraph<P> {
+    let inner = StateGraph::new()
+        .add_node("ask", ask)
+        .add_edge(START, "ask")
+        .add_edge("ask", END)
+        .compile()
+        .unwrap();
+    let outer = StateGraph::new()
+        .add_node("o1", step("o1"))
+        .add_node("inner", inner)
+        .add_edge(START, "o1")
+        .add_edge("o1", "inner")
+        .add_edge("inner", END)
+        .compile()
+        .unwrap();
+    StateGraph::new()
+        .add_node("a", step("a"))
+        .add_node("outer", outer)
+        .add_edge(START, "a")
+        .add_edge("a", "outer")
+        .add_edge("outer", END)
+        .compile_with(Arc::new(InMemorySaver::new()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_interrupt_inside_a_subgraph_streams_under_its_namespaces() {
+    let graph = asking();
+    let config = RunConfig::default().thread_id("asking");
+    let modes = StreamModes::from(StreamMode::Updates).with_subgraphs();
+    let mut stream = graph.stream(input(), config.clone(), modes);
+    let mut parts = Vec::new();
+    while let Some(part) = stream.next().await {
+        parts.push(part.unwrap());
+    }
+    let output = stream.into_output().await.unwrap();
+    let lines: Vec<String> = parts.iter().map(line).collect();
+    insta::assert_snapshot!(lines.join("\n"));
+    // Each level the interrupt crosses reports it as `{"__interrupt__": [{value, id}]}`; the
+    // root's caller reads it from the output.
+    let reported: Vec<&serde_json::Value> = parts
+        .iter()
+        .filter_map(|part| match part {
+            StreamPart::Subgraph {
+                part: SubgraphPart::Updates { node, update },
+                ..
+            } if node == INTERRUPT => Some(update),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported.len(), 2);
+    for update in reported {
+        assert_eq!(update[0]["value"], "ship it?");
+        assert!(update[0]["id"].is_string());
+    }
+    assert_eq!(output.interrupts.len(), 1);
+    assert_eq!(output.interrupts[0].value, "ship it?");
+
+    // Without the flag, the parent's parts only: no interrupt part.
+    let graph = asking();
+    let plain: Vec<String> = {
+        let mut stream = graph.stream(input(), config.clone(), StreamMode::Updates);
+        let mut lines = Vec::new();
+        while let Some(part) = stream.next().await {
+            lines.push(line(&part.unwrap()));
+        }
+        lines
+    };
+    assert_eq!(
+        plain,
+        ["()                     updates  a"],
+        "the paused subgraph node has no update yet"
+    );
+
+    // Resumed, the subgraphs go on under the same namespaces.
+    let resumed = parts_of(
+        &graph,
+        Command::resume("yes").unwrap(),
+        config,
+        StreamModes::from(StreamMode::Updates).with_subgraphs(),
+    )
+    .await;
+    let lines: Vec<String> = resumed.iter().map(line).collect();
+    assert_eq!(
+        lines,
+        [
+            "outer:<id>|inner:<id>  updates  ask",
+            "outer:<id>             updates  inner",
+            "()                     updates  outer",
+        ]
+    );
+    let StreamPart::Updates { update, .. } = &resumed[2] else {
+        panic!("the parent's update");
+    };
+    assert_eq!(
+        update.log.as_deref(),
+        Some(&["o1".to_owned(), "answer \"yes\"".to_owned()][..])
+    );
+}
+
+async fn parts_of(
+    graph: &CompiledGraph<P>,
+    input: impl Into<agent_core::Input<P>>,
+    config: RunConfig,
+    modes: StreamModes,
+) -> Vec<StreamPart<P>> {
+    let mut stream = graph.stream(input, config, modes);
+    let mut parts = Vec::new();
+    while let Some(part) = stream.next().await {
+        parts.push(part.unwrap());
+    }
+    parts
+}
+
+#[tokio::test]
+async fn every_mode_streams_from_subgraphs_under_their_namespace() {
+    let graph = parent(Some(Arc::new(InMemorySaver::new())));
+    let all = StreamModes::from([
+        StreamMode::Values,
+        StreamMode::Updates,
+        StreamMode::Messages,
+        StreamMode::Custom,
+        StreamMode::Debug,
+    ]);
+    let config = RunConfig::default().thread_id("every-mode");
+    let parts = parts_of(&graph, input(), config, all.with_subgraphs()).await;
+    let mut seen = std::collections::BTreeSet::new();
+    for part in &parts {
+        let name = part.event_name();
+        let (mode, ns) = name.split_once('|').unwrap_or((&name, ""));
+        let node = ns.split(':').next().unwrap_or_default();
+        seen.insert(format!("{mode} {node}"));
+    }
+    let seen: Vec<String> = seen.into_iter().collect();
+    assert_eq!(
+        seen,
+        [
+            "custom ",
+            "custom other",
+            "custom outer",
+            "custom sub",
+            "debug ",
+            "debug other",
+            "debug outer",
+            "debug sub",
+            "messages ",
+            "messages outer",
+            "messages sub",
+            "updates ",
+            "updates other",
+            "updates outer",
+            "updates sub",
+            "values ",
+            "values other",
+            "values outer",
+            "values sub",
+        ]
+    );
+    // A subgraph's debug parts are its own tasks and checkpoints.
+    assert!(parts.iter().any(|part| matches!(
+        part,
+        StreamPart::Subgraph { part: SubgraphPart::Debug { event: DebugEvent::Task { node, .. } }, ns }
+            if node == "s1" && ns[0].starts_with("sub:")
+    )));
 }

@@ -313,9 +313,11 @@ impl<S: GraphState> Run<'_, S> {
                 finished.extend(self.pending_of(id.as_deref(), *node, output)?);
             }
         }
+        let known = self.interrupts.len();
         self.store_interrupts(before, paused, finished).await?;
         self.paused = true;
-        Ok(())
+        let new = self.interrupts.get(known..).unwrap_or_default();
+        self.interrupts_emitted(new).await
     }
 
     /// The run's output.

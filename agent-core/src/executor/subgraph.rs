@@ -5,7 +5,7 @@
 //!   it starts from an input mapped from the parent's and its final state is mapped back.
 //! - When the parent checkpoints, the child checkpoints too: in the parent's saver and thread,
 //!   under a namespace of its own (LangGraph's `checkpoint_ns`: the parent's, then
-//!   `node:task_id`; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
+//!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
 //!   a child that finishes stores nothing (its result is its task's writes); one that pauses
 //!   or fails stores where it stopped.
 //! - `interrupt()` inside the child pauses the whole run: the child stores where it stopped
@@ -60,13 +60,24 @@ pub(crate) struct ChildOutput<S: GraphState> {
 pub(crate) const APPLIED: &str = "__subgraph_applied__";
 
 /// The namespace a subgraph run by task `task` of `node` checkpoints under (LangGraph's
-/// `checkpoint_ns`: `node:task_id`, nested with `|`).
+/// `checkpoint_ns`: `node:<task uuid>`, nested with `|`).
 pub(crate) fn child_ns(parent: &str, node: &str, task: &str) -> String {
+    let segment = ns_segment(node, task);
     if parent.is_empty() {
-        format!("{node}:{task}")
+        segment
     } else {
-        format!("{parent}|{node}:{task}")
+        format!("{parent}|{segment}")
     }
+}
+
+/// A subgraph run's segment of a namespace: `node:<uuid>`, the uuid (v5) derived from the
+/// task's id. Why not the id itself: ours (`<checkpoint>:pull:<node>`) holds `:`, and
+/// LangGraph's clients read a segment as `node:<task id>` with a task id free of `:` and `|`
+/// (LangGraph's task ids are UUIDs); derived, the same task (resumed, in another process)
+/// finds the same namespace.
+pub(crate) fn ns_segment(node: &str, task: &str) -> String {
+    let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, task.as_bytes());
+    format!("{node}:{id}")
 }
 
 fn failed(error: GraphError) -> NodeError {
@@ -134,7 +145,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.
         let fresh = ctx.take_fresh();
         let segment = match ctx.task_id() {
-            Some(task) => format!("{}:{task}", ctx.node()),
+            Some(task) => ns_segment(ctx.node(), task),
             None => format!("{}:{}", ctx.node(), crate::ids::new_id()),
         };
         let path = ctx.ns().child(segment);
