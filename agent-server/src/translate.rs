@@ -206,16 +206,15 @@ impl Translator {
             return;
         }
         match part {
-            SubgraphPart::Values { mut state } => {
-                if self.wants(ApiMode::Values) {
-                    messages::outgoing(&erased.fields, &mut state);
-                    Self::push(out, self.name("values", ns), state);
-                }
+            SubgraphPart::Values { mut state } if self.wants(ApiMode::Values) => {
+                messages::outgoing(&erased.fields, &mut state);
+                Self::push(out, self.name("values", ns), state);
             }
+            SubgraphPart::Values { .. } => {}
             SubgraphPart::Updates { node, update } if node == INTERRUPT => {
+                let list = update.as_array().cloned().unwrap_or_default();
+                let data = json!({ INTERRUPT: with_schema(&list) });
                 if self.wants(ApiMode::Updates) {
-                    let list = update.as_array().cloned().unwrap_or_default();
-                    let data = json!({ INTERRUPT: with_schema(&list) });
                     Self::push(out, self.name("updates", ns), data);
                 }
             }
