@@ -15,16 +15,22 @@
 //! # Subgraphs and namespaces
 //!
 //! Every part has a [`Namespace`] ([`StreamPart::namespace`]): the root graph's parts are
-//! under the root namespace (empty), a subgraph's under `"<node>:<task_id>"` — the string its
+//! under the root namespace (empty), a subgraph's under `"<node>:<task id>"` — the string its
 //! checkpoints use as `checkpoint_ns` — and a nested subgraph's under its parent's followed by
 //! its own (`"outer:<id>|inner:<id>"`). Messages and custom items written inside a subgraph
 //! always reach the caller, with the namespace in [`StreamMeta::ns`]; events with it in their
 //! metadata (`langgraph_checkpoint_ns`, `checkpoint_ns`).
 //!
+//! A subgraph node's `updates` part in its parent is one update, whatever the subgraph ran
+//! (never one per inner node): what the parent applies, the subgraph's updates folded
+//! (LangGraph shows the subgraph's whole final state there).
+//!
 //! A subgraph's own `values`, `updates` and `debug` parts (LangGraph's
 //! `stream(..., subgraphs=True)`), and its nodes' `events`, stream only when the caller asks,
 //! with [`StreamModes::with_subgraphs`]. They arrive while the subgraph runs, before its
-//! node's update in the parent. A subgraph may have a state of its own, so its parts are
+//! node's update in the parent. A subgraph that pauses on `interrupt()` streams an `updates`
+//! part of node [`INTERRUPT`] (`{"__interrupt__": [{"value", "id"}]}`) under each namespace
+//! the pause crosses; the root's interrupts are in the run's output. A subgraph may have a state of its own, so its parts are
 //! type-erased: [`StreamPart::Subgraph`] holds a [`SubgraphPart`] whose states and updates are
 //! JSON (the dicts LangGraph streams). Without the flag the stream is what it was before:
 //! the parent's parts, and its subgraphs' messages, custom items and node-written events.
@@ -158,7 +164,8 @@ impl From<&[StreamMode]> for StreamModes {
 }
 
 /// Where in a graph of subgraphs a part comes from: the path of subgraph runs, outermost
-/// first, each `"<node>:<task_id>"` (LangGraph's namespace tuple; empty for the root graph).
+/// first, each `"<node>:<id>"` (LangGraph's namespace tuple; empty for the root graph), the
+/// id a uuid derived from the subgraph's task id (free of `:` and `|`).
 ///
 /// Displayed joined by `|`, which is the subgraph's `checkpoint_ns` when the run checkpoints
 /// (without a checkpointer, the task ids are made up for the stream). It serializes as the
