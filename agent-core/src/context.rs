@@ -10,7 +10,7 @@ use crate::config::RunConfig;
 use crate::interrupt::{InterruptSlots, Interrupted};
 use crate::node_input::{AnyInput, NodeInput};
 use crate::runtime::AnyContext;
-use crate::stream::{Event, NodePart, NodeSink, StreamMeta, StreamMode};
+use crate::stream::{Event, Namespace, NodePart, NodeSink, StreamMeta, StreamMode};
 
 /// The context of one task: which node, which step, how many steps remain, the run's config.
 #[derive(Debug, Clone)]
@@ -58,8 +58,11 @@ pub(crate) struct RunInfo {
     pub(crate) sink: Option<Arc<dyn NodeSink>>,
     /// Counters nodes add to (token usage); returned with the run's output.
     pub(crate) usage: Mutex<BTreeMap<String, u64>>,
-    /// Subgraph path: the parent nodes this run is nested in (empty for the root).
-    pub(crate) ns: Vec<String>,
+    /// The run's namespace: the subgraph runs it is nested in (root for the root graph).
+    pub(crate) ns: Namespace,
+    /// The event stream's run ids enclosing this run's tasks, outermost first: the root
+    /// graph's run, then for a subgraph each enclosing task's.
+    pub(crate) event_parents: Vec<String>,
     /// The graph's runtime context, when it has one (see [`crate::Runtime`]).
     pub(crate) context: Option<AnyContext>,
     /// The run's writer to its checkpointer, when it checkpoints: its subgraphs checkpoint
@@ -196,7 +199,8 @@ impl NodeContext {
                 can_pause: false,
                 sink: None,
                 usage: Mutex::new(BTreeMap::new()),
-                ns: Vec::new(),
+                ns: Namespace::root(),
+                event_parents: vec!["detached".to_owned()],
                 context: None,
                 writer: None,
             }),
@@ -299,9 +303,15 @@ impl NodeContext {
         self.inner.run.context.clone()
     }
 
-    /// The subgraph path this task runs in (empty in the root graph).
-    pub fn ns(&self) -> &[String] {
+    /// The namespace of the (sub)graph run this task belongs to (root in the root graph;
+    /// `"<node>:<task_id>"` segments for subgraphs, see [`Namespace`]).
+    pub fn ns(&self) -> &Namespace {
         &self.inner.run.ns
+    }
+
+    /// The event stream's run ids enclosing this task (see `RunInfo::event_parents`).
+    pub(crate) fn event_parents(&self) -> &[String] {
+        &self.inner.run.event_parents
     }
 
     pub(crate) fn sink(&self) -> Option<Arc<dyn NodeSink>> {
@@ -364,7 +374,7 @@ impl NodeContext {
             return;
         }
         let task_run_id = self.task_run_id();
-        let mut parent_ids = vec![self.inner.run.run_id.to_string()];
+        let mut parent_ids = self.inner.run.event_parents.clone();
         let run_id = match run_id {
             Some(id) if id != task_run_id => {
                 parent_ids.push(task_run_id);
@@ -373,18 +383,20 @@ impl NodeContext {
             _ => task_run_id,
         };
         let config = &self.inner.run.config;
+        let mut metadata = serde_json::json!({
+            "langgraph_node": self.node(),
+            "langgraph_step": self.inner.step,
+            "langgraph_triggers": self.meta().triggers,
+            "thread_id": config.thread_id,
+        });
+        add_namespace(&mut metadata, &self.inner.run.ns);
         let event = Event {
             event: event.to_owned(),
             name: name.to_owned(),
             run_id,
             parent_ids,
             tags: config.tags.clone(),
-            metadata: serde_json::json!({
-                "langgraph_node": self.node(),
-                "langgraph_step": self.inner.step,
-                "langgraph_triggers": self.meta().triggers,
-                "thread_id": config.thread_id,
-            }),
+            metadata,
             data,
         };
         self.send(NodePart::Event(event)).await;
@@ -410,5 +422,18 @@ impl NodeContext {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         slots.next = 0;
+    }
+}
+
+/// Puts a subgraph's namespace in an event's metadata, where LangGraph has it
+/// (`langgraph_checkpoint_ns`, `checkpoint_ns`); the root graph's events have none.
+pub(crate) fn add_namespace(metadata: &mut serde_json::Value, ns: &Namespace) {
+    if ns.is_root() {
+        return;
+    }
+    if let Some(map) = metadata.as_object_mut() {
+        let joined = serde_json::Value::String(ns.to_string());
+        map.insert("langgraph_checkpoint_ns".to_owned(), joined.clone());
+        map.insert("checkpoint_ns".to_owned(), joined);
     }
 }

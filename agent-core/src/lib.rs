@@ -116,7 +116,10 @@ pub use state::{
     StateUpdate,
 };
 pub use state_api::{PendingTask, StateSnapshot, SubgraphSnapshot};
-pub use stream::{DebugEvent, Event, GraphStream, StreamMeta, StreamMode, StreamModes, StreamPart};
+pub use stream::{
+    DebugEvent, Event, GraphStream, INTERRUPT, Namespace, StreamMeta, StreamMode, StreamModes,
+    StreamPart, SubgraphPart,
+};
 
 /// The crate README's example compiles and runs as a doctest.
 #[cfg(doctest)]

@@ -57,6 +57,7 @@ fn render(part: &StreamPart<S>) -> String {
         StreamPart::Messages { chunk, meta } => format!("messages: {chunk} (node {})", meta.node),
         StreamPart::Debug(e) => format!("debug: {}", serde_json::to_string(e).unwrap()),
         StreamPart::Event(e) => format!("event: {} {}", e.event, e.name),
+        StreamPart::Subgraph { ns, part } => format!("subgraph {ns}: {part:?}"),
     }
 }
 

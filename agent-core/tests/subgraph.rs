@@ -122,7 +122,14 @@ async fn subgraph_stream_items_carry_their_namespace() {
     let mut seen = Vec::new();
     while let Some(part) = stream.next().await {
         if let StreamPart::Custom { value, meta } = part.unwrap() {
-            seen.push(format!("{} {:?}", value.as_str().unwrap(), meta.ns));
+            // The subgraph's namespace is `sub:<task id>` (made up without a checkpointer).
+            let ns: Vec<String> = meta
+                .ns
+                .iter()
+                .map(|segment| segment.split(':').next().unwrap().to_owned())
+                .collect();
+            assert!(meta.ns.iter().all(|s| s.contains(':')), "{:?}", meta.ns);
+            seen.push(format!("{} {ns:?}", value.as_str().unwrap()));
         }
     }
     assert_eq!(seen, ["prep []", r#"edit ["sub"]"#, r#"check ["sub"]"#]);
@@ -199,10 +206,15 @@ async fn an_interrupt_inside_a_subgraph_pauses_the_run_and_resumes_where_it_stop
             "{name}: the subgraph's writes land when it finishes"
         );
 
-        // The subgraph checkpointed in its own namespace of the same thread.
+        // The subgraph checkpointed in its own namespace of the same thread: `sub:<uuid>`,
+        // the uuid derived from the task's id (no `:` or `|` in it, as LangGraph's).
         let snapshot = graph.get_state(&config).await.unwrap().unwrap();
         let task = &snapshot.tasks[0];
-        let ns = format!("sub:{}", task.id);
+        let ns = paused_subgraph(&graph, &config).await.checkpoint_ns;
+        let id = ns.strip_prefix("sub:").unwrap_or_default();
+        assert_eq!(id.len(), 36, "{name}: `{ns}` is `sub:<uuid>`");
+        assert!(!id.contains([':', '|']), "{name}: `{ns}`");
+        assert_ne!(id, &*task.id);
         let inner = saver
             .list(
                 config.thread_id.as_deref().unwrap(),

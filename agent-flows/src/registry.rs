@@ -415,6 +415,11 @@ fn erase<S: GraphState>(part: StreamPart<S>) -> StreamItem {
             node: String::new(),
             value: serde_json::to_value(debug).unwrap_or(Value::Null),
         },
+        // Flows do not stream subgraphs; were one to, its parts show as custom items.
+        StreamPart::Subgraph { ns, part } => StreamItem::Custom {
+            node: ns.to_string(),
+            value: serde_json::to_value(part).unwrap_or(Value::Null),
+        },
     }
 }
 

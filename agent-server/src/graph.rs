@@ -500,6 +500,10 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         {
             modes = modes.with(StreamMode::Debug);
         }
+        if job.subgraphs {
+            // Subgraphs' parts too, named `<mode>|<ns>` by the translator.
+            modes = modes.with_subgraphs();
+        }
         let translator = Translator::new(
             asked,
             job.subgraphs,

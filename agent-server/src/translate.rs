@@ -1,11 +1,17 @@
 //! A run's stream in LangGraph's words: the runtime's typed parts become SSE events
 //! (`values`, `updates`, `messages` as `[chunk, metadata]`, `messages/partial`, `custom`,
 //! `events`, `debug`, `tasks`, `checkpoints`), and the run's end an [`Outcome`].
+//!
+//! With `stream_subgraphs`, a subgraph's parts are named `<mode>|<ns>` (`values|sub:<id>`,
+//! `updates|sub:<id>`, `messages|sub:<id>`, nested `a:<id>|b:<id>`), as langgraph-api names
+//! them; without it, only the messages produced inside a subgraph come through (as plain
+//! `messages`, their namespace in their metadata).
 
 use std::collections::{HashMap, HashSet};
 
 use agent_core::{
-    CompiledGraph, DebugEvent, GraphState, Input, RunConfig, StreamModes, StreamPart,
+    CompiledGraph, DebugEvent, GraphState, INTERRUPT, Input, Namespace, RunConfig, StreamModes,
+    StreamPart, SubgraphPart,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -32,6 +38,9 @@ pub(crate) struct Translator {
     streamed_nodes: HashSet<(String, i64)>,
     /// Message ids already sent whole.
     seen: HashSet<String>,
+    /// Messages without an id sent whole from a subgraph's update (as JSON): its node's
+    /// update in the parent holds them again.
+    seen_in_subgraphs: HashSet<String>,
     last_values: Value,
 }
 
@@ -53,6 +62,7 @@ impl Translator {
             streamed: HashMap::new(),
             streamed_nodes: HashSet::new(),
             seen: HashSet::new(),
+            seen_in_subgraphs: HashSet::new(),
             last_values: Value::Null,
         }
     }
@@ -68,6 +78,16 @@ impl Translator {
             Some(format!("{base}|{}", ns.join("|")))
         } else {
             None
+        }
+    }
+
+    /// The name of a `messages-tuple` event: a subgraph's messages reach the root's
+    /// `messages` without `stream_subgraphs` (as in langgraph-api), `messages|<ns>` with it.
+    fn messages_name(&self, ns: &[String]) -> String {
+        if ns.is_empty() || !self.subgraphs {
+            "messages".to_owned()
+        } else {
+            format!("messages|{}", ns.join("|"))
         }
     }
 
@@ -131,7 +151,7 @@ impl Translator {
                 let mut v = serde_json::to_value(&update).unwrap_or(Value::Null);
                 messages::outgoing(&erased.fields, &mut v);
                 if self.wants(ApiMode::Messages) || self.wants(ApiMode::MessagesTuple) {
-                    self.whole_messages(&node, &v, &mut out);
+                    self.whole_messages(&node, &v, &[], &mut out);
                 }
                 if self.wants(ApiMode::Updates) {
                     let data = if v.as_object().is_some_and(Map::is_empty) {
@@ -168,12 +188,63 @@ impl Translator {
                     });
                 }
             }
-            StreamPart::Debug(debug) => self.debug(debug, &mut out),
+            StreamPart::Debug(debug) => self.debug(debug, &[], &mut out),
+            StreamPart::Subgraph { ns, part } => self.subgraph(erased, &ns, part, &mut out),
         }
         out
     }
 
-    fn whole_messages(&mut self, node: &str, update: &Value, out: &mut Vec<GraphPart>) {
+    /// A subgraph's own part (only with `stream_subgraphs`), named `<mode>|<ns>`.
+    fn subgraph(
+        &mut self,
+        erased: &Erased,
+        ns: &Namespace,
+        part: SubgraphPart,
+        out: &mut Vec<GraphPart>,
+    ) {
+        if !self.subgraphs || ns.is_root() {
+            return;
+        }
+        match part {
+            SubgraphPart::Values { mut state } if self.wants(ApiMode::Values) => {
+                messages::outgoing(&erased.fields, &mut state);
+                Self::push(out, self.name("values", ns), state);
+            }
+            SubgraphPart::Values { .. } => {}
+            SubgraphPart::Updates { node, update } if node == INTERRUPT => {
+                let list = update.as_array().cloned().unwrap_or_default();
+                let data = json!({ INTERRUPT: with_schema(&list) });
+                if self.wants(ApiMode::Updates) {
+                    Self::push(out, self.name("updates", ns), data);
+                }
+            }
+            SubgraphPart::Updates { node, mut update } => {
+                messages::outgoing(&erased.fields, &mut update);
+                if self.wants(ApiMode::Messages) || self.wants(ApiMode::MessagesTuple) {
+                    self.whole_messages(&node, &update, ns, out);
+                }
+                if self.wants(ApiMode::Updates) {
+                    let data = if update.as_object().is_some_and(Map::is_empty) {
+                        Value::Null
+                    } else {
+                        update
+                    };
+                    Self::push(out, self.name("updates", ns), json!({ node: data }));
+                }
+            }
+            SubgraphPart::Debug { event } => self.debug(event, ns, out),
+            // A part of a mode this server does not know yet.
+            _ => {}
+        }
+    }
+
+    fn whole_messages(
+        &mut self,
+        node: &str,
+        update: &Value,
+        ns: &[String],
+        out: &mut Vec<GraphPart>,
+    ) {
         if node == "__start__" {
             return;
         }
@@ -193,10 +264,21 @@ impl Translator {
                 {
                     continue;
                 }
-                let meta = self.message_meta(node, -1, &[], &[]);
+                if id.is_empty() {
+                    let body = m.to_string();
+                    let sent = if ns.is_empty() {
+                        self.seen_in_subgraphs.contains(&body)
+                    } else {
+                        !self.seen_in_subgraphs.insert(body)
+                    };
+                    if sent {
+                        continue;
+                    }
+                }
+                let meta = self.message_meta(node, -1, &[], ns);
                 if self.wants(ApiMode::MessagesTuple) {
                     out.push(GraphPart::Event {
-                        name: "messages".into(),
+                        name: self.messages_name(ns),
                         data: json!([m, meta]),
                     });
                 }
@@ -260,12 +342,10 @@ impl Translator {
         }
         let meta = self.message_meta(node, step, triggers, ns);
         if self.wants(ApiMode::MessagesTuple) {
-            let name = self.name("messages", ns);
-            Self::push(
-                out,
-                name,
-                json!([messages::chunk_dict(&id, &piece, calls.clone(), last), meta]),
-            );
+            out.push(GraphPart::Event {
+                name: self.messages_name(ns),
+                data: json!([messages::chunk_dict(&id, &piece, calls.clone(), last), meta]),
+            });
         }
         if self.wants(ApiMode::Messages) && (!piece.is_empty() || !calls.is_empty()) {
             if first {
@@ -283,7 +363,8 @@ impl Translator {
         }
     }
 
-    fn debug(&mut self, debug: DebugEvent, out: &mut Vec<GraphPart>) {
+    /// `debug`, `tasks` and `checkpoints` events of the graph run under `ns`.
+    fn debug(&mut self, debug: DebugEvent, ns: &[String], out: &mut Vec<GraphPart>) {
         let now = crate::time::now_iso();
         let (kind, step, payload) = match debug {
             DebugEvent::Task {
@@ -293,10 +374,7 @@ impl Translator {
             } => {
                 let task = json!({"id": format!("{step}:{node}"), "name": node, "input": null, "triggers": triggers});
                 if self.wants(ApiMode::Tasks) {
-                    out.push(GraphPart::Event {
-                        name: "tasks".into(),
-                        data: task.clone(),
-                    });
+                    Self::push(out, self.name("tasks", ns), task.clone());
                 }
                 ("task", step, task)
             }
@@ -308,10 +386,7 @@ impl Translator {
             } => {
                 let task = json!({"id": format!("{step}:{node}"), "name": node, "error": error, "result": result, "interrupts": []});
                 if self.wants(ApiMode::Tasks) {
-                    out.push(GraphPart::Event {
-                        name: "tasks".into(),
-                        data: task.clone(),
-                    });
+                    Self::push(out, self.name("tasks", ns), task.clone());
                 }
                 ("task_result", step, task)
             }
@@ -320,29 +395,37 @@ impl Translator {
                 checkpoint_id,
                 next,
             } => {
+                let values = if ns.is_empty() {
+                    self.last_values.clone()
+                } else {
+                    Value::Null
+                };
                 let checkpoint = json!({
-                    "config": {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}},
-                    "values": self.last_values,
+                    "config": {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ns.join("|"), "checkpoint_id": checkpoint_id}},
+                    "values": values,
                     "metadata": {"step": step},
                     "next": next,
                     "tasks": next.iter().map(|n| json!({"name": n, "interrupts": [], "state": null})).collect::<Vec<_>>(),
                 });
                 if self.wants(ApiMode::Checkpoints) {
-                    out.push(GraphPart::Event {
-                        name: "checkpoints".into(),
-                        data: checkpoint.clone(),
-                    });
+                    Self::push(out, self.name("checkpoints", ns), checkpoint.clone());
                 }
                 ("checkpoint", step, checkpoint)
             }
         };
         if self.wants(ApiMode::Debug) {
-            out.push(GraphPart::Event {
-                name: "debug".into(),
-                data: json!({"step": step, "timestamp": now, "type": kind, "payload": payload}),
-            });
+            let data = json!({"step": step, "timestamp": now, "type": kind, "payload": payload});
+            Self::push(out, self.name("debug", ns), data);
         }
     }
+}
+
+/// Interrupts as the `__interrupt__` entries of `updates` and `values`.
+fn with_schema(interrupts: &[Value]) -> Vec<Value> {
+    interrupts
+        .iter()
+        .map(|i| json!({"value": i["value"], "id": i["id"], "response_schema": null}))
+        .collect()
 }
 
 pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
@@ -404,10 +487,7 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
                         output.interrupts.iter().map(interrupt_json).collect();
                     let paused = !output.next.is_empty();
                     if paused {
-                        let with_schema: Vec<Value> = interrupts
-                            .iter()
-                            .map(|i| json!({"value": i["value"], "id": i["id"], "response_schema": null}))
-                            .collect();
+                        let with_schema = with_schema(&interrupts);
                         if translator.wants(ApiMode::Updates)
                             && (!with_schema.is_empty() || interrupt_before_pause)
                         {

@@ -292,6 +292,135 @@ async fn streams_speak_langgraphs_events() {
     assert_eq!(run["status"], "success");
 }
 
+/// A namespace segment of a `<mode>|<ns>` event name: `sub:<task id>`, the id free of `:`.
+fn is_sub_ns(ns: &str) -> bool {
+    ns.strip_prefix("sub:")
+        .is_some_and(|id| !id.is_empty() && !id.contains([':', '|']))
+}
+
+#[tokio::test]
+async fn stream_subgraphs_names_subgraph_events_mode_bar_namespace() {
+    let api = Api::start().await;
+    let thread = api.thread().await;
+    let modes = json!([
+        "values",
+        "updates",
+        "messages-tuple",
+        "debug",
+        "tasks",
+        "checkpoints"
+    ]);
+    let (_, events) = api
+        .stream(
+            &format!("/threads/{thread}/runs/stream"),
+            json!({"assistant_id": "agent", "input": hi("hi subask"), "stream_mode": modes, "stream_subgraphs": true}),
+        )
+        .await;
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    // Every mode asked for names the subgraph's parts `<mode>|sub:<task id>`, one task.
+    let mut namespaces = std::collections::BTreeSet::new();
+    let mut modes_seen = std::collections::BTreeSet::new();
+    for name in names.iter().filter(|n| n.contains('|')) {
+        let (mode, ns) = name.split_once('|').unwrap();
+        assert!(is_sub_ns(ns), "{name}");
+        namespaces.insert(ns);
+        modes_seen.insert(mode);
+    }
+    assert_eq!(namespaces.len(), 1, "{names:?}");
+    assert_eq!(
+        modes_seen.into_iter().collect::<Vec<_>>(),
+        [
+            "checkpoints",
+            "debug",
+            "messages",
+            "tasks",
+            "updates",
+            "values"
+        ],
+        "{names:?}"
+    );
+    let ns = namespaces.into_iter().next().unwrap();
+    let data = |name: String| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, d)| d)
+            .collect()
+    };
+    // The subgraph's updates: its node `inner`, then its interrupt.
+    let sub_updates = data(format!("updates|{ns}"));
+    assert_eq!(sub_updates.len(), 2, "{sub_updates:?}");
+    assert!(sub_updates[0]["inner"]["messages"].is_array());
+    assert_eq!(
+        sub_updates[1]["__interrupt__"][0]["value"]["question"],
+        "sub approve?"
+    );
+    // The root gets the interrupt too, after the subgraph's; the paused `sub` has no update.
+    let root_updates = data("updates".to_owned());
+    let root_nodes: Vec<&String> = root_updates
+        .iter()
+        .filter_map(|u| u.as_object()?.keys().next())
+        .collect();
+    assert_eq!(root_nodes, ["chat", "__interrupt__"]);
+    assert_eq!(
+        root_updates[1]["__interrupt__"][0]["value"]["question"],
+        "sub approve?"
+    );
+    let sub_interrupt = names
+        .iter()
+        .position(|n| *n == format!("updates|{ns}"))
+        .unwrap();
+    let root_interrupt = names.iter().rposition(|n| *n == "updates").unwrap();
+    assert!(sub_interrupt < root_interrupt);
+    // The subgraph's values are its state; its message comes as `messages|<ns>`, with its
+    // namespace in the metadata, and not again at the root.
+    let sub_values = data(format!("values|{ns}"));
+    assert_eq!(
+        sub_values.last().unwrap()["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let sub_messages = data(format!("messages|{ns}"));
+    assert_eq!(sub_messages.len(), 1, "{sub_messages:?}");
+    assert_eq!(sub_messages[0][0]["content"], "from inner subgraph node");
+    assert_eq!(sub_messages[0][1]["langgraph_checkpoint_ns"], ns);
+    assert!(
+        !data("messages".to_owned())
+            .iter()
+            .any(|m| m[0]["content"] == "from inner subgraph node")
+    );
+    // Its checkpoints carry its checkpoint_ns.
+    let checkpoints = data(format!("checkpoints|{ns}"));
+    assert_eq!(
+        checkpoints[0]["config"]["configurable"]["checkpoint_ns"],
+        ns
+    );
+
+    // Without `stream_subgraphs`: no `|` names, one update per root node, and the
+    // subgraph's message still comes through under plain `messages`.
+    let thread = api.thread().await;
+    let (_, events) = api
+        .stream(
+            &format!("/threads/{thread}/runs/stream"),
+            json!({"assistant_id": "agent", "input": hi("hi plain"), "stream_mode": ["updates", "messages-tuple"]}),
+        )
+        .await;
+    assert!(events.iter().all(|(n, _)| !n.contains('|')));
+    let root_nodes: Vec<&String> = events
+        .iter()
+        .filter(|(n, _)| n == "updates")
+        .filter_map(|(_, u)| u.as_object()?.keys().next())
+        .collect();
+    assert_eq!(root_nodes, ["chat", "sub", "human"]);
+    assert!(
+        events
+            .iter()
+            .any(|(n, m)| n == "messages" && m[0]["content"] == "from inner subgraph node")
+    );
+}
+
 #[tokio::test]
 async fn an_interrupt_pauses_the_thread_and_a_command_resumes_it() {
     let api = Api::start().await;

@@ -4,15 +4,14 @@
 //!
 //! The SDKs are installed from PyPI and npm on first use (cached), so this runs under CI
 //! (`CI` set) or with `AGENTGRAPH_SDK_CHECKS=1`, and says it skipped otherwise. The checks
-//! not listed below do not pass yet (xray drawings, the context schema, `updates` of a
-//! subgraph node as one update, `stream_subgraphs` namespaces, astream_events from the
-//! reference's fake model, the `checkpoints` payload): issue 44 tracks them.
+//! not listed below do not pass yet (xray drawings, the context schema, astream_events from
+//! the reference's fake model, the `checkpoints` payload): issue 44 tracks them.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-const PYTHON: &str = "health,assistants_search_system,assistants_get,assistants_crud,assistants_versions_count,threads_create_get,threads_update_search_delete,threads_copy,stream_values,stream_messages_tuple,stream_custom,stream_multi,stream_messages_legacy,wait,background_join_get_list,join_stream_resumable,join_stream_live,interrupt_resume,interrupt_subgraph,interrupt_before_after,state_update_history,fork_from_checkpoint,multitask_reject,multitask_enqueue,multitask_interrupt,multitask_rollback,cancel,stateless,errors,failing_run,runs_misc";
-const JS: &str = "health,assistants_search_system,assistants_get,assistants_crud,threads_create_get,threads_update_search_copy_delete,stream_values,wait,background_join_get_list,join_stream,join_stream_live,interrupt_resume,interrupt_subgraph,interrupt_before_after,state_update_history,fork_from_checkpoint,multitask_reject,multitask_enqueue,multitask_interrupt_rollback,cancel,stateless,errors,failing_run,runs_misc";
+const PYTHON: &str = "health,assistants_search_system,assistants_get,assistants_crud,assistants_versions_count,threads_create_get,threads_update_search_delete,threads_copy,stream_values,stream_updates,stream_messages_tuple,stream_custom,stream_multi,stream_subgraphs,stream_messages_legacy,wait,background_join_get_list,join_stream_resumable,join_stream_live,interrupt_resume,interrupt_subgraph,interrupt_before_after,state_update_history,fork_from_checkpoint,multitask_reject,multitask_enqueue,multitask_interrupt,multitask_rollback,cancel,stateless,errors,failing_run,runs_misc";
+const JS: &str = "health,assistants_search_system,assistants_get,assistants_crud,threads_create_get,threads_update_search_copy_delete,stream_values,stream_modes,stream_subgraphs,wait,background_join_get_list,join_stream,join_stream_live,interrupt_resume,interrupt_subgraph,interrupt_before_after,state_update_history,fork_from_checkpoint,multitask_reject,multitask_enqueue,multitask_interrupt_rollback,cancel,stateless,errors,failing_run,runs_misc";
 
 struct Killed(std::process::Child);
 

@@ -2,15 +2,24 @@
 //! caller asked for — `values` after each step, `updates` per task, `debug` task starts,
 //! results and checkpoints, and `astream_events` v2 events for the graph and its nodes.
 //! Nothing is built for a mode nobody streams.
+//!
+//! A task streams one update, whatever it wrote: a subgraph over its parent's state hands the
+//! parent every update it applied (a batch), and its node's `updates` item folds them into one
+//! ([`fold_updates`]) — LangGraph shows a subgraph node's output once, never one item per
+//! inner node. (LangGraph's item is the subgraph's whole final state; ours is what the
+//! parent applies, the same rule as the writes.)
+
+use serde_json::Value;
 
 use crate::context::TaskStream;
 use crate::error::GraphError;
-use crate::state::GraphState;
+use crate::interrupt::Interrupt;
+use crate::state::{GraphState, ReducerKind};
 use crate::stream::{DebugEvent, Event, StreamMode, StreamPart};
 
 use super::Run;
 use super::algo::Task;
-use super::runner::{Done, TaskWrites, to_json};
+use super::runner::{Done, TaskWrites, Updates, to_json};
 
 /// The updates of a step, taken before the barrier consumes them, to stream after it.
 pub(crate) struct StepUpdates<U>(Vec<(usize, U)>);
@@ -59,12 +68,16 @@ impl<S: GraphState> Run<'_, S> {
         })
     }
 
-    /// A graph-level event (`on_chain_start` / `on_chain_stream` / `on_chain_end`).
+    /// A graph-level event (`on_chain_start` / `on_chain_stream` / `on_chain_end`); none for
+    /// a subgraph run, whose node's own events in the parent stand for it (as in LangGraph).
     pub(crate) async fn graph_event(
         &self,
         event: &str,
         data: serde_json::Value,
     ) -> Result<(), GraphError> {
+        if !self.info.ns.is_root() {
+            return Ok(());
+        }
         let metadata = serde_json::json!({ "thread_id": self.info.config.thread_id });
         let part = self.event(
             event,
@@ -84,17 +97,18 @@ impl<S: GraphState> Run<'_, S> {
         stream: &TaskStream,
         data: serde_json::Value,
     ) -> Result<(), GraphError> {
-        let metadata = serde_json::json!({
+        let mut metadata = serde_json::json!({
             "langgraph_node": &*self.graph.names[node],
             "langgraph_step": self.step + 1,
             "langgraph_triggers": stream.triggers,
             "thread_id": self.info.config.thread_id,
         });
+        crate::context::add_namespace(&mut metadata, &self.info.ns);
         let part = self.event(
             event,
             &self.graph.names[node],
             stream.run_id.clone(),
-            vec![self.info.run_id.to_string()],
+            self.info.event_parents.clone(),
             metadata,
             data,
         );
@@ -143,8 +157,12 @@ impl<S: GraphState> Run<'_, S> {
         done: &Result<Done<S>, GraphError>,
     ) -> Result<(), GraphError> {
         let update = match done {
-            Ok(Done::Output(writes)) => writes.update_json(),
-            _ => serde_json::Value::Null,
+            Ok(Done::Output(writes)) => match streamed::<S>(&writes.updates).as_slice() {
+                [] => Value::Null,
+                [one] => to_json(one),
+                several => to_json(&several),
+            },
+            _ => Value::Null,
         };
         if self.streams(StreamMode::Debug) {
             self.emit(StreamPart::Debug(DebugEvent::TaskResult {
@@ -182,9 +200,28 @@ impl<S: GraphState> Run<'_, S> {
         Some(StepUpdates(
             writes
                 .iter()
-                .flat_map(|task| task.updates.iter().map(|u| (task.node, u.clone())))
+                .flat_map(|task| {
+                    streamed::<S>(&task.updates)
+                        .into_iter()
+                        .map(|u| (task.node, u))
+                })
                 .collect(),
         ))
+    }
+
+    /// A subgraph run paused: its `updates` item `{"__interrupt__": [...]}` under its
+    /// namespace, as LangGraph streams it (the root run's interrupts are its caller's to
+    /// report, from [`RunOutput::interrupts`](crate::RunOutput)).
+    pub(crate) async fn interrupts_emitted(&self, new: &[Interrupt]) -> Result<(), GraphError> {
+        if self.info.ns.is_root() || new.is_empty() || !self.streams(StreamMode::Updates) {
+            return Ok(());
+        }
+        if let Some(emitter) = &self.emitter
+            && !emitter.send_interrupts(new).await
+        {
+            return Err(GraphError::Cancelled);
+        }
+        Ok(())
     }
 
     /// After the barrier: the step's updates (`updates`, and the graph's `on_chain_stream`
@@ -210,5 +247,68 @@ impl<S: GraphState> Run<'_, S> {
             }
         }
         self.emit_values().await
+    }
+}
+
+/// A task's updates as its stream items show them: its update; for a batch, one update that
+/// folds them ([`fold_updates`]), or each of them when they do not fold; none for a task that
+/// only routed.
+fn streamed<S: GraphState>(updates: &Updates<S::Update>) -> Vec<S::Update> {
+    match updates {
+        Updates::None => Vec::new(),
+        Updates::One(update) => vec![update.clone()],
+        Updates::Batch(list) if list.len() == 1 => list.clone(),
+        Updates::Batch(list) => fold_updates::<S>(list).map_or_else(|| list.clone(), |u| vec![u]),
+    }
+}
+
+/// One update that writes what `list` writes, in order, field by field on their JSON: a
+/// last-value field keeps the last write; lists of an appending (or custom) reducer are
+/// concatenated, maps merged (later keys win), numbers of an `add` field summed; anything
+/// else keeps the last write. No reducer runs (a custom one may have effects on the state it
+/// is given, e.g. ids given to messages). `None` when an update is not a JSON object or the
+/// folded one does not read back as an update (a hand-written update type).
+pub(crate) fn fold_updates<S: GraphState>(list: &[S::Update]) -> Option<S::Update> {
+    let mut folded = serde_json::Map::new();
+    for update in list {
+        let Value::Object(fields) = serde_json::to_value(update).ok()? else {
+            return None;
+        };
+        for (key, value) in fields {
+            let kind = S::fields()
+                .iter()
+                .find(|field| field.name == key)
+                .map_or(ReducerKind::Replace, |field| field.reducer);
+            match folded.get_mut(&key) {
+                Some(acc) => combine(kind, acc, value),
+                None => {
+                    folded.insert(key, value);
+                }
+            }
+        }
+    }
+    serde_json::from_value(Value::Object(folded)).ok()
+}
+
+/// `next` written after `acc` to a field with reducer `kind`.
+fn combine(kind: ReducerKind, acc: &mut Value, next: Value) {
+    match (kind, &mut *acc, next) {
+        (ReducerKind::Replace, _, next) => *acc = next,
+        (_, Value::Array(items), Value::Array(more)) => items.extend(more),
+        (_, Value::Object(map), Value::Object(more)) => map.extend(more),
+        (ReducerKind::Add, Value::Number(a), Value::Number(b)) => {
+            let sum = match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y), ..) => x.checked_add(y).map(Value::from),
+                (.., Some(x), Some(y)) => x.checked_add(y).map(Value::from),
+                _ => None,
+            };
+            *acc = sum
+                .or_else(|| {
+                    let (x, y) = (a.as_f64()?, b.as_f64()?);
+                    serde_json::Number::from_f64(x + y).map(Value::Number)
+                })
+                .unwrap_or(Value::Number(b));
+        }
+        (_, _, next) => *acc = next,
     }
 }

@@ -76,6 +76,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         let checkpoint_id = config.checkpoint_id.clone();
         let durability = config.durability;
         let info = Arc::new(RunInfo {
+            event_parents: vec![run_id.to_string()],
             run_id,
             names: graph.names.clone(),
             config,
@@ -85,7 +86,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 .clone()
                 .map(|e| e as Arc<dyn crate::stream::NodeSink>),
             usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
-            ns: Vec::new(),
+            ns: crate::stream::Namespace::root(),
             context,
         });
         let mut run = Run {

@@ -112,10 +112,7 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
         modes: impl Into<StreamModes>,
     ) -> GraphStream<S> {
         let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_CAPACITY);
-        let emitter = Arc::new(Emitter {
-            tx: tx.clone(),
-            modes: modes.into(),
-        });
+        let emitter = Arc::new(Emitter::new(tx.clone(), modes.into()));
         let graph = self.clone();
         let input = input.into();
         let task = tokio::spawn(async move {
@@ -316,9 +313,11 @@ impl<S: GraphState> Run<'_, S> {
                 finished.extend(self.pending_of(id.as_deref(), *node, output)?);
             }
         }
+        let known = self.interrupts.len();
         self.store_interrupts(before, paused, finished).await?;
         self.paused = true;
-        Ok(())
+        let new = self.interrupts.get(known..).unwrap_or_default();
+        self.interrupts_emitted(new).await
     }
 
     /// The run's output.

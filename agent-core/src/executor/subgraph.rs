@@ -5,7 +5,7 @@
 //!   it starts from an input mapped from the parent's and its final state is mapped back.
 //! - When the parent checkpoints, the child checkpoints too: in the parent's saver and thread,
 //!   under a namespace of its own (LangGraph's `checkpoint_ns`: the parent's, then
-//!   `node:task_id`; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
+//!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
 //!   a child that finishes stores nothing (its result is its task's writes); one that pauses
 //!   or fails stores where it stopped.
 //! - `interrupt()` inside the child pauses the whole run: the child stores where it stopped
@@ -13,7 +13,10 @@
 //!   question. Resuming the parent reruns the task, which resumes the child where it stopped
 //!   with the answer — in this process or another one.
 //! - Its nodes' custom / messages / events items reach the parent's caller under its
-//!   namespace path, and its usage rolls up into the parent's.
+//!   namespace (`node:task_id`, the same string as its `checkpoint_ns`; the task id is made up
+//!   when nothing checkpoints), and its usage rolls up into the parent's. When the caller
+//!   streams subgraphs, the child run gets an emitter of its own that sends its values,
+//!   updates, debug and node events, type-erased, through the parent's sink.
 
 use std::sync::Arc;
 
@@ -27,6 +30,7 @@ use crate::interrupt::Interrupted;
 use crate::node::NodeError;
 use crate::runtime::AnyContext;
 use crate::state::{FieldSet, GraphState};
+use crate::stream::Emitter;
 
 use super::algo::{self, FROM_START};
 use super::runner::{TaskWrites, Updates};
@@ -56,13 +60,24 @@ pub(crate) struct ChildOutput<S: GraphState> {
 pub(crate) const APPLIED: &str = "__subgraph_applied__";
 
 /// The namespace a subgraph run by task `task` of `node` checkpoints under (LangGraph's
-/// `checkpoint_ns`: `node:task_id`, nested with `|`).
+/// `checkpoint_ns`: `node:<task uuid>`, nested with `|`).
 pub(crate) fn child_ns(parent: &str, node: &str, task: &str) -> String {
+    let segment = ns_segment(node, task);
     if parent.is_empty() {
-        format!("{node}:{task}")
+        segment
     } else {
-        format!("{parent}|{node}:{task}")
+        format!("{parent}|{segment}")
     }
+}
+
+/// A subgraph run's segment of a namespace: `node:<uuid>`, the uuid (v5) derived from the
+/// task's id. Why not the id itself: ours (`<checkpoint>:pull:<node>`) holds `:`, and
+/// LangGraph's clients read a segment as `node:<task id>` with a task id free of `:` and `|`
+/// (LangGraph's task ids are UUIDs); derived, the same task (resumed, in another process)
+/// finds the same namespace.
+pub(crate) fn ns_segment(node: &str, task: &str) -> String {
+    let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, task.as_bytes());
+    format!("{node}:{id}")
 }
 
 fn failed(error: GraphError) -> NodeError {
@@ -129,12 +144,21 @@ impl<'g, S: GraphState> Run<'g, S> {
         };
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.
         let fresh = ctx.take_fresh();
-        let mut run = Run::open_with(graph, writer, fresh, context, config, new_run_id(), None)
+        let segment = match ctx.task_id() {
+            Some(task) => ns_segment(ctx.node(), task),
+            None => format!("{}:{}", ctx.node(), crate::ids::new_id()),
+        };
+        let path = ctx.ns().child(segment);
+        let sink = ctx.sink();
+        let emitter = sink
+            .as_ref()
+            .filter(|sink| sink.modes().subgraphs())
+            .map(|sink| Arc::new(Emitter::child(sink.clone(), path.clone())));
+        let mut run = Run::open_with(graph, writer, fresh, context, config, new_run_id(), emitter)
             .await
             .map_err(failed)?;
-        let mut path = ctx.ns().to_vec();
-        path.push(ctx.node().to_owned());
-        let sink = ctx.sink();
+        let mut event_parents = ctx.event_parents().to_vec();
+        event_parents.push(ctx.task_run_id());
         if sink.is_some() {
             run.frontier.track_sources();
         }
@@ -145,6 +169,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                 info.can_pause = can_pause;
                 info.sink = sink;
                 info.ns = path;
+                info.event_parents = event_parents;
             }
             None => {
                 run.info = Arc::new(RunInfo {
@@ -155,6 +180,7 @@ impl<'g, S: GraphState> Run<'g, S> {
                     sink,
                     usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
                     ns: path,
+                    event_parents,
                     context: run.info.context.clone(),
                     writer: run.info.writer.clone(),
                 })
