@@ -730,3 +730,57 @@ async fn cors_lets_studio_in() {
         "https://smith.langchain.com"
     );
 }
+
+/// On a SQLite file, the run store and the checkpointer share the file: many runs and
+/// requests at once never get "database is locked" (a write transaction takes its lock up
+/// front instead of failing when another connection wrote since it read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_file_takes_many_runs_at_once() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-api-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = graphs::server()
+        .sqlite(dir.join("server.sqlite"))
+        .workers(8)
+        .build()
+        .await
+        .unwrap();
+    let router = server.start().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum_serve(listener, router).await });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let api = Api {
+        base,
+        http: reqwest::Client::new(),
+    };
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let http = api.http.clone();
+        let base = api.base.clone();
+        tasks.push(tokio::spawn(async move {
+            let t: Value = http
+                .post(format!("{base}/threads"))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let t = t["thread_id"].as_str().unwrap().to_owned();
+            let resp = http
+                .post(format!("{base}/threads/{t}/runs/wait"))
+                .json(&json!({"assistant_id": "agent", "input": hi(&format!("n{i}"))}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            let out: Value = resp.json().await.unwrap();
+            assert_eq!(out["count"], 2, "{out}");
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -49,7 +49,7 @@ impl SqliteStore {
     }
 
     fn init(conn: Connection) -> StoreResult<Self> {
-        conn.busy_timeout(std::time::Duration::from_secs(5))
+        conn.busy_timeout(Duration::from_secs(30))
             .map_err(failed("busy_timeout"))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(failed("journal_mode"))?;
@@ -172,7 +172,7 @@ impl RunStore for SqliteStore {
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
         let doc = doc.clone();
         self.with("insert", move |c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let inserted = write(&tx, kind, &doc, false)?;
             tx.commit()?;
             Ok(inserted)
@@ -270,7 +270,7 @@ impl RunStore for SqliteStore {
     async fn claim(&self, _owner: &str, _lease: Duration) -> StoreResult<Option<Value>> {
         // One process holds the file: a run is this process's until it ends.
         self.with("claim", |c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let row: Option<(String, String)> = tx
                 .query_row(
                     "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
