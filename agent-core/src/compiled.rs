@@ -96,6 +96,8 @@ pub struct Topology {
     pub conditional: Vec<(String, Option<String>, String)>,
     /// Declared `Command` destinations `(from, to)`.
     pub commands: Vec<(String, String)>,
+    /// The nodes that run a compiled graph (subgraphs), with that graph's shape.
+    pub subgraphs: Vec<(String, Topology)>,
 }
 
 pub(crate) struct Graph<S: GraphState> {
@@ -279,6 +281,10 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
     let mut joins = Vec::new();
     let mut topology = Topology {
         nodes: nodes.iter().map(|(name, _)| name.clone()).collect(),
+        subgraphs: nodes
+            .iter()
+            .filter_map(|(name, spec)| Some((name.clone(), (**spec.subgraph.as_ref()?).clone())))
+            .collect(),
         ..Topology::default()
     };
 

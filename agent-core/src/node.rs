@@ -139,6 +139,8 @@ pub struct NodeSpec<S: GraphState> {
     pub(crate) input: Option<InputType>,
     /// Whether its output can be a `Command` (then it may route by gotos alone).
     pub(crate) may_command: bool,
+    /// The shape of the graph it runs, when it is a subgraph (for xray drawings).
+    pub(crate) subgraph: Option<Box<crate::compiled::Topology>>,
 }
 
 impl<S: GraphState> Clone for NodeSpec<S> {
@@ -153,6 +155,7 @@ impl<S: GraphState> Clone for NodeSpec<S> {
             cache: self.cache.clone(),
             input: self.input,
             may_command: self.may_command,
+            subgraph: self.subgraph.clone(),
         }
     }
 }
@@ -186,7 +189,14 @@ impl<S: GraphState> NodeSpec<S> {
             cache: None,
             input: None,
             may_command: true,
+            subgraph: None,
         }
+    }
+
+    /// Marks the node as running a subgraph of this shape.
+    pub(crate) fn with_subgraph(mut self, shape: crate::compiled::Topology) -> Self {
+        self.subgraph = Some(Box::new(shape));
+        self
     }
 
     /// Records whether the node's output type can be a `Command` (the blanket impls read
@@ -766,11 +776,13 @@ impl<T: GraphState, C: std::marker::Send + Sync + 'static> crate::compiled::Comp
         input: impl Fn(&S) -> T::Update + std::marker::Send + Sync + 'static,
         output: impl Fn(T) -> S::Update + std::marker::Send + Sync + 'static,
     ) -> NodeSpec<S> {
+        let shape = self.topology().clone();
         NodeSpec::new(MappedSubgraph {
             graph: self.clone(),
             input: Arc::new(input),
             output: Arc::new(output),
         })
+        .with_subgraph(shape)
     }
 }
 
@@ -783,7 +795,8 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> IntoNode<S, SubgraphM
     for crate::compiled::CompiledGraph<S, C>
 {
     fn into_node(self) -> NodeSpec<S> {
-        NodeSpec::new(Subgraph { graph: self })
+        let shape = self.topology().clone();
+        NodeSpec::new(Subgraph { graph: self }).with_subgraph(shape)
     }
 }
 

@@ -237,8 +237,11 @@ pub trait ServedGraph: Send + Sync + 'static {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), ApiError>;
     /// Copies the thread's latest state to a new thread (one `update` checkpoint).
     async fn copy_thread(&self, from: &str, to: &str) -> Result<(), ApiError>;
-    /// The graph as LangGraph's `to_json` (`nodes`, `edges`).
-    fn drawing(&self) -> Value;
+    /// The graph as LangGraph's `to_json` (`nodes`, `edges`), subgraphs drawn `xray`
+    /// levels deep.
+    fn drawing(&self, xray: usize) -> Value;
+    /// The namespaces of its subgraphs (nested ones joined by `|` when `recurse`).
+    fn subgraphs(&self, recurse: bool) -> Vec<String>;
     /// Input, output, state and context JSON Schemas.
     fn schemas(&self, graph_id: &str) -> Value;
     /// Node names (for `interrupt_before: "*"` and `as_node` checks).
@@ -600,33 +603,12 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         Ok(())
     }
 
-    fn drawing(&self) -> Value {
-        let t = self.graph.topology();
-        let mut nodes =
-            vec![json!({"id": "__start__", "type": "runnable", "data": {"name": "__start__"}})];
-        nodes.extend(
-            t.nodes
-                .iter()
-                .map(|n| json!({"id": n, "type": "runnable", "data": {"name": n}})),
-        );
-        nodes.push(json!({"id": "__end__", "type": "runnable", "data": {"name": "__end__"}}));
-        let mut edges: Vec<Value> = t
-            .edges
-            .iter()
-            .map(|(a, b)| json!({"source": a, "target": b}))
-            .collect();
-        let mut seen = HashSet::new();
-        for (from, _, to) in &t.conditional {
-            if seen.insert((from.clone(), to.clone())) {
-                edges.push(json!({"source": from, "target": to, "conditional": true}));
-            }
-        }
-        for (from, to) in &t.commands {
-            if seen.insert((from.clone(), to.clone())) {
-                edges.push(json!({"source": from, "target": to, "conditional": true}));
-            }
-        }
-        json!({"nodes": nodes, "edges": edges})
+    fn drawing(&self, xray: usize) -> Value {
+        crate::drawing::to_json(self.graph.topology(), xray)
+    }
+
+    fn subgraphs(&self, recurse: bool) -> Vec<String> {
+        crate::drawing::subgraph_names(self.graph.topology(), recurse)
     }
 
     fn schemas(&self, graph_id: &str) -> Value {

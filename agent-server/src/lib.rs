@@ -31,6 +31,7 @@
 //! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
 
 mod api;
+mod drawing;
 mod error;
 pub mod graph;
 mod messages;

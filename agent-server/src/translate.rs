@@ -42,6 +42,9 @@ pub(crate) struct Translator {
     /// update in the parent holds them again.
     seen_in_subgraphs: HashSet<String>,
     last_values: Value,
+    /// The root's last checkpoint (step, id, next), sent with the values that follow it
+    /// (the runtime writes a step's checkpoint before it streams the step's state).
+    pending_checkpoint: Option<(i64, String, Vec<String>)>,
 }
 
 impl Translator {
@@ -64,6 +67,7 @@ impl Translator {
             seen: HashSet::new(),
             seen_in_subgraphs: HashSet::new(),
             last_values: Value::Null,
+            pending_checkpoint: None,
         }
     }
 
@@ -140,6 +144,7 @@ impl Translator {
                     }
                 }
                 self.last_values = v.clone();
+                self.flush_checkpoint(&mut out);
                 if self.wants(ApiMode::Values) {
                     out.push(GraphPart::Event {
                         name: "values".into(),
@@ -182,9 +187,11 @@ impl Translator {
             }
             StreamPart::Event(event) => {
                 if self.wants(ApiMode::Events) {
+                    let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
+                    event_in_langchain_terms(&mut data, &erased.fields);
                     out.push(GraphPart::Event {
                         name: "events".into(),
-                        data: serde_json::to_value(&event).unwrap_or(Value::Null),
+                        data,
                     });
                 }
             }
@@ -364,6 +371,44 @@ impl Translator {
     }
 
     /// `debug`, `tasks` and `checkpoints` events of the graph run under `ns`.
+    fn checkpoint_json(
+        &self,
+        step: i64,
+        id: &str,
+        next: &[String],
+        ns: &[String],
+        values: Value,
+    ) -> Value {
+        json!({
+            "config": {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ns.join("|"), "checkpoint_id": id}},
+            "parent_config": null,
+            "values": values,
+            "metadata": {"source": if step < 0 { "input" } else { "loop" }, "step": step, "parents": {}},
+            "next": next,
+            "tasks": next.iter().map(|n| json!({"name": n, "interrupts": [], "state": null})).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Sends the root's held checkpoint with the latest state.
+    pub(crate) fn flush_checkpoint(&mut self, out: &mut Vec<GraphPart>) {
+        let Some((step, id, next)) = self.pending_checkpoint.take() else {
+            return;
+        };
+        let checkpoint = self.checkpoint_json(step, &id, &next, &[], self.last_values.clone());
+        if self.wants(ApiMode::Checkpoints) {
+            out.push(GraphPart::Event {
+                name: "checkpoints".into(),
+                data: checkpoint.clone(),
+            });
+        }
+        if self.wants(ApiMode::Debug) {
+            out.push(GraphPart::Event {
+                name: "debug".into(),
+                data: json!({"step": step, "timestamp": crate::time::now_iso(), "type": "checkpoint", "payload": checkpoint}),
+            });
+        }
+    }
+
     fn debug(&mut self, debug: DebugEvent, ns: &[String], out: &mut Vec<GraphPart>) {
         let now = crate::time::now_iso();
         let (kind, step, payload) = match debug {
@@ -384,6 +429,8 @@ impl Translator {
                 result,
                 error,
             } => {
+                let mut result = result;
+                messages::outgoing(&self.fields, &mut result);
                 let task = json!({"id": format!("{step}:{node}"), "name": node, "error": error, "result": result, "interrupts": []});
                 if self.wants(ApiMode::Tasks) {
                     Self::push(out, self.name("tasks", ns), task.clone());
@@ -395,18 +442,13 @@ impl Translator {
                 checkpoint_id,
                 next,
             } => {
-                let values = if ns.is_empty() {
-                    self.last_values.clone()
-                } else {
-                    Value::Null
-                };
-                let checkpoint = json!({
-                    "config": {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ns.join("|"), "checkpoint_id": checkpoint_id}},
-                    "values": values,
-                    "metadata": {"step": step},
-                    "next": next,
-                    "tasks": next.iter().map(|n| json!({"name": n, "interrupts": [], "state": null})).collect::<Vec<_>>(),
-                });
+                if ns.is_empty() {
+                    // Sent with the state of that step, which comes next.
+                    self.flush_checkpoint(out);
+                    self.pending_checkpoint = Some((step, checkpoint_id, next));
+                    return;
+                }
+                let checkpoint = self.checkpoint_json(step, &checkpoint_id, &next, ns, Value::Null);
                 if self.wants(ApiMode::Checkpoints) {
                     Self::push(out, self.name("checkpoints", ns), checkpoint.clone());
                 }
@@ -471,6 +513,12 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
                 }
             }
         }
+        // A checkpoint still held (the run's last) goes out with the last state.
+        let mut held = Vec::new();
+        translator.flush_checkpoint(&mut held);
+        for event in held {
+            let _ = tx.send(event).await;
+        }
         let outcome = match failure {
             Some(f) => Outcome {
                 values: translator.last_values.clone(),
@@ -529,4 +577,51 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
         let _ = tx.send(GraphPart::Done(outcome)).await;
     });
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) }).boxed()
+}
+
+/// An astream_events v2 event with LangChain's payloads: a model's stream chunk as an
+/// `AIMessageChunk` dict, its output and the graph's messages as message dicts.
+fn event_in_langchain_terms(event: &mut Value, fields: &[&'static str]) {
+    let kind = event["event"].as_str().unwrap_or_default().to_owned();
+    let data = &mut event["data"];
+    match kind.as_str() {
+        "on_chat_model_stream" => {
+            if let Ok(chunk) = serde_json::from_value::<agent_llm::ChatChunk>(data["chunk"].clone())
+            {
+                let id = event_run_id(&event["run_id"]);
+                let (text, calls) = match chunk {
+                    agent_llm::ChatChunk::Text { text } => (text, Vec::new()),
+                    agent_llm::ChatChunk::ToolCall(tc) => (
+                        String::new(),
+                        vec![
+                            json!({"name": tc.name, "args": tc.args, "id": tc.id, "index": tc.index, "type": "tool_call_chunk"}),
+                        ],
+                    ),
+                    _ => (String::new(), Vec::new()),
+                };
+                event["data"]["chunk"] = messages::chunk_dict(&id, &text, calls, false);
+            }
+        }
+        "on_chat_model_end" => {
+            if data["output"].is_object() {
+                let mut m = data["output"].clone();
+                if m.get("type").is_none() {
+                    m["type"] = "ai".into();
+                }
+                messages::message_out(&mut m);
+                data["output"] = m;
+            }
+        }
+        _ => {
+            for key in ["input", "output", "chunk"] {
+                if data[key].is_object() {
+                    messages::outgoing(fields, &mut data[key]);
+                }
+            }
+        }
+    }
+}
+
+fn event_run_id(run_id: &Value) -> String {
+    format!("run--{}", run_id.as_str().unwrap_or_default())
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{BoxError, END, GraphState, NodeContext, START, StateGraph};
-use agent_llm::{AiMessage, Message};
+use agent_llm::{AiMessage, CallOptions, Message, Reply, ScriptedModel, invoke_in_node};
 use serde_json::json;
 
 /// The `agent` graph's state.
@@ -67,18 +67,24 @@ async fn chat(state: Arc<State>, ctx: NodeContext) -> Result<StateUpdate, BoxErr
     if words.contains(&"fail") {
         return Err("node chat failed on purpose".into());
     }
-    let reply = format!("echo: {text}");
-    let id = format!("run--{}", uuid::Uuid::new_v4());
-    ctx.write_message(json!({"type": "start", "id": id, "model": "fake"}))
-        .await;
-    for piece in reply.split_inclusive(' ') {
-        ctx.write_message(json!({"type": "text", "text": piece}))
-            .await;
-    }
-    ctx.write_message(json!({"type": "finish", "reason": "stop"}))
-        .await;
+    // A fake chat model (LangChain's GenericFakeChatModel in the reference): its reply
+    // streams token by token into the run's `messages` and `events` streams.
+    let model = ScriptedModel::from_fn(|messages: &[Message]| {
+        let text = messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Human(h) => Some(h.content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Reply::text(format!("echo: {text}"))
+    })
+    .with_name("fake-chat-model")
+    .without_recording();
+    let reply = invoke_in_node(&model, &state.messages, &CallOptions::default(), &ctx).await?;
     Ok(StateUpdate::default()
-        .messages(vec![ai(Some(id), reply)])
+        .messages(vec![Message::Ai(reply.message)])
         .count(1))
 }
 

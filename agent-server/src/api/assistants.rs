@@ -266,9 +266,26 @@ fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, 
         .ok_or_else(|| ApiError::not_found(format!("Graph '{graph_id}' is no longer served")))
 }
 
-async fn graph(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
+#[derive(serde::Deserialize)]
+struct GraphParams {
+    xray: Option<String>,
+}
+
+async fn graph(
+    State(app): Shared,
+    Path(id): Path<String>,
+    Query(params): Query<GraphParams>,
+) -> Result<Response, ApiError> {
     let doc = found(&app, &id).await?;
-    Ok(axum::Json(served(&app, &doc)?.drawing()).into_response())
+    // `xray=true` draws every level, a number that many, `false`/absent none.
+    let xray = match params.xray.as_deref() {
+        None | Some("false" | "False" | "0" | "") => 0,
+        Some("true" | "True") => usize::MAX,
+        Some(n) => n
+            .parse()
+            .map_err(|_| ApiError::invalid("'xray' must be true, false or a depth"))?,
+    };
+    Ok(axum::Json(served(&app, &doc)?.drawing(xray)).into_response())
 }
 
 async fn schemas(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -277,17 +294,52 @@ async fn schemas(State(app): Shared, Path(id): Path<String>) -> Result<Response,
     Ok(axum::Json(served(&app, &doc)?.schemas(graph_id)).into_response())
 }
 
-async fn subgraphs(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
-    found(&app, &id).await?;
-    Ok(axum::Json(json!({})).into_response())
+#[derive(serde::Deserialize)]
+struct SubgraphParams {
+    recurse: Option<String>,
+}
+
+/// Subgraphs by namespace. Their schemas are not known apart from the parent's (a
+/// subgraph's state type is erased in its node), so each entry's schemas are null.
+async fn subgraphs_of(
+    app: &App,
+    id: &str,
+    namespace: Option<&str>,
+    recurse: bool,
+) -> Result<Response, ApiError> {
+    let doc = found(app, id).await?;
+    let names = served(app, &doc)?.subgraphs(recurse || namespace.is_some());
+    let mut out = Map::new();
+    for name in names {
+        if namespace.is_none_or(|ns| name == ns || (recurse && name.starts_with(&format!("{ns}|"))))
+        {
+            out.insert(
+                name,
+                json!({"input_schema": null, "output_schema": null, "state_schema": null, "config_schema": null, "context_schema": null}),
+            );
+        }
+    }
+    Ok(axum::Json(Value::Object(out)).into_response())
+}
+
+fn truthy(v: Option<&str>) -> bool {
+    matches!(v, Some("true" | "True" | "1"))
+}
+
+async fn subgraphs(
+    State(app): Shared,
+    Path(id): Path<String>,
+    Query(p): Query<SubgraphParams>,
+) -> Result<Response, ApiError> {
+    subgraphs_of(&app, &id, None, truthy(p.recurse.as_deref())).await
 }
 
 async fn subgraphs_ns(
     State(app): Shared,
-    Path((id, _ns)): Path<(String, String)>,
+    Path((id, ns)): Path<(String, String)>,
+    Query(p): Query<SubgraphParams>,
 ) -> Result<Response, ApiError> {
-    found(&app, &id).await?;
-    Ok(axum::Json(json!({})).into_response())
+    subgraphs_of(&app, &id, Some(&ns), truthy(p.recurse.as_deref())).await
 }
 
 async fn versions(
