@@ -784,3 +784,33 @@ async fn a_sqlite_file_takes_many_runs_at_once() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `after_seconds` keeps a run in the queue until then; a bad value is a 422.
+#[tokio::test]
+async fn a_delayed_run_waits_its_turn() {
+    let api = Api::start().await;
+    let thread = api.thread().await;
+    let started = std::time::Instant::now();
+    let (_, run) = api
+        .post(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "simple", "input": {"value": "later"}, "after_seconds": 1.5}),
+        )
+        .await;
+    let run_id = run["run_id"].as_str().unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (_, r) = api.get(&format!("/threads/{thread}/runs/{run_id}")).await;
+    assert_eq!(r["status"], "pending", "not due yet");
+    let (_, out) = api
+        .get(&format!("/threads/{thread}/runs/{run_id}/join"))
+        .await;
+    assert_eq!(out["value"], "LATER");
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    let (status, e) = api
+        .post(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "simple", "input": {"value": "x"}, "after_seconds": -1}),
+        )
+        .await;
+    assert_eq!(status, 422, "{e}");
+}

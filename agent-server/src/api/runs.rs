@@ -118,6 +118,20 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
     let on_disconnect = one_of(&body, "on_disconnect", &["cancel", "continue"], "continue")?;
     let on_completion = one_of(&body, "on_completion", &["delete", "keep"], "delete")?;
     let durability = one_of(&body, "durability", &["sync", "async", "exit"], "async")?;
+    // `after_seconds`: the run waits in the queue until then.
+    let not_before_ms = match body.get("after_seconds") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(secs) if (0.0..=31_536_000.0).contains(&secs) => {
+                Some(crate::time::now_ms() + (secs * 1000.0) as i64)
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    "'after_seconds' must be a number of seconds from 0 to a year",
+                ));
+            }
+        },
+    };
     let interrupt_before = node_list(&body, "interrupt_before")?;
     let interrupt_after = node_list(&body, "interrupt_after")?;
     let resumable = body.opt_bool("stream_resumable")?.unwrap_or(false);
@@ -253,6 +267,7 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
             "temporary": temporary, "subgraphs": subgraphs, "resumable": resumable,
             "checkpoint_id": checkpoint_id, "durability": durability,
             "on_completion": on_completion,
+            "not_before_ms": not_before_ms,
         },
         "multitask_strategy": strategy, "created_at": now, "updated_at": now,
     });

@@ -256,10 +256,11 @@ impl RunStore for PostgresStore {
         let row = tx
             .query_opt(
                 "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
+                   AND COALESCE((r.doc::jsonb #>> '{kwargs,not_before_ms}')::bigint, 0) <= $1
                    AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
                    AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
                  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-                &[],
+                &[&crate::time::now_ms()],
             )
             .await
             .map_err(failed("claim"))?;

@@ -274,10 +274,11 @@ impl RunStore for SqliteStore {
             let row: Option<(String, String)> = tx
                 .query_row(
                     "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
+                       AND COALESCE(json_extract(doc, '$.kwargs.not_before_ms'), 0) <= ?1
                        AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
                        AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
                      ORDER BY seq LIMIT 1",
-                    [],
+                    [crate::time::now_ms()],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
