@@ -814,3 +814,58 @@ async fn a_delayed_run_waits_its_turn() {
         .await;
     assert_eq!(status, 422, "{e}");
 }
+
+/// `GET /threads/{id}/stream` follows every run of the thread on one stream: each run's
+/// events, then `metadata {"status": "run_done"}`.
+#[tokio::test]
+async fn a_thread_stream_follows_run_after_run() {
+    let api = Api::start().await;
+    let thread = api.thread().await;
+    let resp = api
+        .http
+        .get(format!("{}/threads/{thread}/stream", api.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut ids = Vec::new();
+    for text in ["one", "two"] {
+        let (_, run) = api
+            .post(
+                &format!("/threads/{thread}/runs"),
+                json!({"assistant_id": "agent", "input": hi(text)}),
+            )
+            .await;
+        ids.push(run["run_id"].as_str().unwrap().to_owned());
+    }
+    let mut body = String::new();
+    let mut resp = resp;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while body.matches("run_done").count() < 2 {
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("two runs done in 20 s; got: {body}"))
+            .unwrap()
+            .unwrap();
+        body.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let events = parse_sse(&body);
+    let metadata: Vec<&Value> = events
+        .iter()
+        .filter(|(n, _)| n == "metadata")
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(metadata.len(), 4, "{metadata:?}");
+    assert_eq!(metadata[0]["run_id"], ids[0].as_str());
+    assert_eq!(
+        metadata[1],
+        &json!({"status": "run_done", "run_id": ids[0]})
+    );
+    assert_eq!(metadata[2]["run_id"], ids[1].as_str());
+    assert_eq!(metadata[3]["status"], "run_done");
+    assert!(body.contains("\r\nid: "), "every event has an id");
+    assert!(
+        events.iter().any(|(n, d)| n == "values" && d["count"] == 4),
+        "the second run's values"
+    );
+}

@@ -9,6 +9,7 @@ mod body;
 mod runs;
 mod sse;
 mod system;
+mod thread_stream;
 mod threads;
 
 use std::collections::BTreeMap;

@@ -29,6 +29,7 @@ pub(super) fn routes() -> Router<Arc<App>> {
         .route("/threads/{id}/state/checkpoint", post(state_at_body))
         .route("/threads/{id}/state/{checkpoint_id}", get(state_at))
         .route("/threads/{id}/history", get(history_get).post(history_post))
+        .route("/threads/{id}/stream", get(super::thread_stream::stream))
 }
 
 /// A new thread document.
