@@ -78,9 +78,16 @@ fn parse() -> Result<Args, Error> {
             _ => return Err(format!("unknown argument `{arg}`\n{USAGE}").into()),
         }
     }
-    args.ours = ours.ok_or(USAGE)?;
+    // The servers run in directories of their own: paths from here are made absolute.
+    args.ours = std::path::absolute(ours.ok_or(USAGE)?)?;
+    if let Some(cli) = &args.langgraph {
+        args.langgraph = Some(std::path::absolute(cli)?);
+    }
+    if let Some(config) = &args.langgraph_config {
+        args.langgraph_config = Some(std::path::absolute(config)?);
+    }
     args.out = out.ok_or(USAGE)?;
-    args.work = work.ok_or(USAGE)?;
+    args.work = std::path::absolute(work.ok_or(USAGE)?)?;
     if args.concurrency == 0 || args.client_threads == 0 {
         return Err("--concurrency and --client-threads must be at least 1".into());
     }
@@ -221,13 +228,18 @@ async fn start(
 ) -> Result<(), Error> {
     match deployment {
         Deployment::LangGraph { cli, config } => {
+            // `langgraph dev` resolves the config's paths from its working directory and
+            // keeps its state (`.langgraph_api/`) there: it runs in a copy of the app.
             let dir = fresh_dir(&args.work.join("langgraph"))?;
+            let app = config.parent().ok_or("the langgraph config has no directory")?;
+            copy_dir(app, &dir)?;
+            let config = config.file_name().ok_or("the langgraph config has no name")?;
             let port = free_port()?;
             let mut cmd = Command::new(cli);
             cmd.args(["dev", "--no-browser", "--port"])
                 .arg(port.to_string())
                 .args(["--n-jobs-per-worker", "10", "--no-reload", "--config"])
-                .arg(std::path::absolute(config)?)
+                .arg(config)
                 .env("LANGSMITH_TRACING", "false")
                 .env("LANGGRAPH_NO_ANALYTICS", "1")
                 .current_dir(&dir);
@@ -237,7 +249,9 @@ async fn start(
             let db = match store {
                 Store::Sqlite => {
                     let dir = fresh_dir(&args.work.join("sqlite"))?;
-                    dir.join("bench.sqlite").to_string_lossy().into_owned()
+                    std::path::absolute(dir.join("bench.sqlite"))?
+                        .to_string_lossy()
+                        .into_owned()
                 }
                 Store::Postgres => {
                     let admin = args.postgres.clone().ok_or("no PostgreSQL URL")?;
@@ -251,7 +265,10 @@ async fn start(
                     with_database(&admin, &name)
                 }
             };
-            let dir = fresh_dir(&args.work.join(format!("ours-{instances}")))?;
+            let dir = fresh_dir(&args.work.join(match store {
+                Store::Sqlite => "ours-sqlite".to_owned(),
+                Store::Postgres => format!("ours-postgres-{instances}"),
+            }))?;
             for i in 0..*instances {
                 let port = free_port()?;
                 let mut cmd = Command::new(&args.ours);
@@ -400,7 +417,10 @@ impl Server {
         }
         self.stopped = true;
         let group = format!("-{}", self.pid);
-        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -471,6 +491,21 @@ fn fresh_dir(dir: &Path) -> Result<PathBuf, Error> {
     }
     std::fs::create_dir_all(dir)?;
     Ok(dir.to_owned())
+}
+
+/// Copies the files under `from` into `to` (made as needed).
+fn copy_dir(from: &Path, to: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 /// `url` with its database name replaced by `name`.
