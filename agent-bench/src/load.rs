@@ -251,7 +251,9 @@ async fn first_event(client: &reqwest::Client, url: &str) -> Result<Duration, St
     let text = String::from_utf8_lossy(&body);
     match first {
         Some(first) if status.is_success() && text.contains("\"ABC\"") => Ok(first),
-        _ => Err(format!("POST /threads/{{id}}/runs/stream: {status}: {text}")),
+        _ => Err(format!(
+            "POST /threads/{{id}}/runs/stream: {status}: {text}"
+        )),
     }
 }
 
@@ -334,6 +336,8 @@ mod tests {
         assert!(!has_event(b": heartbeat\n\n"));
         assert!(!has_event(b"event: metadata\ndata: {}"));
         assert!(has_event(b"event: metadata\ndata: {}\n\n"));
-        assert!(has_event(b": heartbeat\r\n\r\nevent: values\r\ndata: {}\r\n\r\n"));
+        assert!(has_event(
+            b": heartbeat\r\n\r\nevent: values\r\ndata: {}\r\n\r\n"
+        ));
     }
 }

@@ -242,11 +242,27 @@ mod tests {
             "notes": ["a note"],
         });
         let text = render(&report);
-        assert!(text.contains("| agent-server, sqlite | 3000 | 1.00 | 2.00 | 0 | 30.0x ✓ | 0.040x ✓ |"), "{text}");
-        assert!(text.contains("| agent-server, postgres | 1000 | 1.00 | 10.0 | 0 | **10.0x** ✗ | **0.20x** ✗ |"), "{text}");
+        assert!(
+            text.contains("| agent-server, sqlite | 3000 | 1.00 | 2.00 | 0 | 30.0x ✓ | 0.040x ✓ |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| agent-server, postgres | 1000 | 1.00 | 10.0 | 0 | **10.0x** ✗ | **0.20x** ✗ |"
+            ),
+            "{text}"
+        );
         // 2 MiB over 1,024 threads: 2 KiB a thread.
-        assert!(text.contains("| agent-server, sqlite | 1.00 | 2.00 | 4.00 | 2.00 | 10.0 | 0 | 1.00x |"), "{text}");
-        assert!(text.contains("- agent-server, postgres, 2 instances: did not start"), "{text}");
+        assert!(
+            text.contains(
+                "| agent-server, sqlite | 1.00 | 2.00 | 4.00 | 2.00 | 10.0 | 0 | 1.00x |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("- agent-server, postgres, 2 instances: did not start"),
+            "{text}"
+        );
         assert!(text.contains("- a note"), "{text}");
     }
 }

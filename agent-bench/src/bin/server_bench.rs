@@ -50,7 +50,7 @@ fn parse() -> Result<Args, Error> {
         concurrency: 32,
         seconds: 10,
         warmup_seconds: 2,
-        stream_runs: 200,
+        stream_runs: 100,
         threads: 10_000,
         client_threads: 1,
         commit: None,
@@ -59,7 +59,10 @@ fn parse() -> Result<Args, Error> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{arg} takes a value\n{USAGE}"));
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{arg} takes a value\n{USAGE}"))
+        };
         match arg.as_str() {
             "--ours" => ours = Some(PathBuf::from(value()?)),
             "--langgraph" => args.langgraph = Some(PathBuf::from(value()?)),
@@ -113,10 +116,19 @@ fn main() -> Result<(), Error> {
         }),
         _ => notes.push("langgraph-api: not measured (no `--langgraph`).".to_owned()),
     }
-    deployments.push(Deployment::Ours { store: Store::Sqlite, instances: 1 });
+    deployments.push(Deployment::Ours {
+        store: Store::Sqlite,
+        instances: 1,
+    });
     if args.postgres.is_some() {
-        deployments.push(Deployment::Ours { store: Store::Postgres, instances: 1 });
-        deployments.push(Deployment::Ours { store: Store::Postgres, instances: 2 });
+        deployments.push(Deployment::Ours {
+            store: Store::Postgres,
+            instances: 1,
+        });
+        deployments.push(Deployment::Ours {
+            store: Store::Postgres,
+            instances: 2,
+        });
     } else {
         notes.push(
             "PostgreSQL: not measured (`AGENTGRAPH_POSTGRES_URL` is not set; `source .ci/services/postgres.sh` starts a server).".to_owned(),
@@ -181,7 +193,10 @@ impl Deployment {
     fn label(&self) -> String {
         match self {
             Deployment::LangGraph { .. } => "langgraph-api (langgraph dev, in-memory)".to_owned(),
-            Deployment::Ours { store: Store::Sqlite, .. } => "agent-server, SQLite file".to_owned(),
+            Deployment::Ours {
+                store: Store::Sqlite,
+                ..
+            } => "agent-server, SQLite file".to_owned(),
             Deployment::Ours { instances, .. } => {
                 format!("agent-server, PostgreSQL, {instances} instance(s)")
             }
@@ -231,9 +246,13 @@ async fn start(
             // `langgraph dev` resolves the config's paths from its working directory and
             // keeps its state (`.langgraph_api/`) there: it runs in a copy of the app.
             let dir = fresh_dir(&args.work.join("langgraph"))?;
-            let app = config.parent().ok_or("the langgraph config has no directory")?;
+            let app = config
+                .parent()
+                .ok_or("the langgraph config has no directory")?;
             copy_dir(app, &dir)?;
-            let config = config.file_name().ok_or("the langgraph config has no name")?;
+            let config = config
+                .file_name()
+                .ok_or("the langgraph config has no name")?;
             let port = free_port()?;
             let mut cmd = Command::new(cli);
             cmd.args(["dev", "--no-browser", "--port"])
@@ -449,7 +468,11 @@ fn rss_kib(groups: &[u32]) -> Option<u64> {
     let mut total = 0;
     let mut found = false;
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
