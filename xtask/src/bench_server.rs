@@ -70,22 +70,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", display_path(&dir)))?;
 
     eprintln!("== bench server: release builds");
+    // One build for both: built apart, their dependencies' features differ and each build
+    // recompiles what the other built.
     let mut cmd = shell::cargo();
     cmd.args([
         "build",
         "--release",
         "-p",
         "agent-server",
-        "--example",
-        "reference",
-    ]);
-    shell::run(cmd)?;
-    let mut cmd = shell::cargo();
-    cmd.args([
-        "build",
-        "--release",
         "-p",
         "agent-bench",
+        "--example",
+        "reference",
         "--bin",
         "server_bench",
     ]);
