@@ -1,6 +1,8 @@
 //! LangGraph's benchmark shapes as a library: each shape as an agentgraph graph
 //! ([`graphs`]) and as a hand-written tokio program doing the same work ([`floor`]), and the
-//! report that turns the bench's JSON lines into ratio tables ([`report`]).
+//! report that turns the bench's JSON lines into ratio tables ([`report`]); and the server
+//! bench's load generator ([`load`]) and tables ([`server_report`]), which `src/bin/server_bench.rs`
+//! (`cargo xtask bench server`) runs against our server and langgraph-api.
 //!
 //! `benches/shapes.rs` is the program `cargo xtask bench` runs (release build, one child
 //! process per shape x saver x durability). Nothing here asserts on time; the unit tests only
@@ -8,8 +10,10 @@
 
 pub mod floor;
 pub mod graphs;
+pub mod load;
 pub mod report;
 pub mod savers;
+pub mod server_report;
 
 use agent_core::{BoxError, BoxFuture, RunConfig};
 use serde_json::Value;

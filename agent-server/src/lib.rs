@@ -360,6 +360,14 @@ impl Server {
     /// them (SQLite), from their last checkpoint.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> Result<(), ServerError> {
         let router = self.start().await?;
+        // Without TCP_NODELAY a response's second write (an SSE event after the headers, a
+        // `/wait` result after its headers) waits for the client's delayed ACK: 40 ms on a
+        // kept-alive connection, as every SDK holds one.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown())
             .await?;

@@ -9,6 +9,8 @@
 //! (`source .ci/services/postgres.sh` starts one). `python3` (or `$AGENTGRAPH_PYTHON`) must
 //! exist for `--vs-langgraph`; pip fetches from PyPI. The bench counts allocations over
 //! mimalloc; `--system-alloc` builds it over the system's allocator instead.
+//!
+//! `cargo xtask bench server` is the server bench instead (see `bench_server`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,10 +19,13 @@ use xtask::sourcegen::{display_path, project_root};
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
+const USAGE: &str = "usage: cargo xtask bench server [..] | cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
 
-/// Runs the command.
+/// Runs the command (`bench server ..`: the server bench, `bench_server`).
 pub fn run(args: &[String]) -> Result<(), String> {
+    if args.first().is_some_and(|a| a == "server") {
+        return crate::bench_server::run(&args[1..]);
+    }
     let mut vs_langgraph = false;
     let mut quick = false;
     let mut shapes = Vec::new();
@@ -135,7 +140,7 @@ fn path_arg(path: &Path) -> String {
 }
 
 /// `$CARGO_TARGET_DIR`, or `target/` of the workspace.
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) if !dir.is_empty() => root.join(dir),
         _ => root.join("target"),

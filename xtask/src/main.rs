@@ -5,6 +5,7 @@
 //! [`COMMANDS`].
 
 mod bench;
+mod bench_server;
 mod ci;
 mod codegen;
 mod llm_server;
@@ -38,8 +39,8 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "bench",
-        args: "[--vs-langgraph] [--quick]",
-        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios",
+        args: "[--vs-langgraph] [--quick] | server [--no-vs-langgraph] [--quick]",
+        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios. `bench server`: our server against langgraph-api (langgraph dev) under load",
         run: bench::run,
     },
     Command {

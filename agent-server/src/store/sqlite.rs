@@ -172,6 +172,9 @@ impl RunStore for SqliteStore {
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
         let doc = doc.clone();
         self.with("insert", move |c| {
+            // IMMEDIATE: a transaction that reads and then writes takes the write lock first;
+            // a deferred one fails at once ("database is locked", no busy wait) when the
+            // checkpointer's connection committed in between.
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let inserted = write(&tx, kind, &doc, false)?;
             tx.commit()?;
@@ -270,6 +273,9 @@ impl RunStore for SqliteStore {
     async fn claim(&self, _owner: &str, _lease: Duration) -> StoreResult<Option<Value>> {
         // One process holds the file: a run is this process's until it ends.
         self.with("claim", |c| {
+            // IMMEDIATE: a transaction that reads and then writes takes the write lock first;
+            // a deferred one fails at once ("database is locked", no busy wait) when the
+            // checkpointer's connection committed in between.
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let row: Option<(String, String)> = tx
                 .query_row(
