@@ -27,9 +27,15 @@ fn serve(s: &Scratch, extra: &[&str]) -> Served {
     args.extend_from_slice(extra);
     let mut child = s.agent(&args).stderr(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    stderr.read_line(&mut line).unwrap();
+    // Keep reading what the server writes, so its stderr never closes under it.
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while stderr.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))

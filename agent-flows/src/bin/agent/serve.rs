@@ -1,5 +1,6 @@
 //! `agent serve`: every flow behind the LangGraph server API, one system assistant per flow.
 
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -63,7 +64,10 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     let address = listener
         .local_addr()
         .map_err(|e| Failure::message(e.to_string()))?;
-    eprintln!(
+    // A closed stderr (a supervisor that stopped reading) must not stop the server.
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
         "agent serve: {} flows on http://{address} (data in {}; {})",
         FLOWS.len(),
         shown,
@@ -73,9 +77,11 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
             "no API key: loopback only"
         }
     );
-    eprintln!(
+    let _ = writeln!(
+        err,
         "  Python: from langgraph_sdk import get_client; client = get_client(url=\"http://{address}\")"
     );
+    drop(err);
     server
         .serve(listener)
         .await
