@@ -625,7 +625,6 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
             props.insert(f.name.to_owned(), schema);
         }
         let defs = message_defs();
-        let names: Vec<&str> = S::fields().iter().map(|f| f.name).collect();
         let io = json!({"$defs": defs, "properties": props, "title": "State", "type": "object"});
         let mut state_props = props.clone();
         for v in state_props.values_mut() {
@@ -633,7 +632,6 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
                 o.insert("default".to_owned(), Value::Null);
             }
         }
-        let _ = names;
         json!({
             "graph_id": graph_id,
             "input_schema": io,

@@ -4,90 +4,26 @@
 //! that finished not run again. Each test gets a database of its own; the servers are the
 //! reference example, run as processes.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-struct Instance {
-    child: Child,
-    url: String,
-}
+mod common;
 
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn example() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("reference");
-    assert!(
-        path.exists(),
-        "cargo test builds the reference example ({})",
-        path.display()
-    );
-    path
-}
+use common::{Instance, fresh_database, start_reference};
 
 fn start(db: &str, lease_ms: u64) -> Instance {
-    let mut child = Command::new(example())
-        .args([
-            "--db",
-            db,
-            "--lease-ms",
-            &lease_ms.to_string(),
-            "--with-slow",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("the server did not start: {line:?}"))
-        .to_owned();
-    Instance { child, url }
+    start_reference(&[
+        "--db",
+        db,
+        "--lease-ms",
+        &lease_ms.to_string(),
+        "--with-slow",
+    ])
 }
 
-/// A database of its own on the test server (dropped by name prefix at the next run).
 async fn database() -> Option<String> {
-    let url = match std::env::var("AGENTGRAPH_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ if std::env::var_os("CI").is_some() => {
-            panic!(
-                "AGENTGRAPH_POSTGRES_URL is not set in CI: .ci/services/postgres.sh starts a server"
-            )
-        }
-        _ => {
-            eprintln!("skipped: AGENTGRAPH_POSTGRES_URL not set (source .ci/services/postgres.sh)");
-            return None;
-        }
-    };
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let name = format!("agentgraph_srv_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    let (base, _) = url.rsplit_once('/').unwrap();
-    Some(format!("{base}/{name}"))
+    fresh_database("agentgraph_srv").await
 }
 
 fn http() -> reqwest::Client {

@@ -6,49 +6,17 @@
 //! (`CI` set) or with `AGENTGRAPH_SDK_CHECKS=1`, and says it skipped otherwise. Every check
 //! of both scripts runs, on a SQLite file and on a PostgreSQL database.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod common;
 
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use std::process::Command;
 
 fn run_checks(db: &str) {
-    let exe = std::env::current_exe().unwrap();
-    let example = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("examples").join("reference"))
-        .unwrap();
-    assert!(
-        example.exists(),
-        "cargo test builds the reference example ({})",
-        example.display()
-    );
-    let mut child = Command::new(&example)
-        .args(["--db", db])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _server = Killed(child);
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("the server did not start: {line:?}"))
-        .to_owned();
+    let server = common::start_reference(&["--db", db]);
+    let url = &server.url;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/run.sh");
     for lang in ["py", "js"] {
         let status = Command::new("bash")
-            .args([script, &url])
+            .args([script, url])
             .env("SDK_CHECK_LANGS", lang)
             .status()
             .unwrap();
@@ -88,29 +56,9 @@ fn on_sqlite() {
 }
 
 async fn on_postgres() {
-    let url = match std::env::var("AGENTGRAPH_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ if std::env::var_os("CI").is_some() => {
-            panic!(
-                "AGENTGRAPH_POSTGRES_URL is not set in CI: .ci/services/postgres.sh starts a server"
-            )
-        }
-        _ => {
-            eprintln!("skipped the PostgreSQL run: AGENTGRAPH_POSTGRES_URL not set");
-            return;
-        }
+    let Some(db) = common::fresh_database("agentgraph_sdk").await else {
+        return;
     };
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let name = format!("agentgraph_sdk_{}", uuid::Uuid::new_v4().simple());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    let (base, _) = url.rsplit_once('/').unwrap();
-    let db = format!("{base}/{name}");
     tokio::task::spawn_blocking(move || run_checks(&db))
         .await
         .unwrap();

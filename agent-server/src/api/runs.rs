@@ -329,25 +329,36 @@ fn run_id(s: &Started) -> String {
     s.run["run_id"].as_str().unwrap_or_default().to_owned()
 }
 
-async fn stream(
-    State(app): Shared,
-    Path(t): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let s = start(&app, Some(&t), body).await?;
-    let (t, r) = (s.thread_id.clone(), run_id(&s));
+/// `Location` and `Content-Location` of a response about a run.
+fn locations(location: Option<String>, content_location: String) -> HeaderMap {
     let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "location",
-        format!("/threads/{t}/runs/{r}/stream"),
-    );
-    location(
-        &mut headers,
-        "content-location",
-        format!("/threads/{t}/runs/{r}"),
-    );
-    let guard = guard(&app, &s);
+    if let Some(l) = location {
+        self::location(&mut headers, "location", l);
+    }
+    self::location(&mut headers, "content-location", content_location);
+    headers
+}
+
+/// A streamed run: on a thread, or stateless (whose `Location` langgraph-api points at
+/// `/runs/{r}/stream`).
+async fn stream_run(
+    app: &Arc<App>,
+    thread: Option<&str>,
+    body: Value,
+) -> Result<Response, ApiError> {
+    let s = start(app, thread, body).await?;
+    let r = run_id(&s);
+    let headers = match thread {
+        Some(_) => {
+            let t = &s.thread_id;
+            locations(
+                Some(format!("/threads/{t}/runs/{r}/stream")),
+                format!("/threads/{t}/runs/{r}"),
+            )
+        }
+        None => locations(Some(format!("/runs/{r}/stream")), format!("/runs/{r}")),
+    };
+    let guard = guard(app, &s);
     Ok(sse::sse(
         s.channel.follow(0),
         None,
@@ -357,23 +368,31 @@ async fn stream(
     ))
 }
 
+/// A run answered when it ends (`/wait`), on a thread or stateless.
+async fn wait_run(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Response, ApiError> {
+    let s = start(app, thread, body).await?;
+    let (t, r) = (&s.thread_id, run_id(&s));
+    let headers = locations(
+        Some(format!("/threads/{t}/runs/{r}/join")),
+        format!("/threads/{t}/runs/{r}"),
+    );
+    let guard = guard(app, &s);
+    Ok(sse::wait(s.channel, headers, guard))
+}
+
+async fn stream(
+    State(app): Shared,
+    Path(t): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    stream_run(&app, Some(&t), body).await
+}
+
 async fn stream_stateless(
     State(app): Shared,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let s = start(&app, None, body).await?;
-    let r = run_id(&s);
-    let mut headers = HeaderMap::new();
-    location(&mut headers, "location", format!("/runs/{r}/stream"));
-    location(&mut headers, "content-location", format!("/runs/{r}"));
-    let guard = guard(&app, &s);
-    Ok(sse::sse(
-        s.channel.follow(0),
-        None,
-        s.resumable,
-        headers,
-        guard,
-    ))
+    stream_run(&app, None, body).await
 }
 
 async fn wait(
@@ -381,42 +400,14 @@ async fn wait(
     Path(t): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let s = start(&app, Some(&t), body).await?;
-    let (t, r) = (s.thread_id.clone(), run_id(&s));
-    let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "location",
-        format!("/threads/{t}/runs/{r}/join"),
-    );
-    location(
-        &mut headers,
-        "content-location",
-        format!("/threads/{t}/runs/{r}"),
-    );
-    let guard = guard(&app, &s);
-    Ok(sse::wait(s.channel, headers, guard))
+    wait_run(&app, Some(&t), body).await
 }
 
 async fn wait_stateless(
     State(app): Shared,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let s = start(&app, None, body).await?;
-    let (t, r) = (s.thread_id.clone(), run_id(&s));
-    let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "location",
-        format!("/threads/{t}/runs/{r}/join"),
-    );
-    location(
-        &mut headers,
-        "content-location",
-        format!("/threads/{t}/runs/{r}"),
-    );
-    let guard = guard(&app, &s);
-    Ok(sse::wait(s.channel, headers, guard))
+    wait_run(&app, None, body).await
 }
 
 fn public(run: &Value) -> Value {
@@ -435,12 +426,7 @@ async fn create(
 ) -> Result<Response, ApiError> {
     let s = start(&app, Some(&t), body).await?;
     let (t, r) = (s.thread_id.clone(), run_id(&s));
-    let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "content-location",
-        format!("/threads/{t}/runs/{r}"),
-    );
+    let headers = locations(None, format!("/threads/{t}/runs/{r}"));
     Ok((headers, axum::Json(public(&s.run))).into_response())
 }
 
@@ -449,12 +435,7 @@ async fn create_stateless(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let s = start(&app, None, body).await?;
-    let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "content-location",
-        format!("/runs/{}", run_id(&s)),
-    );
+    let headers = locations(None, format!("/runs/{}", run_id(&s)));
     Ok((headers, axum::Json(public(&s.run))).into_response())
 }
 
@@ -637,15 +618,8 @@ async fn join(
         run["thread_id"].as_str().unwrap_or_default().to_owned(),
         run["run_id"].as_str().unwrap_or_default().to_owned(),
     );
-    let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "location",
-        format!("/threads/{t}/runs/{r}/join"),
-    );
-    location(
-        &mut headers,
-        "content-location",
+    let headers = locations(
+        Some(format!("/threads/{t}/runs/{r}/join")),
         format!("/threads/{t}/runs/{r}"),
     );
     let live = app.runs.follow(&r).await;
@@ -710,15 +684,8 @@ async fn join_stream(
     );
     let pairs = query_pairs(q.as_deref());
     let keep = join_modes(&pairs)?;
-    let mut headers = HeaderMap::new();
-    location(
-        &mut headers,
-        "location",
-        format!("/threads/{t}/runs/{r}/stream"),
-    );
-    location(
-        &mut headers,
-        "content-location",
+    let headers = locations(
+        Some(format!("/threads/{t}/runs/{r}/stream")),
         format!("/threads/{t}/runs/{r}"),
     );
     let resumable = run["kwargs"]["resumable"] == true;

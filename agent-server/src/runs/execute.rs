@@ -185,35 +185,22 @@ impl Runs {
                 error: "GraphNotFound".into(),
                 message: format!("graph '{graph_id}' is not served here"),
             };
-            self.conclude(
-                &mut run,
-                &channel,
-                Value::Null,
-                Vec::new(),
-                Some(failure),
-                None,
-                started,
-            )
-            .await;
-            return;
+            return self.fail(&mut run, &channel, failure, started).await;
         };
-        // Where the thread was, for a rollback.
-        let before = graph
-            .state(&thread_id, None, false)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|s| s["checkpoint_id"].as_str().map(str::to_owned));
+        // The thread's latest checkpoint: where a rollback goes back to, and where a run taken
+        // over from an instance that died resumes (its input was applied and its finished
+        // nodes are not run again).
+        let latest = graph.state(&thread_id, None, false).await.ok().flatten();
         let mut job = job_of(&run_id, &thread_id, kwargs);
-        // A run taken over from an instance that died resumes from its last checkpoint:
-        // the input was applied and finished nodes are not run again.
-        if attempt > 1 {
-            let resumed = graph.state(&thread_id, None, false).await.ok().flatten();
-            if resumed.is_some_and(|s| s["metadata"]["run_id"] == run_id.as_str()) {
-                job.input = JobInput::Continue;
-                job.checkpoint_id = None;
-            }
+        if attempt > 1
+            && latest
+                .as_ref()
+                .is_some_and(|s| s["metadata"]["run_id"] == run_id.as_str())
+        {
+            job.input = JobInput::Continue;
+            job.checkpoint_id = None;
         }
+        let before = latest.and_then(|s| s["checkpoint_id"].as_str().map(str::to_owned));
         let mut parts = match graph.start(job) {
             Ok(parts) => parts,
             Err(e) => {
@@ -221,17 +208,7 @@ impl Runs {
                     error: "InvalidContext".into(),
                     message: e.detail,
                 };
-                self.conclude(
-                    &mut run,
-                    &channel,
-                    Value::Null,
-                    Vec::new(),
-                    Some(failure),
-                    None,
-                    started,
-                )
-                .await;
-                return;
+                return self.fail(&mut run, &channel, failure, started).await;
             }
         };
         let mut cancelled = *cancel.borrow();
@@ -324,18 +301,23 @@ impl Runs {
                     message: "the run stopped without an outcome".into(),
                 };
                 channel.emit("error", &failure.to_json());
-                self.conclude(
-                    &mut run,
-                    &channel,
-                    Value::Null,
-                    Vec::new(),
-                    Some(failure),
-                    None,
-                    started,
-                )
-                .await;
+                self.fail(&mut run, &channel, failure, started).await;
             }
         }
+    }
+
+    /// Ends a run that failed before its graph produced anything.
+    async fn fail(&self, run: &mut Value, channel: &Output, failure: Failure, started: i64) {
+        self.conclude(
+            run,
+            channel,
+            Value::Null,
+            Vec::new(),
+            Some(failure),
+            None,
+            started,
+        )
+        .await;
     }
 
     #[allow(clippy::too_many_arguments)]
