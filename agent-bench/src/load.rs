@@ -177,13 +177,7 @@ pub async fn runs_wait(
             tally
         });
     }
-    let mut tally = Tally::default();
-    while let Some(worker) = workers.join_next().await {
-        match worker {
-            Ok(worker) => tally.merge(worker),
-            Err(e) => tally.error(format!("a worker failed: {e}")),
-        }
-    }
+    let tally = gather(workers).await;
     tally.measured(duration.as_secs_f64())
 }
 
@@ -306,6 +300,12 @@ pub async fn create_threads(
             tally
         });
     }
+    let tally = gather(workers).await;
+    tally.measured(start.elapsed().as_secs_f64())
+}
+
+/// The workers' tallies merged into one (a worker that panicked counts as an error).
+async fn gather(mut workers: tokio::task::JoinSet<Tally>) -> Tally {
     let mut tally = Tally::default();
     while let Some(worker) = workers.join_next().await {
         match worker {
@@ -313,7 +313,7 @@ pub async fn create_threads(
             Err(e) => tally.error(format!("a worker failed: {e}")),
         }
     }
-    tally.measured(start.elapsed().as_secs_f64())
+    tally
 }
 
 #[cfg(test)]
