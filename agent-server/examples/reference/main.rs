@@ -1,6 +1,6 @@
 //! Serves the reference graphs (see `graphs.rs`) on the LangGraph API:
 //! `cargo run -p agent-server --example reference -- [--port N] [--db PATH|postgres://...]
-//! [--lease-ms N] [--with-slow]`. Prints `listening on http://HOST:PORT` once it accepts
+//! [--lease-ms N] [--workers N] [--with-slow]`. Prints `listening on http://HOST:PORT` once it accepts
 //! connections. `--with-slow` adds the `slow` graph the fault tests use.
 
 mod graphs;
@@ -11,6 +11,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut db = None;
     let mut lease = None;
     let mut slow = false;
+    let mut workers = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -23,10 +24,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .parse::<u64>()?,
                 )
             }
+            "--workers" => {
+                workers = Some(
+                    args.next()
+                        .ok_or("--workers takes a number")?
+                        .parse::<usize>()?,
+                )
+            }
             "--with-slow" => slow = true,
             other => {
                 return Err(format!(
-                    "unknown argument {other}; use --port N, --db PATH|URL, --lease-ms N, --with-slow"
+                    "unknown argument {other}; use --port N, --db PATH|URL, --lease-ms N, --workers N, --with-slow"
                 )
                 .into());
             }
@@ -46,6 +54,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ttl: std::time::Duration::from_millis(ms),
             ..agent_server::Leases::default()
         });
+    }
+    if let Some(n) = workers {
+        builder = builder.workers(n);
     }
     let server = builder.build().await?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;

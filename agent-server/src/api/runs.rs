@@ -197,13 +197,15 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         None => uuid::Uuid::now_v7().to_string(),
     };
     let run_id = uuid::Uuid::now_v7().to_string();
-    let mut thread_doc = match app.store.get(Kind::Thread, &thread_id).await? {
+    // A stateless run's thread is new (a fresh id): nothing to read, nothing running on it.
+    let existing = if temporary {
+        None
+    } else {
+        app.store.get(Kind::Thread, &thread_id).await?
+    };
+    let mut thread_doc = match existing {
         Some(doc) => doc,
-        None if temporary || if_not_exists == "create" => {
-            let doc = new_thread(&thread_id, Map::new());
-            app.store.insert(Kind::Thread, &doc).await?;
-            doc
-        }
+        None if temporary || if_not_exists == "create" => new_thread(&thread_id, Map::new()),
         None => return Err(ApiError::not_found("Thread or assistant not found.")),
     };
     if let Some(g) = thread_doc["metadata"]["graph_id"].as_str()
@@ -213,7 +215,11 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
             "Thread {thread_id} belongs to graph '{g}'; assistant {assistant_id} runs graph '{graph_id}'"
         )));
     }
-    let active = app.runs.active_on(&thread_id).await?;
+    let active = if temporary {
+        Vec::new()
+    } else {
+        app.runs.active_on(&thread_id).await?
+    };
     if !active.is_empty() {
         match strategy.as_str() {
             "reject" => {
@@ -280,8 +286,7 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
     thread_doc["status"] = "busy".into();
     thread_doc["config"] = json!({"configurable": run["kwargs"]["config"]["configurable"]});
     thread_doc["updated_at"] = now.into();
-    app.store.put(Kind::Thread, &thread_doc).await?;
-    let channel = app.runs.enqueue(&run).await?;
+    let channel = app.runs.enqueue(&thread_doc, &run).await?;
     Ok(Started {
         run,
         channel,

@@ -33,7 +33,6 @@ pub struct RunChannel {
     pub run_id: String,
     log: Mutex<Log>,
     version: watch::Sender<usize>,
-    pub(crate) created_ms: i64,
 }
 
 impl RunChannel {
@@ -42,7 +41,6 @@ impl RunChannel {
             run_id: run_id.to_owned(),
             log: Mutex::new(Log::default()),
             version: watch::channel(0).0,
-            created_ms: now_ms(),
         })
     }
 

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 use super::{CancelAction, RunChannel, Runs};
 use crate::error::ApiError;
 use crate::graph::{ApiMode, Failure, GraphJob, GraphPart, JobInput, ServedGraph};
-use crate::store::{Kind, Notice, StoredEvent};
+use crate::store::{Kind, Notice, StoredEvent, ThreadEnd};
 use crate::time::{now_iso, now_ms};
 
 /// Where an executing run's events go: its local channel, or the shared store (read back
@@ -190,7 +190,13 @@ impl Runs {
         // The thread's latest checkpoint: where a rollback goes back to, and where a run taken
         // over from an instance that died resumes (its input was applied and its finished
         // nodes are not run again).
-        let latest = graph.state(&thread_id, None, false).await.ok().flatten();
+        // A stateless run's first attempt starts on a thread of its own: nothing to read.
+        let fresh = attempt == 1 && kwargs["temporary"] == true;
+        let latest = if fresh {
+            None
+        } else {
+            graph.state(&thread_id, None, false).await.ok().flatten()
+        };
         let mut job = job_of(&run_id, &thread_id, kwargs);
         if attempt > 1
             && latest
@@ -342,15 +348,29 @@ impl Runs {
         };
         run["status"] = status.into();
         run["updated_at"] = now_iso().into();
-        if let Err(e) = self.store.put(Kind::Run, run).await {
+        // Stateless runs clean up their thread unless asked to keep it: its checkpoints, its
+        // document and its runs.
+        let temporary =
+            run["kwargs"]["temporary"] == true && run["kwargs"]["on_completion"] != "keep";
+        let thread_end = if temporary {
+            if let Some(graph) = self.graph_of(run)
+                && let Err(e) = graph.delete_thread(&thread_id).await
+            {
+                tracing::error!(run_id, error = %e.detail, "deleting the run's checkpoints failed");
+            }
+            Ok(ThreadEnd::Delete(thread_id.clone()))
+        } else {
+            let thread_error = error.as_ref().or(cancelled.as_ref());
+            self.thread_after(&thread_id, Some(&run_id), thread_error, cancelled.is_some())
+                .await
+                .map(|doc| doc.map_or(ThreadEnd::Gone, ThreadEnd::Put))
+        };
+        let thread_end = thread_end.unwrap_or_else(|e| {
+            tracing::error!(run_id, error = %e.detail, "reading the thread failed");
+            ThreadEnd::Gone
+        });
+        if let Err(e) = self.store.finish(run, thread_end).await {
             tracing::error!(run_id, error = %e, "recording the run's end failed");
-        }
-        let thread_error = error.as_ref().or(cancelled.as_ref());
-        if let Err(e) = self
-            .refresh_thread(&thread_id, thread_error, cancelled.is_some())
-            .await
-        {
-            tracing::error!(run_id, error = %e.detail, "updating the thread failed");
         }
         let body = match &error {
             Some(f) => json!({"__error__": f.to_json()}),
@@ -368,14 +388,11 @@ impl Runs {
                 v
             }
         };
-        // Stateless runs clean up their thread unless asked to keep it.
-        if run["kwargs"]["temporary"] == true && run["kwargs"]["on_completion"] != "keep" {
-            if let Some(graph) = self.graph_of(run) {
-                let _ = graph.delete_thread(&thread_id).await;
-            }
-            let _ = self.store.delete(Kind::Thread, &thread_id).await;
-        }
         channel.finish(body).await;
+        if temporary && !self.store.shared() {
+            // Deleted with its thread: nobody can join it.
+            self.forget(&run_id);
+        }
         self.count(status, started);
     }
 
@@ -401,15 +418,35 @@ impl Runs {
         error: Option<&Failure>,
         cancelled: bool,
     ) -> Result<(), ApiError> {
+        if let Some(thread) = self.thread_after(thread_id, None, error, cancelled).await? {
+            self.store.put(Kind::Thread, &thread).await?;
+        }
+        Ok(())
+    }
+
+    /// A thread's document with its status, values and interrupts recomputed from its
+    /// checkpoints and runs (`ending`: a run that is ending, not counted as active);
+    /// `None` when the thread is gone.
+    async fn thread_after(
+        &self,
+        thread_id: &str,
+        ending: Option<&str>,
+        error: Option<&Failure>,
+        cancelled: bool,
+    ) -> Result<Option<Value>, ApiError> {
         let Some(mut thread) = self.store.get(Kind::Thread, thread_id).await? else {
-            return Ok(());
+            return Ok(None);
         };
         let graph_id = thread["metadata"]["graph_id"].as_str().unwrap_or_default();
         let state = match self.graphs.get(graph_id) {
             Some(g) => g.state(thread_id, None, false).await?,
             None => None,
         };
-        let active = !self.active_on(thread_id).await?.is_empty();
+        let active = self
+            .active_on(thread_id)
+            .await?
+            .iter()
+            .any(|r| ending.is_none_or(|id| r["run_id"] != id));
         let next_pending = state
             .as_ref()
             .and_then(|s| s["next"].as_array())
@@ -448,8 +485,7 @@ impl Runs {
         let now = now_iso();
         thread["updated_at"] = now.clone().into();
         thread["state_updated_at"] = now.into();
-        self.store.put(Kind::Thread, &thread).await?;
-        Ok(())
+        Ok(Some(thread))
     }
 }
 

@@ -16,19 +16,19 @@ mod channel;
 mod execute;
 mod mirror;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 pub use channel::{LiveEvent, RunChannel};
 
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
-use crate::store::{Kind, Notice, RunStore};
+use crate::store::{Claim, Kind, Notice, RunStore};
 use crate::time::now_ms;
 
 /// How a cancel treats the run's work.
@@ -89,7 +89,7 @@ impl Default for Leases {
 pub struct Runs {
     pub(crate) store: Arc<dyn RunStore>,
     pub(crate) graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
-    live: Mutex<HashMap<String, Arc<RunChannel>>>,
+    live: Mutex<Live>,
     /// Runs executing here, with the sender that stops each.
     executing: Mutex<HashMap<String, watch::Sender<Option<CancelAction>>>>,
     /// Cancels that arrived for runs claimed here but not yet started.
@@ -109,6 +109,43 @@ pub struct Runs {
 /// How long a finished run's events stay joinable in memory.
 const KEEP_FINISHED: Duration = Duration::from_secs(600);
 
+/// The live channels of this process, with the order in which they come up for expiry:
+/// each request looks only at the few channels whose time is up (a scan of every channel
+/// per run cost more than the run itself once many thousands were kept).
+#[derive(Default)]
+struct Live {
+    channels: HashMap<String, Arc<RunChannel>>,
+    /// `(when to look again, run)`, oldest first.
+    expiry: VecDeque<(i64, String)>,
+}
+
+impl Live {
+    fn get(&self, run_id: &str) -> Option<&Arc<RunChannel>> {
+        self.channels.get(run_id)
+    }
+
+    /// Drops the channels of runs that finished at least `KEEP_FINISHED` ago; a channel
+    /// still running when its time comes is looked at again one period later.
+    fn expire(&mut self, now: i64) {
+        let keep = KEEP_FINISHED.as_millis() as i64;
+        while let Some((due, _)) = self.expiry.front() {
+            if *due > now {
+                break;
+            }
+            let Some((_, id)) = self.expiry.pop_front() else {
+                break;
+            };
+            match self.channels.get(&id) {
+                Some(c) if !c.finished() => self.expiry.push_back((now + keep, id)),
+                Some(_) => {
+                    self.channels.remove(&id);
+                }
+                None => {}
+            }
+        }
+    }
+}
+
 impl Runs {
     pub(crate) fn new(
         store: Arc<dyn RunStore>,
@@ -119,7 +156,7 @@ impl Runs {
         Arc::new(Runs {
             store,
             graphs,
-            live: Mutex::new(HashMap::new()),
+            live: Mutex::new(Live::default()),
             executing: Mutex::new(HashMap::new()),
             early_cancels: Mutex::new(HashMap::new()),
             mirrors: Mutex::new(HashMap::new()),
@@ -132,7 +169,7 @@ impl Runs {
         })
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<RunChannel>>> {
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -140,10 +177,21 @@ impl Runs {
     fn local_channel(&self, run_id: &str) -> Arc<RunChannel> {
         let mut live = self.live();
         let now = now_ms();
-        live.retain(|_, c| !c.finished() || now - c.created_ms < KEEP_FINISHED.as_millis() as i64);
-        live.entry(run_id.to_owned())
-            .or_insert_with(|| RunChannel::new(run_id))
-            .clone()
+        live.expire(now);
+        if let Some(c) = live.channels.get(run_id) {
+            return c.clone();
+        }
+        let channel = RunChannel::new(run_id);
+        live.channels.insert(run_id.to_owned(), channel.clone());
+        live.expiry
+            .push_back((now + KEEP_FINISHED.as_millis() as i64, run_id.to_owned()));
+        channel
+    }
+
+    /// Forgets a finished run's channel at once (a run deleted as it ended: nobody can
+    /// join it); readers that hold it keep it.
+    pub(crate) fn forget(&self, run_id: &str) {
+        self.live().channels.remove(run_id);
     }
 
     /// The channel to follow a run by: this process's, or (on a shared store) a mirror of
@@ -158,18 +206,65 @@ impl Runs {
         Some(self.mirror(run_id))
     }
 
-    /// Queues `run` (a run document, `pending`) and wakes a worker (here or elsewhere).
-    pub async fn enqueue(self: &Arc<Self>, run: &Value) -> Result<Arc<RunChannel>, ApiError> {
+    /// Queues `run` (a run document, `pending`) with its thread's document, in one
+    /// transaction. When a worker here is free and the thread runs nothing else, the run is
+    /// claimed in that same transaction and starts at once; otherwise a worker (here or
+    /// elsewhere) is woken to claim it from the queue.
+    pub async fn enqueue(
+        self: &Arc<Self>,
+        thread: &Value,
+        run: &Value,
+    ) -> Result<Arc<RunChannel>, ApiError> {
         let id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let channel = if self.store.shared() {
             self.mirror(&id)
         } else {
             self.local_channel(&id)
         };
-        self.store.put(Kind::Run, run).await?;
-        self.wake.notify_one();
-        self.store.notify(&Notice::Wake).await?;
+        let permit = if self.draining.load(Ordering::SeqCst) {
+            None
+        } else {
+            self.slots.clone().try_acquire_owned().ok()
+        };
+        let claim = permit.as_ref().map(|_| Claim {
+            owner: &self.owner,
+            lease: self.leases.ttl,
+        });
+        match (self.store.enqueue(thread, run, claim).await?, permit) {
+            (Some(claimed), Some(permit)) => self.launch(claimed, permit),
+            _ => {
+                self.wake.notify_one();
+                self.store.notify(&Notice::Wake).await?;
+            }
+        }
         Ok(channel)
+    }
+
+    /// Executes a run this instance claimed, on a task of its own holding a worker slot.
+    fn launch(self: &Arc<Self>, run: Value, permit: OwnedSemaphorePermit) {
+        let id = run["run_id"].as_str().unwrap_or_default().to_owned();
+        let (tx, rx) = watch::channel(None);
+        let early = self
+            .early_cancels
+            .lock()
+            .ok()
+            .and_then(|mut e| e.remove(&id));
+        if let Some(action) = early {
+            tx.send_replace(Some(action));
+        }
+        if let Ok(mut ex) = self.executing.lock() {
+            ex.insert(id.clone(), tx);
+        }
+        let runner = self.clone();
+        tokio::spawn(async move {
+            runner.execute(run, rx).await;
+            if let Ok(mut ex) = runner.executing.lock() {
+                ex.remove(&id);
+            }
+            drop(permit);
+            runner.wake.notify_one();
+            let _ = runner.store.notify(&Notice::Wake).await;
+        });
     }
 
     /// Starts the worker loop, and on a shared store the notice listener and the sweeper of
@@ -194,31 +289,7 @@ impl Runs {
                 return;
             }
             match self.store.claim(&self.owner, self.leases.ttl).await {
-                Ok(Some(run)) => {
-                    let id = run["run_id"].as_str().unwrap_or_default().to_owned();
-                    let (tx, rx) = watch::channel(None);
-                    let early = self
-                        .early_cancels
-                        .lock()
-                        .ok()
-                        .and_then(|mut e| e.remove(&id));
-                    if let Some(action) = early {
-                        tx.send_replace(Some(action));
-                    }
-                    if let Ok(mut ex) = self.executing.lock() {
-                        ex.insert(id.clone(), tx);
-                    }
-                    let runner = self.clone();
-                    tokio::spawn(async move {
-                        runner.execute(run, rx).await;
-                        if let Ok(mut ex) = runner.executing.lock() {
-                            ex.remove(&id);
-                        }
-                        drop(permit);
-                        runner.wake.notify_one();
-                        let _ = runner.store.notify(&Notice::Wake).await;
-                    });
-                }
+                Ok(Some(run)) => self.launch(run, permit),
                 Ok(None) => {
                     drop(permit);
                     let _ =

@@ -101,6 +101,27 @@ pub enum Notice {
     },
 }
 
+/// A claim made as a run is queued, by an instance with a free worker: the run starts
+/// without a trip through the queue when its thread runs nothing else.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    /// The claiming instance.
+    pub owner: &'a str,
+    /// Its lease on the run.
+    pub lease: Duration,
+}
+
+/// What becomes of a run's thread as the run ends.
+#[derive(Debug, Clone)]
+pub enum ThreadEnd {
+    /// The thread's new document.
+    Put(Value),
+    /// A temporary thread (a stateless run's): deleted with its runs.
+    Delete(String),
+    /// The thread is gone (deleted while the run went on).
+    Gone,
+}
+
 /// Where assistants, threads, runs and the queue live.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
@@ -123,6 +144,17 @@ pub trait RunStore: Send + Sync + 'static {
     /// Takes the oldest pending run whose thread runs nothing, marks it `running` for
     /// `owner` with a lease of `lease`, and returns it.
     async fn claim(&self, owner: &str, lease: Duration) -> StoreResult<Option<Value>>;
+    /// Queues `run` (pending) with its thread's document (inserted or replaced) in one
+    /// transaction; with `claim`, also claims it when its thread runs nothing else and its
+    /// time has come, returning it as claimed.
+    async fn enqueue(
+        &self,
+        thread: &Value,
+        run: &Value,
+        claim: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>>;
+    /// Records a run's end (its final document) and its thread's, in one transaction.
+    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()>;
     /// Extends `owner`'s lease on a running run. `None` when the run is no longer
     /// `owner`'s (another instance took it over, or it ended); otherwise the cancel asked
     /// for it, if any.

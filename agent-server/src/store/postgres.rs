@@ -19,7 +19,7 @@ use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent};
+use super::{Claim, Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent, ThreadEnd};
 
 const CHANNEL: &str = "agentgraph_api";
 /// Advisory lock key for the schema ("agentapi" in ASCII).
@@ -85,6 +85,22 @@ impl PostgresStore {
             message: format!("connecting: {e}"),
         })
     }
+}
+
+const UPSERT_THREAD: &str = "INSERT INTO api_threads (thread_id, doc) VALUES ($1, $2)
+     ON CONFLICT (thread_id) DO UPDATE SET doc = EXCLUDED.doc";
+const UPSERT_RUN: &str = "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, doc = EXCLUDED.doc,
+       owner = CASE WHEN EXCLUDED.status IN ('pending', 'running') THEN api_runs.owner END";
+
+/// `(id, thread, status, text)` of a run document.
+fn run_row(doc: &Value) -> (String, &str, &str, String) {
+    (
+        Kind::Run.id_of(doc),
+        doc["thread_id"].as_str().unwrap_or_default(),
+        doc["status"].as_str().unwrap_or("pending"),
+        doc.to_string(),
+    )
 }
 
 fn interval(d: Duration) -> String {
@@ -280,6 +296,87 @@ impl RunStore for PostgresStore {
         .map_err(failed("claim"))?;
         tx.commit().await.map_err(failed("claim"))?;
         Ok(Some(doc))
+    }
+
+    async fn enqueue(
+        &self,
+        thread: &Value,
+        run: &Value,
+        claim: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>> {
+        let mut c = self.client("enqueue").await?;
+        let tx = c.transaction().await.map_err(failed("enqueue"))?;
+        let thread_id = Kind::Thread.id_of(thread);
+        // The upsert holds the thread's row until commit: two runs queued on one thread at
+        // once see each other below.
+        tx.execute(UPSERT_THREAD, &[&thread_id, &thread.to_string()])
+            .await
+            .map_err(failed("enqueue"))?;
+        let (run_id, run_thread, status, text) = run_row(run);
+        tx.execute(
+            "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            &[&run_id, &run_thread, &status, &text],
+        )
+        .await
+        .map_err(failed("enqueue"))?;
+        let due = run["kwargs"]["not_before_ms"]
+            .as_i64()
+            .is_none_or(|t| t <= crate::time::now_ms());
+        let mut claimed = None;
+        if let Some(claim) = claim.filter(|_| due) {
+            let others: i64 = tx
+                .query_one(
+                    "SELECT COUNT(*) FROM api_runs WHERE thread_id = $1 AND run_id <> $2
+                       AND status IN ('pending', 'running')",
+                    &[&thread_id, &run_id],
+                )
+                .await
+                .map_err(failed("enqueue"))?
+                .get(0);
+            if others == 0 {
+                let mut doc = run.clone();
+                doc["status"] = "running".into();
+                doc["updated_at"] = crate::time::now_iso().into();
+                tx.execute(
+                    "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
+                       lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
+                    &[&run_id, &doc.to_string(), &claim.owner, &interval(claim.lease)],
+                )
+                .await
+                .map_err(failed("enqueue"))?;
+                claimed = Some(doc);
+            }
+        }
+        tx.commit().await.map_err(failed("enqueue"))?;
+        Ok(claimed)
+    }
+
+    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()> {
+        let mut c = self.client("finish run").await?;
+        let tx = c.transaction().await.map_err(failed("finish run"))?;
+        match &thread {
+            ThreadEnd::Delete(id) => {
+                tx.execute("DELETE FROM api_threads WHERE thread_id = $1", &[id])
+                    .await
+                    .map_err(failed("finish run"))?;
+                tx.execute("DELETE FROM api_runs WHERE thread_id = $1", &[id])
+                    .await
+                    .map_err(failed("finish run"))?;
+            }
+            ThreadEnd::Put(_) | ThreadEnd::Gone => {
+                let (run_id, run_thread, status, text) = run_row(run);
+                tx.execute(UPSERT_RUN, &[&run_id, &run_thread, &status, &text])
+                    .await
+                    .map_err(failed("finish run"))?;
+                if let ThreadEnd::Put(doc) = &thread {
+                    tx.execute(UPSERT_THREAD, &[&Kind::Thread.id_of(doc), &doc.to_string()])
+                        .await
+                        .map_err(failed("finish run"))?;
+                }
+            }
+        }
+        tx.commit().await.map_err(failed("finish run"))?;
+        Ok(())
     }
 
     async fn renew(

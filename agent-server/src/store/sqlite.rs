@@ -3,6 +3,7 @@
 //! when the file is opened: its checkpoints let it resume.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Kind, RunStore, StoreError, StoreResult};
+use super::{Claim, Kind, RunStore, StoreError, StoreResult, ThreadEnd};
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     move |e| StoreError {
@@ -19,10 +20,31 @@ fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     }
 }
 
+/// How long a write waits for another connection's (the checkpointer's) write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Makes `conn` wait for another connection's (the checkpointer's) lock: retries after
+/// 20 µs, doubling up to 2 ms, for [`BUSY_TIMEOUT`] in all. SQLite's own busy timeout sleeps
+/// 1 ms at first and longer after, far longer than the transactions it waits for: the run
+/// store and the checkpoints of one server spent most of their time asleep.
+fn wait_when_busy(conn: &mut Connection) -> rusqlite::Result<()> {
+    fn retry(attempt: i32) -> bool {
+        let wait = Duration::from_micros(20 << attempt.clamp(0, 7)).min(Duration::from_millis(2));
+        // 2.5 ms for the first 8 retries, then 2 ms each.
+        if attempt >= 8 + (BUSY_TIMEOUT.as_millis() / 2) as i32 {
+            return false;
+        }
+        std::thread::sleep(wait);
+        true
+    }
+    conn.busy_handler(Some(retry))
+}
+
 /// The run store in a SQLite file (or in memory), for one process.
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    seq: Arc<Seq>,
 }
 
 const SCHEMA: &str = "
@@ -48,13 +70,19 @@ impl SqliteStore {
         Self::init(Connection::open_in_memory().map_err(failed("open"))?)
     }
 
-    fn init(conn: Connection) -> StoreResult<Self> {
-        conn.busy_timeout(Duration::from_secs(30))
-            .map_err(failed("busy_timeout"))?;
+    fn init(mut conn: Connection) -> StoreResult<Self> {
+        wait_when_busy(&mut conn).map_err(failed("busy handler"))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(failed("journal_mode"))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(failed("synchronous"))?;
+        // A fixed plan per statement: SQLite (built with STAT4) otherwise re-prepares a cached
+        // query whenever a bound value changes (the claim's clock, every call).
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
+        .map_err(failed("db config"))?;
         conn.execute_batch(SCHEMA).map_err(failed("schema"))?;
         let requeued: Vec<(String, String)> = {
             let mut stmt = conn
@@ -76,12 +104,55 @@ impl SqliteStore {
             )
             .map_err(failed("requeue"))?;
         }
+        // Documents written before keep their order: new ones come after the latest.
+        let mut latest = 0i64;
+        for sql in [
+            "SELECT COALESCE(MAX(n), 0) FROM api_seq",
+            "SELECT COALESCE(MAX(seq), 0) FROM api_assistants",
+            "SELECT COALESCE(MAX(seq), 0) FROM api_threads",
+            "SELECT COALESCE(MAX(seq), 0) FROM api_runs",
+        ] {
+            let n: i64 = conn
+                .query_row(sql, [], |r| r.get(0))
+                .map_err(failed("order"))?;
+            latest = latest.max(n);
+        }
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
+            seq: Arc::new(Seq(AtomicI64::new(latest))),
         })
     }
 
+    /// Runs `f` with the connection: on the caller's thread when the connection is free
+    /// and the database's write lock is not held by another connection (the hand-off to a
+    /// blocking thread and back cost more than a small operation itself), else on the
+    /// blocking pool, where it waits for the lock up to the busy timeout. `f` must be
+    /// atomic (one transaction or one statement): a try that found the database busy is
+    /// rolled back and `f` runs again there.
     async fn with<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        f: impl Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        if let Ok(mut conn) = self.conn.try_lock()
+            && conn.busy_timeout(Duration::ZERO).is_ok()
+        {
+            let tried = f(&mut conn);
+            if let Err(e) = wait_when_busy(&mut conn) {
+                tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
+            }
+            match tried {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy => {}
+                done => return done.map_err(failed(op)),
+            }
+        }
+        self.blocking(op, f).await
+    }
+
+    /// Runs `f` with the connection on the blocking pool (long reads, and whatever found
+    /// the connection or the database busy).
+    async fn blocking<T: Send + 'static>(
         &self,
         op: &'static str,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -108,75 +179,167 @@ fn parse(rows: Vec<String>) -> Vec<Value> {
         .collect()
 }
 
-fn next_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    let n: Option<i64> = conn
-        .query_row("SELECT n FROM api_seq", [], |r| r.get(0))
-        .optional()?;
-    let next = n.unwrap_or(0) + 1;
-    if n.is_some() {
-        conn.execute("UPDATE api_seq SET n = ?1", [next])?;
-    } else {
-        conn.execute("INSERT INTO api_seq (n) VALUES (?1)", [next])?;
+/// The order of documents (`seq`): the next is later than every one before it in this
+/// process and, across processes, than every one written a microsecond earlier, without
+/// a row every write would have to update.
+#[derive(Debug)]
+struct Seq(AtomicI64);
+
+impl Seq {
+    fn next(&self) -> i64 {
+        let now = jiff::Timestamp::now().as_microsecond();
+        let prev = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some((last + 1).max(now))
+            })
+            .unwrap_or(now);
+        (prev + 1).max(now)
     }
-    Ok(next)
 }
 
-fn write(conn: &Connection, kind: Kind, doc: &Value, replace: bool) -> rusqlite::Result<bool> {
+/// Writes `doc` (inserting, or replacing it when `replace`, keeping its place in the
+/// order); whether it was written. Call inside a transaction.
+fn write(
+    conn: &Connection,
+    seq: &Seq,
+    kind: Kind,
+    doc: &Value,
+    replace: bool,
+) -> rusqlite::Result<bool> {
     let id = kind.id_of(doc);
     let exists: Option<i64> = conn
-        .query_row(
-            &format!("SELECT seq FROM {} WHERE {} = ?1", kind.table(), kind.key()),
-            [&id],
-            |r| r.get(0),
-        )
+        .prepare_cached(&format!(
+            "SELECT seq FROM {} WHERE {} = ?1",
+            kind.table(),
+            kind.key()
+        ))?
+        .query_row([&id], |r| r.get(0))
         .optional()?;
     if exists.is_some() && !replace {
         return Ok(false);
     }
     let seq = match exists {
         Some(seq) => seq,
-        None => next_seq(conn)?,
+        None => seq.next(),
     };
     let text = doc.to_string();
     match kind {
         Kind::Run => {
             let thread = doc["thread_id"].as_str().unwrap_or_default();
             let status = doc["status"].as_str().unwrap_or("pending");
-            conn.execute(
+            conn.prepare_cached(
                 "INSERT OR REPLACE INTO api_runs (run_id, thread_id, status, doc, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, thread, status, text, seq],
-            )?;
+            )?
+            .execute(params![id, thread, status, text, seq])?;
         }
         _ => {
-            conn.execute(
-                &format!(
-                    "INSERT OR REPLACE INTO {} ({}, doc, seq) VALUES (?1, ?2, ?3)",
-                    kind.table(),
-                    kind.key()
-                ),
-                params![id, text, seq],
-            )?;
+            conn.prepare_cached(&format!(
+                "INSERT OR REPLACE INTO {} ({}, doc, seq) VALUES (?1, ?2, ?3)",
+                kind.table(),
+                kind.key()
+            ))?
+            .execute(params![id, text, seq])?;
         }
     }
     Ok(true)
+}
+
+/// Deletes a document (an assistant with its versions, a thread with its runs); whether it
+/// existed. Call inside a transaction.
+fn remove(conn: &Connection, kind: Kind, id: &str) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached(&format!(
+            "DELETE FROM {} WHERE {} = ?1",
+            kind.table(),
+            kind.key()
+        ))?
+        .execute([id])?;
+    match kind {
+        Kind::Assistant => {
+            conn.prepare_cached("DELETE FROM api_assistant_versions WHERE assistant_id = ?1")?
+                .execute([id])?;
+        }
+        Kind::Thread => {
+            conn.prepare_cached("DELETE FROM api_runs WHERE thread_id = ?1")?
+                .execute([id])?;
+        }
+        Kind::Run => {}
+    }
+    Ok(n > 0)
+}
+
+/// Marks the pending run `doc` running (now) when its thread runs nothing else and its
+/// time has come; the run as claimed. Call inside an IMMEDIATE transaction.
+fn claim_one(conn: &Connection, run_id: &str, doc: &str) -> rusqlite::Result<Option<Value>> {
+    let mut doc: Value = serde_json::from_str(doc).unwrap_or(Value::Null);
+    doc["status"] = "running".into();
+    doc["updated_at"] = crate::time::now_iso().into();
+    conn.prepare_cached("UPDATE api_runs SET status = 'running', doc = ?2 WHERE run_id = ?1")?
+        .execute(params![run_id, doc.to_string()])?;
+    Ok(Some(doc))
+}
+
+/// A write transaction begun and ended with cached statements (rusqlite's `Transaction`
+/// parses `BEGIN` and `COMMIT` each time); rolled back when dropped uncommitted. It takes
+/// the write lock first (IMMEDIATE): a deferred one that reads and then writes fails at
+/// once ("database is locked", no busy wait) when the checkpointer's connection committed
+/// in between.
+struct Tx<'c> {
+    conn: &'c Connection,
+}
+
+fn immediate(conn: &mut Connection) -> rusqlite::Result<Tx<'_>> {
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    Ok(Tx { conn })
+}
+
+impl Tx<'_> {
+    fn commit(self) -> rusqlite::Result<()> {
+        self.conn.prepare_cached("COMMIT")?.execute([]).map(drop)
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit()
+            && let Err(e) = self
+                .conn
+                .prepare_cached("ROLLBACK")
+                .and_then(|mut rollback| rollback.execute([]))
+        {
+            tracing::warn!(error = %e, "could not roll back a run store transaction");
+        }
+    }
 }
 
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()> {
         let doc = doc.clone();
-        self.with("put", move |c| write(c, kind, &doc, true).map(|_| ()))
-            .await
+        let seq = self.seq.clone();
+        self.with("put", move |c| {
+            let tx = immediate(c)?;
+            write(&tx, &seq, kind, &doc, true)?;
+            tx.commit()
+        })
+        .await
     }
 
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
         let doc = doc.clone();
+        let seq = self.seq.clone();
         self.with("insert", move |c| {
-            // IMMEDIATE: a transaction that reads and then writes takes the write lock first;
-            // a deferred one fails at once ("database is locked", no busy wait) when the
-            // checkpointer's connection committed in between.
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let inserted = write(&tx, kind, &doc, false)?;
+            let tx = immediate(c)?;
+            let inserted = write(&tx, &seq, kind, &doc, false)?;
             tx.commit()?;
             Ok(inserted)
         })
@@ -187,11 +350,12 @@ impl RunStore for SqliteStore {
         let id = id.to_owned();
         let doc: Option<String> = self
             .with("get", move |c| {
-                c.query_row(
-                    &format!("SELECT doc FROM {} WHERE {} = ?1", kind.table(), kind.key()),
-                    [id],
-                    |r| r.get(0),
-                )
+                c.prepare_cached(&format!(
+                    "SELECT doc FROM {} WHERE {} = ?1",
+                    kind.table(),
+                    kind.key()
+                ))?
+                .query_row([&id], |r| r.get(0))
                 .optional()
             })
             .await?;
@@ -200,7 +364,7 @@ impl RunStore for SqliteStore {
 
     async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>> {
         let rows = self
-            .with("list", move |c| {
+            .blocking("list", move |c| {
                 let mut stmt =
                     c.prepare(&format!("SELECT doc FROM {} ORDER BY seq", kind.table()))?;
                 stmt.query_map([], |r| r.get::<_, String>(0))?
@@ -213,20 +377,10 @@ impl RunStore for SqliteStore {
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {
         let id = id.to_owned();
         self.with("delete", move |c| {
-            let n = c.execute(
-                &format!("DELETE FROM {} WHERE {} = ?1", kind.table(), kind.key()),
-                [&id],
-            )?;
-            if kind == Kind::Assistant {
-                c.execute(
-                    "DELETE FROM api_assistant_versions WHERE assistant_id = ?1",
-                    [&id],
-                )?;
-            }
-            if kind == Kind::Thread {
-                c.execute("DELETE FROM api_runs WHERE thread_id = ?1", [&id])?;
-            }
-            Ok(n > 0)
+            let tx = immediate(c)?;
+            let existed = remove(&tx, kind, &id)?;
+            tx.commit()?;
+            Ok(existed)
         })
         .await
     }
@@ -236,8 +390,8 @@ impl RunStore for SqliteStore {
         let rows = self
             .with("runs of thread", move |c| {
                 let mut stmt =
-                    c.prepare("SELECT doc FROM api_runs WHERE thread_id = ?1 ORDER BY seq")?;
-                stmt.query_map([id], |r| r.get::<_, String>(0))?
+                    c.prepare_cached("SELECT doc FROM api_runs WHERE thread_id = ?1 ORDER BY seq")?;
+                stmt.query_map([&id], |r| r.get::<_, String>(0))?
                     .collect::<Result<Vec<_>, _>>()
             })
             .await?;
@@ -259,11 +413,11 @@ impl RunStore for SqliteStore {
     async fn versions(&self, assistant_id: &str) -> StoreResult<Vec<Value>> {
         let id = assistant_id.to_owned();
         let rows = self
-            .with("versions", move |c| {
+            .blocking("versions", move |c| {
                 let mut stmt = c.prepare(
                     "SELECT doc FROM api_assistant_versions WHERE assistant_id = ?1 ORDER BY version DESC",
                 )?;
-                stmt.query_map([id], |r| r.get::<_, String>(0))?
+                stmt.query_map([&id], |r| r.get::<_, String>(0))?
                     .collect::<Result<Vec<_>, _>>()
             })
             .await?;
@@ -273,33 +427,83 @@ impl RunStore for SqliteStore {
     async fn claim(&self, _owner: &str, _lease: Duration) -> StoreResult<Option<Value>> {
         // One process holds the file: a run is this process's until it ends.
         self.with("claim", |c| {
-            // IMMEDIATE: a transaction that reads and then writes takes the write lock first;
-            // a deferred one fails at once ("database is locked", no busy wait) when the
-            // checkpointer's connection committed in between.
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let tx = immediate(c)?;
             let row: Option<(String, String)> = tx
-                .query_row(
+                .prepare_cached(
                     "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
                        AND COALESCE(json_extract(doc, '$.kwargs.not_before_ms'), 0) <= ?1
                        AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
                        AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
                      ORDER BY seq LIMIT 1",
-                    [crate::time::now_ms()],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
+                )?
+                .query_row([crate::time::now_ms()], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
             let Some((id, doc)) = row else {
                 return Ok(None);
             };
-            let mut doc: Value = serde_json::from_str(&doc).unwrap_or(Value::Null);
-            doc["status"] = "running".into();
-            doc["updated_at"] = crate::time::now_iso().into();
-            tx.execute(
-                "UPDATE api_runs SET status = 'running', doc = ?2 WHERE run_id = ?1",
-                params![id, doc.to_string()],
-            )?;
+            let claimed = claim_one(&tx, &id, &doc)?;
             tx.commit()?;
-            Ok(Some(doc))
+            Ok(claimed)
+        })
+        .await
+    }
+
+    async fn enqueue(
+        &self,
+        thread: &Value,
+        run: &Value,
+        claim: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>> {
+        let (thread, run, claim) = (thread.clone(), run.clone(), claim.is_some());
+        let seq = self.seq.clone();
+        self.with("enqueue", move |c| {
+            let tx = immediate(c)?;
+            write(&tx, &seq, Kind::Thread, &thread, true)?;
+            write(&tx, &seq, Kind::Run, &run, false)?;
+            let run_id = Kind::Run.id_of(&run);
+            let thread_id = Kind::Thread.id_of(&thread);
+            let due = run["kwargs"]["not_before_ms"]
+                .as_i64()
+                .is_none_or(|t| t <= crate::time::now_ms());
+            let claimed = if claim && due {
+                let others: i64 = tx
+                    .prepare_cached(
+                        "SELECT COUNT(*) FROM api_runs WHERE thread_id = ?1 AND run_id <> ?2
+                           AND status IN ('pending', 'running')",
+                    )?
+                    .query_row(params![thread_id, run_id], |r| r.get(0))?;
+                if others == 0 {
+                    claim_one(&tx, &run_id, &run.to_string())?
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            tx.commit()?;
+            Ok(claimed)
+        })
+        .await
+    }
+
+    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()> {
+        let run = run.clone();
+        let seq = self.seq.clone();
+        self.with("finish run", move |c| {
+            let tx = immediate(c)?;
+            match &thread {
+                ThreadEnd::Delete(id) => {
+                    remove(&tx, Kind::Thread, id)?;
+                }
+                ThreadEnd::Put(doc) => {
+                    write(&tx, &seq, Kind::Run, &run, true)?;
+                    write(&tx, &seq, Kind::Thread, doc, true)?;
+                }
+                ThreadEnd::Gone => {
+                    write(&tx, &seq, Kind::Run, &run, true)?;
+                }
+            }
+            tx.commit()
         })
         .await
     }
@@ -313,7 +517,7 @@ impl RunStore for SqliteStore {
         let id = run_id.to_owned();
         let status: Option<String> = self
             .with("renew", move |c| {
-                c.query_row("SELECT status FROM api_runs WHERE run_id = ?1", [id], |r| {
+                c.query_row("SELECT status FROM api_runs WHERE run_id = ?1", [&id], |r| {
                     r.get(0)
                 })
                 .optional()
