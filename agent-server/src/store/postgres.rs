@@ -89,7 +89,8 @@ impl PostgresStore {
 
 const UPSERT_THREAD: &str = "INSERT INTO api_threads (thread_id, doc) VALUES ($1, $2)
      ON CONFLICT (thread_id) DO UPDATE SET doc = EXCLUDED.doc";
-const UPSERT_RUN: &str = "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4)
+const UPSERT_RUN: &str =
+    "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4)
      ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, doc = EXCLUDED.doc,
        owner = CASE WHEN EXCLUDED.status IN ('pending', 'running') THEN api_runs.owner END";
 
@@ -340,7 +341,12 @@ impl RunStore for PostgresStore {
                 tx.execute(
                     "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
                        lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
-                    &[&run_id, &doc.to_string(), &claim.owner, &interval(claim.lease)],
+                    &[
+                        &run_id,
+                        &doc.to_string(),
+                        &claim.owner,
+                        &interval(claim.lease),
+                    ],
                 )
                 .await
                 .map_err(failed("enqueue"))?;

@@ -517,9 +517,11 @@ impl RunStore for SqliteStore {
         let id = run_id.to_owned();
         let status: Option<String> = self
             .with("renew", move |c| {
-                c.query_row("SELECT status FROM api_runs WHERE run_id = ?1", [&id], |r| {
-                    r.get(0)
-                })
+                c.query_row(
+                    "SELECT status FROM api_runs WHERE run_id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )
                 .optional()
             })
             .await?;
