@@ -337,11 +337,17 @@ impl Runs {
         }
     }
 
-    /// Requeues runs whose instance stopped renewing their lease.
+    /// Requeues runs whose instance stopped renewing their lease, and forgets the stored
+    /// events of runs long finished.
     async fn sweep_loop(self: Arc<Self>) {
         let every = (self.leases.ttl / 4).max(Duration::from_millis(200));
         loop {
             tokio::time::sleep(every).await;
+            // Finished runs' stored events and results, once nobody follows them (a
+            // stateless run's are otherwise never deleted: its run row goes with its thread).
+            if let Err(e) = self.store.sweep_finished(KEEP_FINISHED).await {
+                tracing::warn!(error = %e, "sweeping finished runs' events failed");
+            }
             match self.store.requeue_expired(self.leases.max_attempts).await {
                 Ok(0) => {}
                 Ok(n) => {

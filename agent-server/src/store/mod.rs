@@ -167,6 +167,11 @@ pub trait RunStore: Send + Sync + 'static {
     /// Runs whose lease ran out go back to `pending` with `attempt + 1`, or end `error` past
     /// `max_attempts`; returns how many were requeued.
     async fn requeue_expired(&self, max_attempts: i64) -> StoreResult<usize>;
+    /// Forgets the stored events and results of runs that ended more than `age` ago (no
+    /// instance follows them any more); how many results went.
+    async fn sweep_finished(&self, _age: Duration) -> StoreResult<u64> {
+        Ok(0)
+    }
     /// Marks `doc` (a pending run) `interrupted` if it is still pending; whether it was.
     async fn cancel_pending(&self, doc: &Value) -> StoreResult<bool>;
     /// Asks the owner of a running run to stop it.

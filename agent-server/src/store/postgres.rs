@@ -35,6 +35,7 @@ CREATE INDEX IF NOT EXISTS api_runs_by_thread ON api_runs (thread_id, seq);
 CREATE INDEX IF NOT EXISTS api_runs_by_status ON api_runs (status, seq);
 CREATE TABLE IF NOT EXISTS api_run_events (run_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS api_run_results (run_id TEXT PRIMARY KEY, body TEXT NOT NULL, finished_at TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE INDEX IF NOT EXISTS api_run_results_by_age ON api_run_results (finished_at);
 ";
 
 /// The run store in PostgreSQL.
@@ -401,6 +402,28 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("renew"))?;
         Ok(row.map(|r| r.get::<_, Option<String>>(0)))
+    }
+
+    async fn sweep_finished(&self, age: Duration) -> StoreResult<u64> {
+        let mut c = self.client("sweep").await?;
+        let tx = c.transaction().await.map_err(failed("sweep"))?;
+        let old =
+            "SELECT run_id FROM api_run_results WHERE finished_at < now() - $1::text::interval";
+        tx.execute(
+            &format!("DELETE FROM api_run_events WHERE run_id IN ({old})"),
+            &[&interval(age)],
+        )
+        .await
+        .map_err(failed("sweep"))?;
+        let n = tx
+            .execute(
+                "DELETE FROM api_run_results WHERE finished_at < now() - $1::text::interval",
+                &[&interval(age)],
+            )
+            .await
+            .map_err(failed("sweep"))?;
+        tx.commit().await.map_err(failed("sweep"))?;
+        Ok(n)
     }
 
     async fn requeue_expired(&self, max_attempts: i64) -> StoreResult<usize> {

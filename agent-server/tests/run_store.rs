@@ -1,0 +1,160 @@
+//! The run store's queue as the server uses it, on both backends: a run queued with a claim
+//! starts at once only when its thread runs nothing else; a run's end is recorded with its
+//! thread's in one step, a stateless run's thread going with its runs; long-finished runs'
+//! stored results are swept.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::PostgresSaver;
+use agent_server::store::{Claim, Kind, RunStore, ThreadEnd};
+use agent_server::{PostgresStore, SqliteStore};
+use serde_json::{Value, json};
+
+fn thread(id: &str) -> Value {
+    json!({"thread_id": id, "status": "busy", "metadata": {}})
+}
+
+fn run(id: &str, thread: &str) -> Value {
+    json!({"run_id": id, "thread_id": thread, "status": "pending", "attempt": 1, "kwargs": {}})
+}
+
+const CLAIM: Claim<'static> = Claim {
+    owner: "me",
+    lease: Duration::from_secs(20),
+};
+
+async fn queue_semantics(store: Arc<dyn RunStore>) {
+    // Claimed as it is queued: its thread runs nothing.
+    let claimed = store
+        .enqueue(&thread("t1"), &run("r1", "t1"), Some(CLAIM))
+        .await
+        .unwrap()
+        .expect("a run on an idle thread is claimed as it is queued");
+    assert_eq!(claimed["status"], "running");
+    // A second run on the same thread waits in the queue, claim or not.
+    let second = store
+        .enqueue(&thread("t1"), &run("r2", "t1"), Some(CLAIM))
+        .await
+        .unwrap();
+    assert!(second.is_none(), "a thread never runs two runs at once");
+    assert_eq!(
+        store.get(Kind::Run, "r2").await.unwrap().unwrap()["status"],
+        "pending"
+    );
+    // Without a claim (no free worker), a run on another thread only waits.
+    assert!(
+        store
+            .enqueue(&thread("t2"), &run("r3", "t2"), None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The first run ends: its thread's document goes with it; the second can be claimed.
+    let mut done = claimed.clone();
+    done["status"] = "success".into();
+    let mut idle = thread("t1");
+    idle["status"] = "idle".into();
+    store.finish(&done, ThreadEnd::Put(idle)).await.unwrap();
+    assert_eq!(
+        store.get(Kind::Run, "r1").await.unwrap().unwrap()["status"],
+        "success"
+    );
+    assert_eq!(
+        store.get(Kind::Thread, "t1").await.unwrap().unwrap()["status"],
+        "idle"
+    );
+    let next = store.claim("me", Duration::from_secs(20)).await.unwrap();
+    assert_eq!(next.unwrap()["run_id"], "r2");
+    // A stateless run's thread is deleted with its runs as it ends.
+    let mut r3 = store
+        .claim("me", Duration::from_secs(20))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r3["run_id"], "r3");
+    r3["status"] = "success".into();
+    store
+        .finish(&r3, ThreadEnd::Delete("t2".into()))
+        .await
+        .unwrap();
+    assert!(store.get(Kind::Thread, "t2").await.unwrap().is_none());
+    assert!(store.get(Kind::Run, "r3").await.unwrap().is_none());
+    // A thread deleted while its run went on: the run's end is still recorded.
+    let mut r2 = store.get(Kind::Run, "r2").await.unwrap().unwrap();
+    store.delete(Kind::Thread, "t1").await.unwrap();
+    r2["status"] = "error".into();
+    store.finish(&r2, ThreadEnd::Gone).await.unwrap();
+    assert_eq!(
+        store.get(Kind::Run, "r2").await.unwrap().unwrap()["status"],
+        "error"
+    );
+    // A run that must wait (`after_seconds`) is not claimed as it is queued.
+    let mut later = run("r4", "t3");
+    later["kwargs"]["not_before_ms"] = (jiff::Timestamp::now().as_millisecond() + 60_000).into();
+    assert!(
+        store
+            .enqueue(&thread("t3"), &later, Some(CLAIM))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn sqlite_queue_claims_at_once_only_an_idle_threads_run() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-run-store-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
+    queue_semantics(Arc::new(store)).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_results() {
+    let Some(url) = common::fresh_database("run_store").await else {
+        eprintln!("skipped: AGENTGRAPH_POSTGRES_URL is not set");
+        return;
+    };
+    let saver = PostgresSaver::connect(&url).await.unwrap();
+    let store = Arc::new(PostgresStore::open(&saver, &url).await.unwrap());
+    queue_semantics(store.clone()).await;
+    store
+        .put_result("r1", &json!({"done": true}))
+        .await
+        .unwrap();
+    store
+        .append_events(
+            "r1",
+            &[agent_server::store::StoredEvent {
+                seq: 0,
+                id: "1-0".into(),
+                name: "values".into(),
+                data: "{}".into(),
+            }],
+        )
+        .await
+        .unwrap();
+    // Kept while they may be followed...
+    assert_eq!(
+        store
+            .sweep_finished(Duration::from_secs(600))
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(store.result("r1").await.unwrap().is_some());
+    // ...and forgotten after.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        store
+            .sweep_finished(Duration::from_millis(1))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(store.result("r1").await.unwrap().is_none());
+    assert!(store.events_after("r1", -1).await.unwrap().is_empty());
+}
