@@ -260,6 +260,8 @@ impl<F: FlowSpec> Flow for Entry<F> {
                 F::input(text, &env).map_err(|e| e.to_string())
             },
         )
+        .context_schema(context_schema(F::OPTIONS))
+        .description(F::SUMMARY)
     }
 
     fn open(
@@ -278,6 +280,27 @@ impl<F: FlowSpec> Flow for Entry<F> {
             env: env.clone(),
         }))
     }
+}
+
+/// The JSON Schema of what a run's `context` sets: `model` and the flow's options, all
+/// strings (the CLI's flags), none required. Clients build their settings form from it.
+fn context_schema(options: &[FlowOption]) -> Value {
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "model".into(),
+        serde_json::json!({
+            "type": "string",
+            "title": "model",
+            "description": "The chat model: `offline` (the built-in, no network), or a provider's `provider:model` such as `openai:gpt-4o-mini`.",
+        }),
+    );
+    for o in options {
+        properties.insert(
+            o.key.into(),
+            serde_json::json!({"type": "string", "title": o.key, "description": o.help}),
+        );
+    }
+    serde_json::json!({"type": "object", "title": "Context", "properties": properties, "additionalProperties": false})
 }
 
 /// A run's `context` JSON over the server's defaults: `model` names the model, every other
