@@ -17,6 +17,8 @@ export async function chatScreen(root, assistantId, threadId) {
   let messages = [];
   const partial = new Map(); // message id -> {text, node}
   const opened = new Set(); // tool call ids whose cards are open
+  let steps = []; // this run's node updates: {node, update, output}
+  let runStart = 0; // where this run's messages begin
   let running = false, runId = null, frame = 0;
 
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", id: "log" });
@@ -72,7 +74,8 @@ export async function chatScreen(root, assistantId, threadId) {
     const results = new Map();
     for (const m of messages) if (m.type === "tool" && m.tool_call_id) results.set(m.tool_call_id, m);
     const out = [];
-    for (const m of messages) {
+    messages.forEach((m, i) => {
+      if (i === runStart) out.push(...steps.map(stepCard));
       if (m.type === "human") out.push(bubble("human", "You", contentText(m.content)));
       else if (m.type === "ai") {
         const text = contentText(m.content);
@@ -82,7 +85,8 @@ export async function chatScreen(root, assistantId, threadId) {
       } else if (m.type === "tool" && !messages.some((a) => (a.tool_calls || []).some((c) => c.id === m.tool_call_id))) {
         out.push(toolCard({ id: m.tool_call_id, name: m.name || "tool", args: null }, m));
       } else if (m.type === "system") out.push(bubble("system", "System", contentText(m.content)));
-    }
+    });
+    if (runStart >= messages.length) out.push(...steps.map(stepCard));
     const known = new Set(messages.map((m) => m.id));
     for (const [id, p] of partial) {
       if (!known.has(id) && p.text) out.push(bubble("ai streaming", `${name} · ${p.node || ""}`, p.text));
@@ -95,6 +99,20 @@ export async function chatScreen(root, assistantId, threadId) {
 
   function bubble(kind, who, text) {
     return h("div", { class: `msg ${kind}` }, h("div", { class: "who" }, who), h("div", { class: "text" }, text));
+  }
+
+  /** A node's step in this run: its model output (when it streamed one it did not keep as
+   *  a message) and its update, collapsed. */
+  function stepCard(step, i) {
+    const key = `step-${i}`;
+    const { messages: _kept, ...update } = step.update && typeof step.update === "object" ? step.update : { value: step.update };
+    const card = h("details", { class: "tool step-card", open: opened.has(key), "data-node": step.node },
+      h("summary", {}, h("span", { class: "tool-name" }, `Step: ${step.node}`),
+        h("span", { class: "tool-state" }, ` · wrote ${Object.keys(update).join(", ") || "messages"}`)),
+      step.output ? [h("div", { class: "tool-label" }, "Model output"), h("pre", {}, step.output)] : null,
+      Object.keys(update).length ? [h("div", { class: "tool-label" }, "Update"), jsonTree(update, 4)] : null);
+    card.addEventListener("toggle", () => (card.open ? opened.add(key) : opened.delete(key)));
+    return card;
   }
 
   function toolCard(call, result) {
@@ -111,7 +129,9 @@ export async function chatScreen(root, assistantId, threadId) {
     const text = input.value.trim();
     if (!text || running) return;
     input.value = "";
+    runStart = messages.length + 1;
     messages = messages.concat([{ type: "human", content: text, id: `local-${Date.now()}` }]);
+    steps = [];
     render();
     await run({ input: { messages: [{ role: "user", content: text }] } });
   }
@@ -122,6 +142,7 @@ export async function chatScreen(root, assistantId, threadId) {
     running = true; send.disabled = true; stop.disabled = false;
     fill(status, "Running…");
     unmark(svg);
+    log.dataset.streamedChunks = "0";
     try {
       if (!threadId) {
         const t = await api.newThread({ graph_id: assistant.graph_id });
@@ -163,11 +184,23 @@ export async function chatScreen(root, assistantId, threadId) {
       const id = chunk.id || "streaming";
       const p = partial.get(id) || { text: "", node: meta && meta.langgraph_node };
       p.text += contentText(chunk.content);
+      log.dataset.streamedChunks = String(Number(log.dataset.streamedChunks || 0) + 1);
       partial.set(id, p);
       if (p.node) mark(svg, p.node, "running");
       later();
     } else if (kind === "updates" && data && typeof data === "object") {
-      for (const node of Object.keys(data)) if (!node.startsWith("__")) mark(svg, node, "done");
+      const known = new Set(messages.map((m) => m.id));
+      for (const [node, update] of Object.entries(data)) {
+        if (node.startsWith("__")) continue;
+        mark(svg, node, "done");
+        // What the node's model streamed and the node did not keep as a message.
+        let output = "";
+        for (const [id, p] of partial) {
+          if (p.node === node && !known.has(id)) { output += p.text; partial.delete(id); }
+        }
+        steps.push({ node, update, output });
+      }
+      later();
     } else if (kind === "debug" && data && data.payload) {
       if (data.type === "task") mark(svg, data.payload.name, "running");
       else if (data.type === "task_result") mark(svg, data.payload.name, "done");
@@ -198,6 +231,8 @@ export async function chatScreen(root, assistantId, threadId) {
       try {
         if (editor.value !== original) await api.editState(threadId, JSON.parse(editor.value));
       } catch (err) { fail(err); go.disabled = false; return; }
+      steps = [];
+      runStart = messages.length;
       if (asks.length) {
         let value = answer.value;
         try { value = JSON.parse(value); } catch { /* plain text */ }

@@ -4,7 +4,7 @@
 // `sub:inner`) boxed around their nodes, nested as deep as they go.
 
 const SVG = "http://www.w3.org/2000/svg";
-const NODE_H = 34, RANK_GAP = 64, NODE_GAP = 28, PAD = 24, CHAR_W = 7.4, BOX_PAD = 10;
+const NODE_H = 34, RANK_GAP = 56, NODE_GAP = 24, PAD = 24, CHAR_W = 7.4, BOX_PAD = 10, VIRTUAL_W = 8;
 
 function s(tag, attrs = {}) {
   const el = document.createElementNS(SVG, tag);
@@ -15,7 +15,11 @@ function s(tag, attrs = {}) {
 const group = (id) => (id.includes(":") ? id.slice(0, id.lastIndexOf(":")) : "");
 const label = (n) => (n.data && n.data.name) || n.id.split(":").pop();
 
-/** Positions for every node: {x, y, w, rank} by id, and the edges that run backwards. */
+/**
+ * Positions for every node ({x, y, w, rank} by id), the edges that run backwards, and the
+ * bend points of the edges that span several ranks (through a virtual node per rank, which
+ * takes part in the ordering so long edges pass between nodes, not through them).
+ */
 export function layout(graph) {
   const nodes = graph.nodes || [];
   const edges = graph.edges || [];
@@ -38,7 +42,7 @@ export function layout(graph) {
   for (const id of ids) if (!state.has(id)) visit(id);
   const forward = (a, b) => !back.has(a + "\u0000" + b) && a !== b;
 
-  // Longest path from the sources, in topological order (reverse post-order).
+  // Longest path from the sources, in topological order (reverse post-order); __end__ last.
   const rank = new Map(ids.map((id) => [id, 0]));
   for (const id of order.slice().reverse()) {
     for (const t of out.get(id)) if (forward(id, t)) rank.set(t, Math.max(rank.get(t), rank.get(id) + 1));
@@ -46,18 +50,38 @@ export function layout(graph) {
   const maxRank = Math.max(0, ...[...rank.entries()].filter(([id]) => id !== "__end__").map(([, r]) => r));
   if (rank.has("__end__")) rank.set("__end__", maxRank + 1);
 
+  // The layered graph: forward edges cut into one-rank pieces through virtual nodes.
+  const down = new Map(ids.map((id) => [id, []])), up = new Map(ids.map((id) => [id, []]));
+  const link = (a, b) => { down.get(a).push(b); up.get(b).push(a); };
+  const virtual = new Map(); // virtual id -> its edge index
+  const chains = new Map(); // edge index -> virtual ids, top to bottom
+  edges.forEach((e, i) => {
+    if (!out.has(e.source) || !out.has(e.target) || !forward(e.source, e.target)) return;
+    let prev = e.source;
+    const chain = [];
+    for (let r = rank.get(e.source) + 1; r < rank.get(e.target); r++) {
+      const v = `\u0001${i}:${r}`;
+      virtual.set(v, i); rank.set(v, r); down.set(v, []); up.set(v, []);
+      chain.push(v); link(prev, v); prev = v;
+    }
+    link(prev, e.target);
+    if (chain.length) chains.set(i, chain);
+  });
+
   // Rows, first in walk order, then barycenter sweeps (down and up), members of one
   // subgraph kept side by side.
   const rows = [];
-  for (const id of order.slice().reverse()) (rows[rank.get(id)] ||= []).push(id);
-  const preds = new Map(ids.map((id) => [id, []]));
-  for (const [a, ts] of out) for (const t of ts) if (forward(a, t)) preds.get(t).push(a);
+  const place = (id) => (rows[rank.get(id)] ||= []).push(id);
+  for (const id of order.slice().reverse()) {
+    place(id);
+    for (const [i, chain] of chains) if (edges[i].source === id) chain.forEach(place);
+  }
   const pos = new Map();
   const index = () => rows.forEach((row) => row && row.forEach((id, i) => pos.set(id, i)));
   index();
   const sweep = (row, neighbours) => {
     const bary = new Map(row.map((id) => {
-      const ns = neighbours(id).filter((n) => pos.has(n));
+      const ns = neighbours.get(id).filter((n) => pos.has(n));
       return [id, ns.length ? ns.reduce((a, n) => a + pos.get(n), 0) / ns.length : pos.get(id)];
     }));
     const groupMean = new Map();
@@ -67,7 +91,7 @@ export function layout(graph) {
       groupMean.set(g, [sum + bary.get(id), n + 1]);
     }
     const key = (id) => {
-      const g = group(id);
+      const g = virtual.has(id) ? "" : group(id);
       if (!g) return [bary.get(id), ""];
       const [sum, n] = groupMean.get(g);
       return [sum / n, g];
@@ -77,31 +101,33 @@ export function layout(graph) {
       return ka - kb || ga.localeCompare(gb) || bary.get(a) - bary.get(b);
     });
   };
-  for (let pass = 0; pass < 6; pass++) {
-    for (let r = 1; r < rows.length; r++) if (rows[r]) { sweep(rows[r], (id) => preds.get(id)); index(); }
-    for (let r = rows.length - 2; r >= 0; r--) if (rows[r]) { sweep(rows[r], (id) => out.get(id).filter((t) => forward(id, t))); index(); }
+  for (let pass = 0; pass < 8; pass++) {
+    for (let r = 1; r < rows.length; r++) if (rows[r]) { sweep(rows[r], up); index(); }
+    for (let r = rows.length - 2; r >= 0; r--) if (rows[r]) { sweep(rows[r], down); index(); }
   }
 
   // Coordinates: each row centred on the widest.
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  const width = (id) => Math.max(70, label(byId.get(id)).length * CHAR_W + 28);
+  const width = (id) => (virtual.has(id) ? VIRTUAL_W : Math.max(70, label(byId.get(id)).length * CHAR_W + 28));
   const rowWidth = (row) => row.reduce((a, id) => a + width(id), 0) + NODE_GAP * (row.length - 1);
   const widest = Math.max(0, ...rows.filter(Boolean).map(rowWidth));
-  const at = new Map();
+  const at = new Map(), bends = new Map();
   rows.forEach((row, r) => {
     if (!row) return;
     let x = PAD + (widest - rowWidth(row)) / 2;
     for (const id of row) {
-      at.set(id, { x, y: PAD + r * (NODE_H + RANK_GAP), w: width(id), rank: r });
+      const p = { x, y: PAD + r * (NODE_H + RANK_GAP), w: width(id), rank: r };
+      if (virtual.has(id)) bends.set(id, p); else at.set(id, p);
       x += width(id) + NODE_GAP;
     }
   });
-  return { at, back, width: widest + 2 * PAD, height: PAD * 2 + rows.length * (NODE_H + RANK_GAP) - RANK_GAP };
+  const routes = new Map([...chains].map(([i, chain]) => [i, chain.map((v) => bends.get(v))]));
+  return { at, back, routes, width: widest + 2 * PAD, height: PAD * 2 + rows.length * (NODE_H + RANK_GAP) - RANK_GAP };
 }
 
 /** The graph drawn as an <svg>: one `g.node[data-node]` per node, one `path.edge` per edge. */
 export function drawGraph(graph, title) {
-  const { at, back, width, height } = layout(graph);
+  const { at, back, routes, width, height } = layout(graph);
   const svg = s("svg", {
     viewBox: `0 0 ${Math.max(width, 120)} ${Math.max(height, 60)}`,
     class: "graph", role: "img", "aria-label": title,
@@ -128,25 +154,34 @@ export function drawGraph(graph, title) {
     box.append(name); svg.append(box);
   }
 
-  for (const e of graph.edges || []) {
+  (graph.edges || []).forEach((e, i) => {
     const a = at.get(e.source), b = at.get(e.target);
-    if (!a || !b) continue;
+    if (!a || !b) return;
     let d;
     if (back.has(e.source + "\u0000" + e.target) || e.source === e.target || b.rank <= a.rank) {
       // Back to an earlier row: out of the source's right side, round, into the target's.
       const x1 = a.x + a.w, y1 = a.y + NODE_H / 2, x2 = b.x + b.w, y2 = b.y + NODE_H / 2;
-      const bulge = Math.max(x1, x2) + 40 + 10 * Math.abs(a.rank - b.rank);
+      const bulge = Math.max(x1, x2) + 30 + 8 * Math.abs(a.rank - b.rank);
       d = `M${x1},${y1} C${bulge},${y1} ${bulge},${y2} ${x2 + 2},${y2}`;
     } else {
-      const x1 = a.x + a.w / 2, y1 = a.y + NODE_H, x2 = b.x + b.w / 2, y2 = b.y - 2;
-      const bend = Math.max(24, (y2 - y1) / 2);
-      d = `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`;
+      // Down from the source's bottom through each bend (a virtual node's column) to the
+      // target's top, a smooth curve between rows.
+      const points = [[a.x + a.w / 2, a.y + NODE_H]];
+      for (const p of routes.get(i) || []) points.push([p.x + p.w / 2, p.y], [p.x + p.w / 2, p.y + NODE_H]);
+      points.push([b.x + b.w / 2, b.y - 2]);
+      d = `M${points[0][0]},${points[0][1]}`;
+      for (let k = 1; k < points.length; k++) {
+        const [x1, y1] = points[k - 1], [x2, y2] = points[k];
+        if (k % 2 === 0) { d += ` L${x2},${y2}`; continue; } // through a virtual node
+        const bend = Math.max(16, (y2 - y1) / 2);
+        d += ` C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`;
+      }
     }
     svg.append(s("path", {
       d, class: "edge" + (e.conditional ? " conditional" : ""), "marker-end": "url(#arrow)",
       "data-source": e.source, "data-target": e.target,
     }));
-  }
+  });
 
   for (const n of graph.nodes || []) {
     const p = at.get(n.id);

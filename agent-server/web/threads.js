@@ -19,6 +19,26 @@ export function parseFilter(text) {
   return out;
 }
 
+/**
+ * What the step that made checkpoint `c` wrote: the checkpoint's own record when it keeps
+ * one (`metadata.writes`), else the channels whose value differs from its parent's, by the
+ * tasks the parent had pending. Null for a thread's first checkpoint.
+ */
+export function stepWrites(c, parent) {
+  const meta = c.metadata || {};
+  if (meta.writes && typeof meta.writes === "object") {
+    return { nodes: Object.keys(meta.writes), values: meta.writes };
+  }
+  if (!parent) return null;
+  const now = c.values || {}, before = parent.values || {};
+  const values = {};
+  for (const key of Object.keys(now)) {
+    if (JSON.stringify(now[key]) !== JSON.stringify(before[key])) values[key] = now[key];
+  }
+  const nodes = (parent.tasks || []).map((t) => t.name);
+  return { nodes: meta.source === "input" ? ["input"] : nodes, values };
+}
+
 export async function threadsScreen(root) {
   const filter = h("input", { id: "thread-filter", type: "search", placeholder: "graph_id=tool-router" });
   const status = h("select", { id: "thread-status" },
@@ -66,9 +86,12 @@ export async function threadScreen(root, threadId) {
     let items;
     try { items = (await api.history(threadId)).slice().reverse(); } catch (e) { fill(timeline, h("li", {}, errorBox(e.message))); return; }
     const id = (c) => c.checkpoint_id || (c.checkpoint && c.checkpoint.checkpoint_id);
+    const byId = new Map(items.map((c) => [id(c), c]));
     const buttons = items.map((c) => {
       const meta = c.metadata || {};
-      const writes = meta.writes && typeof meta.writes === "object" ? Object.keys(meta.writes) : [];
+      const parent = c.parent_checkpoint && byId.get(c.parent_checkpoint.checkpoint_id);
+      c.writes = stepWrites(c, parent);
+      const writes = c.writes ? c.writes.nodes : [];
       const b = h("button", { type: "button", class: "step", "aria-pressed": "false", "data-checkpoint": id(c), onclick: () => choose(c, b) },
         h("span", { class: "step-n" }, `step ${meta.step ?? "?"}`),
         h("span", {}, meta.source || ""),
@@ -118,8 +141,8 @@ export async function threadScreen(root, threadId) {
         (c.next || []).length ? ` · next: ${c.next.join(", ")}` : "",
         c.parent_checkpoint ? ` · parent ${short(c.parent_checkpoint.checkpoint_id)}` : ""),
       h("h3", {}, "State"), h("div", { class: "tree", id: "state-tree" }, jsonTree(c.values ?? null, 2)),
-      h("h3", {}, "Writes of this step"),
-      h("div", { class: "tree", id: "writes-tree" }, meta.writes ? jsonTree(meta.writes, 2) : h("p", { class: "empty" }, "None recorded (an input or a fork point).")),
+      h("h3", {}, c.writes && c.writes.nodes.length ? `Writes of this step (by ${c.writes.nodes.join(", ")})` : "Writes of this step"),
+      h("div", { class: "tree", id: "writes-tree" }, c.writes ? jsonTree(c.writes.values, 2) : h("p", { class: "empty" }, "None (the thread's first checkpoint).")),
       assistantId ? form : null);
   }
 }
