@@ -247,21 +247,22 @@ impl<F: FlowSpec> Flow for Entry<F> {
         defaults: FlowEnv,
     ) -> agent_server::ServerBuilder {
         let for_turns = defaults.clone();
-        builder.graph_with_turns(
-            F::NAME,
-            F::graph(),
-            move |context: &Value| {
-                let env = env_from_context(&defaults, context)?;
-                check_options::<F>(&env).map_err(|e| e.to_string())?;
-                F::context(&env).map_err(|e| e.to_string())
-            },
-            move |text: &str, context: &Value| {
-                let env = env_from_context(&for_turns, context)?;
-                F::input(text, &env).map_err(|e| e.to_string())
-            },
-        )
-        .context_schema(context_schema(F::OPTIONS))
-        .description(F::SUMMARY)
+        builder
+            .graph_with_turns(
+                F::NAME,
+                F::graph(),
+                move |context: &Value| {
+                    let env = env_from_context(&defaults, context)?;
+                    check_options::<F>(&env).map_err(|e| e.to_string())?;
+                    F::context(&env).map_err(|e| e.to_string())
+                },
+                move |text: &str, context: &Value| {
+                    let env = env_from_context(&for_turns, context)?;
+                    F::input(text, &env).map_err(|e| e.to_string())
+                },
+            )
+            .context_schema(context_schema(F::OPTIONS))
+            .description(F::SUMMARY)
     }
 
     fn open(

@@ -8,26 +8,17 @@
 
 mod common;
 
+#[path = "../../agent-server/tests/browser/mod.rs"]
+mod browser;
+
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Stdio;
 
+use browser::{Browser, Killed, css, shot, until};
 use common::Scratch;
+use fantoccini::Client;
 use fantoccini::key::Key;
-use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
-
-/// A child process killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `agent serve` on a free port; its URL.
 fn serve(s: &Scratch) -> (Killed, String) {
@@ -53,157 +44,40 @@ fn serve(s: &Scratch) -> (Killed, String) {
     (Killed(child), url)
 }
 
-/// The first of `names` found on PATH (or at `env`'s path when set).
-fn program(env: &str, names: &[&str]) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(env) {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
-        .find(|p| p.is_file())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Chromium and chromedriver, or why not (a skip locally, a failure in CI).
-fn browser_programs() -> Option<(PathBuf, PathBuf)> {
-    let chromium = program("CHROMIUM", &["chromium", "chromium-browser", "google-chrome"]);
-    let driver = program("CHROMEDRIVER", &["chromedriver"]);
-    match (chromium, driver) {
-        (Some(c), Some(d)) => Some((c, d)),
-        _ => {
-            let why = "the web page tests need Chromium and chromedriver: `apt-get install chromium chromium-driver` (Debian), or set CHROMIUM and CHROMEDRIVER";
-            assert!(std::env::var_os("CI").is_none(), "{why}");
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
-}
-
-/// chromedriver on a free port, and a headless session of `chromium` at 1280x800.
-async fn browser(chromium: &Path, driver: &Path) -> (Killed, Client) {
-    let port = free_port();
-    let child = Command::new(driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", driver.display()));
-    let child = Killed(child);
-    // chromedriver listens a moment after it starts.
-    let mut listening = false;
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            listening = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(listening, "chromedriver never listened on port {port}");
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,800", "--force-prefers-reduced-motion"],
-        }),
-    );
-    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    let client = ClientBuilder::new(connector)
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .unwrap_or_else(|e| panic!("no browser session from chromedriver: {e}"));
-    (child, client)
-}
-
-fn shots_dir() -> PathBuf {
-    // target/ beside the workspace's Cargo.toml (CARGO_TARGET_DIR when set).
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let dir = target.join("web-screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-async fn shot(c: &Client, name: &str) {
-    let png = c.screenshot().await.unwrap();
-    std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
-}
-
-/// Polls `script` (a function body that returns a value) until it returns something truthy;
-/// gives up after a minute, showing what the page says.
-async fn until(c: &Client, what: &str, script: &str) -> Value {
-    for _ in 0..600 {
-        let v = c.execute(script, vec![]).await.unwrap();
-        let truthy = match &v {
-            Value::Null | Value::Bool(false) => false,
-            Value::Number(n) => n.as_f64() != Some(0.0),
-            Value::String(s) => !s.is_empty(),
-            _ => true,
-        };
-        if truthy {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let text = c
-        .execute("return document.body.innerText", vec![])
-        .await
-        .unwrap_or_default();
-    panic!("waited a minute for {what}; the page says:\n{text}");
-}
-
-async fn css(c: &Client, selector: &str) -> fantoccini::elements::Element {
-    c.wait()
-        .at_most(Duration::from_secs(60))
-        .for_element(Locator::Css(selector))
-        .await
-        .unwrap_or_else(|e| panic!("no {selector} on the page: {e}"))
-}
-
 async fn api(url: &str, method: &str, path: &str, body: Option<Value>) -> Value {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let c = reqwest::Client::new();
     let req = match method {
         "GET" => c.get(format!("{url}{path}")),
-        _ => c.post(format!("{url}{path}")).json(&body.unwrap_or(json!({}))),
+        _ => c
+            .post(format!("{url}{path}"))
+            .json(&body.unwrap_or(json!({}))),
     };
     let resp = req.send().await.unwrap();
-    assert!(resp.status().is_success(), "{method} {path}: {}", resp.status());
+    assert!(
+        resp.status().is_success(),
+        "{method} {path}: {}",
+        resp.status()
+    );
     resp.json().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_lists_draws_chats_resumes_and_forks() {
-    let Some((chromium, driver)) = browser_programs() else {
+    let Some(browser) = Browser::open().await else {
         return;
     };
     let s = Scratch::new("web");
     let (_server, url) = serve(&s);
-    let (_driver, c) = browser(&chromium, &driver).await;
-    let page = c.clone();
-    let outcome = async move {
-        graphs_are_listed_and_drawn(&page, &url).await;
-        let thread = chat_streams_an_answer(&page, &url).await;
-        a_paused_run_resumes_from_its_form(&page, &url).await;
-        a_checkpoint_forks_from_the_timeline(&page, &url, &thread).await;
-    };
-    // The session is closed even when a step fails, so chromedriver's Chromium exits.
-    let result = tokio::spawn(outcome).await;
-    let _ = c.close().await;
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    let c = browser.client.clone();
+    browser
+        .run(async move {
+            graphs_are_listed_and_drawn(&c, &url).await;
+            let thread = chat_streams_an_answer(&c, &url).await;
+            a_paused_run_resumes_from_its_form(&c, &url).await;
+            a_checkpoint_forks_from_the_timeline(&c, &url, &thread).await;
+        })
+        .await;
 }
 
 /// The five flows, each with its description and a drawing of every node and edge of
@@ -217,12 +91,24 @@ async fn graphs_are_listed_and_drawn(c: &Client, url: &str) {
         "return document.querySelectorAll('#graphs li.card').length === 5",
     )
     .await;
-    let assistants = api(url, "POST", "/assistants/search", Some(json!({"limit": 10}))).await;
+    let assistants = api(
+        url,
+        "POST",
+        "/assistants/search",
+        Some(json!({"limit": 10})),
+    )
+    .await;
     let mut seen = Vec::new();
     for a in assistants.as_array().unwrap() {
         let graph_id = a["graph_id"].as_str().unwrap();
         let id = a["assistant_id"].as_str().unwrap();
-        let drawing = api(url, "GET", &format!("/assistants/{id}/graph?xray=true"), None).await;
+        let drawing = api(
+            url,
+            "GET",
+            &format!("/assistants/{id}/graph?xray=true"),
+            None,
+        )
+        .await;
         let nodes = drawing["nodes"].as_array().unwrap().len();
         let edges = drawing["edges"].as_array().unwrap();
         let dashed = edges.iter().filter(|e| e["conditional"] == true).count();
@@ -246,7 +132,10 @@ async fn graphs_are_listed_and_drawn(c: &Client, url: &str) {
         seen.push(graph_id.to_owned());
     }
     seen.sort();
-    assert_eq!(seen, ["data", "form", "orchestrator", "react", "tool-router"]);
+    assert_eq!(
+        seen,
+        ["data", "form", "orchestrator", "react", "tool-router"]
+    );
     shot(c, "graphs").await;
 
     // A phone's width: nothing wider than the screen.
@@ -258,7 +147,10 @@ async fn graphs_are_listed_and_drawn(c: &Client, url: &str) {
         )
         .await
         .unwrap();
-    assert!(wide.as_i64().unwrap() <= 0, "the page overflows 360 px by {wide}");
+    assert!(
+        wide.as_i64().unwrap() <= 0,
+        "the page overflows 360 px by {wide}"
+    );
     shot(c, "graphs-360").await;
     c.set_window_size(1280, 800).await.unwrap();
 }
@@ -277,7 +169,10 @@ async fn chat_streams_an_answer(c: &Client, url: &str) -> String {
     // The context form comes from the flow's context schema.
     css(c, "#settings #ctx-model").await;
     input
-        .send_keys(&format!("What time is it in Tokyo?{}", char::from(Key::Enter)))
+        .send_keys(&format!(
+            "What time is it in Tokyo?{}",
+            char::from(Key::Enter)
+        ))
         .await
         .unwrap();
     until(
@@ -299,18 +194,22 @@ async fn chat_streams_an_answer(c: &Client, url: &str) -> String {
         .await
         .unwrap();
     assert_eq!(page["errors"], "", "{page}");
+    assert!(page["answer"].as_str().unwrap().contains("Tokyo"), "{page}");
     assert!(
-        page["answer"].as_str().unwrap().contains("Tokyo"),
-        "{page}"
+        page["chunks"].as_u64().unwrap() > 1,
+        "streamed in pieces: {page}"
     );
-    assert!(page["chunks"].as_u64().unwrap() > 1, "streamed in pieces: {page}");
     // tool-router keeps its tool calls in its state: each node's step is a card.
     assert_eq!(
         page["steps"],
         json!(["router", "tool_executor", "generator"]),
         "{page}"
     );
-    assert!(page["visited"].as_u64().unwrap() >= 2, "nodes marked: {page}");
+    assert!(
+        page["visited"].as_u64().unwrap() >= 2,
+        "nodes marked: {page}"
+    );
+    shot(c, "chat").await;
     // The tool's card opens and shows what the tool returned.
     css(c, "details.step-card[data-node=\"tool_executor\"] summary")
         .await
@@ -323,7 +222,7 @@ async fn chat_streams_an_answer(c: &Client, url: &str) -> String {
         .await
         .unwrap();
     assert!(card.contains("Asia/Tokyo"), "{card}");
-    shot(c, "chat").await;
+    shot(c, "chat-step").await;
     let thread = page["thread"].as_str().unwrap().to_owned();
     let state = api(url, "GET", &format!("/threads/{thread}/state"), None).await;
     assert!(state["values"]["messages"].as_array().unwrap().len() >= 2);
@@ -406,7 +305,9 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Client, url: &str, thread: &st
     until(
         c,
         "the chat's thread in the list",
-        &format!("return document.querySelector('#thread-list a[href=\"#/threads/{thread}\"]') !== null"),
+        &format!(
+            "return document.querySelector('#thread-list a[href=\"#/threads/{thread}\"]') !== null"
+        ),
     )
     .await;
     shot(c, "threads").await;
@@ -415,7 +316,13 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Client, url: &str, thread: &st
         .click()
         .await
         .unwrap();
-    let before = api(url, "POST", &format!("/threads/{thread}/history"), Some(json!({"limit": 200}))).await;
+    let before = api(
+        url,
+        "POST",
+        &format!("/threads/{thread}/history"),
+        Some(json!({"limit": 200})),
+    )
+    .await;
     let before = before.as_array().unwrap().len();
     until(
         c,
@@ -442,9 +349,17 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Client, url: &str, thread: &st
         .await
         .unwrap();
     css(c, "#fork").await.click().await.unwrap();
-    until(c, "the fork's notice", "return document.querySelector('#forked')?.textContent").await;
+    until(
+        c,
+        "the fork's notice",
+        "return document.querySelector('#forked')?.textContent",
+    )
+    .await;
     let errors = c
-        .execute("return document.querySelector('#fork-outcome')?.textContent || ''", vec![])
+        .execute(
+            "return document.querySelector('#fork-outcome')?.textContent || ''",
+            vec![],
+        )
         .await
         .unwrap();
     assert_eq!(errors, "", "{errors}");
@@ -457,8 +372,17 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Client, url: &str, thread: &st
         .filter_map(|m| m["content"].as_str())
         .collect();
     assert!(said.iter().any(|t| t.contains("2 + 3")), "{said:?}");
-    assert!(!said.iter().any(|t| t.contains("Tokyo")), "a branch of its own: {said:?}");
-    let after = api(url, "POST", &format!("/threads/{thread}/history"), Some(json!({"limit": 200}))).await;
+    assert!(
+        !said.iter().any(|t| t.contains("Tokyo")),
+        "a branch of its own: {said:?}"
+    );
+    let after = api(
+        url,
+        "POST",
+        &format!("/threads/{thread}/history"),
+        Some(json!({"limit": 200})),
+    )
+    .await;
     assert!(after.as_array().unwrap().len() > before);
     // The new head is the one the timeline shows selected.
     let head = state["checkpoint"]["checkpoint_id"].as_str().unwrap();

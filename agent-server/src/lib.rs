@@ -314,12 +314,13 @@ impl ServerBuilder {
             if graphs.contains_key(&id) {
                 return Err(ServerError::DuplicateGraph(id));
             }
-            let served = (pending.compile)(saver.clone(), pending.context_schema).map_err(
-                |source| ServerError::Graph {
-                    id: id.clone(),
-                    source: Box::new(source),
-                },
-            )?;
+            let served =
+                (pending.compile)(saver.clone(), pending.context_schema).map_err(|source| {
+                    ServerError::Graph {
+                        id: id.clone(),
+                        source: Box::new(source),
+                    }
+                })?;
             if let Some(text) = pending.description {
                 descriptions.insert(id.clone(), text);
             }

@@ -1,11 +1,16 @@
 //! The web page beside the API: `/` is the page for a browser and `{"ok": true}` for an API
 //! client, the page's files carry their types, an ETag and `no-cache`, an API key does not
 //! hide the page (it holds no data) but still guards the API, and `web_page(false)` turns
-//! the page off. The page itself is driven in a browser by `agent-flows/tests/web_page.rs`.
+//! the page off. In a browser (headless Chromium): the reference `agent` graph drawn with its
+//! subgraph boxed, and its `interrupt()` answered from the page's form (`command.resume`).
+//! `agent-flows/tests/web_page.rs` drives the page over the five seed flows.
 
+mod browser;
 #[path = "../examples/reference/graphs.rs"]
 #[allow(dead_code)]
 mod graphs;
+
+use browser::{Browser, css, shot, until};
 
 use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use serde_json::{Value, json};
@@ -35,7 +40,14 @@ async fn browsers_get_the_page_and_clients_get_json() {
     let html = page.text().await.unwrap();
     assert!(html.contains("/ui/app.js"), "{html}");
 
-    let ok: Value = http.get(format!("{base}/")).send().await.unwrap().json().await.unwrap();
+    let ok: Value = http
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(ok, json!({"ok": true, "services": {}}));
 
     // Every file the page loads is served with its type; none is fetched from elsewhere.
@@ -53,8 +65,15 @@ async fn browsers_get_the_page_and_clients_get_json() {
         assert_eq!(resp.headers()[CONTENT_TYPE], kind, "{file}");
         let etag = resp.headers()[ETAG].clone();
         // The SVG namespace is a name, not a request.
-        let body = resp.text().await.unwrap().replace("http://www.w3.org/2000/svg", "");
-        assert!(!body.contains("http://") && !body.contains("https://"), "{file} reaches out");
+        let body = resp
+            .text()
+            .await
+            .unwrap()
+            .replace("http://www.w3.org/2000/svg", "");
+        assert!(
+            !body.contains("http://") && !body.contains("https://"),
+            "{file} reaches out"
+        );
         let again = http
             .get(format!("{base}/ui/{file}"))
             .header(IF_NONE_MATCH, etag)
@@ -110,4 +129,70 @@ async fn a_description_reaches_the_system_assistant() {
         .await
         .unwrap();
     assert_eq!(found[0]["description"], "Says hello back.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_is_answered_from_the_page() {
+    let Some(browser) = Browser::open().await else {
+        return;
+    };
+    let base = start(graphs::server()).await;
+    let c = browser.client.clone();
+    browser
+        .run(async move {
+            c.goto(&format!("{base}/")).await.unwrap();
+            // The subgraph `sub` is a box around its two nodes.
+            let inside = until(
+                &c,
+                "the agent graph's subgraph box",
+                "const card = document.querySelector('li.card[data-graph=\"agent\"]');
+                 return card && card.querySelector('g.subgraph[data-subgraph=\"sub\"]')
+                     && card.querySelectorAll('g.node[data-node^=\"sub:\"]').length",
+            )
+            .await;
+            assert_eq!(inside, 2);
+            css(&c, "li.card[data-graph=\"agent\"] a.button")
+                .await
+                .click()
+                .await
+                .unwrap();
+            css(&c, "#message")
+                .await
+                .send_keys("please ask")
+                .await
+                .unwrap();
+            css(&c, "#send").await.click().await.unwrap();
+            let asks = until(
+                &c,
+                "the interrupt's question",
+                "const p = document.querySelector('#paused'); return !p.hidden && p.textContent",
+            )
+            .await;
+            assert!(asks.as_str().unwrap().contains("approve?"), "{asks}");
+            shot(&c, "resume").await;
+            css(&c, "#resume-value")
+                .await
+                .send_keys("yes")
+                .await
+                .unwrap();
+            css(&c, "#resume").await.click().await.unwrap();
+            let log = until(
+                &c,
+                "the resumed run's answer",
+                "return document.querySelector('#chat-status').textContent === 'Done.'
+                     && document.querySelector('#paused').hidden
+                     && document.querySelector('#log').textContent",
+            )
+            .await;
+            assert!(log.as_str().unwrap().contains("human said: yes"), "{log}");
+            let errors = c
+                .execute(
+                    "return document.querySelector('#chat-errors').textContent",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(errors, "");
+        })
+        .await;
 }

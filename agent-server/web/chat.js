@@ -4,7 +4,7 @@
 // an `interrupt()`) shows what it waits for with a form to resume or edit the state.
 
 import * as api from "./api.js";
-import { h, fill, jsonTree, errorBox, short, contentText } from "./dom.js";
+import { h, fill, jsonTree, jsonFields, errorBox, short, contentText } from "./dom.js";
 import { drawGraph, mark, unmark } from "./draw.js";
 
 const MODES = ["values", "messages-tuple", "updates", "debug"];
@@ -110,7 +110,7 @@ export async function chatScreen(root, assistantId, threadId) {
       h("summary", {}, h("span", { class: "tool-name" }, `Step: ${step.node}`),
         h("span", { class: "tool-state" }, ` · wrote ${Object.keys(update).join(", ") || "messages"}`)),
       step.output ? [h("div", { class: "tool-label" }, "Model output"), h("pre", {}, step.output)] : null,
-      Object.keys(update).length ? [h("div", { class: "tool-label" }, "Update"), jsonTree(update, 4)] : null);
+      Object.keys(update).length ? [h("div", { class: "tool-label" }, "Update"), jsonFields(update, 4)] : null);
     card.addEventListener("toggle", () => (card.open ? opened.add(key) : opened.delete(key)));
     return card;
   }

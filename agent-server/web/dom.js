@@ -28,6 +28,14 @@ export function fill(el, ...children) {
   return el;
 }
 
+/** A JSON object's fields as trees (no line for the object itself). */
+export function jsonFields(value, open = 2) {
+  if (value === null || typeof value !== "object") return jsonTree(value, open);
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+  if (!entries.length) return h("p", { class: "empty" }, Array.isArray(value) ? "(empty list)" : "(nothing)");
+  return h("div", { class: "jt-fields" }, entries.map(([k, v]) => jsonTree(v, open - 1, k)));
+}
+
 /** A collapsible tree of a JSON value; levels above `open` start expanded. */
 export function jsonTree(value, open = 2, label = null) {
   const isObj = value !== null && typeof value === "object";
@@ -51,9 +59,10 @@ export function errorBox(message) {
   return h("div", { class: "error", role: "alert" }, h("strong", {}, "Error: "), message);
 }
 
-/** Short form of an id for lists. */
+/** Short form of an id for lists: its last 8 characters (UUIDv7s share their first ones,
+ *  the time they were made). */
 export function short(id) {
-  return id ? String(id).slice(0, 8) : "";
+  return id ? String(id).slice(-8) : "";
 }
 
 /** A date as local time. */

@@ -3,7 +3,7 @@
 // start from it (a fork: LangGraph's time travel).
 
 import * as api from "./api.js";
-import { h, fill, jsonTree, errorBox, short, when } from "./dom.js";
+import { h, fill, jsonFields, errorBox, short, when } from "./dom.js";
 
 /** "key=value, key2=value2" to a metadata filter (values parsed as JSON when they are). */
 export function parseFilter(text) {
@@ -87,12 +87,16 @@ export async function threadScreen(root, threadId) {
     try { items = (await api.history(threadId)).slice().reverse(); } catch (e) { fill(timeline, h("li", {}, errorBox(e.message))); return; }
     const id = (c) => c.checkpoint_id || (c.checkpoint && c.checkpoint.checkpoint_id);
     const byId = new Map(items.map((c) => [id(c), c]));
-    const buttons = items.map((c) => {
+    const buttons = items.map((c, i) => {
       const meta = c.metadata || {};
+      // A checkpoint whose parent is not the one listed before it starts a branch (a fork).
+      const parentId = c.parent_checkpoint && c.parent_checkpoint.checkpoint_id;
+      const branch = i > 0 && parentId && parentId !== id(items[i - 1]);
       const parent = c.parent_checkpoint && byId.get(c.parent_checkpoint.checkpoint_id);
       c.writes = stepWrites(c, parent);
       const writes = c.writes ? c.writes.nodes : [];
       const b = h("button", { type: "button", class: "step", "aria-pressed": "false", "data-checkpoint": id(c), onclick: () => choose(c, b) },
+        branch ? h("span", { class: "branch" }, `branch from ${short(parentId)}`) : null,
         h("span", { class: "step-n" }, `step ${meta.step ?? "?"}`),
         h("span", {}, meta.source || ""),
         h("span", { class: "dim" }, writes.length ? `wrote: ${writes.join(", ")}` : (c.next || []).length ? `next: ${c.next.join(", ")}` : ""));
@@ -140,9 +144,9 @@ export async function threadScreen(root, threadId) {
       h("p", { class: "dim" }, `step ${meta.step ?? "?"} · ${meta.source || ""} · ${when(c.created_at)}`,
         (c.next || []).length ? ` · next: ${c.next.join(", ")}` : "",
         c.parent_checkpoint ? ` · parent ${short(c.parent_checkpoint.checkpoint_id)}` : ""),
-      h("h3", {}, "State"), h("div", { class: "tree", id: "state-tree" }, jsonTree(c.values ?? null, 2)),
+      h("h3", {}, "State"), h("div", { class: "tree", id: "state-tree" }, jsonFields(c.values ?? null, 2)),
       h("h3", {}, c.writes && c.writes.nodes.length ? `Writes of this step (by ${c.writes.nodes.join(", ")})` : "Writes of this step"),
-      h("div", { class: "tree", id: "writes-tree" }, c.writes ? jsonTree(c.writes.values, 2) : h("p", { class: "empty" }, "None (the thread's first checkpoint).")),
+      h("div", { class: "tree", id: "writes-tree" }, c.writes ? jsonFields(c.writes.values, 2) : h("p", { class: "empty" }, "None (the thread's first checkpoint).")),
       assistantId ? form : null);
   }
 }
