@@ -14,9 +14,8 @@ mod browser;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use browser::{Browser, Killed, css, shot, until};
+use browser::{Browser, Killed, Page, css, shot, until, viewport};
 use common::Scratch;
-use fantoccini::Client;
 use fantoccini::key::Key;
 use serde_json::{Value, json};
 
@@ -69,7 +68,7 @@ async fn the_page_lists_draws_chats_resumes_and_forks() {
     };
     let s = Scratch::new("web");
     let (_server, url) = serve(&s);
-    let c = browser.client.clone();
+    let c = browser.page();
     browser
         .run(async move {
             graphs_are_listed_and_drawn(&c, &url).await;
@@ -82,8 +81,7 @@ async fn the_page_lists_draws_chats_resumes_and_forks() {
 
 /// The five flows, each with its description and a drawing of every node and edge of
 /// `/assistants/{id}/graph?xray=true`, conditional edges dashed; readable at 360 px.
-async fn graphs_are_listed_and_drawn(c: &Client, url: &str) {
-    c.set_window_size(1280, 800).await.unwrap();
+async fn graphs_are_listed_and_drawn(c: &Page, url: &str) {
     c.goto(&format!("{url}/")).await.unwrap();
     until(
         c,
@@ -138,8 +136,12 @@ async fn graphs_are_listed_and_drawn(c: &Client, url: &str) {
     );
     shot(c, "graphs").await;
 
-    // A phone's width: nothing wider than the screen.
-    c.set_window_size(360, 740).await.unwrap();
+    fits_a_phone(c, "graphs-360").await;
+}
+
+/// At a phone's width (360 px) nothing is wider than the screen; back to 1280x800 after.
+async fn fits_a_phone(c: &Page, name: &str) {
+    viewport(c, 360, 740).await;
     let wide = c
         .execute(
             "return document.documentElement.scrollWidth - window.innerWidth",
@@ -149,17 +151,17 @@ async fn graphs_are_listed_and_drawn(c: &Client, url: &str) {
         .unwrap();
     assert!(
         wide.as_i64().unwrap() <= 0,
-        "the page overflows 360 px by {wide}"
+        "{name}: the page overflows 360 px by {wide}"
     );
-    shot(c, "graphs-360").await;
-    c.set_window_size(1280, 800).await.unwrap();
+    shot(c, name).await;
+    viewport(c, 1280, 800).await;
 }
 
 /// A question to tool-router, sent with Enter: the answer streams in as several message
 /// chunks, each node's step (the tool call among them) shows as a card, the nodes that ran
 /// are marked on the drawing.
 /// Returns the thread.
-async fn chat_streams_an_answer(c: &Client, url: &str) -> String {
+async fn chat_streams_an_answer(c: &Page, url: &str) -> String {
     css(c, "li.card[data-graph=\"tool-router\"] a.button")
         .await
         .click()
@@ -210,6 +212,7 @@ async fn chat_streams_an_answer(c: &Client, url: &str) -> String {
         "nodes marked: {page}"
     );
     shot(c, "chat").await;
+    fits_a_phone(c, "chat-360").await;
     // The tool's card opens and shows what the tool returned.
     css(c, "details.step-card[data-node=\"tool_executor\"] summary")
         .await
@@ -232,7 +235,7 @@ async fn chat_streams_an_answer(c: &Client, url: &str) -> String {
 /// A breakpoint (the page's "Pause before") on tool-router's generator: the run pauses, the
 /// page says where, and Continue finishes the run from the form. (No seed flow calls
 /// `interrupt()` itself; a breakpoint is how they pause.)
-async fn a_paused_run_resumes_from_its_form(c: &Client, url: &str) {
+async fn a_paused_run_resumes_from_its_form(c: &Page, url: &str) {
     css(c, "#new-thread").await.click().await.unwrap();
     until(
         c,
@@ -297,7 +300,7 @@ async fn a_paused_run_resumes_from_its_form(c: &Client, url: &str) {
 /// The chat's thread found by metadata in the threads list; its first checkpoint picked on
 /// the timeline and forked with another question: the thread's head now holds that branch
 /// (the new question, not the old one), and its history grew.
-async fn a_checkpoint_forks_from_the_timeline(c: &Client, url: &str, thread: &str) {
+async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str) {
     c.goto(&format!("{url}/#/threads")).await.unwrap();
     let filter = css(c, "#thread-filter").await;
     filter.send_keys("graph_id=tool-router").await.unwrap();
@@ -364,6 +367,7 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Client, url: &str, thread: &st
         .unwrap();
     assert_eq!(errors, "", "{errors}");
     shot(c, "fork").await;
+    fits_a_phone(c, "fork-360").await;
 
     let state = api(url, "GET", &format!("/threads/{thread}/state"), None).await;
     let messages = state["values"]["messages"].as_array().unwrap();

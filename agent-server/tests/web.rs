@@ -137,7 +137,7 @@ async fn an_interrupt_is_answered_from_the_page() {
         return;
     };
     let base = start(graphs::server()).await;
-    let c = browser.client.clone();
+    let c = browser.page();
     browser
         .run(async move {
             c.goto(&format!("{base}/")).await.unwrap();

@@ -108,7 +108,7 @@ export async function chatScreen(root, assistantId, threadId) {
     const { messages: _kept, ...update } = step.update && typeof step.update === "object" ? step.update : { value: step.update };
     const card = h("details", { class: "tool step-card", open: opened.has(key), "data-node": step.node },
       h("summary", {}, h("span", { class: "tool-name" }, `Step: ${step.node}`),
-        h("span", { class: "tool-state" }, ` · wrote ${Object.keys(update).join(", ") || "messages"}`)),
+        h("span", { class: "tool-state" }, ` · wrote ${Object.keys(step.update || {}).join(", ") || "nothing"}`)),
       step.output ? [h("div", { class: "tool-label" }, "Model output"), h("pre", {}, step.output)] : null,
       Object.keys(update).length ? [h("div", { class: "tool-label" }, "Update"), jsonFields(update, 4)] : null);
     card.addEventListener("toggle", () => (card.open ? opened.add(key) : opened.delete(key)));

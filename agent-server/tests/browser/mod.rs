@@ -25,8 +25,23 @@ impl Drop for Killed {
 
 /// A browser session and the chromedriver behind it.
 pub struct Browser {
-    pub client: Client,
+    page: Page,
     _driver: Killed,
+}
+
+/// What the steps of a test drive: the session (a `Client` through `Deref`) and the
+/// chromedriver it talks to.
+#[derive(Clone)]
+pub struct Page {
+    pub client: Client,
+    driver: String,
+}
+
+impl std::ops::Deref for Page {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
 }
 
 impl Browser {
@@ -34,11 +49,21 @@ impl Browser {
     /// chromedriver is missing; under `CI` a missing program fails the test instead.
     pub async fn open() -> Option<Browser> {
         let (chromium, driver) = browser_programs()?;
-        let (driver, client) = browser(&chromium, &driver).await;
-        Some(Browser {
+        let (child, port, client) = browser(&chromium, &driver).await;
+        let page = Page {
             client,
-            _driver: driver,
+            driver: format!("http://127.0.0.1:{port}"),
+        };
+        viewport(&page, 1280, 800).await;
+        Some(Browser {
+            page,
+            _driver: child,
         })
+    }
+
+    /// The page the steps drive.
+    pub fn page(&self) -> Page {
+        self.page.clone()
     }
 
     /// Runs `steps` on the page, then ends the session (so Chromium exits) even when a
@@ -48,7 +73,7 @@ impl Browser {
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         let result = tokio::spawn(steps).await;
-        let _ = self.client.close().await;
+        let _ = self.page.client.clone().close().await;
         if let Err(e) = result {
             std::panic::resume_unwind(e.into_panic());
         }
@@ -93,7 +118,7 @@ pub fn browser_programs() -> Option<(PathBuf, PathBuf)> {
 }
 
 /// chromedriver on a free port, and a headless session of `chromium` at 1280x800.
-pub async fn browser(chromium: &Path, driver: &Path) -> (Killed, Client) {
+pub async fn browser(chromium: &Path, driver: &Path) -> (Killed, u16, Client) {
     let port = free_port();
     let child = Command::new(driver)
         .arg(format!("--port={port}"))
@@ -127,7 +152,24 @@ pub async fn browser(chromium: &Path, driver: &Path) -> (Killed, Client) {
         .connect(&format!("http://127.0.0.1:{port}"))
         .await
         .unwrap_or_else(|e| panic!("no browser session from chromedriver: {e}"));
-    (child, client)
+    (child, port, client)
+}
+
+/// Sets the page's viewport to exactly `width` x `height` CSS pixels through chromedriver's
+/// DevTools bridge (a headless window cannot be narrower than 500 px, a phone is 360).
+pub async fn viewport(page: &Page, width: u32, height: u32) {
+    let session = page.client.session_id().await.unwrap().unwrap_or_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let resp = reqwest::Client::new()
+        .post(format!("{}/session/{session}/goog/cdp/execute", page.driver))
+        .json(&json!({
+            "cmd": "Emulation.setDeviceMetricsOverride",
+            "params": {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "viewport: {}", resp.status());
 }
 
 pub fn shots_dir() -> PathBuf {
