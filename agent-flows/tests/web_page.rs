@@ -260,7 +260,7 @@ async fn a_paused_run_resumes_from_its_form(c: &Page, url: &str) {
     )
     .await;
     assert!(
-        paused.as_str().unwrap().contains(&stop_at),
+        paused.as_str().unwrap().contains(stop_at),
         "names the node: {paused}"
     );
     let thread = c
