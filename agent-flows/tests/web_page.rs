@@ -1,7 +1,8 @@
 //! `agent serve`'s web page in a real browser: headless Chromium driven through chromedriver
 //! (WebDriver), against the built binary. The five flows listed and drawn, a chat on
 //! tool-router streamed token by token, a paused run resumed from its form, a checkpoint
-//! forked from a thread's timeline. Each screen is saved to `target/web-screenshots/`.
+//! forked from a thread's timeline, the orchestrator's tool calls shown with their results.
+//! Each screen is saved to `target/web-screenshots/`.
 //!
 //! Without Debian's `chromium` and `chromium-driver` the test says so and passes, except in
 //! CI (`CI` set), where it fails: `.ci/run` installs them.
@@ -75,6 +76,7 @@ async fn the_page_lists_draws_chats_resumes_and_forks() {
             let thread = chat_streams_an_answer(&c, &url).await;
             a_paused_run_resumes_from_its_form(&c, &url).await;
             a_checkpoint_forks_from_the_timeline(&c, &url, &thread).await;
+            tool_calls_are_cards_with_their_results(&c, &url).await;
         })
         .await;
 }
@@ -398,4 +400,45 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str)
         .await
         .unwrap();
     assert_eq!(pressed, head);
+}
+
+/// The orchestrator keeps its tool calls as messages (an AI message's `tool_calls`, a tool
+/// message per result): each is a card holding the call's arguments and its result.
+async fn tool_calls_are_cards_with_their_results(c: &Page, url: &str) {
+    c.goto(&format!("{url}/#/")).await.unwrap();
+    css(c, "li.card[data-graph=\"orchestrator\"] a.button")
+        .await
+        .click()
+        .await
+        .unwrap();
+    css(c, "#message")
+        .await
+        .send_keys(&format!("GDP in 2008?{}", char::from(Key::Enter)))
+        .await
+        .unwrap();
+    until(
+        c,
+        "the orchestrator's answer",
+        "return document.querySelector('#chat-status').textContent === 'Done.'",
+    )
+    .await;
+    css(c, ".msg.ai details.tool summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let card = css(c, ".msg.ai details.tool").await.text().await.unwrap();
+    assert!(
+        card.contains("Arguments") && card.contains("Result") && card.contains("realgdp"),
+        "{card}"
+    );
+    let errors = c
+        .execute(
+            "return document.querySelector('#chat-errors').textContent",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(errors, "");
+    shot(c, "tool-call").await;
 }

@@ -2,7 +2,8 @@
 //! client, the page's files carry their types, an ETag and `no-cache`, an API key does not
 //! hide the page (it holds no data) but still guards the API, and `web_page(false)` turns
 //! the page off. In a browser (headless Chromium): the reference `agent` graph drawn with its
-//! subgraph boxed, and its `interrupt()` answered from the page's form (`command.resume`).
+//! subgraph boxed, its `interrupt()` answered from the page's form (`command.resume`), a
+//! failing run's error shown, and Stop cancelling a run.
 //! `agent-flows/tests/web_page.rs` drives the page over the five seed flows.
 
 mod browser;
@@ -11,6 +12,7 @@ mod browser;
 mod graphs;
 
 use browser::{Browser, css, shot, until};
+use fantoccini::key::Key;
 
 use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use serde_json::{Value, json};
@@ -193,6 +195,59 @@ async fn an_interrupt_is_answered_from_the_page() {
                 .await
                 .unwrap();
             assert_eq!(errors, "");
+
+            // A failing run's error is shown as it is.
+            css(&c, "#new-thread").await.click().await.unwrap();
+            css(&c, "#message")
+                .await
+                .send_keys(&format!("please fail{}", char::from(Key::Enter)))
+                .await
+                .unwrap();
+            let error = until(
+                &c,
+                "the run's error",
+                "return document.querySelector('#chat-status').textContent === 'Failed.'
+                     && document.querySelector('#chat-errors [role=alert]')?.textContent",
+            )
+            .await;
+            assert!(error.as_str().unwrap().contains("failed on purpose"), "{error}");
+            let panel = css(&c, "#paused").await.text().await.unwrap();
+            assert!(panel.contains("Failed") && panel.contains("Retry"), "{panel}");
+            shot(&c, "error").await;
+
+            // Stop cancels a run that is still going.
+            css(&c, "#new-thread").await.click().await.unwrap();
+            css(&c, "#message")
+                .await
+                .send_keys(&format!("sleep 60{}", char::from(Key::Enter)))
+                .await
+                .unwrap();
+            until(
+                &c,
+                "Stop to be ready",
+                "return !document.querySelector('#stop').disabled",
+            )
+            .await;
+            css(&c, "#stop").await.click().await.unwrap();
+            until(
+                &c,
+                "the stopped run to end",
+                "return ['Stopped.', 'Done.'].includes(document.querySelector('#chat-status').textContent)",
+            )
+            .await;
+            let thread = c
+                .execute("return location.hash.split('/')[3]", vec![])
+                .await
+                .unwrap();
+            let runs: Value = reqwest::Client::new()
+                .get(format!("{base}/threads/{}/runs", thread.as_str().unwrap()))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(runs[0]["status"], "interrupted", "{runs}");
         })
         .await;
 }

@@ -43,8 +43,8 @@ export async function call(method, path, body) {
     body: body !== undefined ? JSON.stringify(body) : undefined,
   });
   if (!res.ok) throw await refusal(res);
-  if (res.status === 204) return null;
-  return res.json();
+  const text = await res.text();
+  return text.trim() ? JSON.parse(text) : null;
 }
 
 export const get = (path) => call("GET", path);

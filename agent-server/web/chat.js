@@ -19,7 +19,7 @@ export async function chatScreen(root, assistantId, threadId) {
   const opened = new Set(); // tool call ids whose cards are open
   let steps = []; // this run's node updates: {node, update, output}
   let runStart = 0; // where this run's messages begin
-  let running = false, runId = null, frame = 0;
+  let running = false, runId = null, frame = 0, stopped = false;
 
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", id: "log" });
   const status = h("p", { class: "status", id: "chat-status", "aria-live": "polite" });
@@ -54,10 +54,10 @@ export async function chatScreen(root, assistantId, threadId) {
 
   if (threadId) {
     try {
-      const state = await api.threadState(threadId);
+      const [state, thread] = await Promise.all([api.threadState(threadId), api.thread(threadId)]);
       messages = (state.values && state.values.messages) || [];
       render();
-      showPaused(state);
+      fill(status, showPaused(state, thread.status));
     } catch (e) { fail(e); }
   }
 
@@ -139,7 +139,7 @@ export async function chatScreen(root, assistantId, threadId) {
   async function run(extra) {
     fill(errors);
     paused.hidden = true;
-    running = true; send.disabled = true; stop.disabled = false;
+    running = true; stopped = false; send.disabled = true; stop.disabled = false;
     fill(status, "Running…");
     unmark(svg);
     log.dataset.streamedChunks = "0";
@@ -164,11 +164,10 @@ export async function chatScreen(root, assistantId, threadId) {
     for (const g of svg.querySelectorAll("g.node.running")) g.classList.replace("running", "visited");
     try {
       if (threadId) {
-        const state = await api.threadState(threadId);
+        const [state, thread] = await Promise.all([api.threadState(threadId), api.thread(threadId)]);
         messages = (state.values && state.values.messages) || messages;
         render();
-        showPaused(state);
-        fill(status, state.next && state.next.length ? "Paused." : "Done.");
+        fill(status, showPaused(state, thread.status));
       }
     } catch (e) { fail(e); fill(status, ""); }
     input.focus();
@@ -212,19 +211,28 @@ export async function chatScreen(root, assistantId, threadId) {
   async function stopRun() {
     if (!runId || !threadId) return;
     stop.disabled = true;
+    stopped = true;
     fill(status, "Stopping…");
     try { await api.cancel(threadId, runId); } catch (e) { fail(e); }
   }
 
-  /** The paused run: what it asks, a form to answer (`command.resume`) or edit and go on. */
-  function showPaused(state) {
+  /**
+   * Where the thread's last run left it, as the status line says it: done, paused (what an
+   * `interrupt()` asks, or the breakpoint), failed or stopped, each but done with a form to
+   * answer (`command.resume`) or go on, after editing the state if wanted.
+   */
+  function showPaused(state, threadStatus) {
     const next = state.next || [];
-    if (!next.length) { paused.hidden = true; return; }
+    if (!next.length) { paused.hidden = true; return "Done."; }
     const asks = (state.tasks || []).flatMap((t) => t.interrupts || []);
+    const failed = (state.tasks || []).filter((t) => t.error);
+    const why = failed.length || threadStatus === "error" ? "failed"
+      : stopped ? "stopped" : "paused";
     const original = JSON.stringify(state.values ?? {}, null, 2);
     const editor = h("textarea", { id: "state-editor", rows: 10, spellcheck: "false" }, original);
     const answer = asks.length ? h("textarea", { id: "resume-value", rows: 2, placeholder: "Text, or JSON" }) : null;
-    const go = h("button", { type: "submit", id: "resume", class: "primary" }, asks.length ? "Resume" : "Continue");
+    const go = h("button", { type: "submit", id: "resume", class: "primary" },
+      asks.length ? "Resume" : why === "failed" ? "Retry" : "Continue");
     const form = h("form", { id: "resume-form", onsubmit: async (e) => {
       e.preventDefault();
       go.disabled = true;
@@ -243,15 +251,22 @@ export async function chatScreen(root, assistantId, threadId) {
       h("details", { class: "edit-state" }, h("summary", {}, "Edit the state before continuing"),
         h("label", { for: "state-editor" }, "State (JSON; what you change is written to the thread)"), editor),
       h("div", { class: "buttons" }, go));
+    const where = h("strong", {}, next.join(", "));
     fill(paused,
-      h("h2", {}, "Paused"),
-      asks.length
-        ? [h("p", {}, "The graph asks:"), ...asks.map((i) => h("div", { class: "asks" },
-          typeof i.value === "string" ? i.value : jsonTree(i.value, 2)))]
-        : h("p", {}, "Paused before ", h("strong", {}, next.join(", ")), " (a breakpoint)."),
+      h("h2", {}, { failed: "Failed", paused: "Paused", stopped: "Stopped" }[why]),
+      why === "failed"
+        ? [h("p", {}, "The run failed; it can be tried again from ", where, "."),
+          ...failed.map((t) => h("div", { class: "asks" }, `${t.name}: ${typeof t.error === "string" ? t.error : JSON.stringify(t.error)}`))]
+        : asks.length
+          ? [h("p", {}, "The graph asks:"), ...asks.map((i) => h("div", { class: "asks" },
+            typeof i.value === "string" ? i.value : jsonTree(i.value, 2)))]
+          : why === "paused"
+            ? h("p", {}, "Paused before ", where, ".")
+            : h("p", {}, "The run was stopped before ", where, "."),
       form);
     paused.hidden = false;
     for (const n of next) mark(svg, n, "running");
+    return { failed: "Failed.", paused: "Paused.", stopped: "Stopped." }[why];
   }
 }
 
