@@ -3,7 +3,7 @@
 //! hide the page (it holds no data) but still guards the API, and `web_page(false)` turns
 //! the page off. In a browser (headless Chromium): the reference `agent` graph drawn with its
 //! subgraph boxed, its `interrupt()` answered from the page's form (`command.resume`), a
-//! failing run's error shown, and Stop cancelling a run.
+//! failing run's error shown, Stop cancelling a run, and the API key asked for and sent.
 //! `agent-flows/tests/web_page.rs` drives the page over the five seed flows.
 
 mod browser;
@@ -248,6 +248,32 @@ async fn an_interrupt_is_answered_from_the_page() {
                 .await
                 .unwrap();
             assert_eq!(runs[0]["status"], "interrupted", "{runs}");
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_for_the_api_key() {
+    let Some(browser) = Browser::open().await else {
+        return;
+    };
+    let base = start(graphs::server().api_key("sesame")).await;
+    let c = browser.page();
+    browser
+        .run(async move {
+            c.goto(&format!("{base}/")).await.unwrap();
+            css(&c, "#key-form:not([hidden]) #api-key")
+                .await
+                .send_keys(&format!("sesame{}", char::from(Key::Enter)))
+                .await
+                .unwrap();
+            until(
+                &c,
+                "the graphs once the key is given",
+                "return document.querySelectorAll('#graphs li.card').length === 2
+                     && document.querySelector('#key-form').hidden",
+            )
+            .await;
         })
         .await;
 }

@@ -47,6 +47,8 @@ async function route() {
     else if (parts[0] === "threads") await threadsScreen(main);
     else await graphsScreen(main);
     document.title = `${main.querySelector("h1")?.textContent || "agentgraph"} · agentgraph`;
+    // Keyboard users land on the new screen, not on the link they left.
+    if (!main.contains(document.activeElement)) main.focus({ preventScroll: true });
   } catch (e) {
     fill(main, errorBox(e.message || String(e)));
   }

@@ -139,7 +139,7 @@ export async function chatScreen(root, assistantId, threadId) {
   async function run(extra) {
     fill(errors);
     paused.hidden = true;
-    running = true; stopped = false; send.disabled = true; stop.disabled = false;
+    running = true; stopped = false; send.disabled = true;
     fill(status, "Running…");
     unmark(svg);
     log.dataset.streamedChunks = "0";
@@ -156,7 +156,9 @@ export async function chatScreen(root, assistantId, threadId) {
       const stops = [...breakpoints.querySelectorAll("input:checked")].map((c) => c.value);
       if (stops.length) body.interrupt_before = stops;
       const started = await api.streamRun(threadId, body, onEvent);
-      runId = started.runId;
+      runId = runId || started.runId;
+      // Stop works once the run has an id to cancel.
+      if (runId && !stopped) stop.disabled = false;
       await started.done;
     } catch (e) { fail(e); }
     running = false; send.disabled = false; stop.disabled = true; runId = null;
@@ -175,7 +177,10 @@ export async function chatScreen(root, assistantId, threadId) {
 
   function onEvent({ event, data }) {
     const kind = event.split("|")[0];
-    if (kind === "metadata" && data && data.run_id) runId = data.run_id;
+    if (kind === "metadata" && data && data.run_id) {
+      runId = data.run_id;
+      if (running && !stopped) stop.disabled = false;
+    }
     else if (kind === "values" && data && Array.isArray(data.messages)) { messages = data.messages; later(); }
     else if (kind === "messages" && Array.isArray(data)) {
       const [chunk, meta] = data;
