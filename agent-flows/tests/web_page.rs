@@ -15,7 +15,7 @@ mod browser;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use browser::{Browser, Killed, Page, css, shot, until, viewport};
+use browser::{Browser, Killed, Page, color_scheme, css, shot, until, viewport};
 use common::Scratch;
 use fantoccini::key::Key;
 use serde_json::{Value, json};
@@ -137,6 +137,15 @@ async fn graphs_are_listed_and_drawn(c: &Page, url: &str) {
         ["data", "form", "orchestrator", "react", "tool-router"]
     );
     shot(c, "graphs").await;
+
+    // Dark when the system is: the page's background follows.
+    let background = "return getComputedStyle(document.body).backgroundColor";
+    let light = c.execute(background, vec![]).await.unwrap();
+    color_scheme(c, "dark").await;
+    let dark = c.execute(background, vec![]).await.unwrap();
+    assert_ne!(light, dark);
+    shot(c, "graphs-dark").await;
+    color_scheme(c, "light").await;
 
     fits_a_phone(c, "graphs-360").await;
 }

@@ -155,21 +155,41 @@ pub async fn browser(chromium: &Path, driver: &Path) -> (Killed, u16, Client) {
     (child, port, client)
 }
 
-/// Sets the page's viewport to exactly `width` x `height` CSS pixels through chromedriver's
-/// DevTools bridge (a headless window cannot be narrower than 500 px, a phone is 360).
-pub async fn viewport(page: &Page, width: u32, height: u32) {
+/// Sends a DevTools command through chromedriver's bridge (`goog/cdp/execute`).
+pub async fn cdp(page: &Page, cmd: &str, params: Value) {
     let session = page.client.session_id().await.unwrap().unwrap_or_default();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let resp = reqwest::Client::new()
-        .post(format!("{}/session/{session}/goog/cdp/execute", page.driver))
-        .json(&json!({
-            "cmd": "Emulation.setDeviceMetricsOverride",
-            "params": {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
-        }))
+        .post(format!(
+            "{}/session/{session}/goog/cdp/execute",
+            page.driver
+        ))
+        .json(&json!({"cmd": cmd, "params": params}))
         .send()
         .await
         .unwrap();
-    assert!(resp.status().is_success(), "viewport: {}", resp.status());
+    assert!(resp.status().is_success(), "{cmd}: {}", resp.status());
+}
+
+/// Sets the page's viewport to exactly `width` x `height` CSS pixels (a headless window
+/// cannot be narrower than 500 px, a phone is 360).
+pub async fn viewport(page: &Page, width: u32, height: u32) {
+    cdp(
+        page,
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
+    )
+    .await;
+}
+
+/// Emulates the system's light or dark colour scheme.
+pub async fn color_scheme(page: &Page, scheme: &str) {
+    cdp(
+        page,
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+    )
+    .await;
 }
 
 pub fn shots_dir() -> PathBuf {
