@@ -83,7 +83,8 @@ impl Browser {
 /// The first of `names` found on PATH (or at `env`'s path when set).
 fn program(env: &str, names: &[&str]) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(env) {
-        return Some(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
