@@ -247,19 +247,22 @@ impl<F: FlowSpec> Flow for Entry<F> {
         defaults: FlowEnv,
     ) -> agent_server::ServerBuilder {
         let for_turns = defaults.clone();
-        builder.graph_with_turns(
-            F::NAME,
-            F::graph(),
-            move |context: &Value| {
-                let env = env_from_context(&defaults, context)?;
-                check_options::<F>(&env).map_err(|e| e.to_string())?;
-                F::context(&env).map_err(|e| e.to_string())
-            },
-            move |text: &str, context: &Value| {
-                let env = env_from_context(&for_turns, context)?;
-                F::input(text, &env).map_err(|e| e.to_string())
-            },
-        )
+        builder
+            .graph_with_turns(
+                F::NAME,
+                F::graph(),
+                move |context: &Value| {
+                    let env = env_from_context(&defaults, context)?;
+                    check_options::<F>(&env).map_err(|e| e.to_string())?;
+                    F::context(&env).map_err(|e| e.to_string())
+                },
+                move |text: &str, context: &Value| {
+                    let env = env_from_context(&for_turns, context)?;
+                    F::input(text, &env).map_err(|e| e.to_string())
+                },
+            )
+            .context_schema(context_schema(F::OPTIONS))
+            .description(F::SUMMARY)
     }
 
     fn open(
@@ -278,6 +281,27 @@ impl<F: FlowSpec> Flow for Entry<F> {
             env: env.clone(),
         }))
     }
+}
+
+/// The JSON Schema of what a run's `context` sets: `model` and the flow's options, all
+/// strings (the CLI's flags), none required. Clients build their settings form from it.
+fn context_schema(options: &[FlowOption]) -> Value {
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "model".into(),
+        serde_json::json!({
+            "type": "string",
+            "title": "model",
+            "description": "The chat model: `offline` (the built-in, no network), or a provider's `provider:model` such as `openai:gpt-4o-mini`.",
+        }),
+    );
+    for o in options {
+        properties.insert(
+            o.key.into(),
+            serde_json::json!({"type": "string", "title": o.key, "description": o.help}),
+        );
+    }
+    serde_json::json!({"type": "object", "title": "Context", "properties": properties, "additionalProperties": false})
 }
 
 /// A run's `context` JSON over the server's defaults: `model` names the model, every other

@@ -98,15 +98,24 @@ enum Storage {
     Postgres(String),
 }
 
+/// A graph added to the builder, compiled by `build`.
+struct Pending {
+    id: String,
+    context_schema: Option<Value>,
+    description: Option<String>,
+    compile: Compile,
+}
+
 /// Builds a [`Server`]: its graphs (by id), its database, its limits.
 pub struct ServerBuilder {
-    graphs: Vec<(String, Option<Value>, Compile)>,
+    graphs: Vec<Pending>,
     storage: Storage,
     workers: usize,
     api_key: Option<String>,
     body_limit: usize,
     leases: runs::Leases,
     grace: std::time::Duration,
+    web_page: bool,
 }
 
 impl ServerBuilder {
@@ -148,8 +157,24 @@ impl ServerBuilder {
 
     fn context_schema_opt(mut self, schema: Option<Value>) -> Self {
         if let Some(last) = self.graphs.last_mut() {
-            last.1 = schema;
+            last.context_schema = schema;
         }
+        self
+    }
+
+    /// Describes the graph added last: its system assistant's `description`, which clients
+    /// (and the web page) show beside the graph's name.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        if let Some(last) = self.graphs.last_mut() {
+            last.description = Some(text.into());
+        }
+        self
+    }
+
+    /// Serves the web page (chat, drawings, threads) at `/` for browsers and under `/ui/`
+    /// (default: on). API clients asking `/` for JSON get `{"ok": true}` either way.
+    pub fn web_page(mut self, on: bool) -> Self {
+        self.web_page = on;
         self
     }
 
@@ -166,9 +191,8 @@ impl ServerBuilder {
         C: Send + Sync + 'static,
     {
         let context: graph::ContextFn<C> = Arc::new(context);
-        self.graphs.push((
+        self.graphs.push(Pending::new(
             id.into(),
-            None,
             Box::new(move |saver, schema| {
                 let compiled = graph.compile_with(saver)?;
                 let mut served = Served::new(compiled, context);
@@ -197,9 +221,8 @@ impl ServerBuilder {
     {
         let context: graph::ContextFn<C> = Arc::new(context);
         let turn: graph::TurnFn<S::Update> = Arc::new(turn);
-        self.graphs.push((
+        self.graphs.push(Pending::new(
             id.into(),
-            None,
             Box::new(move |saver, schema| {
                 let compiled = graph.compile_with(saver)?;
                 let mut served = Served::new(compiled, context).with_turns(turn);
@@ -285,14 +308,22 @@ impl ServerBuilder {
             ),
         };
         let mut graphs = BTreeMap::new();
-        for (id, schema, compile) in self.graphs {
+        let mut descriptions = BTreeMap::new();
+        for pending in self.graphs {
+            let id = pending.id;
             if graphs.contains_key(&id) {
                 return Err(ServerError::DuplicateGraph(id));
             }
-            let served = compile(saver.clone(), schema).map_err(|source| ServerError::Graph {
-                id: id.clone(),
-                source: Box::new(source),
-            })?;
+            let served =
+                (pending.compile)(saver.clone(), pending.context_schema).map_err(|source| {
+                    ServerError::Graph {
+                        id: id.clone(),
+                        source: Box::new(source),
+                    }
+                })?;
+            if let Some(text) = pending.description {
+                descriptions.insert(id.clone(), text);
+            }
             graphs.insert(id, served);
         }
         let graphs = Arc::new(graphs);
@@ -303,7 +334,9 @@ impl ServerBuilder {
                 graphs,
                 runs,
                 api_key: self.api_key,
+                web_page: self.web_page,
             }),
+            descriptions,
             body_limit: self.body_limit,
             grace: self.grace,
         })
@@ -313,6 +346,7 @@ impl ServerBuilder {
 /// The LangGraph API over a set of graphs.
 pub struct Server {
     app: Arc<api::App>,
+    descriptions: BTreeMap<String, String>,
     body_limit: usize,
     grace: std::time::Duration,
 }
@@ -328,6 +362,7 @@ impl Server {
             body_limit: 16 * 1024 * 1024,
             leases: Leases::default(),
             grace: std::time::Duration::from_secs(30),
+            web_page: true,
         }
     }
 
@@ -340,11 +375,18 @@ impl Server {
     /// router, ready for `axum::serve` or tests. Needs a tokio runtime.
     pub async fn start(&self) -> Result<axum::Router, ServerError> {
         for id in self.app.graphs.keys() {
-            self.app
-                .store
-                .insert(Kind::Assistant, &api::system_assistant(id))
-                .await?;
-            let doc = api::system_assistant(id);
+            let description = self.descriptions.get(id).map(String::as_str);
+            let doc = api::system_assistant(id, description);
+            if !self.app.store.insert(Kind::Assistant, &doc).await? {
+                // Kept from an earlier start: its description follows the code's.
+                let aid = doc["assistant_id"].as_str().unwrap_or_default();
+                if let Some(mut kept) = self.app.store.get(Kind::Assistant, aid).await?
+                    && kept["description"] != doc["description"]
+                {
+                    kept["description"] = doc["description"].clone();
+                    self.app.store.put(Kind::Assistant, &kept).await?;
+                }
+            }
             let aid = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
             if self.app.store.versions(&aid).await?.is_empty() {
                 self.app.store.put_version(&aid, 1, &doc).await?;
@@ -373,6 +415,17 @@ impl Server {
             .await?;
         self.app.runs.drain(self.grace).await;
         Ok(())
+    }
+}
+
+impl Pending {
+    fn new(id: String, compile: Compile) -> Self {
+        Pending {
+            id,
+            context_schema: None,
+            description: None,
+            compile,
+        }
     }
 }
 

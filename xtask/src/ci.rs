@@ -1,7 +1,9 @@
 //! `cargo xtask ci`: every check, in order, stopping at the first failure: fmt, clippy with
 //! warnings denied, the docs with rustdoc warnings denied, the workspace's tests, generated
 //! files, tidy. `.ci/run` runs this after
-//! starting services; contributors run it before pushing.
+//! starting services; contributors run it before pushing. The test step includes the web
+//! page's browser tests (`agent-flows/tests/web_page.rs`: headless Chromium, screenshots in
+//! `target/web-screenshots/`), which fail under `CI` when Chromium or chromedriver is missing.
 
 use crate::{codegen, shell, tidy};
 

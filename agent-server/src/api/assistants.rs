@@ -39,13 +39,13 @@ pub(crate) fn system_id(graph_id: &str) -> String {
     uuid::Uuid::new_v5(&GRAPH_NAMESPACE, graph_id.as_bytes()).to_string()
 }
 
-/// The system assistant of `graph_id`.
-pub(crate) fn system_assistant(graph_id: &str) -> Value {
+/// The system assistant of `graph_id`, with the graph's description when it has one.
+pub(crate) fn system_assistant(graph_id: &str, description: Option<&str>) -> Value {
     let now = now_iso();
     json!({
         "assistant_id": system_id(graph_id), "graph_id": graph_id,
         "config": {}, "context": {}, "metadata": {"created_by": "system"},
-        "name": graph_id, "created_at": now, "updated_at": now, "version": 1, "description": null,
+        "name": graph_id, "created_at": now, "updated_at": now, "version": 1, "description": description,
     })
 }
 

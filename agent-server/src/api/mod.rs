@@ -11,6 +11,7 @@ mod sse;
 mod system;
 mod thread_stream;
 mod threads;
+mod web;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +37,8 @@ pub(crate) struct App {
     pub(crate) graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
     pub(crate) runs: Arc<Runs>,
     pub(crate) api_key: Option<String>,
+    /// Whether the web page is served (`/` for browsers, `/ui/`).
+    pub(crate) web_page: bool,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -71,6 +74,8 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .max_age(std::time::Duration::from_secs(600));
     routes
         .layer(middleware::from_fn_with_state(app.clone(), api_key))
+        // The page's files (and `/`, like `/ok`) need no key: they hold no data.
+        .merge(web::routes())
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .layer(cors)
         .with_state(app)

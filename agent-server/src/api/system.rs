@@ -1,4 +1,4 @@
-//! `/ok`, `/info` and `/metrics`: what load balancers, Studio and Prometheus read.
+//! `/ok` (and `/` for API clients: see `web`), `/info` and `/metrics`: what load balancers, Studio and Prometheus read.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -15,7 +15,6 @@ use crate::store::Kind;
 
 pub(super) fn routes() -> Router<Arc<App>> {
     Router::new()
-        .route("/", get(ok))
         .route("/ok", get(ok))
         .route("/info", get(info))
         .route("/metrics", get(metrics))
