@@ -19,7 +19,7 @@ use super::answer::{Evidence, clean_error};
 use super::intent::Intents;
 use super::nodes::{NOT_RUN, episode};
 use super::{ReactState, StopReason};
-use crate::lang::words;
+use crate::lang::{contains_phrase, words};
 use agent_llm::Message;
 
 /// How far the evidence supports the answer.
@@ -290,8 +290,9 @@ pub fn is_empty(output: &Value) -> bool {
 /// Whether `answer` uses `output`: one of its numbers shows (as written, or rounded the way
 /// the answer writes it: 0.30000000000000004 as 0.3, 2165423 as 2,165,423), or one of the
 /// words of its texts that the call's arguments do not already hold (the model repeats
-/// "Paris" whatever the tool said). `None` when there is nothing to look for (an echo of the
-/// arguments, a bare boolean).
+/// "Paris" whatever the tool said). A result whose texts only repeat the arguments (an echo)
+/// is used when one of those texts shows whole. `None` when there is nothing to look for (a
+/// bare boolean).
 pub fn shows_in(answer: &str, output: &Value, args: &Value) -> Option<bool> {
     let mut numbers = Vec::new();
     let mut texts = Vec::new();
@@ -307,17 +308,21 @@ pub fn shows_in(answer: &str, output: &Value, args: &Value) -> Option<bool> {
             (w.chars().count() > 1 || w.chars().all(|c| c.is_ascii_digit())) && !known.contains(w)
         })
         .collect();
-    if numbers.is_empty() && wanted.is_empty() {
+    let echoed: Vec<&String> = texts
+        .iter()
+        .filter(|t| !words(t).is_empty() && words(t).iter().all(|w| known.contains(w)))
+        .collect();
+    if numbers.is_empty() && wanted.is_empty() && echoed.is_empty() {
         return None;
     }
     let said = words(answer);
     let written = numbers_in(answer);
-    Some(
-        wanted.iter().any(|w| said.contains(w))
-            || numbers
-                .iter()
-                .any(|x| written.iter().any(|(v, decimals)| rounds_to(*x, *v, *decimals))),
-    )
+    let distinct = wanted.iter().any(|w| said.contains(w))
+        || numbers
+            .iter()
+            .any(|x| written.iter().any(|(v, decimals)| rounds_to(*x, *v, *decimals)));
+    let echo = wanted.is_empty() && echoed.iter().any(|t| contains_phrase(&said, t));
+    Some(distinct || echo)
 }
 
 /// The numbers and texts of a JSON value (keys left out).
@@ -475,6 +480,29 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Unsupported);
         assert_eq!(r.confidence, 0.0);
         assert_eq!(r.errors, 1);
+    }
+
+    #[test]
+    fn an_answer_uses_a_result_when_its_values_show() {
+        let args = json!({"city": "Paris"});
+        let weather = json!({"city": "Paris", "temp_c": 21.4, "sky": "sunny"});
+        assert_eq!(shows_in("21 °C in Paris", &weather, &args), Some(true));
+        assert_eq!(shows_in("Sunny!", &weather, &args), Some(true));
+        assert_eq!(shows_in("No idea about Paris.", &weather, &args), Some(false));
+        let people = json!({"population": 2_165_423});
+        assert_eq!(shows_in("2,165,423 people", &people, &args), Some(true));
+        assert_eq!(shows_in("2.165.423 personas", &people, &args), Some(true));
+        assert_eq!(shows_in("2,1 millones", &people, &args), Some(false));
+        let sum = json!(0.30000000000000004);
+        assert_eq!(shows_in("0.1 + 0.2 = 0.3", &sum, &json!({})), Some(true));
+        assert_eq!(shows_in("It is minus 5.", &json!(-5), &json!({})), Some(true));
+        let echo = json!({"echo": "hello, world", "chars": 12});
+        let said = json!({"text": "hello, world"});
+        assert_eq!(shows_in("Echo: hello, world", &echo, &said), Some(true));
+        assert_eq!(shows_in("Done.", &echo, &said), Some(false));
+        assert_eq!(shows_in("Done.", &json!(true), &said), None);
+        assert!(is_empty(&json!({"results": [], "next": null})));
+        assert!(!is_empty(&json!({"total": 0})));
     }
 
     #[test]
