@@ -180,7 +180,11 @@ async fn a_message_after_the_end_gets_a_reply_and_changes_nothing() {
     say(&*form, "done", "Mi nombre es Juan").await;
     let complete = say(&*form, "done", "juan@ejemplo.com").await;
     clock.advance(Duration::from_secs(7_200));
-    for message in ["gracias", "quiero hablar con un humano", "¿Cómo está el clima?"] {
+    for message in [
+        "gracias",
+        "quiero hablar con un humano",
+        "¿Cómo está el clima?",
+    ] {
         let after = say(&*form, "done", message).await;
         assert_eq!(
             path(&after),
@@ -207,7 +211,10 @@ async fn a_message_after_the_end_gets_a_reply_and_changes_nothing() {
         assert_eq!(after.state["next_action"], "closed");
     }
     let last = say(&*form, "done", "ok").await;
-    assert_eq!(last.state["conversation"]["turns"], 6, "every message counts");
+    assert_eq!(
+        last.state["conversation"]["turns"], 6,
+        "every message counts"
+    );
     assert_eq!(last.state["conversation"]["last_message_at"], T0 + 7_200);
     say(&*form, "gone", "talk to a human").await;
     let escalated = say(&*form, "gone", "My name is John").await;
@@ -351,7 +358,8 @@ async fn correct_after_the_end(
             wrong.push(format!("the summary lacks {shown}"));
         }
     }
-    (!wrong.is_empty()).then(|| format!("{correction:?}: {} ({})", wrong.join(", "), fixed.response))
+    (!wrong.is_empty())
+        .then(|| format!("{correction:?}: {} ({})", wrong.join(", "), fixed.response))
 }
 
 #[tokio::test]
@@ -360,23 +368,67 @@ async fn corrections_after_the_end_for_every_field_type_in_both_languages() {
     let saver = Arc::new(InMemorySaver::new());
     let contact = open(&env(&clock).with_option("form", "contact"), &saver);
     let es = ["Me llamo Juan Pérez", "juan@ejemplo.com", "600 123 456"];
-    let en = ["My name is John Smith", "john@example.com", "+1 555 123 4567"];
+    let en = [
+        "My name is John Smith",
+        "john@example.com",
+        "+1 555 123 4567",
+    ];
     let cases: &[(&[&str], &str, &str, &str)] = &[
-        (&es, "No, en realidad me llamo Ana Gómez", "name", "Ana Gómez"),
+        (
+            &es,
+            "No, en realidad me llamo Ana Gómez",
+            "name",
+            "Ana Gómez",
+        ),
         (&es, "Perdón, mi nombre es Ana Gómez", "name", "Ana Gómez"),
         (&es, "Me llamo Ana Gómez", "name", "Ana Gómez"),
         (&es, "Mi nombre está mal, es Ana Gómez", "name", "Ana Gómez"),
         (&es, "No es Juan Pérez, es Ana Gómez", "name", "Ana Gómez"),
-        (&es, "Me equivoqué, mi correo es ana@ejemplo.com", "email", "ana@ejemplo.com"),
-        (&es, "ana.gomez@ejemplo.com", "email", "ana.gomez@ejemplo.com"),
-        (&es, "No, mi teléfono es 611 222 333", "phone", "611 222 333"),
-        (&es, "En realidad el móvil es +34 699 888 777", "phone", "+34 699 888 777"),
+        (
+            &es,
+            "Me equivoqué, mi correo es ana@ejemplo.com",
+            "email",
+            "ana@ejemplo.com",
+        ),
+        (
+            &es,
+            "ana.gomez@ejemplo.com",
+            "email",
+            "ana.gomez@ejemplo.com",
+        ),
+        (
+            &es,
+            "No, mi teléfono es 611 222 333",
+            "phone",
+            "611 222 333",
+        ),
+        (
+            &es,
+            "En realidad el móvil es +34 699 888 777",
+            "phone",
+            "+34 699 888 777",
+        ),
         (&en, "Actually, my name is Ann Smith", "name", "Ann Smith"),
         (&en, "Sorry, I'm Ann Smith", "name", "Ann Smith"),
         (&en, "My name is wrong, it's Ann Smith", "name", "Ann Smith"),
-        (&en, "My email is wrong, it should be ann@example.com", "email", "ann@example.com"),
-        (&en, "Wrong number, my phone is 555 987 6543", "phone", "555 987 6543"),
-        (&en, "That's wrong: my phone number is (555) 111-2222", "phone", "(555) 111-2222"),
+        (
+            &en,
+            "My email is wrong, it should be ann@example.com",
+            "email",
+            "ann@example.com",
+        ),
+        (
+            &en,
+            "Wrong number, my phone is 555 987 6543",
+            "phone",
+            "555 987 6543",
+        ),
+        (
+            &en,
+            "That's wrong: my phone number is (555) 111-2222",
+            "phone",
+            "(555) 111-2222",
+        ),
     ];
     let mut failures = Vec::new();
     for (i, (answers, correction, field, value)) in cases.iter().enumerate() {
@@ -412,15 +464,31 @@ async fn corrections_after_the_end_for_every_field_type_in_both_languages() {
     let club = open(&env(&clock).with_option("form", file), &saver);
     let answers: &[&str] = &["https://ejemplo.com", "35", "AB-1234", "+34 600 123 456"];
     let cases: &[(&str, &str, &str)] = &[
-        ("No, mi web es https://otra.es", "website", "https://otra.es"),
-        ("Actually my website is https://other.com", "website", "https://other.com"),
+        (
+            "No, mi web es https://otra.es",
+            "website",
+            "https://otra.es",
+        ),
+        (
+            "Actually my website is https://other.com",
+            "website",
+            "https://other.com",
+        ),
         ("En realidad tengo 36 años", "age", "36"),
         ("No, mi edad es 36", "age", "36"),
         ("Sorry, I'm 36", "age", "36"),
         ("Perdón, mi código de socio es CD-5678", "code", "CD-5678"),
         ("My member code is wrong, it's CD-5678", "code", "CD-5678"),
-        ("Me equivoqué de teléfono: es 611 222 333", "phone", "611 222 333"),
-        ("Actually, my phone is +1 555 987 6543", "phone", "+1 555 987 6543"),
+        (
+            "Me equivoqué de teléfono: es 611 222 333",
+            "phone",
+            "611 222 333",
+        ),
+        (
+            "Actually, my phone is +1 555 987 6543",
+            "phone",
+            "+1 555 987 6543",
+        ),
     ];
     for (i, (correction, field, value)) in cases.iter().enumerate() {
         let thread = format!("club-{i}");
@@ -436,21 +504,28 @@ async fn after_the_end_an_ambiguous_correction_is_the_models_decision() {
     let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = asked.clone();
     let model = OfflineModel::new("test-model")
-        .json("HumanIntent", |_: &[Message], _: &CallOptions| {
-            json!({ "wants_human": false })
-        })
+        .json(
+            "HumanIntent",
+            |_: &[Message], _: &CallOptions| json!({ "wants_human": false }),
+        )
         .json("CorrectionCheck", move |_: &[Message], _: &CallOptions| {
             counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             json!({ "is_correction": true, "field": "name" })
         })
-        .json("OffTopicCheck", |_: &[Message], _: &CallOptions| {
-            json!({ "off_topic": false })
+        .json(
+            "OffTopicCheck",
+            |_: &[Message], _: &CallOptions| json!({ "off_topic": false }),
+        )
+        .json(
+            "FieldExtraction",
+            |messages: &[Message], _: &CallOptions| {
+                let message = agent_flows::offline::last_human(messages);
+                json!({ "value": message.rsplit(' ').next().unwrap_or_default() })
+            },
+        )
+        .text("complete", |_: &[Message], _: &CallOptions| {
+            "Thanks from the model.".to_owned()
         })
-        .json("FieldExtraction", |messages: &[Message], _: &CallOptions| {
-            let message = agent_flows::offline::last_human(messages);
-            json!({ "value": message.rsplit(' ').next().unwrap_or_default() })
-        })
-        .text("complete", |_: &[Message], _: &CallOptions| "Thanks from the model.".to_owned())
         .build();
     let clock = Arc::new(ManualClock::at_unix_seconds(T0));
     let saver = Arc::new(InMemorySaver::new());
@@ -465,7 +540,9 @@ async fn after_the_end_an_ambiguous_correction_is_the_models_decision() {
     assert_eq!(fixed.state["metadata"]["correction_by"], "model");
     assert_eq!(fixed.state["conversation"]["values"]["name"], "Pedro");
     assert!(
-        fixed.response.ends_with("nombre: Pedro; email: juan@ejemplo.com."),
+        fixed
+            .response
+            .ends_with("nombre: Pedro; email: juan@ejemplo.com."),
         "{}",
         fixed.response
     );

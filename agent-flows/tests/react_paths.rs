@@ -741,9 +741,12 @@ fn program_tools() -> agent_tools::ToolRegistry {
 /// Runs `query` in llm mode on a scripted model with the program's tools.
 async fn llm_run(query: &str, replies: Vec<Reply>) -> ReactState {
     let model = ScriptedModel::new(replies);
-    let context = ReactContext::new(Arc::new(model), Arc::new(ManualClock::at_unix_seconds(NOON)))
-        .expect("context")
-        .with_tools(program_tools());
+    let context = ReactContext::new(
+        Arc::new(model),
+        Arc::new(ManualClock::at_unix_seconds(NOON)),
+    )
+    .expect("context")
+    .with_tools(program_tools());
     let settings = TurnSettings {
         mode: Mode::Llm,
         ..TurnSettings::default()
@@ -774,10 +777,7 @@ async fn in_llm_mode_the_critic_judges_the_models_own_tools() {
     assert_eq!(review.evidence_keys, ["weather_1"]);
     assert_eq!(review.confidence, 0.8, "0.6 for the result, lifted by half");
     let block = out.final_block.as_ref().unwrap();
-    assert_eq!(
-        (block.verdict, block.confidence),
-        (Verdict::Supported, 0.8)
-    );
+    assert_eq!((block.verdict, block.confidence), (Verdict::Supported, 0.8));
     assert_eq!(block.summary, "It is 21 °C and sunny in Paris.");
 
     // The same result, but the answer ignores it: nothing backs the answer.

@@ -848,9 +848,15 @@ mod tests {
         assert_eq!(update.should_escalate, Some(false));
         // The message counts, in its language; nothing else changes.
         let after = update.conversation.unwrap();
-        assert_eq!((after.turns, after.last_message_at), (done.turns + 1, Some(NOW)));
+        assert_eq!(
+            (after.turns, after.last_message_at),
+            (done.turns + 1, Some(NOW))
+        );
         assert_eq!(after.language, Lang::En);
-        assert_eq!((after.values, after.status), (done.values, Status::Completed));
+        assert_eq!(
+            (after.values, after.status),
+            (done.values, Status::Completed)
+        );
         let mut escalated = conversation("signup", &[], Some("name"));
         escalated.status = Status::Escalated;
         escalated.escalation = Some(EscalationRecord {

@@ -578,7 +578,8 @@ pub fn extract(message: &str, field: &FieldSpec) -> Option<String> {
                 if let Some(c) = Regex::new(&pattern).ok().and_then(|r| r.captures(&folded)) {
                     // Matched on the folded text: take the same span of the original.
                     let start = c.get(1).map_or(0, |m| m.start());
-                    if let Some(value) = stated(text_value(&char_tail(body, &folded, start), person))
+                    if let Some(value) =
+                        stated(text_value(&char_tail(body, &folded, start), person))
                     {
                         return Some(value);
                     }

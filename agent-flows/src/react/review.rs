@@ -318,9 +318,11 @@ pub fn shows_in(answer: &str, output: &Value, args: &Value) -> Option<bool> {
     let said = words(answer);
     let written = numbers_in(answer);
     let distinct = wanted.iter().any(|w| said.contains(w))
-        || numbers
-            .iter()
-            .any(|x| written.iter().any(|(v, decimals)| rounds_to(*x, *v, *decimals)));
+        || numbers.iter().any(|x| {
+            written
+                .iter()
+                .any(|(v, decimals)| rounds_to(*x, *v, *decimals))
+        });
     let echo = wanted.is_empty() && echoed.iter().any(|t| contains_phrase(&said, t));
     Some(distinct || echo)
 }
@@ -381,7 +383,8 @@ fn numbers_in(text: &str) -> Vec<(f64, i32)> {
 /// 5").
 fn rounds_to(x: f64, written: f64, decimals: i32) -> bool {
     let scale = 10f64.powi(decimals.min(15));
-    let close = |x: f64| ((x * scale).round() / scale - written).abs() <= 1e-9 * written.abs().max(1.0);
+    let close =
+        |x: f64| ((x * scale).round() / scale - written).abs() <= 1e-9 * written.abs().max(1.0);
     close(x) || close(x.abs())
 }
 
@@ -488,14 +491,20 @@ mod tests {
         let weather = json!({"city": "Paris", "temp_c": 21.4, "sky": "sunny"});
         assert_eq!(shows_in("21 °C in Paris", &weather, &args), Some(true));
         assert_eq!(shows_in("Sunny!", &weather, &args), Some(true));
-        assert_eq!(shows_in("No idea about Paris.", &weather, &args), Some(false));
+        assert_eq!(
+            shows_in("No idea about Paris.", &weather, &args),
+            Some(false)
+        );
         let people = json!({"population": 2_165_423});
         assert_eq!(shows_in("2,165,423 people", &people, &args), Some(true));
         assert_eq!(shows_in("2.165.423 personas", &people, &args), Some(true));
         assert_eq!(shows_in("2,1 millones", &people, &args), Some(false));
         let sum = json!(0.30000000000000004);
         assert_eq!(shows_in("0.1 + 0.2 = 0.3", &sum, &json!({})), Some(true));
-        assert_eq!(shows_in("It is minus 5.", &json!(-5), &json!({})), Some(true));
+        assert_eq!(
+            shows_in("It is minus 5.", &json!(-5), &json!({})),
+            Some(true)
+        );
         let echo = json!({"echo": "hello, world", "chars": 12});
         let said = json!({"text": "hello, world"});
         assert_eq!(shows_in("Echo: hello, world", &echo, &said), Some(true));
