@@ -161,9 +161,17 @@ pub fn judge(question: &str, summary: Option<&str>, results: &[Judged]) -> Relev
             (true, when) => format!(" ({})", when.label()),
             (false, when) => format!(" ({} @ {})", asked.series.join(", "), when.label()),
         };
+        let outside = if asked.when.outside_coverage() {
+            format!(
+                "; {} is outside the data, so the nearest quarter it has is the answer",
+                asked.when.label()
+            )
+        } else {
+            String::new()
+        };
         RelevanceVerdict {
             relevant: true,
-            reason: format!("the results fit what was asked{what}"),
+            reason: format!("the results fit what was asked{what}{outside}"),
             off_calls: Vec::new(),
         }
     } else {
@@ -200,9 +208,7 @@ fn mismatch(asked: &Question, output: &Value) -> Option<String> {
     let year_at = at("year")?;
     let quarter_at = at("quarter");
     let cell = |row: &Value, i: usize, name: &str| {
-        row.get(i)
-            .or_else(|| row.get(name))
-            .and_then(Value::as_i64)
+        row.get(i).or_else(|| row.get(name)).and_then(Value::as_i64)
     };
     let periods: Vec<(i64, Option<i64>)> = output["rows"]
         .as_array()?
@@ -282,7 +288,11 @@ mod tests {
         assert!(v.relevant, "{v:?}");
         assert_eq!(v.reason, "the results fit what was asked (unemp @ 2008)");
 
-        let series = sql("c1", json!(["year", "quarter", "infl"]), json!([[2008, 1, 3.0]]));
+        let series = sql(
+            "c1",
+            json!(["year", "quarter", "infl"]),
+            json!([[2008, 1, 3.0]]),
+        );
         let v = judge("¿Cuál fue la tasa de paro en 2008?", None, &[series]);
         assert!(!v.relevant);
         assert_eq!(v.off_calls, ["c1"]);
@@ -291,8 +301,16 @@ mod tests {
             "`c1` returned infl, but the question asks for unemp"
         );
 
-        let period = sql("c2", json!(["year", "quarter", "realgdp"]), json!([[1982, 4, 1.0]]));
-        let v = judge("Какой был ВВП в третьем квартале 2008 года?", None, &[period]);
+        let period = sql(
+            "c2",
+            json!(["year", "quarter", "realgdp"]),
+            json!([[1982, 4, 1.0]]),
+        );
+        let v = judge(
+            "Какой был ВВП в третьем квартале 2008 года?",
+            None,
+            &[period],
+        );
         assert_eq!(
             v.reason,
             "`c2` returned 1982Q4, but the question asks about 2008Q3"
@@ -306,7 +324,11 @@ mod tests {
     #[test]
     fn what_cannot_fit_better_is_not_held_against_it() {
         // Outside the data: the nearest quarter is the answer.
-        let nearest = sql("c1", json!(["year", "quarter", "realgdp"]), json!([[2009, 3, 1.0]]));
+        let nearest = sql(
+            "c1",
+            json!(["year", "quarter", "realgdp"]),
+            json!([[2009, 3, 1.0]]),
+        );
         assert!(judge("GDP in 2012?", None, &[nearest]).relevant);
         // A change over a year reads the year before too.
         let change = sql(
@@ -339,14 +361,26 @@ mod tests {
     #[test]
     fn follow_ups_are_read_with_the_summary() {
         let summary = "Turn 1 (en): asked «Unemployment in 2008?»; sql_query unemp @ 2008 -> 4 rows; answered «…»";
-        let wrong_year = sql("c1", json!(["year", "quarter", "unemp"]), json!([[2008, 1, 5.0]]));
-        let v = judge("And in 2009?", Some(summary), std::slice::from_ref(&wrong_year));
+        let wrong_year = sql(
+            "c1",
+            json!(["year", "quarter", "unemp"]),
+            json!([[2008, 1, 5.0]]),
+        );
+        let v = judge(
+            "And in 2009?",
+            Some(summary),
+            std::slice::from_ref(&wrong_year),
+        );
         assert!(!v.relevant);
         assert_eq!(
             v.reason,
             "`c1` returned 2008Q1, but the question asks about 2009"
         );
-        let wrong_series = sql("c1", json!(["year", "quarter", "cpi"]), json!([[2008, 1, 5.0]]));
+        let wrong_series = sql(
+            "c1",
+            json!(["year", "quarter", "cpi"]),
+            json!([[2008, 1, 5.0]]),
+        );
         assert!(!judge("And in 2008?", Some(summary), &[wrong_series]).relevant);
     }
 
@@ -364,7 +398,11 @@ mod tests {
 
     #[test]
     fn the_offline_reply_reads_the_prompt() {
-        let results = [sql("c9", json!(["year", "quarter", "pop"]), json!([[1970, 1, 1.0]]))];
+        let results = [sql(
+            "c9",
+            json!(["year", "quarter", "pop"]),
+            json!([[1970, 1, 1.0]]),
+        )];
         let messages = prompt("What was inflation in 1970?", "", &results);
         let v = reply(&messages);
         assert_eq!(v.off_calls, ["c9"]);

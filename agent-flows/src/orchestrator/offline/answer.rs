@@ -879,9 +879,18 @@ fn failure(lang: Lang, record: &Result<'_>, role: &str) -> String {
             ),
         },
         (_, "irrelevant", _) => match lang {
-            Lang::En => format!("{tool} returned data that does not answer the question: {}", record.error),
-            Lang::Es => format!("{tool} devolvió datos que no responden a la pregunta: {}", record.error),
-            Lang::Ru => format!("{tool} вернул данные, которые не отвечают на вопрос: {}", record.error),
+            Lang::En => format!(
+                "{tool} returned data that does not answer the question: {}",
+                record.error
+            ),
+            Lang::Es => format!(
+                "{tool} devolvió datos que no responden a la pregunta: {}",
+                record.error
+            ),
+            Lang::Ru => format!(
+                "{tool} вернул данные, которые не отвечают на вопрос: {}",
+                record.error
+            ),
         },
         (_, "forbidden", _) => match lang {
             Lang::En => format!("your profile ({role}) may not use {tool}."),
