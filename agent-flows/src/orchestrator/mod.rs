@@ -785,7 +785,8 @@ impl FlowSpec for Orchestrator {
         tool's schema; `tool_executor` runs them in parallel with per-tool time limits and \
         retries, results redacted (`sql_query` over US macro data 1959–2009, `doc_search` \
         over its documentation, `calculator`, `datetime`); `verifier` sends empty or failed \
-        results back to the planner (custom event `planning_retry`, capped by `max_retries`) \
+        results, and results the model judges not to answer the question (another series or \
+        period), back to the planner (custom event `planning_retry`, capped by `max_retries`) \
         or asks the user to clarify; `generator` streams the answer; `summarizer` keeps a \
         conversation summary and trims the context to a token budget.";
     const OPTIONS: &'static [FlowOption] = &[
@@ -799,7 +800,7 @@ impl FlowSpec for Orchestrator {
         },
         FlowOption {
             key: "max_retries",
-            help: "re-plans per turn after empty or failed results (default 2, at most 4)",
+            help: "re-plans per turn after empty, failed or off-question results (default 2, at most 4)",
         },
         FlowOption {
             key: "context_tokens",

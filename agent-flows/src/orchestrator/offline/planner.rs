@@ -943,6 +943,39 @@ mod tests {
     }
 
     #[test]
+    fn results_judged_off_are_replaced_by_the_query_asked_for() {
+        let wrong = json!({
+            "sql": "SELECT year, quarter, infl FROM macrodata WHERE year BETWEEN ?1 AND ?2 ORDER BY year, quarter",
+            "params": [1982, 1982],
+        });
+        let conversation = |block: Option<&str>| {
+            let mut messages = vec![
+                Message::system("prompt"),
+                Message::human("¿Cuál fue la tasa de paro en 1982?"),
+                Message::ai_tool_calls([ToolCall::new("call_1", "sql_query", wrong.clone())]),
+                Message::tool(
+                    "call_1",
+                    r#"{"columns":["year","quarter","infl"],"rows":[[1982,1,1.0]],"row_count":1,"truncated":false}"#,
+                ),
+            ];
+            if let Some(block) = block {
+                messages.push(Message::system(block));
+            }
+            plan(&messages)
+        };
+        // Without the verifier's word, a result is a result.
+        assert!(conversation(None).is_empty());
+        let block = relevance::replan_block(&[(
+            "call_1",
+            "`call_1` returned infl, but the question asks for unemp",
+        )]);
+        let calls = sql_of(&conversation(Some(&block)));
+        assert_eq!(calls.len(), 1);
+        assert!(calls[0].0.contains("unemp"), "{}", calls[0].0);
+        assert_eq!(calls[0].1, json!([1982, 1982]));
+    }
+
+    #[test]
     fn failed_queries_are_repaired_or_replaced() {
         let calls = retry(
             "Run SELECT year, gdp FROM macrodata WHERE year = 2008",
