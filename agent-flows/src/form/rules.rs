@@ -654,7 +654,9 @@ fn is_verdict(value: &str) -> bool {
 /// negated in its clause ("no es Juan, es Ana") or before a verdict ("is wrong, it's Ann") is
 /// skipped for the next one.
 fn corrected_to(message: &str, body: &str, person: bool) -> Option<String> {
-    let skipped = message.len().saturating_sub(body.len());
+    // `body` is a tail of the trimmed message (`strip_openers`): what precedes it in
+    // `message` is the openers and leading space.
+    let skipped = message.trim_end().len().saturating_sub(body.len());
     let mut from = 0;
     while let Some(c) = CORRECTED_TO.captures_at(body, from) {
         let (whole, value) = (c.get(0)?, c.get(1)?);
@@ -1442,6 +1444,37 @@ mod tests {
             Some("São Paulo")
         );
         assert_eq!(extract("Lima", &city).as_deref(), Some("Lima"));
+    }
+
+    #[test]
+    fn a_corrected_value_is_the_one_after_the_verdict_whatever_the_spacing() {
+        let name = FieldSpec::new(
+            "name",
+            FieldType::Text,
+            Texts::new("name", "nombre"),
+            Texts::default(),
+        );
+        for pad in ["", " ", "  \n"] {
+            for (text, expected) in [
+                ("No es Juan Pérez, es Ana Gómez", "Ana Gómez"),
+                ("Mi nombre está mal, es Ana Gómez", "Ana Gómez"),
+                ("My name is wrong, it's Ann Smith", "Ann Smith"),
+                ("Sorry, it's not John, it's Ann", "Ann"),
+            ] {
+                let padded = format!("{text}{pad}");
+                assert_eq!(
+                    extract(&padded, &name).as_deref(),
+                    Some(expected),
+                    "{padded:?}"
+                );
+                // The copula rule itself (not a later fallback) finds it.
+                assert_eq!(
+                    corrected_to(&padded, strip_openers(&padded), true).as_deref(),
+                    Some(expected),
+                    "{padded:?}"
+                );
+            }
+        }
     }
 
     #[test]
