@@ -14,7 +14,6 @@
 //!    time-out) -> [`Verdict::Retry`] while `retry_count` is below the cap: the planner tries
 //!    other words, another tool, or a corrected query.
 //! 4. Past the cap -> [`Verdict::GiveUp`]: the generator says what could not be found.
-//!
 
 use super::relevance::RelevanceVerdict;
 use super::{Status, ToolRecord, Verdict, Verification};
@@ -133,6 +132,11 @@ pub fn decide(records: &[(&str, &ToolRecord)], retry_count: u32, max_retries: u3
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::orchestrator::{FailureKind, ToolFailure};
+
     #[test]
     fn results_that_do_not_answer_retry_until_the_cap() {
         let a = ok("sql_query", json!({"rows": [[1]], "row_count": 1}));
@@ -162,11 +166,6 @@ mod tests {
         assert_eq!(v.verdict, Verdict::Success);
         assert_eq!(v.reasons.last().map(String::as_str), Some("relevant: fine"));
     }
-
-    use serde_json::json;
-
-    use super::*;
-    use crate::orchestrator::{FailureKind, ToolFailure};
 
     fn ok(tool: &str, output: serde_json::Value) -> ToolRecord {
         ToolRecord {
