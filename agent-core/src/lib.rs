@@ -11,6 +11,9 @@
 //!
 //! This crate knows nothing of LLMs; `agent-llm` and `agent-tools` build on it.
 //!
+//! Coming from LangGraph? [`differences`] lists what behaves differently, on purpose, each
+//! with its two-line translation.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use agent_core::{node, GraphState, NodeContext, RunConfig, StateGraph, END, START};
@@ -63,6 +66,7 @@ mod config;
 mod constants;
 mod context;
 mod diagram;
+pub mod differences;
 mod error;
 mod executor;
 mod graph;

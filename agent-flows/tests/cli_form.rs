@@ -72,15 +72,33 @@ fn a_conversation_continues_in_a_second_process() {
         report["response"],
         "¡Gracias, Juan! Ya tenemos todo lo necesario: nombre: Juan; email: juan@ejemplo.com."
     );
-    // A third process: the form is closed and stays as it was.
+    // A third process: the form is complete and keeps its values; the message counts.
     let third = run(s.agent(&["run", "form", "hola otra vez", "--thread", "f1", "--json"]));
     let report = third.json();
-    assert_eq!(report["state"]["conversation"], *conversation);
+    let after = &report["state"]["conversation"];
+    for key in ["values", "status", "finished_at", "corrections"] {
+        assert_eq!(after[key], conversation[key], "{key}");
+    }
+    assert_eq!(after["turns"], 3);
     assert!(
         report["response"]
             .as_str()
             .unwrap()
             .starts_with("Tu formulario ya está completo")
+    );
+    // A fourth: a correction after the summary is applied (seed 001: `check_correction`
+    // still runs), and the reply shows the updated summary.
+    let fourth = run(s.agent(&[
+        "run",
+        "form",
+        "No, en realidad me llamo Ana Gómez",
+        "--thread",
+        "f1",
+    ]));
+    assert_eq!(fourth.code, 0, "{}", fourth.stderr);
+    assert_eq!(
+        fourth.stdout.trim(),
+        "Listo, corregí tu nombre: ahora es Ana Gómez (antes Juan). Tu formulario queda así: nombre: Ana Gómez; email: juan@ejemplo.com."
     );
 }
 

@@ -55,6 +55,11 @@ fn run_answers_a_data_question_from_the_data_set() {
     assert_eq!(state["phase"], "done");
     assert_eq!(state["next_step"], "tool_use");
     assert_eq!(state["verification"]["verdict"], "success");
+    // The verifier judged the results against the question (the offline rules).
+    assert_eq!(
+        state["verification"]["reasons"][1],
+        "relevant: the results fit what was asked (infl)"
+    );
     assert_eq!(state["user_id"], "demo");
     assert!(state["tokens_used"].as_u64().unwrap() > 0);
     assert_eq!(state["scratchpad"]["call_1"]["output"]["rows"][0][2], 14.62);

@@ -181,8 +181,9 @@ async fn a_message_after_the_end_gets_a_reply_and_changes_nothing() {
     let complete = say(&*form, "done", "juan@ejemplo.com").await;
     clock.advance(Duration::from_secs(7_200));
     for message in [
-        "No, mi email es otro@ejemplo.com",
+        "gracias",
         "quiero hablar con un humano",
+        "¿Cómo está el clima?",
     ] {
         let after = say(&*form, "done", message).await;
         assert_eq!(
@@ -194,10 +195,27 @@ async fn a_message_after_the_end_gets_a_reply_and_changes_nothing() {
                 "complete"
             ]
         );
-        assert_eq!(after.state["conversation"], complete.state["conversation"]);
-        assert!(after.response.starts_with("Tu formulario ya está completo"));
+        let (before, now) = (
+            &complete.state["conversation"],
+            &after.state["conversation"],
+        );
+        for key in ["values", "status", "finished_at", "corrections"] {
+            assert_eq!(now[key], before[key], "{message}: {key}");
+        }
+        assert!(
+            after.response.starts_with("Tu formulario ya está completo"),
+            "{}",
+            after.response
+        );
+        assert!(after.response.contains("si algún dato no es correcto"));
         assert_eq!(after.state["next_action"], "closed");
     }
+    let last = say(&*form, "done", "ok").await;
+    assert_eq!(
+        last.state["conversation"]["turns"], 6,
+        "every message counts"
+    );
+    assert_eq!(last.state["conversation"]["last_message_at"], T0 + 7_200);
     say(&*form, "gone", "talk to a human").await;
     let escalated = say(&*form, "gone", "My name is John").await;
     assert_eq!(path(&escalated), ESCALATE);
@@ -211,6 +229,322 @@ async fn a_message_after_the_end_gets_a_reply_and_changes_nothing() {
             .as_object()
             .unwrap()
             .is_empty()
+    );
+}
+
+const CORRECTED_AFTER_END: &[&str] = &[
+    "check_escalation",
+    "check_correction",
+    "extract_field",
+    "validate",
+    "complete",
+];
+
+#[tokio::test]
+async fn a_correction_after_the_summary_is_applied_and_summarised() {
+    let clock = Arc::new(ManualClock::at_unix_seconds(T0));
+    let saver = Arc::new(InMemorySaver::new());
+    let form = open(&env(&clock), &saver);
+    say(&*form, "t", "Mi nombre es Juan").await;
+    say(&*form, "t", "juan@ejemplo.com").await;
+    let fixed = say(&*form, "t", "No, en realidad me llamo Ana Gómez").await;
+    assert_eq!(path(&fixed), CORRECTED_AFTER_END);
+    assert_eq!(fixed.state["is_correction"], true);
+    assert_eq!(fixed.state["correction_field"], "name");
+    let conversation = &fixed.state["conversation"];
+    assert_eq!(conversation["values"]["name"], "Ana Gómez");
+    assert_eq!(conversation["values"]["email"], "juan@ejemplo.com");
+    assert_eq!(conversation["status"], "completed");
+    assert_eq!(conversation["corrections"], 1);
+    assert_eq!(fixed.state["next_action"], "corrected");
+    assert_eq!(
+        fixed.response,
+        "Listo, corregí tu nombre: ahora es Ana Gómez (antes Juan). Tu formulario queda así: nombre: Ana Gómez; email: juan@ejemplo.com."
+    );
+
+    // A refused value keeps the old one and asks again; the answer is the correction.
+    let refused = say(&*form, "t", "Mi email está mal").await;
+    assert_eq!(path(&refused), CORRECTED_AFTER_END);
+    assert_eq!(refused.state["next_action"], "reprompt");
+    assert_eq!(
+        refused.response,
+        "No encontré tu email en ese mensaje. Mantengo tu email anterior (juan@ejemplo.com). ¿Cuál es tu email?"
+    );
+    assert_eq!(
+        refused.state["conversation"]["values"]["email"],
+        "juan@ejemplo.com"
+    );
+    let invalid = say(&*form, "t", "ana@ejemplo").await;
+    assert_eq!(invalid.state["next_action"], "reprompt");
+    assert!(
+        invalid.response.contains("le falta un punto"),
+        "{}",
+        invalid.response
+    );
+    let answered = say(&*form, "t", "ana@ejemplo.com").await;
+    assert_eq!(path(&answered), CORRECTED_AFTER_END);
+    assert_eq!(answered.state["next_action"], "corrected");
+    assert_eq!(
+        answered.state["conversation"]["values"]["email"],
+        "ana@ejemplo.com"
+    );
+    assert!(
+        answered
+            .response
+            .ends_with("Tu formulario queda así: nombre: Ana Gómez; email: ana@ejemplo.com."),
+        "{}",
+        answered.response
+    );
+    // Pending text fields take a short answer the same way.
+    say(&*form, "t", "Mi nombre está mal").await;
+    let named = say(&*form, "t", "Ana María Gómez").await;
+    assert_eq!(named.state["correction_field"], "name");
+    assert_eq!(
+        named.state["conversation"]["values"]["name"],
+        "Ana María Gómez"
+    );
+    // After a correction, the rest is as after completion.
+    let thanks = say(&*form, "t", "gracias").await;
+    assert_eq!(thanks.state["next_action"], "closed");
+    assert_eq!(thanks.state["conversation"]["corrections"], 3);
+}
+
+/// Fills a form on `thread` with `answers`, then sends `correction`: what went wrong, if
+/// anything — `field` must become `value`, the rest stay, and the reply show the updated
+/// summary.
+async fn correct_after_the_end(
+    session: &dyn FlowSession,
+    thread: &str,
+    answers: &[&str],
+    correction: &str,
+    field: &str,
+    value: &str,
+) -> Option<String> {
+    for answer in answers {
+        say(session, thread, answer).await;
+    }
+    let done = say(session, thread, "ok").await;
+    assert_eq!(
+        done.state["conversation"]["status"], "completed",
+        "{thread}: {answers:?}"
+    );
+    let before = done.state["conversation"]["values"].clone();
+    let fixed = say(session, thread, correction).await;
+    let after = &fixed.state["conversation"]["values"];
+    let mut wrong = Vec::new();
+    if path(&fixed) != CORRECTED_AFTER_END {
+        wrong.push(format!("path {:?}", path(&fixed)));
+    }
+    if fixed.state["correction_field"] != field {
+        wrong.push(format!("field {}", fixed.state["correction_field"]));
+    }
+    if fixed.state["next_action"] != "corrected" {
+        wrong.push(format!("action {}", fixed.state["next_action"]));
+    }
+    if after[field] != value {
+        wrong.push(format!("value {}", after[field]));
+    }
+    for (key, old) in before.as_object().unwrap() {
+        if key != field && &after[key] != old {
+            wrong.push(format!("{key} changed to {}", after[key]));
+        }
+    }
+    let summary = ["Tu formulario queda así: ", "Your form now reads: "]
+        .iter()
+        .find_map(|s| fixed.response.split(s).nth(1))
+        .unwrap_or_default();
+    for shown in after.as_object().unwrap().values() {
+        if !summary.contains(shown.as_str().unwrap()) {
+            wrong.push(format!("the summary lacks {shown}"));
+        }
+    }
+    (!wrong.is_empty())
+        .then(|| format!("{correction:?}: {} ({})", wrong.join(", "), fixed.response))
+}
+
+#[tokio::test]
+async fn corrections_after_the_end_for_every_field_type_in_both_languages() {
+    let clock = Arc::new(ManualClock::at_unix_seconds(T0));
+    let saver = Arc::new(InMemorySaver::new());
+    let contact = open(&env(&clock).with_option("form", "contact"), &saver);
+    let es = ["Me llamo Juan Pérez", "juan@ejemplo.com", "600 123 456"];
+    let en = [
+        "My name is John Smith",
+        "john@example.com",
+        "+1 555 123 4567",
+    ];
+    let cases: &[(&[&str], &str, &str, &str)] = &[
+        (
+            &es,
+            "No, en realidad me llamo Ana Gómez",
+            "name",
+            "Ana Gómez",
+        ),
+        (&es, "Perdón, mi nombre es Ana Gómez", "name", "Ana Gómez"),
+        (&es, "Me llamo Ana Gómez", "name", "Ana Gómez"),
+        (&es, "Mi nombre está mal, es Ana Gómez", "name", "Ana Gómez"),
+        (&es, "No es Juan Pérez, es Ana Gómez", "name", "Ana Gómez"),
+        (
+            &es,
+            "Me equivoqué, mi correo es ana@ejemplo.com",
+            "email",
+            "ana@ejemplo.com",
+        ),
+        (
+            &es,
+            "ana.gomez@ejemplo.com",
+            "email",
+            "ana.gomez@ejemplo.com",
+        ),
+        (
+            &es,
+            "No, mi teléfono es 611 222 333",
+            "phone",
+            "611 222 333",
+        ),
+        (
+            &es,
+            "En realidad el móvil es +34 699 888 777",
+            "phone",
+            "+34 699 888 777",
+        ),
+        (&en, "Actually, my name is Ann Smith", "name", "Ann Smith"),
+        (&en, "Sorry, I'm Ann Smith", "name", "Ann Smith"),
+        (&en, "My name is wrong, it's Ann Smith", "name", "Ann Smith"),
+        (
+            &en,
+            "My email is wrong, it should be ann@example.com",
+            "email",
+            "ann@example.com",
+        ),
+        (
+            &en,
+            "Wrong number, my phone is 555 987 6543",
+            "phone",
+            "555 987 6543",
+        ),
+        (
+            &en,
+            "That's wrong: my phone number is (555) 111-2222",
+            "phone",
+            "(555) 111-2222",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (i, (answers, correction, field, value)) in cases.iter().enumerate() {
+        let thread = format!("contact-{i}");
+        failures.extend(
+            correct_after_the_end(&*contact, &thread, answers, correction, field, value).await,
+        );
+    }
+
+    let file = form_file(
+        "club-corrections.toml",
+        r#"
+        name = "club"
+        language = "es"
+        [[fields]]
+        name = "website"
+        type = "url"
+        label = { es = "web", en = "website" }
+        [[fields]]
+        name = "age"
+        type = "number"
+        label = { es = "edad", en = "age" }
+        [[fields]]
+        name = "code"
+        type = "text"
+        label = { es = "código de socio", en = "member code" }
+        pattern = "[A-Z]{2}-[0-9]{4}"
+        [[fields]]
+        name = "phone"
+        type = "phone"
+        "#,
+    );
+    let club = open(&env(&clock).with_option("form", file), &saver);
+    let answers: &[&str] = &["https://ejemplo.com", "35", "AB-1234", "+34 600 123 456"];
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "No, mi web es https://otra.es",
+            "website",
+            "https://otra.es",
+        ),
+        (
+            "Actually my website is https://other.com",
+            "website",
+            "https://other.com",
+        ),
+        ("En realidad tengo 36 años", "age", "36"),
+        ("No, mi edad es 36", "age", "36"),
+        ("Sorry, I'm 36", "age", "36"),
+        ("Perdón, mi código de socio es CD-5678", "code", "CD-5678"),
+        ("My member code is wrong, it's CD-5678", "code", "CD-5678"),
+        (
+            "Me equivoqué de teléfono: es 611 222 333",
+            "phone",
+            "611 222 333",
+        ),
+        (
+            "Actually, my phone is +1 555 987 6543",
+            "phone",
+            "+1 555 987 6543",
+        ),
+    ];
+    for (i, (correction, field, value)) in cases.iter().enumerate() {
+        let thread = format!("club-{i}");
+        failures.extend(
+            correct_after_the_end(&*club, &thread, answers, correction, field, value).await,
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test]
+async fn after_the_end_an_ambiguous_correction_is_the_models_decision() {
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let model = OfflineModel::new("test-model")
+        .json(
+            "HumanIntent",
+            |_: &[Message], _: &CallOptions| json!({ "wants_human": false }),
+        )
+        .json("CorrectionCheck", move |_: &[Message], _: &CallOptions| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            json!({ "is_correction": true, "field": "name" })
+        })
+        .json(
+            "OffTopicCheck",
+            |_: &[Message], _: &CallOptions| json!({ "off_topic": false }),
+        )
+        .json(
+            "FieldExtraction",
+            |messages: &[Message], _: &CallOptions| {
+                let message = agent_flows::offline::last_human(messages);
+                json!({ "value": message.rsplit(' ').next().unwrap_or_default() })
+            },
+        )
+        .text("complete", |_: &[Message], _: &CallOptions| {
+            "Thanks from the model.".to_owned()
+        })
+        .build();
+    let clock = Arc::new(ManualClock::at_unix_seconds(T0));
+    let saver = Arc::new(InMemorySaver::new());
+    let form = open(&env(&clock).with_model(model), &saver);
+    say(&*form, "m", "Soy Juan").await;
+    let done = say(&*form, "m", "juan@ejemplo.com").await;
+    assert_eq!(done.response, "Thanks from the model.");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let fixed = say(&*form, "m", "Eso está mal, es Pedro").await;
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(path(&fixed), CORRECTED_AFTER_END);
+    assert_eq!(fixed.state["metadata"]["correction_by"], "model");
+    assert_eq!(fixed.state["conversation"]["values"]["name"], "Pedro");
+    assert!(
+        fixed
+            .response
+            .ends_with("nombre: Pedro; email: juan@ejemplo.com."),
+        "{}",
+        fixed.response
     );
 }
 

@@ -1,6 +1,7 @@
 //! The orchestrator through its public API: redaction end to end, the router's checks, parallel
 //! calls, input validation, options, the profile store, metrics from real usage and the
-//! clock, the retry cap, and a thread that keeps its summary across sessions. Models are
+//! clock, the retry cap, a thread that keeps its summary across sessions, and the
+//! verifier's relevance check (rules offline, the model's verdict otherwise). Models are
 //! scripted where a test needs a planner that misbehaves; otherwise the offline one.
 
 use std::sync::Arc;
@@ -66,6 +67,9 @@ fn scripted(
                     reply.with_tool_call_id(*id, *name, args.clone())
                 }),
             Some("planner") => Reply::text("nothing else to try"),
+            Some("RelevanceVerdict") => {
+                Reply::json(json!({"relevant": true, "reason": "the results fit"}))
+            }
             _ => Reply::text(answer),
         },
     ))
@@ -529,4 +533,242 @@ async fn a_thread_continues_in_a_new_session_with_its_summary() {
         second.response
     );
     let _ = std::fs::remove_file(&path);
+}
+
+/// A model whose planner's first round makes `first` calls; everything else (the re-plans,
+/// the verifier's judgement, the answer) is the offline model's rules.
+fn wrong_first_then_offline(first: Vec<(&'static str, &'static str, Value)>) -> Arc<dyn ChatModel> {
+    use agent_flows::offline::RuleReply;
+    use agent_flows::orchestrator::offline::{answer, planner};
+    use agent_flows::orchestrator::relevance;
+    Arc::new(ScriptedModel::from_request_fn(
+        move |messages, options: &CallOptions| match options.task.as_deref() {
+            Some("planner") if !after_tools(messages) => first
+                .iter()
+                .fold(Reply::text(""), |reply, (id, name, args)| {
+                    reply.with_tool_call_id(*id, *name, args.clone())
+                }),
+            Some("planner") => match planner::reply(messages, options) {
+                RuleReply::ToolCalls { text, calls } => {
+                    calls.into_iter().fold(Reply::text(text), |reply, call| {
+                        reply.with_tool_call_id(call.id, call.name, call.args)
+                    })
+                }
+                RuleReply::Text(text) => Reply::text(text),
+                RuleReply::Json(value) => Reply::json(value),
+            },
+            Some(relevance::TASK) => {
+                Reply::json(serde_json::to_value(relevance::reply(messages)).unwrap())
+            }
+            _ => Reply::text(answer::reply(messages)),
+        },
+    ))
+}
+
+fn offline_context(model: Arc<dyn ChatModel>) -> OrchestratorContext {
+    OrchestratorContext::new(model, clock(), Settings::default(), profiles()).unwrap()
+}
+
+const PATH_WITH_ONE_REPLAN: [&str; 11] = [
+    "ingress",
+    "planner",
+    "tool_router",
+    "tool_executor",
+    "verifier",
+    "planner",
+    "tool_router",
+    "tool_executor",
+    "verifier",
+    "generator",
+    "summarizer",
+];
+
+#[tokio::test]
+async fn a_result_for_another_series_is_judged_off_and_replanned_until_it_answers() {
+    let wrong = json!({
+        "sql": "SELECT year, quarter, infl FROM macrodata WHERE year BETWEEN ?1 AND ?2 ORDER BY year, quarter",
+        "params": [2008, 2008],
+    });
+    let context = offline_context(wrong_first_then_offline(vec![("c1", "sql_query", wrong)]));
+    let (state, events, path) =
+        run_graph(context, "What was the unemployment rate in 2008?", "demo").await;
+    assert_eq!(flat(&path), PATH_WITH_ONE_REPLAN);
+    assert_eq!(state.retry_count, 1);
+    // The wrong result is marked with the verifier's reason...
+    let off = &state.scratchpad["c1"];
+    let error = off.error.as_ref().unwrap();
+    assert_eq!(
+        serde_json::to_value(error.kind).unwrap(),
+        json!("irrelevant")
+    );
+    assert_eq!(
+        error.message,
+        "`c1` returned infl, but the question asks for unemp"
+    );
+    // ...the re-plan asked for the series the question names, over the same year...
+    let fixed: Vec<&agent_flows::orchestrator::ToolRecord> =
+        state.scratchpad.values().filter(|r| r.round == 1).collect();
+    assert_eq!(fixed.len(), 1);
+    assert!(fixed[0].args["sql"].as_str().unwrap().contains("unemp"));
+    assert_eq!(fixed[0].args["params"], json!([2008, 2008]));
+    // ...which the verifier passes, and the answer is about unemployment only.
+    assert_eq!(
+        state.verification.reasons.last().unwrap(),
+        "relevant: the results fit what was asked (unemp @ 2008)"
+    );
+    assert!(
+        state.response.starts_with("Unemployment rate (%): 2008Q1"),
+        "{}",
+        state.response
+    );
+    assert!(!state.response.contains("Inflation"), "{}", state.response);
+    let retry = events
+        .iter()
+        .find(|e| e.event == "on_custom_event")
+        .unwrap();
+    assert_eq!(retry.data["status"], "planning_retry");
+    assert_eq!(
+        retry.data["reasons"][1],
+        "not relevant: `c1` returned infl, but the question asks for unemp"
+    );
+}
+
+#[tokio::test]
+async fn a_result_for_another_period_is_replanned_in_any_language() {
+    for (question, wrong_params, expected) in [
+        (
+            "What was GDP in 2008Q3?",
+            json!([1982, 3]),
+            json!([2008, 3]),
+        ),
+        (
+            "¿Cuál fue el PIB en el tercer trimestre de 2008?",
+            json!([2008, 1]),
+            json!([2008, 3]),
+        ),
+        (
+            "Какой был ВВП в третьем квартале 2008 года?",
+            json!([1990, 3]),
+            json!([2008, 3]),
+        ),
+    ] {
+        let wrong = json!({
+            "sql": "SELECT year, quarter, realgdp FROM macrodata WHERE year = ?1 AND quarter = ?2",
+            "params": wrong_params,
+        });
+        let context = offline_context(wrong_first_then_offline(vec![("c1", "sql_query", wrong)]));
+        let (state, _, path) = run_graph(context, question, "demo").await;
+        assert_eq!(flat(&path), PATH_WITH_ONE_REPLAN, "{question}");
+        let error = state.scratchpad["c1"].error.as_ref().unwrap();
+        assert!(
+            error
+                .message
+                .ends_with("but the question asks about 2008Q3"),
+            "{question}: {}",
+            error.message
+        );
+        let fixed: Vec<&agent_flows::orchestrator::ToolRecord> =
+            state.scratchpad.values().filter(|r| r.round == 1).collect();
+        assert_eq!(fixed[0].args["params"], expected, "{question}");
+        assert!(
+            state.response.contains("2008"),
+            "{question}: {}",
+            state.response
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_result_that_answers_passes_the_relevance_check() {
+    let context = offline_context(agent_flows::orchestrator::offline::model());
+    let (state, _, path) = run_graph(context, "¿Cuál fue la tasa de paro en 1982?", "demo").await;
+    assert_eq!(
+        flat(&path),
+        [
+            "ingress",
+            "planner",
+            "tool_router",
+            "tool_executor",
+            "verifier",
+            "generator",
+            "summarizer"
+        ]
+    );
+    assert_eq!(state.retry_count, 0);
+    assert_eq!(
+        state.verification.reasons.last().unwrap(),
+        "relevant: the results fit what was asked (unemp @ 1982)"
+    );
+}
+
+#[tokio::test]
+async fn with_a_model_the_relevance_verdict_is_the_models() {
+    // The first query is right by the rules; the model judges otherwise, and its reason
+    // reaches the planner.
+    let judged = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = judged.clone();
+    let model = Arc::new(ScriptedModel::from_request_fn(
+        move |messages, options: &CallOptions| match options.task.as_deref() {
+            Some("planner") if !after_tools(messages) => Reply::tool_call_with_id(
+                "c1",
+                "sql_query",
+                json!({"sql": "SELECT year, quarter, unemp FROM macrodata WHERE year = ?1", "params": [2008]}),
+            ),
+            Some("planner")
+                if messages
+                    .iter()
+                    .any(|m| m.content().contains("Calls to replace: c1")) =>
+            {
+                Reply::tool_call_with_id(
+                    "c2",
+                    "sql_query",
+                    json!({"sql": "SELECT year, quarter, unemp FROM macrodata WHERE year = ?1", "params": [2009]}),
+                )
+            }
+            Some("planner") => Reply::text("no reason given"),
+            Some("RelevanceVerdict") => {
+                if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    Reply::json(json!({
+                        "relevant": false,
+                        "reason": "the user meant the year after the crisis, 2009",
+                        "off_calls": ["c1"],
+                    }))
+                } else {
+                    Reply::json(json!({"relevant": true, "reason": "2009 as meant"}))
+                }
+            }
+            _ => Reply::text("Unemployment was 9.3% in 2009."),
+        },
+    ));
+    let context = offline_context(model.clone());
+    let (state, _, path) =
+        run_graph(context, "What was the unemployment rate in 2008?", "demo").await;
+    assert_eq!(flat(&path), PATH_WITH_ONE_REPLAN);
+    assert_eq!(judged.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        state.scratchpad["c1"].error.as_ref().unwrap().message,
+        "the user meant the year after the crisis, 2009"
+    );
+    assert_eq!(
+        state.scratchpad["c2"].status,
+        agent_flows::orchestrator::Status::Ok
+    );
+    assert_eq!(
+        state.verification.reasons.last().unwrap(),
+        "relevant: 2009 as meant"
+    );
+    // The judge was shown the question and the round's results.
+    let request = model
+        .requests()
+        .into_iter()
+        .find(|r| r.options.task.as_deref() == Some("RelevanceVerdict"))
+        .unwrap();
+    let shown: Vec<&str> = request.messages.iter().map(|m| m.content()).collect();
+    assert!(shown.contains(&"What was the unemployment rate in 2008?"));
+    assert!(
+        shown
+            .iter()
+            .any(|m| m.starts_with("Results to judge:") && m.contains("\"c1\""))
+    );
+    assert_eq!(state.response, "Unemployment was 9.3% in 2009.");
 }

@@ -334,7 +334,7 @@ const CASES: &[Case] = &[
         model: ModelKind::SameCall,
         rules: RulesKind::Builtin,
         stop: StopReason::ToolRounds,
-        verdict: Verdict::NoToolNeeded,
+        verdict: Verdict::Partial,
     },
     Case {
         name: "llm: a repeated identical call is stopped",
@@ -344,7 +344,7 @@ const CASES: &[Case] = &[
         model: ModelKind::SameCall,
         rules: RulesKind::Builtin,
         stop: StopReason::RepeatedCall,
-        verdict: Verdict::NoToolNeeded,
+        verdict: Verdict::Partial,
     },
     Case {
         name: "llm: two identical calls in one reply are stopped",
@@ -354,7 +354,7 @@ const CASES: &[Case] = &[
         model: ModelKind::TwinCalls,
         rules: RulesKind::Builtin,
         stop: StopReason::RepeatedCall,
-        verdict: Verdict::NoToolNeeded,
+        verdict: Verdict::Unsupported,
     },
     Case {
         name: "llm: new calls forever run into the step limit",
@@ -367,7 +367,7 @@ const CASES: &[Case] = &[
         model: ModelKind::NewCalls,
         rules: RulesKind::Builtin,
         stop: StopReason::StepLimit,
-        verdict: Verdict::NoToolNeeded,
+        verdict: Verdict::Partial,
     },
     Case {
         name: "llm: new calls forever run into the cap on tool calls",
@@ -381,7 +381,7 @@ const CASES: &[Case] = &[
         model: ModelKind::NewCalls,
         rules: RulesKind::Builtin,
         stop: StopReason::ToolCallCap,
-        verdict: Verdict::NoToolNeeded,
+        verdict: Verdict::Partial,
     },
 ];
 
@@ -418,7 +418,7 @@ async fn every_path_of_both_modes() {
         );
         assert_eq!(out.stop, Some(case.stop), "{name}");
         assert_eq!(block.stop, case.stop, "{name}");
-        assert_eq!(block.verdict, case.verdict, "{name}");
+        assert_eq!(block.verdict, case.verdict, "{name}: {:?}", out.review);
         assert!(out.ready_to_answer, "{name}");
         assert!(out.selected.is_none(), "{name}");
         assert!((0.0..=1.0).contains(&block.confidence), "{name}");
@@ -696,4 +696,178 @@ async fn the_real_model_path_sees_the_tools_and_the_hint() {
     assert_eq!(block.summary, "It is 42.");
     assert_eq!(block.verdict, Verdict::Supported);
     assert_eq!(out.working_memory["calculator_1"], json!(42));
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct CityArgs {
+    /// The city.
+    city: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SearchArgs {
+    /// What to look for.
+    query: String,
+}
+
+/// Tools the offline rules know nothing of: `weather` (fails for Atlantis) and `search`
+/// (finds nothing).
+fn program_tools() -> agent_tools::ToolRegistry {
+    let weather = agent_tools::tool_fn(
+        "weather",
+        "The weather in a city.",
+        |args: CityArgs| async move {
+            if args.city == "Atlantis" {
+                Err(format!("no weather station in {}", args.city))
+            } else {
+                Ok(json!({ "city": args.city, "temp_c": 21, "sky": "sunny" }))
+            }
+        },
+    );
+    let search = agent_tools::tool_fn(
+        "search",
+        "Searches the web.",
+        |args: SearchArgs| async move {
+            let _ = args.query;
+            Ok::<_, String>(json!({ "results": [] }))
+        },
+    );
+    agent_tools::ToolRegistry::new()
+        .with_tool(weather)
+        .and_then(|r| r.with_tool(search))
+        .expect("valid tools")
+}
+
+/// Runs `query` in llm mode on a scripted model with the program's tools.
+async fn llm_run(query: &str, replies: Vec<Reply>) -> ReactState {
+    let model = ScriptedModel::new(replies);
+    let context = ReactContext::new(
+        Arc::new(model),
+        Arc::new(ManualClock::at_unix_seconds(NOON)),
+    )
+    .expect("context")
+    .with_tools(program_tools());
+    let settings = TurnSettings {
+        mode: Mode::Llm,
+        ..TurnSettings::default()
+    };
+    react::build(context)
+        .expect("the graph compiles")
+        .invoke(turn_input(query, settings).unwrap(), RunConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("{query}: {e}"))
+        .state
+}
+
+#[tokio::test]
+async fn in_llm_mode_the_critic_judges_the_models_own_tools() {
+    // A tool the rules do not know, a result, an answer that uses it: supported.
+    let out = llm_run(
+        "What's the weather like in Paris?",
+        vec![
+            Reply::tool_call("weather", json!({"city": "Paris"})),
+            Reply::text("It is 21 °C and sunny in Paris."),
+        ],
+    )
+    .await;
+    let review = out.review.as_ref().unwrap();
+    assert_eq!(review.verdict, Verdict::Supported, "{review:?}");
+    assert_eq!(review.asked, [r#"weather {"city":"Paris"}"#]);
+    assert!(review.missing.is_empty());
+    assert_eq!(review.evidence_keys, ["weather_1"]);
+    assert_eq!(review.confidence, 0.8, "0.6 for the result, lifted by half");
+    let block = out.final_block.as_ref().unwrap();
+    assert_eq!((block.verdict, block.confidence), (Verdict::Supported, 0.8));
+    assert_eq!(block.summary, "It is 21 °C and sunny in Paris.");
+
+    // The same result, but the answer ignores it: nothing backs the answer.
+    let out = llm_run(
+        "What's the weather like in Paris?",
+        vec![
+            Reply::tool_call("weather", json!({"city": "Paris"})),
+            Reply::text("I could not find out the weather in Paris."),
+        ],
+    )
+    .await;
+    let review = out.review.as_ref().unwrap();
+    assert_eq!(review.verdict, Verdict::Unsupported, "{review:?}");
+    assert_eq!(review.confidence, 0.0);
+    assert!(review.evidence_keys.is_empty());
+    assert!(
+        review
+            .notes
+            .contains(&"the answer does not use weather_1".to_owned()),
+        "{review:?}"
+    );
+
+    // Two calls, one fails: partial, the error halves what the result raised.
+    let out = llm_run(
+        "Weather in Paris and in Atlantis?",
+        vec![
+            Reply::tool_calls([
+                ("weather", json!({"city": "Paris"})),
+                ("weather", json!({"city": "Atlantis"})),
+            ]),
+            Reply::text("Paris: 21 °C. Atlantis: no weather station."),
+        ],
+    )
+    .await;
+    let review = out.review.as_ref().unwrap();
+    assert_eq!(review.verdict, Verdict::Partial, "{review:?}");
+    assert_eq!(review.missing, [r#"weather {"city":"Atlantis"}"#]);
+    assert_eq!(review.evidence_keys, ["weather_1"]);
+    assert_eq!(review.errors, 1);
+    assert_eq!(review.confidence, 0.15, "(0.6 halved) times one of two");
+    assert!(
+        review
+            .notes
+            .iter()
+            .any(|n| n.starts_with("weather_2 failed: ") && n.contains("no weather station")),
+        "{review:?}"
+    );
+
+    // An empty result backs nothing.
+    let out = llm_run(
+        "Search the web for agentgraph",
+        vec![
+            Reply::tool_call("search", json!({"query": "agentgraph"})),
+            Reply::text("I found nothing about agentgraph."),
+        ],
+    )
+    .await;
+    let review = out.review.as_ref().unwrap();
+    assert_eq!(review.verdict, Verdict::Unsupported, "{review:?}");
+    assert_eq!(review.confidence, 0.0);
+    assert!(
+        review
+            .notes
+            .contains(&"search_1 returned nothing".to_owned()),
+        "{review:?}"
+    );
+
+    // A guard that keeps the model's calls from running leaves them unmet.
+    let out = llm_run(
+        "Weather in Paris, twice",
+        vec![Reply::tool_calls([
+            ("weather", json!({"city": "Paris"})),
+            ("weather", json!({"city": "Paris"})),
+        ])],
+    )
+    .await;
+    assert_eq!(out.stop, Some(StopReason::RepeatedCall));
+    let review = out.review.as_ref().unwrap();
+    assert_eq!(review.verdict, Verdict::Unsupported, "{review:?}");
+    assert_eq!(review.asked.len(), 2);
+    assert_eq!(review.missing, review.asked);
+
+    // No call at all: the model answered alone, and the rules read no request a tool meets.
+    let out = llm_run(
+        "What's the weather like in Paris?",
+        vec![Reply::text("Probably sunny.")],
+    )
+    .await;
+    let review = out.review.as_ref().unwrap();
+    assert_eq!(review.verdict, Verdict::NoToolNeeded, "{review:?}");
+    assert_eq!(review.confidence, 0.0);
+    assert_eq!(review.notes[0], "the model answered without calling a tool");
 }

@@ -43,14 +43,22 @@ const _: () = {
     )]
     #[serde(crate = "::agent_tools::__private::serde")]
     #[schemars(crate = "::agent_tools::__private::schemars", rename = "AddArgs")]
-    pub struct __ToolArgs {
+    pub struct __ToolArgs<__ToolArg0, __ToolArg1> {
         ///The first number.
-        pub a: f64,
+        pub a: __ToolArg0,
         ///The second number.
-        pub b: f64,
+        pub b: __ToolArg1,
     }
-    impl ::agent_tools::__private::Tool for add {
-        type Args = __ToolArgs;
+    impl ::agent_tools::__private::Tool for add
+    where
+        for<'__a> __ToolArgs<
+            f64,
+            f64,
+        >: ::agent_tools::__private::serde::de::DeserializeOwned
+            + ::agent_tools::__private::schemars::JsonSchema + ::core::marker::Send
+            + 'static,
+    {
+        type Args = __ToolArgs<f64, f64>;
         type Output = <Result<f64, String> as ::agent_tools::__private::ToolResult>::Ok;
         type Error = <Result<f64, String> as ::agent_tools::__private::ToolResult>::Err;
         fn name(&self) -> &str {

@@ -31,12 +31,20 @@ const _: () = {
     )]
     #[serde(crate = "::agent_tools::__private::serde")]
     #[schemars(crate = "::agent_tools::__private::schemars", rename = "WeatherArgs")]
-    pub struct __ToolArgs {
-        pub city: String,
-        pub days: Option<u8>,
+    pub struct __ToolArgs<__ToolArg0, __ToolArg1> {
+        pub city: __ToolArg0,
+        pub days: __ToolArg1,
     }
-    impl ::agent_tools::__private::Tool for weather {
-        type Args = __ToolArgs;
+    impl ::agent_tools::__private::Tool for weather
+    where
+        for<'__a> __ToolArgs<
+            String,
+            Option<u8>,
+        >: ::agent_tools::__private::serde::de::DeserializeOwned
+            + ::agent_tools::__private::schemars::JsonSchema + ::core::marker::Send
+            + 'static,
+    {
+        type Args = __ToolArgs<String, Option<u8>>;
         type Output = <Result<
             String,
             ToolError,

@@ -212,21 +212,22 @@ fn parse_reducer(attrs: &[syn::Attribute], errors: &mut Errors) -> Reducer {
         seen = true;
         let list = match &attr.meta {
             syn::Meta::List(list) => list,
-            _ => {
+            syn::Meta::Path(_) => {
                 errors.spanned(
                     attr,
-                    "expected `#[reducer(append)]`, `#[reducer(merge)]`, `#[reducer(add)]`, `#[reducer(replace)]` or `#[reducer(path::to::fn)]`",
+                    format!("`#[reducer]` needs the reducer in parentheses: {REDUCER_FORMS}"),
                 );
+                continue;
+            }
+            syn::Meta::NameValue(pair) => {
+                errors.spanned(attr, malformed_message(&pair.value));
                 continue;
             }
         };
         let path: Path = match list.parse_args() {
             Ok(path) => path,
             Err(_) => {
-                errors.spanned(
-                    &list.tokens,
-                    "expected one reducer: `append`, `merge`, `add`, `replace`, or a path to a `fn(&mut T, T)` such as `my_crate::keep_max`",
-                );
+                errors.push(malformed_list(list));
                 continue;
             }
         };
@@ -257,6 +258,69 @@ fn parse_reducer(attrs: &[syn::Attribute], errors: &mut Errors) -> Reducer {
         };
     }
     reducer
+}
+
+/// The accepted forms, for messages.
+const REDUCER_FORMS: &str = "`#[reducer(append)]`, `#[reducer(merge)]`, `#[reducer(add)]`, `#[reducer(replace)]` or `#[reducer(path::to::fn)]` for a `fn(&mut T, T)`";
+
+/// The error for `#[reducer = value]`: the list form, with the value in it when it names a
+/// reducer (`#[reducer = "append"]` -> `#[reducer(append)]`).
+fn malformed_message(value: &syn::Expr) -> String {
+    let named = match value {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(text),
+            ..
+        }) => text.parse::<Path>().ok(),
+        syn::Expr::Path(path) => Some(path.path.clone()),
+        _ => None,
+    };
+    match named {
+        Some(path) => format!(
+            "write the reducer in parentheses: `#[reducer({})]`",
+            path.to_token_stream().to_string().replace(' ', "")
+        ),
+        None => format!("write the reducer in parentheses: {REDUCER_FORMS}"),
+    }
+}
+
+/// The error for `#[reducer(...)]` whose contents are not one path: several reducers, a
+/// string, or anything else — spanned at the contents.
+fn malformed_list(list: &syn::MetaList) -> syn::Error {
+    let parsed = list.parse_args_with(
+        syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+    );
+    let message = match parsed
+        .as_ref()
+        .map(|items| items.iter().collect::<Vec<_>>())
+    {
+        Ok(items) if items.len() > 1 => {
+            let names: Vec<String> = items
+                .iter()
+                .map(|item| item.to_token_stream().to_string().replace(' ', ""))
+                .collect();
+            format!(
+                "a field takes one reducer, not {}: keep one of {}, or write a `fn(&mut T, T)` that does both and name it here",
+                names.len(),
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+        Ok(items) => match items.first() {
+            Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            })) => format!(
+                "write the reducer without quotes: `#[reducer({})]`",
+                text.value()
+            ),
+            _ => format!("expected one reducer: {REDUCER_FORMS}"),
+        },
+        Err(_) => format!("expected one reducer: {REDUCER_FORMS}"),
+    };
+    syn::Error::new_spanned(&list.tokens, message)
 }
 
 fn generate(input: &DeriveInput, options: &Options, fields: &[Field]) -> TokenStream {
@@ -534,6 +598,40 @@ mod tests {
     fn suggests_builtin_for_typo() {
         let out = expand_str("struct S { #[reducer(appnd)] a: Vec<u8> }");
         assert!(out.contains("did you mean `append`"), "{out}");
+    }
+
+    #[test]
+    fn each_malformed_reducer_gets_its_own_fix() {
+        for (attr, fix) in [
+            (
+                "#[reducer]",
+                "`#[reducer]` needs the reducer in parentheses",
+            ),
+            (
+                "#[reducer = \"append\"]",
+                "write the reducer in parentheses: `#[reducer(append)]`",
+            ),
+            (
+                "#[reducer = crate::keep]",
+                "write the reducer in parentheses: `#[reducer(crate::keep)]`",
+            ),
+            (
+                "#[reducer(append, merge)]",
+                "a field takes one reducer, not 2: keep one of `append`, `merge`",
+            ),
+            (
+                "#[reducer(\"append\")]",
+                "write the reducer without quotes: `#[reducer(append)]`",
+            ),
+            (
+                "#[reducer(1 + 2)]",
+                "expected one reducer: `#[reducer(append)]`",
+            ),
+        ] {
+            let out = expand_str(&format!("struct S {{ {attr} a: Vec<u8> }}"));
+            assert!(out.contains("compile_error"), "{attr}: {out}");
+            assert!(out.contains(fix), "{attr}: {out}");
+        }
     }
 
     #[test]

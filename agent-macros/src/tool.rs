@@ -1,7 +1,8 @@
 //! `#[tool]`: an `async fn(args...) -> Result<T, E>` becomes an `agent_tools::Tool`.
 //!
 //! The fn turns into a unit struct of the same name; its parameters become the fields of a
-//! generated arguments struct (serde + schemars derives, so the model gets a JSON schema), the
+//! generated arguments struct (serde + schemars derives, so the model gets a JSON schema;
+//! generic over the field types, so that a type lacking a derive is one error), the
 //! doc comment becomes the description, and an `# Arguments` section of it describes the
 //! fields. The body moves to `name::call(args...)`. Generated code names the runtime through
 //! `::agent_tools::__private`, and every check that can fail points at the user's tokens.
@@ -433,16 +434,33 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
     // like the schema (`SearchArgs` for `search`), which the model sees as its title.
     let args_struct = format_ident!("__ToolArgs", span = Span::mixed_site());
     let schema_name = args_struct_name(ident).to_string();
-    let fields = args.iter().map(|arg| {
+    // The struct is generic over the argument types, instantiated with the user's in the
+    // `Tool` impl: the serde and schemars derives then expand to generic impls that compile
+    // whatever the types, and a type without `Deserialize` or `JsonSchema` is reported once,
+    // by `assert_arg` at the user's token, not again from inside the derived code.
+    let params: Vec<Ident> = (0..args.len())
+        .map(|i| format_ident!("__ToolArg{}", i, span = Span::mixed_site()))
+        .collect();
+    let fields = args.iter().zip(&params).map(|(arg, param)| {
         let field = arg.ident;
-        let ty = arg.ty;
         let doc = docs
             .args
             .iter()
             .find(|(name, _)| &arg.name == name)
             .map(|(_, text)| quote!(#[doc = #text]));
-        quote!(#doc pub #field: #ty)
+        quote!(#doc pub #field: #param)
     });
+    let generics = if params.is_empty() {
+        quote!()
+    } else {
+        quote!(<#(#params),*>)
+    };
+    let arg_types: Vec<&Type> = args.iter().map(|arg| arg.ty).collect();
+    let args_type = if arg_types.is_empty() {
+        quote!(#args_struct)
+    } else {
+        quote!(#args_struct<#(#arg_types),*>)
+    };
     let field_names = args.iter().map(|arg| arg.ident);
     let arg_checks = args.iter().map(|arg| {
         let ty = arg.ty;
@@ -486,12 +504,21 @@ fn expand_fn(options: TokenStream, function: &ItemFn) -> syn::Result<TokenStream
             #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
             #[serde(crate = #serde_crate)]
             #[schemars(crate = #schemars_crate, rename = #schema_name)]
-            pub struct #args_struct {
+            pub struct #args_struct #generics {
                 #(#fields,)*
             }
 
-            impl #private::Tool for #ident {
-                type Args = #args_struct;
+            // The bound under `for<'__a>` is not checked where the impl is written (a plain
+            // one would be, and fail a second time next to `assert_arg`'s error): with an
+            // argument type that cannot be one, the impl only does not apply.
+            impl #private::Tool for #ident
+            where
+                for<'__a> #args_type: #private::serde::de::DeserializeOwned
+                    + #private::schemars::JsonSchema
+                    + ::core::marker::Send
+                    + 'static,
+            {
+                type Args = #args_type;
                 #assoc_types
 
                 fn name(&self) -> &str {

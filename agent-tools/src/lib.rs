@@ -194,11 +194,15 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be an argument of a #[tool] fn",
         label = "must implement `serde::Deserialize` and `schemars::JsonSchema`",
-        note = "derive `serde::Deserialize` and `schemars::JsonSchema` for it (the model sees its JSON schema)"
+        note = "derive the one `{Self}` lacks, or both: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (the model sees its JSON schema)"
     )]
-    pub trait ToolArg: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static {}
+    pub trait ToolArg: serde::de::DeserializeOwned + schemars::JsonSchema + 'static {}
 
-    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static> ToolArg for T {}
+    // `do_not_recommend`: a type lacking both derives is one error (this trait's), not one
+    // per missing bound. `Send` is not asked here: a type that is not fails the `Send` bound
+    // of the tool's future, whose error names the argument.
+    #[diagnostic::do_not_recommend]
+    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema + 'static> ToolArg for T {}
 
     /// Compile-time check that `T` satisfies a bound (spanned at the user's type).
     pub const fn assert_output<T: ToolOutput>() {}

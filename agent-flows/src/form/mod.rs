@@ -28,10 +28,17 @@
 //! - The conversation starts in `check_escalation` on the first message: the form's name and
 //!   fields are recorded, and a thread continued with another form is refused with an error
 //!   that says so. Timestamps come from the context's clock.
-//! - A message after the conversation ended changes nothing: after an escalation,
-//!   `check_escalation` routes to `escalate` again, which only says a human has it; after
-//!   completion, no policy runs and nothing is corrected, `check_off_topic` routes to
-//!   `complete` (the seed's `all_fields_collected` edge), which only says the form is complete.
+//! - After an escalation a message changes nothing: `check_escalation` routes to `escalate`
+//!   again, which only says a human has it.
+//! - After completion no policy runs, but `check_correction` still does (as in the seed's
+//!   graph): a user corrects a field after the summary as naturally as before it, in either
+//!   language, for any field of the form. The correction goes through `extract_field` and
+//!   `validate` to `complete` (every field is collected), which says what changed and shows
+//!   the updated summary (`next_action` `corrected`). A refused value keeps the old one and
+//!   asks for that field again (`reprompt`); the answer to that question is the correction.
+//!   Any other message reaches `complete` through `check_off_topic` (the seed's
+//!   `all_fields_collected` edge), which repeats the summary and says how to change it
+//!   (`closed`). The message still counts (`turns`, `last_message_at`, the language).
 //! - The seed's correction trace ends in `prompt_next` "(siguiente campo)": a field is still
 //!   missing after the corrected one. On the two-field `signup` form that cannot happen (the
 //!   email is its last field), so that trace runs on `contact` (name, email, phone).
@@ -54,7 +61,8 @@
 //! - Replies follow the user's language once it shows (a bare email keeps the previous one);
 //!   the flow answers in Spanish or English; other languages get the form's language.
 //! - `next_action` records what the turn did (`ask_next`, `reprompt`, `redirect`,
-//!   `escalated`, `completed`, `closed`); the routing functions read the flags, as the seed's.
+//!   `escalated`, `completed`, `corrected`, `closed`); the routing functions read the flags, as
+//!   the seed's.
 
 pub mod escalation;
 pub mod nodes;

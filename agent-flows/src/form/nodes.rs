@@ -65,6 +65,9 @@ pub(crate) struct FieldBrief {
     pub label: Texts,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+    /// The custom pattern the whole value must match, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 impl FieldBrief {
@@ -74,13 +77,19 @@ impl FieldBrief {
             kind: field.kind,
             label: field.label.clone(),
             aliases: field.aliases.clone(),
+            pattern: field.pattern.as_ref().map(|p| p.as_str().to_owned()),
         }
     }
 
-    /// The field again (without its pattern: extraction does not need it).
+    /// The field again (a pattern that no longer compiles is left out: the node validates
+    /// against the form's own).
     pub fn to_spec(&self) -> FieldSpec {
         let mut spec = FieldSpec::new(&self.name, self.kind, self.label.clone(), Texts::default());
         spec.aliases = self.aliases.clone();
+        spec.pattern = self
+            .pattern
+            .as_deref()
+            .and_then(|p| regex::Regex::new(p).ok());
         spec
     }
 }
@@ -125,10 +134,19 @@ pub async fn check_escalation(
         .into());
     }
     let update = FormStateUpdate::default();
+    let message = state.user_message.as_str();
     match conversation.status {
         Status::Completed => {
+            // No policy runs once the form is complete, but the conversation goes on: a
+            // correction may still come, answered in the user's language.
+            if let Some(lang) = rules::language(message) {
+                conversation.language = lang;
+            }
+            conversation.turns += 1;
+            conversation.last_message_at = Some(now);
             return Ok(update
                 .should_escalate(false)
+                .conversation(conversation)
                 .metadata(note("closed", "completed")));
         }
         Status::Escalated => {
@@ -140,7 +158,6 @@ pub async fn check_escalation(
         }
         Status::Active => {}
     }
-    let message = state.user_message.as_str();
     if let Some(lang) = rules::language(message) {
         conversation.language = lang;
     }
@@ -187,7 +204,8 @@ pub async fn check_escalation(
         .metadata(metadata))
 }
 
-/// Detects a correction of a value given before (or of the value just refused).
+/// Detects a correction of a value given before (or of the value just refused), while the
+/// form is filled and after it is complete alike.
 #[node]
 pub async fn check_correction(
     state: &FormState,
@@ -198,7 +216,7 @@ pub async fn check_correction(
     let none = FormStateUpdate::default()
         .is_correction(false)
         .correction_field(None);
-    if conversation.status != Status::Active {
+    if conversation.status == Status::Escalated {
         return Ok(none);
     }
     let message = state.user_message.as_str();
@@ -220,17 +238,23 @@ pub async fn check_correction(
             .metadata(metadata)
     };
     let Some(marker) = rules::correction_marker(message) else {
-        return Ok(
-            match rules::restated_field(
-                message,
-                &ctx.form,
-                &collected,
-                conversation.current_field.as_deref(),
-            ) {
-                Some(field) => found(field, "restatement", None),
-                None => none,
-            },
-        );
+        if let Some(field) = rules::restated_field(
+            message,
+            &ctx.form,
+            &collected,
+            conversation.current_field.as_deref(),
+        ) {
+            return Ok(found(field, "restatement", None));
+        }
+        // A completed form whose correction was refused asked for that field again: an
+        // answer to it is the correction.
+        if conversation.status == Status::Completed
+            && let Some(pending) = &conversation.current_field
+            && let Topic::OnTopic(_) = rules::classify_topic(message, field(ctx, pending)?)
+        {
+            return Ok(found(pending.clone(), "answer", None));
+        }
+        return Ok(none);
     };
     if let Some(field) = rules::correction_target(message, &ctx.form, &candidates) {
         return Ok(found(field, "rules", Some(&marker)));
@@ -572,9 +596,7 @@ pub async fn complete(
     let lang = conversation.language;
     let collected = replies::summary(&ctx.form, &conversation, lang);
     if conversation.status == Status::Completed {
-        return Ok(FormStateUpdate::default()
-            .response(replies::already_completed(lang, &collected))
-            .next_action("closed".to_owned()));
+        return after_completion(state, ctx, &collected);
     }
     let name = ctx
         .form
@@ -610,6 +632,63 @@ pub async fn complete(
         .response(text)
         .conversation(conversation)
         .next_action("completed".to_owned()))
+}
+
+/// `complete` on a form completed before: a correction applied (the change and the updated
+/// summary), a correction refused (what is wrong with it, the value kept, the question), or
+/// any other message (the summary, and how to change it).
+fn after_completion(
+    state: &FormState,
+    ctx: &FormContext,
+    collected: &str,
+) -> Result<FormStateUpdate, BoxError> {
+    let lang = state.conversation.language;
+    let update = FormStateUpdate::default();
+    let target = match (&state.current_field, state.is_correction) {
+        (Some(target), true) => target,
+        _ => {
+            return Ok(update
+                .response(replies::already_completed(lang, collected))
+                .next_action("closed".to_owned()));
+        }
+    };
+    let field = field(ctx, target)?;
+    let label = field.label(lang);
+    let value = state
+        .conversation
+        .values
+        .get(target)
+        .cloned()
+        .unwrap_or_default();
+    if state.is_valid {
+        let ack = match state.metadata.get("previous_value").and_then(Value::as_str) {
+            Some(old) => Ack::Corrected {
+                label: &label,
+                old,
+                new: &value,
+            },
+            None => Ack::Saved {
+                label: &label,
+                value: &value,
+            },
+        };
+        return Ok(update
+            .response(replies::corrected_after_completion(lang, &ack, collected))
+            .next_action("corrected".to_owned()));
+    }
+    let explanation = match check_value(field, state.extracted_value.as_deref()) {
+        Err(invalid) => invalid.explain(field, lang),
+        Ok(_) => String::new(),
+    };
+    Ok(update
+        .response(replies::correction_refused(
+            lang,
+            &explanation,
+            &label,
+            &value,
+            &field.prompt(lang),
+        ))
+        .next_action("reprompt".to_owned()))
 }
 
 /// `escalate` when a policy fired, else `check_correction`.
@@ -759,15 +838,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn check_escalation_after_the_end_changes_nothing() {
+    async fn check_escalation_after_the_end_runs_no_policy() {
         let rt = rt("signup", "check_escalation");
         let mut done = conversation("signup", &[("name", "Juan"), ("email", "j@x.com")], None);
         done.status = Status::Completed;
-        let update = check_escalation::call(&state("talk to a human", done), &rt)
+        let update = check_escalation::call(&state("talk to a human", done.clone()), &rt)
             .await
             .unwrap();
         assert_eq!(update.should_escalate, Some(false));
-        assert!(update.conversation.is_none());
+        // The message counts, in its language; nothing else changes.
+        let after = update.conversation.unwrap();
+        assert_eq!(
+            (after.turns, after.last_message_at),
+            (done.turns + 1, Some(NOW))
+        );
+        assert_eq!(after.language, Lang::En);
+        assert_eq!(
+            (after.values, after.status),
+            (done.values, Status::Completed)
+        );
         let mut escalated = conversation("signup", &[], Some("name"));
         escalated.status = Status::Escalated;
         escalated.escalation = Some(EscalationRecord {
@@ -816,9 +905,22 @@ mod tests {
                 assert_eq!(update.metadata.unwrap()["correction_by"], by, "{message}");
             }
         }
+        // A completed form still takes corrections; an escalated one does not.
         let mut done = given;
+        done.values.insert("phone".into(), "600 123 456".into());
+        done.current_field = None;
         done.status = Status::Completed;
-        let update = check_correction::call(&state("No, mi email es x@y.com", done), &rt)
+        let update = check_correction::call(&state("No, mi email es x@y.com", done.clone()), &rt)
+            .await
+            .unwrap();
+        assert_eq!(update.correction_field, Some(Some("email".into())));
+        let update = check_correction::call(&state("gracias", done.clone()), &rt)
+            .await
+            .unwrap();
+        assert_eq!(update.is_correction, Some(false));
+        let mut escalated = done;
+        escalated.status = Status::Escalated;
+        let update = check_correction::call(&state("No, mi email es x@y.com", escalated), &rt)
             .await
             .unwrap();
         assert_eq!(update.is_correction, Some(false));

@@ -6,9 +6,9 @@
 //!   un robot"); not a question about what the assistant is.
 //! - `CorrectionCheck` (a correction marker with no field the node's rules could tell): the
 //!   field whose type the message's value fits, or that it names, or that would accept the
-//!   value after the marker ("en realidad, debería ser Pedro": the name); else the field
-//!   filled last, else the one being asked; not a correction when the value belongs to no
-//!   field given so far.
+//!   value after the marker ("en realidad, debería ser Pedro": the name; "actually, I'm 36":
+//!   the one number field, rather than a free-text one); else the field filled last, else the
+//!   one being asked; not a correction when the value belongs to no field given so far.
 //! - `OffTopicCheck`: an attempt at the field (one token, digits, an `@`, the field named, a
 //!   short answer to a text field) is on topic; longer talk is not.
 //! - `FieldExtraction`: [`rules::extract`] — names after "me llamo" / "my name is" / "soy" /
@@ -132,6 +132,15 @@ pub fn correction(message: &str, facts: &Value) -> CorrectionCheck {
         .collect();
     let named = |key: &str| facts[key].as_str().map(str::to_owned);
     if let [only] = fits.as_slice() {
+        return yes(&only.name);
+    }
+    // A value of a type ("tengo 36 años": a number) says more than free text would.
+    if let [only] = fits
+        .iter()
+        .filter(|f| f.kind != FieldType::Text)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         return yes(&only.name);
     }
     if let Some(f) = fits.iter().find(|f| {

@@ -153,16 +153,61 @@ pub fn already_escalated(lang: Lang) -> String {
     .to_owned()
 }
 
-/// A message after the form was completed.
+/// A message after the form was completed (other than a correction).
 pub fn already_completed(lang: Lang, collected: &str) -> String {
     match lang {
         Lang::Es => format!(
-            "Tu formulario ya está completo ({collected}). No hace falta nada más; si necesitas cambiar algo, pide hablar con un agente."
+            "Tu formulario ya está completo ({collected}). No hace falta nada más; si algún dato no es correcto, dime el bueno (por ejemplo: «mi email es ...»)."
         ),
         _ => format!(
-            "Your form is already complete ({collected}). Nothing else is needed; to change something, ask for an agent."
+            "Your form is already complete ({collected}). Nothing else is needed; if something is wrong, tell me the right value (for example: \"my email is ...\")."
         ),
     }
+}
+
+/// A correction applied after the form was completed: what changed, then the updated summary.
+pub fn corrected_after_completion(lang: Lang, ack: &Ack<'_>, collected: &str) -> String {
+    let ack = match (lang, ack) {
+        (Lang::Es, Ack::Corrected { label, old, new }) => {
+            format!("Listo, corregí tu {label}: ahora es {new} (antes {old}).")
+        }
+        (Lang::Es, Ack::Saved { label, value }) => {
+            format!("Tu {label} ya era {value}; no cambia nada.")
+        }
+        (Lang::Es, Ack::Name(name)) => format!("Ya te tenía como {name}; no cambia nada."),
+        (_, Ack::Corrected { label, old, new }) => {
+            format!("Done, I've corrected your {label}: it is now {new} (it was {old}).")
+        }
+        (_, Ack::Saved { label, value }) => {
+            format!("Your {label} was already {value}; nothing changes.")
+        }
+        (_, Ack::Name(name)) => format!("I already had you as {name}; nothing changes."),
+    };
+    match lang {
+        Lang::Es => format!("{ack} Tu formulario queda así: {collected}."),
+        _ => format!("{ack} Your form now reads: {collected}."),
+    }
+}
+
+/// A correction refused after the form was completed: what is wrong with the new value, the
+/// value kept, and the question for the right one.
+pub fn correction_refused(
+    lang: Lang,
+    explanation: &str,
+    label: &str,
+    kept: &str,
+    prompt: &str,
+) -> String {
+    let kept = match lang {
+        Lang::Es => format!("Mantengo tu {label} anterior ({kept})."),
+        _ => format!("I'm keeping your previous {label} ({kept})."),
+    };
+    [explanation, &kept, prompt]
+        .iter()
+        .filter(|part| !part.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The offline thanks of `complete`.

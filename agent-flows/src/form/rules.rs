@@ -553,8 +553,13 @@ pub fn extract(message: &str, field: &FieldSpec) -> Option<String> {
         FieldType::Text => {
             let body = strip_openers(message);
             let person = field.is_person_name();
-            if person && let Some(c) = NAME_MARKER.captures(body) {
-                return text_value(&c[1], true);
+            // "my name is wrong, it's X": what follows the field is a verdict, not its value.
+            let stated = |value: Option<String>| value.filter(|v| !is_verdict(v));
+            if person
+                && let Some(c) = NAME_MARKER.captures(body)
+                && let Some(value) = stated(text_value(&c[1], true))
+            {
+                return Some(value);
             }
             if is_greeting(body) {
                 return None;
@@ -573,14 +578,15 @@ pub fn extract(message: &str, field: &FieldSpec) -> Option<String> {
                 if let Some(c) = Regex::new(&pattern).ok().and_then(|r| r.captures(&folded)) {
                     // Matched on the folded text: take the same span of the original.
                     let start = c.get(1).map_or(0, |m| m.start());
-                    return text_value(&char_tail(body, &folded, start), person);
+                    if let Some(value) =
+                        stated(text_value(&char_tail(body, &folded, start), person))
+                    {
+                        return Some(value);
+                    }
                 }
             }
-            if let Some(c) = CORRECTED_TO.captures(body) {
-                let lead = fold(&body[..c.get(0).map_or(0, |m| m.start())]);
-                if is_correction_lead(&lead) || lead.trim().is_empty() {
-                    return text_value(&c[1], person);
-                }
+            if let Some(value) = corrected_to(message, body, person) {
+                return Some(value);
             }
             let n = body.split_whitespace().count();
             let question = body.contains('?') || body.contains('¿');
@@ -613,8 +619,66 @@ fn char_tail(original: &str, folded: &str, folded_byte: usize) -> String {
 }
 
 fn is_correction_lead(lead: &str) -> bool {
-    let ws: Vec<String> = lead.split_whitespace().map(str::to_owned).collect();
+    let ws = words(lead);
     CORRECTION_MARKERS.iter().any(|m| contains_phrase(&ws, m))
+}
+
+/// Words that open a verdict on a value rather than a value ("está mal", "is wrong", "not
+/// John").
+const VERDICTS: &[&str] = &[
+    "mal",
+    "incorrecto",
+    "incorrecta",
+    "equivocado",
+    "equivocada",
+    "erroneo",
+    "erronea",
+    "error",
+    "wrong",
+    "incorrect",
+    "mistaken",
+    "not",
+    "no",
+    "typo",
+];
+
+/// Whether `value` is a verdict on the value rather than one ("wrong", "no Juan").
+fn is_verdict(value: &str) -> bool {
+    words(value)
+        .first()
+        .is_some_and(|w| VERDICTS.contains(&w.as_str()))
+}
+
+/// The value after the first copula that states one ("debería ser Pedro", "it's Ann"), at the
+/// start of `body` (`message` without its openers) or after a correction marker; a copula
+/// negated in its clause ("no es Juan, es Ana") or before a verdict ("is wrong, it's Ann") is
+/// skipped for the next one.
+fn corrected_to(message: &str, body: &str, person: bool) -> Option<String> {
+    // `body` is a tail of the trimmed message (`strip_openers`): what precedes it in
+    // `message` is the openers and leading space.
+    let skipped = message.trim_end().len().saturating_sub(body.len());
+    let mut from = 0;
+    while let Some(c) = CORRECTED_TO.captures_at(body, from) {
+        let (whole, value) = (c.get(0)?, c.get(1)?);
+        let before = message.get(..skipped + whole.start()).unwrap_or_default();
+        let clause = before
+            .rsplit([',', '.', ';', ':', '!', '?', '¿', '¡'])
+            .next()
+            .unwrap_or_default();
+        let negated = words(clause)
+            .last()
+            .is_some_and(|w| NEGATORS.contains(&w.as_str()));
+        let opens = body[..whole.start()].trim().is_empty() || is_correction_lead(before);
+        if opens && !negated && !is_verdict(value.as_str()) {
+            return text_value(value.as_str(), person);
+        }
+        // On to the next copula (after this one's first word).
+        from = body[whole.start()..]
+            .char_indices()
+            .find(|(_, ch)| ch.is_whitespace())
+            .map_or(body.len(), |(at, _)| whole.start() + at);
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1380,6 +1444,37 @@ mod tests {
             Some("São Paulo")
         );
         assert_eq!(extract("Lima", &city).as_deref(), Some("Lima"));
+    }
+
+    #[test]
+    fn a_corrected_value_is_the_one_after_the_verdict_whatever_the_spacing() {
+        let name = FieldSpec::new(
+            "name",
+            FieldType::Text,
+            Texts::new("name", "nombre"),
+            Texts::default(),
+        );
+        for pad in ["", " ", "  \n"] {
+            for (text, expected) in [
+                ("No es Juan Pérez, es Ana Gómez", "Ana Gómez"),
+                ("Mi nombre está mal, es Ana Gómez", "Ana Gómez"),
+                ("My name is wrong, it's Ann Smith", "Ann Smith"),
+                ("Sorry, it's not John, it's Ann", "Ann"),
+            ] {
+                let padded = format!("{text}{pad}");
+                assert_eq!(
+                    extract(&padded, &name).as_deref(),
+                    Some(expected),
+                    "{padded:?}"
+                );
+                // The copula rule itself (not a later fallback) finds it.
+                assert_eq!(
+                    corrected_to(&padded, strip_openers(&padded), true).as_deref(),
+                    Some(expected),
+                    "{padded:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -100,7 +100,8 @@ pub struct FormState {
     /// This turn's message.
     pub user_message: String,
     /// What the turn did, for the caller: `ask_next`, `reprompt`, `redirect`, `escalated`,
-    /// `completed`, `closed` (a message after the end).
+    /// `completed`, `corrected` (a correction after completion), `closed` (any other message
+    /// after the end).
     pub next_action: String,
     /// `check_escalation`'s verdict.
     pub should_escalate: bool,

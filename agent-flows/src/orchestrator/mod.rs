@@ -28,10 +28,13 @@
 //!   a crash.
 //! - `tool_executor` runs the allowed calls at once, each with its tool's time limit and
 //!   retries, results redacted ([`redact`]) before they reach events or state.
-//! - `verifier` decides ([`verify`]): every call returned something -> `success`; a failure
-//!   only the user can fix -> `clarify`; empty results or fixable errors -> `retry` (back to
-//!   the planner, with the custom event `{"status": "planning_retry"}`) until `retry_count`
-//!   reaches the cap; past it -> `give_up`.
+//! - `verifier` decides ([`verify`]): a failure only the user can fix -> `clarify`; empty
+//!   results or fixable errors -> `retry` (back to the planner, with the custom event
+//!   `{"status": "planning_retry"}`) until `retry_count` reaches the cap; past it ->
+//!   `give_up`. When every call returned something, the model judges whether the results
+//!   answer the question ([`relevance`]: the series and the period asked against those
+//!   returned); results that do not are marked `irrelevant` and the flow re-plans the same
+//!   way, the planner told why, else `success`.
 //! - `generator` streams the answer from the results (or a clarifying question, or an honest
 //!   account of what could not be found). `summarizer` adds the turn to `summary` and removes
 //!   the messages that no longer fit the token budget ([`memory`]).
@@ -96,6 +99,7 @@ pub mod nodes;
 pub mod offline;
 pub mod profiles;
 pub mod redact;
+pub mod relevance;
 pub mod safety;
 pub mod schema;
 pub mod tools;
@@ -221,9 +225,9 @@ pub enum Verdict {
     /// Not verified (no tools ran this turn).
     #[default]
     None,
-    /// Every call returned something: answer.
+    /// Every call returned something that answers the question: answer.
     Success,
-    /// Empty or fixable: plan again.
+    /// Empty, fixable, or not what was asked: plan again.
     Retry,
     /// Only the user can fix it: ask them.
     Clarify,
@@ -481,6 +485,8 @@ pub struct OrchestratorContext {
     pub planner: Planner,
     /// The model that writes the answer.
     pub generator: Arc<dyn ChatModel>,
+    /// The same model asked whether a round's results answer the question ([`relevance`]).
+    pub verifier: StructuredModel<Arc<dyn ChatModel>, relevance::RelevanceVerdict>,
     /// The tools.
     pub tools: ToolNode,
     /// The user profiles.
@@ -525,6 +531,9 @@ impl OrchestratorContext {
         .map_err(setup)?;
         Ok(OrchestratorContext {
             planner: Planner::new(model.clone(), &registry, settings.planner),
+            verifier: model
+                .clone()
+                .with_structured_output::<relevance::RelevanceVerdict>(),
             generator: model,
             tools: tools::tool_node(registry),
             profiles,
@@ -776,7 +785,8 @@ impl FlowSpec for Orchestrator {
         tool's schema; `tool_executor` runs them in parallel with per-tool time limits and \
         retries, results redacted (`sql_query` over US macro data 1959–2009, `doc_search` \
         over its documentation, `calculator`, `datetime`); `verifier` sends empty or failed \
-        results back to the planner (custom event `planning_retry`, capped by `max_retries`) \
+        results, and results the model judges not to answer the question (another series or \
+        period), back to the planner (custom event `planning_retry`, capped by `max_retries`) \
         or asks the user to clarify; `generator` streams the answer; `summarizer` keeps a \
         conversation summary and trims the context to a token budget.";
     const OPTIONS: &'static [FlowOption] = &[
@@ -790,7 +800,7 @@ impl FlowSpec for Orchestrator {
         },
         FlowOption {
             key: "max_retries",
-            help: "re-plans per turn after empty or failed results (default 2, at most 4)",
+            help: "re-plans per turn after empty, failed or off-question results (default 2, at most 4)",
         },
         FlowOption {
             key: "context_tokens",

@@ -17,6 +17,7 @@ use super::offline::answer::{RESULTS_BLOCK, VERIFICATION_BLOCK};
 use super::offline::planner::SUMMARY_BLOCK;
 use super::offline::sql;
 use super::redact::redact_text;
+use super::relevance::{self, Judged};
 use super::safety::{self, Category, SafetyCheck};
 use super::tools::{FailureKind, classify, is_empty_result};
 use super::{
@@ -412,6 +413,25 @@ pub async fn planner(
         .context_tokens
         .saturating_sub(count_tokens_approximately(&messages));
     messages.extend(window(&state.messages, budget, false));
+    // Results that came back but do not answer the question look fine in the conversation:
+    // the verifier's reason says what to fix.
+    if state.verification.verdict == Verdict::Retry {
+        let round = state.retry_count.saturating_sub(1);
+        let off: Vec<(&str, &str)> = state
+            .scratchpad
+            .iter()
+            .filter(|(_, r)| r.round == round)
+            .filter_map(|(id, r)| match &r.error {
+                Some(e) if e.kind == FailureKind::Irrelevant => {
+                    Some((id.as_str(), e.message.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        if !off.is_empty() {
+            messages.push(Message::system(relevance::replan_block(&off)));
+        }
+    }
     let plan = ask_planner(
         &context.planner,
         context.generator.model_name(),
@@ -629,12 +649,14 @@ pub fn kind_name(kind: FailureKind) -> String {
         .unwrap_or_default()
 }
 
-/// Checks the round's results; sends the flow back to the planner when they fall short.
+/// Checks the round's results; sends the flow back to the planner when they fall short:
+/// empty, failed, or (judged by the model) not what the question asks.
 #[node]
 pub async fn verifier(
     state: &OrchestratorState,
     rt: &Runtime<OrchestratorContext>,
-) -> OrchestratorStateUpdate {
+) -> Result<OrchestratorStateUpdate, BoxError> {
+    let context = rt.context();
     let records: Vec<(&str, &ToolRecord)> = state
         .tool_outputs
         .iter()
@@ -645,12 +667,61 @@ pub async fn verifier(
                 .map(|r| (m.tool_call_id.as_str(), r))
         })
         .collect();
-    let verification = verify::decide(
-        &records,
-        state.retry_count,
-        rt.context().settings.max_retries,
-    );
+    let max_retries = context.settings.max_retries;
+    let mut verification = verify::decide(&records, state.retry_count, max_retries);
     let mut update = OrchestratorStateUpdate::default().phase(Phase::Verify);
+    let judged: Vec<Judged> = records
+        .iter()
+        .filter(|(_, r)| r.status == Status::Ok)
+        .map(|(id, r)| Judged {
+            id: (*id).to_owned(),
+            tool: r.tool.clone(),
+            args: r.args.clone(),
+            output: cut_rows(&r.output),
+        })
+        .collect();
+    if verification.verdict == Verdict::Success && !judged.is_empty() {
+        let messages = relevance::prompt(question(state), &state.summary, &judged);
+        let options = CallOptions::new()
+            .task(relevance::TASK)
+            .max_tokens(VERIFIER_TOKENS);
+        let reply = context.verifier.invoke_with(&messages, &options).await?;
+        rt.add_usage("input_tokens", reply.usage.input_tokens);
+        rt.add_usage("output_tokens", reply.usage.output_tokens);
+        let judgement = reply.value;
+        verification = verify::judged(verification, &judgement, state.retry_count, max_retries);
+        if !judgement.relevant {
+            // The calls named, or every judged call when the judge names none it ran.
+            let named: Vec<&Judged> = judged
+                .iter()
+                .filter(|j| judgement.off_calls.contains(&j.id))
+                .collect();
+            let off = if named.is_empty() {
+                judged.iter().collect()
+            } else {
+                named
+            };
+            let marked: BTreeMap<String, ToolRecord> = off
+                .into_iter()
+                .filter_map(|j| {
+                    let record = state.scratchpad.get(&j.id)?;
+                    Some((
+                        j.id.clone(),
+                        ToolRecord {
+                            status: Status::Error,
+                            error: Some(ToolFailure {
+                                kind: FailureKind::Irrelevant,
+                                message: judgement.reason.clone(),
+                            }),
+                            ..record.clone()
+                        },
+                    ))
+                })
+                .collect();
+            update = update.scratchpad(marked);
+        }
+        update = update.tokens_used(reply.usage.total());
+    }
     if verification.verdict == Verdict::Retry {
         let retry_count = state.retry_count + 1;
         let payload = json!({
@@ -663,7 +734,22 @@ pub async fn verifier(
         rt.write_custom(payload).await;
         update = update.retry_count(retry_count);
     }
-    update.verification(verification)
+    Ok(update.verification(verification))
+}
+
+/// The token cap of the verifier's judgement (a verdict, a sentence, a few ids).
+const VERIFIER_TOKENS: u32 = 200;
+
+/// A result with at most [`MAX_ROWS_SHOWN`] rows, as the models are shown it.
+fn cut_rows(output: &Value) -> Value {
+    let mut output = output.clone();
+    if let Some(rows) = output.get_mut("rows").and_then(Value::as_array_mut)
+        && rows.len() > MAX_ROWS_SHOWN
+    {
+        rows.truncate(MAX_ROWS_SHOWN);
+        output["truncated"] = Value::Bool(true);
+    }
+    output
 }
 
 /// `success`, `retry`, `clarify` or `give_up`, per the verifier.
@@ -692,13 +778,7 @@ pub fn results_for_prompt(scratchpad: &BTreeMap<String, ToolRecord>) -> Value {
         records
             .into_iter()
             .map(|(id, r)| {
-                let mut output = r.output.clone();
-                if let Some(rows) = output.get_mut("rows").and_then(Value::as_array_mut)
-                    && rows.len() > MAX_ROWS_SHOWN
-                {
-                    rows.truncate(MAX_ROWS_SHOWN);
-                    output["truncated"] = Value::Bool(true);
-                }
+                let output = cut_rows(&r.output);
                 json!({
                     "id": id,
                     "tool": r.tool,

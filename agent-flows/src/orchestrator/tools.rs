@@ -317,6 +317,9 @@ pub enum FailureKind {
     Timeout,
     /// Anything else the tool reported.
     Failed,
+    /// The call ran, but the verifier judged that what it returned does not answer the
+    /// question (another series, another period): re-planning can fix it.
+    Irrelevant,
 }
 
 impl FailureKind {

@@ -3,7 +3,9 @@
 //!
 //! In order:
 //!
-//! 1. Every call of the round returned something -> [`Verdict::Success`].
+//! 1. Every call of the round returned something -> [`Verdict::Success`], unless the
+//!    relevance judgement ([`super::relevance`], applied by [`judged`]) finds that some of it
+//!    does not answer the question: then as in 3 and 4.
 //! 2. A call failed in a way only the user can fix
 //!    ([`needs_user`](super::FailureKind::needs_user): the tool refuses the request by
 //!    design, or the user's own expression does not evaluate) ->
@@ -12,10 +14,8 @@
 //!    time-out) -> [`Verdict::Retry`] while `retry_count` is below the cap: the planner tries
 //!    other words, another tool, or a corrected query.
 //! 4. Past the cap -> [`Verdict::GiveUp`]: the generator says what could not be found.
-//!
-//! The verifier does not judge whether correct-looking results answer the question; the
-//! planner chose the calls for that question, and the generator reads the results.
 
+use super::relevance::RelevanceVerdict;
 use super::{Status, ToolRecord, Verdict, Verification};
 
 /// One line about a record: what it returned or why it failed.
@@ -55,6 +55,39 @@ pub fn describe(id: &str, record: &ToolRecord) -> String {
         }
         (Status::Error, None) => format!("{} `{id}` failed", record.tool),
     }
+}
+
+/// The verdict after the relevance judgement of a round whose calls all returned something
+/// (`verification` from [`decide`]): `success` with the judge's reason when the results
+/// answer the question, else `retry` below the cap and `give_up` past it.
+pub fn judged(
+    verification: Verification,
+    relevance: &RelevanceVerdict,
+    retry_count: u32,
+    max_retries: u32,
+) -> Verification {
+    let mut reasons = verification.reasons;
+    if relevance.relevant {
+        reasons.push(format!("relevant: {}", relevance.reason));
+        return Verification {
+            verdict: Verdict::Success,
+            reasons,
+        };
+    }
+    reasons.push(format!("not relevant: {}", relevance.reason));
+    let verdict = if retry_count < max_retries {
+        reasons.push(format!(
+            "planning again (retry {} of {max_retries})",
+            retry_count + 1
+        ));
+        Verdict::Retry
+    } else {
+        reasons.push(format!(
+            "the retry cap ({max_retries}) is reached; answering with what was found"
+        ));
+        Verdict::GiveUp
+    };
+    Verification { verdict, reasons }
 }
 
 /// The verdict on a round's records (`(call id, record)`, in call order).
@@ -103,6 +136,36 @@ mod tests {
 
     use super::*;
     use crate::orchestrator::{FailureKind, ToolFailure};
+
+    #[test]
+    fn results_that_do_not_answer_retry_until_the_cap() {
+        let a = ok("sql_query", json!({"rows": [[1]], "row_count": 1}));
+        let round = decide(&[("c1", &a)], 0, 2);
+        let off = RelevanceVerdict {
+            relevant: false,
+            reason: "`c1` returned infl, but the question asks for unemp".into(),
+            off_calls: vec!["c1".into()],
+        };
+        let v = judged(round.clone(), &off, 0, 2);
+        assert_eq!(v.verdict, Verdict::Retry);
+        assert_eq!(
+            v.reasons,
+            [
+                "sql_query `c1` returned 1 rows",
+                "not relevant: `c1` returned infl, but the question asks for unemp",
+                "planning again (retry 1 of 2)"
+            ]
+        );
+        assert_eq!(judged(round.clone(), &off, 2, 2).verdict, Verdict::GiveUp);
+        let fits = RelevanceVerdict {
+            relevant: true,
+            reason: "fine".into(),
+            off_calls: Vec::new(),
+        };
+        let v = judged(round, &fits, 2, 2);
+        assert_eq!(v.verdict, Verdict::Success);
+        assert_eq!(v.reasons.last().map(String::as_str), Some("relevant: fine"));
+    }
 
     fn ok(tool: &str, output: serde_json::Value) -> ToolRecord {
         ToolRecord {

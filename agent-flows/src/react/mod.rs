@@ -56,6 +56,12 @@
 //!   each error halves it; the critic scales it by the share of requests covered, lifts a fully
 //!   supported answer by half of what is left, halves it after a guard stop, and caps it at 0.2
 //!   when no tool could answer. It stays in 0..=1 by construction.
+//! - **The critic** judges what decided the calls. Static mode: the rules' reading of the
+//!   message (`needs`), each met by a matching result. Llm mode: the run itself, since the
+//!   model may call tools the rules know nothing of — each call the model asked for is a
+//!   request, unmet when it failed, returned nothing, was kept from running by a guard, or its
+//!   result does not show in the model's answer ([`review::review_run`]). A model that called
+//!   no tool is judged by the rules, the only reading left.
 //! - **Validation** is Pydantic's, at input: `max_steps`, `max_tool_calls`,
 //!   `max_tool_rounds` and `confidence` out of range, or an empty or over-long query, are an
 //!   error naming the field and its range — never clamped. `planner` validates the state it

@@ -627,11 +627,17 @@ fn tool_evidence(state: &ReactState) -> Vec<Evidence> {
     out
 }
 
-/// Reviews the evidence: which requests it covers, what failed, and the confidence.
+/// Reviews the evidence: which requests it covers, what failed, and the confidence. Static
+/// mode holds it against what the rules read in the message; llm mode against the calls the
+/// model made (see [`review`]).
 #[node]
 pub async fn critic(state: &ReactState) -> ReactStateUpdate {
     traced("critic", state, async {
-        let review = review::review(state, &analyze(&state.user_query));
+        let intents = analyze(&state.user_query);
+        let review = match state.mode {
+            Mode::Static => review::review(state, &intents),
+            Mode::Llm => review::review_run(state, &intents),
+        };
         ReactStateUpdate::default()
             .confidence(review.confidence)
             .review(Some(review))

@@ -804,6 +804,23 @@ fn replan_note(lang: Lang, failed: &Result<'_>, all: &[Result<'_>], role: &str) 
                 ),
             })
         }
+        ("sql_query", "error", "irrelevant") => {
+            later_ok("sql_query")?;
+            Some(match lang {
+                Lang::En => format!(
+                    "(The first query did not answer the question ({}); I queried again.)",
+                    failed.error
+                ),
+                Lang::Es => format!(
+                    "(La primera consulta no respondía a la pregunta ({}); consulté de nuevo.)",
+                    failed.error
+                ),
+                Lang::Ru => format!(
+                    "(Первый запрос не отвечал на вопрос ({}); я запросил данные заново.)",
+                    failed.error
+                ),
+            })
+        }
         (tool, "error", "forbidden") => {
             let other = all
                 .iter()
@@ -858,6 +875,20 @@ fn failure(lang: Lang, record: &Result<'_>, role: &str) -> String {
             ),
             Lang::Ru => format!(
                 "{tool} не уложился в лимит времени ни в одной попытке: {}",
+                record.error
+            ),
+        },
+        (_, "irrelevant", _) => match lang {
+            Lang::En => format!(
+                "{tool} returned data that does not answer the question: {}",
+                record.error
+            ),
+            Lang::Es => format!(
+                "{tool} devolvió datos que no responden a la pregunta: {}",
+                record.error
+            ),
+            Lang::Ru => format!(
+                "{tool} вернул данные, которые не отвечают на вопрос: {}",
                 record.error
             ),
         },

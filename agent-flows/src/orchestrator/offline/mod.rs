@@ -9,6 +9,8 @@
 //!   ([`sql`] builds the query from the [`Question`](super::lexicon::Question)), the
 //!   documents for definitions and history, the calculator, the clock — and, on a retry, what
 //!   to try instead of what came back empty or failed.
+//! - [`super::relevance`] (task `RelevanceVerdict`): whether the round's results are for the
+//!   series and the period asked.
 //! - [`answer`]: the answer from the results, in the user's language: values with their
 //!   units, highest/lowest/average/change, the data set's coverage, document passages,
 //!   honest failures, clarifying questions, greetings, and what was asked before (from the
@@ -26,7 +28,8 @@ use serde_json::Value;
 use super::tools::is_empty_result;
 use crate::offline::{OfflineModel, RuleReply};
 
-/// The offline model of the orchestrator (tasks `planner` and `generator`).
+/// The offline model of the orchestrator (tasks `planner`, `PlannerDecision`,
+/// `RelevanceVerdict` and `generator`).
 pub fn model() -> Arc<dyn ChatModel> {
     OfflineModel::new("offline-orchestrator")
         .rule("planner", |messages: &[Message], options: &CallOptions| {
@@ -35,6 +38,10 @@ pub fn model() -> Arc<dyn ChatModel> {
         .json(
             "PlannerDecision",
             |messages: &[Message], options: &CallOptions| planner::decision(messages, options),
+        )
+        .json(
+            super::relevance::TASK,
+            |messages: &[Message], _: &CallOptions| super::relevance::reply(messages),
         )
         .text("generator", |messages: &[Message], _: &CallOptions| {
             answer::reply(messages)

@@ -27,7 +27,11 @@
 //!   a query it cannot repair -> the documents instead;
 //! - a time-out -> the same call again;
 //! - a forbidden tool -> another tool that can answer (`doc_search` for data questions);
-//! - bad arguments or an unknown tool -> the first plan's call for that tool.
+//! - bad arguments or an unknown tool -> the first plan's call for that tool;
+//! - a result the verifier judged not to answer the question (the prompt's
+//!   [`REPLAN_BLOCK`](super::super::relevance::REPLAN_BLOCK) names the call: another series
+//!   or period) -> the query the question asks for, built anew; for another tool, the first
+//!   plan's call for it. The call judged is not made again.
 //!
 //! Permissions are not the planner's business: the router enforces them, and the planner
 //! learns from a rejection. When nothing is left to try, the reply has no tool calls and the
@@ -41,6 +45,7 @@ use serde_json::{Value, json};
 use super::super::lexicon::{
     Aggregate, Question, SERIES, When, has_any, key_terms, match_at, scan,
 };
+use super::super::relevance;
 use super::super::{NextStep, PlannedCall, PlannerDecision};
 use super::sql::{self, Query};
 use super::{Attempt, Outcome, calls_reply, current_turn, profile_line};
@@ -271,7 +276,8 @@ pub fn reply(messages: &[Message], options: &CallOptions) -> RuleReply {
     let planned = if attempts.is_empty() {
         first_plan(question, &context)
     } else {
-        replan(question, &attempts, &context)
+        let off = relevance::calls_to_replace(messages);
+        replan(question, &attempts, &off, &context)
     };
     let seen = messages.iter().map(|m| m.tool_calls().len()).sum::<usize>();
     let calls = planned
@@ -341,7 +347,7 @@ fn first_plan(question: &str, context: &Context<'_>) -> Vec<(String, Value)> {
             );
         }
     }
-    let analysis = resolve_follow_up(question, Question::parse(question), context);
+    let analysis = resolve_follow_up(question, Question::parse(question), context.summary);
     let subject_at = scan(&words, SERIES).first().map_or(0, |hit| hit.at);
     if analysis.wants_data() {
         for query in sql::build(&analysis.series, analysis.when, analysis.aggregate) {
@@ -450,9 +456,14 @@ fn previous_query(summary: &str) -> Option<(Vec<&'static str>, When)> {
     (!series.is_empty()).then_some((series, when))
 }
 
-/// Fills what a follow-up leaves out from the previous query in the summary.
-fn resolve_follow_up(question: &str, mut analysis: Question, context: &Context<'_>) -> Question {
-    let Some((series, when)) = context.summary.and_then(previous_query) else {
+/// Fills what a follow-up leaves out from the previous query in `summary` (the conversation
+/// summary block).
+pub(crate) fn resolve_follow_up(
+    question: &str,
+    mut analysis: Question,
+    summary: Option<&str>,
+) -> Question {
+    let Some((series, when)) = summary.and_then(previous_query) else {
         return analysis;
     };
     let words = words(question);
@@ -518,14 +529,19 @@ impl Retry<'_> {
 }
 
 /// What to try after the latest round (see the module docs).
-fn replan(question: &str, attempts: &[Attempt], context: &Context<'_>) -> Vec<(String, Value)> {
+fn replan(
+    question: &str,
+    attempts: &[Attempt],
+    off: &[String],
+    context: &Context<'_>,
+) -> Vec<(String, Value)> {
     let last_round = attempts.iter().map(|a| a.round).max().unwrap_or(0);
     let mut retry = Retry {
         calls: Vec::new(),
         context,
         failed: attempts
             .iter()
-            .filter(|a| !matches!(a.outcome, Outcome::Ok(_)))
+            .filter(|a| !matches!(a.outcome, Outcome::Ok(_)) || off.contains(&a.call.id))
             .map(|a| call_args_key(&a.call.name, &a.call.args))
             .collect(),
         forbidden: attempts
@@ -540,11 +556,23 @@ fn replan(question: &str, attempts: &[Attempt], context: &Context<'_>) -> Vec<(S
             .map(|q| words(q).join(" "))
             .collect(),
     };
-    let analysis = resolve_follow_up(question, Question::parse(question), context);
+    let analysis = resolve_follow_up(question, Question::parse(question), context.summary);
     for attempt in attempts.iter().filter(|a| a.round == last_round) {
         let name = attempt.call.name.as_str();
         let args = &attempt.call.args;
         match (&attempt.outcome, name) {
+            (Outcome::Ok(_), "sql_query") if off.contains(&attempt.call.id) => {
+                for query in sql::build(&analysis.series, analysis.when, analysis.aggregate) {
+                    retry.push("sql_query", query.args(), false);
+                }
+            }
+            (Outcome::Ok(_), _) if off.contains(&attempt.call.id) => {
+                for (tool, fresh) in first_plan(question, context) {
+                    if tool == name {
+                        retry.push(&tool, fresh, false);
+                    }
+                }
+            }
             (Outcome::Ok(_), _) => {}
             (Outcome::Empty, "doc_search") => {
                 let query = args["query"].as_str().unwrap_or("");
@@ -912,6 +940,39 @@ mod tests {
                 json!([])
             )]
         );
+    }
+
+    #[test]
+    fn results_judged_off_are_replaced_by_the_query_asked_for() {
+        let wrong = json!({
+            "sql": "SELECT year, quarter, infl FROM macrodata WHERE year BETWEEN ?1 AND ?2 ORDER BY year, quarter",
+            "params": [1982, 1982],
+        });
+        let conversation = |block: Option<&str>| {
+            let mut messages = vec![
+                Message::system("prompt"),
+                Message::human("¿Cuál fue la tasa de paro en 1982?"),
+                Message::ai_tool_calls([ToolCall::new("call_1", "sql_query", wrong.clone())]),
+                Message::tool(
+                    "call_1",
+                    r#"{"columns":["year","quarter","infl"],"rows":[[1982,1,1.0]],"row_count":1,"truncated":false}"#,
+                ),
+            ];
+            if let Some(block) = block {
+                messages.push(Message::system(block));
+            }
+            plan(&messages)
+        };
+        // Without the verifier's word, a result is a result.
+        assert!(conversation(None).is_empty());
+        let block = relevance::replan_block(&[(
+            "call_1",
+            "`call_1` returned infl, but the question asks for unemp",
+        )]);
+        let calls = sql_of(&conversation(Some(&block)));
+        assert_eq!(calls.len(), 1);
+        assert!(calls[0].0.contains("unemp"), "{}", calls[0].0);
+        assert_eq!(calls[0].1, json!([1982, 1982]));
     }
 
     #[test]
