@@ -6,6 +6,7 @@
 
 mod assistants;
 mod body;
+mod memory;
 mod runs;
 mod sse;
 mod system;
@@ -36,6 +37,8 @@ pub(crate) struct App {
     pub(crate) graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
     pub(crate) runs: Arc<Runs>,
     pub(crate) api_key: Option<String>,
+    /// The long-term memory store (`/store/*`), the one the served graphs' nodes reach.
+    pub(crate) memory: Arc<dyn agent_core::store::Store>,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -47,6 +50,7 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
+        .merge(memory::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found);
     let cors = CorsLayer::new()
