@@ -79,7 +79,6 @@ fn ttl(minutes: Option<f64>) -> Result<Ttl, ApiError> {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct PutBody {
     namespace: Vec<String>,
     key: String,
