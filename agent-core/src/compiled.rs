@@ -28,6 +28,8 @@ pub struct CompiledGraph<S: GraphState, C = ()> {
     pub(crate) context: Option<AnyContext>,
     /// Where nodes with a cache policy keep their results (see [`crate::cache`]).
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
+    /// The long-term memory runs of this handle give their nodes (see [`crate::store`]).
+    pub(crate) store: Option<Arc<dyn crate::store::Store>>,
     _context: PhantomData<fn() -> C>,
 }
 
@@ -37,6 +39,7 @@ impl<S: GraphState, C> Clone for CompiledGraph<S, C> {
             inner: self.inner.clone(),
             context: self.context.clone(),
             cache: self.cache.clone(),
+            store: self.store.clone(),
             _context: PhantomData,
         }
     }
@@ -149,6 +152,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             inner: self.inner.clone(),
             context: Some(context),
             cache: self.cache.clone(),
+            store: self.store.clone(),
             _context: PhantomData,
         }
     }
@@ -161,8 +165,24 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             inner: self.inner.clone(),
             context: self.context.clone(),
             cache: Some(cache),
+            store: self.store.clone(),
             _context: PhantomData,
         }
+    }
+
+    /// This graph with `store` as the long-term memory of its runs (LangGraph's
+    /// `compile(store=..)`): nodes read it with `ctx.store()` / `rt.store()`, its subgraphs
+    /// too. A run's [`RunConfig::store`](crate::RunConfig::store) wins over it. Cheap: the
+    /// handle is cloned, not the graph.
+    pub fn with_store(&self, store: Arc<dyn crate::store::Store>) -> Self {
+        let mut graph = self.clone();
+        graph.store = Some(store);
+        graph
+    }
+
+    /// The store runs of this handle get, if one was given.
+    pub fn store(&self) -> Option<&Arc<dyn crate::store::Store>> {
+        self.store.as_ref()
     }
 
     /// The context runs of this handle get, if one was given.
@@ -541,6 +561,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
         }),
         context: None,
         cache: None,
+        store: None,
         _context: PhantomData,
     })
 }

@@ -62,6 +62,9 @@ pub struct RunConfig {
     /// Whether checkpoint metadata records each step's updates as JSON (`writes`, as
     /// LangGraph 0.x did). Off by default: it costs a JSON encoding of every update.
     pub writes_metadata: bool,
+    /// The long-term memory nodes reach with `ctx.store()` in this run (over the compiled
+    /// graph's [`with_store`](crate::CompiledGraph::with_store)); subgraphs inherit it.
+    pub store: Option<std::sync::Arc<dyn crate::store::Store>>,
 }
 
 impl Default for RunConfig {
@@ -79,6 +82,7 @@ impl Default for RunConfig {
             interrupt_after: Vec::new(),
             durability: Durability::Sync,
             writes_metadata: false,
+            store: None,
         }
     }
 }
@@ -87,6 +91,12 @@ impl RunConfig {
     /// The default configuration.
     pub fn new() -> Self {
         RunConfig::default()
+    }
+
+    /// Gives this run's nodes `store` (LangGraph's `invoke(.., store=..)` through the config).
+    pub fn store(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Sets the recursion limit (super-steps).

@@ -181,6 +181,13 @@ impl NodeContext {
             .unwrap_or_default()
     }
 
+    /// The run's long-term memory, if it has one: the run's
+    /// [`RunConfig::store`](crate::RunConfig::store), else the compiled graph's
+    /// [`with_store`](crate::CompiledGraph::with_store) (LangGraph's `runtime.store`).
+    pub fn store(&self) -> Option<Arc<dyn crate::store::Store>> {
+        self.inner.run.config.store.clone()
+    }
+
     /// The run's writer to its checkpointer, if it checkpoints.
     pub(crate) fn writer(&self) -> Option<crate::executor::Writer> {
         self.inner.run.writer.clone()

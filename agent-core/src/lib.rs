@@ -83,6 +83,7 @@ mod runtime;
 mod shared;
 mod state;
 mod state_api;
+pub mod store;
 mod stream;
 
 pub use agent_macros::{GraphState, node};

@@ -651,9 +651,14 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<
         let graph = self.graph.clone();
         Box::pin(async move {
             let start = crate::executor::ChildStart::Snapshot(state);
-            let out =
-                crate::executor::Run::run_child(&graph.inner, graph.context.clone(), start, ctx)
-                    .await?;
+            let out = crate::executor::Run::run_child(
+                &graph.inner,
+                graph.context.clone(),
+                graph.store.clone(),
+                start,
+                ctx,
+            )
+            .await?;
             Ok(match out.to_parent {
                 // Addressed to this graph: its update and gotos are this node's.
                 Some(command) => NodeOutput::Command(Command {
@@ -692,9 +697,14 @@ where
         Box::pin(async move {
             let start = crate::executor::ChildStart::Input(input);
             let node = ctx.node().to_owned();
-            let out =
-                crate::executor::Run::run_child(&graph.inner, graph.context.clone(), start, ctx)
-                    .await?;
+            let out = crate::executor::Run::run_child(
+                &graph.inner,
+                graph.context.clone(),
+                graph.store.clone(),
+                start,
+                ctx,
+            )
+            .await?;
             match out.to_parent {
                 Some(command) => parent_goto(&node, command),
                 None => Ok(NodeOutput::Update(output(out.state))),

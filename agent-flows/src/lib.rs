@@ -20,7 +20,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), agent_flows::FlowError> {
 //! let flow = find("tool-router")?;
-//! let session = flow.open(&FlowEnv::offline(), None)?;
+//! let session = flow.open(&FlowEnv::offline(), None, None)?;
 //! let turn = session
 //!     .turn("What time is it in New York?", None, StreamModes::NONE, &mut |_| {})
 //!     .await?;

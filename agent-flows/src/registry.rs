@@ -113,11 +113,13 @@ pub trait Flow: Send + Sync {
         defaults: FlowEnv,
     ) -> agent_server::ServerBuilder;
 
-    /// The flow compiled for `env`, persisting threads through `saver` when given.
+    /// The flow compiled for `env`, persisting threads through `saver` when given, with
+    /// `store` as its long-term memory across threads (`ctx.store()` in its nodes).
     fn open(
         &self,
         env: &FlowEnv,
         saver: Option<Arc<dyn Checkpointer>>,
+        store: Option<Arc<dyn agent_core::store::Store>>,
     ) -> Result<Box<dyn FlowSession>, FlowError>;
 }
 
@@ -269,13 +271,17 @@ impl<F: FlowSpec> Flow for Entry<F> {
         &self,
         env: &FlowEnv,
         saver: Option<Arc<dyn Checkpointer>>,
+        store: Option<Arc<dyn agent_core::store::Store>>,
     ) -> Result<Box<dyn FlowSession>, FlowError> {
         check_options::<F>(env)?;
         let context = F::context(env)?;
-        let graph = match saver {
+        let mut graph = match saver {
             Some(saver) => F::graph().compile_with(saver)?,
             None => F::graph().compile()?,
         };
+        if let Some(store) = store {
+            graph = graph.with_store(store);
+        }
         Ok(Box::new(Session::<F> {
             graph: graph.with_context(context),
             env: env.clone(),

@@ -78,7 +78,7 @@ fn close(a: f64, b: f64) -> bool {
 async fn ask(message: &str) -> TurnReport {
     let session = find("data")
         .unwrap()
-        .open(&FlowEnv::offline(), None)
+        .open(&FlowEnv::offline(), None, None)
         .unwrap();
     session
         .turn(message, None, StreamModes::NONE, &mut |_| {})
@@ -358,7 +358,11 @@ async fn several_steps_and_follow_ups() {
     // A thread: the second question leans on the first.
     let session = find("data")
         .unwrap()
-        .open(&FlowEnv::offline(), Some(Arc::new(InMemorySaver::new())))
+        .open(
+            &FlowEnv::offline(),
+            Some(Arc::new(InMemorySaver::new())),
+            None,
+        )
         .unwrap();
     let run = async |message: &str| {
         session
@@ -531,7 +535,7 @@ async fn absurd_limits_are_capped_and_said() {
 async fn empty_and_huge_messages_are_refused_clearly() {
     let session = find("data")
         .unwrap()
-        .open(&FlowEnv::offline(), None)
+        .open(&FlowEnv::offline(), None, None)
         .unwrap();
     for message in ["", "   \n\t"] {
         let error = session
@@ -632,7 +636,11 @@ async fn a_model_that_asks_for_nonsense_gets_plan_errors_not_queries() {
 async fn usage_is_reported_per_node_and_model_and_reset_per_turn() {
     let session = find("data")
         .unwrap()
-        .open(&FlowEnv::offline(), Some(Arc::new(InMemorySaver::new())))
+        .open(
+            &FlowEnv::offline(),
+            Some(Arc::new(InMemorySaver::new())),
+            None,
+        )
         .unwrap();
     let r = session
         .turn(

@@ -42,7 +42,7 @@ async fn every_demo_of_every_flow() {
                 env = env.with_option(*key, *value);
             }
             let session = flow
-                .open(&env, Some(Arc::new(InMemorySaver::new())))
+                .open(&env, Some(Arc::new(InMemorySaver::new())), None)
                 .unwrap_or_else(|e| panic!("{} opens: {e}", info.name));
             let mut turns = Vec::new();
             for message in demo.turns {

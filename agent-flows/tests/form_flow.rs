@@ -21,7 +21,7 @@ fn env(clock: &Arc<ManualClock>) -> FlowEnv {
 fn open(env: &FlowEnv, saver: &Arc<InMemorySaver>) -> Box<dyn FlowSession> {
     find("form")
         .unwrap()
-        .open(env, Some(saver.clone() as Arc<dyn Checkpointer>))
+        .open(env, Some(saver.clone() as Arc<dyn Checkpointer>), None)
         .unwrap()
 }
 
@@ -748,7 +748,7 @@ fn form_file_errors_name_the_bad_field() {
         "bad.toml",
         "[[fields]]\nname = \"name\"\ntype = \"text\"\n[[fields]]\nname = \"mail\"\ntype = \"emial\"\n",
     );
-    let error = match flow.open(&FlowEnv::offline().with_option("form", bad), None) {
+    let error = match flow.open(&FlowEnv::offline().with_option("form", bad), None, None) {
         Ok(_) => panic!("a bad form opens"),
         Err(e) => e.to_string(),
     };
@@ -764,7 +764,7 @@ fn form_file_errors_name_the_bad_field() {
         r#"{"fields": [{"name": "web", "type": "url", "pattern": "("}]}"#,
     );
     let error = flow
-        .open(&FlowEnv::offline().with_option("form", json), None)
+        .open(&FlowEnv::offline().with_option("form", json), None, None)
         .err()
         .unwrap()
         .to_string();
@@ -773,7 +773,7 @@ fn form_file_errors_name_the_bad_field() {
         "{error}"
     );
     let error = flow
-        .open(&FlowEnv::offline().with_option("form", "nope"), None)
+        .open(&FlowEnv::offline().with_option("form", "nope"), None, None)
         .err()
         .unwrap()
         .to_string();

@@ -282,7 +282,7 @@ fn sessions(saver: bool) -> Sessions {
             let saver =
                 saver.then(|| Arc::new(InMemorySaver::new()) as Arc<dyn agent_core::Checkpointer>);
             let session = find(name)
-                .and_then(|flow| flow.open(&env, saver))
+                .and_then(|flow| flow.open(&env, saver, None))
                 .unwrap_or_else(|e| panic!("{name} {options:?} opens: {e}"));
             (format!("{name} {options:?}"), Arc::new(session))
         })

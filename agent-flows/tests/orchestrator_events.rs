@@ -26,7 +26,7 @@ async fn run(message: &str, options: &[(&str, &str)]) -> Run {
     }
     let session = find("orchestrator")
         .unwrap()
-        .open(&env, Some(Arc::new(InMemorySaver::new())))
+        .open(&env, Some(Arc::new(InMemorySaver::new())), None)
         .unwrap();
     let mut events = Vec::new();
     let report = session

@@ -313,7 +313,7 @@ async fn independent_calls_run_at_the_same_time() {
 async fn turn(env: &FlowEnv, message: &str) -> agent_flows::TurnReport {
     find("orchestrator")
         .unwrap()
-        .open(env, None)
+        .open(env, None, None)
         .unwrap()
         .turn(message, None, StreamModes::NONE, &mut |_: StreamItem| {})
         .await
@@ -366,13 +366,17 @@ fn options_are_checked_with_a_message_that_says_what_to_do() {
         ("colour", "blue", "not an option of this flow"),
     ] {
         let env = FlowEnv::offline().with_option(key, value);
-        let error = flow.open(&env, None).err().expect("refused");
+        let error = flow.open(&env, None, None).err().expect("refused");
         let text = error.to_string();
         assert!(text.contains(&format!("option `{key}`")), "{text}");
         assert!(text.contains(expected), "{text}");
     }
     let env = FlowEnv::offline().with_option("profiles", "/proc/nope/profiles.sqlite");
-    let error = flow.open(&env, None).err().expect("refused").to_string();
+    let error = flow
+        .open(&env, None, None)
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(
         error.contains("profile store /proc/nope/profiles.sqlite"),
         "{error}"
@@ -427,7 +431,7 @@ async fn tokens_come_from_reported_usage_and_start_time_from_the_clock() {
     let env = FlowEnv::offline().with_clock(clock.clone());
     let session = find("orchestrator")
         .unwrap()
-        .open(&env, Some(Arc::new(InMemorySaver::new())))
+        .open(&env, Some(Arc::new(InMemorySaver::new())), None)
         .unwrap();
     let first = session
         .turn(
@@ -494,7 +498,11 @@ async fn a_thread_continues_in_a_new_session_with_its_summary() {
     let open = || {
         find("orchestrator")
             .unwrap()
-            .open(&env, Some(Arc::new(SqliteSaver::open(&path).unwrap())))
+            .open(
+                &env,
+                Some(Arc::new(SqliteSaver::open(&path).unwrap())),
+                None,
+            )
             .unwrap()
     };
     let first = open()
@@ -771,4 +779,59 @@ async fn with_a_model_the_relevance_verdict_is_the_models() {
             .any(|m| m.starts_with("Results to judge:") && m.contains("\"c1\""))
     );
     assert_eq!(state.response, "Unemployment was 9.3% in 2009.");
+}
+
+async fn ask(session: &dyn agent_flows::FlowSession, text: &str, thread: &str) -> String {
+    session
+        .turn(text, Some(thread), StreamModes::NONE, &mut |_| {})
+        .await
+        .unwrap()
+        .response
+}
+
+#[tokio::test]
+async fn a_user_is_remembered_across_threads_and_another_user_is_not() {
+    use agent_core::store::{InMemoryStore, Store, ns};
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let saver: Arc<dyn agent_core::Checkpointer> = Arc::new(InMemorySaver::new());
+    let open = |user: &str| {
+        find("orchestrator")
+            .unwrap()
+            .open(
+                &FlowEnv::offline().with_option("user", user),
+                Some(saver.clone()),
+                Some(store.clone()),
+            )
+            .unwrap()
+    };
+    let demo = open("demo");
+    ask(
+        demo.as_ref(),
+        "What was the unemployment rate in 2008?",
+        "memory-a",
+    )
+    .await;
+    // A new thread of the same user: the follow-up resolves from the last thread's summary.
+    let follow_up = ask(demo.as_ref(), "And in 2009?", "memory-b").await;
+    assert!(
+        follow_up.to_lowercase().contains("unemployment"),
+        "{follow_up}"
+    );
+    assert!(follow_up.contains("2009"), "{follow_up}");
+    let recalled = ask(demo.as_ref(), "What did I ask before?", "memory-c").await;
+    assert!(recalled.contains("unemployment rate in 2008"), "{recalled}");
+    // Another user's new thread knows nothing of it.
+    let maria = open("maria");
+    let theirs = ask(maria.as_ref(), "What did I ask before?", "memory-d").await;
+    assert!(!theirs.contains("unemployment"), "{theirs}");
+    // The store holds the user's profile and summary.
+    let profile = store.get(&ns(["users", "demo"]), "profile").await.unwrap();
+    assert!(profile.is_some_and(|p| p.value.contains_key("role")));
+    let summary = store
+        .get(&ns(["users", "demo"]), "summary")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.value["session_id"], "memory-c");
+    assert!(summary.value["summary"].as_str().unwrap().contains("2009"));
 }

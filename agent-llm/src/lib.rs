@@ -53,6 +53,7 @@
 //! # }
 //! ```
 
+pub mod embeddings;
 mod error;
 mod in_graph;
 mod message;

@@ -75,6 +75,9 @@ pub enum ServerError {
     /// The checkpointer could not be opened.
     #[error("checkpoints: {0}")]
     Checkpoints(Box<GraphError>),
+    /// The long-term memory store could not be opened.
+    #[error("store: {0}")]
+    Memory(#[from] agent_core::store::StoreError),
     /// No graph to serve.
     #[error("no graphs to serve: add one with Server::builder().graph(id, graph)")]
     NoGraphs,
@@ -87,7 +90,11 @@ pub enum ServerError {
 }
 
 type Compile = Box<
-    dyn FnOnce(Arc<dyn Checkpointer>, Option<Value>) -> Result<Arc<dyn ServedGraph>, GraphError>
+    dyn FnOnce(
+            Arc<dyn Checkpointer>,
+            Arc<dyn agent_core::store::Store>,
+            Option<Value>,
+        ) -> Result<Arc<dyn ServedGraph>, GraphError>
         + Send,
 >;
 
@@ -116,6 +123,7 @@ pub struct ServerBuilder {
     leases: runs::Leases,
     grace: std::time::Duration,
     web_page: bool,
+    memory: Option<Arc<dyn agent_core::store::Store>>,
 }
 
 impl ServerBuilder {
@@ -193,8 +201,8 @@ impl ServerBuilder {
         let context: graph::ContextFn<C> = Arc::new(context);
         self.graphs.push(Pending::new(
             id.into(),
-            Box::new(move |saver, schema| {
-                let compiled = graph.compile_with(saver)?;
+            Box::new(move |saver, memory, schema| {
+                let compiled = graph.compile_with(saver)?.with_store(memory);
                 let mut served = Served::new(compiled, context);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
@@ -223,8 +231,8 @@ impl ServerBuilder {
         let turn: graph::TurnFn<S::Update> = Arc::new(turn);
         self.graphs.push(Pending::new(
             id.into(),
-            Box::new(move |saver, schema| {
-                let compiled = graph.compile_with(saver)?;
+            Box::new(move |saver, memory, schema| {
+                let compiled = graph.compile_with(saver)?.with_store(memory);
                 let mut served = Served::new(compiled, context).with_turns(turn);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
@@ -247,6 +255,14 @@ impl ServerBuilder {
     /// lease on what it runs, and takes over the runs of an instance that stopped.
     pub fn postgres(mut self, url: impl Into<String>) -> Self {
         self.storage = Storage::Postgres(url.into());
+        self
+    }
+
+    /// Uses `store` as the long-term memory (`/store/*`, and `ctx.store()` in the graphs)
+    /// instead of the default: a store in the server's SQLite file or PostgreSQL database
+    /// (in memory without one). For a store with an index (semantic search) or TTLs.
+    pub fn store(mut self, store: Arc<dyn agent_core::store::Store>) -> Self {
+        self.memory = Some(store);
         self
     }
 
@@ -288,24 +304,41 @@ impl ServerBuilder {
         if self.graphs.is_empty() {
             return Err(ServerError::NoGraphs);
         }
-        let (store, saver): (Arc<dyn RunStore>, Arc<dyn Checkpointer>) = match &self.storage {
+        type Opened = (
+            Arc<dyn RunStore>,
+            Arc<dyn Checkpointer>,
+            Arc<dyn agent_core::store::Store>,
+        );
+        let (store, saver, memory): Opened = match &self.storage {
             Storage::Postgres(url) => {
                 let saver = PostgresSaver::connect(url)
                     .await
                     .map_err(|e| ServerError::Checkpoints(Box::new(e)))?;
                 let store = PostgresStore::open(&saver, url).await?;
-                (Arc::new(store), Arc::new(saver))
+                let memory = match self.memory {
+                    Some(memory) => memory,
+                    None => Arc::new(
+                        agent_core::store::PostgresStore::from_pool(saver.pool().clone()).await?,
+                    ),
+                };
+                (Arc::new(store), Arc::new(saver), memory)
             }
             Storage::Memory => (
                 Arc::new(SqliteStore::in_memory()?),
                 Arc::new(InMemorySaver::new()),
+                self.memory
+                    .unwrap_or_else(|| Arc::new(agent_core::store::InMemoryStore::new())),
             ),
-            Storage::Sqlite(path) => (
-                Arc::new(SqliteStore::open(path)?),
-                Arc::new(
-                    SqliteSaver::open(path).map_err(|e| ServerError::Checkpoints(Box::new(e)))?,
-                ),
-            ),
+            Storage::Sqlite(path) => {
+                let store = Arc::new(SqliteStore::open(path)?);
+                let saver =
+                    SqliteSaver::open(path).map_err(|e| ServerError::Checkpoints(Box::new(e)))?;
+                let memory = match self.memory {
+                    Some(memory) => memory,
+                    None => Arc::new(agent_core::store::SqliteStore::open(path)?),
+                };
+                (store, Arc::new(saver), memory)
+            }
         };
         let mut graphs = BTreeMap::new();
         let mut descriptions = BTreeMap::new();
@@ -314,13 +347,11 @@ impl ServerBuilder {
             if graphs.contains_key(&id) {
                 return Err(ServerError::DuplicateGraph(id));
             }
-            let served =
-                (pending.compile)(saver.clone(), pending.context_schema).map_err(|source| {
-                    ServerError::Graph {
-                        id: id.clone(),
-                        source: Box::new(source),
-                    }
-                })?;
+            let served = (pending.compile)(saver.clone(), memory.clone(), pending.context_schema)
+                .map_err(|source| ServerError::Graph {
+                id: id.clone(),
+                source: Box::new(source),
+            })?;
             if let Some(text) = pending.description {
                 descriptions.insert(id.clone(), text);
             }
@@ -335,6 +366,7 @@ impl ServerBuilder {
                 runs,
                 api_key: self.api_key,
                 web_page: self.web_page,
+                memory,
             }),
             descriptions,
             body_limit: self.body_limit,
@@ -363,6 +395,7 @@ impl Server {
             leases: Leases::default(),
             grace: std::time::Duration::from_secs(30),
             web_page: true,
+            memory: None,
         }
     }
 

@@ -79,11 +79,13 @@ pub mod builtin;
 mod condition;
 mod error;
 mod layers;
+pub mod memory;
 mod node;
 pub mod prebuilt;
 mod registry;
 mod state;
 mod tool;
+mod tool_context;
 
 /// Turns `async fn name(args...) -> Result<T, E>` into a tool named `name`, described by its
 /// doc comment.
@@ -134,11 +136,13 @@ pub use layers::{
     DEFAULT_SECRET_KEYS, REDACTED, Redacted, Retry, Timeout, ToolExt, ToolRetryPolicy,
     is_secret_key, redact_secrets,
 };
+pub use memory::{ManageMemory, SearchMemory};
 pub use node::{DEFAULT_MAX_CONCURRENCY, ErrorFormatter, HandleErrors, ToolNode, ToolNodeMarker};
 pub use prebuilt::{AgentState, AgentStateUpdate, Approval, create_react_agent};
 pub use registry::{ToolRegistry, is_valid_tool_name};
 pub use state::{MessagesState, last_ai_message};
 pub use tool::{BoxFuture, DynTool, FnTool, Tool, content_of, into_content, parse_args, tool_fn};
+pub use tool_context::{current_context, with_context};
 
 /// Paths for generated code (`#[tool]`, `messages_state!`) only; not a public API.
 #[doc(hidden)]

@@ -254,7 +254,7 @@ impl ToolNode {
             )
             .await;
         }
-        let result = async {
+        let timed = async {
             let started = Instant::now();
             let result = self.invoke(call).await;
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -264,8 +264,12 @@ impl ToolNode {
             }
             result
         }
-        .instrument(span)
-        .await;
+        .instrument(span);
+        // The tool reads its node's context (config, store) with `current_context()`.
+        let result = match ctx {
+            Some(ctx) => crate::tool_context::with_context(ctx.clone(), timed).await,
+            None => timed.await,
+        };
         if let (Some(ctx), Some(run_id)) = (ctx, &run_id) {
             let (output, is_error) = match &result {
                 Ok(value) => (content_of(value), false),

@@ -35,7 +35,7 @@ mod msgpack_chars;
 mod msgpack_ext;
 pub(crate) mod nesting;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_connect;
 #[cfg(feature = "postgres")]

@@ -93,6 +93,32 @@ const POOL_WAIT: Duration = Duration::from_secs(30);
 /// How long a connection may take to be recycled (checked before reuse).
 const RECYCLE: Duration = Duration::from_secs(10);
 
+/// A pool of up to 16 connections to `url` (see [`PostgresSaver::connect`]); shared with the
+/// PostgreSQL store.
+pub(crate) fn pool_for(url: &str) -> Result<Pool, GraphError> {
+    let settings = postgres_connect::settings(url).map_err(err)?;
+    // The socket's timeout again for the rest: the TLS handshake, authentication.
+    let create = 2 * settings
+        .config
+        .get_connect_timeout()
+        .map_or(postgres_connect::CONNECT_TIMEOUT, |t| *t);
+    let manager = Manager::from_config(
+        settings.config,
+        settings.tls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(16)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(POOL_WAIT))
+        .create_timeout(Some(create))
+        .recycle_timeout(Some(RECYCLE))
+        .build()
+        .map_err(|e| err(format!("building the pool: {e}")))
+}
+
 impl PostgresSaver {
     /// Connects with a URL such as `postgres://user:pass@host:5432/db?sslmode=verify-full` or
     /// a key-value string (`host=h user=u sslmode=require`): a pool of up to 16 connections.
@@ -106,27 +132,7 @@ impl PostgresSaver {
     /// included) after twice that, and a caller waits at most 30 s for a connection while all
     /// are busy.
     pub async fn connect(url: &str) -> Result<Self, GraphError> {
-        let settings = postgres_connect::settings(url).map_err(err)?;
-        // The socket's timeout again for the rest: the TLS handshake, authentication.
-        let create = 2 * settings
-            .config
-            .get_connect_timeout()
-            .map_or(postgres_connect::CONNECT_TIMEOUT, |t| *t);
-        let manager = Manager::from_config(
-            settings.config,
-            settings.tls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(16)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(POOL_WAIT))
-            .create_timeout(Some(create))
-            .recycle_timeout(Some(RECYCLE))
-            .build()
-            .map_err(|e| err(format!("building the pool: {e}")))?;
+        let pool = pool_for(url)?;
         let saver = PostgresSaver {
             pool,
             group: Arc::new(Group::new("postgres")),

@@ -145,6 +145,10 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
             run_id = %run_id,
             thread_id = config.thread_id.as_deref().unwrap_or(""),
         );
+        let mut config = config;
+        if config.store.is_none() {
+            config.store = self.store.clone();
+        }
         async move {
             let context = self.run_context()?;
             let mut run = Run::open(&self.inner, context, config, run_id, emitter).await?;

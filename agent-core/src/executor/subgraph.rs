@@ -116,6 +116,7 @@ impl<'g, S: GraphState> Run<'g, S> {
     pub(crate) async fn run_child(
         graph: &'g Graph<S>,
         context: Option<AnyContext>,
+        store: Option<Arc<dyn crate::store::Store>>,
         start: ChildStart<S>,
         ctx: NodeContext,
     ) -> Result<ChildOutput<S>, NodeError> {
@@ -140,6 +141,8 @@ impl<'g, S: GraphState> Run<'g, S> {
             checkpoint_ns: ns,
             durability: parent.durability,
             writes_metadata: parent.writes_metadata,
+            // The parent's store, else the subgraph's own.
+            store: parent.store.clone().or(store),
             ..RunConfig::default()
         };
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.

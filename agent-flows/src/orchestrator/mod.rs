@@ -94,6 +94,7 @@
 
 pub mod docs;
 pub mod lexicon;
+pub mod long_term;
 pub mod memory;
 pub mod nodes;
 pub mod offline;

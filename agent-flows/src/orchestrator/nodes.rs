@@ -163,9 +163,19 @@ pub async fn ingress(
     };
     let mut update = OrchestratorStateUpdate::default()
         .session_id(session_id)
-        .user_id(user_id)
         .start_time(start_time)
         .turn(state.turn + 1);
+    // Long-term memory: the profile kept per user, and a new thread starting from the
+    // summary the user's last thread left.
+    if let Some(store) = rt.store() {
+        super::long_term::keep_profile(&*store, &user_id, &user_context).await?;
+        if state.summary.is_empty()
+            && let Some(summary) = super::long_term::summary(&*store, &user_id).await?
+        {
+            update = update.summary(summary);
+        }
+    }
+    update = update.user_id(user_id);
     if check.safe {
         return Ok(update
             .user_context(user_context)
@@ -861,7 +871,7 @@ pub async fn generator(
 pub async fn summarizer(
     state: &OrchestratorState,
     rt: &Runtime<OrchestratorContext>,
-) -> OrchestratorStateUpdate {
+) -> Result<OrchestratorStateUpdate, BoxError> {
     let line = if state.safety_check.safe {
         let mut records: Vec<(&String, &ToolRecord)> = state.scratchpad.iter().collect();
         records.sort_by_key(|(id, r)| (r.round, (*id).clone()));
@@ -878,6 +888,16 @@ pub async fn summarizer(
         memory::refused_line(state.turn, &state.safety_check)
     };
     let summary = memory::add_line(&state.summary, line, MAX_SUMMARY_CHARS);
+    if let Some(store) = rt.store() {
+        super::long_term::keep_summary(
+            &*store,
+            &state.user_id,
+            &summary,
+            &state.session_id,
+            state.turn,
+        )
+        .await?;
+    }
     let removals = memory::trim_removals(&state.messages, rt.context().settings.context_tokens);
     let phase = if state.safety_check.safe {
         Phase::Done
@@ -890,7 +910,7 @@ pub async fn summarizer(
     if !removals.is_empty() {
         update = update.messages(removals);
     }
-    update
+    Ok(update)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ pub mod http;
 mod model;
 pub mod ollama;
 pub mod openai;
-mod origin;
+pub(crate) mod origin;
 pub mod wire;
 
 pub use model::{HttpChatModel, HttpChatModelBuilder};

@@ -6,6 +6,7 @@
 
 mod assistants;
 mod body;
+mod memory;
 mod runs;
 mod sse;
 mod system;
@@ -39,6 +40,8 @@ pub(crate) struct App {
     pub(crate) api_key: Option<String>,
     /// Whether the web page is served (`/` for browsers, `/ui/`).
     pub(crate) web_page: bool,
+    /// The long-term memory store (`/store/*`), the one the served graphs' nodes reach.
+    pub(crate) memory: Arc<dyn agent_core::store::Store>,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -50,6 +53,7 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
+        .merge(memory::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found);
     let cors = CorsLayer::new()

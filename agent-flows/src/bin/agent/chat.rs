@@ -20,7 +20,10 @@ const DIM: Style = Style::new().dimmed();
 pub async fn run(flow: &'static dyn Flow, args: &RunArgs) -> Result<(), Failure> {
     let env = setup::env(args)?;
     let saver = setup::saver(args.db.as_deref()).await?;
-    let session = flow.open(&env, Some(saver)).map_err(Failure::runtime)?;
+    let store = setup::store(args.store.as_deref(), args.db.as_deref()).await?;
+    let session = flow
+        .open(&env, Some(saver), Some(store))
+        .map_err(Failure::runtime)?;
     let thread = args
         .thread
         .clone()

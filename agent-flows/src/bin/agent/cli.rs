@@ -55,6 +55,17 @@ pub enum Command {
     },
     /// Serve every flow on the LangGraph server API (langgraph-sdk, Studio, chat UIs).
     Serve(ServeArgs),
+    /// Inspect the long-term memory (the store): namespaces, items, searches, deletes.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+        /// The store: a SQLite file or a postgres:// URL (default: the thread store, --db).
+        #[arg(long, env = "AGENTGRAPH_STORE", global = true)]
+        store: Option<String>,
+        /// Where threads persist (the store's default).
+        #[arg(long, env = "AGENTGRAPH_DB", global = true)]
+        db: Option<String>,
+    },
     /// Print a flow's diagram (Mermaid; --ascii for the terminal).
     Graph {
         /// The flow (see `agent list`).
@@ -62,6 +73,50 @@ pub enum Command {
         /// An ASCII outline instead of Mermaid.
         #[arg(long)]
         ascii: bool,
+    },
+}
+
+/// `agent memory` actions. Namespaces are written with dots: `users.ada`.
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// The namespaces items are stored under, one per line.
+    List {
+        /// Only those starting with this namespace.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Cut namespaces to this many labels.
+        #[arg(long)]
+        max_depth: Option<usize>,
+    },
+    /// One item's value, as JSON.
+    Get {
+        /// The namespace (`users.ada`).
+        namespace: String,
+        /// The key.
+        key: String,
+    },
+    /// Items under a namespace prefix, one JSON object per line (most similar first with
+    /// --query, else most recently updated first).
+    Search {
+        /// The namespace prefix (`users`; empty for all).
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Rank by similarity to this text.
+        #[arg(long)]
+        query: Option<String>,
+        /// Conditions on value fields, as JSON (`{"turn": {"$gte": 2}}`).
+        #[arg(long)]
+        filter: Option<String>,
+        /// At most this many items.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Deletes one item.
+    Delete {
+        /// The namespace (`users.ada`).
+        namespace: String,
+        /// The key.
+        key: String,
     },
 }
 
@@ -124,6 +179,10 @@ pub struct RunArgs {
     /// The user the `orchestrator` flow loads the profile of.
     #[arg(long)]
     pub user: Option<String>,
+    /// Where long-term memory (across threads) lives: a SQLite file or a postgres:// URL
+    /// (default: the thread store, --db, when the run has a thread).
+    #[arg(long, env = "AGENTGRAPH_STORE")]
+    pub store: Option<String>,
 }
 
 /// `--stream` modes.

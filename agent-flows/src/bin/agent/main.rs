@@ -7,6 +7,7 @@
 
 mod chat;
 mod cli;
+mod memory;
 mod output;
 mod serve;
 mod setup;
@@ -107,6 +108,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             chat::run(flow, &run).await
         }
         Command::Serve(args) => serve::run(&args).await,
+        Command::Memory { action, store, db } => memory::run(action, store, db).await,
     }
 }
 
@@ -193,7 +195,11 @@ async fn run_once(
         Some(_) => Some(setup::saver(args.db.as_deref()).await?),
         None => None,
     };
-    let session = flow.open(&env, saver).map_err(Failure::runtime)?;
+    let store = match (&args.thread, &args.store) {
+        (None, None) => None,
+        _ => Some(setup::store(args.store.as_deref(), args.db.as_deref()).await?),
+    };
+    let session = flow.open(&env, saver, store).map_err(Failure::runtime)?;
     let mut printer = ItemPrinter::new(json);
     let spinner = Spinner::start("thinking…");
     let stopper = spinner.stopper();

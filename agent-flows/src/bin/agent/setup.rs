@@ -72,6 +72,44 @@ pub async fn saver(db: Option<&str>) -> Result<Arc<dyn Checkpointer>, Failure> {
     Ok(Arc::new(saver))
 }
 
+/// The long-term memory: `--store` / `AGENTGRAPH_STORE`, else the thread store's file or
+/// database (`--db`, else the default file); a SQLite path or a postgres:// URL. Items are
+/// embedded with the offline embedding (hashed character n-grams: lexical similarity, no
+/// model) so that `agent memory search --query` ranks them.
+pub async fn store(
+    store: Option<&str>,
+    db: Option<&str>,
+) -> Result<Arc<dyn agent_core::store::Store>, Failure> {
+    let target = match store.or(db) {
+        Some(t) if !t.trim().is_empty() => t.trim().to_owned(),
+        _ => default_db()?.display().to_string(),
+    };
+    let embeddings = agent_llm::embeddings::OfflineEmbeddings::new(256);
+    let index = agent_core::store::IndexConfig::new(256, Arc::new(embeddings));
+    let failed = |e: agent_core::store::StoreError| {
+        Failure::message(format!(
+            "cannot open the store {target}: {e}; pass another with --store"
+        ))
+    };
+    if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+        let store = agent_core::store::PostgresStore::connect(&target)
+            .await
+            .map_err(failed)?;
+        return Ok(Arc::new(store.with_index(index)));
+    }
+    let path = PathBuf::from(&target);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Failure::message(format!(
+                "cannot create the directory of the store {}: {e}",
+                parent.display()
+            ))
+        })?;
+    }
+    let store = agent_core::store::SqliteStore::open(&path).map_err(failed)?;
+    Ok(Arc::new(store.with_index(index)))
+}
+
 /// `agentgraph/threads.sqlite` in the user's data directory.
 pub fn default_db() -> Result<PathBuf, Failure> {
     let base = dirs::data_dir().ok_or_else(|| {

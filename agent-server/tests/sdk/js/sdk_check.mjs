@@ -192,6 +192,27 @@ check("assistants_graph_schemas", async (c) => {
 
 // ---------------------------------------------------------------- threads
 
+check("store_items", async (c) => {
+  const tag = `t${Date.now()}${Math.floor(Math.random() * 1e6)}`;
+  const ns = ["sdk_check_js", tag, "users", "ada"];
+  await c.store.putItem(ns, "profile", { name: "Ada", age: 36 });
+  await c.store.putItem(["sdk_check_js", tag, "users", "bob"], "profile", { name: "Bob", age: 51 });
+  await c.store.putItem([...ns, "facts"], "tea", { likes: "tea" }, { index: false, ttl: 60 });
+  const item = await c.store.getItem(ns, "profile");
+  expect(item && item.value.name === "Ada" && item.value.age === 36 && Object.keys(item.value).length === 2, `getItem: ${short(item)}`);
+  expect(eq(item.namespace, ns) && typeof item.createdAt === "string", `getItem fields: ${short(item)}`);
+  const found = await c.store.searchItems(["sdk_check_js", tag], { filter: { age: { $gt: 40 } } });
+  expect(eq(found.items.map((i) => i.value.name), ["Bob"]), `searchItems with $gt: ${short(found)}`);
+  const listed = await c.store.listNamespaces({ prefix: ["sdk_check_js", tag], maxDepth: 4 });
+  expect(eq(listed.namespaces, [ns, ["sdk_check_js", tag, "users", "bob"]]), `listNamespaces: ${short(listed)}`);
+  const facts = await c.store.listNamespaces({ prefix: ["sdk_check_js", tag], suffix: ["facts"] });
+  expect(eq(facts.namespaces, [[...ns, "facts"]]), `listNamespaces(suffix): ${short(facts)}`);
+  await c.store.deleteItem(ns, "profile");
+  const gone = await c.store.getItem(ns, "profile");
+  expect(gone === null, `getItem after deleteItem: ${short(gone)}`);
+  await expectStatus(c.store.putItem(["langgraph"], "k", { v: 1 }), 422, "a reserved namespace");
+});
+
 check("threads_create_get", async (c) => {
   const t = await c.threads.create({ metadata: { sdk_check: TAG, check: "create" } });
   const tid = t.thread_id;

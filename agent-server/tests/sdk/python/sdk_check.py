@@ -230,6 +230,30 @@ async def check_assistants_schemas(c):
 # ---------------------------------------------------------------- threads
 
 @check
+async def check_store_items(c):
+    ns = ["sdk_check", TAG, "users", "ada"]
+    await c.store.put_item(ns, "profile", {"name": "Ada", "age": 36})
+    await c.store.put_item(ns[:3] + ["bob"], "profile", {"name": "Bob", "age": 51})
+    await c.store.put_item(ns + ["facts"], "tea", {"likes": "tea"}, index=False, ttl=60)
+    item = await c.store.get_item(ns, "profile")
+    expect(item and item["value"] == {"name": "Ada", "age": 36}, f"get_item: {short(item)}")
+    expect(item["namespace"] == ns and item["key"] == "profile", f"get_item namespace/key: {short(item)}")
+    for k in ("created_at", "updated_at"):
+        expect(isinstance(item.get(k), str), f"get_item lacks {k!r}: {short(item)}")
+    found = await c.store.search_items(["sdk_check", TAG], filter={"age": {"$gt": 40}})
+    names = [i["value"].get("name") for i in found["items"]]
+    expect(names == ["Bob"], f"search_items with a $gt filter: {short(found)}")
+    listed = await c.store.list_namespaces(prefix=["sdk_check", TAG], max_depth=4)
+    expect(listed["namespaces"] == [ns, ns[:3] + ["bob"]], f"list_namespaces(max_depth=4): {short(listed)}")
+    facts = await c.store.list_namespaces(prefix=["sdk_check", TAG], suffix=["facts"])
+    expect(facts["namespaces"] == [ns + ["facts"]], f"list_namespaces(suffix=facts): {short(facts)}")
+    await c.store.delete_item(ns, "profile")
+    gone = await c.store.get_item(ns, "profile")
+    expect(gone is None, f"get_item after delete_item: {short(gone)}")
+    await expect_status(c.store.put_item(["langgraph"], "k", {"v": 1}), 422, "a reserved namespace")
+
+
+@check
 async def check_threads_create_get(c):
     t = await c.threads.create(metadata={"sdk_check": TAG, "check": "create"})
     tid = t["thread_id"]

@@ -1,0 +1,199 @@
+//! `InMemoryStore`: items in a map of namespaces, for tests and single-process programs.
+//! Gone when the process ends. A batch holds the map's lock while it applies its ops (never
+//! while embedding), so batches are atomic with respect to each other.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::prepare::{Prepared, StoreConfig};
+use super::rank::{self, Candidate};
+use super::{IndexConfig, Item, Op, OpResult, Store, StoreError, TtlConfig};
+use crate::runtime::Clock;
+
+/// One stored item and what the store keeps beside it.
+#[derive(Debug, Clone)]
+struct Entry {
+    item: Item,
+    ttl_ms: Option<i64>,
+    expires_at_ms: Option<i64>,
+    vectors: Vec<(String, Vec<f32>)>,
+}
+
+impl Entry {
+    fn live(&self, now: i64) -> bool {
+        self.expires_at_ms.is_none_or(|at| at > now)
+    }
+
+    fn refresh(&mut self, now: i64) {
+        if let Some(ttl) = self.ttl_ms {
+            self.expires_at_ms = Some(now.saturating_add(ttl));
+        }
+    }
+}
+
+type Data = BTreeMap<Vec<String>, BTreeMap<String, Entry>>;
+
+/// A store in the process's memory.
+#[derive(Debug, Clone, Default)]
+pub struct InMemoryStore {
+    config: StoreConfig,
+    data: Arc<Mutex<Data>>,
+}
+
+impl InMemoryStore {
+    /// An empty store without index or TTL defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses `config` (index, TTL, clock) for everything.
+    pub fn with_config(mut self, config: StoreConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Embeds items for semantic search.
+    pub fn with_index(mut self, index: IndexConfig) -> Self {
+        self.config.index = Some(index);
+        self
+    }
+
+    /// TTL defaults.
+    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
+        self.config.ttl = Some(ttl);
+        self
+    }
+
+    /// Reads the time from `clock` (expiry, timestamps).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Data> {
+        self.data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
+    match op {
+        Prepared::Get {
+            namespace,
+            key,
+            refresh,
+        } => {
+            let entry = data
+                .get_mut(&namespace)
+                .and_then(|items| items.get_mut(&key))
+                .filter(|e| e.live(now));
+            OpResult::Item(entry.map(|e| {
+                if refresh {
+                    e.refresh(now);
+                }
+                e.item.clone()
+            }))
+        }
+        Prepared::Put(put) => {
+            let Some(value) = put.value else {
+                if let Some(items) = data.get_mut(&put.namespace) {
+                    items.remove(&put.key);
+                    if items.is_empty() {
+                        data.remove(&put.namespace);
+                    }
+                }
+                return OpResult::Done;
+            };
+            let items = data.entry(put.namespace.clone()).or_default();
+            let created = items
+                .get(&put.key)
+                .filter(|e| e.live(now))
+                .map_or(now, |e| e.item.created_at_ms);
+            items.insert(
+                put.key.clone(),
+                Entry {
+                    item: Item {
+                        namespace: put.namespace,
+                        key: put.key,
+                        value,
+                        created_at_ms: created,
+                        updated_at_ms: now,
+                    },
+                    ttl_ms: put.ttl_ms,
+                    expires_at_ms: put.ttl_ms.map(|t| now.saturating_add(t)),
+                    vectors: put.vectors.unwrap_or_default(),
+                },
+            );
+            OpResult::Done
+        }
+        Prepared::Search(search) => {
+            let mut candidates = Vec::new();
+            for (namespace, items) in data.range(search.prefix.clone()..) {
+                if !super::namespace::has_prefix(namespace, &search.prefix) {
+                    break;
+                }
+                for entry in items.values().filter(|e| e.live(now)) {
+                    candidates.push(Candidate {
+                        item: entry.item.clone(),
+                        vectors: match search.query {
+                            Some(_) => entry.vectors.iter().map(|(_, v)| v.clone()).collect(),
+                            None => Vec::new(),
+                        },
+                    });
+                }
+            }
+            let found = rank::rank(candidates, &search);
+            if search.refresh {
+                for hit in &found {
+                    if let Some(e) = data
+                        .get_mut(&hit.namespace)
+                        .and_then(|i| i.get_mut(&hit.key))
+                    {
+                        e.refresh(now);
+                    }
+                }
+            }
+            OpResult::Items(found)
+        }
+        Prepared::List(list) => {
+            let live = data
+                .iter()
+                .filter(|(_, items)| items.values().any(|e| e.live(now)))
+                .map(|(ns, _)| ns.clone());
+            OpResult::Namespaces(rank::list(live, &list))
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for InMemoryStore {
+    fn backend(&self) -> &str {
+        "memory"
+    }
+
+    fn ttl_config(&self) -> Option<&TtlConfig> {
+        self.config.ttl.as_ref()
+    }
+
+    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
+        let prepared = self.config.prepare(ops).await?;
+        let now = self.config.now_ms();
+        let mut data = self.lock();
+        Ok(prepared
+            .into_iter()
+            .map(|op| apply(&mut data, op, now))
+            .collect())
+    }
+
+    async fn sweep_expired(&self) -> Result<usize, StoreError> {
+        let now = self.config.now_ms();
+        let mut data = self.lock();
+        let mut swept = 0;
+        data.retain(|_, items| {
+            let before = items.len();
+            items.retain(|_, e| e.live(now));
+            swept += before - items.len();
+            !items.is_empty()
+        });
+        Ok(swept)
+    }
+}
