@@ -7,7 +7,7 @@
 //! configured with an [`IndexConfig`] — by meaning (`query`), lists namespaces, and runs a
 //! [`batch`](Store::batch) of mixed ops in order. Three stores ship: [`InMemoryStore`],
 //! [`SqliteStore`] (its own tables, in the checkpoints' file if you like) and
-//! [`PostgresStore`]; [`testkit`] holds the cases every store passes.
+//! [`PostgresStore`]; `testkit` (feature `testkit`) holds the cases every store passes.
 //!
 //! Nodes reach the store through their context (`ctx.store()`), given to the graph with
 //! `CompiledGraph::with_store` or to one run with `RunConfig::store`.

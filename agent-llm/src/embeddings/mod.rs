@@ -1,7 +1,7 @@
 //! Embeddings: texts to vectors, for the store's semantic search (LangChain's `Embeddings`).
 //!
 //! [`Embeddings`] has `embed_documents` and `embed_query`; every implementation is also
-//! agent-core's [`Embed`](agent_core::store::Embed) (through [`to_embed`] for a trait object),
+//! agent-core's [`Embed`] (through [`to_embed`] for a trait object),
 //! so a store's [`IndexConfig`] takes it as it is ([`index_config`] builds one). Providers:
 //! [`OpenAiEmbeddings`] (`/v1/embeddings` of OpenAI or any compatible server: llama-server,
 //! vLLM...), [`OllamaEmbeddings`] (`/api/embed`) and [`OfflineEmbeddings`] (hashed character
