@@ -48,7 +48,7 @@ impl Deref for SearchItem {
 pub enum Ttl {
     /// The store's [`TtlConfig::default_ttl`](super::TtlConfig::default_ttl) (forever without one).
     #[default]
-    Default,
+    StoreDefault,
     /// Forever.
     Never,
     /// Until this long after it was put (or last read, when reads refresh it).
@@ -60,7 +60,7 @@ pub enum Ttl {
 pub enum IndexChoice {
     /// The store's [`IndexConfig::fields`](super::IndexConfig::fields).
     #[default]
-    Default,
+    StoreDefault,
     /// None: the item is found by filters only.
     Off,
     /// These paths instead.
@@ -89,8 +89,8 @@ impl PutOp {
             namespace,
             key: key.into(),
             value: Some(value),
-            index: IndexChoice::Default,
-            ttl: Ttl::Default,
+            index: IndexChoice::StoreDefault,
+            ttl: Ttl::StoreDefault,
         }
     }
 
@@ -100,8 +100,8 @@ impl PutOp {
             namespace,
             key: key.into(),
             value: None,
-            index: IndexChoice::Default,
-            ttl: Ttl::Default,
+            index: IndexChoice::StoreDefault,
+            ttl: Ttl::StoreDefault,
         }
     }
 

@@ -87,7 +87,7 @@ impl StoreConfig {
 
     fn ttl_ms(&self, ttl: Ttl) -> Option<i64> {
         let duration = match ttl {
-            Ttl::Default => self.ttl.as_ref().and_then(|t| t.default_ttl),
+            Ttl::StoreDefault => self.ttl.as_ref().and_then(|t| t.default_ttl),
             Ttl::Never => None,
             Ttl::After(d) => Some(d),
         };
@@ -124,7 +124,7 @@ impl StoreConfig {
                         (Some(_), None) => Some(Vec::new()),
                         (Some(index), Some(value)) => {
                             let paths = match &put.index {
-                                IndexChoice::Default => index.fields.as_slice(),
+                                IndexChoice::StoreDefault => index.fields.as_slice(),
                                 IndexChoice::Off => &[],
                                 IndexChoice::Fields(fields) => fields.as_slice(),
                             };

@@ -70,7 +70,7 @@ fn search_item_json(item: &SearchItem) -> Value {
 /// A TTL in minutes (`null`: the store's default).
 fn ttl(minutes: Option<f64>) -> Result<Ttl, ApiError> {
     match minutes {
-        None => Ok(Ttl::Default),
+        None => Ok(Ttl::StoreDefault),
         Some(m) if m.is_finite() && m > 0.0 => Ok(Ttl::After(Duration::from_secs_f64(m * 60.0))),
         Some(m) => Err(ApiError::invalid(format!(
             "ttl: {m} is not a positive number of minutes"
@@ -94,7 +94,7 @@ struct PutBody {
 async fn put_item(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let body: PutBody = parse(body)?;
     let index = match body.index {
-        None | Some(Value::Null) => IndexChoice::Default,
+        None | Some(Value::Null) => IndexChoice::StoreDefault,
         Some(Value::Bool(false)) => IndexChoice::Off,
         Some(Value::Array(paths)) => IndexChoice::Fields(
             paths
