@@ -40,6 +40,8 @@ pub(crate) mod postgres;
 mod postgres_connect;
 #[cfg(feature = "postgres")]
 mod postgres_listen;
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres_migrate;
 mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;

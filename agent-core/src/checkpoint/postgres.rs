@@ -17,13 +17,13 @@ use tokio_postgres::types::FromSql;
 
 use super::group::{Group, Queued};
 use super::postgres_connect;
+use super::postgres_migrate::{self, Schema};
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
     WriteKind, needed_blobs,
 };
 use crate::error::GraphError;
 
-const SCHEMA_VERSION: i32 = 1;
 /// Advisory lock key for migrations ("agentgrf" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7467_7266;
 
@@ -225,45 +225,15 @@ impl PostgresSaver {
 
     async fn migrate(&self) -> Result<(), GraphError> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(err)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        let schema = Schema {
+            meta_table: "agentgraph_meta",
+            lock: MIGRATION_LOCK,
+            migrations: &MIGRATIONS,
+            what: "checkpoint schema",
+        };
+        postgres_migrate::migrate(&mut client, &schema)
             .await
-            .map_err(err)?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS agentgraph_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-        )
-        .await
-        .map_err(err)?;
-        let current: i32 = tx
-            .query_opt(
-                "SELECT value FROM agentgraph_meta WHERE key = 'schema_version'",
-                &[],
-            )
-            .await
-            .map_err(err)?
-            .map(|r| r.try_get(0))
-            .transpose()
-            .map_err(|e| err(format!("reading the schema version: {e}")))?
-            .unwrap_or(0);
-        if current > SCHEMA_VERSION {
-            return Err(err(format!(
-                "database schema version {current} is newer than this program's ({SCHEMA_VERSION}); upgrade agent-core"
-            )));
-        }
-        for (i, migration) in MIGRATIONS.iter().enumerate() {
-            let version = i as i32 + 1;
-            if version > current {
-                tx.batch_execute(migration).await.map_err(err)?;
-            }
-        }
-        tx.execute(
-            "INSERT INTO agentgraph_meta (key, value) VALUES ('schema_version', $1)
-             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            &[&SCHEMA_VERSION],
-        )
-        .await
-        .map_err(err)?;
-        tx.commit().await.map_err(err)
+            .map_err(err)
     }
 
     /// Bytes of blob data stored for a thread (for storage measurements).

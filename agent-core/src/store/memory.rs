@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::prepare::config_builders;
 use super::prepare::{Prepared, StoreConfig};
 use super::rank::{self, Candidate};
-use super::{IndexConfig, Item, Op, OpResult, Store, StoreError, TtlConfig};
-use crate::runtime::Clock;
+use super::{Item, Op, OpResult, Store, StoreError, TtlConfig};
 
 /// One stored item and what the store keeps beside it.
 #[derive(Debug, Clone)]
@@ -46,29 +46,7 @@ impl InMemoryStore {
         Self::default()
     }
 
-    /// Uses `config` (index, TTL, clock) for everything.
-    pub fn with_config(mut self, config: StoreConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Embeds items for semantic search.
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.config.index = Some(index);
-        self
-    }
-
-    /// TTL defaults.
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.config.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock` (expiry, timestamps).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.config.clock = clock;
-        self
-    }
+    config_builders!();
 
     fn lock(&self) -> MutexGuard<'_, Data> {
         self.data.lock().unwrap_or_else(|p| p.into_inner())

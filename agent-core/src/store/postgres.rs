@@ -7,20 +7,17 @@
 //! may run again (`store_meta` holds the version).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio_postgres::Transaction;
 
 use super::namespace::{join, split};
+use super::prepare::config_builders;
 use super::prepare::{Prepared, Put, StoreConfig};
 use super::rank::{self, Candidate, to_item};
-use super::{IndexConfig, Op, OpResult, Store, StoreError, TtlConfig};
-use crate::runtime::Clock;
-
-/// The store's schema version (`store_meta`).
-const SCHEMA_VERSION: i32 = 1;
+use super::{Op, OpResult, Store, StoreError, TtlConfig};
+use crate::checkpoint::postgres_migrate::{self, Schema};
 
 /// Held while migrating, so that processes starting together migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x6167_7374_6f72_6501;
@@ -88,29 +85,7 @@ impl PostgresStore {
         Ok(store)
     }
 
-    /// Uses `config` (index, TTL, clock) for everything.
-    pub fn with_config(mut self, config: StoreConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Embeds items for semantic search.
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.config.index = Some(index);
-        self
-    }
-
-    /// TTL defaults.
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.config.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock` (expiry, timestamps).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.config.clock = clock;
-        self
-    }
+    config_builders!();
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool
@@ -121,44 +96,15 @@ impl PostgresStore {
 
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(err)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        let schema = Schema {
+            meta_table: "store_meta",
+            lock: MIGRATION_LOCK,
+            migrations: &MIGRATIONS,
+            what: "store schema",
+        };
+        postgres_migrate::migrate(&mut client, &schema)
             .await
-            .map_err(err)?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-        )
-        .await
-        .map_err(err)?;
-        let current: i32 = tx
-            .query_opt(
-                "SELECT value FROM store_meta WHERE key = 'schema_version'",
-                &[],
-            )
-            .await
-            .map_err(err)?
-            .map(|r| r.try_get(0))
-            .transpose()
-            .map_err(|e| err(format!("reading the schema version: {e}")))?
-            .unwrap_or(0);
-        if current > SCHEMA_VERSION {
-            return Err(err(format!(
-                "the database's store schema version {current} is newer than this program's ({SCHEMA_VERSION}); upgrade agent-core"
-            )));
-        }
-        for (i, migration) in MIGRATIONS.iter().enumerate() {
-            if i as i32 + 1 > current {
-                tx.batch_execute(migration).await.map_err(err)?;
-            }
-        }
-        tx.execute(
-            "INSERT INTO store_meta (key, value) VALUES ('schema_version', $1)
-             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            &[&SCHEMA_VERSION],
-        )
-        .await
-        .map_err(err)?;
-        tx.commit().await.map_err(err)
+            .map_err(err)
     }
 }
 

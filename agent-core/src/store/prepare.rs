@@ -26,6 +26,37 @@ pub struct StoreConfig {
     pub clock: Arc<dyn Clock>,
 }
 
+/// The builder methods every backend has over its `config: StoreConfig` field, written
+/// once; expanded inside each backend's `impl`.
+macro_rules! config_builders {
+    () => {
+        /// Uses `config` (index, TTL, clock) for everything.
+        pub fn with_config(mut self, config: $crate::store::StoreConfig) -> Self {
+            self.config = config;
+            self
+        }
+
+        /// Embeds items for semantic search.
+        pub fn with_index(mut self, index: $crate::store::IndexConfig) -> Self {
+            self.config.index = Some(index);
+            self
+        }
+
+        /// TTL defaults.
+        pub fn with_ttl(mut self, ttl: $crate::store::TtlConfig) -> Self {
+            self.config.ttl = Some(ttl);
+            self
+        }
+
+        /// Reads the time from `clock` (expiry, timestamps).
+        pub fn with_clock(mut self, clock: std::sync::Arc<dyn $crate::runtime::Clock>) -> Self {
+            self.config.clock = clock;
+            self
+        }
+    };
+}
+pub(crate) use config_builders;
+
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {

@@ -16,10 +16,10 @@ use serde_json::Value;
 
 use super::embed::{from_bytes, to_bytes};
 use super::namespace::{join, split};
+use super::prepare::config_builders;
 use super::prepare::{Prepared, Put, StoreConfig};
 use super::rank::{self, Candidate, to_item};
-use super::{IndexConfig, Op, OpResult, Store, StoreError, TtlConfig};
-use crate::runtime::Clock;
+use super::{Op, OpResult, Store, StoreError, TtlConfig};
 
 /// The store's schema version (`store_meta`).
 const SCHEMA_VERSION: i64 = 1;
@@ -130,29 +130,7 @@ impl SqliteStore {
         })
     }
 
-    /// Uses `config` (index, TTL, clock) for everything.
-    pub fn with_config(mut self, config: StoreConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Embeds items for semantic search.
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.config.index = Some(index);
-        self
-    }
-
-    /// TTL defaults.
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.config.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock` (expiry, timestamps).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.config.clock = clock;
-        self
-    }
+    config_builders!();
 
     async fn with_tx<T: Send + 'static>(
         &self,
