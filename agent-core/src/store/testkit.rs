@@ -102,6 +102,23 @@ impl Embed for WordEmbed {
     }
 }
 
+/// What the cases open stores with: any `Fn(StoreConfig) -> impl Future<Output = Arc<dyn
+/// Store>>`, a closure as in the example above.
+pub trait StoreFactory {
+    /// A store using `config`.
+    fn open(&self, config: StoreConfig) -> impl Future<Output = Arc<dyn Store>>;
+}
+
+impl<F, Fut> StoreFactory for F
+where
+    F: Fn(StoreConfig) -> Fut,
+    Fut: Future<Output = Arc<dyn Store>>,
+{
+    fn open(&self, config: StoreConfig) -> impl Future<Output = Arc<dyn Store>> {
+        self(config)
+    }
+}
+
 struct Case<'a> {
     name: &'static str,
     store: &'a Arc<dyn Store>,
@@ -109,7 +126,11 @@ struct Case<'a> {
     root: String,
 }
 
-impl Case<'_> {
+impl<'a> Case<'a> {
+    fn new(name: &'static str, store: &'a Arc<dyn Store>, root: String) -> Self {
+        Case { name, store, root }
+    }
+
     fn fail(&self, message: impl Into<String>) -> Failure {
         Failure {
             case: self.name,
@@ -168,11 +189,7 @@ fn clock() -> Arc<ManualClock> {
 
 /// Runs every case on stores from `factory` (one per case); the names of the cases that
 /// passed (all of [`CASES`]), or the first failure.
-pub async fn run_all<F, Fut>(factory: F) -> Result<Vec<&'static str>, Failure>
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn run_all<F: StoreFactory>(factory: F) -> Result<Vec<&'static str>, Failure> {
     put_get_delete(&factory).await?;
     search_filters(&factory).await?;
     list_namespaces(&factory).await?;
@@ -184,18 +201,10 @@ where
 }
 
 /// Values round-trip; updates keep `created_at`; delete; bad namespaces and values refused.
-pub async fn put_get_delete<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn put_get_delete<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
-    let store = factory(config(&clock)).await;
-    let c = Case {
-        name: "put_get_delete",
-        store: &store,
-        root: unique("pgd"),
-    };
+    let store = factory.open(config(&clock)).await;
+    let c = Case::new("put_get_delete", &store, unique("pgd"));
     let user = c.ns(&["users", "ada"]);
     c.put(
         &["users", "ada"],
@@ -266,18 +275,10 @@ where
 }
 
 /// Filters, ordering, paging and prefix scoping.
-pub async fn search_filters<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn search_filters<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
-    let store = factory(config(&clock)).await;
-    let c = Case {
-        name: "search_filters",
-        store: &store,
-        root: unique("sf"),
-    };
+    let store = factory.open(config(&clock)).await;
+    let c = Case::new("search_filters", &store, unique("sf"));
     let items = [
         (
             "a",
@@ -352,18 +353,10 @@ where
 }
 
 /// Namespace listing with conditions, depth and paging.
-pub async fn list_namespaces<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn list_namespaces<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
-    let store = factory(config(&clock)).await;
-    let c = Case {
-        name: "list_namespaces",
-        store: &store,
-        root: unique("ln"),
-    };
+    let store = factory.open(config(&clock)).await;
+    let c = Case::new("list_namespaces", &store, unique("ln"));
     for labels in [
         &["users", "u1", "facts"][..],
         &["users", "u1", "prefs"],
@@ -440,11 +433,7 @@ where
 }
 
 /// Expiry on the clock, refresh on read, sweeping.
-pub async fn ttl<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn ttl<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
     let mut cfg = config(&clock);
     cfg.ttl = Some(TtlConfig {
@@ -452,12 +441,8 @@ where
         refresh_on_read: true,
         sweep_interval: None,
     });
-    let store = factory(cfg).await;
-    let c = Case {
-        name: "ttl",
-        store: &store,
-        root: unique("ttl"),
-    };
+    let store = factory.open(cfg).await;
+    let c = Case::new("ttl", &store, unique("ttl"));
     let space = c.ns(&["s"]);
     c.put(&["s"], "refreshed", json!({"v": 1})).await?;
     c.put(&["s"], "plain", json!({"v": 2})).await?;
@@ -549,18 +534,10 @@ where
 }
 
 /// Mixed ops in one batch, applied in order.
-pub async fn batches<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn batches<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
-    let store = factory(config(&clock)).await;
-    let c = Case {
-        name: "batches",
-        store: &store,
-        root: unique("b"),
-    };
+    let store = factory.open(config(&clock)).await;
+    let c = Case::new("batches", &store, unique("b"));
     let space = c.ns(&["x"]);
     let value = |v: i64| json!({"v": v}).as_object().cloned().unwrap_or_default();
     let ops: Vec<Op> = vec![
@@ -603,18 +580,10 @@ where
 }
 
 /// Eight tasks writing at once lose nothing.
-pub async fn concurrent_writers<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn concurrent_writers<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
-    let store = factory(config(&clock)).await;
-    let c = Case {
-        name: "concurrent_writers",
-        store: &store,
-        root: unique("cw"),
-    };
+    let store = factory.open(config(&clock)).await;
+    let c = Case::new("concurrent_writers", &store, unique("cw"));
     let space = c.ns(&["shared"]);
     let tasks: Vec<_> = (0..8)
         .map(|t| {
@@ -651,18 +620,10 @@ where
 }
 
 /// Ranking by meaning with a deterministic embedder, with filters and index choices.
-pub async fn semantic_search<F, Fut>(factory: &F) -> CaseResult
-where
-    F: Fn(StoreConfig) -> Fut,
-    Fut: Future<Output = Arc<dyn Store>>,
-{
+pub async fn semantic_search<F: StoreFactory>(factory: &F) -> CaseResult {
     let clock = clock();
-    let plain = factory(config(&clock)).await;
-    let c = Case {
-        name: "semantic_search",
-        store: &plain,
-        root: unique("ss"),
-    };
+    let plain = factory.open(config(&clock)).await;
+    let c = Case::new("semantic_search", &plain, unique("ss"));
     let refused = plain
         .search(SearchOp::new(c.ns(&[])).query("anything"))
         .await;
@@ -671,12 +632,8 @@ where
     })?;
     let mut cfg = config(&clock);
     cfg.index = Some(IndexConfig::new(512, Arc::new(WordEmbed { dims: 512 })).fields(["text"]));
-    let store = factory(cfg).await;
-    let c = Case {
-        name: "semantic_search",
-        store: &store,
-        root: c.root,
-    };
+    let store = factory.open(cfg).await;
+    let c = Case::new("semantic_search", &store, c.root);
     let docs = [
         ("cat", "the cat sleeps on the warm sofa", "pets"),
         ("dog", "a dog chases the ball in the park", "pets"),

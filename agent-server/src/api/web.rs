@@ -24,49 +24,37 @@ struct Asset {
     body: &'static str,
 }
 
-const INDEX: Asset = Asset {
-    name: "index.html",
-    content_type: "text/html; charset=utf-8",
-    body: include_str!("../../web/index.html"),
-};
+/// An asset from `web/`, its content type from its extension.
+macro_rules! asset {
+    ($name:literal, html) => {
+        asset!($name, "text/html; charset=utf-8")
+    };
+    ($name:literal, css) => {
+        asset!($name, "text/css; charset=utf-8")
+    };
+    ($name:literal, js) => {
+        asset!($name, "text/javascript; charset=utf-8")
+    };
+    ($name:literal, $content_type:literal) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            body: include_str!(concat!("../../web/", $name)),
+        }
+    };
+}
+
+const INDEX: Asset = asset!("index.html", html);
 
 const ASSETS: &[Asset] = &[
     INDEX,
-    Asset {
-        name: "style.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_str!("../../web/style.css"),
-    },
-    Asset {
-        name: "app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/app.js"),
-    },
-    Asset {
-        name: "api.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/api.js"),
-    },
-    Asset {
-        name: "draw.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/draw.js"),
-    },
-    Asset {
-        name: "chat.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/chat.js"),
-    },
-    Asset {
-        name: "threads.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/threads.js"),
-    },
-    Asset {
-        name: "dom.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/dom.js"),
-    },
+    asset!("style.css", css),
+    asset!("app.js", js),
+    asset!("api.js", js),
+    asset!("draw.js", js),
+    asset!("chat.js", js),
+    asset!("threads.js", js),
+    asset!("dom.js", js),
 ];
 
 pub(super) fn routes() -> Router<Arc<App>> {
