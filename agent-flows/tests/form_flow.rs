@@ -438,29 +438,7 @@ async fn corrections_after_the_end_for_every_field_type_in_both_languages() {
         );
     }
 
-    let file = form_file(
-        "club-corrections.toml",
-        r#"
-        name = "club"
-        language = "es"
-        [[fields]]
-        name = "website"
-        type = "url"
-        label = { es = "web", en = "website" }
-        [[fields]]
-        name = "age"
-        type = "number"
-        label = { es = "edad", en = "age" }
-        [[fields]]
-        name = "code"
-        type = "text"
-        label = { es = "código de socio", en = "member code" }
-        pattern = "[A-Z]{2}-[0-9]{4}"
-        [[fields]]
-        name = "phone"
-        type = "phone"
-        "#,
-    );
+    let file = form_file("club-corrections.toml", CLUB_FORM);
     let club = open(&env(&clock).with_option("form", file), &saver);
     let answers: &[&str] = &["https://ejemplo.com", "35", "AB-1234", "+34 600 123 456"];
     let cases: &[(&str, &str, &str)] = &[
@@ -670,11 +648,8 @@ async fn llm_intent_and_extraction_are_the_models_decisions() {
     assert_eq!(done.response, "Thanks from the model.");
 }
 
-#[tokio::test]
-async fn a_form_file_with_every_field_type_and_a_custom_pattern() {
-    let file = form_file(
-        "club.toml",
-        r#"
+/// A Spanish form with every field type and a custom pattern (with its hint).
+const CLUB_FORM: &str = r#"
         name = "club"
         language = "es"
         [[fields]]
@@ -695,8 +670,11 @@ async fn a_form_file_with_every_field_type_and_a_custom_pattern() {
         [[fields]]
         name = "phone"
         type = "phone"
-        "#,
-    );
+        "#;
+
+#[tokio::test]
+async fn a_form_file_with_every_field_type_and_a_custom_pattern() {
+    let file = form_file("club.toml", CLUB_FORM);
     let clock = Arc::new(ManualClock::at_unix_seconds(T0));
     let saver = Arc::new(InMemorySaver::new());
     let club = open(&env(&clock).with_option("form", file), &saver);
