@@ -15,7 +15,7 @@ mod browser;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use browser::{Browser, Killed, Page, color_scheme, css, shot, until, viewport};
+use browser::{Browser, Killed, Page, click, color_scheme, css, shot, type_in, until, viewport};
 use common::Scratch;
 use fantoccini::key::Key;
 use serde_json::{Value, json};
@@ -173,11 +173,7 @@ async fn fits_a_phone(c: &Page, name: &str) {
 /// are marked on the drawing.
 /// Returns the thread.
 async fn chat_streams_an_answer(c: &Page, url: &str) -> String {
-    css(c, "li.card[data-graph=\"tool-router\"] a.button")
-        .await
-        .click()
-        .await
-        .unwrap();
+    click(c, "li.card[data-graph=\"tool-router\"] a.button").await;
     let input = css(c, "#message").await;
     // The context form comes from the flow's context schema.
     css(c, "#settings #ctx-model").await;
@@ -225,11 +221,7 @@ async fn chat_streams_an_answer(c: &Page, url: &str) -> String {
     shot(c, "chat").await;
     fits_a_phone(c, "chat-360").await;
     // The tool's card opens and shows what the tool returned.
-    css(c, "details.step-card[data-node=\"tool_executor\"] summary")
-        .await
-        .click()
-        .await
-        .unwrap();
+    click(c, "details.step-card[data-node=\"tool_executor\"] summary").await;
     let card = css(c, "details.step-card[data-node=\"tool_executor\"]")
         .await
         .text()
@@ -247,7 +239,7 @@ async fn chat_streams_an_answer(c: &Page, url: &str) -> String {
 /// page says where, and Continue finishes the run from the form. (No seed flow calls
 /// `interrupt()` itself; a breakpoint is how they pause.)
 async fn a_paused_run_resumes_from_its_form(c: &Page, url: &str) {
-    css(c, "#new-thread").await.click().await.unwrap();
+    click(c, "#new-thread").await;
     until(
         c,
         "a fresh chat",
@@ -256,14 +248,10 @@ async fn a_paused_run_resumes_from_its_form(c: &Page, url: &str) {
     .await;
     // The generator writes every answer, whichever way the router goes.
     let stop_at = "generator";
-    css(c, &format!("#bp-{stop_at}"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    click(c, &format!("#bp-{stop_at}")).await;
     let input = css(c, "#message").await;
     input.send_keys("What is 12 * 7?").await.unwrap();
-    css(c, "#send").await.click().await.unwrap();
+    click(c, "#send").await;
     let paused = until(
         c,
         "the paused panel",
@@ -284,12 +272,8 @@ async fn a_paused_run_resumes_from_its_form(c: &Page, url: &str) {
     shot(c, "interrupt").await;
 
     // Uncheck the breakpoint, then continue from the form.
-    css(c, &format!("#bp-{stop_at}"))
-        .await
-        .click()
-        .await
-        .unwrap();
-    css(c, "#resume").await.click().await.unwrap();
+    click(c, &format!("#bp-{stop_at}")).await;
+    click(c, "#resume").await;
     until(
         c,
         "the resumed run to finish",
@@ -315,7 +299,7 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str)
     c.goto(&format!("{url}/#/threads")).await.unwrap();
     let filter = css(c, "#thread-filter").await;
     filter.send_keys("graph_id=tool-router").await.unwrap();
-    css(c, "form.search button").await.click().await.unwrap();
+    click(c, "form.search button").await;
     until(
         c,
         "the chat's thread in the list",
@@ -325,11 +309,7 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str)
     )
     .await;
     shot(c, "threads").await;
-    css(c, &format!("#thread-list a[href=\"#/threads/{thread}\"]"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    click(c, &format!("#thread-list a[href=\"#/threads/{thread}\"]")).await;
     let before = api(
         url,
         "POST",
@@ -345,11 +325,7 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str)
     )
     .await;
     // The oldest checkpoint: before the first question ran.
-    css(c, "#timeline li:first-child button.step")
-        .await
-        .click()
-        .await
-        .unwrap();
+    click(c, "#timeline li:first-child button.step").await;
     until(
         c,
         "the checkpoint's state",
@@ -357,12 +333,8 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str)
     )
     .await;
     shot(c, "thread").await;
-    css(c, "#fork-message")
-        .await
-        .send_keys("What is 2 + 3?")
-        .await
-        .unwrap();
-    css(c, "#fork").await.click().await.unwrap();
+    type_in(c, "#fork-message", "What is 2 + 3?").await;
+    click(c, "#fork").await;
     until(
         c,
         "the fork's notice",
@@ -415,27 +387,20 @@ async fn a_checkpoint_forks_from_the_timeline(c: &Page, url: &str, thread: &str)
 /// message per result): each is a card holding the call's arguments and its result.
 async fn tool_calls_are_cards_with_their_results(c: &Page, url: &str) {
     c.goto(&format!("{url}/#/")).await.unwrap();
-    css(c, "li.card[data-graph=\"orchestrator\"] a.button")
-        .await
-        .click()
-        .await
-        .unwrap();
-    css(c, "#message")
-        .await
-        .send_keys(&format!("GDP in 2008?{}", char::from(Key::Enter)))
-        .await
-        .unwrap();
+    click(c, "li.card[data-graph=\"orchestrator\"] a.button").await;
+    type_in(
+        c,
+        "#message",
+        &format!("GDP in 2008?{}", char::from(Key::Enter)),
+    )
+    .await;
     until(
         c,
         "the orchestrator's answer",
         "return document.querySelector('#chat-status').textContent === 'Done.'",
     )
     .await;
-    css(c, ".msg.ai details.tool summary")
-        .await
-        .click()
-        .await
-        .unwrap();
+    click(c, ".msg.ai details.tool summary").await;
     let card = css(c, ".msg.ai details.tool").await.text().await.unwrap();
     assert!(
         card.contains("Arguments") && card.contains("Result") && card.contains("realgdp"),

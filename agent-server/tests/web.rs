@@ -11,7 +11,7 @@ mod browser;
 #[allow(dead_code)]
 mod graphs;
 
-use browser::{Browser, css, shot, until};
+use browser::{Browser, click, css, shot, type_in, until};
 use fantoccini::key::Key;
 
 use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
@@ -153,17 +153,9 @@ async fn an_interrupt_is_answered_from_the_page() {
             )
             .await;
             assert_eq!(inside, 2);
-            css(&c, "li.card[data-graph=\"agent\"] a.button")
-                .await
-                .click()
-                .await
-                .unwrap();
-            css(&c, "#message")
-                .await
-                .send_keys("please ask")
-                .await
-                .unwrap();
-            css(&c, "#send").await.click().await.unwrap();
+            click(&c, "li.card[data-graph=\"agent\"] a.button").await;
+            type_in(&c, "#message", "please ask").await;
+            click(&c, "#send").await;
             let asks = until(
                 &c,
                 "the interrupt's question",
@@ -172,12 +164,8 @@ async fn an_interrupt_is_answered_from_the_page() {
             .await;
             assert!(asks.as_str().unwrap().contains("approve?"), "{asks}");
             shot(&c, "resume").await;
-            css(&c, "#resume-value")
-                .await
-                .send_keys("yes")
-                .await
-                .unwrap();
-            css(&c, "#resume").await.click().await.unwrap();
+            type_in(&c, "#resume-value", "yes").await;
+            click(&c, "#resume").await;
             let log = until(
                 &c,
                 "the resumed run's answer",
@@ -197,12 +185,8 @@ async fn an_interrupt_is_answered_from_the_page() {
             assert_eq!(errors, "");
 
             // A failing run's error is shown as it is.
-            css(&c, "#new-thread").await.click().await.unwrap();
-            css(&c, "#message")
-                .await
-                .send_keys(&format!("please fail{}", char::from(Key::Enter)))
-                .await
-                .unwrap();
+            click(&c, "#new-thread").await;
+            type_in(&c, "#message", &format!("please fail{}", char::from(Key::Enter))).await;
             let error = until(
                 &c,
                 "the run's error",
@@ -216,19 +200,15 @@ async fn an_interrupt_is_answered_from_the_page() {
             shot(&c, "error").await;
 
             // Stop cancels a run that is still going.
-            css(&c, "#new-thread").await.click().await.unwrap();
-            css(&c, "#message")
-                .await
-                .send_keys(&format!("sleep 60{}", char::from(Key::Enter)))
-                .await
-                .unwrap();
+            click(&c, "#new-thread").await;
+            type_in(&c, "#message", &format!("sleep 60{}", char::from(Key::Enter))).await;
             until(
                 &c,
                 "Stop to be ready",
                 "return !document.querySelector('#stop').disabled",
             )
             .await;
-            css(&c, "#stop").await.click().await.unwrap();
+            click(&c, "#stop").await;
             until(
                 &c,
                 "the stopped run to end",
@@ -262,11 +242,12 @@ async fn the_page_asks_for_the_api_key() {
     browser
         .run(async move {
             c.goto(&format!("{base}/")).await.unwrap();
-            css(&c, "#key-form:not([hidden]) #api-key")
-                .await
-                .send_keys(&format!("sesame{}", char::from(Key::Enter)))
-                .await
-                .unwrap();
+            type_in(
+                &c,
+                "#key-form:not([hidden]) #api-key",
+                &format!("sesame{}", char::from(Key::Enter)),
+            )
+            .await;
             until(
                 &c,
                 "the graphs once the key is given",

@@ -238,3 +238,21 @@ pub async fn css(c: &Client, selector: &str) -> fantoccini::elements::Element {
         .await
         .unwrap_or_else(|e| panic!("no {selector} on the page: {e}"))
 }
+
+/// Clicks the element `selector` finds (waiting for it like [`css`]).
+pub async fn click(c: &Client, selector: &str) {
+    css(c, selector)
+        .await
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("clicking {selector}: {e}"));
+}
+
+/// Types `text` into the element `selector` finds (waiting for it like [`css`]).
+pub async fn type_in(c: &Client, selector: &str, text: &str) {
+    css(c, selector)
+        .await
+        .send_keys(text)
+        .await
+        .unwrap_or_else(|e| panic!("typing into {selector}: {e}"));
+}
