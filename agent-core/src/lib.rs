@@ -81,6 +81,8 @@ mod report;
 mod route;
 mod runtime;
 mod shared;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 mod state;
 mod state_api;
 pub mod store;

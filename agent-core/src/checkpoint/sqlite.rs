@@ -35,6 +35,7 @@ use super::{
     WriteKind,
 };
 use crate::error::GraphError;
+use crate::sqlite::{Tx, wait_when_busy};
 
 /// 2: blobs are a heap addressed by row (`checkpoints.blob_rows`, `blobs.base_row`), without
 /// the key index of version 1, which `setup` migrates.
@@ -51,9 +52,6 @@ const SCHEMA_VERSION: i64 = 2;
 /// were faster still for small `sync` steps and slower for `async` fan-outs
 /// (`fanout_to_subgraph_10x` `async` 14.6 -> 15.3).
 const PAGE_SIZE: i64 = 2048;
-
-/// How long a call waits for another connection's write lock.
-const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long opening waits for a connection that holds the file alone.
 const OPEN_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -196,26 +194,6 @@ impl Drop for OpenFile {
             }
         }
     }
-}
-
-/// Makes `conn` wait for another connection's lock: retries after 20 µs, doubling up to
-/// 2 ms, for [`BUSY_TIMEOUT`] in all. SQLite's own busy timeout sleeps 1 ms at first and
-/// longer after (1, 2, 5, 10 ms...), far longer than the transactions it waits for (tens of
-/// microseconds): two connections on one file (a server's runs and its checkpoints) spent
-/// most of their time asleep.
-pub(crate) fn wait_when_busy(conn: &mut Connection) -> rusqlite::Result<()> {
-    fn retry(attempt: i32) -> bool {
-        let step = std::time::Duration::from_micros(20 << attempt.clamp(0, 7));
-        let wait = step.min(std::time::Duration::from_millis(2));
-        // 2.5 ms for the first 8 retries, then 2 ms each.
-        let limit = 8 + (BUSY_TIMEOUT.as_millis() / 2) as i32;
-        if attempt >= limit {
-            return false;
-        }
-        std::thread::sleep(wait);
-        true
-    }
-    conn.busy_handler(Some(retry))
 }
 
 /// The connection, waiting for it (on the blocking pool). A panic while it was held left
@@ -441,64 +419,10 @@ impl SqliteSaver {
                     |r| r.get::<_, i64>(0),
                 )
                 .map_err(err)?;
-            tx.commit()?;
+            tx.commit().map_err(err)?;
             Ok(bytes as u64)
         })
         .await
-    }
-}
-
-/// A transaction begun and ended with cached statements (rusqlite's `Transaction` parses
-/// `BEGIN` and `COMMIT` on every use, a tenth of a small checkpoint's cost). Rolls back when
-/// dropped with the transaction still open (not committed, or its commit failed).
-struct Tx<'c> {
-    conn: &'c Connection,
-}
-
-impl<'c> Tx<'c> {
-    /// A write transaction: takes the write lock now (a busy database fails here, before
-    /// any work).
-    fn write(conn: &'c Connection) -> rusqlite::Result<Self> {
-        Self::begin(conn, "BEGIN IMMEDIATE")
-    }
-
-    /// A read transaction: one snapshot for several queries.
-    fn read(conn: &'c Connection) -> rusqlite::Result<Self> {
-        Self::begin(conn, "BEGIN DEFERRED")
-    }
-
-    fn begin(conn: &'c Connection, sql: &str) -> rusqlite::Result<Self> {
-        conn.prepare_cached(sql)?.execute([])?;
-        Ok(Tx { conn })
-    }
-
-    fn commit(self) -> Result<(), GraphError> {
-        self.conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut commit| commit.execute([]))
-            .map(drop)
-            .map_err(err)
-    }
-}
-
-impl std::ops::Deref for Tx<'_> {
-    type Target = Connection;
-
-    fn deref(&self) -> &Connection {
-        self.conn
-    }
-}
-
-impl Drop for Tx<'_> {
-    fn drop(&mut self) {
-        if !self.conn.is_autocommit()
-            && let Err(e) = self
-                .conn
-                .prepare_cached("ROLLBACK")
-                .and_then(|mut rollback| rollback.execute([]))
-        {
-            tracing::warn!(error = %e, "could not roll back a SQLite transaction");
-        }
     }
 }
 
@@ -567,7 +491,7 @@ fn store_now<'a>(
             None
         }
         Err(e) => Some(Err(err(e))),
-        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit())),
+        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit().map_err(err))),
     };
     if let Err(e) = wait_when_busy(&mut db.conn) {
         tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
@@ -578,7 +502,7 @@ fn store_now<'a>(
 /// Stores `ops` in one transaction, waiting for another connection's write lock.
 fn store<'a>(db: &mut Db, ops: impl IntoIterator<Item = &'a StoreOp>) -> Result<(), GraphError> {
     let tx = Tx::write(&db.conn).map_err(err)?;
-    store_ops(&tx, ops).and_then(|()| tx.commit())
+    store_ops(&tx, ops).and_then(|()| tx.commit().map_err(err))
 }
 
 /// Inserts every operation of a batch (inside the caller's transaction). The blob rows found
@@ -768,7 +692,7 @@ impl Checkpointer for SqliteSaver {
         self.with(move |db| {
             let tx = Tx::write(&db.conn).map_err(err)?;
             insert_writes(&tx, &thread, &ns, &cp, &writes)?;
-            tx.commit()
+            tx.commit().map_err(err)
         })
         .await
     }
@@ -863,7 +787,7 @@ impl Checkpointer for SqliteSaver {
                 )
                 .map_err(err)?;
             }
-            tx.commit()
+            tx.commit().map_err(err)
         })
         .await
     }
@@ -896,7 +820,7 @@ impl Checkpointer for SqliteSaver {
             };
             let doomed = stored.len().saturating_sub(keep_last);
             if doomed == 0 {
-                tx.commit()?;
+                tx.commit().map_err(err)?;
                 return Ok(0);
             }
             // The blob rows the pruned checkpoints need, less those the kept ones need too.
@@ -923,7 +847,7 @@ impl Checkpointer for SqliteSaver {
             let kept = sqlite_rows::chains(&tx, &thread, &ns, kept_roots)?;
             let gone = sqlite_rows::chains(&tx, &thread, &ns, doomed_roots)?;
             delete_blobs(&tx, gone.into_iter().filter(|row| !kept.contains(row)))?;
-            tx.commit()?;
+            tx.commit().map_err(err)?;
             Ok(doomed)
         })
         .await
@@ -1041,7 +965,7 @@ fn load(
             .collect::<Result<Vec<_>, GraphError>>()?;
         writes
     };
-    tx.commit()?;
+    tx.commit().map_err(err)?;
     Ok(LoadedCheckpoint {
         record: Some(record),
         blobs,

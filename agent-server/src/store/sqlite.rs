@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_core::sqlite::{Tx, wait_when_busy};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
@@ -18,26 +19,6 @@ fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
         op,
         message: e.to_string(),
     }
-}
-
-/// How long a write waits for another connection's (the checkpointer's) write lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Makes `conn` wait for another connection's (the checkpointer's) lock: retries after
-/// 20 µs, doubling up to 2 ms, for [`BUSY_TIMEOUT`] in all. SQLite's own busy timeout sleeps
-/// 1 ms at first and longer after, far longer than the transactions it waits for: the run
-/// store and the checkpoints of one server spent most of their time asleep.
-fn wait_when_busy(conn: &mut Connection) -> rusqlite::Result<()> {
-    fn retry(attempt: i32) -> bool {
-        let wait = Duration::from_micros(20 << attempt.clamp(0, 7)).min(Duration::from_millis(2));
-        // 2.5 ms for the first 8 retries, then 2 ms each.
-        if attempt >= 8 + (BUSY_TIMEOUT.as_millis() / 2) as i32 {
-            return false;
-        }
-        std::thread::sleep(wait);
-        true
-    }
-    conn.busy_handler(Some(retry))
 }
 
 /// The run store in a SQLite file (or in memory), for one process.
@@ -280,45 +261,9 @@ fn claim_one(conn: &Connection, run_id: &str, doc: &str) -> rusqlite::Result<Opt
     Ok(Some(doc))
 }
 
-/// A write transaction begun and ended with cached statements (rusqlite's `Transaction`
-/// parses `BEGIN` and `COMMIT` each time); rolled back when dropped uncommitted. It takes
-/// the write lock first (IMMEDIATE): a deferred one that reads and then writes fails at
-/// once ("database is locked", no busy wait) when the checkpointer's connection committed
-/// in between.
-struct Tx<'c> {
-    conn: &'c Connection,
-}
-
+/// A write transaction (it takes the write lock first: see [`Tx::write`]).
 fn immediate(conn: &mut Connection) -> rusqlite::Result<Tx<'_>> {
-    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    Ok(Tx { conn })
-}
-
-impl Tx<'_> {
-    fn commit(self) -> rusqlite::Result<()> {
-        self.conn.prepare_cached("COMMIT")?.execute([]).map(drop)
-    }
-}
-
-impl std::ops::Deref for Tx<'_> {
-    type Target = Connection;
-
-    fn deref(&self) -> &Connection {
-        self.conn
-    }
-}
-
-impl Drop for Tx<'_> {
-    fn drop(&mut self) {
-        if !self.conn.is_autocommit()
-            && let Err(e) = self
-                .conn
-                .prepare_cached("ROLLBACK")
-                .and_then(|mut rollback| rollback.execute([]))
-        {
-            tracing::warn!(error = %e, "could not roll back a run store transaction");
-        }
-    }
+    Tx::write(conn)
 }
 
 #[async_trait]
