@@ -246,10 +246,12 @@ impl rmcp::ServerHandler for Tools {
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<CallContext>())
             .map(|c| c.0.clone());
+        // The SDK moves `_meta` from the parameters to the request's context.
         let from_meta = request
             .meta
             .as_ref()
             .and_then(|m| m.0.0.get("context"))
+            .or_else(|| context.meta.0.0.get("context"))
             .filter(|c| !c.is_null())
             .cloned();
         let run_context = from_params.or(from_meta);
