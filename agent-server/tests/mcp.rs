@@ -123,7 +123,10 @@ async fn an_mcp_client_lists_the_graphs_and_calls_them() {
         .await;
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
     assert_eq!(init["result"]["serverInfo"]["name"], "agent-server");
-    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
     let (status, _) = mcp
         .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
@@ -133,7 +136,10 @@ async fn an_mcp_client_lists_the_graphs_and_calls_them() {
     let tools = tools_by_name(&list);
     let names: Vec<&str> = tools.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["agent", "greeter", "simple"], "{list}");
-    assert!(list["result"].get("nextCursor").is_none(), "one page: {list}");
+    assert!(
+        list["result"].get("nextCursor").is_none(),
+        "one page: {list}"
+    );
     let (_, agent) = &tools[0];
     assert_eq!(agent["title"], "agent");
     assert_eq!(agent["description"], "Tool based on the agent assistant");

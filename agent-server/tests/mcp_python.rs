@@ -12,7 +12,9 @@ use std::process::Command;
 /// The python with the MCP SDK, or `None` (and a note) when these tests are not wanted.
 fn mcp_python() -> Option<String> {
     if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
-        eprintln!("skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run its client (CI does)");
+        eprintln!(
+            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run its client (CI does)"
+        );
         return None;
     }
     let script = concat!(
@@ -39,5 +41,8 @@ fn the_python_mcp_client_lists_and_calls_the_reference_graphs() {
         .args([client, &format!("{}/mcp", server.url), "reference"])
         .status()
         .unwrap();
-    assert!(status.success(), "the Python MCP client's checks failed (its output is above)");
+    assert!(
+        status.success(),
+        "the Python MCP client's checks failed (its output is above)"
+    );
 }

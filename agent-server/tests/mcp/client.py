@@ -97,7 +97,9 @@ async def flows(session):
             "react", {"messages": "What is 12 * 7?"}, meta={"context": {"mode": "static"}}
         )
     )
-    check("84" in last_ai(out), out)
+    # The react flow's answer is its final block (static mode writes no AI message).
+    check(out["final_block"]["stop"] == "answered", out)
+    check("84" in out["final_block"]["summary"], out)
 
     refused = await session.call_tool("react", {"messages": "hi"}, meta={"context": {"bogus": 1}})
     check(refused.is_error, f"an unknown flow option is refused: {refused}")
