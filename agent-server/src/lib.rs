@@ -27,7 +27,8 @@
 //! ```
 //!
 //! Every run goes through a queue in the database; `workers` runs execute at once, one per
-//! thread at a time. State travels as JSON through the state's serde; message fields
+//! thread at a time. Each assistant is also an MCP tool at `/mcp` (streamable HTTP), as
+//! LangGraph server exposes it: MCP clients list the graphs and run them. State travels as JSON through the state's serde; message fields
 //! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
 
 mod api;
