@@ -1,8 +1,10 @@
 //! `/mcp` spoken over plain HTTP as MCP clients speak it (JSON-RPC POSTs, streamable HTTP
 //! without sessions): initialize, the assistants listed as tools with their input schemas,
 //! tool calls running the graphs (context included), failing runs as `isError` results,
-//! protocol errors, the API key, the body limit and the switch that turns `/mcp` off.
+//! protocol errors, the API key, the body limit, the switch that turns `/mcp` off, and tool
+//! calls queued on PostgreSQL.
 
+mod common;
 #[path = "../examples/reference/graphs.rs"]
 #[allow(dead_code)]
 mod graphs;
@@ -293,4 +295,22 @@ async fn mcp_can_be_turned_off() {
         .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
         .await;
     assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn tool_calls_queue_like_any_run_on_postgres() {
+    let Some(db) = common::fresh_database("agentgraph_mcp").await else {
+        return;
+    };
+    let mcp = Mcp::start(builder().postgres(db)).await;
+    let list = mcp.rpc("tools/list", json!({})).await;
+    assert_eq!(tools_by_name(&list).len(), 3, "{list}");
+    let out = mcp
+        .call(json!({"name": "simple", "arguments": {"value": "pg"}}))
+        .await;
+    assert_eq!(out["structuredContent"], json!({"value": "PG"}), "{out}");
+    let out = mcp
+        .call(json!({"name": "agent", "arguments": {"messages": "please fail"}}))
+        .await;
+    assert_eq!(out["isError"], true, "{out}");
 }
