@@ -149,3 +149,38 @@ fn beyond_loopback_needs_a_key() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--api-key"), "{stderr}");
 }
+
+/// The official Python MCP client (`agent-server/tests/mcp/client.py`) lists the five flows
+/// as tools at `/mcp` and calls them, with the API key. Installs the Python MCP SDK on first
+/// use (cached), so it runs under CI or with `AGENTGRAPH_MCP_TESTS=1` and skips otherwise.
+#[test]
+fn the_python_mcp_client_calls_the_flows() {
+    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
+        eprintln!(
+            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run its client (CI does)"
+        );
+        return;
+    }
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = std::process::Command::new("bash")
+        .arg(format!("{root}/agent-tools/tests/mcp/python.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "installing the Python MCP SDK failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let python = String::from_utf8(out.stdout).unwrap();
+    let s = Scratch::new("serve-mcp");
+    let server = serve(&s, &["--api-key", "sesame"]);
+    let status = std::process::Command::new(python.trim())
+        .arg(format!("{root}/agent-server/tests/mcp/client.py"))
+        .args([&format!("{}/mcp", server.url), "flows", "sesame"])
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the Python MCP client's checks failed (its output is above)"
+    );
+}

@@ -27,7 +27,8 @@
 //! ```
 //!
 //! Every run goes through a queue in the database; `workers` runs execute at once, one per
-//! thread at a time. State travels as JSON through the state's serde; message fields
+//! thread at a time. Each assistant is also an MCP tool at `/mcp` (streamable HTTP), as
+//! LangGraph server exposes it: MCP clients list the graphs and run them. State travels as JSON through the state's serde; message fields
 //! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
 
 mod api;
@@ -123,6 +124,7 @@ pub struct ServerBuilder {
     leases: runs::Leases,
     grace: std::time::Duration,
     web_page: bool,
+    mcp: bool,
     memory: Option<Arc<dyn agent_core::store::Store>>,
 }
 
@@ -183,6 +185,13 @@ impl ServerBuilder {
     /// (default: on). API clients asking `/` for JSON get `{"ok": true}` either way.
     pub fn web_page(mut self, on: bool) -> Self {
         self.web_page = on;
+        self
+    }
+
+    /// Serves every assistant as an MCP tool at `/mcp` (streamable HTTP, as LangGraph
+    /// server does; default: on): MCP clients list the graphs and run them statelessly.
+    pub fn mcp(mut self, on: bool) -> Self {
+        self.mcp = on;
         self
     }
 
@@ -366,6 +375,7 @@ impl ServerBuilder {
                 runs,
                 api_key: self.api_key,
                 web_page: self.web_page,
+                mcp: self.mcp,
                 memory,
             }),
             descriptions,
@@ -395,6 +405,7 @@ impl Server {
             leases: Leases::default(),
             grace: std::time::Duration::from_secs(30),
             web_page: true,
+            mcp: true,
             memory: None,
         }
     }

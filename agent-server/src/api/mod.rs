@@ -6,6 +6,7 @@
 
 mod assistants;
 mod body;
+mod mcp;
 mod memory;
 mod runs;
 mod sse;
@@ -40,6 +41,8 @@ pub(crate) struct App {
     pub(crate) api_key: Option<String>,
     /// Whether the web page is served (`/` for browsers, `/ui/`).
     pub(crate) web_page: bool,
+    /// Whether the assistants are served as MCP tools at `/mcp`.
+    pub(crate) mcp: bool,
     /// The long-term memory store (`/store/*`), the one the served graphs' nodes reach.
     pub(crate) memory: Arc<dyn agent_core::store::Store>,
 }
@@ -48,7 +51,7 @@ pub(crate) type Shared = State<Arc<App>>;
 
 /// The router with every endpoint and layer.
 pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
-    let routes = Router::new()
+    let mut routes = Router::new()
         .merge(system::routes())
         .merge(assistants::routes())
         .merge(threads::routes())
@@ -56,6 +59,9 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .merge(memory::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found);
+    if app.mcp {
+        routes = routes.merge(mcp::routes(app.clone(), body_limit));
+    }
     let cors = CorsLayer::new()
         .allow_origin(AllowOrigin::mirror_request())
         .allow_methods([

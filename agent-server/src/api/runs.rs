@@ -415,6 +415,12 @@ async fn wait_stateless(
     wait_run(&app, None, body).await
 }
 
+/// What `/runs/wait` answers for `body`, for `/mcp`'s tool calls: the run goes through the
+/// same checks and queue.
+pub(super) async fn stateless_result(app: &Arc<App>, body: Value) -> Result<Value, ApiError> {
+    Ok(start(app, None, body).await?.channel.result().await)
+}
+
 fn public(run: &Value) -> Value {
     let mut run = run.clone();
     if let Some(o) = run.as_object_mut() {
