@@ -6,6 +6,7 @@
 
 mod assistants;
 mod body;
+mod crons;
 mod memory;
 mod runs;
 mod sse;
@@ -31,6 +32,7 @@ use crate::store::RunStore;
 
 pub(crate) use assistants::system_assistant;
 pub(crate) use body::{JsonBody, paged, uuid_path};
+pub(crate) use crons::{Scheduling, spawn_scheduler};
 
 /// What every handler reaches.
 pub(crate) struct App {
@@ -42,6 +44,8 @@ pub(crate) struct App {
     pub(crate) web_page: bool,
     /// The long-term memory store (`/store/*`), the one the served graphs' nodes reach.
     pub(crate) memory: Arc<dyn agent_core::store::Store>,
+    /// The crons' clock and how often the scheduler looks.
+    pub(crate) scheduling: Scheduling,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -53,6 +57,7 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
+        .merge(crons::routes())
         .merge(memory::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found);
