@@ -4,10 +4,10 @@
 //! webhooks delivered to a receiver in the test (retried after a 500) or refused for a
 //! private target.
 
+mod common;
 #[path = "../examples/reference/graphs.rs"]
 #[allow(dead_code)]
 mod graphs;
-mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -135,7 +135,10 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
             json!({"assistant_id": "simple", "schedule": "* * * * *", "end_time": "tomorrow"}),
             "'end_time'",
         ),
-        (json!({"assistant_id": "simple"}), "'schedule' is a required"),
+        (
+            json!({"assistant_id": "simple"}),
+            "'schedule' is a required",
+        ),
         (
             json!({"assistant_id": "nope", "schedule": "* * * * *"}),
             "Invalid assistant: 'nope'",
@@ -192,7 +195,10 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
 
     // Search and count.
     let found = api
-        .ok("/runs/crons/search", json!({"thread_id": t, "enabled": true}))
+        .ok(
+            "/runs/crons/search",
+            json!({"thread_id": t, "enabled": true}),
+        )
         .await;
     assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
     assert_eq!(found[0]["cron_id"], c.as_str());
@@ -245,7 +251,11 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
         "2026-11-27T10:06:00.000000+00:00"
     );
     tokio::time::sleep(Duration::from_millis(200)).await; // ten more scheduler passes
-    assert_eq!(api.runs_of(&t).await.len(), 2, "one run for the missed ticks");
+    assert_eq!(
+        api.runs_of(&t).await.len(),
+        2,
+        "one run for the missed ticks"
+    );
 
     // Update: a new schedule and input, and an end time before its next tick.
     let (status, patched) = api
@@ -284,7 +294,11 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
     assert_eq!(status, 200, "{ended}");
     assert_eq!(ended["next_run_date"], Value::Null, "past its end time");
     let (status, e) = api
-        .call(reqwest::Method::PATCH, &format!("/runs/crons/{c}"), Some(json!({})))
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/runs/crons/{c}"),
+            Some(json!({})),
+        )
         .await;
     assert_eq!(status, 400, "{e}");
 
@@ -320,7 +334,9 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
     assert_eq!(kept["next_run_date"], "2026-11-27T11:00:00.000000+00:00");
     clock.set(at("2026-11-27T11:00:00Z"));
     until("the stateless tick's thread", async || {
-        let threads = api.ok("/threads/search", json!({"values": {"value": "FRESH"}})).await;
+        let threads = api
+            .ok("/threads/search", json!({"values": {"value": "FRESH"}}))
+            .await;
         threads.as_array().is_some_and(|t| t.len() == 1)
     })
     .await;
@@ -497,7 +513,10 @@ async fn private_webhook_targets_are_refused_unless_allowed() {
         let (status, e) = api.post(&path, body).await;
         assert_eq!(status, 422, "{path}: {e}");
         assert!(
-            e["detail"].as_str().unwrap().contains("Webhook host blocked"),
+            e["detail"]
+                .as_str()
+                .unwrap()
+                .contains("Webhook host blocked"),
             "{e}"
         );
     }
@@ -509,7 +528,10 @@ async fn private_webhook_targets_are_refused_unless_allowed() {
         .await;
     assert_eq!(status, 422);
     assert!(
-        e["detail"].as_str().unwrap().contains("only http and https"),
+        e["detail"]
+            .as_str()
+            .unwrap()
+            .contains("only http and https"),
         "{e}"
     );
     assert!(api.runs_of(&t).await.is_empty(), "nothing was queued");

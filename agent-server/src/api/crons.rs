@@ -42,10 +42,7 @@ pub(super) fn routes() -> Router<Arc<App>> {
         .route("/runs/crons", post(create))
         .route("/runs/crons/search", post(search))
         .route("/runs/crons/count", post(count))
-        .route(
-            "/runs/crons/{c}",
-            get(read).patch(update).delete(remove),
-        )
+        .route("/runs/crons/{c}", get(read).patch(update).delete(remove))
 }
 
 const SORTS: &[&str] = &[
@@ -79,7 +76,9 @@ fn end_time(body: &Map<String, Value>) -> Result<Option<Value>, ApiError> {
                     "'end_time' must be an ISO-8601 date-time, not '{s}'"
                 ))
             }),
-        Some(_) => Err(ApiError::invalid("'end_time' must be an ISO-8601 date-time")),
+        Some(_) => Err(ApiError::invalid(
+            "'end_time' must be an ISO-8601 date-time",
+        )),
     }
 }
 
@@ -108,7 +107,10 @@ async fn check_payload(
     }
     let graph_id = assistant["graph_id"].as_str().unwrap_or_default();
     if let (Some(graph), Some(context)) = (app.graphs.get(graph_id), body.get("context")) {
-        let mut merged = assistant["context"].as_object().cloned().unwrap_or_default();
+        let mut merged = assistant["context"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         if let Some(c) = context.as_object() {
             merged.extend(c.clone());
         }
@@ -268,7 +270,11 @@ async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, Ap
         .crons()
         .await?
         .into_iter()
-        .filter(|c| assistant.as_ref().is_none_or(|a| c["assistant_id"] == a.as_str()))
+        .filter(|c| {
+            assistant
+                .as_ref()
+                .is_none_or(|a| c["assistant_id"] == a.as_str())
+        })
         .filter(|c| thread.as_ref().is_none_or(|t| c["thread_id"] == t.as_str()))
         .filter(|c| enabled.is_none_or(|e| c["enabled"] == e))
         .filter(|c| contains(&c["metadata"], &metadata))
@@ -336,7 +342,9 @@ pub(crate) fn spawn_scheduler(app: Arc<App>) {
 async fn fire(app: &Arc<App>, cron: &Value) {
     let thread = cron["thread_id"].as_str();
     match queue(app, thread, run_body(cron)).await {
-        Ok(run) => tracing::info!(cron_id = %cron["cron_id"], run_id = %run["run_id"], "cron fired"),
+        Ok(run) => {
+            tracing::info!(cron_id = %cron["cron_id"], run_id = %run["run_id"], "cron fired")
+        }
         Err(e) => {
             tracing::warn!(cron_id = %cron["cron_id"], error = %e.detail, "a cron's run was not queued")
         }

@@ -51,7 +51,9 @@ impl Schedule {
 
     /// The first tick strictly after `ms` (milliseconds since the epoch).
     pub fn next_after(&self, ms: i64) -> Option<i64> {
-        let at = Timestamp::from_millisecond(ms).ok()?.to_zoned(self.tz.clone());
+        let at = Timestamp::from_millisecond(ms)
+            .ok()?
+            .to_zoned(self.tz.clone());
         self.cron
             .find_next_occurrence(&at, false)
             .ok()
@@ -119,7 +121,9 @@ mod tests {
         let nine_weekdays = Schedule::parse("0 9 * * MON-FRI", None).unwrap();
         // 2026-11-27 is a Friday: next is Monday the 30th.
         assert_eq!(
-            nine_weekdays.next_after(at("2026-11-27T09:00:00Z")).map(iso_ms),
+            nine_weekdays
+                .next_after(at("2026-11-27T09:00:00Z"))
+                .map(iso_ms),
             Some("2026-11-30T09:00:00.000000+00:00".to_owned())
         );
         // Day of month OR day of week, as croniter and Vixie cron.

@@ -103,7 +103,8 @@ pub struct Target {
 /// Checks `url` for a webhook: http or https, a host, and unless `allow_private` no
 /// address of it internal. The error says what is wrong (a 422 at run creation).
 pub async fn check(url: &str, allow_private: bool) -> Result<Target, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("Invalid webhook URL '{url}': {e}"))?;
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| format!("Invalid webhook URL '{url}': {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
             "Invalid webhook URL '{url}': only http and https webhooks are sent"
@@ -142,12 +143,7 @@ pub async fn check(url: &str, allow_private: bool) -> Result<Target, String> {
 }
 
 /// langgraph-api's webhook body for a run that ended.
-pub fn payload(
-    run: &Value,
-    started_ms: i64,
-    values: &Value,
-    error: Option<&Failure>,
-) -> Value {
+pub fn payload(run: &Value, started_ms: i64, values: &Value, error: Option<&Failure>) -> Value {
     let mut body = run.clone();
     if let Some(o) = body.as_object_mut() {
         o.remove("attempt");
@@ -231,7 +227,11 @@ mod tests {
         }
         // Public addresses (literals: no DNS in tests) pass; internal ones when allowed.
         assert!(check("https://93.184.215.14/hook", false).await.is_ok());
-        assert!(check("http://[2606:4700::1111]:8080/x", false).await.is_ok());
+        assert!(
+            check("http://[2606:4700::1111]:8080/x", false)
+                .await
+                .is_ok()
+        );
         assert!(check("http://127.0.0.1:9/hook", true).await.is_ok());
         assert!(check("http://localhost:9/hook", true).await.is_ok());
     }

@@ -21,7 +21,9 @@ use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Claim, CronAdvance, Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent, ThreadEnd};
+use super::{
+    Claim, CronAdvance, Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent, ThreadEnd,
+};
 
 const CHANNEL: &str = "agentgraph_api";
 /// Advisory lock key for the schema ("agentapi" in ASCII).
