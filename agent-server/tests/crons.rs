@@ -367,7 +367,9 @@ async fn crons_on_postgres() {
     crons_over_http(builder(&clock).postgres(db), clock).await;
 }
 
-/// Two instances on one PostgreSQL, one clock: each tick of a cron fires exactly once.
+/// Two instances on one PostgreSQL, one clock: each tick of each cron fires exactly once.
+/// Eight crons make each claim a transaction of eight updates, so the two schedulers'
+/// claims overlap often: without the row locks they would both fire some ticks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_fire_each_tick_exactly_once() {
     let Some(db) = common::fresh_database("agentgraph_cron2").await else {
@@ -376,28 +378,43 @@ async fn two_instances_fire_each_tick_exactly_once() {
     let clock = Arc::new(ManualClock::new(START_MS));
     let a = Api::start(builder(&clock).postgres(db.clone())).await;
     let b = Api::start(builder(&clock).postgres(db)).await;
-    let t = a.thread().await;
-    let cron = b
-        .ok(
+    let mut threads = Vec::new();
+    for i in 0..8 {
+        let t = a.thread().await;
+        let api = if i % 2 == 0 { &a } else { &b };
+        api.ok(
             &format!("/threads/{t}/runs/crons"),
             json!({"assistant_id": "simple", "schedule": "* * * * *", "input": {"value": "x"}}),
         )
         .await;
-    let c = cron["cron_id"].as_str().unwrap().to_owned();
-    for tick in 1..=5usize {
+        threads.push(t);
+    }
+    let ticks = 4usize;
+    for tick in 1..=ticks {
         clock.advance(Duration::from_secs(60));
-        until("the tick's run", async || {
-            let runs = a.runs_of(&t).await;
-            runs.len() >= tick && runs.iter().all(|r| r["status"] == "success")
-        })
-        .await;
+        for t in &threads {
+            until("the tick's runs", async || {
+                let runs = a.runs_of(t).await;
+                runs.len() >= tick && runs.iter().all(|r| r["status"] == "success")
+            })
+            .await;
+        }
         // Both schedulers look every 20 ms: give each a few passes at this tick.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(a.runs_of(&t).await.len(), tick, "tick {tick} fired once");
+        for t in &threads {
+            assert_eq!(
+                a.runs_of(t).await.len(),
+                tick,
+                "tick {tick} fired once on {t}"
+            );
+        }
     }
-    assert_eq!(b.runs_of(&t).await.len(), 5);
-    let next = b.cron(&c).await["next_run_date"].clone();
-    assert_eq!(next, "2026-11-27T10:06:00.000000+00:00");
+    let crons = b.ok("/runs/crons/search", json!({"limit": 100})).await;
+    let crons = crons.as_array().unwrap();
+    assert_eq!(crons.len(), 8);
+    for c in crons {
+        assert_eq!(c["next_run_date"], "2026-11-27T10:05:00.000000+00:00");
+    }
 }
 
 /// A receiver of webhooks: every body it got, answering 500 to the first `fail_first`.
@@ -465,6 +482,24 @@ async fn webhooks_deliver_the_final_result_retrying_after_a_500() {
         assert!(body["run_started_at"].is_string() && body["run_ended_at"].is_string());
         assert_eq!(body.get("error"), None);
     }
+
+    // A failing run: its error, and the values it had.
+    let failed = receiver(0).await;
+    let t2 = api.thread().await;
+    api.ok(
+        &format!("/threads/{t2}/runs"),
+        json!({"assistant_id": "agent", "webhook": failed.url,
+               "input": {"messages": [{"role": "user", "content": "please fail"}]}}),
+    )
+    .await;
+    until("the failed run's webhook", async || {
+        !failed.bodies().is_empty()
+    })
+    .await;
+    let body = &failed.bodies()[0];
+    assert_eq!(body["status"], "error", "{body}");
+    assert!(body["error"]["error"].is_string(), "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
 
     // A stateless cron's tick with a webhook: its thread is gone when the webhook comes.
     let hook = receiver(0).await;
