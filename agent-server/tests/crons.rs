@@ -179,6 +179,8 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
     assert_eq!(cron["next_run_date"], "2026-11-27T10:01:00.000000+00:00");
     assert_eq!(cron["enabled"], true);
     assert_eq!(cron["payload"]["input"], json!({"value": "tick"}));
+    assert_eq!(cron["payload"]["assistant_id"], cron["assistant_id"]);
+    assert!(uuid::Uuid::parse_str(cron["assistant_id"].as_str().unwrap()).is_ok());
     assert_eq!(cron["metadata"], json!({"team": "a"}));
     assert!(api.runs_of(&t).await.is_empty());
 

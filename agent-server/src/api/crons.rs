@@ -138,6 +138,9 @@ async fn make(app: &App, thread: Option<String>, body: Value) -> Result<Value, A
     if let Some(t) = &thread {
         thread_found(app, t).await?;
     }
+    // As langgraph-api keeps it: the assistant resolved (a graph name becomes its UUID).
+    let mut payload = body.clone();
+    payload.insert("assistant_id".into(), assistant["assistant_id"].clone());
     let now = now_iso();
     let mut doc = json!({
         "cron_id": uuid::Uuid::now_v7().to_string(),
@@ -152,7 +155,7 @@ async fn make(app: &App, thread: Option<String>, body: Value) -> Result<Value, A
         "timezone": timezone,
         "created_at": now, "updated_at": now,
         "user_id": null,
-        "payload": Value::Object(body.clone()),
+        "payload": Value::Object(payload),
         "next_run_date": null,
         "metadata": body.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
         "enabled": enabled,
