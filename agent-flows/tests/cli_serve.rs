@@ -1,6 +1,7 @@
 //! `agent serve`, the built binary: the five flows behind the LangGraph API, a chat turn
 //! answered by a flow, the flow options a run's context may set (and a 422 for others),
-//! the API key, and the refusal to listen beyond loopback without one.
+//! the API key, the refusal to listen beyond loopback without one, and private webhook
+//! targets refused unless `--allow-private-webhooks`.
 
 mod common;
 
@@ -183,4 +184,37 @@ fn the_python_mcp_client_calls_the_flows() {
         status.success(),
         "the Python MCP client's checks failed (its output is above)"
     );
+}
+
+#[tokio::test]
+async fn private_webhooks_need_the_flag() {
+    let s = Scratch::new("serve-webhooks");
+    let c = client();
+    let body = json!({"assistant_id": "tool-router", "input": chat("hi"),
+                      "webhook": "http://127.0.0.1:9/hook"});
+    let strict = serve(&s, &[]);
+    let r = c
+        .post(format!("{}/runs", strict.url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let detail: Value = r.json().await.unwrap();
+    assert!(
+        detail["detail"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-private-webhooks"),
+        "{detail}"
+    );
+    drop(strict);
+    let open = serve(&s, &["--allow-private-webhooks"]);
+    let r = c
+        .post(format!("{}/runs", open.url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
 }

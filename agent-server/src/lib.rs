@@ -27,8 +27,10 @@
 //! ```
 //!
 //! Every run goes through a queue in the database; `workers` runs execute at once, one per
-//! thread at a time. Each assistant is also an MCP tool at `/mcp` (streamable HTTP), as
-//! LangGraph server exposes it: MCP clients list the graphs and run them. State travels as JSON through the state's serde; message fields
+//! thread at a time. Crons (scheduled runs) queue their runs there at each tick, and a
+//! run's `webhook` gets its final result when it ends. Each assistant is also an MCP tool at
+//! `/mcp` (streamable HTTP), as LangGraph server exposes it: MCP clients list the graphs and
+//! run them. State travels as JSON through the state's serde; message fields
 //! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
 
 mod api;
@@ -56,6 +58,7 @@ pub use error::ApiError;
 pub use graph::{Served, ServedGraph};
 pub use runs::Leases;
 pub use store::{PostgresStore, RunStore, SqliteStore};
+pub use time::{Clock, ManualClock, SystemClock};
 
 use crate::store::Kind;
 
@@ -126,6 +129,9 @@ pub struct ServerBuilder {
     web_page: bool,
     mcp: bool,
     memory: Option<Arc<dyn agent_core::store::Store>>,
+    clock: Arc<dyn Clock>,
+    cron_poll: std::time::Duration,
+    webhooks: runs::webhook::WebhookPolicy,
 }
 
 impl ServerBuilder {
@@ -289,6 +295,40 @@ impl ServerBuilder {
         self
     }
 
+    /// The clock crons are due by (default: the system's); tests pass a [`ManualClock`].
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// How often the cron scheduler looks for due crons (default 1 s): a tick fires at most
+    /// this late.
+    pub fn cron_poll(mut self, every: std::time::Duration) -> Self {
+        self.cron_poll = every.max(std::time::Duration::from_millis(10));
+        self
+    }
+
+    /// Allows webhooks to loopback, private and link-local addresses (default: refused,
+    /// so a run's creator cannot make the server call into its own network).
+    pub fn allow_private_webhooks(mut self, allow: bool) -> Self {
+        self.webhooks.allow_private = allow;
+        self
+    }
+
+    /// How a webhook delivery retries (default: 5 tries, the first retry after 500 ms and
+    /// each next after twice as long) and how long one try may take (default 10 s).
+    pub fn webhook_retries(
+        mut self,
+        attempts: u32,
+        backoff: std::time::Duration,
+        timeout: std::time::Duration,
+    ) -> Self {
+        self.webhooks.attempts = attempts.max(1);
+        self.webhooks.backoff = backoff;
+        self.webhooks.timeout = timeout;
+        self
+    }
+
     /// How many runs execute at once (default 10).
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = n.max(1);
@@ -367,7 +407,13 @@ impl ServerBuilder {
             graphs.insert(id, served);
         }
         let graphs = Arc::new(graphs);
-        let runs = runs::Runs::new(store.clone(), graphs.clone(), self.workers, self.leases);
+        let runs = runs::Runs::new(
+            store.clone(),
+            graphs.clone(),
+            self.workers,
+            self.leases,
+            self.webhooks,
+        );
         Ok(Server {
             app: Arc::new(api::App {
                 store,
@@ -377,6 +423,10 @@ impl ServerBuilder {
                 web_page: self.web_page,
                 mcp: self.mcp,
                 memory,
+                scheduling: api::Scheduling {
+                    clock: self.clock,
+                    poll: self.cron_poll,
+                },
             }),
             descriptions,
             body_limit: self.body_limit,
@@ -407,6 +457,9 @@ impl Server {
             web_page: true,
             mcp: true,
             memory: None,
+            clock: Arc::new(SystemClock),
+            cron_poll: std::time::Duration::from_secs(1),
+            webhooks: runs::webhook::WebhookPolicy::default(),
         }
     }
 
@@ -437,6 +490,7 @@ impl Server {
             }
         }
         self.app.runs.spawn_workers();
+        api::spawn_scheduler(self.app.clone());
         Ok(api::router(self.app.clone(), self.body_limit))
     }
 

@@ -6,6 +6,7 @@
 
 mod assistants;
 mod body;
+mod crons;
 mod mcp;
 mod memory;
 mod runs;
@@ -32,6 +33,7 @@ use crate::store::RunStore;
 
 pub(crate) use assistants::system_assistant;
 pub(crate) use body::{JsonBody, paged, uuid_path};
+pub(crate) use crons::{Scheduling, spawn_scheduler};
 
 /// What every handler reaches.
 pub(crate) struct App {
@@ -45,6 +47,8 @@ pub(crate) struct App {
     pub(crate) mcp: bool,
     /// The long-term memory store (`/store/*`), the one the served graphs' nodes reach.
     pub(crate) memory: Arc<dyn agent_core::store::Store>,
+    /// The crons' clock and how often the scheduler looks.
+    pub(crate) scheduling: Scheduling,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -56,6 +60,7 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
+        .merge(crons::routes())
         .merge(memory::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(not_found);

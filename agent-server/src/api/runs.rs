@@ -132,6 +132,11 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
             }
         },
     };
+    if let Some(url) = body.opt_str("webhook")? {
+        crate::runs::webhook::check(&url, app.runs.webhooks.allow_private)
+            .await
+            .map_err(ApiError::invalid)?;
+    }
     let interrupt_before = node_list(&body, "interrupt_before")?;
     let interrupt_after = node_list(&body, "interrupt_after")?;
     let resumable = body.opt_bool("stream_resumable")?.unwrap_or(false);
@@ -294,6 +299,45 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         resumable,
         cancel_on_disconnect: on_disconnect == "cancel",
     })
+}
+
+/// Queues a run as `POST /threads/{t}/runs` (or `POST /runs` without a thread) does: a
+/// cron's tick. The run as queued.
+pub(super) async fn queue(
+    app: &Arc<App>,
+    thread: Option<&str>,
+    body: Value,
+) -> Result<Value, ApiError> {
+    Ok(start(app, thread, body).await?.run)
+}
+
+/// Checks the run fields of `body` (a cron's) as a run's creation does, queuing nothing.
+pub(super) fn check_run_fields(body: &Map<String, Value>) -> Result<(), ApiError> {
+    modes(body)?;
+    one_of(
+        body,
+        "multitask_strategy",
+        &["reject", "rollback", "interrupt", "enqueue"],
+        "enqueue",
+    )?;
+    one_of(body, "durability", &["sync", "async", "exit"], "async")?;
+    node_list(body, "interrupt_before")?;
+    node_list(body, "interrupt_after")?;
+    body.opt_bool("stream_resumable")?;
+    body.opt_bool("stream_subgraphs")?;
+    body.opt_object("metadata")?;
+    body.opt_object("context")?;
+    body.opt_object("command")?;
+    if let Some(limit) = body
+        .opt_object("config")?
+        .and_then(|c| c.get("recursion_limit").cloned())
+        && !limit.is_u64()
+    {
+        return Err(ApiError::invalid(
+            "'config.recursion_limit' must be a positive integer",
+        ));
+    }
+    Ok(())
 }
 
 fn configurable_insert(

@@ -372,6 +372,11 @@ impl Runs {
         if let Err(e) = self.store.finish(run, thread_end).await {
             tracing::error!(run_id, error = %e, "recording the run's end failed");
         }
+        if let Some(url) = run["kwargs"]["webhook"].as_str() {
+            let failure = error.as_ref().or(cancelled.as_ref());
+            let body = super::webhook::payload(run, started, &values, failure);
+            super::webhook::deliver(self.webhooks.clone(), url.to_owned(), body);
+        }
         let body = match &error {
             Some(f) => json!({"__error__": f.to_json()}),
             None => {

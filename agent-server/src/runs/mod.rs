@@ -13,8 +13,10 @@
 //! instance died is queued again and resumes from its last checkpoint.
 
 mod channel;
+pub mod cron;
 mod execute;
 mod mirror;
+pub mod webhook;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,6 +104,8 @@ pub struct Runs {
     pub(crate) owner: String,
     pub(crate) leases: Leases,
     draining: AtomicBool,
+    /// How the webhooks of runs that end here are sent.
+    pub(crate) webhooks: Arc<webhook::WebhookPolicy>,
     /// What `/metrics` reports.
     pub metrics: Metrics,
 }
@@ -152,6 +156,7 @@ impl Runs {
         graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
         workers: usize,
         leases: Leases,
+        webhooks: webhook::WebhookPolicy,
     ) -> Arc<Self> {
         Arc::new(Runs {
             store,
@@ -165,6 +170,7 @@ impl Runs {
             owner: uuid::Uuid::new_v4().to_string(),
             leases,
             draining: AtomicBool::new(false),
+            webhooks: Arc::new(webhooks),
             metrics: Metrics::default(),
         })
     }

@@ -6,7 +6,9 @@
 //! instances on one database (claims with `FOR UPDATE SKIP LOCKED`, leases renewed by the
 //! instance that runs a run, `LISTEN/NOTIFY` for wake-ups, cancels and streams). A thread
 //! never runs two runs at once: only the oldest pending run of a thread with nothing running
-//! can be claimed.
+//! can be claimed. Crons (scheduled runs) live beside them, claimed by their next time: a
+//! claim moves that time on in the same transaction, so each tick fires once however many
+//! instances look.
 
 mod postgres;
 mod sqlite;
@@ -122,6 +124,10 @@ pub enum ThreadEnd {
     Gone,
 }
 
+/// What a cron claim does to a due cron at `now_ms`: its new document and next time
+/// (`None`: it fires no more).
+pub type CronAdvance = fn(&Value, i64) -> (Value, Option<i64>);
+
 /// Where assistants, threads, runs and the queue live.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
@@ -197,6 +203,19 @@ pub trait RunStore: Send + Sync + 'static {
     async fn result(&self, _run_id: &str) -> StoreResult<Option<Value>> {
         Ok(None)
     }
+    /// Inserts or replaces a cron (`cron_id`), due at `next_run_ms` (`None`: never, as a
+    /// disabled or ended cron).
+    async fn put_cron(&self, doc: &Value, next_run_ms: Option<i64>) -> StoreResult<()>;
+    /// One cron.
+    async fn get_cron(&self, cron_id: &str) -> StoreResult<Option<Value>>;
+    /// Every cron, oldest first (searches filter these).
+    async fn crons(&self) -> StoreResult<Vec<Value>>;
+    /// Deletes a cron; whether it existed.
+    async fn delete_cron(&self, cron_id: &str) -> StoreResult<bool>;
+    /// Takes the crons due at `now_ms` (at most 100), moves each on with `advance` in the
+    /// same transaction, and returns them as they were: a cron claimed here is claimed by
+    /// no other caller until its next time.
+    async fn claim_crons(&self, now_ms: i64, advance: CronAdvance) -> StoreResult<Vec<Value>>;
     /// Tells the other instances.
     async fn notify(&self, _notice: &Notice) -> StoreResult<()> {
         Ok(())

@@ -10,6 +10,8 @@
 //! - `NOTIFY agentgraph_api` carries wake-ups, cancels for the owner of a run, and "new
 //!   events" for instances whose clients follow a run executing elsewhere; the events and
 //!   the result are stored (`api_run_events`, `api_run_results`) for them to read.
+//! - Crons (`api_crons`) are claimed by their next time, `FOR UPDATE SKIP LOCKED`, and moved
+//!   on in the same transaction: each tick fires on exactly one instance.
 
 use std::time::Duration;
 
@@ -19,7 +21,9 @@ use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Claim, Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent, ThreadEnd};
+use super::{
+    Claim, CronAdvance, Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent, ThreadEnd,
+};
 
 const CHANNEL: &str = "agentgraph_api";
 /// Advisory lock key for the schema ("agentapi" in ASCII).
@@ -36,6 +40,9 @@ CREATE INDEX IF NOT EXISTS api_runs_by_status ON api_runs (status, seq);
 CREATE TABLE IF NOT EXISTS api_run_events (run_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS api_run_results (run_id TEXT PRIMARY KEY, body TEXT NOT NULL, finished_at TIMESTAMPTZ NOT NULL DEFAULT now());
 CREATE INDEX IF NOT EXISTS api_run_results_by_age ON api_run_results (finished_at);
+CREATE TABLE IF NOT EXISTS api_crons (cron_id TEXT PRIMARY KEY, thread_id TEXT, next_run_ms BIGINT, doc TEXT NOT NULL, seq BIGSERIAL);
+CREATE INDEX IF NOT EXISTS api_crons_due ON api_crons (next_run_ms);
+CREATE INDEX IF NOT EXISTS api_crons_by_thread ON api_crons (thread_id);
 ";
 
 /// The run store in PostgreSQL.
@@ -219,6 +226,9 @@ impl RunStore for PostgresStore {
             }
             Kind::Thread => {
                 tx.execute("DELETE FROM api_runs WHERE thread_id = $1", &[&id])
+                    .await
+                    .map_err(failed("delete"))?;
+                tx.execute("DELETE FROM api_crons WHERE thread_id = $1", &[&id])
                     .await
                     .map_err(failed("delete"))?;
             }
@@ -593,5 +603,77 @@ impl RunStore for PostgresStore {
             }
         });
         Ok(Some(rx))
+    }
+
+    async fn put_cron(&self, doc: &Value, next_run_ms: Option<i64>) -> StoreResult<()> {
+        let c = self.client("put cron").await?;
+        let id = doc["cron_id"].as_str().unwrap_or_default();
+        let thread = doc["thread_id"].as_str();
+        c.execute(
+            "INSERT INTO api_crons (cron_id, thread_id, next_run_ms, doc) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (cron_id) DO UPDATE SET thread_id = EXCLUDED.thread_id,
+               next_run_ms = EXCLUDED.next_run_ms, doc = EXCLUDED.doc",
+            &[&id, &thread, &next_run_ms, &doc.to_string()],
+        )
+        .await
+        .map_err(failed("put cron"))?;
+        Ok(())
+    }
+
+    async fn get_cron(&self, cron_id: &str) -> StoreResult<Option<Value>> {
+        let c = self.client("get cron").await?;
+        let row = c
+            .query_opt("SELECT doc FROM api_crons WHERE cron_id = $1", &[&cron_id])
+            .await
+            .map_err(failed("get cron"))?;
+        Ok(row.map(|r| parse(r.get::<_, &str>(0))))
+    }
+
+    async fn crons(&self) -> StoreResult<Vec<Value>> {
+        let c = self.client("list crons").await?;
+        let rows = c
+            .query("SELECT doc FROM api_crons ORDER BY seq", &[])
+            .await
+            .map_err(failed("list crons"))?;
+        Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn delete_cron(&self, cron_id: &str) -> StoreResult<bool> {
+        let c = self.client("delete cron").await?;
+        let n = c
+            .execute("DELETE FROM api_crons WHERE cron_id = $1", &[&cron_id])
+            .await
+            .map_err(failed("delete cron"))?;
+        Ok(n > 0)
+    }
+
+    async fn claim_crons(&self, now_ms: i64, advance: CronAdvance) -> StoreResult<Vec<Value>> {
+        let mut c = self.client("claim crons").await?;
+        let tx = c.transaction().await.map_err(failed("claim crons"))?;
+        // Rows another instance is claiming are skipped; once it commits, their next time
+        // is in the future and the row no longer matches.
+        let due = tx
+            .query(
+                "SELECT cron_id, doc FROM api_crons WHERE next_run_ms <= $1
+                 ORDER BY next_run_ms LIMIT 100 FOR UPDATE SKIP LOCKED",
+                &[&now_ms],
+            )
+            .await
+            .map_err(failed("claim crons"))?;
+        let mut claimed = Vec::with_capacity(due.len());
+        for row in due {
+            let id: &str = row.get(0);
+            let doc = parse(row.get::<_, &str>(1));
+            let (moved, next) = advance(&doc, now_ms);
+            tx.execute(
+                "UPDATE api_crons SET next_run_ms = $2, doc = $3 WHERE cron_id = $1",
+                &[&id, &next, &moved.to_string()],
+            )
+            .await
+            .map_err(failed("claim crons"))?;
+            claimed.push(doc);
+        }
+        tx.commit().await.map_err(failed("claim crons"))?;
+        Ok(claimed)
     }
 }

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Claim, Kind, RunStore, StoreError, StoreResult, ThreadEnd};
+use super::{Claim, CronAdvance, Kind, RunStore, StoreError, StoreResult, ThreadEnd};
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     move |e| StoreError {
@@ -36,6 +36,9 @@ CREATE TABLE IF NOT EXISTS api_runs (run_id TEXT PRIMARY KEY, thread_id TEXT NOT
 CREATE INDEX IF NOT EXISTS runs_by_thread ON api_runs (thread_id, seq);
 CREATE INDEX IF NOT EXISTS runs_by_status ON api_runs (status, seq);
 CREATE TABLE IF NOT EXISTS api_seq (n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS api_crons (cron_id TEXT PRIMARY KEY, thread_id TEXT, next_run_ms INTEGER, doc TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS crons_due ON api_crons (next_run_ms);
+CREATE INDEX IF NOT EXISTS crons_by_thread ON api_crons (thread_id);
 ";
 
 impl SqliteStore {
@@ -243,6 +246,8 @@ fn remove(conn: &Connection, kind: Kind, id: &str) -> rusqlite::Result<bool> {
         }
         Kind::Thread => {
             conn.prepare_cached("DELETE FROM api_runs WHERE thread_id = ?1")?
+                .execute([id])?;
+            conn.prepare_cached("DELETE FROM api_crons WHERE thread_id = ?1")?
                 .execute([id])?;
         }
         Kind::Run => {}
@@ -494,5 +499,91 @@ impl RunStore for SqliteStore {
     async fn request_cancel(&self, _run_id: &str, _action: &str) -> StoreResult<()> {
         // The run executes in this process: its channel carries the cancel.
         Ok(())
+    }
+
+    async fn put_cron(&self, doc: &Value, next_run_ms: Option<i64>) -> StoreResult<()> {
+        let doc = doc.clone();
+        let seq = self.seq.clone();
+        self.with("put cron", move |c| {
+            let id = doc["cron_id"].as_str().unwrap_or_default();
+            let thread = doc["thread_id"].as_str();
+            let kept: Option<i64> = c
+                .prepare_cached("SELECT seq FROM api_crons WHERE cron_id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?;
+            let order = kept.unwrap_or_else(|| seq.next());
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO api_crons (cron_id, thread_id, next_run_ms, doc, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![id, thread, next_run_ms, doc.to_string(), order])
+            .map(drop)
+        })
+        .await
+    }
+
+    async fn get_cron(&self, cron_id: &str) -> StoreResult<Option<Value>> {
+        let id = cron_id.to_owned();
+        let doc: Option<String> = self
+            .with("get cron", move |c| {
+                c.prepare_cached("SELECT doc FROM api_crons WHERE cron_id = ?1")?
+                    .query_row([&id], |r| r.get(0))
+                    .optional()
+            })
+            .await?;
+        Ok(doc.and_then(|d| serde_json::from_str(&d).ok()))
+    }
+
+    async fn crons(&self) -> StoreResult<Vec<Value>> {
+        let rows = self
+            .blocking("list crons", |c| {
+                let mut stmt = c.prepare("SELECT doc FROM api_crons ORDER BY seq")?;
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await?;
+        Ok(parse(rows))
+    }
+
+    async fn delete_cron(&self, cron_id: &str) -> StoreResult<bool> {
+        let id = cron_id.to_owned();
+        self.with("delete cron", move |c| {
+            c.prepare_cached("DELETE FROM api_crons WHERE cron_id = ?1")?
+                .execute([&id])
+                .map(|n| n > 0)
+        })
+        .await
+    }
+
+    async fn claim_crons(&self, now_ms: i64, advance: CronAdvance) -> StoreResult<Vec<Value>> {
+        self.with("claim crons", move |c| {
+            // Most looks find nothing due: they take no write lock.
+            let any: Option<i64> = c
+                .prepare_cached("SELECT 1 FROM api_crons WHERE next_run_ms <= ?1 LIMIT 1")?
+                .query_row([now_ms], |r| r.get(0))
+                .optional()?;
+            if any.is_none() {
+                return Ok(Vec::new());
+            }
+            let tx = immediate(c)?;
+            let due: Vec<(String, String)> = tx
+                .prepare_cached(
+                    "SELECT cron_id, doc FROM api_crons WHERE next_run_ms <= ?1 ORDER BY next_run_ms LIMIT 100",
+                )?
+                .query_map([now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let mut claimed = Vec::with_capacity(due.len());
+            for (id, text) in due {
+                let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                let (moved, next) = advance(&doc, now_ms);
+                tx.prepare_cached(
+                    "UPDATE api_crons SET next_run_ms = ?2, doc = ?3 WHERE cron_id = ?1",
+                )?
+                .execute(params![id, next, moved.to_string()])?;
+                claimed.push(doc);
+            }
+            tx.commit()?;
+            Ok(claimed)
+        })
+        .await
     }
 }

@@ -144,6 +144,10 @@ pub struct ServeArgs {
     /// ollama:MODEL.
     #[arg(long, env = "AGENTGRAPH_MODEL", default_value = "offline")]
     pub model: String,
+    /// Let runs' and crons' webhooks reach loopback, private and link-local addresses
+    /// (refused by default: a client could otherwise make the server call into its network).
+    #[arg(long)]
+    pub allow_private_webhooks: bool,
 }
 
 /// Options of `run` and `chat`.

@@ -29,7 +29,9 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         _ => crate::setup::default_db()?.display().to_string(),
     };
     let postgres = db.starts_with("postgres://") || db.starts_with("postgresql://");
-    let mut builder = agent_server::Server::builder().workers(args.workers);
+    let mut builder = agent_server::Server::builder()
+        .workers(args.workers)
+        .allow_private_webhooks(args.allow_private_webhooks);
     let shown = if postgres {
         builder = builder.postgres(db.clone());
         "PostgreSQL".to_owned()

@@ -523,6 +523,32 @@ check("stateless", async (c) => {
   expect(vals.length && eq(vals.at(-1), { value: "ABC" }), `stateless stream values: ${short(vals)}`);
 });
 
+check("crons_crud", async (c) => {
+  const tid = await newThread(c, "js_crons");
+  await expectStatus(c.crons.create("simple", { schedule: "61 * * * *" }), 422, "a cron with a bad schedule", ["61 * * * *"]);
+  const onThread = await c.crons.createForThread(tid, "simple", {
+    schedule: "0 9 * * *", input: { value: "t" }, metadata: { sdk_check: TAG },
+  });
+  expect(UUID_RE.test(onThread.cron_id ?? ""), `cron_id: ${short(onThread)}`);
+  expect(onThread.thread_id === tid, `thread cron's thread_id: ${short(onThread)}`);
+  expect(String(onThread.next_run_date).slice(11, 19) === "09:00:00", `next_run_date at 09:00 UTC: ${short(onThread)}`);
+  const stateless = await c.crons.create("simple", {
+    schedule: "*/5 * * * *", input: { value: "s" }, onRunCompleted: "keep", metadata: { sdk_check: TAG },
+  });
+  expect(stateless.thread_id === null && stateless.on_run_completed === "keep", `stateless cron: ${short(stateless)}`);
+  let found = await c.crons.search({ threadId: tid });
+  expect(eq(found.map((x) => x.cron_id), [onThread.cron_id]), `search by thread: ${short(found)}`);
+  found = await c.crons.search({ metadata: { sdk_check: TAG }, sortBy: "created_at", sortOrder: "asc" });
+  expect(eq(found.map((x) => x.cron_id), [onThread.cron_id, stateless.cron_id]), `search by metadata: ${short(found)}`);
+  expect((await c.crons.count({ metadata: { sdk_check: TAG } })) === 2, "count by metadata");
+  const updated = await c.crons.update(stateless.cron_id, { schedule: "30 * * * *", enabled: false });
+  expect(updated.schedule === "30 * * * *" && updated.enabled === false, `updated: ${short(updated)}`);
+  await c.crons.delete(stateless.cron_id);
+  await c.crons.delete(onThread.cron_id);
+  await expectStatus(c.crons.delete(onThread.cron_id), 404, "deleting a deleted cron");
+  expect((await c.crons.count({ metadata: { sdk_check: TAG } })) === 0, "count after delete");
+});
+
 check("errors", async (c) => {
   const tid = await newThread(c, "js_errors");
   await expectStatus(c.runs.wait(tid, "nope", { input: human("x") }), 422, "a run on an unknown graph id", ["agent", "simple"]);

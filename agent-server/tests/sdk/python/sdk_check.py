@@ -858,12 +858,67 @@ async def check_assistants_versions_count(c):
     await c.threads.delete(tid)
 
 
+@check
+async def check_crons_crud(c):
+    tid = await new_thread(c, "crons")
+    await expect_status(c.crons.create("simple", schedule="61 * * * *"), 422, "a cron with a bad schedule",
+                        contains=("61 * * * *",))
+    await expect_status(c.crons.create_for_thread(str(uuid.uuid4()), "simple", schedule="* * * * *"), 404,
+                        "a cron on an unknown thread")
+    on_thread = await c.crons.create_for_thread(tid, "simple", schedule="0 9 * * *", input={"value": "t"},
+                                                metadata={"sdk_check": TAG})
+    expect(UUID_RE.match(str(on_thread.get("cron_id", ""))), f"cron_id: {short(on_thread)}")
+    expect(str(on_thread["thread_id"]) == tid, f"thread cron's thread_id: {short(on_thread)}")
+    expect(on_thread["schedule"] == "0 9 * * *", f"schedule: {short(on_thread)}")
+    expect(str(on_thread["next_run_date"])[11:19] == "09:00:00", f"next_run_date at 09:00 UTC: {short(on_thread)}")
+    stateless = await c.crons.create("simple", schedule="*/5 * * * *", input={"value": "s"},
+                                     on_run_completed="keep", metadata={"sdk_check": TAG})
+    expect(stateless["thread_id"] is None, f"stateless cron has no thread: {short(stateless)}")
+    found = await c.crons.search(thread_id=tid)
+    expect([str(x["cron_id"]) for x in found] == [str(on_thread["cron_id"])], f"search by thread: {short(found)}")
+    found = await c.crons.search(metadata={"sdk_check": TAG}, sort_by="created_at", sort_order="asc")
+    expect([str(x["cron_id"]) for x in found] == [str(on_thread["cron_id"]), str(stateless["cron_id"])],
+           f"search by metadata, oldest first: {short(found)}")
+    n = await c.crons.count(metadata={"sdk_check": TAG})
+    expect(n == 2, f"count by metadata: {n!r}")
+    updated = await c.crons.update(stateless["cron_id"], schedule="30 * * * *", enabled=False)
+    expect(updated["schedule"] == "30 * * * *" and updated["enabled"] is False, f"updated: {short(updated)}")
+    found = await c.crons.search(metadata={"sdk_check": TAG}, enabled=False)
+    expect([str(x["cron_id"]) for x in found] == [str(stateless["cron_id"])], f"search disabled: {short(found)}")
+    await c.crons.delete(stateless["cron_id"])
+    await c.crons.delete(on_thread["cron_id"])
+    await expect_status(c.crons.delete(on_thread["cron_id"]), 404, "deleting a deleted cron")
+    n = await c.crons.count(metadata={"sdk_check": TAG})
+    expect(n == 0, f"count after delete: {n!r}")
+
+
+async def check_crons_fire(c):
+    """A cron on a thread fires at the next minute: a run with the cron's input, on time."""
+    tid = await new_thread(c, "crons-fire")
+    cron = await c.crons.create_for_thread(tid, "simple", schedule="* * * * *", input={"value": "tick"})
+    due = str(cron["next_run_date"])
+    try:
+        runs = await poll(lambda: c.runs.list(tid), lambda rs: any(r["status"] == "success" for r in rs),
+                          "the cron's first run", timeout=80.0, interval=0.5)
+    finally:
+        await c.crons.delete(cron["cron_id"])
+    run = next(r for r in runs if r["status"] == "success")
+    expect(str(run["created_at"]) >= due[:19], f"fired at or after {due}: {short(run)}")
+    expect(str(run["created_at"])[:16] == due[:16], f"fired within its minute {due}: {short(run)}")
+    state = await c.threads.get_state(tid)
+    expect(state["values"] == {"value": "TICK"}, f"the cron's input ran: {short(state['values'])}")
+
+
+check_crons_fire.timeout = 90.0  # waits for the next minute
+check(check_crons_fire)
+
+
 # ---------------------------------------------------------------- driver
 
 async def run_one(name, fn, client, timeout, results):
     t0 = time.monotonic()
     try:
-        await asyncio.wait_for(fn(client), timeout)
+        await asyncio.wait_for(fn(client), max(timeout, getattr(fn, "timeout", 0.0)))
         line, ok = f"ok {name} ({time.monotonic() - t0:.1f}s)", True
     except CheckFailed as e:
         line, ok = f"FAIL {name}: {e}", False

@@ -1,0 +1,238 @@
+//! Webhooks: a run with a `webhook` URL has its final result POSTed there when it ends.
+//!
+//! The body is langgraph-api's: the run object with its final `status`, `run_started_at`,
+//! `run_ended_at`, `webhook_sent_at`, the thread's final `values`, and `error` when it
+//! failed. Delivery runs on a task of its own (never in the worker's way), retried with
+//! backoff on connection errors, timeouts and 5xx/429 answers: best effort, at least once
+//! while it lasts, with nothing kept across restarts.
+//!
+//! A webhook is a request the server makes for whoever created the run, so only http(s)
+//! URLs go out, and — unless the server allows it — none to a loopback, private,
+//! link-local or otherwise internal address: the host is resolved and every address
+//! checked, when the run is created and again at each delivery (the connection goes to
+//! the addresses checked, so a name that resolves elsewhere the second time gains
+//! nothing).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::graph::Failure;
+use crate::time::{iso_ms, now_iso};
+
+/// How webhooks are sent.
+#[derive(Debug, Clone)]
+pub struct WebhookPolicy {
+    /// Whether loopback, private and link-local targets are allowed (a receiver on the
+    /// same machine or network).
+    pub allow_private: bool,
+    /// Tries in all (the first and the retries).
+    pub attempts: u32,
+    /// The wait before the first retry; doubled before each next one.
+    pub backoff: Duration,
+    /// How long one try may take.
+    pub timeout: Duration,
+}
+
+impl Default for WebhookPolicy {
+    fn default() -> Self {
+        WebhookPolicy {
+            allow_private: false,
+            attempts: 5,
+            backoff: Duration::from_millis(500),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why `ip` may not receive webhooks, if it may not.
+fn internal(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => internal_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return internal_v4(v4);
+            }
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                Some("a loopback address")
+            } else if v6.is_unspecified() {
+                Some("the unspecified address")
+            } else if first & 0xfe00 == 0xfc00 {
+                Some("a private (unique local) address")
+            } else if first & 0xffc0 == 0xfe80 {
+                Some("a link-local address")
+            } else if v6.is_multicast() {
+                Some("a multicast address")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn internal_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, ..] = ip.octets();
+    if ip.is_loopback() {
+        Some("a loopback address")
+    } else if ip.is_private() {
+        Some("a private address")
+    } else if ip.is_link_local() {
+        Some("a link-local address (cloud metadata lives there)")
+    } else if ip.is_unspecified() || a == 0 {
+        Some("the unspecified address")
+    } else if a == 100 && (64..128).contains(&b) {
+        Some("a shared (carrier-grade NAT) address")
+    } else if ip.is_broadcast() || ip.is_multicast() {
+        Some("a broadcast or multicast address")
+    } else {
+        None
+    }
+}
+
+/// A webhook URL checked: where to send, and the addresses its host resolved to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    url: reqwest::Url,
+    host: String,
+    addrs: Vec<SocketAddr>,
+}
+
+/// Checks `url` for a webhook: http or https, a host, and unless `allow_private` no
+/// address of it internal. The error says what is wrong (a 422 at run creation).
+pub async fn check(url: &str, allow_private: bool) -> Result<Target, String> {
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| format!("Invalid webhook URL '{url}': {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "Invalid webhook URL '{url}': only http and https webhooks are sent"
+        ));
+    }
+    let host = match parsed.host_str() {
+        Some(h) if !h.is_empty() => h.trim_start_matches('[').trim_end_matches(']').to_owned(),
+        _ => return Err(format!("Invalid webhook hostname in '{url}'")),
+    };
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|e| format!("Webhook host '{host}' does not resolve: {e}"))?
+            .collect(),
+    };
+    if addrs.is_empty() {
+        return Err(format!("Webhook host '{host}' resolves to no address"));
+    }
+    if !allow_private {
+        for a in &addrs {
+            if let Some(why) = internal(a.ip()) {
+                return Err(format!(
+                    "Webhook host blocked: '{host}' is {why} ({}); the server refuses internal targets unless started with --allow-private-webhooks",
+                    a.ip()
+                ));
+            }
+        }
+    }
+    Ok(Target {
+        url: parsed,
+        host,
+        addrs,
+    })
+}
+
+/// langgraph-api's webhook body for a run that ended.
+pub fn payload(run: &Value, started_ms: i64, values: &Value, error: Option<&Failure>) -> Value {
+    let mut body = run.clone();
+    if let Some(o) = body.as_object_mut() {
+        o.remove("attempt");
+        o.insert("run_started_at".into(), iso_ms(started_ms).into());
+        o.insert("run_ended_at".into(), now_iso().into());
+        o.insert("webhook_sent_at".into(), now_iso().into());
+        o.insert("values".into(), values.clone());
+        if let Some(f) = error {
+            o.insert("error".into(), f.to_json());
+        }
+    }
+    body
+}
+
+/// Sends `body` to `url` on a task of its own, retrying as `policy` says; failures are
+/// logged.
+pub fn deliver(policy: Arc<WebhookPolicy>, url: String, body: Value) {
+    tokio::spawn(async move {
+        if let Err(e) = send(&policy, &url, &body).await {
+            tracing::warn!(webhook = url, run_id = %body["run_id"], error = e, "webhook not delivered");
+        }
+    });
+}
+
+async fn send(policy: &WebhookPolicy, url: &str, body: &Value) -> Result<(), String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut wait = policy.backoff;
+    let mut last = String::new();
+    for attempt in 1..=policy.attempts.max(1) {
+        if attempt > 1 {
+            tokio::time::sleep(wait).await;
+            wait = wait.saturating_mul(2);
+        }
+        // Checked again: the name may resolve elsewhere now. A refusal is final.
+        let target = check(url, policy.allow_private).await?;
+        let client = reqwest::Client::builder()
+            .timeout(policy.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .resolve_to_addrs(&target.host, &target.addrs)
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        match client.post(target.url).json(body).send().await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
+                last = format!("answered {}", r.status());
+            }
+            Ok(r) => return Err(format!("answered {} (not retried)", r.status())),
+            Err(e) => last = e.to_string(),
+        }
+        tracing::debug!(webhook = url, attempt, error = last, "webhook try failed");
+    }
+    Err(format!("gave up after {} tries: {last}", policy.attempts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_public_http_targets_pass_unless_allowed() {
+        for (url, says) in [
+            ("ftp://example.com/hook", "only http and https"),
+            ("not a url", "Invalid webhook URL"),
+            ("/relative/hook", "Invalid webhook URL"),
+            ("http://127.0.0.1:9/hook", "loopback"),
+            ("http://localhost:9/hook", "loopback"),
+            ("http://[::1]/hook", "loopback"),
+            ("http://10.1.2.3/hook", "private"),
+            ("http://192.168.0.10/hook", "private"),
+            ("http://172.16.5.4/hook", "private"),
+            ("http://169.254.169.254/latest/meta-data", "link-local"),
+            ("http://[fe80::1]/hook", "link-local"),
+            ("http://[fd00::1]/hook", "private"),
+            ("http://[::ffff:127.0.0.1]/hook", "loopback"),
+            ("http://0.0.0.0/hook", "unspecified"),
+            ("http://100.64.0.1/hook", "carrier-grade"),
+        ] {
+            let e = check(url, false).await.unwrap_err();
+            assert!(e.contains(says), "{url}: {e}");
+        }
+        // Public addresses (literals: no DNS in tests) pass; internal ones when allowed.
+        assert!(check("https://93.184.215.14/hook", false).await.is_ok());
+        assert!(
+            check("http://[2606:4700::1111]:8080/x", false)
+                .await
+                .is_ok()
+        );
+        assert!(check("http://127.0.0.1:9/hook", true).await.is_ok());
+        assert!(check("http://localhost:9/hook", true).await.is_ok());
+    }
+}
