@@ -254,6 +254,18 @@ async fn a_run_waits_for_the_reply_and_the_thread_keeps_it() {
         .post(&format!("/threads/{thread}/history"), json!({"limit": 10}))
         .await;
     assert!(history.as_array().unwrap().len() > 4, "{history}");
+
+    // Prometheus reads the runs by status (counted by the store) and what this instance did.
+    let (status, metrics) = api.get("/metrics").await;
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().unwrap();
+    for line in [
+        "agentgraph_runs{status=\"success\"} 2",
+        "agentgraph_queue_depth 0",
+        "agentgraph_runs_finished_total{status=\"success\"} 2",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
 }
 
 #[tokio::test]

@@ -11,7 +11,6 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::{App, Shared};
-use crate::store::Kind;
 
 pub(super) fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -36,13 +35,13 @@ async fn info() -> axum::Json<Value> {
 
 async fn metrics(State(app): Shared) -> impl IntoResponse {
     let mut out = String::new();
-    let runs = app.store.all(Kind::Run).await.unwrap_or_default();
-    let mut by_status = std::collections::BTreeMap::<String, u64>::new();
-    for r in &runs {
-        *by_status
-            .entry(r["status"].as_str().unwrap_or("unknown").to_owned())
-            .or_default() += 1;
-    }
+    let by_status: std::collections::BTreeMap<String, u64> = app
+        .store
+        .run_counts()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
     let _ = writeln!(out, "# HELP agentgraph_runs Runs in the store by status.");
     let _ = writeln!(out, "# TYPE agentgraph_runs gauge");
     for (status, n) in &by_status {

@@ -128,6 +128,9 @@ pub enum ThreadEnd {
 /// (`None`: it fires no more).
 pub type CronAdvance = fn(&Value, i64) -> (Value, Option<i64>);
 
+/// Runs by status, for `/metrics` (the same SQL on both backends).
+const RUN_COUNTS: &str = "SELECT status, count(*) FROM api_runs GROUP BY status ORDER BY status";
+
 /// Where assistants, threads, runs and the queue live.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
@@ -139,6 +142,8 @@ pub trait RunStore: Send + Sync + 'static {
     async fn get(&self, kind: Kind, id: &str) -> StoreResult<Option<Value>>;
     /// Every document of a kind, oldest first (searches filter these).
     async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>>;
+    /// How many runs the store holds in each status (`/metrics`), counted by the database.
+    async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>>;
     /// Deletes one; whether it existed.
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool>;
     /// The runs of a thread, oldest first.

@@ -22,7 +22,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Claim, CronAdvance, Kind, Notice, RunStore, StoreError, StoreResult, StoredEvent, ThreadEnd,
+    Claim, CronAdvance, Kind, Notice, RUN_COUNTS, RunStore, StoreError, StoreResult, StoredEvent,
+    ThreadEnd,
 };
 
 const CHANNEL: &str = "agentgraph_api";
@@ -203,6 +204,18 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("list"))?;
         Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>> {
+        let c = self.client("count runs").await?;
+        let rows = c
+            .query(RUN_COUNTS, &[])
+            .await
+            .map_err(failed("count runs"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).max(0) as u64))
+            .collect())
     }
 
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Claim, CronAdvance, Kind, RunStore, StoreError, StoreResult, ThreadEnd};
+use super::{Claim, CronAdvance, Kind, RUN_COUNTS, RunStore, StoreError, StoreResult, ThreadEnd};
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     move |e| StoreError {
@@ -322,6 +322,16 @@ impl RunStore for SqliteStore {
             })
             .await?;
         Ok(parse(rows))
+    }
+
+    async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>> {
+        self.blocking("count runs", |c| {
+            let mut stmt = c.prepare_cached(RUN_COUNTS)?;
+            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+                .map(|row| row.map(|(status, n)| (status, n.max(0) as u64)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
     }
 
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {
