@@ -156,6 +156,12 @@ impl McpClient {
         &self.inner.target
     }
 
+    /// The process id of a stdio server while it runs (`None` for HTTP).
+    pub fn process_id(&self) -> Option<u32> {
+        let child = self.inner.child.as_ref()?;
+        child.process.try_lock().ok()?.id()
+    }
+
     /// The timeout of listing and each call.
     pub fn timeout(&self) -> Duration {
         self.inner.timeout
@@ -240,7 +246,7 @@ impl McpClient {
                 after: timeout,
             },
             other => {
-                let message = format!("{request} failed: {other}");
+                let message = format!("{request} failed: {}", error_chain(&other));
                 match &inner.child {
                     Some(child) => child.failure(&inner.name, &inner.target, message).await,
                     None => McpError::Connection {
@@ -319,7 +325,8 @@ async fn connect_stdio(
         stderr: tail,
         stderr_task: Mutex::new(Some(task)),
     };
-    let handshake = tokio::time::timeout(config.timeout, client_config().serve((stdout, stdin)));
+    let handshake =
+        tokio::time::timeout(config.startup_timeout, client_config().serve((stdout, stdin)));
     match handshake.await {
         Ok(Ok(service)) => Ok(McpClient {
             inner: Arc::new(Connection {
@@ -339,7 +346,7 @@ async fn connect_stdio(
             Err(McpError::TimedOut {
                 server: name,
                 request: "the handshake (initialize)".to_owned(),
-                after: config.timeout,
+                after: config.startup_timeout,
             })
         }
     }
@@ -362,10 +369,13 @@ async fn connect_http(
             .map_err(|_| bad("its value is not a valid header value"))?;
         custom.insert(key_, value);
     }
+    // reqwest's rustls comes without a crypto provider; ring's is installed once per process
+    // (agent-llm does the same), else building the client panics.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom),
     );
-    let handshake = tokio::time::timeout(config.timeout, client_config().serve(transport));
+    let handshake = tokio::time::timeout(config.startup_timeout, client_config().serve(transport));
     match handshake.await {
         Ok(Ok(service)) => Ok(McpClient {
             inner: Arc::new(Connection {
@@ -386,7 +396,7 @@ async fn connect_http(
         Err(_) => Err(McpError::TimedOut {
             server: name,
             request: "the handshake (initialize)".to_owned(),
-            after: config.timeout,
+            after: config.startup_timeout,
         }),
     }
 }

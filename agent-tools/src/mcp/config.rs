@@ -11,8 +11,10 @@ use serde_json::Value;
 
 use super::error::McpError;
 
-/// How long start-up, listing the tools and each tool call may take unless a server says.
+/// How long listing the tools and each tool call may take unless a server says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long start-up (the process starting and the MCP handshake) may take unless set.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How to reach one server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +46,11 @@ pub enum McpTransport {
 pub struct McpServerConfig {
     /// How to reach it.
     pub transport: McpTransport,
-    /// The longest start-up, tool listing or tool call ([`DEFAULT_TIMEOUT`] unless set).
+    /// The longest tool listing or tool call ([`DEFAULT_TIMEOUT`] unless set).
     pub timeout: Duration,
+    /// The longest start-up: spawning or reaching the server and the MCP handshake
+    /// ([`DEFAULT_STARTUP_TIMEOUT`] unless set).
+    pub startup_timeout: Duration,
 }
 
 impl McpServerConfig {
@@ -63,6 +68,7 @@ impl McpServerConfig {
                 cwd: None,
             },
             timeout: DEFAULT_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         }
     }
 
@@ -89,6 +95,7 @@ impl McpServerConfig {
                 headers: BTreeMap::new(),
             },
             timeout: DEFAULT_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         }
     }
 
@@ -108,9 +115,15 @@ impl McpServerConfig {
         self
     }
 
-    /// This server with another timeout for start-up, listing and each call.
+    /// This server with another timeout for listing and each call.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// This server with another timeout for start-up (spawn or connect, and the handshake).
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
         self
     }
 
@@ -161,6 +174,9 @@ struct RawServer {
     headers: BTreeMap<String, String>,
     /// Seconds.
     timeout: Option<f64>,
+    /// Seconds.
+    #[serde(rename = "startupTimeout", alias = "startup_timeout")]
+    startup_timeout: Option<f64>,
     /// Claude Code's and VS Code's `stdio` / `http` / `streamable-http` / `sse`.
     #[serde(rename = "type", alias = "transport")]
     kind: Option<String>,
@@ -225,7 +241,7 @@ impl McpConfig {
 
     /// Reads `{"mcpServers": {"name": {"command", "args", "env", "cwd"} | {"url", "headers"}}}`
     /// (Claude Desktop's and Cursor's format; a bare `{"name": {...}}` map works too). Either
-    /// entry may give `"timeout"` in seconds; `"type"` (`stdio`, `http`, `streamable-http`)
+    /// entry may give `"timeout"` (tool calls) and `"startupTimeout"` in seconds; `"type"` (`stdio`, `http`, `streamable-http`)
     /// is checked against the fields; an `"sse"` server (the old HTTP+SSE transport) is
     /// refused with a message that says so; `"disabled": true` entries are left out.
     pub fn from_json(text: &str) -> Result<Self, McpError> {
@@ -314,6 +330,7 @@ fn server_of(name: &str, raw: RawServer) -> Result<McpServerConfig, McpError> {
                     cwd: raw.cwd,
                 },
                 timeout: DEFAULT_TIMEOUT,
+                startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             }
         }
         (None, Some(url)) => {
@@ -335,16 +352,24 @@ fn server_of(name: &str, raw: RawServer) -> Result<McpServerConfig, McpError> {
                     headers: raw.headers,
                 },
                 timeout: DEFAULT_TIMEOUT,
+                startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             }
         }
     };
-    if let Some(seconds) = raw.timeout {
-        if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-            return Err(bad(format!(
-                "`timeout` is {seconds}; give seconds, more than 0 and at most 86400"
-            )));
+    let seconds = |key: &str, value: f64| {
+        if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+            Ok(Duration::from_secs_f64(value))
+        } else {
+            Err(bad(format!(
+                "`{key}` is {value}; give seconds, more than 0 and at most 86400"
+            )))
         }
-        server.timeout = Duration::from_secs_f64(seconds);
+    };
+    if let Some(value) = raw.timeout {
+        server.timeout = seconds("timeout", value)?;
+    }
+    if let Some(value) = raw.startup_timeout {
+        server.startup_timeout = seconds("startupTimeout", value)?;
     }
     Ok(server)
 }

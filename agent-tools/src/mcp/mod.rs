@@ -9,8 +9,8 @@
 //! HTTP client.
 //!
 //! - [`McpServerConfig`]: one server, a program spoken to over stdio (command, args, env) or a
-//!   streamable-HTTP URL (with headers), and a timeout ([`DEFAULT_TIMEOUT`], 60 s) for
-//!   start-up, listing and each call. [`McpConfig`] holds many by name and reads the
+//!   streamable-HTTP URL (with headers), with a timeout for listing and each call
+//!   ([`DEFAULT_TIMEOUT`], 60 s) and one for start-up ([`DEFAULT_STARTUP_TIMEOUT`], 60 s). [`McpConfig`] holds many by name and reads the
 //!   `mcpServers` JSON of Claude Desktop and Cursor.
 //! - [`McpClient`]: one connection; [`MultiServerMcpClient`] connects many at once.
 //! - [`McpTool`]: one tool. Its name, description and input schema are the server's; the
@@ -78,7 +78,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub use client::McpClient;
-pub use config::{DEFAULT_TIMEOUT, McpConfig, McpServerConfig, McpTransport};
+pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, McpConfig, McpServerConfig, McpTransport};
 pub use error::McpError;
 pub use tool::{McpTool, output_of};
 

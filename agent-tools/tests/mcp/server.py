@@ -13,6 +13,8 @@ import socket
 import sys
 
 from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 server = MCPServer("agentgraph-test-server")
 
@@ -32,8 +34,14 @@ def greet(name: str, shout: bool = False) -> str:
 
 @server.tool()
 def fail(reason: str) -> str:
-    """Always fails, with the reason given."""
-    raise ValueError(f"failed on purpose: {reason}")
+    """Always fails, with the reason given (an error result, `isError`)."""
+    raise ToolError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+def refuse() -> str:
+    """Answers with a protocol error instead of a result."""
+    raise MCPError(-32001, "refused on purpose")
 
 
 @server.tool()
