@@ -104,9 +104,16 @@ fn answer(mut stream: TcpStream, tool: &str, args: &Value) -> Option<Value> {
             "content": format!("The result is {}.", result["content"].as_str().unwrap_or("?")),
         }),
     };
-    let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
+    let finish = if message["tool_calls"].is_array() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    // Distinct ids: messages with the same id replace each other in the conversation.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let reply = json!({
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+        "id": format!("chatcmpl-fake-{id}"), "object": "chat.completion", "created": 0, "model": "fake",
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     })
@@ -238,8 +245,18 @@ fn an_mcp_server_that_cannot_start_is_a_clear_error() {
     );
     let out = run(s.agent(&["run", "react", "hello", "--mcp", "python 'unclosed"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("a quote is not closed"), "{}", out.stderr);
-    let out = run(s.agent(&["run", "react", "hello", "--mcp-config", "/nonexistent/mcp.json"]));
+    assert!(
+        out.stderr.contains("a quote is not closed"),
+        "{}",
+        out.stderr
+    );
+    let out = run(s.agent(&[
+        "run",
+        "react",
+        "hello",
+        "--mcp-config",
+        "/nonexistent/mcp.json",
+    ]));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr

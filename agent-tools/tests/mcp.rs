@@ -90,7 +90,9 @@ async fn lists_and_calls(client: &McpClient) {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["add", "crash", "fail", "greet", "pixel", "refuse", "slow", "stats"]
+        [
+            "add", "crash", "fail", "greet", "pixel", "refuse", "slow", "stats"
+        ]
     );
     let add = tool(&tools, "add");
     assert_eq!(add.description(), "Adds two integers.");
@@ -105,7 +107,10 @@ async fn lists_and_calls(client: &McpClient) {
 
     assert_eq!(add.call(json!({"a": 2, "b": 3})).await.unwrap(), json!("5"));
     assert_eq!(
-        greet.call(json!({"name": "Ada", "shout": true})).await.unwrap(),
+        greet
+            .call(json!({"name": "Ada", "shout": true}))
+            .await
+            .unwrap(),
         json!("HELLO, ADA!")
     );
     // A dict return: the server sends its JSON as text (read) and as structuredContent.
@@ -116,7 +121,10 @@ async fn lists_and_calls(client: &McpClient) {
     let parsed: Value = serde_json::from_str(stats.as_str().unwrap()).unwrap();
     assert_eq!(parsed, json!({"count": 3, "sum": 6.0, "mean": 2.0}));
     let raw = client
-        .call_tool("stats", json!({"numbers": [4]}).as_object().unwrap().clone())
+        .call_tool(
+            "stats",
+            json!({"numbers": [4]}).as_object().unwrap().clone(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -160,7 +168,11 @@ async fn errors_are_tool_errors(client: &McpClient) {
     // Checked against the schema here: the server is not asked.
     let add = tool(&tools, "add");
     match add.call(json!({"a": "two", "b": 3})).await.unwrap_err() {
-        ToolError::InvalidArguments { tool, path, message } => {
+        ToolError::InvalidArguments {
+            tool,
+            path,
+            message,
+        } => {
             assert_eq!((tool.as_str(), path.as_str()), ("add", "a"));
             assert_eq!(message, "expected integer, got string \"two\"");
         }
@@ -213,14 +225,19 @@ async fn slow_calls_time_out(config: McpServerConfig) {
 #[tokio::test]
 async fn a_python_server_over_stdio() {
     let Some(python) = python() else { return };
-    let client = McpClient::connect("py", &stdio_server(&python)).await.unwrap();
+    let client = McpClient::connect("py", &stdio_server(&python))
+        .await
+        .unwrap();
     assert_eq!(client.name(), "py");
     assert!(client.target().ends_with("tests/mcp/server.py"));
     lists_and_calls(&client).await;
     errors_are_tool_errors(&client).await;
     client.close().await;
     // After close, calls fail clearly instead of hanging.
-    let error = client.call_tool("add", Default::default()).await.unwrap_err();
+    let error = client
+        .call_tool("add", Default::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, McpError::Exited { .. } | McpError::Connection { .. }),
         "{error:?}"
@@ -273,7 +290,10 @@ async fn a_server_that_dies_mid_session_is_reported_with_its_status_and_stderr()
         }
     };
     check(&error);
-    assert!(error.to_string().contains("exited with exit status: 3"), "{error}");
+    assert!(
+        error.to_string().contains("exited with exit status: 3"),
+        "{error}"
+    );
     // Later calls say the same, at once.
     let again = tool(&tools, "add")
         .call(json!({"a": 1, "b": 2}))
@@ -295,7 +315,10 @@ async fn dropping_the_last_handle_kills_a_stdio_server() {
     drop(client);
     // The tools hold the connection: still up.
     assert_eq!(
-        tool(&tools, "add").call(json!({"a": 1, "b": 2})).await.unwrap(),
+        tool(&tools, "add")
+            .call(json!({"a": 1, "b": 2}))
+            .await
+            .unwrap(),
         json!("3")
     );
     drop(tools);
@@ -339,10 +362,8 @@ async fn a_program_that_does_not_exist_is_a_clear_error() {
 
 #[tokio::test]
 async fn a_server_that_exits_at_start_up_shows_its_status_and_stderr() {
-    let config = McpServerConfig::stdio(
-        "sh",
-        ["-c", "echo 'config error: no API key' >&2; exit 2"],
-    );
+    let config =
+        McpServerConfig::stdio("sh", ["-c", "echo 'config error: no API key' >&2; exit 2"]);
     let error = McpClient::connect("broken", &config).await.unwrap_err();
     match &error {
         McpError::Exited {
@@ -358,9 +379,9 @@ async fn a_server_that_exits_at_start_up_shows_its_status_and_stderr() {
         other => panic!("{other:?}"),
     }
     assert!(
-        error
-            .to_string()
-            .ends_with("exited with exit status: 2; the end of its stderr:\nconfig error: no API key"),
+        error.to_string().ends_with(
+            "exited with exit status: 2; the end of its stderr:\nconfig error: no API key"
+        ),
         "{error}"
     );
 }
@@ -419,11 +440,17 @@ async fn many_servers_from_an_mcp_servers_file_prefix_only_colliding_names() {
     assert_eq!(names.len(), 16);
     assert!(names.contains(&"local_add") && names.contains(&"remote_add"));
     assert_eq!(
-        registry.call("remote_add", json!({"a": 20, "b": 22})).await.unwrap(),
+        registry
+            .call("remote_add", json!({"a": 20, "b": 22}))
+            .await
+            .unwrap(),
         json!("42")
     );
     assert_eq!(
-        registry.call("local_greet", json!({"name": "Bo"})).await.unwrap(),
+        registry
+            .call("local_greet", json!({"name": "Bo"}))
+            .await
+            .unwrap(),
         json!("Hello, Bo!")
     );
     let remote_add = registry.get("remote_add").unwrap();
@@ -436,7 +463,16 @@ async fn many_servers_from_an_mcp_servers_file_prefix_only_colliding_names() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["crash", "fail", "greet", "local_add", "pixel", "refuse", "slow", "stats"]
+        [
+            "crash",
+            "fail",
+            "greet",
+            "local_add",
+            "pixel",
+            "refuse",
+            "slow",
+            "stats"
+        ]
     );
     assert_eq!(tool(&tools, "local_add").remote_name(), "add");
     servers.close().await;
@@ -445,7 +481,10 @@ async fn many_servers_from_an_mcp_servers_file_prefix_only_colliding_names() {
     // A server that fails to start fails the whole set, naming it.
     let config = McpConfig::new()
         .with_server("good", stdio_server(&python))
-        .with_server("bad", McpServerConfig::stdio("agentgraph-no-such-program", [""; 0]));
+        .with_server(
+            "bad",
+            McpServerConfig::stdio("agentgraph-no-such-program", [""; 0]),
+        );
     let error = MultiServerMcpClient::connect(&config).await.unwrap_err();
     assert!(error.to_string().contains("MCP server `bad`"), "{error}");
 }
@@ -482,7 +521,9 @@ async fn react_agent_uses(registry: ToolRegistry) {
 #[tokio::test]
 async fn a_react_agent_calls_mcp_tools_over_both_transports() {
     let Some(python) = python() else { return };
-    let stdio = McpClient::connect("local", &stdio_server(&python)).await.unwrap();
+    let stdio = McpClient::connect("local", &stdio_server(&python))
+        .await
+        .unwrap();
     let http = http_server(&python);
     let remote = McpClient::connect("remote", &McpServerConfig::http(&http.url))
         .await

@@ -325,8 +325,10 @@ async fn connect_stdio(
         stderr: tail,
         stderr_task: Mutex::new(Some(task)),
     };
-    let handshake =
-        tokio::time::timeout(config.startup_timeout, client_config().serve((stdout, stdin)));
+    let handshake = tokio::time::timeout(
+        config.startup_timeout,
+        client_config().serve((stdout, stdin)),
+    );
     match handshake.await {
         Ok(Ok(service)) => Ok(McpClient {
             inner: Arc::new(Connection {

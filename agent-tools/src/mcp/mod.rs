@@ -78,7 +78,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub use client::McpClient;
-pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, McpConfig, McpServerConfig, McpTransport};
+pub use config::{
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, McpConfig, McpServerConfig, McpTransport,
+};
 pub use error::McpError;
 pub use tool::{McpTool, output_of};
 

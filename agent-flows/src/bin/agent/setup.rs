@@ -92,7 +92,13 @@ fn server_name(server: &McpServerConfig, config: &McpConfig) -> String {
         let last = word.rsplit('/').next().unwrap_or(word);
         let stem = last.split('.').next().unwrap_or(last);
         stem.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect::<String>()
     };
     let script = words
