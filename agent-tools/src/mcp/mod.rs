@@ -62,7 +62,7 @@
 //! }}"#)?;
 //! let servers = MultiServerMcpClient::connect(&config).await?;
 //! let registry = servers.registry().await?;
-//! let agent = create_react_agent(model, registry).compile()?;
+//! let agent = create_react_agent(model, registry).build()?;
 //! # let _ = agent; Ok(()) }
 //! ```
 //!
