@@ -19,9 +19,9 @@
 //! # Errors reach the model as tool errors
 //!
 //! A result with `isError`, an error the server answers with, a call that outlives the
-//! timeout ([`ToolError::TimedOut`](crate::ToolError::TimedOut); the server is told to cancel)
+//! timeout ([`ToolError::TimedOut`]; the server is told to cancel)
 //! and a server that died (its exit status and the end of its stderr) are each a
-//! [`ToolError`](crate::ToolError), which `ToolNode` turns into an error `ToolMessage` the
+//! [`ToolError`], which `ToolNode` turns into an error `ToolMessage` the
 //! model reads. Starting a server that does not exist, exits or hangs fails
 //! [`McpClient::connect`] with an [`McpError`] that says which server, which command, and
 //! what it wrote to stderr.
