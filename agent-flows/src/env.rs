@@ -1,12 +1,14 @@
 //! [`FlowEnv`]: what a flow is built from — the model that makes its decisions (its own
-//! offline model unless one is given), the clock, and the flow's options — so the CLI, the
-//! tests and a user's program build every flow the same way.
+//! offline model unless one is given), the clock, the flow's options, and tools from outside
+//! (an MCP server's, a program's own) for the flows whose model calls tools — so the CLI,
+//! the tests and a user's program build every flow the same way.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_core::{Clock, SystemClock};
 use agent_llm::ChatModel;
+use agent_tools::DynTool;
 
 use crate::error::FlowError;
 
@@ -20,6 +22,9 @@ pub struct FlowEnv {
     pub clock: Arc<dyn Clock>,
     /// Flow options by name (`form`, `mode`, `user`...): each flow lists the ones it takes.
     pub options: BTreeMap<String, String>,
+    /// Tools added to the flow's own (`react`: its model may call them). A flow that takes
+    /// none fails to open when some are given, rather than ignoring them.
+    pub tools: Vec<Arc<dyn DynTool>>,
 }
 
 impl std::fmt::Debug for FlowEnv {
@@ -34,6 +39,10 @@ impl std::fmt::Debug for FlowEnv {
             )
             .field("clock", &self.clock)
             .field("options", &self.options)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -51,6 +60,7 @@ impl FlowEnv {
             model: None,
             clock: Arc::new(SystemClock),
             options: BTreeMap::new(),
+            tools: Vec::new(),
         }
     }
 
@@ -72,6 +82,12 @@ impl FlowEnv {
         self
     }
 
+    /// This environment with `tools` added to the flow's own (see [`FlowEnv::tools`]).
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn DynTool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
     /// The model to use: the one given, else the flow's offline one.
     pub fn model_or(&self, offline: impl FnOnce() -> Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
         self.model.clone().unwrap_or_else(offline)
@@ -85,6 +101,20 @@ impl FlowEnv {
     /// An option's value.
     pub fn option(&self, key: &str) -> Option<&str> {
         self.options.get(key).map(String::as_str)
+    }
+
+    /// Fails when tools were added, for a flow that takes none.
+    pub fn no_tools(&self, flow: &'static str) -> Result<(), FlowError> {
+        match self.tools.first() {
+            None => Ok(()),
+            Some(tool) => Err(FlowError::Setup {
+                flow,
+                message: format!(
+                    "this flow takes no tools from outside (`{}` was given); use the react flow for MCP tools",
+                    tool.name()
+                ),
+            }),
+        }
     }
 
     /// A yes/no option (`1`, `true`, `yes`, `on`, or `0`, `false`, `no`, `off`); `false`

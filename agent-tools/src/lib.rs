@@ -15,6 +15,10 @@
 //!   node to it. Both work on any state that implements [`MessagesState`].
 //! - Wrappers ([`ToolExt`]): [`Timeout`], [`Retry`], [`Redacted`] (secrets masked in logs).
 //! - [`builtin`]: `echo`, `datetime` (IANA zones, DST-aware) and `calculator`.
+//! - `mcp` (feature `mcp`): the tools of MCP servers (stdio or streamable HTTP) as tools
+//!   here, on the official SDK, `rmcp`; see the module docs.
+//! - [`schema`]: checks arguments against a tool's JSON schema (what MCP tools are checked
+//!   with, having no Rust type).
 //! - [`prebuilt`]: [`create_react_agent`], LangGraph's prebuilt ReAct agent (system prompt,
 //!   step limit, threads, approval before tools, structured response).
 //!
@@ -79,10 +83,13 @@ pub mod builtin;
 mod condition;
 mod error;
 mod layers;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod memory;
 mod node;
 pub mod prebuilt;
 mod registry;
+pub mod schema;
 mod state;
 mod tool;
 mod tool_context;

@@ -413,6 +413,7 @@ impl FlowSpec for Data {
     }
 
     fn context(env: &FlowEnv) -> Result<DataContext, FlowError> {
+        env.no_tools(Self::NAME)?;
         DataContext::new(env.model_or(offline::model))
     }
 

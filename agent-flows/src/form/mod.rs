@@ -355,6 +355,7 @@ impl FlowSpec for Form {
     }
 
     fn context(env: &FlowEnv) -> Result<FormContext, FlowError> {
+        env.no_tools(Self::NAME)?;
         let form = FormSpec::load(env.option("form").unwrap_or(spec::DEFAULT_FORM))?;
         Ok(FormContext::new(
             form,

@@ -830,6 +830,7 @@ impl FlowSpec for Orchestrator {
     }
 
     fn context(env: &FlowEnv) -> Result<OrchestratorContext, FlowError> {
+        env.no_tools(Self::NAME)?;
         OrchestratorContext::from_env(env)
     }
 

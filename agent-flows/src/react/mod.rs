@@ -20,7 +20,9 @@
 //!
 //! Tools come from [`TOOL_REGISTRY`] (the seed's registry; [`ensure_tools_registered`]
 //! registers `echo`, `calculator` and `datetime` once, and any program can register more
-//! before it opens the flow) or from a registry given to [`ReactContext::with_tools`].
+//! before it opens the flow), plus the environment's tools ([`FlowEnv::tools`]: what
+//! `agent run react --mcp ...` connects), or from a registry given to
+//! [`ReactContext::with_tools`].
 //!
 //! # Where the seed is silent or loose, decided here
 //!
@@ -792,6 +794,22 @@ impl FlowSpec for React {
 
     fn context(env: &FlowEnv) -> Result<ReactContext, FlowError> {
         let mut context = ReactContext::new(env.model_or(offline::model), env.clock.clone())?;
+        if !env.tools.is_empty() {
+            // The environment's tools (an MCP server's) join the seed's registry.
+            let setup = |e: agent_tools::ToolError| FlowError::Setup {
+                flow: React::NAME,
+                message: e.to_string(),
+            };
+            let mut registry = TOOL_REGISTRY
+                .registry(&ToolDeps {
+                    clock: env.clock.clone(),
+                })
+                .map_err(setup)?;
+            for tool in &env.tools {
+                registry.register_arc(tool.clone()).map_err(setup)?;
+            }
+            context = context.with_tools(registry);
+        }
         if let Some(text) = env.option("max_tokens") {
             context = context.with_max_tokens(parse_option("max_tokens", text, &MAX_TOKENS_RANGE)?);
         }

@@ -286,6 +286,7 @@ impl FlowSpec for ToolRouter {
     }
 
     fn context(env: &FlowEnv) -> Result<ToolRouterContext, FlowError> {
+        env.no_tools(Self::NAME)?;
         ToolRouterContext::new(env.model_or(offline::model), env.clock.clone())
     }
 

@@ -18,7 +18,12 @@ const PROMPT: Style = AnsiColor::Green.on_default().bold();
 const DIM: Style = Style::new().dimmed();
 
 pub async fn run(flow: &'static dyn Flow, args: &RunArgs) -> Result<(), Failure> {
-    let env = setup::env(args)?;
+    let mut env = setup::env(args)?;
+    // The MCP servers stay up for the whole conversation.
+    let mcp = setup::mcp(args).await?;
+    if let Some((_, tools)) = &mcp {
+        env = env.with_tools(tools.iter().cloned());
+    }
     let saver = setup::saver(args.db.as_deref()).await?;
     let store = setup::store(args.store.as_deref(), args.db.as_deref()).await?;
     let session = flow

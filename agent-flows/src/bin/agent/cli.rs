@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     about,
     arg_required_else_help = true,
-    after_help = "Examples:\n  agent list\n  agent run tool-router \"¿Qué hora es en Tokio y Londres?\"\n  agent run tool-router \"What time is it in New York?\" --thread demo --json\n  agent chat form\n  agent graph tool-router --ascii\n\nModels: --model offline (default: deterministic rules, no key, no server), openai:<model> (OPENAI_API_KEY, OPENAI_BASE_URL for any OpenAI-compatible server), anthropic:<model> (ANTHROPIC_API_KEY), ollama:<model> (OLLAMA_HOST)."
+    after_help = "Examples:\n  agent list\n  agent run tool-router \"¿Qué hora es en Tokio y Londres?\"\n  agent run tool-router \"What time is it in New York?\" --thread demo --json\n  agent run react --mode llm --model ollama:qwen2.5 --mcp \"python my_server.py\" \"add 2 and 3\"\n  agent chat form\n  agent graph tool-router --ascii\n\nModels: --model offline (default: deterministic rules, no key, no server), openai:<model> (OPENAI_API_KEY, OPENAI_BASE_URL for any OpenAI-compatible server), anthropic:<model> (ANTHROPIC_API_KEY), ollama:<model> (OLLAMA_HOST)."
 )]
 pub struct Cli {
     /// Log format on stderr (filter with RUST_LOG, e.g. RUST_LOG=agent_core=debug).
@@ -187,6 +187,14 @@ pub struct RunArgs {
     /// (default: the thread store, --db, when the run has a thread).
     #[arg(long, env = "AGENTGRAPH_STORE")]
     pub store: Option<String>,
+    /// An MCP server to start (stdio), whose tools the `react` flow's model may call:
+    /// a command line such as "python my_server.py" (split as a shell would; repeatable).
+    #[arg(long, value_name = "COMMAND")]
+    pub mcp: Vec<String>,
+    /// MCP servers from a JSON file in the `mcpServers` format of Claude Desktop and Cursor
+    /// (`command`/`args`/`env` or `url`/`headers` per server).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
 }
 
 /// `--stream` modes.

@@ -190,7 +190,11 @@ async fn run_once(
     args: &RunArgs,
     json: bool,
 ) -> Result<(), Failure> {
-    let env = setup::env(args)?;
+    let mut env = setup::env(args)?;
+    let mcp = setup::mcp(args).await?;
+    if let Some((_, tools)) = &mcp {
+        env = env.with_tools(tools.iter().cloned());
+    }
     let saver = match &args.thread {
         Some(_) => Some(setup::saver(args.db.as_deref()).await?),
         None => None,
@@ -216,6 +220,10 @@ async fn run_once(
         .await;
     spinner.stop().await;
     printer.finish();
+    drop(session);
+    if let Some((servers, _)) = mcp {
+        servers.close().await;
+    }
     let report = result.map_err(Failure::runtime)?;
     output::report(&report, json, printer.printed_tokens);
     Ok(())

@@ -1,5 +1,6 @@
 //! Turning options into what a flow runs with: the model (`--model`), the thread store
-//! (`--db`), the flow's options (`--set`, `--form`, `--mode`...), and logging.
+//! (`--db`), the flow's options (`--set`, `--form`, `--mode`...), the MCP servers whose tools
+//! join the flow's (`--mcp`, `--mcp-config`), and logging.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -7,6 +8,8 @@ use std::sync::Arc;
 
 use agent_core::{Checkpointer, GraphError, PostgresSaver, SqliteSaver};
 use agent_flows::FlowEnv;
+use agent_tools::DynTool;
+use agent_tools::mcp::{McpConfig, McpServerConfig, McpTransport, MultiServerMcpClient};
 
 use crate::Failure;
 use crate::cli::{LogFormat, ReactMode, RunArgs};
@@ -39,6 +42,82 @@ pub fn env(args: &RunArgs) -> Result<FlowEnv, Failure> {
         env = env.with_option("user", user.clone());
     }
     Ok(env)
+}
+
+/// The MCP servers `--mcp` and `--mcp-config` name, connected, and their tools (named so
+/// that none shadows one of the react flow's own), or `None` when there are none. The
+/// servers stay up while the returned client (or a tool) lives.
+pub async fn mcp(
+    args: &RunArgs,
+) -> Result<Option<(MultiServerMcpClient, Vec<Arc<dyn DynTool>>)>, Failure> {
+    let mut config = match &args.mcp_config {
+        Some(path) => McpConfig::from_file(path).map_err(|e| Failure::usage(e.to_string()))?,
+        None => McpConfig::new(),
+    };
+    for line in &args.mcp {
+        let server =
+            McpServerConfig::command_line(line).map_err(|e| Failure::usage(e.to_string()))?;
+        let name = server_name(&server, &config);
+        config.insert(name, server);
+    }
+    if config.is_empty() {
+        return Ok(None);
+    }
+    let servers = MultiServerMcpClient::connect(&config)
+        .await
+        .map_err(|e| Failure::message(e.to_string()))?;
+    agent_flows::react::ensure_tools_registered();
+    let own = agent_flows::react::TOOL_REGISTRY.names();
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
+    let tools = servers
+        .tools_avoiding(&own)
+        .await
+        .map_err(|e| Failure::message(e.to_string()))?;
+    let tools = tools
+        .into_iter()
+        .map(|tool| Arc::new(tool) as Arc<dyn DynTool>)
+        .collect();
+    Ok(Some((servers, tools)))
+}
+
+/// A name for the server of `--mcp LINE` (a tool's prefix when names collide): the script or
+/// package it runs (`my_server` for `python my_server.py`, `server-filesystem` for
+/// `npx -y @modelcontextprotocol/server-filesystem`), else the program; made unique.
+fn server_name(server: &McpServerConfig, config: &McpConfig) -> String {
+    let words: Vec<&String> = match &server.transport {
+        McpTransport::Stdio { command, args, .. } => std::iter::once(command).chain(args).collect(),
+        _ => Vec::new(),
+    };
+    let stem = |word: &str| {
+        let last = word.rsplit('/').next().unwrap_or(word);
+        let stem = last.split('.').next().unwrap_or(last);
+        stem.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    let script = words
+        .iter()
+        .skip(1)
+        .find(|w| !w.starts_with('-') && (w.contains('.') || w.contains('/')));
+    let base = script
+        .or(words.first())
+        .copied()
+        .map(|w| stem(w))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "mcp".to_owned());
+    let mut name = base.clone();
+    let mut n = 2;
+    while config.get(&name).is_some() {
+        name = format!("{base}{n}");
+        n += 1;
+    }
+    name
 }
 
 /// The thread store: `--db` / `AGENTGRAPH_DB` (a SQLite path or a postgres:// URL), else the

@@ -1,0 +1,267 @@
+//! `agent run react --mode llm --mcp "python server.py"` as a user runs it: the MCP server's
+//! tools join the flow's, the model calls one, and its result reaches the answer. Also from
+//! an `mcpServers` file (`--mcp-config`), and the errors of a server that cannot start and of
+//! a flow that takes no tools.
+//!
+//! The MCP server is agent-tools' test server, written with the official Python SDK (a cached
+//! venv from `agent-tools/tests/mcp/python.sh`), so those tests run under CI (`CI` set) or
+//! with `AGENTGRAPH_MCP_TESTS=1`, and say they skipped otherwise. The model is a local fake
+//! speaking OpenAI's chat-completions wire format: it asks for `add` with fixed arguments,
+//! then answers with the tool message it is sent.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use common::{Scratch, run};
+use serde_json::{Value, json};
+
+const MCP_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agent-tools/tests/mcp");
+
+fn python() -> Option<String> {
+    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
+        eprintln!(
+            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run this (CI does)"
+        );
+        return None;
+    }
+    let out = Command::new("bash")
+        .arg(format!("{MCP_DIR}/python.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "python.sh failed");
+    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
+}
+
+/// A fake OpenAI-compatible server on a free port: the first request of a turn (no tool
+/// message yet) gets a call of `tool` with `args`; a request holding a tool message gets the
+/// answer `The result is <its content>.` Every request body is kept.
+struct FakeModel {
+    url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeModel {
+    fn start(tool: &'static str, args: Value) -> FakeModel {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let body = answer(stream, tool, &args);
+                if let Some(body) = body {
+                    seen.lock().unwrap().push(body);
+                }
+            }
+        });
+        FakeModel { url, requests }
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Reads one request from `stream` and answers it; returns its JSON body.
+fn answer(mut stream: TcpStream, tool: &str, args: &Value) -> Option<Value> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let request: Value = serde_json::from_slice(&body).ok()?;
+    let tool_message = request["messages"]
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .cloned();
+    let message = match tool_message {
+        None => json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": tool, "arguments": args.to_string()},
+        }]}),
+        Some(result) => json!({
+            "role": "assistant",
+            "content": format!("The result is {}.", result["content"].as_str().unwrap_or("?")),
+        }),
+    };
+    let finish = if message["tool_calls"].is_array() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    // Distinct ids: messages with the same id replace each other in the conversation.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let reply = json!({
+        "id": format!("chatcmpl-fake-{id}"), "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    })
+    .to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+    Some(request)
+}
+
+fn llm_run(s: &Scratch, model: &FakeModel, extra: &[&str]) -> common::Run {
+    let mut args = vec![
+        "run",
+        "react",
+        "what is 19 + 23?",
+        "--mode",
+        "llm",
+        "--model",
+        "openai:fake",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = s.agent(&args);
+    cmd.env("OPENAI_BASE_URL", &model.url)
+        .env("OPENAI_API_KEY", "sk-fake");
+    run(cmd)
+}
+
+/// The tool messages of a `--json` report's state.
+fn tool_messages(report: &Value) -> Vec<Value> {
+    report["state"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["type"] == "tool")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_react_flow_calls_a_tool_of_an_mcp_server() {
+    let Some(python) = python() else { return };
+    let s = Scratch::new("mcp-react");
+    let model = FakeModel::start("add", json!({"a": 19, "b": 23}));
+    let server = format!("{python} {MCP_DIR}/server.py");
+    let out = llm_run(&s, &model, &["--mcp", &server]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let tools = tool_messages(&report);
+    assert_eq!(tools.len(), 1, "{report:#}");
+    assert_eq!(tools[0]["content"], "42");
+    assert!(
+        report["response"]
+            .as_str()
+            .unwrap()
+            .starts_with("The result is 42."),
+        "{report:#}"
+    );
+    // The model was offered the server's tools with their schemas, beside the flow's own.
+    let first = &model.requests()[0];
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    for name in ["echo", "calculator", "datetime", "add", "greet", "slow"] {
+        assert!(offered.contains(&name), "{name} not in {offered:?}");
+    }
+    let add = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "add")
+        .unwrap();
+    assert_eq!(add["function"]["parameters"]["required"], json!(["a", "b"]));
+
+    // The same server from an mcpServers file, and an error result reaching the model.
+    let file = s.path("mcp.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {"math": {"command": python, "args": [format!("{MCP_DIR}/server.py")]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let failing = FakeModel::start("fail", json!({"reason": "no luck"}));
+    let out = llm_run(&s, &failing, &["--mcp-config", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json();
+    let tools = tool_messages(&report);
+    assert_eq!(tools.len(), 1, "{report:#}");
+    assert!(
+        tools[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("failed on purpose: no luck"),
+        "{report:#}"
+    );
+
+    // A flow that takes no tools says so.
+    let out = run(s.agent(&["run", "tool-router", "time in Oslo", "--mcp", &server]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("takes no tools from outside"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_mcp_server_that_cannot_start_is_a_clear_error() {
+    let s = Scratch::new("mcp-missing");
+    let out = run(s.agent(&[
+        "run",
+        "react",
+        "hello",
+        "--mcp",
+        "agentgraph-no-such-program --port 1",
+    ]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "cannot start MCP server `agentgraph-no-such-program` (`agentgraph-no-such-program --port 1`)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = run(s.agent(&["run", "react", "hello", "--mcp", "python 'unclosed"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a quote is not closed"),
+        "{}",
+        out.stderr
+    );
+    let out = run(s.agent(&[
+        "run",
+        "react",
+        "hello",
+        "--mcp-config",
+        "/nonexistent/mcp.json",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("cannot read the MCP configuration /nonexistent/mcp.json"),
+        "{}",
+        out.stderr
+    );
+}
