@@ -3,8 +3,9 @@
 //! the `PostgresSaver`'s (or that very pool: [`PostgresStore::from_pool`]). Every batch is
 //! one transaction. The `vector` extension is not needed: similarity is computed in Rust over
 //! the candidates' vectors (exact search; see [`IndexConfig`]), and filters likewise, so a
-//! search reads every live item under its prefix. Migrations run under an advisory lock and
-//! may run again (`store_meta` holds the version).
+//! search reads every live item under its prefix that the filter's simple conditions, checked
+//! by PostgreSQL, leave (see `narrow`). Migrations run under an advisory lock and may run
+//! again (`store_meta` holds the version).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,10 +13,12 @@ use std::sync::Arc;
 use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio_postgres::Transaction;
+use tokio_postgres::types::ToSql;
 
 use super::namespace::{join, split};
+use super::narrow::{Param, narrow};
 use super::prepare::{Prepared, Put, StoreConfig};
-use super::rank::{self, Candidate, to_item};
+use super::rank::{self, to_item};
 use super::{IndexConfig, Op, OpResult, Store, StoreError, TtlConfig};
 use crate::runtime::Clock;
 
@@ -276,13 +279,17 @@ async fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult,
             let prefix = join(&search.prefix);
             let dotted = format!("{prefix}.");
             let all = search.prefix.is_empty();
+            // PostgreSQL narrows by the filter's simple conditions; `rank` applies all of it.
+            let (narrowing, narrow_params) = narrow(&search.filter, 5);
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now];
+            params.extend(narrow_params.iter().map(Param::as_sql));
             let rows = tx
                 .query(
                     &format!(
                         "SELECT {ITEM_COLUMNS} FROM store_items
-                          WHERE {UNDER_PREFIX} AND (expires_at_ms IS NULL OR expires_at_ms > $4)"
+                          WHERE {UNDER_PREFIX} AND (expires_at_ms IS NULL OR expires_at_ms > $4){narrowing}"
                     ),
-                    &[&prefix, &dotted, &all, &now],
+                    &params,
                 )
                 .await
                 .map_err(err)?;
@@ -305,14 +312,20 @@ async fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult,
                         .push(row.try_get(2).map_err(err)?);
                 }
             }
-            let mut candidates = Vec::with_capacity(rows.len());
+            let mut owned = Vec::with_capacity(rows.len());
             for row in &rows {
                 let item = row_item(row)?;
-                let vectors = vectors
-                    .remove(&(join(&item.namespace), item.key.clone()))
-                    .unwrap_or_default();
-                candidates.push(Candidate { item, vectors });
+                let item_vectors = match search.query {
+                    Some(_) => vectors
+                        .remove(&(join(&item.namespace), item.key.clone()))
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                owned.push((item, item_vectors));
             }
+            let candidates = owned
+                .iter()
+                .map(|(item, vectors)| (item, vectors.iter().map(Vec::as_slice)));
             let found = rank::rank(candidates, &search);
             if search.refresh {
                 for hit in &found {
