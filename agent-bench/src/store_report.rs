@@ -36,7 +36,11 @@ fn cell(row: Option<&Value>) -> String {
         Some(r) if r.get("error").is_some() => {
             format!("not run: {}", r["error"].as_str().unwrap_or("?"))
         }
-        Some(r) => match (r["ops_per_s"].as_f64(), r["p50_us"].as_f64(), r["p99_us"].as_f64()) {
+        Some(r) => match (
+            r["ops_per_s"].as_f64(),
+            r["p50_us"].as_f64(),
+            r["p99_us"].as_f64(),
+        ) {
             (Some(ops), Some(p50), Some(p99)) => {
                 format!("{} ({} / {})", number(ops), micros(p50), micros(p99))
             }
@@ -108,7 +112,8 @@ pub fn report(ours: &[Value], theirs: &[Value]) -> String {
                 cell(mine),
                 ratio.map_or_else(|| "—".to_owned(), |r| format!("{r:.1}x")),
             );
-            if let (Some(a), Some(b)) = (mine, lg) {
+            let measured = |r: &&Value| r.get("error").is_none();
+            if let (Some(a), Some(b)) = (mine.filter(measured), lg.filter(measured)) {
                 if a["hits"] != b["hits"] && op != "embed" {
                     mismatches.push(format!(
                         "{backend} {op}: agentgraph found {} items, LangGraph {}",
@@ -186,7 +191,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| 2.0x | ≥20x ✗ |"), "{text}");
-        assert!(text.contains("| memory (InMemoryStore) | — | 2.0 |"), "{text}");
+        assert!(
+            text.contains("| memory (InMemoryStore) | — | 2.0 |"),
+            "{text}"
+        );
         assert!(text.contains("- no pgvector"), "{text}");
         assert!(
             text.contains("memory get: agentgraph found 100 items, LangGraph 99"),

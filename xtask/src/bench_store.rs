@@ -52,7 +52,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     eprintln!("== bench store: release build");
     let mut cmd = shell::cargo();
-    cmd.args(["build", "--release", "-p", "agent-bench", "--bin", "store_bench"]);
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "agent-bench",
+        "--bin",
+        "store_bench",
+    ]);
     shell::run(cmd)?;
     let binary = target.join("release/store_bench");
     let python = bench::venv(&root, &target.join("bench"))?;
@@ -60,7 +67,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     eprintln!("\n== bench store: the same data, queries and embedding on both sides");
     let mine = output(Command::new(&binary).arg("check").args(&sizes))?;
-    let port = output(Command::new(&python).arg(&script).arg("--check").args(&sizes))?;
+    let port = output(
+        Command::new(&python)
+            .arg(&script)
+            .arg("--check")
+            .args(&sizes),
+    )?;
     same_lines(&mine, &port)?;
     eprintln!("(identical: {} lines)", mine.lines().count());
 
@@ -98,12 +110,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 
     eprintln!("\n== bench store: report");
-    let tables = output(
-        Command::new(&binary)
-            .arg("report")
-            .arg(&ours)
-            .arg(&theirs),
-    )?;
+    let tables = output(Command::new(&binary).arg("report").arg(&ours).arg(&theirs))?;
     let report = format!(
         "Machine: {}; load average (1, 5, 15 min) {load_before} before, {} after.\n\n{tables}",
         bench::machine(),

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use agent_bench::store_report;
 use agent_core::store::{
-    IndexConfig, InMemoryStore, PostgresStore, SearchOp, SqliteStore, Store, ns,
+    InMemoryStore, IndexConfig, PostgresStore, SearchOp, SqliteStore, Store, ns,
 };
 use agent_llm::embeddings::OfflineEmbeddings;
 use serde_json::{Value, json};

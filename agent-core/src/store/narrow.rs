@@ -56,7 +56,8 @@ pub(crate) fn narrow(filter: &Map<String, Value>, first: usize) -> (String, Vec<
                 ("$gt" | "$gte" | "$lt" | "$lte", Value::Number(n)) => {
                     let Some(x) = n.as_f64() else { continue };
                     let above = op.starts_with("$g");
-                    let bound = (0..4).fold(x, |b, _| if above { b.next_down() } else { b.next_up() });
+                    let bound =
+                        (0..4).fold(x, |b, _| if above { b.next_down() } else { b.next_up() });
                     let cmp = if above { ">=" } else { "<=" };
                     add(
                         &|k, v| {
@@ -103,7 +104,9 @@ mod tests {
     #[test]
     fn narrows_what_it_can_decide_safely() {
         let (sql, params) = narrow(
-            &obj(json!({"kind": "note", "n": {"$gt": 5, "$ne": 7}, "a.b": 1, "x": 3, "s": {"$lt": "m"}})),
+            &obj(
+                json!({"kind": "note", "n": {"$gt": 5, "$ne": 7}, "a.b": 1, "x": 3, "s": {"$lt": "m"}}),
+            ),
             5,
         );
         assert_eq!(
