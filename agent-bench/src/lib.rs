@@ -2,7 +2,8 @@
 //! ([`graphs`]) and as a hand-written tokio program doing the same work ([`floor`]), and the
 //! report that turns the bench's JSON lines into ratio tables ([`report`]); and the server
 //! bench's load generator ([`load`]) and tables ([`server_report`]), which `src/bin/server_bench.rs`
-//! (`cargo xtask bench server`) runs against our server and langgraph-api.
+//! (`cargo xtask bench server`) runs against our server and langgraph-api; and the store
+//! bench's tables ([`store_report`]) for `src/bin/store_bench.rs` (`cargo xtask bench store`).
 //!
 //! `benches/shapes.rs` is the program `cargo xtask bench` runs (release build, one child
 //! process per shape x saver x durability). Nothing here asserts on time; the unit tests only
@@ -14,6 +15,7 @@ pub mod load;
 pub mod report;
 pub mod savers;
 pub mod server_report;
+pub mod store_report;
 
 use agent_core::{BoxError, BoxFuture, RunConfig};
 use serde_json::Value;

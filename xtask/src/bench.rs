@@ -10,7 +10,8 @@
 //! exist for `--vs-langgraph`; pip fetches from PyPI. The bench counts allocations over
 //! mimalloc; `--system-alloc` builds it over the system's allocator instead.
 //!
-//! `cargo xtask bench server` is the server bench instead (see `bench_server`).
+//! `cargo xtask bench server` is the server bench instead (see `bench_server`), `cargo xtask
+//! bench store` the store bench (see `bench_store`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,12 +20,14 @@ use xtask::sourcegen::{display_path, project_root};
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask bench server [..] | cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
+const USAGE: &str = "usage: cargo xtask bench server [..] | cargo xtask bench store [..] | cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
 
 /// Runs the command (`bench server ..`: the server bench, `bench_server`).
 pub fn run(args: &[String]) -> Result<(), String> {
-    if args.first().is_some_and(|a| a == "server") {
-        return crate::bench_server::run(&args[1..]);
+    match args.first().map(String::as_str) {
+        Some("server") => return crate::bench_server::run(&args[1..]),
+        Some("store") => return crate::bench_store::run(&args[1..]),
+        _ => {}
     }
     let mut vs_langgraph = false;
     let mut quick = false;
@@ -148,7 +151,7 @@ pub(crate) fn target_dir(root: &Path) -> PathBuf {
 }
 
 /// The venv's python, creating the venv (or refreshing it when the pins changed).
-fn venv(root: &Path, dir: &Path) -> Result<PathBuf, String> {
+pub(crate) fn venv(root: &Path, dir: &Path) -> Result<PathBuf, String> {
     let requirements = root.join("xtask/bench/requirements.txt");
     let pins = std::fs::read_to_string(&requirements)
         .map_err(|e| format!("cannot read {}: {e}", display_path(&requirements)))?;
@@ -184,7 +187,7 @@ fn venv(root: &Path, dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// CPU model, cores and today's date (UTC), for the report.
-fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {
@@ -198,7 +201,7 @@ fn machine() -> String {
 }
 
 /// The 1-, 5- and 15-minute load averages (other work on the machine skews timings).
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))

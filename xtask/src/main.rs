@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_server;
+mod bench_store;
 mod ci;
 mod codegen;
 mod llm_server;
@@ -39,8 +40,8 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "bench",
-        args: "[--vs-langgraph] [--quick] | server [--no-vs-langgraph] [--quick]",
-        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios. `bench server`: our server against langgraph-api (langgraph dev) under load",
+        args: "[--vs-langgraph] [--quick] | server [--no-vs-langgraph] [--quick] | store [--quick] [--items N]",
+        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios. `bench server`: our server against langgraph-api (langgraph dev) under load. `bench store`: our stores against LangGraph's InMemoryStore and PostgresStore (put, get, filtered and semantic search)",
         run: bench::run,
     },
     Command {

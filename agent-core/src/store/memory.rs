@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::prepare::config_builders;
 use super::prepare::{Prepared, StoreConfig};
-use super::rank::{self, Candidate};
+use super::rank;
 use super::{Item, Op, OpResult, Store, StoreError, TtlConfig};
 
 /// One stored item and what the store keeps beside it.
@@ -104,21 +104,14 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
             OpResult::Done
         }
         Prepared::Search(search) => {
-            let mut candidates = Vec::new();
-            for (namespace, items) in data.range(search.prefix.clone()..) {
-                if !super::namespace::has_prefix(namespace, &search.prefix) {
-                    break;
-                }
-                for entry in items.values().filter(|e| e.live(now)) {
-                    candidates.push(Candidate {
-                        item: entry.item.clone(),
-                        vectors: match search.query {
-                            Some(_) => entry.vectors.iter().map(|(_, v)| v.clone()).collect(),
-                            None => Vec::new(),
-                        },
-                    });
-                }
-            }
+            let candidates = data
+                .range(search.prefix.clone()..)
+                .take_while(|(namespace, _)| {
+                    super::namespace::has_prefix(namespace, &search.prefix)
+                })
+                .flat_map(|(_, items)| items.values())
+                .filter(|e| e.live(now))
+                .map(|e| (&e.item, e.vectors.iter().map(|(_, v)| v.as_slice())));
             let found = rank::rank(candidates, &search);
             if search.refresh {
                 for hit in &found {

@@ -36,6 +36,8 @@ mod item;
 mod memory;
 mod namespace;
 #[cfg(feature = "postgres")]
+mod narrow;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod prepare;
 mod rank;

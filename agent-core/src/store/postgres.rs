@@ -1,21 +1,24 @@
 //! `PostgresStore`: items in PostgreSQL — tables `store_items` (values as `jsonb`) and
 //! `store_vectors` (`real[]`), beside the checkpoints or alone, through a deadpool pool like
 //! the `PostgresSaver`'s (or that very pool: [`PostgresStore::from_pool`]). Every batch is
-//! one transaction. The `vector` extension is not needed: similarity is computed in Rust over
+//! one transaction; its fixed statements are prepared once per connection (deadpool's
+//! statement cache). The `vector` extension is not needed: similarity is computed in Rust over
 //! the candidates' vectors (exact search; see [`IndexConfig`]), and filters likewise, so a
-//! search reads every live item under its prefix. Migrations run under an advisory lock and
-//! may run again (`store_meta` holds the version).
+//! search reads every live item under its prefix that the filter's simple conditions, checked
+//! by PostgreSQL, leave (see `narrow`). Migrations run under an advisory lock and may run
+//! again (`store_meta` holds the version).
 
 use std::collections::HashMap;
 
-use deadpool_postgres::Pool;
+use deadpool_postgres::{Pool, Transaction};
 use serde_json::Value;
-use tokio_postgres::Transaction;
+use tokio_postgres::types::ToSql;
 
 use super::namespace::{join, split};
+use super::narrow::{Param, narrow};
 use super::prepare::config_builders;
 use super::prepare::{Prepared, Put, StoreConfig};
-use super::rank::{self, Candidate, to_item};
+use super::rank::{self, to_item};
 use super::{Op, OpResult, Store, StoreError, TtlConfig};
 use crate::checkpoint::postgres_migrate::{self, Schema};
 
@@ -129,8 +132,12 @@ async fn refresh(
     now: i64,
 ) -> Result<(), StoreError> {
     tx.execute(
-        "UPDATE store_items SET expires_at_ms = $3 + ttl_ms
+        &tx.prepare_cached(
+            "UPDATE store_items SET expires_at_ms = $3 + ttl_ms
           WHERE prefix = $1 AND key = $2 AND ttl_ms IS NOT NULL AND expires_at_ms > $3",
+        )
+        .await
+        .map_err(err)?,
         &[&prefix, &key, &now],
     )
     .await
@@ -142,13 +149,17 @@ async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError>
     let prefix = join(&put.namespace);
     let Some(value) = put.value else {
         tx.execute(
-            "DELETE FROM store_items WHERE prefix = $1 AND key = $2",
+            &tx.prepare_cached("DELETE FROM store_items WHERE prefix = $1 AND key = $2")
+                .await
+                .map_err(err)?,
             &[&prefix, &put.key],
         )
         .await
         .map_err(err)?;
         tx.execute(
-            "DELETE FROM store_vectors WHERE prefix = $1 AND key = $2",
+            &tx.prepare_cached("DELETE FROM store_vectors WHERE prefix = $1 AND key = $2")
+                .await
+                .map_err(err)?,
             &[&prefix, &put.key],
         )
         .await
@@ -158,7 +169,7 @@ async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError>
     let text = Value::Object(value).to_string();
     let expires = put.ttl_ms.map(|t| now.saturating_add(t));
     tx.execute(
-        "INSERT INTO store_items (prefix, key, value, created_at_ms, updated_at_ms, ttl_ms, expires_at_ms)
+        &tx.prepare_cached("INSERT INTO store_items (prefix, key, value, created_at_ms, updated_at_ms, ttl_ms, expires_at_ms)
          VALUES ($1, $2, $3::text::jsonb, $4, $4, $5, $6)
          ON CONFLICT (prefix, key) DO UPDATE SET
              value = EXCLUDED.value,
@@ -167,21 +178,23 @@ async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError>
                                   THEN EXCLUDED.created_at_ms ELSE store_items.created_at_ms END,
              updated_at_ms = EXCLUDED.updated_at_ms,
              ttl_ms = EXCLUDED.ttl_ms,
-             expires_at_ms = EXCLUDED.expires_at_ms",
+             expires_at_ms = EXCLUDED.expires_at_ms").await.map_err(err)?,
         &[&prefix, &put.key, &text, &now, &put.ttl_ms, &expires],
     )
     .await
     .map_err(err)?;
     if let Some(vectors) = put.vectors {
         tx.execute(
-            "DELETE FROM store_vectors WHERE prefix = $1 AND key = $2",
+            &tx.prepare_cached("DELETE FROM store_vectors WHERE prefix = $1 AND key = $2")
+                .await
+                .map_err(err)?,
             &[&prefix, &put.key],
         )
         .await
         .map_err(err)?;
         for (field, vector) in vectors {
             tx.execute(
-                "INSERT INTO store_vectors (prefix, key, field, embedding) VALUES ($1, $2, $3, $4)",
+                &tx.prepare_cached("INSERT INTO store_vectors (prefix, key, field, embedding) VALUES ($1, $2, $3, $4)").await.map_err(err)?,
                 &[&prefix, &put.key, &field, &vector],
             )
             .await
@@ -205,14 +218,15 @@ async fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult,
             if again {
                 refresh(tx, &prefix, &key, now).await?;
             }
+            let get = tx
+                .prepare_cached(&format!(
+                    "SELECT {ITEM_COLUMNS} FROM store_items
+                      WHERE prefix = $1 AND key = $2 AND (expires_at_ms IS NULL OR expires_at_ms > $3)"
+                ))
+                .await
+                .map_err(err)?;
             let row = tx
-                .query_opt(
-                    &format!(
-                        "SELECT {ITEM_COLUMNS} FROM store_items
-                          WHERE prefix = $1 AND key = $2 AND (expires_at_ms IS NULL OR expires_at_ms > $3)"
-                    ),
-                    &[&prefix, &key, &now],
-                )
+                .query_opt(&get, &[&prefix, &key, &now])
                 .await
                 .map_err(err)?;
             Ok(OpResult::Item(row.as_ref().map(row_item).transpose()?))
@@ -222,13 +236,17 @@ async fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult,
             let prefix = join(&search.prefix);
             let dotted = format!("{prefix}.");
             let all = search.prefix.is_empty();
+            // PostgreSQL narrows by the filter's simple conditions; `rank` applies all of it.
+            let (narrowing, narrow_params) = narrow(&search.filter, 5);
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now];
+            params.extend(narrow_params.iter().map(Param::as_sql));
             let rows = tx
                 .query(
                     &format!(
                         "SELECT {ITEM_COLUMNS} FROM store_items
-                          WHERE {UNDER_PREFIX} AND (expires_at_ms IS NULL OR expires_at_ms > $4)"
+                          WHERE {UNDER_PREFIX} AND (expires_at_ms IS NULL OR expires_at_ms > $4){narrowing}"
                     ),
-                    &[&prefix, &dotted, &all, &now],
+                    &params,
                 )
                 .await
                 .map_err(err)?;
@@ -251,14 +269,20 @@ async fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult,
                         .push(row.try_get(2).map_err(err)?);
                 }
             }
-            let mut candidates = Vec::with_capacity(rows.len());
+            let mut owned = Vec::with_capacity(rows.len());
             for row in &rows {
                 let item = row_item(row)?;
-                let vectors = vectors
-                    .remove(&(join(&item.namespace), item.key.clone()))
-                    .unwrap_or_default();
-                candidates.push(Candidate { item, vectors });
+                let item_vectors = match search.query {
+                    Some(_) => vectors
+                        .remove(&(join(&item.namespace), item.key.clone()))
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                owned.push((item, item_vectors));
             }
+            let candidates = owned
+                .iter()
+                .map(|(item, vectors)| (item, vectors.iter().map(Vec::as_slice)));
             let found = rank::rank(candidates, &search);
             if search.refresh {
                 for hit in &found {

@@ -2,6 +2,7 @@
 //! filter, the ranking (by similarity to the query, else most recently updated first), the
 //! page; and the namespace conditions, depth and page of `list_namespaces`.
 
+use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use super::embed::cosine;
@@ -11,50 +12,59 @@ use serde_json::{Map, Value};
 use super::namespace::split;
 use super::{Item, ListNamespacesOp, SearchItem, StoreError, matches};
 
-/// An item a search may return, with its vectors (only when the search has a query).
-#[derive(Debug, Clone)]
-pub(crate) struct Candidate {
-    pub item: Item,
-    pub vectors: Vec<Vec<f32>>,
-}
-
-/// The page of `candidates` that `search` returns. With a query, items with vectors come
-/// first by their best field's similarity, then those without (by recency); without one,
-/// the most recently updated first. Ties go to namespace and key order.
-pub(crate) fn rank(candidates: Vec<Candidate>, search: &Search) -> Vec<SearchItem> {
-    let mut found: Vec<SearchItem> = candidates
+/// The page of `candidates` (each an item and its vectors, only read when the search has a
+/// query) that `search` returns. With a query, items with vectors come first by their best
+/// field's similarity, then those without (by recency); without one, the most recently
+/// updated first. Ties go to namespace and key order. Candidates are borrowed: only the
+/// page's items are cloned, and only the page is sorted in full.
+pub(crate) fn rank<'a, V>(
+    candidates: impl IntoIterator<Item = (&'a Item, V)>,
+    search: &Search,
+) -> Vec<SearchItem>
+where
+    V: IntoIterator<Item = &'a [f32]>,
+{
+    let mut found: Vec<(Option<f32>, &Item)> = candidates
         .into_iter()
-        .filter(|c| matches(&search.filter, &c.item.value))
-        .map(|c| {
+        .filter(|(item, _)| matches(&search.filter, &item.value))
+        .map(|(item, vectors)| {
             let score = search.query.as_ref().and_then(|q| {
-                c.vectors
-                    .iter()
+                vectors
+                    .into_iter()
                     .map(|v| cosine(q, v))
                     .fold(None, |best: Option<f32>, s| {
                         Some(best.map_or(s, |b| b.max(s)))
                     })
             });
-            SearchItem {
-                item: c.item,
-                score,
-            }
+            (score, item)
         })
         .collect();
-    found.sort_by(|a, b| {
-        let by_score = match (a.score, b.score) {
-            (Some(x), Some(y)) => y.total_cmp(&x),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
+    let order = |(sa, a): &(Option<f32>, &Item), (sb, b): &(Option<f32>, &Item)| {
+        let by_score = match (sa, sb) {
+            (Some(x), Some(y)) => y.total_cmp(x),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
             (None, None) => b.updated_at_ms.cmp(&a.updated_at_ms),
         };
         by_score
             .then_with(|| a.namespace.cmp(&b.namespace))
             .then_with(|| a.key.cmp(&b.key))
-    });
+    };
+    // The order is total (namespace and key are unique): keeping the first `end` before
+    // sorting them gives the same page as sorting everything.
+    let end = search.offset.saturating_add(search.limit);
+    if end < found.len() {
+        found.select_nth_unstable_by(end, order);
+        found.truncate(end);
+    }
+    found.sort_unstable_by(order);
     found
         .into_iter()
         .skip(search.offset)
-        .take(search.limit)
+        .map(|(score, item)| SearchItem {
+            item: item.clone(),
+            score,
+        })
         .collect()
 }
 

@@ -7,6 +7,7 @@
 //! Rust over the items under the prefix (vectors are read only for a query): a search costs
 //! a read of every live item under its prefix.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,7 +19,7 @@ use super::embed::{from_bytes, to_bytes};
 use super::namespace::{join, split};
 use super::prepare::config_builders;
 use super::prepare::{Prepared, Put, StoreConfig};
-use super::rank::{self, Candidate, to_item};
+use super::rank::{self, to_item};
 use super::{Op, OpResult, Store, StoreError, TtlConfig};
 
 /// The store's schema version (`store_meta`).
@@ -263,25 +264,36 @@ fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, Store
                         .collect::<Result<Vec<_>, _>>()
                 })
                 .map_err(err)?;
-            let mut vectors_of = tx
-                .prepare_cached(
-                    "SELECT embedding FROM store_vectors WHERE prefix = ?1 AND key = ?2",
-                )
-                .map_err(err)?;
-            let mut candidates = Vec::with_capacity(rows.len());
+            // The vectors under the prefix in one query (a search with a query only).
+            let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+            if search.query.is_some() {
+                let mut select = tx
+                    .prepare_cached(
+                        "SELECT prefix, key, embedding FROM store_vectors
+                          WHERE ?4 OR prefix = ?1 OR (prefix >= ?2 AND prefix < ?3)",
+                    )
+                    .map_err(err)?;
+                let found = select
+                    .query_map(params![prefix, low, high, all], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?))
+                    })
+                    .map_err(err)?;
+                for row in found {
+                    let (p, k, bytes) = row.map_err(err)?;
+                    vectors.entry((p, k)).or_default().push(from_bytes(&bytes));
+                }
+            }
+            let mut owned = Vec::with_capacity(rows.len());
             for (p, k, v, c, u) in rows {
-                let vectors = match search.query {
-                    Some(_) => vectors_of
-                        .query_map(params![p, k], |r| r.get::<_, Vec<u8>>(0))
-                        .and_then(|rows| rows.map(|b| b.map(|b| from_bytes(&b))).collect())
-                        .map_err(err)?,
+                let item_vectors = match search.query {
+                    Some(_) => vectors.remove(&(p.clone(), k.clone())).unwrap_or_default(),
                     None => Vec::new(),
                 };
-                candidates.push(Candidate {
-                    item: to_item(&p, k, &v, c, u)?,
-                    vectors,
-                });
+                owned.push((to_item(&p, k, &v, c, u)?, item_vectors));
             }
+            let candidates = owned
+                .iter()
+                .map(|(item, vectors)| (item, vectors.iter().map(Vec::as_slice)));
             let found = rank::rank(candidates, &search);
             if search.refresh {
                 for hit in &found {
