@@ -151,6 +151,15 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
             json!({"assistant_id": "simple", "schedule": "* * * * *", "on_run_completed": "later"}),
             "'on_run_completed'",
         ),
+        // Every field a run's creation checks is checked when the cron is made, not at a tick.
+        (
+            json!({"assistant_id": "simple", "schedule": "* * * * *", "on_completion": "bogus"}),
+            "on_completion",
+        ),
+        (
+            json!({"assistant_id": "simple", "schedule": "* * * * *", "after_seconds": -1}),
+            "after_seconds",
+        ),
     ] {
         let (status, e) = api.post("/runs/crons", body.clone()).await;
         assert_eq!(status, 422, "{body}: {e}");

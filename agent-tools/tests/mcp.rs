@@ -91,7 +91,7 @@ async fn lists_and_calls(client: &McpClient) {
     assert_eq!(
         names,
         [
-            "add", "crash", "fail", "greet", "pixel", "refuse", "slow", "stats"
+            "add", "crash", "environ", "fail", "greet", "pixel", "refuse", "slow", "stats"
         ]
     );
     let add = tool(&tools, "add");
@@ -256,6 +256,24 @@ async fn a_python_server_over_streamable_http() {
     errors_are_tool_errors(&client).await;
     client.close().await;
     slow_calls_time_out(config).await;
+}
+
+/// A stdio server sees the variables it needs to start and its configured `env`, not the
+/// rest of ours (API keys live there).
+#[tokio::test]
+async fn a_stdio_server_inherits_only_a_few_variables_and_its_own_env() {
+    let Some(python) = python() else { return };
+    let config = stdio_server(&python).with_env("GIVEN", "to the server");
+    let client = McpClient::connect("py", &config).await.unwrap();
+    let tools = client.tools().await.unwrap();
+    let environ = tool(&tools, "environ");
+    let read = |name: &str| environ.call(json!({ "name": name }));
+    assert_eq!(read("GIVEN").await.unwrap(), json!("to the server"));
+    assert_ne!(read("PATH").await.unwrap(), json!("<unset>"));
+    // Cargo sets this one for the test process; the server must not see it.
+    assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+    assert_eq!(read("CARGO_PKG_NAME").await.unwrap(), json!("<unset>"));
+    client.close().await;
 }
 
 #[tokio::test]
@@ -437,7 +455,7 @@ async fn many_servers_from_an_mcp_servers_file_prefix_only_colliding_names() {
     let registry = servers.registry().await.unwrap();
     let mut names: Vec<&str> = registry.names().collect();
     names.sort_unstable();
-    assert_eq!(names.len(), 16);
+    assert_eq!(names.len(), 18);
     assert!(names.contains(&"local_add") && names.contains(&"remote_add"));
     assert_eq!(
         registry
@@ -465,6 +483,7 @@ async fn many_servers_from_an_mcp_servers_file_prefix_only_colliding_names() {
         names,
         [
             "crash",
+            "environ",
             "fail",
             "greet",
             "local_add",

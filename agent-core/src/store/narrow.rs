@@ -62,7 +62,7 @@ pub(crate) fn narrow(filter: &Map<String, Value>, first: usize) -> (String, Vec<
                     add(
                         &|k, v| {
                             format!(
-                                "jsonb_typeof(value -> ${k}::text) = 'number' AND (value ->> ${k}::text)::float8 {cmp} ${v}::float8"
+                                "CASE WHEN jsonb_typeof(value -> ${k}::text) = 'number' THEN (value ->> ${k}::text)::float8 {cmp} ${v}::float8 END"
                             )
                         },
                         field,
@@ -111,7 +111,7 @@ mod tests {
         );
         assert_eq!(
             sql,
-            " AND value -> $5::text = $6::text::jsonb AND jsonb_typeof(value -> $7::text) = 'number' AND (value ->> $7::text)::float8 >= $8::float8 AND jsonb_typeof(value -> $9::text) = 'string' AND (value ->> $9::text) COLLATE \"C\" <= $10::text COLLATE \"C\""
+            " AND value -> $5::text = $6::text::jsonb AND CASE WHEN jsonb_typeof(value -> $7::text) = 'number' THEN (value ->> $7::text)::float8 >= $8::float8 END AND jsonb_typeof(value -> $9::text) = 'string' AND (value ->> $9::text) COLLATE \"C\" <= $10::text COLLATE \"C\""
         );
         assert_eq!(params[0], Param::Text("kind".into()));
         assert_eq!(params[1], Param::Text("\"note\"".into()));

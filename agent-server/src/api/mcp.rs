@@ -225,7 +225,9 @@ impl rmcp::ServerHandler for Tools {
             .into_iter()
             .filter(|(name, _)| seen.insert(name.clone()))
             .collect();
-        let more = unique.len() > offset + PAGE;
+        // A cursor is the client's text: past the end is an empty page, not an overflow.
+        let next = offset.saturating_add(PAGE);
+        let more = unique.len() > next;
         let tools = unique
             .into_iter()
             .skip(offset)
@@ -233,7 +235,7 @@ impl rmcp::ServerHandler for Tools {
             .filter_map(|(name, a)| self.tool(name, &a))
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
-        result.next_cursor = more.then(|| (offset + PAGE).to_string());
+        result.next_cursor = more.then(|| next.to_string());
         Ok(result)
     }
 

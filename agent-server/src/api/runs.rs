@@ -100,24 +100,38 @@ fn node_list(body: &Map<String, Value>, key: &str) -> Result<Value, ApiError> {
     }
 }
 
-/// Validates a run body, resolves its assistant and thread, applies the multitask strategy
-/// and queues the run.
-async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Started, ApiError> {
-    let body = object(body)?;
-    let assistant_id = body
-        .opt_str("assistant_id")?
-        .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
-    let stream_mode = modes(&body)?;
+/// A run body's own fields, checked: what a run's creation and a cron's both accept.
+struct RunFields {
+    stream_mode: Vec<String>,
+    strategy: String,
+    if_not_exists: String,
+    on_disconnect: String,
+    on_completion: String,
+    durability: String,
+    not_before_ms: Option<i64>,
+    interrupt_before: Value,
+    interrupt_after: Value,
+    resumable: bool,
+    subgraphs: bool,
+    command: Option<Map<String, Value>>,
+    run_metadata: Map<String, Value>,
+    config: Map<String, Value>,
+    run_context: Option<Map<String, Value>>,
+    checkpoint_id: Option<String>,
+}
+
+fn run_fields(body: &Map<String, Value>) -> Result<RunFields, ApiError> {
+    let stream_mode = modes(body)?;
     let strategy = one_of(
-        &body,
+        body,
         "multitask_strategy",
         &["reject", "rollback", "interrupt", "enqueue"],
         "enqueue",
     )?;
-    let if_not_exists = one_of(&body, "if_not_exists", &["create", "reject"], "reject")?;
-    let on_disconnect = one_of(&body, "on_disconnect", &["cancel", "continue"], "continue")?;
-    let on_completion = one_of(&body, "on_completion", &["delete", "keep"], "delete")?;
-    let durability = one_of(&body, "durability", &["sync", "async", "exit"], "async")?;
+    let if_not_exists = one_of(body, "if_not_exists", &["create", "reject"], "reject")?;
+    let on_disconnect = one_of(body, "on_disconnect", &["cancel", "continue"], "continue")?;
+    let on_completion = one_of(body, "on_completion", &["delete", "keep"], "delete")?;
+    let durability = one_of(body, "durability", &["sync", "async", "exit"], "async")?;
     // `after_seconds`: the run waits in the queue until then.
     let not_before_ms = match body.get("after_seconds") {
         None | Some(Value::Null) => None,
@@ -132,18 +146,13 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
             }
         },
     };
-    if let Some(url) = body.opt_str("webhook")? {
-        crate::runs::webhook::check(&url, app.runs.webhooks.allow_private)
-            .await
-            .map_err(ApiError::invalid)?;
-    }
-    let interrupt_before = node_list(&body, "interrupt_before")?;
-    let interrupt_after = node_list(&body, "interrupt_after")?;
+    let interrupt_before = node_list(body, "interrupt_before")?;
+    let interrupt_after = node_list(body, "interrupt_after")?;
     let resumable = body.opt_bool("stream_resumable")?.unwrap_or(false);
     let subgraphs = body.opt_bool("stream_subgraphs")?.unwrap_or(false);
     let command = body.opt_object("command")?;
     let run_metadata = body.opt_object("metadata")?.unwrap_or_default();
-    let mut config = body.opt_object("config")?.unwrap_or_default();
+    let config = body.opt_object("config")?.unwrap_or_default();
     if let Some(limit) = config.get("recursion_limit")
         && !limit.is_u64()
     {
@@ -160,6 +169,56 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
                 .map(str::to_owned)
         }),
     };
+    Ok(RunFields {
+        stream_mode,
+        strategy,
+        if_not_exists,
+        on_disconnect,
+        on_completion,
+        durability,
+        not_before_ms,
+        interrupt_before,
+        interrupt_after,
+        resumable,
+        subgraphs,
+        command,
+        run_metadata,
+        config,
+        run_context,
+        checkpoint_id,
+    })
+}
+
+/// Validates a run body, resolves its assistant and thread, applies the multitask strategy
+/// and queues the run.
+async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Started, ApiError> {
+    let body = object(body)?;
+    let assistant_id = body
+        .opt_str("assistant_id")?
+        .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
+    let RunFields {
+        stream_mode,
+        strategy,
+        if_not_exists,
+        on_disconnect,
+        on_completion,
+        durability,
+        not_before_ms,
+        interrupt_before,
+        interrupt_after,
+        resumable,
+        subgraphs,
+        command,
+        run_metadata,
+        mut config,
+        run_context,
+        checkpoint_id,
+    } = run_fields(&body)?;
+    if let Some(url) = body.opt_str("webhook")? {
+        crate::runs::webhook::check(&url, app.runs.webhooks.allow_private)
+            .await
+            .map_err(ApiError::invalid)?;
+    }
 
     let assistant = resolve(app, &assistant_id).await?;
     let graph_id = assistant["graph_id"]
@@ -313,31 +372,7 @@ pub(super) async fn queue(
 
 /// Checks the run fields of `body` (a cron's) as a run's creation does, queuing nothing.
 pub(super) fn check_run_fields(body: &Map<String, Value>) -> Result<(), ApiError> {
-    modes(body)?;
-    one_of(
-        body,
-        "multitask_strategy",
-        &["reject", "rollback", "interrupt", "enqueue"],
-        "enqueue",
-    )?;
-    one_of(body, "durability", &["sync", "async", "exit"], "async")?;
-    node_list(body, "interrupt_before")?;
-    node_list(body, "interrupt_after")?;
-    body.opt_bool("stream_resumable")?;
-    body.opt_bool("stream_subgraphs")?;
-    body.opt_object("metadata")?;
-    body.opt_object("context")?;
-    body.opt_object("command")?;
-    if let Some(limit) = body
-        .opt_object("config")?
-        .and_then(|c| c.get("recursion_limit").cloned())
-        && !limit.is_u64()
-    {
-        return Err(ApiError::invalid(
-            "'config.recursion_limit' must be a positive integer",
-        ));
-    }
-    Ok(())
+    run_fields(body).map(drop)
 }
 
 fn configurable_insert(

@@ -80,9 +80,8 @@ pub fn next_run(doc: &Value, after_ms: i64) -> Option<i64> {
 pub fn advance(doc: &Value, now_ms: i64) -> (Value, Option<i64>) {
     let next = next_run(doc, now_ms);
     let mut moved = doc.clone();
-    if let Some(n) = next {
-        moved["next_run_date"] = iso_ms(n).into();
-    }
+    // An ended cron has no next run (as a PATCH that ends it says).
+    moved["next_run_date"] = next.map_or(Value::Null, |n| iso_ms(n).into());
     (moved, next)
 }
 

@@ -55,7 +55,28 @@ fn internal(ip: IpAddr) -> Option<&'static str> {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return internal_v4(v4);
             }
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            let first = segments[0];
+            // Forms that carry an IPv4 address a router may reach: judged by that address.
+            // NAT64 (64:ff9b::/96) and IPv4-compatible (::a.b.c.d) hold it in the last 32
+            // bits, 6to4 (2002::/16) in bits 16-48.
+            let low = Ipv4Addr::new(
+                (segments[6] >> 8) as u8,
+                segments[6] as u8,
+                (segments[7] >> 8) as u8,
+                segments[7] as u8,
+            );
+            if (segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..6] == [0; 6])
+                && !v6.is_loopback()
+                && !v6.is_unspecified()
+            {
+                return internal_v4(low);
+            }
+            if first == 0x2002 {
+                let [a, b] = segments[1].to_be_bytes();
+                let [c, d] = segments[2].to_be_bytes();
+                return internal_v4(Ipv4Addr::new(a, b, c, d));
+            }
             if v6.is_loopback() {
                 Some("a loopback address")
             } else if v6.is_unspecified() {
@@ -64,6 +85,12 @@ fn internal(ip: IpAddr) -> Option<&'static str> {
                 Some("a private (unique local) address")
             } else if first & 0xffc0 == 0xfe80 {
                 Some("a link-local address")
+            } else if first & 0xffc0 == 0xfec0 {
+                Some("a site-local address")
+            } else if first == 0x64 && segments[1] == 0xff9b {
+                Some("a local-use NAT64 address (64:ff9b:1::/48)")
+            } else if first == 0x2001 && segments[1] == 0 {
+                Some("a Teredo address (it tunnels to an IPv4 host)")
             } else if v6.is_multicast() {
                 Some("a multicast address")
             } else {
@@ -85,8 +112,12 @@ fn internal_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("the unspecified address")
     } else if a == 100 && (64..128).contains(&b) {
         Some("a shared (carrier-grade NAT) address")
-    } else if ip.is_broadcast() || ip.is_multicast() {
-        Some("a broadcast or multicast address")
+    } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
+        Some("an IETF protocol assignment (192.0.0.0/24)")
+    } else if a == 198 && (b == 18 || b == 19) {
+        Some("a benchmarking address (198.18.0.0/15)")
+    } else if a >= 240 || ip.is_broadcast() || ip.is_multicast() {
+        Some("a reserved, broadcast or multicast address")
     } else {
         None
     }
@@ -221,12 +252,34 @@ mod tests {
             ("http://[::ffff:127.0.0.1]/hook", "loopback"),
             ("http://0.0.0.0/hook", "unspecified"),
             ("http://100.64.0.1/hook", "carrier-grade"),
+            // IPv6 forms that carry an internal IPv4 address, and other reserved ranges.
+            ("http://[64:ff9b::a00:1]/hook", "private"),
+            ("http://[64:ff9b::7f00:1]/hook", "loopback"),
+            ("http://[64:ff9b:1::1]/hook", "NAT64"),
+            ("http://[::10.0.0.1]/hook", "private"),
+            ("http://[2002:a9fe:a9fe::1]/hook", "link-local"),
+            ("http://[2001:0:4136:e378::1]/hook", "Teredo"),
+            ("http://[fec0::1]/hook", "site-local"),
+            ("http://192.0.0.8/hook", "IETF"),
+            ("http://198.18.0.1/hook", "benchmarking"),
+            ("http://240.0.0.1/hook", "reserved"),
         ] {
             let e = check(url, false).await.unwrap_err();
             assert!(e.contains(says), "{url}: {e}");
         }
         // Public addresses (literals: no DNS in tests) pass; internal ones when allowed.
         assert!(check("https://93.184.215.14/hook", false).await.is_ok());
+        // A public IPv4 address through NAT64 or 6to4 is public.
+        assert!(
+            check("http://[64:ff9b::5db8:d70e]/hook", false)
+                .await
+                .is_ok()
+        );
+        assert!(
+            check("http://[2002:5db8:d70e::1]/hook", false)
+                .await
+                .is_ok()
+        );
         assert!(
             check("http://[2606:4700::1111]:8080/x", false)
                 .await

@@ -6,7 +6,8 @@
 //! there, one that exits before or after the handshake (its exit status and the last lines of
 //! its stderr), one that hangs (the timeout). The child is killed when the last handle to the
 //! connection is dropped; [`McpClient::close`] ends it politely first (stdin closed, as the
-//! MCP spec asks, then a kill after a grace period).
+//! MCP spec asks, then a kill after a grace period). A child gets only [`INHERITED_ENV`] of
+//! this process's environment plus its configured `env`: API keys stay with us.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -99,11 +100,33 @@ impl StderrTail {
 }
 
 async fn read_stderr(stderr: ChildStderr, tail: Arc<StderrTail>, server: String) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(mcp_server = %server, "{line}");
-        tail.push(&line);
+    // Bytes, not `lines()`: a line that is not UTF-8 must not stop the reading (the pipe
+    // would fill or close, and the server block or die on its next write).
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buf);
+                let line = line.trim_end_matches(['\n', '\r']);
+                tracing::debug!(mcp_server = %server, "{line}");
+                tail.push(line);
+            }
+        }
     }
+}
+
+/// What a stdio server inherits from this process's environment: the few variables a
+/// program needs to start (as the official Python SDK passes), not the provider keys and
+/// other secrets beside them. The server's configured `env` adds to these.
+pub const INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+fn inherited_env() -> impl Iterator<Item = (&'static str, std::ffi::OsString)> {
+    INHERITED_ENV
+        .into_iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (name, value)))
 }
 
 fn client_config() -> ClientConfig {
@@ -132,6 +155,8 @@ impl McpClient {
                 let mut process = tokio::process::Command::new(command);
                 process
                     .args(args)
+                    .env_clear()
+                    .envs(inherited_env())
                     .envs(env)
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
@@ -245,6 +270,17 @@ impl McpClient {
                 request: request.to_owned(),
                 after: timeout,
             },
+            // A reply the client could not use (an unexpected result type, a cancelled
+            // request...): this call failed, the server and its other tools are fine.
+            other @ (ServiceError::UnexpectedResponse
+            | ServiceError::Cancelled { .. }
+            | ServiceError::SubscriptionLagged { .. }
+            | ServiceError::InputRequiredRoundsExceeded { .. }) => McpError::Refused {
+                server: inner.name.clone(),
+                request: request.to_owned(),
+                message: error_chain(&other),
+            },
+            // The connection broke: for a child process, find out why (its exit status).
             other => {
                 let message = format!("{request} failed: {}", error_chain(&other));
                 match &inner.child {

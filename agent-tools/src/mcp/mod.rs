@@ -77,7 +77,7 @@ mod tool;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-pub use client::McpClient;
+pub use client::{INHERITED_ENV, McpClient};
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, McpConfig, McpServerConfig, McpTransport,
 };

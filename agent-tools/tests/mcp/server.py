@@ -26,6 +26,12 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
+def environ(name: str) -> str:
+    """The value of an environment variable in the server's process, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
 def greet(name: str, shout: bool = False) -> str:
     """Greets someone by name."""
     text = f"Hello, {name}!"
