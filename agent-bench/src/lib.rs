@@ -12,6 +12,7 @@
 pub mod floor;
 pub mod graphs;
 pub mod load;
+pub mod pg;
 pub mod report;
 pub mod savers;
 pub mod server_report;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_bench::pg::{create_database, drop_database, with_database};
 use agent_bench::{load, server_report};
 use serde_json::{Value, json};
 
@@ -531,52 +532,6 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// `url` with its database name replaced by `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let authority_start = base.find("://").map_or(0, |i| i + 3);
-    let host_end = base[authority_start..]
-        .find('/')
-        .map_or(base.len(), |i| authority_start + i);
-    let mut out = format!("{}/{name}", &base[..host_end]);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    out
-}
-
-async fn admin(url: &str) -> Result<tokio_postgres::Client, Error> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
-}
-
-async fn create_database(url: &str, name: &str) -> Result<(), Error> {
-    let client = admin(url).await?;
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .await?;
-    client
-        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-        .await
-        .map_err(|e| format!("CREATE DATABASE {name}: {e}"))?;
-    Ok(())
-}
-
-async fn drop_database(url: &str, name: &str) {
-    if let Ok(client) = admin(url).await {
-        let _ = client
-            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-            .await;
-    }
-}
-
 /// CPU model and cores.
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -597,22 +552,4 @@ fn load_average() -> String {
         .ok()
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|| "unknown".to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_database_name_is_replaced_and_the_rest_kept() {
-        assert_eq!(
-            with_database("postgres://postgres@127.0.0.1:5432/postgres", "b"),
-            "postgres://postgres@127.0.0.1:5432/b"
-        );
-        assert_eq!(
-            with_database("postgres://u:p@h:1/db?sslmode=disable", "b"),
-            "postgres://u:p@h:1/b?sslmode=disable"
-        );
-        assert_eq!(with_database("postgres://h", "b"), "postgres://h/b");
-    }
 }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use agent_bench::pg::{create_database, with_database};
 use agent_bench::store_report;
 use agent_core::store::{
     InMemoryStore, IndexConfig, PostgresStore, SearchOp, SqliteStore, Store, ns,
@@ -368,40 +369,6 @@ async fn run(args: &Args) -> Result<(), Error> {
 
 /// Ours runs on a database of its own, made afresh (LangGraph's: `agentgraph_store_bench_lg`).
 const DATABASE: &str = "agentgraph_store_bench";
-
-/// `url` with its database name replaced by `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let authority_start = base.find("://").map_or(0, |i| i + 3);
-    let host_end = base[authority_start..]
-        .find('/')
-        .map_or(base.len(), |i| authority_start + i);
-    let mut out = format!("{}/{name}", &base[..host_end]);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    out
-}
-
-/// Drops and creates the database `name` on the server of `url`.
-async fn create_database(url: &str, name: &str) -> Result<(), Error> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .await?;
-    client
-        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-        .await
-        .map_err(|e| format!("CREATE DATABASE {name}: {e}"))?;
-    Ok(())
-}
 
 /// The process's peak RSS (`VmHWM`), in KiB.
 fn peak_rss_kib() -> Option<u64> {
