@@ -13,29 +13,17 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use common::{Scratch, run};
 use serde_json::{Value, json};
 
-const MCP_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agent-tools/tests/mcp");
+#[path = "../../agent-tools/tests/mcp/python.rs"]
+mod mcp_python_sdk;
 
-fn python() -> Option<String> {
-    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
-        eprintln!(
-            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run this (CI does)"
-        );
-        return None;
-    }
-    let out = Command::new("bash")
-        .arg(format!("{MCP_DIR}/python.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("bash runs");
-    assert!(out.status.success(), "python.sh failed");
-    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
-}
+use mcp_python_sdk::mcp_python as python;
+
+const MCP_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agent-tools/tests/mcp");
 
 /// A fake OpenAI-compatible server on a free port: the first request of a turn (no tool
 /// message yet) gets a call of `tool` with `args`; a request holding a tool message gets the

@@ -4,6 +4,8 @@
 //! targets refused unless `--allow-private-webhooks`.
 
 mod common;
+#[path = "../../agent-tools/tests/mcp/python.rs"]
+mod mcp_python_sdk;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -156,26 +158,13 @@ fn beyond_loopback_needs_a_key() {
 /// use (cached), so it runs under CI or with `AGENTGRAPH_MCP_TESTS=1` and skips otherwise.
 #[test]
 fn the_python_mcp_client_calls_the_flows() {
-    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
-        eprintln!(
-            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run its client (CI does)"
-        );
+    let Some(python) = mcp_python_sdk::mcp_python() else {
         return;
-    }
+    };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let out = std::process::Command::new("bash")
-        .arg(format!("{root}/agent-tools/tests/mcp/python.sh"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "installing the Python MCP SDK failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let python = String::from_utf8(out.stdout).unwrap();
     let s = Scratch::new("serve-mcp");
     let server = serve(&s, &["--api-key", "sesame"]);
-    let status = std::process::Command::new(python.trim())
+    let status = std::process::Command::new(&python)
         .arg(format!("{root}/agent-server/tests/mcp/client.py"))
         .args([&format!("{}/mcp", server.url), "flows", "sesame"])
         .status()

@@ -6,29 +6,12 @@
 //! `AGENTGRAPH_MCP_TESTS=1`, and says it skipped otherwise.
 
 mod common;
+#[path = "../../agent-tools/tests/mcp/python.rs"]
+mod mcp_python_sdk;
+
+use mcp_python_sdk::mcp_python;
 
 use std::process::Command;
-
-/// The python with the MCP SDK, or `None` (and a note) when these tests are not wanted.
-fn mcp_python() -> Option<String> {
-    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
-        eprintln!(
-            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run its client (CI does)"
-        );
-        return None;
-    }
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../agent-tools/tests/mcp/python.sh"
-    );
-    let out = Command::new("bash").arg(script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "installing the Python MCP SDK failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
-}
 
 #[test]
 fn the_python_mcp_client_lists_and_calls_the_reference_graphs() {

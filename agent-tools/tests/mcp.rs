@@ -22,24 +22,12 @@ use agent_tools::prebuilt::{AgentState, create_react_agent};
 use agent_tools::{DynTool, ToolError, ToolRegistry};
 use serde_json::{Value, json};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp");
+#[path = "mcp/python.rs"]
+mod mcp_python_sdk;
 
-/// The python with the MCP SDK, or `None` (and a note) when these tests are not wanted.
-fn python() -> Option<String> {
-    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_MCP_TESTS").is_none() {
-        eprintln!(
-            "skipped: set AGENTGRAPH_MCP_TESTS=1 to install the Python MCP SDK and run this (CI does)"
-        );
-        return None;
-    }
-    let out = Command::new("bash")
-        .arg(format!("{DIR}/python.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("bash runs");
-    assert!(out.status.success(), "tests/mcp/python.sh failed");
-    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
-}
+use mcp_python_sdk::mcp_python as python;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp");
 
 fn stdio_server(python: &str) -> McpServerConfig {
     McpServerConfig::stdio(python, [format!("{DIR}/server.py")])
