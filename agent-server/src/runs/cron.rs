@@ -183,76 +183,58 @@ mod tests {
 
     /// The store's claims with a clock moved by hand: a due cron fires once per claim,
     /// ticks missed while nothing claimed fire once, an ended or deleted cron never.
+    /// The ids of the crons one claim at the clock's time fires.
+    async fn claim(store: &SqliteStore, clock: &ManualClock) -> Vec<String> {
+        let fired = store.claim_crons(clock.now_ms(), advance).await.unwrap();
+        fired
+            .iter()
+            .map(|c| c["cron_id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn next_run_date(store: &SqliteStore, id: &str) -> Value {
+        store.get_cron(id).await.unwrap().unwrap()["next_run_date"].clone()
+    }
+
     #[tokio::test]
     async fn claims_fire_each_tick_once_and_missed_ticks_once() {
         let store = SqliteStore::in_memory().unwrap();
         let clock = Arc::new(ManualClock::new(at("2026-11-27T10:00:30Z")));
-        let doc = cron("every-minute", "* * * * *", Some("2026-11-27T10:10:00Z"));
-        store
-            .put_cron(&doc, next_run(&doc, clock.now_ms()))
-            .await
-            .unwrap();
-        let ended = cron("ended", "* * * * *", Some("2026-11-27T09:00:00Z"));
-        store
-            .put_cron(&ended, next_run(&ended, clock.now_ms()))
-            .await
-            .unwrap();
+        for doc in [
+            cron("every-minute", "* * * * *", Some("2026-11-27T10:10:00Z")),
+            cron("ended", "* * * * *", Some("2026-11-27T09:00:00Z")),
+        ] {
+            store
+                .put_cron(&doc, next_run(&doc, clock.now_ms()))
+                .await
+                .unwrap();
+        }
 
         // Not due yet.
-        assert!(
-            store
-                .claim_crons(clock.now_ms(), advance)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(claim(&store, &clock).await.is_empty());
         // 10:01:00 came: one claim takes it, a second claim at the same time finds nothing.
         clock.advance(std::time::Duration::from_secs(30));
-        let fired = store.claim_crons(clock.now_ms(), advance).await.unwrap();
-        assert_eq!(fired.len(), 1);
-        assert_eq!(fired[0]["cron_id"], "every-minute");
-        assert!(
-            store
-                .claim_crons(clock.now_ms(), advance)
-                .await
-                .unwrap()
-                .is_empty()
+        assert_eq!(claim(&store, &clock).await, ["every-minute"]);
+        assert!(claim(&store, &clock).await.is_empty());
+        assert_eq!(
+            next_run_date(&store, "every-minute").await,
+            "2026-11-27T10:02:00.000000+00:00"
         );
-        let kept = store.get_cron("every-minute").await.unwrap().unwrap();
-        assert_eq!(kept["next_run_date"], "2026-11-27T10:02:00.000000+00:00");
 
         // Down from 10:01 to 10:05:10: four ticks missed, one fire, next at 10:06.
         clock.set(at("2026-11-27T10:05:10Z"));
-        let fired = store.claim_crons(clock.now_ms(), advance).await.unwrap();
-        assert_eq!(fired.len(), 1);
-        assert!(
-            store
-                .claim_crons(clock.now_ms(), advance)
-                .await
-                .unwrap()
-                .is_empty()
+        assert_eq!(claim(&store, &clock).await, ["every-minute"]);
+        assert!(claim(&store, &clock).await.is_empty());
+        assert_eq!(
+            next_run_date(&store, "every-minute").await,
+            "2026-11-27T10:06:00.000000+00:00"
         );
-        let kept = store.get_cron("every-minute").await.unwrap().unwrap();
-        assert_eq!(kept["next_run_date"], "2026-11-27T10:06:00.000000+00:00");
 
         // Past its end time: the last tick (10:10) fires, then nothing more.
         clock.set(at("2026-11-27T10:10:00Z"));
-        assert_eq!(
-            store
-                .claim_crons(clock.now_ms(), advance)
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(claim(&store, &clock).await.len(), 1);
         clock.set(at("2026-11-27T12:00:00Z"));
-        assert!(
-            store
-                .claim_crons(clock.now_ms(), advance)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(claim(&store, &clock).await.is_empty());
 
         // A deleted cron never fires.
         let hourly = cron("hourly", "0 * * * *", None);
@@ -263,13 +245,7 @@ mod tests {
         assert!(store.delete_cron("hourly").await.unwrap());
         assert!(!store.delete_cron("hourly").await.unwrap());
         clock.set(at("2026-11-27T15:00:00Z"));
-        assert!(
-            store
-                .claim_crons(clock.now_ms(), advance)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(claim(&store, &clock).await.is_empty());
         assert_eq!(store.crons().await.unwrap().len(), 2);
     }
 }
