@@ -125,51 +125,19 @@ fn row_item(row: &tokio_postgres::Row) -> Result<super::Item, StoreError> {
     )
 }
 
-async fn refresh(
+/// Runs `sql` with `params`, its statement prepared once per connection (deadpool's cache).
+async fn exec(
     tx: &Transaction<'_>,
-    prefix: &str,
-    key: &str,
-    now: i64,
-) -> Result<(), StoreError> {
-    tx.execute(
-        &tx.prepare_cached(
-            "UPDATE store_items SET expires_at_ms = $3 + ttl_ms
-          WHERE prefix = $1 AND key = $2 AND ttl_ms IS NOT NULL AND expires_at_ms > $3",
-        )
-        .await
-        .map_err(err)?,
-        &[&prefix, &key, &now],
-    )
-    .await
-    .map_err(err)?;
-    Ok(())
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<u64, StoreError> {
+    let statement = tx.prepare_cached(sql).await.map_err(err)?;
+    tx.execute(&statement, params).await.map_err(err)
 }
 
-async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError> {
-    let prefix = join(&put.namespace);
-    let Some(value) = put.value else {
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM store_items WHERE prefix = $1 AND key = $2")
-                .await
-                .map_err(err)?,
-            &[&prefix, &put.key],
-        )
-        .await
-        .map_err(err)?;
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM store_vectors WHERE prefix = $1 AND key = $2")
-                .await
-                .map_err(err)?,
-            &[&prefix, &put.key],
-        )
-        .await
-        .map_err(err)?;
-        return Ok(());
-    };
-    let text = Value::Object(value).to_string();
-    let expires = put.ttl_ms.map(|t| now.saturating_add(t));
-    tx.execute(
-        &tx.prepare_cached("INSERT INTO store_items (prefix, key, value, created_at_ms, updated_at_ms, ttl_ms, expires_at_ms)
+const DELETE_ITEM: &str = "DELETE FROM store_items WHERE prefix = $1 AND key = $2";
+const DELETE_VECTORS: &str = "DELETE FROM store_vectors WHERE prefix = $1 AND key = $2";
+const UPSERT_ITEM: &str = "INSERT INTO store_items (prefix, key, value, created_at_ms, updated_at_ms, ttl_ms, expires_at_ms)
          VALUES ($1, $2, $3::text::jsonb, $4, $4, $5, $6)
          ON CONFLICT (prefix, key) DO UPDATE SET
              value = EXCLUDED.value,
@@ -178,27 +146,45 @@ async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError>
                                   THEN EXCLUDED.created_at_ms ELSE store_items.created_at_ms END,
              updated_at_ms = EXCLUDED.updated_at_ms,
              ttl_ms = EXCLUDED.ttl_ms,
-             expires_at_ms = EXCLUDED.expires_at_ms").await.map_err(err)?,
-        &[&prefix, &put.key, &text, &now, &put.ttl_ms, &expires],
+             expires_at_ms = EXCLUDED.expires_at_ms";
+const INSERT_VECTOR: &str =
+    "INSERT INTO store_vectors (prefix, key, field, embedding) VALUES ($1, $2, $3, $4)";
+
+async fn refresh(
+    tx: &Transaction<'_>,
+    prefix: &str,
+    key: &str,
+    now: i64,
+) -> Result<(), StoreError> {
+    exec(
+        tx,
+        "UPDATE store_items SET expires_at_ms = $3 + ttl_ms
+          WHERE prefix = $1 AND key = $2 AND ttl_ms IS NOT NULL AND expires_at_ms > $3",
+        &[&prefix, &key, &now],
     )
     .await
-    .map_err(err)?;
+    .map(drop)
+}
+
+async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError> {
+    let prefix = join(&put.namespace);
+    let Some(value) = put.value else {
+        exec(tx, DELETE_ITEM, &[&prefix, &put.key]).await?;
+        exec(tx, DELETE_VECTORS, &[&prefix, &put.key]).await?;
+        return Ok(());
+    };
+    let text = Value::Object(value).to_string();
+    let expires = put.ttl_ms.map(|t| now.saturating_add(t));
+    exec(
+        tx,
+        UPSERT_ITEM,
+        &[&prefix, &put.key, &text, &now, &put.ttl_ms, &expires],
+    )
+    .await?;
     if let Some(vectors) = put.vectors {
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM store_vectors WHERE prefix = $1 AND key = $2")
-                .await
-                .map_err(err)?,
-            &[&prefix, &put.key],
-        )
-        .await
-        .map_err(err)?;
+        exec(tx, DELETE_VECTORS, &[&prefix, &put.key]).await?;
         for (field, vector) in vectors {
-            tx.execute(
-                &tx.prepare_cached("INSERT INTO store_vectors (prefix, key, field, embedding) VALUES ($1, $2, $3, $4)").await.map_err(err)?,
-                &[&prefix, &put.key, &field, &vector],
-            )
-            .await
-            .map_err(err)?;
+            exec(tx, INSERT_VECTOR, &[&prefix, &put.key, &field, &vector]).await?;
         }
     }
     Ok(())
