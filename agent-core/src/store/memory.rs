@@ -1,6 +1,8 @@
 //! `InMemoryStore`: items in a map of namespaces, for tests and single-process programs.
 //! Gone when the process ends. A batch holds the map's lock while it applies its ops (never
-//! while embedding), so batches are atomic with respect to each other.
+//! while embedding), so batches are atomic with respect to each other. A single op (`get`,
+//! `put`, `search`...) skips the batch's lists, and a `get` copies nothing but the item it
+//! returns: these calls cost about as much as the map access and the item's clone.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -8,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::prepare::config_builders;
 use super::prepare::{Prepared, StoreConfig};
 use super::rank;
-use super::{Item, Op, OpResult, Store, StoreError, TtlConfig};
+use super::{Item, Op, OpResult, Store, StoreError, TtlConfig, validate_namespace};
 
 /// One stored item and what the store keeps beside it.
 #[derive(Debug, Clone)]
@@ -53,24 +55,25 @@ impl InMemoryStore {
     }
 }
 
+/// The live item under `namespace` and `key`, its TTL refreshed when `refresh`.
+fn read(data: &mut Data, namespace: &[String], key: &str, refresh: bool, now: i64) -> Option<Item> {
+    let entry = data
+        .get_mut(namespace)
+        .and_then(|items| items.get_mut(key))
+        .filter(|e| e.live(now))?;
+    if refresh {
+        entry.refresh(now);
+    }
+    Some(entry.item.clone())
+}
+
 fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
     match op {
         Prepared::Get {
             namespace,
             key,
             refresh,
-        } => {
-            let entry = data
-                .get_mut(&namespace)
-                .and_then(|items| items.get_mut(&key))
-                .filter(|e| e.live(now));
-            OpResult::Item(entry.map(|e| {
-                if refresh {
-                    e.refresh(now);
-                }
-                e.item.clone()
-            }))
-        }
+        } => OpResult::Item(read(data, &namespace, &key, refresh, now)),
         Prepared::Put(put) => {
             let Some(value) = put.value else {
                 if let Some(items) = data.get_mut(&put.namespace) {
@@ -81,7 +84,11 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
                 }
                 return OpResult::Done;
             };
-            let items = data.entry(put.namespace.clone()).or_default();
+            // The namespace's labels are copied for the map only when it is new to it.
+            let items = match data.get_mut(&put.namespace) {
+                Some(items) => items,
+                None => data.entry(put.namespace.clone()).or_default(),
+            };
             let created = items
                 .get(&put.key)
                 .filter(|e| e.live(now))
@@ -153,6 +160,19 @@ impl Store for InMemoryStore {
             .into_iter()
             .map(|op| apply(&mut data, op, now))
             .collect())
+    }
+
+    async fn apply(&self, op: Op) -> Result<OpResult, StoreError> {
+        let op = self.config.prepare_one(op).await?;
+        let now = self.config.now_ms();
+        Ok(apply(&mut self.lock(), op, now))
+    }
+
+    async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {
+        validate_namespace(namespace)?;
+        let refresh = self.config.refresh_by_default();
+        let now = self.config.now_ms();
+        Ok(read(&mut self.lock(), namespace, key, refresh, now))
     }
 
     async fn sweep_expired(&self) -> Result<usize, StoreError> {

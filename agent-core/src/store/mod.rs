@@ -85,10 +85,18 @@ pub trait Store: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Applies one op: a [`batch`](Store::batch) of one, which a backend may answer without
+    /// the batch's lists. The calls below go through it.
+    async fn apply(&self, op: Op) -> Result<OpResult, StoreError> {
+        one(self.batch(vec![op]).await?)
+    }
+
     /// The item under `namespace` and `key`, unless missing or expired.
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {
-        let op = GetOp::new(namespace.to_vec(), key);
-        match one(self.batch(vec![op.into()]).await?)? {
+        match self
+            .apply(GetOp::new(namespace.to_vec(), key).into())
+            .await?
+        {
             OpResult::Item(item) => Ok(item),
             other => Err(unexpected("get", &other)),
         }
@@ -109,7 +117,7 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Applies one put (or delete) with its own TTL and index choice.
     async fn put_op(&self, op: PutOp) -> Result<(), StoreError> {
-        one(self.batch(vec![op.into()]).await?).map(|_| ())
+        self.apply(op.into()).await.map(drop)
     }
 
     /// Deletes the item under `namespace` and `key` (nothing when there is none).
@@ -119,7 +127,7 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The items `op` finds.
     async fn search(&self, op: SearchOp) -> Result<Vec<SearchItem>, StoreError> {
-        match one(self.batch(vec![op.into()]).await?)? {
+        match self.apply(op.into()).await? {
             OpResult::Items(items) => Ok(items),
             other => Err(unexpected("search", &other)),
         }
@@ -127,7 +135,7 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The namespaces `op` lists.
     async fn list_namespaces(&self, op: ListNamespacesOp) -> Result<Vec<Vec<String>>, StoreError> {
-        match one(self.batch(vec![op.into()]).await?)? {
+        match self.apply(op.into()).await? {
             OpResult::Namespaces(namespaces) => Ok(namespaces),
             other => Err(unexpected("list_namespaces", &other)),
         }

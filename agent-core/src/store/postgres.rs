@@ -1,31 +1,38 @@
 //! `PostgresStore`: items in PostgreSQL — tables `store_items` (values as `jsonb`) and
 //! `store_vectors` (`real[]`), beside the checkpoints or alone, through a deadpool pool like
-//! the `PostgresSaver`'s (or that very pool: [`PostgresStore::from_pool`]). Every batch is
-//! one transaction; its fixed statements are prepared once per connection (deadpool's
-//! statement cache). The `vector` extension is not needed: similarity is computed in Rust over
-//! the candidates' vectors (exact search; see [`IndexConfig`]), and filters likewise, so a
-//! search reads every live item under its prefix that the filter's simple conditions, checked
-//! by PostgreSQL, leave (see `narrow`). Migrations run under an advisory lock and may run
-//! again (`store_meta` holds the version).
+//! the `PostgresSaver`'s (or that very pool: [`PostgresStore::from_pool`]). A batch of one op
+//! that is one statement (a get, a put without vectors, a delete, a search, a listing) is
+//! sent alone — PostgreSQL makes a statement atomic, and `BEGIN`/`COMMIT` around it would
+//! be two more round trips, the larger part of a get's time; other batches are one
+//! transaction. Statements are prepared once per connection (deadpool's statement cache).
+//!
+//! The `vector` extension is not needed: similarity is computed in Rust over the candidates'
+//! vectors (exact search; see [`IndexConfig`]), and filters likewise: PostgreSQL narrows by
+//! the filter's simple conditions (see `narrow`) and Rust decides. A search without a query
+//! (most recently updated first) reads only the newest candidates, walking an index on
+//! `updated_at_ms` (see [`recent_first`]); one with a query reads every candidate under its
+//! prefix. Migrations run under an advisory lock and may run again (`store_meta` holds the
+//! version).
 
 use std::collections::HashMap;
 
-use deadpool_postgres::{Pool, Transaction};
+use deadpool_postgres::{GenericClient, Pool};
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
 use super::namespace::{join, split};
 use super::narrow::{Param, narrow};
 use super::prepare::config_builders;
-use super::prepare::{Prepared, Put, StoreConfig};
+use super::prepare::{Prepared, Put, Search, StoreConfig};
 use super::rank::{self, to_item};
-use super::{Op, OpResult, Store, StoreError, TtlConfig};
+use super::{Item, Op, OpResult, SearchItem, Store, StoreError, TtlConfig};
 use crate::checkpoint::postgres_migrate::{self, Schema};
 
 /// Held while migrating, so that processes starting together migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x6167_7374_6f72_6501;
 
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
 CREATE TABLE IF NOT EXISTS store_items (
     prefix TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -45,7 +52,12 @@ CREATE TABLE IF NOT EXISTS store_vectors (
     embedding REAL[] NOT NULL,
     PRIMARY KEY (prefix, key, field)
 );
-"];
+",
+    "
+-- Searches without a query read the newest items first (see `recent_first`).
+CREATE INDEX IF NOT EXISTS store_items_updated ON store_items (updated_at_ms);
+",
+];
 
 /// Items in PostgreSQL.
 #[derive(Clone)]
@@ -111,9 +123,10 @@ impl PostgresStore {
     }
 }
 
-const ITEM_COLUMNS: &str = "prefix, key, value::text, created_at_ms, updated_at_ms";
+/// The columns [`row_item`] reads, then `ttl_ms` (a read refreshes only items that have one).
+const ITEM_COLUMNS: &str = "prefix, key, value::text, created_at_ms, updated_at_ms, ttl_ms";
 
-fn row_item(row: &tokio_postgres::Row) -> Result<super::Item, StoreError> {
+fn row_item(row: &tokio_postgres::Row) -> Result<Item, StoreError> {
     let prefix: String = row.try_get(0).map_err(err)?;
     let value: String = row.try_get(2).map_err(err)?;
     to_item(
@@ -125,17 +138,25 @@ fn row_item(row: &tokio_postgres::Row) -> Result<super::Item, StoreError> {
     )
 }
 
+/// Whether the item in `row` (read with [`ITEM_COLUMNS`]) has a TTL.
+fn row_has_ttl(row: &tokio_postgres::Row) -> Result<bool, StoreError> {
+    Ok(row.try_get::<_, Option<i64>>(5).map_err(err)?.is_some())
+}
+
 /// Runs `sql` with `params`, its statement prepared once per connection (deadpool's cache).
-async fn exec(
-    tx: &Transaction<'_>,
+async fn exec<C: GenericClient>(
+    client: &C,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
 ) -> Result<u64, StoreError> {
-    let statement = tx.prepare_cached(sql).await.map_err(err)?;
-    tx.execute(&statement, params).await.map_err(err)
+    let statement = client.prepare_cached(sql).await.map_err(err)?;
+    client.execute(&statement, params).await.map_err(err)
 }
 
-const DELETE_ITEM: &str = "DELETE FROM store_items WHERE prefix = $1 AND key = $2";
+/// An item and its vectors, in one statement.
+const DELETE_ITEM: &str =
+    "WITH vectors AS (DELETE FROM store_vectors WHERE prefix = $1 AND key = $2)
+    DELETE FROM store_items WHERE prefix = $1 AND key = $2";
 const DELETE_VECTORS: &str = "DELETE FROM store_vectors WHERE prefix = $1 AND key = $2";
 const UPSERT_ITEM: &str = "INSERT INTO store_items (prefix, key, value, created_at_ms, updated_at_ms, ttl_ms, expires_at_ms)
          VALUES ($1, $2, $3::text::jsonb, $4, $4, $5, $6)
@@ -149,136 +170,227 @@ const UPSERT_ITEM: &str = "INSERT INTO store_items (prefix, key, value, created_
              expires_at_ms = EXCLUDED.expires_at_ms";
 const INSERT_VECTOR: &str =
     "INSERT INTO store_vectors (prefix, key, field, embedding) VALUES ($1, $2, $3, $4)";
-
-async fn refresh(
-    tx: &Transaction<'_>,
-    prefix: &str,
-    key: &str,
-    now: i64,
-) -> Result<(), StoreError> {
-    exec(
-        tx,
-        "UPDATE store_items SET expires_at_ms = $3 + ttl_ms
-          WHERE prefix = $1 AND key = $2 AND ttl_ms IS NOT NULL AND expires_at_ms > $3",
-        &[&prefix, &key, &now],
+/// A live item (`$1` prefix, `$2` key, `$3` now), its TTL refreshed when `$4` and it has one,
+/// in one statement.
+const GET_ITEM: &str = "WITH hit AS (
+        SELECT prefix, key, value, created_at_ms, updated_at_ms, ttl_ms FROM store_items
+         WHERE prefix = $1 AND key = $2 AND (expires_at_ms IS NULL OR expires_at_ms > $3)
+    ), touched AS (
+        UPDATE store_items s SET expires_at_ms = $3 + s.ttl_ms FROM hit
+         WHERE $4 AND s.prefix = hit.prefix AND s.key = hit.key AND s.ttl_ms IS NOT NULL
     )
-    .await
-    .map(drop)
-}
+    SELECT prefix, key, value::text, created_at_ms, updated_at_ms, ttl_ms FROM hit";
+/// Refreshes the TTL of the live items whose prefixes are `$1` and keys `$2`, at `$3`.
+const REFRESH_ITEMS: &str = "UPDATE store_items SET expires_at_ms = $3 + ttl_ms
+    WHERE (prefix, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+      AND ttl_ms IS NOT NULL AND expires_at_ms > $3";
 
-async fn put(tx: &Transaction<'_>, put: Put, now: i64) -> Result<(), StoreError> {
+async fn put<C: GenericClient>(client: &C, put: Put, now: i64) -> Result<(), StoreError> {
     let prefix = join(&put.namespace);
     let Some(value) = put.value else {
-        exec(tx, DELETE_ITEM, &[&prefix, &put.key]).await?;
-        exec(tx, DELETE_VECTORS, &[&prefix, &put.key]).await?;
-        return Ok(());
+        return exec(client, DELETE_ITEM, &[&prefix, &put.key])
+            .await
+            .map(drop);
     };
     let text = Value::Object(value).to_string();
     let expires = put.ttl_ms.map(|t| now.saturating_add(t));
     exec(
-        tx,
+        client,
         UPSERT_ITEM,
         &[&prefix, &put.key, &text, &now, &put.ttl_ms, &expires],
     )
     .await?;
     if let Some(vectors) = put.vectors {
-        exec(tx, DELETE_VECTORS, &[&prefix, &put.key]).await?;
+        exec(client, DELETE_VECTORS, &[&prefix, &put.key]).await?;
         for (field, vector) in vectors {
-            exec(tx, INSERT_VECTOR, &[&prefix, &put.key, &field, &vector]).await?;
+            exec(client, INSERT_VECTOR, &[&prefix, &put.key, &field, &vector]).await?;
         }
     }
     Ok(())
 }
 
+/// Whether `op` is a single statement, or statements that need no common transaction (a
+/// search's reads and its refresh): a batch of it alone is sent without `BEGIN`/`COMMIT`.
+fn runs_alone(op: &Prepared) -> bool {
+    match op {
+        Prepared::Get { .. } | Prepared::Search(_) | Prepared::List(_) => true,
+        Prepared::Put(put) => put.value.is_none() || put.vectors.is_none(),
+    }
+}
+
 /// `$1` the prefix, `$2` the prefix and `.`, `$3` whether the prefix is empty.
 const UNDER_PREFIX: &str = "($3 OR prefix = $1 OR starts_with(prefix, $2))";
+/// Live (`$4` now).
+const LIVE: &str = "(expires_at_ms IS NULL OR expires_at_ms > $4)";
 
-async fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, StoreError> {
+/// A search's candidates: each item, whether it has a TTL, and its vectors (read only when
+/// the search has a query).
+type Candidates = Vec<(Item, bool, Vec<Vec<f32>>)>;
+
+/// The candidates of a search without a query, newest first, enough of them for its page:
+/// every candidate updated at or after the `k + 1`-th newest one (`k` a little over
+/// `offset + limit`), so that ties at the cut are all read, in one statement that walks the
+/// `updated_at_ms` index from its end. PostgreSQL only narrows by the filter, so some of them
+/// may fail it: when fewer than the page need pass, and older candidates exist, `None` (read
+/// them all). Otherwise the page is among these: every candidate left out is older than all.
+async fn recent_first<C: GenericClient>(
+    client: &C,
+    search: &Search,
+    now: i64,
+) -> Result<Option<Candidates>, StoreError> {
+    let needed = search.offset.saturating_add(search.limit);
+    let k = i64::try_from(needed.saturating_add(needed / 2).saturating_add(8)).unwrap_or(i64::MAX);
+    let prefix = join(&search.prefix);
+    let dotted = format!("{prefix}.");
+    let all = search.prefix.is_empty();
+    let (narrowing, narrow_params) = narrow(&search.filter, 6);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now, &k];
+    params.extend(narrow_params.iter().map(Param::as_sql));
+    let candidates = format!("{UNDER_PREFIX} AND {LIVE}{narrowing}");
+    let rows = client
+        .query(
+            &format!(
+                "WITH cut AS (
+                    SELECT updated_at_ms AS at FROM store_items WHERE {candidates}
+                     ORDER BY updated_at_ms DESC OFFSET $5 LIMIT 1
+                 )
+                 SELECT {ITEM_COLUMNS}, (SELECT at FROM cut) FROM store_items
+                  WHERE {candidates}
+                    AND updated_at_ms >= COALESCE((SELECT at FROM cut), '-9223372036854775808'::bigint)"
+            ),
+            &params,
+        )
+        .await
+        .map_err(err)?;
+    let cut = match rows.first() {
+        Some(row) => row.try_get::<_, Option<i64>>(6).map_err(err)?,
+        None => None,
+    };
+    let mut found = Vec::with_capacity(rows.len());
+    for row in &rows {
+        found.push((row_item(row)?, row_has_ttl(row)?, Vec::new()));
+    }
+    let passing = found
+        .iter()
+        .filter(|(item, _, _)| super::matches(&search.filter, &item.value))
+        .count();
+    Ok((cut.is_none() || passing >= needed).then_some(found))
+}
+
+/// Every candidate of a search under its prefix that the filter's narrowing leaves, with its
+/// vectors when the search has a query.
+async fn every_candidate<C: GenericClient>(
+    client: &C,
+    search: &Search,
+    now: i64,
+) -> Result<Candidates, StoreError> {
+    let prefix = join(&search.prefix);
+    let dotted = format!("{prefix}.");
+    let all = search.prefix.is_empty();
+    let (narrowing, narrow_params) = narrow(&search.filter, 5);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now];
+    params.extend(narrow_params.iter().map(Param::as_sql));
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {ITEM_COLUMNS} FROM store_items WHERE {UNDER_PREFIX} AND {LIVE}{narrowing}"
+            ),
+            &params,
+        )
+        .await
+        .map_err(err)?;
+    let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+    if search.query.is_some() {
+        for row in client
+            .query(
+                &format!("SELECT prefix, key, embedding FROM store_vectors WHERE {UNDER_PREFIX}"),
+                &[&prefix, &dotted, &all],
+            )
+            .await
+            .map_err(err)?
+        {
+            let key = (row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?);
+            vectors
+                .entry(key)
+                .or_default()
+                .push(row.try_get(2).map_err(err)?);
+        }
+    }
+    let mut found = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let item = row_item(row)?;
+        let item_vectors = match search.query {
+            Some(_) => vectors
+                .remove(&(join(&item.namespace), item.key.clone()))
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        found.push((item, row_has_ttl(row)?, item_vectors));
+    }
+    Ok(found)
+}
+
+async fn search<C: GenericClient>(
+    client: &C,
+    search: Search,
+    now: i64,
+) -> Result<Vec<SearchItem>, StoreError> {
+    let recent = match search.query {
+        None => recent_first(client, &search, now).await?,
+        Some(_) => None,
+    };
+    let candidates = match recent {
+        Some(found) => found,
+        None => every_candidate(client, &search, now).await?,
+    };
+    let found = rank::rank(
+        candidates
+            .iter()
+            .map(|(item, _, vectors)| (item, vectors.iter().map(Vec::as_slice))),
+        &search,
+    );
+    if search.refresh {
+        // Only hits with a TTL have one to refresh: most searches write nothing.
+        let with_ttl: std::collections::HashSet<(&[String], &str)> = candidates
+            .iter()
+            .filter(|(_, ttl, _)| *ttl)
+            .map(|(item, _, _)| (item.namespace.as_slice(), item.key.as_str()))
+            .collect();
+        let (prefixes, keys): (Vec<String>, Vec<&str>) = found
+            .iter()
+            .filter(|hit| with_ttl.contains(&(hit.namespace.as_slice(), hit.key.as_str())))
+            .map(|hit| (join(&hit.namespace), hit.key.as_str()))
+            .unzip();
+        if !keys.is_empty() {
+            exec(client, REFRESH_ITEMS, &[&prefixes, &keys, &now]).await?;
+        }
+    }
+    Ok(found)
+}
+
+async fn apply<C: GenericClient>(
+    client: &C,
+    op: Prepared,
+    now: i64,
+) -> Result<OpResult, StoreError> {
     match op {
         Prepared::Get {
             namespace,
             key,
-            refresh: again,
+            refresh,
         } => {
             let prefix = join(&namespace);
-            if again {
-                refresh(tx, &prefix, &key, now).await?;
-            }
-            let get = tx
-                .prepare_cached(&format!(
-                    "SELECT {ITEM_COLUMNS} FROM store_items
-                      WHERE prefix = $1 AND key = $2 AND (expires_at_ms IS NULL OR expires_at_ms > $3)"
-                ))
-                .await
-                .map_err(err)?;
-            let row = tx
-                .query_opt(&get, &[&prefix, &key, &now])
+            let get = client.prepare_cached(GET_ITEM).await.map_err(err)?;
+            let row = client
+                .query_opt(&get, &[&prefix, &key, &now, &refresh])
                 .await
                 .map_err(err)?;
             Ok(OpResult::Item(row.as_ref().map(row_item).transpose()?))
         }
-        Prepared::Put(p) => put(tx, p, now).await.map(|()| OpResult::Done),
-        Prepared::Search(search) => {
-            let prefix = join(&search.prefix);
-            let dotted = format!("{prefix}.");
-            let all = search.prefix.is_empty();
-            // PostgreSQL narrows by the filter's simple conditions; `rank` applies all of it.
-            let (narrowing, narrow_params) = narrow(&search.filter, 5);
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now];
-            params.extend(narrow_params.iter().map(Param::as_sql));
-            let rows = tx
-                .query(
-                    &format!(
-                        "SELECT {ITEM_COLUMNS} FROM store_items
-                          WHERE {UNDER_PREFIX} AND (expires_at_ms IS NULL OR expires_at_ms > $4){narrowing}"
-                    ),
-                    &params,
-                )
-                .await
-                .map_err(err)?;
-            let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
-            if search.query.is_some() {
-                for row in tx
-                    .query(
-                        &format!(
-                            "SELECT prefix, key, embedding FROM store_vectors WHERE {UNDER_PREFIX}"
-                        ),
-                        &[&prefix, &dotted, &all],
-                    )
-                    .await
-                    .map_err(err)?
-                {
-                    let key = (row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?);
-                    vectors
-                        .entry(key)
-                        .or_default()
-                        .push(row.try_get(2).map_err(err)?);
-                }
-            }
-            let mut owned = Vec::with_capacity(rows.len());
-            for row in &rows {
-                let item = row_item(row)?;
-                let item_vectors = match search.query {
-                    Some(_) => vectors
-                        .remove(&(join(&item.namespace), item.key.clone()))
-                        .unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                owned.push((item, item_vectors));
-            }
-            let candidates = owned
-                .iter()
-                .map(|(item, vectors)| (item, vectors.iter().map(Vec::as_slice)));
-            let found = rank::rank(candidates, &search);
-            if search.refresh {
-                for hit in &found {
-                    refresh(tx, &join(&hit.namespace), &hit.key, now).await?;
-                }
-            }
-            Ok(OpResult::Items(found))
-        }
+        Prepared::Put(p) => put(client, p, now).await.map(|()| OpResult::Done),
+        Prepared::Search(s) => search(client, s, now).await.map(OpResult::Items),
         Prepared::List(list) => {
-            let rows = tx
+            let rows = client
                 .query(
                     "SELECT DISTINCT prefix FROM store_items WHERE expires_at_ms IS NULL OR expires_at_ms > $1",
                     &[&now],
@@ -309,8 +421,14 @@ impl Store for PostgresStore {
         let prepared = self.config.prepare(ops).await?;
         let now = self.config.now_ms();
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(err)?;
         let mut results = Vec::with_capacity(prepared.len());
+        if prepared.len() == 1 && prepared.iter().all(runs_alone) {
+            for op in prepared {
+                results.push(apply(&client, op, now).await?);
+            }
+            return Ok(results);
+        }
+        let tx = client.transaction().await.map_err(err)?;
         for op in prepared {
             results.push(apply(&tx, op, now).await?);
         }

@@ -127,109 +127,140 @@ impl StoreConfig {
 
     /// Checks `ops`, resolves their defaults and computes their vectors.
     pub(crate) async fn prepare(&self, ops: Vec<Op>) -> Result<Vec<Prepared>, StoreError> {
-        let mut prepared = Vec::with_capacity(ops.len());
-        // (op's place, vector name, text) for every text to embed, and the queries' places.
-        let mut texts: Vec<(usize, String, String)> = Vec::new();
-        let mut queries: Vec<(usize, String)> = Vec::new();
-        for (at, op) in ops.into_iter().enumerate() {
-            prepared.push(match op {
-                Op::Get(get) => {
-                    validate_namespace(&get.namespace)?;
-                    Prepared::Get {
-                        refresh: self.refresh(get.refresh_ttl),
-                        namespace: get.namespace,
-                        key: get.key,
-                    }
+        let mut wanted = Wanted::default();
+        let mut prepared = ops
+            .into_iter()
+            .enumerate()
+            .map(|(at, op)| self.check(at, op, &mut wanted))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.embed(&mut prepared, wanted).await?;
+        Ok(prepared)
+    }
+
+    /// [`prepare`](Self::prepare) for one op, without the lists.
+    pub(crate) async fn prepare_one(&self, op: Op) -> Result<Prepared, StoreError> {
+        let mut wanted = Wanted::default();
+        let mut prepared = [self.check(0, op, &mut wanted)?];
+        self.embed(&mut prepared, wanted).await?;
+        let [op] = prepared;
+        Ok(op)
+    }
+
+    /// Whether a get that does not say reads with refresh.
+    pub(crate) fn refresh_by_default(&self) -> bool {
+        self.refresh(None)
+    }
+
+    /// Checks the op at `at` and resolves its defaults; the texts it needs embedded go to
+    /// `wanted`.
+    fn check(&self, at: usize, op: Op, wanted: &mut Wanted) -> Result<Prepared, StoreError> {
+        Ok(match op {
+            Op::Get(get) => {
+                validate_namespace(&get.namespace)?;
+                Prepared::Get {
+                    refresh: self.refresh(get.refresh_ttl),
+                    namespace: get.namespace,
+                    key: get.key,
                 }
-                Op::Put(put) => {
-                    validate_namespace(&put.namespace)?;
-                    let vectors = match (&self.index, &put.value) {
-                        (None, _) => {
-                            if let IndexChoice::Fields(_) = put.index {
-                                return Err(StoreError::NoIndex {
-                                    what: "a put with index fields",
-                                });
-                            }
-                            None
-                        }
-                        (Some(_), None) => Some(Vec::new()),
-                        (Some(index), Some(value)) => {
-                            let paths = match &put.index {
-                                IndexChoice::StoreDefault => index.fields.as_slice(),
-                                IndexChoice::Off => &[],
-                                IndexChoice::Fields(fields) => fields.as_slice(),
-                            };
-                            let found = texts_to_embed(value, paths).map_err(|reason| {
-                                StoreError::InvalidValue {
-                                    key: put.key.clone(),
-                                    reason,
-                                }
-                            })?;
-                            texts.extend(found.into_iter().map(|(name, text)| (at, name, text)));
-                            Some(Vec::new())
-                        }
-                    };
-                    if let IndexChoice::Fields(fields) = &put.index {
-                        for path in fields {
-                            validate_path(path).map_err(|reason| StoreError::InvalidValue {
-                                key: put.key.clone(),
-                                reason,
-                            })?;
-                        }
-                    }
-                    Prepared::Put(Put {
-                        ttl_ms: if put.value.is_some() {
-                            self.ttl_ms(put.ttl)
-                        } else {
-                            None
-                        },
-                        namespace: put.namespace,
-                        key: put.key,
-                        value: put.value,
-                        vectors,
-                    })
-                }
-                Op::Search(search) => {
-                    validate_labels(&search.namespace_prefix)?;
-                    if search.filter.contains_key("") {
-                        return Err(StoreError::filter(
-                            "",
-                            "a filter is a JSON object of field names and conditions",
-                        ));
-                    }
-                    validate_filter(&search.filter)?;
-                    if let Some(query) = search.query.filter(|q| !q.is_empty()) {
-                        if self.index.is_none() {
+            }
+            Op::Put(put) => {
+                validate_namespace(&put.namespace)?;
+                let vectors = match (&self.index, &put.value) {
+                    (None, _) => {
+                        if let IndexChoice::Fields(_) = put.index {
                             return Err(StoreError::NoIndex {
-                                what: "a search with a query",
+                                what: "a put with index fields",
                             });
                         }
-                        queries.push((at, query));
+                        None
                     }
-                    Prepared::Search(Search {
-                        refresh: self.refresh(search.refresh_ttl),
-                        prefix: search.namespace_prefix,
-                        filter: search.filter,
-                        query: None,
-                        limit: search.limit,
-                        offset: search.offset,
-                    })
-                }
-                Op::ListNamespaces(list) => {
-                    for condition in &list.match_conditions {
-                        validate_labels(&condition.path)?;
+                    (Some(_), None) => Some(Vec::new()),
+                    (Some(index), Some(value)) => {
+                        let paths = match &put.index {
+                            IndexChoice::StoreDefault => index.fields.as_slice(),
+                            IndexChoice::Off => &[],
+                            IndexChoice::Fields(fields) => fields.as_slice(),
+                        };
+                        let found = texts_to_embed(value, paths).map_err(|reason| {
+                            StoreError::InvalidValue {
+                                key: put.key.clone(),
+                                reason,
+                            }
+                        })?;
+                        wanted
+                            .texts
+                            .extend(found.into_iter().map(|(name, text)| (at, name, text)));
+                        Some(Vec::new())
                     }
-                    Prepared::List(list)
+                };
+                if let IndexChoice::Fields(fields) = &put.index {
+                    for path in fields {
+                        validate_path(path).map_err(|reason| StoreError::InvalidValue {
+                            key: put.key.clone(),
+                            reason,
+                        })?;
+                    }
                 }
-            });
-        }
+                Prepared::Put(Put {
+                    ttl_ms: if put.value.is_some() {
+                        self.ttl_ms(put.ttl)
+                    } else {
+                        None
+                    },
+                    namespace: put.namespace,
+                    key: put.key,
+                    value: put.value,
+                    vectors,
+                })
+            }
+            Op::Search(search) => {
+                validate_labels(&search.namespace_prefix)?;
+                if search.filter.contains_key("") {
+                    return Err(StoreError::filter(
+                        "",
+                        "a filter is a JSON object of field names and conditions",
+                    ));
+                }
+                validate_filter(&search.filter)?;
+                if let Some(query) = search.query.filter(|q| !q.is_empty()) {
+                    if self.index.is_none() {
+                        return Err(StoreError::NoIndex {
+                            what: "a search with a query",
+                        });
+                    }
+                    wanted.queries.push((at, query));
+                }
+                Prepared::Search(Search {
+                    refresh: self.refresh(search.refresh_ttl),
+                    prefix: search.namespace_prefix,
+                    filter: search.filter,
+                    query: None,
+                    limit: search.limit,
+                    offset: search.offset,
+                })
+            }
+            Op::ListNamespaces(list) => {
+                for condition in &list.match_conditions {
+                    validate_labels(&condition.path)?;
+                }
+                Prepared::List(list)
+            }
+        })
+    }
+
+    /// Embeds what `wanted` lists, one call to the embedder, into the puts' vectors and the
+    /// searches' queries of `prepared`.
+    async fn embed(&self, prepared: &mut [Prepared], wanted: Wanted) -> Result<(), StoreError> {
         let Some(index) = &self.index else {
-            return Ok(prepared);
+            return Ok(());
         };
-        let mut all: Vec<String> = texts.iter().map(|(_, _, t)| t.clone()).collect();
-        all.extend(queries.iter().map(|(_, q)| q.clone()));
+        if wanted.texts.is_empty() && wanted.queries.is_empty() {
+            return Ok(());
+        }
+        let mut all: Vec<String> = wanted.texts.iter().map(|(_, _, t)| t.clone()).collect();
+        all.extend(wanted.queries.iter().map(|(_, q)| q.clone()));
         let mut vectors = index.embed_texts(&all).await?.into_iter();
-        for ((at, name, _), vector) in texts.into_iter().zip(vectors.by_ref()) {
+        for ((at, name, _), vector) in wanted.texts.into_iter().zip(vectors.by_ref()) {
             if let Prepared::Put(Put {
                 vectors: Some(list),
                 ..
@@ -238,11 +269,19 @@ impl StoreConfig {
                 list.push((name, vector));
             }
         }
-        for ((at, _), vector) in queries.into_iter().zip(vectors) {
+        for ((at, _), vector) in wanted.queries.into_iter().zip(vectors) {
             if let Prepared::Search(search) = &mut prepared[at] {
                 search.query = Some(vector);
             }
         }
-        Ok(prepared)
+        Ok(())
     }
+}
+
+/// What a batch needs embedded: (op's place, vector name, text) for every text of its puts,
+/// and (op's place, query) for its searches.
+#[derive(Default)]
+struct Wanted {
+    texts: Vec<(usize, String, String)>,
+    queries: Vec<(usize, String)>,
 }

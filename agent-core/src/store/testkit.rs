@@ -23,6 +23,8 @@
 //!   `updated_at`; delete; bad namespaces and values are refused with `StoreError`.
 //! - [`search_filters`]: prefix scoping, equality and `$eq/$ne/$gt/$gte/$lt/$lte` on dotted
 //!   paths, newest first, `limit`/`offset`, bad filters refused.
+//! - [`search_pages`]: pages of filtered searches over many items, with equal timestamps and
+//!   values on the filters' bounds, equal those of the same search done by hand.
 //! - [`list_namespaces`]: prefix and suffix with `*`, `max_depth`, `limit`/`offset`, sorted.
 //! - [`ttl`]: items expire on the clock, reads refresh (or not), sweeping deletes.
 //! - [`batches`]: mixed ops applied in order, each result in its op's place.
@@ -47,6 +49,7 @@ use crate::runtime::ManualClock;
 pub const CASES: &[&str] = &[
     "put_get_delete",
     "search_filters",
+    "search_pages",
     "list_namespaces",
     "ttl",
     "batches",
@@ -192,6 +195,7 @@ fn clock() -> Arc<ManualClock> {
 pub async fn run_all<F: StoreFactory>(factory: F) -> Result<Vec<&'static str>, Failure> {
     put_get_delete(&factory).await?;
     search_filters(&factory).await?;
+    search_pages(&factory).await?;
     list_namespaces(&factory).await?;
     ttl(&factory).await?;
     batches(&factory).await?;
@@ -373,6 +377,93 @@ pub async fn search_filters<F: StoreFactory>(factory: &F) -> CaseResult {
     c.check(mixed == ["text"], || {
         format!("`$lt` on a string over mixed types found {mixed:?}")
     })?;
+    Ok(())
+}
+
+/// Pages of filtered searches over 120 items in three namespaces, four items to a timestamp
+/// (ties broken by namespace, then key), numbers on the filters' bounds, and a namespace
+/// whose newest items all sit on a bound: each page equals the same search done by hand
+/// (filter, newest first, offset, limit). A store that reads only the newest candidates
+/// must still find older ones when the newest fail the filter.
+pub async fn search_pages<F: StoreFactory>(factory: &F) -> CaseResult {
+    let clock = clock();
+    let store = factory.open(config(&clock)).await;
+    let c = Case::new("search_pages", &store, unique("sp"));
+    // (namespace, key, value, updated_at_ms) of every item put.
+    let mut all: Vec<(Vec<String>, String, Value, i64)> = Vec::new();
+    let now = |clock: &ManualClock| {
+        crate::runtime::Clock::now(clock)
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    };
+    for i in 0..90usize {
+        let user = format!("u{}", (i * 7) % 3);
+        let kind = ["a", "b"][i % 2];
+        let value =
+            json!({"kind": kind, "n": i % 20, "x": i as f64 / 4.0, "tag": format!("t{}", i % 5)});
+        let key = format!("k{:02}", (i * 37) % 90);
+        c.put(&["p", &user], &key, value.clone()).await?;
+        all.push((c.ns(&["p", &user]), key, value, now(&clock)));
+        if i % 4 == 3 {
+            clock.advance(Duration::from_secs(1));
+        }
+    }
+    // Ten older items above the bound, then thirty newer ones on it.
+    for i in 0..40usize {
+        let n = if i < 10 { 6 } else { 5 };
+        let value = json!({"n": n, "i": i});
+        let key = format!("e{i:02}");
+        c.put(&["p", "edge"], &key, value.clone()).await?;
+        all.push((c.ns(&["p", "edge"]), key, value, now(&clock)));
+        clock.advance(Duration::from_millis(1));
+    }
+    all.sort_by(|a, b| {
+        b.3.cmp(&a.3)
+            .then_with(|| a.0.cmp(&b.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let filters = [
+        json!({}),
+        json!({"kind": "a"}),
+        json!({"n": {"$gt": 10}}),
+        json!({"n": {"$gte": 10, "$lt": 15}}),
+        json!({"kind": "b", "n": {"$lte": 3}}),
+        json!({"x": {"$gt": 7.25}}),
+        json!({"n": {"$ne": 4}}),
+        json!({"kind": {"$eq": "a"}, "x": {"$lt": 2.0}}),
+        json!({"tag": {"$gte": "t3"}}),
+        json!({"n": {"$gt": 5}}),
+        json!({"n": 5.0}),
+    ];
+    for filter in filters {
+        let Value::Object(conditions) = &filter else {
+            continue;
+        };
+        for (limit, offset) in [(1, 0), (3, 0), (10, 5), (7, 40), (200, 0), (5, 300)] {
+            let want: Vec<&str> = all
+                .iter()
+                .filter(|(_, _, value, _)| {
+                    value
+                        .as_object()
+                        .is_some_and(|v| super::matches(conditions, v))
+                })
+                .skip(offset)
+                .take(limit)
+                .map(|(_, key, _, _)| key.as_str())
+                .collect();
+            let got = c
+                .keys(
+                    SearchOp::new(c.ns(&["p"]))
+                        .filter(filter.clone())
+                        .limit(limit)
+                        .offset(offset),
+                )
+                .await?;
+            c.check(got == want, || {
+                format!("filter {filter} limit {limit} offset {offset} found {got:?}, not {want:?}")
+            })?;
+        }
+    }
     Ok(())
 }
 
