@@ -8,10 +8,10 @@
 //!
 //! The `vector` extension is not needed: similarity is computed in Rust over the candidates'
 //! vectors (exact search; see [`IndexConfig`]), and filters likewise: PostgreSQL narrows by
-//! the filter's simple conditions (see `narrow`) and Rust decides. A search without a query
-//! (most recently updated first) reads only the newest candidates, walking an index on
-//! `updated_at_ms` (see [`recent_first`]); one with a query reads every candidate under its
-//! prefix. Migrations run under an advisory lock and may run again (`store_meta` holds the
+//! the filter's simple conditions (see `narrow`) and Rust decides. A search reads the items
+//! under its prefix through an index on the prefixes' bytes; without a query (most recently
+//! updated first) PostgreSQL sends only the newest candidates (see [`recent_first`]), with
+//! one every candidate and the vectors. Migrations run under an advisory lock and may run again (`store_meta` holds the
 //! version).
 
 use std::collections::HashMap;
@@ -54,8 +54,9 @@ CREATE TABLE IF NOT EXISTS store_vectors (
 );
 ",
     "
--- Searches without a query read the newest items first (see `recent_first`).
-CREATE INDEX IF NOT EXISTS store_items_updated ON store_items (updated_at_ms);
+-- A search reads the range of prefixes under its own (see `UNDER_PREFIX`).
+CREATE INDEX IF NOT EXISTS store_items_prefix ON store_items (prefix COLLATE \"C\");
+CREATE INDEX IF NOT EXISTS store_vectors_prefix ON store_vectors (prefix COLLATE \"C\");
 ",
 ];
 
@@ -218,54 +219,72 @@ fn runs_alone(op: &Prepared) -> bool {
     }
 }
 
-/// `$1` the prefix, `$2` the prefix and `.`, `$3` whether the prefix is empty.
-const UNDER_PREFIX: &str = "($3 OR prefix = $1 OR starts_with(prefix, $2))";
-/// Live (`$4` now).
-const LIVE: &str = "(expires_at_ms IS NULL OR expires_at_ms > $4)";
+/// Items under a search's prefix: `$1` the prefix, `$2` the prefix and `.`, `$3` whether the
+/// prefix is empty, `$4` the prefix and `/` (the byte after `.`). The byte range from `$1`
+/// to `$4` holds every namespace under the prefix (and a few others, such as `a-b` under
+/// `a`, which the last condition removes): PostgreSQL reads it from the `C`-collated index.
+const UNDER_PREFIX: &str = "($3 OR ((prefix COLLATE \"C\") >= $1 AND (prefix COLLATE \"C\") < $4
+    AND (prefix = $1 OR starts_with(prefix, $2))))";
+/// Live (`$5` now).
+const LIVE: &str = "(expires_at_ms IS NULL OR expires_at_ms > $5)";
+
+/// The values of [`UNDER_PREFIX`]'s parameters.
+struct Scope {
+    prefix: String,
+    dotted: String,
+    all: bool,
+    upper: String,
+}
+
+impl Scope {
+    fn new(search: &Search) -> Self {
+        let prefix = join(&search.prefix);
+        Scope {
+            dotted: format!("{prefix}."),
+            upper: format!("{prefix}/"),
+            all: search.prefix.is_empty(),
+            prefix,
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![&self.prefix, &self.dotted, &self.all, &self.upper]
+    }
+}
 
 /// A search's candidates: each item, whether it has a TTL, and its vectors (read only when
 /// the search has a query).
 type Candidates = Vec<(Item, bool, Vec<Vec<f32>>)>;
 
 /// The candidates of a search without a query, newest first, enough of them for its page:
-/// every candidate updated at or after the `k + 1`-th newest one (`k` a little over
-/// `offset + limit`), so that ties at the cut are all read, in one statement that walks the
-/// `updated_at_ms` index from its end. PostgreSQL only narrows by the filter, so some of them
-/// may fail it: when fewer than the page need pass, and older candidates exist, `None` (read
-/// them all). Otherwise the page is among these: every candidate left out is older than all.
+/// the `k` newest (`k` a little over `offset + limit`) and every other as new as the last of
+/// them (`WITH TIES`), so that a tie at the cut is read whole. PostgreSQL only narrows by the
+/// filter, so some of them may fail it: when fewer than the page needs pass and there may
+/// be older candidates, `None` (read them all). Otherwise the page is among these, as every
+/// candidate left out is older than all of them.
 async fn recent_first<C: GenericClient>(
     client: &C,
     search: &Search,
     now: i64,
 ) -> Result<Option<Candidates>, StoreError> {
     let needed = search.offset.saturating_add(search.limit);
-    let k = i64::try_from(needed.saturating_add(needed / 2).saturating_add(8)).unwrap_or(i64::MAX);
-    let prefix = join(&search.prefix);
-    let dotted = format!("{prefix}.");
-    let all = search.prefix.is_empty();
-    let (narrowing, narrow_params) = narrow(&search.filter, 6);
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now, &k];
+    let k = needed.saturating_add(needed / 2).saturating_add(8);
+    let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
+    let scope = Scope::new(search);
+    let (narrowing, narrow_params) = narrow(&search.filter, 7);
+    let mut params = scope.params();
+    params.extend([&now as &(dyn ToSql + Sync), &k_sql]);
     params.extend(narrow_params.iter().map(Param::as_sql));
-    let candidates = format!("{UNDER_PREFIX} AND {LIVE}{narrowing}");
     let rows = client
         .query(
             &format!(
-                "WITH cut AS (
-                    SELECT updated_at_ms AS at FROM store_items WHERE {candidates}
-                     ORDER BY updated_at_ms DESC OFFSET $5 LIMIT 1
-                 )
-                 SELECT {ITEM_COLUMNS}, (SELECT at FROM cut) FROM store_items
-                  WHERE {candidates}
-                    AND updated_at_ms >= COALESCE((SELECT at FROM cut), '-9223372036854775808'::bigint)"
+                "SELECT {ITEM_COLUMNS} FROM store_items WHERE {UNDER_PREFIX} AND {LIVE}{narrowing}
+                  ORDER BY updated_at_ms DESC FETCH FIRST $6 ROWS WITH TIES"
             ),
             &params,
         )
         .await
         .map_err(err)?;
-    let cut = match rows.first() {
-        Some(row) => row.try_get::<_, Option<i64>>(6).map_err(err)?,
-        None => None,
-    };
     let mut found = Vec::with_capacity(rows.len());
     for row in &rows {
         found.push((row_item(row)?, row_has_ttl(row)?, Vec::new()));
@@ -274,7 +293,7 @@ async fn recent_first<C: GenericClient>(
         .iter()
         .filter(|(item, _, _)| super::matches(&search.filter, &item.value))
         .count();
-    Ok((cut.is_none() || passing >= needed).then_some(found))
+    Ok((rows.len() < k || passing >= needed).then_some(found))
 }
 
 /// Every candidate of a search under its prefix that the filter's narrowing leaves, with its
@@ -284,11 +303,10 @@ async fn every_candidate<C: GenericClient>(
     search: &Search,
     now: i64,
 ) -> Result<Candidates, StoreError> {
-    let prefix = join(&search.prefix);
-    let dotted = format!("{prefix}.");
-    let all = search.prefix.is_empty();
-    let (narrowing, narrow_params) = narrow(&search.filter, 5);
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&prefix, &dotted, &all, &now];
+    let scope = Scope::new(search);
+    let (narrowing, narrow_params) = narrow(&search.filter, 6);
+    let mut params = scope.params();
+    params.push(&now);
     params.extend(narrow_params.iter().map(Param::as_sql));
     let rows = client
         .query(
@@ -304,7 +322,7 @@ async fn every_candidate<C: GenericClient>(
         for row in client
             .query(
                 &format!("SELECT prefix, key, embedding FROM store_vectors WHERE {UNDER_PREFIX}"),
-                &[&prefix, &dotted, &all],
+                &scope.params(),
             )
             .await
             .map_err(err)?
