@@ -4,7 +4,8 @@
 //! `put`, `search`...) skips the batch's lists, and a `get` copies nothing but the item it
 //! returns: these calls cost about as much as the map access and the item's clone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::prepare::config_builders;
@@ -33,7 +34,47 @@ impl Entry {
     }
 }
 
-type Data = BTreeMap<Vec<String>, BTreeMap<String, Entry>>;
+/// The items of one namespace, by key.
+type Space = HashMap<String, Entry>;
+
+/// The items, by namespace and key in hash maps (a get or a put is two hash lookups, where a
+/// tree walk would compare keys that each live elsewhere on the heap), and the namespaces
+/// in order for the prefix scans of searches.
+#[derive(Debug, Default)]
+struct Data {
+    spaces: HashMap<Vec<String>, Space>,
+    order: BTreeSet<Vec<String>>,
+}
+
+impl Data {
+    fn space_mut(&mut self, namespace: &[String]) -> Option<&mut Space> {
+        self.spaces.get_mut(namespace)
+    }
+
+    /// The namespace's items, made empty when it has none.
+    fn space_or_new(&mut self, namespace: &[String]) -> &mut Space {
+        if !self.spaces.contains_key(namespace) {
+            self.order.insert(namespace.to_vec());
+        }
+        self.spaces.entry(namespace.to_vec()).or_default()
+    }
+
+    fn remove_space(&mut self, namespace: &[String]) {
+        self.spaces.remove(namespace);
+        self.order.remove(namespace);
+    }
+
+    /// The namespaces under `prefix` (all of them for an empty one) with their items.
+    fn under<'a>(
+        &'a self,
+        prefix: &'a [String],
+    ) -> impl Iterator<Item = (&'a [String], &'a Space)> {
+        self.order
+            .range::<[String], _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |namespace| super::namespace::has_prefix(namespace, prefix))
+            .filter_map(|namespace| Some((namespace.as_slice(), self.spaces.get(namespace)?)))
+    }
+}
 
 /// A store in the process's memory.
 #[derive(Debug, Clone, Default)]
@@ -58,7 +99,7 @@ impl InMemoryStore {
 /// The live item under `namespace` and `key`, its TTL refreshed when `refresh`.
 fn read(data: &mut Data, namespace: &[String], key: &str, refresh: bool, now: i64) -> Option<Item> {
     let entry = data
-        .get_mut(namespace)
+        .space_mut(namespace)
         .and_then(|items| items.get_mut(key))
         .filter(|e| e.live(now))?;
     if refresh {
@@ -76,19 +117,15 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
         } => OpResult::Item(read(data, &namespace, &key, refresh, now)),
         Prepared::Put(put) => {
             let Some(value) = put.value else {
-                if let Some(items) = data.get_mut(&put.namespace) {
+                if let Some(items) = data.space_mut(&put.namespace) {
                     items.remove(&put.key);
                     if items.is_empty() {
-                        data.remove(&put.namespace);
+                        data.remove_space(&put.namespace);
                     }
                 }
                 return OpResult::Done;
             };
-            // The namespace's labels are copied for the map only when it is new to it.
-            let items = match data.get_mut(&put.namespace) {
-                Some(items) => items,
-                None => data.entry(put.namespace.clone()).or_default(),
-            };
+            let items = data.space_or_new(&put.namespace);
             let created = items
                 .get(&put.key)
                 .filter(|e| e.live(now))
@@ -112,10 +149,7 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
         }
         Prepared::Search(search) => {
             let candidates = data
-                .range(search.prefix.clone()..)
-                .take_while(|(namespace, _)| {
-                    super::namespace::has_prefix(namespace, &search.prefix)
-                })
+                .under(&search.prefix)
                 .flat_map(|(_, items)| items.values())
                 .filter(|e| e.live(now))
                 .map(|e| (&e.item, e.vectors.iter().map(|(_, v)| v.as_slice())));
@@ -123,7 +157,7 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
             if search.refresh {
                 for hit in &found {
                     if let Some(e) = data
-                        .get_mut(&hit.namespace)
+                        .space_mut(&hit.namespace)
                         .and_then(|i| i.get_mut(&hit.key))
                     {
                         e.refresh(now);
@@ -134,9 +168,9 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
         }
         Prepared::List(list) => {
             let live = data
-                .iter()
+                .under(&[])
                 .filter(|(_, items)| items.values().any(|e| e.live(now)))
-                .map(|(ns, _)| ns.clone());
+                .map(|(ns, _)| ns.to_vec());
             OpResult::Namespaces(rank::list(live, &list))
         }
     }
@@ -178,12 +212,17 @@ impl Store for InMemoryStore {
     async fn sweep_expired(&self) -> Result<usize, StoreError> {
         let now = self.config.now_ms();
         let mut data = self.lock();
+        let Data { spaces, order } = &mut *data;
         let mut swept = 0;
-        data.retain(|_, items| {
+        spaces.retain(|namespace, items| {
             let before = items.len();
             items.retain(|_, e| e.live(now));
             swept += before - items.len();
-            !items.is_empty()
+            let keep = !items.is_empty();
+            if !keep {
+                order.remove(namespace);
+            }
+            keep
         });
         Ok(swept)
     }
