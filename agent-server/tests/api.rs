@@ -3,6 +3,8 @@
 //! background, join), interrupts and resume, double texting, cancel, stateless runs, and
 //! every malformed request answered with a 4xx and a `detail`.
 
+mod common;
+
 #[path = "../examples/reference/graphs.rs"]
 #[allow(dead_code)]
 mod graphs;
@@ -11,49 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
+use common::served::Served as Api;
 
 impl Api {
-    async fn start() -> Api {
-        let server = graphs::server().workers(4).build().await.unwrap();
-        let router = server.start().await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum_serve(listener, router).await });
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        Api {
-            base,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        let value = if text.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(text.trim()).unwrap_or(Value::String(text))
-        };
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(body)).await
-    }
-
     async fn thread(&self) -> String {
         let (status, t) = self.post("/threads", json!({})).await;
         assert_eq!(status, 200, "{t}");
@@ -91,10 +53,6 @@ impl Api {
     }
 }
 
-async fn axum_serve(listener: tokio::net::TcpListener, router: axum::Router) {
-    axum::serve(listener, router).await.unwrap();
-}
-
 fn parse_sse(text: &str) -> Vec<(String, Value)> {
     assert!(
         !text.contains("\n\n") || text.contains("\r\n"),
@@ -122,7 +80,7 @@ fn hi(text: &str) -> Value {
 
 #[tokio::test]
 async fn system_endpoints_answer() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     assert_eq!(
         api.get("/ok").await,
         (200, json!({"ok": true, "services": {}}))
@@ -137,7 +95,7 @@ async fn system_endpoints_answer() {
 
 #[tokio::test]
 async fn system_assistants_are_searchable_and_user_assistants_versioned() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let (status, found) = api.post("/assistants/search", json!({"limit": 10})).await;
     assert_eq!(status, 200);
     let graphs: Vec<&str> = found
@@ -211,7 +169,7 @@ async fn system_assistants_are_searchable_and_user_assistants_versioned() {
 
 #[tokio::test]
 async fn a_run_waits_for_the_reply_and_the_thread_keeps_it() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let (status, out) = api
         .post(
@@ -270,7 +228,7 @@ async fn a_run_waits_for_the_reply_and_the_thread_keeps_it() {
 
 #[tokio::test]
 async fn streams_speak_langgraphs_events() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let (headers, events) = api
         .stream(
@@ -312,7 +270,7 @@ fn is_sub_ns(ns: &str) -> bool {
 
 #[tokio::test]
 async fn stream_subgraphs_names_subgraph_events_mode_bar_namespace() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let modes = json!([
         "values",
@@ -435,7 +393,7 @@ async fn stream_subgraphs_names_subgraph_events_mode_bar_namespace() {
 
 #[tokio::test]
 async fn an_interrupt_pauses_the_thread_and_a_command_resumes_it() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let (_, out) = api
         .post(
@@ -466,7 +424,7 @@ async fn an_interrupt_pauses_the_thread_and_a_command_resumes_it() {
 
 #[tokio::test]
 async fn stateless_runs_and_update_state() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let (status, out) = api
         .post(
             "/runs/wait",
@@ -512,7 +470,7 @@ async fn stateless_runs_and_update_state() {
 
 #[tokio::test]
 async fn double_texting_and_cancel() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let (status, first) = api
         .post(
@@ -589,7 +547,7 @@ async fn double_texting_and_cancel() {
 
 #[tokio::test]
 async fn a_failing_run_reports_its_error() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let (status, out) = api
         .post(
@@ -618,7 +576,7 @@ async fn a_failing_run_reports_its_error() {
 
 #[tokio::test]
 async fn malformed_requests_get_4xx_with_a_detail() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let cases: Vec<(reqwest::Method, String, Option<&str>, u16)> = vec![
         (
@@ -723,7 +681,7 @@ async fn malformed_requests_get_4xx_with_a_detail() {
 
 #[tokio::test]
 async fn cors_lets_studio_in() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let resp = api
         .http
         .request(reqwest::Method::OPTIONS, format!("{}/threads", api.base))
@@ -750,21 +708,12 @@ async fn cors_lets_studio_in() {
 async fn a_sqlite_file_takes_many_runs_at_once() {
     let dir = std::env::temp_dir().join(format!("agentgraph-api-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let server = graphs::server()
-        .sqlite(dir.join("server.sqlite"))
-        .workers(8)
-        .build()
-        .await
-        .unwrap();
-    let router = server.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum_serve(listener, router).await });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let api = Api {
-        base,
-        http: reqwest::Client::new(),
-    };
+    let api = Api::start(
+        graphs::server()
+            .sqlite(dir.join("server.sqlite"))
+            .workers(8),
+    )
+    .await;
     let mut tasks = Vec::new();
     for i in 0..40 {
         let http = api.http.clone();
@@ -800,7 +749,7 @@ async fn a_sqlite_file_takes_many_runs_at_once() {
 /// `after_seconds` keeps a run in the queue until then; a bad value is a 422.
 #[tokio::test]
 async fn a_delayed_run_waits_its_turn() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let started = std::time::Instant::now();
     let (_, run) = api
@@ -831,7 +780,7 @@ async fn a_delayed_run_waits_its_turn() {
 /// events, then `metadata {"status": "run_done"}`.
 #[tokio::test]
 async fn a_thread_stream_follows_run_after_run() {
-    let api = Api::start().await;
+    let api = Api::start(graphs::server().workers(4)).await;
     let thread = api.thread().await;
     let resp = api
         .http

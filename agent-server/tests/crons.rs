@@ -19,45 +19,9 @@ use serde_json::{Value, json};
 /// 2026-11-27T10:00:30Z: half a minute before a tick of `* * * * *`.
 const START_MS: i64 = 1_795_773_630_000;
 
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
+use common::served::Served as Api;
 
 impl Api {
-    async fn start(builder: ServerBuilder) -> Api {
-        let server = builder.build().await.unwrap();
-        let router = server.start().await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        Api {
-            base,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        let value = serde_json::from_str(text.trim()).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(body)).await
-    }
-
     async fn ok(&self, path: &str, body: Value) -> Value {
         let (status, v) = self.post(path, body).await;
         assert_eq!(status, 200, "{path}: {v}");

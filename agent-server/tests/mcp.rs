@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use agent_core::{END, GraphState, Runtime, START, StateGraph};
 use agent_server::ServerBuilder;
+use common::served::Served;
 use serde_json::{Value, json};
 
 /// The `greeter` graph's state.
@@ -45,23 +46,24 @@ fn builder() -> ServerBuilder {
         .workers(2)
 }
 
+/// The served reference graphs and the key an MCP client sends.
 struct Mcp {
-    base: String,
-    http: reqwest::Client,
+    served: Served,
     key: Option<&'static str>,
+}
+
+impl std::ops::Deref for Mcp {
+    type Target = Served;
+
+    fn deref(&self) -> &Served {
+        &self.served
+    }
 }
 
 impl Mcp {
     async fn start(builder: ServerBuilder) -> Mcp {
-        let server = builder.build().await.unwrap();
-        let router = server.start().await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        let _ = rustls::crypto::ring::default_provider().install_default();
         Mcp {
-            base,
-            http: reqwest::Client::new(),
+            served: Served::start(builder).await,
             key: None,
         }
     }

@@ -35,41 +35,7 @@ fn graph() -> StateGraph<Note> {
         .add_edge("keep", END)
 }
 
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    async fn start(server: agent_server::ServerBuilder) -> Api {
-        let server = server.graph("notes", graph()).build().await.expect("build");
-        let router = server.start().await.expect("start");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        Api {
-            base,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.expect("send");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(text.trim()).unwrap_or(Value::Null),
-        )
-    }
-}
+use common::served::Served as Api;
 
 async fn exercise(api: &Api) {
     use reqwest::Method;
@@ -251,7 +217,7 @@ async fn exercise(api: &Api) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_endpoints_in_memory() {
-    exercise(&Api::start(Server::builder()).await).await;
+    exercise(&Api::start(Server::builder().graph("notes", graph())).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,7 +228,7 @@ async fn store_endpoints_on_sqlite_keep_items_in_the_servers_file() {
     ));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("server.sqlite");
-    exercise(&Api::start(Server::builder().sqlite(&path)).await).await;
+    exercise(&Api::start(Server::builder().sqlite(&path).graph("notes", graph())).await).await;
     let store = agent_core::store::SqliteStore::open(&path).expect("the server's file");
     use agent_core::store::Store;
     let kept = store
@@ -278,5 +244,5 @@ async fn store_endpoints_on_postgres() {
     let Some(url) = common::fresh_database("store_api").await else {
         return;
     };
-    exercise(&Api::start(Server::builder().postgres(url)).await).await;
+    exercise(&Api::start(Server::builder().postgres(url).graph("notes", graph())).await).await;
 }

@@ -7,6 +7,8 @@
 //! `agent-flows/tests/web_page.rs` drives the page over the five seed flows.
 
 mod browser;
+mod common;
+
 #[path = "../examples/reference/graphs.rs"]
 #[allow(dead_code)]
 mod graphs;
@@ -18,12 +20,7 @@ use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use serde_json::{Value, json};
 
 async fn start(builder: agent_server::ServerBuilder) -> String {
-    let router = builder.build().await.unwrap().start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    base
+    common::served::Served::start(builder).await.base
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod served;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
