@@ -566,6 +566,20 @@ mod tests {
         writer.flush().await.unwrap();
     }
 
+    /// Goes to the back of the runtime's queue once, as a task woken meanwhile would be
+    /// (`yield_now` waits until the queue is empty: the drain's own yield).
+    async fn requeue() {
+        let mut woken = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut woken, true) {
+                return std::task::Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        })
+        .await
+    }
+
     /// Runs sharing a writer whose ops arrive a few turns of the runtime apart (the children
     /// a commit released, each running its next step) are stored in one batch, one
     /// transaction: the drain the first of them started yields while the others' ops arrive.
@@ -579,7 +593,7 @@ mod tests {
                 tokio::spawn(async move {
                     // A step that takes `turns` turns of the runtime before it stores.
                     for _ in 0..turns {
-                        tokio::task::yield_now().await;
+                        requeue().await;
                     }
                     run.write_now(ops(1)).await
                 })
