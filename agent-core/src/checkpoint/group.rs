@@ -7,7 +7,8 @@
 //! `Durability::Sync`), each batch in a transaction of its own pays it again, one after
 //! another. Here a batch that arrives while another commits waits in a queue, and the next
 //! committer stores everything queued in one transaction. (A run and its subgraph runs share
-//! one writer, which already gathers their batches: this is for runs that do not.)
+//! one writer, which gathers their batches before it hands one here,
+//! `executor/durable/writer.rs`: this is for runs that do not share one.)
 //!
 //! The committer is whichever waiting caller takes the turn (a fair lock: callers take it in
 //! the order they asked); a caller whose batch another committed returns without taking it.

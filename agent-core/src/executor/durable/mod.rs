@@ -144,7 +144,7 @@ impl<S: GraphState> Durable<S> {
         }
         let fields = S::fields().len();
         let mut durable = Durable {
-            writer,
+            writer: writer.for_run(),
             saver,
             thread_id: thread_id.into(),
             ns: ns.into(),

@@ -21,6 +21,13 @@
 //!   after it is dropped (it may build on what failed), and every run sharing the writer gets
 //!   the error at its next step, its next `Sync` store and its flush, each caller a copy.
 //!   What was stored before the failure stays stored.
+//! - **Gathering.** Runs that share the writer (a parent and its subgraph runs) store at
+//!   nearly the same time: with `Sync` each child awaits its checkpoint, and a commit releases
+//!   them all at once. Before it takes a batch, a drain of a writer that more than one open
+//!   run shares yields to the runtime while their ops keep arriving ([`GATHER_YIELDS`] times
+//!   at most), so the children a commit released queue their next checkpoints into one
+//!   transaction instead of the first of them committing alone and the rest after it. Only
+//!   when the batch is taken: nothing waits for a run that is not about to store.
 //! - **In place.** A saver that never waits on I/O (the in-memory one, through
 //!   [`Checkpointer::put_batch_now`]) stores each op as it is queued, on the run's thread:
 //!   no drain task, no wake-up, never a backlog; its failure fails the writer the same way.
@@ -28,6 +35,7 @@
 //!   drain and a wake-up per step), an `Async` one about a tenth.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt;
@@ -42,14 +50,41 @@ use crate::error::GraphError;
 /// a store that fell behind catches up in batches that share a commit's fixed cost.
 pub(crate) const BACKLOG: u64 = 16;
 
+/// How many times at most a drain yields, before it takes a batch, for the ops of other runs
+/// sharing the writer to join it (it stops at the first yield after which none arrived).
+/// The children of a `Sync` fan-out released by one commit each run their next step and
+/// queue its checkpoint within a few of the runtime's turns.
+const GATHER_YIELDS: usize = 4;
+
 /// Stores a run's ops in order, in the background (see the module docs).
-#[derive(Clone)]
 pub(crate) struct Writer {
     saver: Arc<dyn Checkpointer>,
     shared: Arc<Shared>,
     /// The saver stores on the caller's thread ([`Checkpointer::put_batch_now`]: the
     /// in-memory one): ops are stored as they are queued, with no drain task.
     in_place: bool,
+    /// This handle is an open run's ([`for_run`](Self::for_run)): counted in
+    /// `Shared::runs` until it is dropped. Clones are not.
+    counted: bool,
+}
+
+impl Clone for Writer {
+    fn clone(&self) -> Self {
+        Writer {
+            saver: self.saver.clone(),
+            shared: self.shared.clone(),
+            in_place: self.in_place,
+            counted: false,
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if self.counted {
+            self.shared.runs.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -57,6 +92,8 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Woken when a batch is stored or a store failed.
     changed: tokio::sync::Notify,
+    /// Open runs storing through the writer: more than one, and a drain gathers.
+    runs: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -118,7 +155,17 @@ impl Writer {
             saver,
             shared: Arc::default(),
             in_place,
+            counted: false,
         }
+    }
+
+    /// The handle of a run that stores through this writer, counted as one of its runs while
+    /// it lives (see the module docs' gathering).
+    pub(crate) fn for_run(&self) -> Writer {
+        self.shared.runs.fetch_add(1, Ordering::Relaxed);
+        let mut run = self.clone();
+        run.counted = true;
+        run
     }
 
     /// The checkpointer it stores to.
@@ -249,6 +296,7 @@ async fn drain(saver: &dyn Checkpointer, shared: &Shared) {
     // Dropped before it finishes only when the runtime shuts down: nobody waits forever.
     let abandoned = Abandoned { shared, backend };
     loop {
+        gather(shared).await;
         let ops = {
             let mut queue = lock(shared);
             if queue.ops.is_empty() || queue.failure.is_some() {
@@ -275,6 +323,26 @@ async fn drain(saver: &dyn Checkpointer, shared: &Shared) {
             }
         }
         shared.changed.notify_waiters();
+    }
+}
+
+/// Yields while other runs sharing the writer keep queueing ops (see [`GATHER_YIELDS`]); at
+/// once when one run alone stores through it, or nothing is queued.
+async fn gather(shared: &Shared) {
+    if shared.runs.load(Ordering::Relaxed) < 2 {
+        return;
+    }
+    let mut queued = lock(shared).ops.len();
+    for _ in 0..GATHER_YIELDS {
+        if queued == 0 {
+            return;
+        }
+        tokio::task::yield_now().await;
+        let now = lock(shared).ops.len();
+        if now == queued {
+            return;
+        }
+        queued = now;
     }
 }
 
@@ -307,7 +375,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::time::Duration;
 
-    use super::{BACKLOG, Writer};
+    use super::{BACKLOG, Ordering, Writer};
     use crate::checkpoint::{CheckpointRecord, Checkpointer, LoadedCheckpoint, StoreOp};
     use crate::{GraphError, InMemorySaver, ListFilter};
 
@@ -496,6 +564,51 @@ mod tests {
         assert_eq!(writer.lock().stored, 1);
         saver.gate.add_permits(1);
         writer.flush().await.unwrap();
+    }
+
+    /// Goes to the back of the runtime's queue once, as a task woken meanwhile would be
+    /// (`yield_now` waits until the queue is empty: the drain's own yield).
+    async fn requeue() {
+        let mut woken = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut woken, true) {
+                return std::task::Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        })
+        .await
+    }
+
+    /// Runs sharing a writer whose ops arrive a few turns of the runtime apart (the children
+    /// a commit released, each running its next step) are stored in one batch, one
+    /// transaction: the drain the first of them started yields while the others' ops arrive.
+    #[tokio::test]
+    async fn a_drain_gathers_the_ops_of_the_runs_sharing_the_writer() {
+        let saver = Arc::new(Gated::new(1000));
+        let writer = Writer::new(saver.clone());
+        let stores: Vec<_> = (0..3)
+            .map(|turns| {
+                let run = writer.for_run();
+                tokio::spawn(async move {
+                    // A step that takes `turns` turns of the runtime before it stores.
+                    for _ in 0..turns {
+                        requeue().await;
+                    }
+                    run.write_now(ops(1)).await
+                })
+            })
+            .collect();
+        for store in stores {
+            store.await.unwrap().unwrap();
+        }
+        assert_eq!(*saver.batches.lock().unwrap(), [3], "one batch");
+        assert_eq!(writer.shared.runs.load(Ordering::Relaxed), 0, "runs ended");
+        // One run alone is not held back: each of its stores is a batch.
+        let alone = writer.for_run();
+        alone.write_now(ops(1)).await.unwrap();
+        alone.write_now(ops(2)).await.unwrap();
+        assert_eq!(*saver.batches.lock().unwrap(), [3, 1, 2]);
     }
 
     /// A store that stalls holds back whoever waits for room once `BACKLOG` ops wait, and
