@@ -51,14 +51,6 @@ impl Data {
         self.spaces.get_mut(namespace)
     }
 
-    /// The namespace's items, made empty when it has none.
-    fn space_or_new(&mut self, namespace: &[String]) -> &mut Space {
-        if !self.spaces.contains_key(namespace) {
-            self.order.insert(namespace.to_vec());
-        }
-        self.spaces.entry(namespace.to_vec()).or_default()
-    }
-
     fn remove_space(&mut self, namespace: &[String]) {
         self.spaces.remove(namespace);
         self.order.remove(namespace);
@@ -125,7 +117,14 @@ fn apply(data: &mut Data, op: Prepared, now: i64) -> OpResult {
                 }
                 return OpResult::Done;
             };
-            let items = data.space_or_new(&put.namespace);
+            // The namespace's labels are copied for the maps only when it is new to them.
+            let items = match data.spaces.get_mut(&put.namespace) {
+                Some(items) => items,
+                None => {
+                    data.order.insert(put.namespace.clone());
+                    data.spaces.entry(put.namespace.clone()).or_default()
+                }
+            };
             let created = items
                 .get(&put.key)
                 .filter(|e| e.live(now))
@@ -204,7 +203,7 @@ impl Store for InMemoryStore {
 
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {
         validate_namespace(namespace)?;
-        let refresh = self.config.refresh_by_default();
+        let refresh = self.config.refresh(None);
         let now = self.config.now_ms();
         Ok(read(&mut self.lock(), namespace, key, refresh, now))
     }

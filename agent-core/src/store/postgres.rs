@@ -256,12 +256,41 @@ impl Scope {
 /// the search has a query).
 type Candidates = Vec<(Item, bool, Vec<Vec<f32>>)>;
 
+/// The live items under a search's prefix that its filter's narrowing leaves, each with
+/// whether it has a TTL; with `newest: Some(k)`, only the `k` most recently updated and every
+/// other as new as the last of them (`WITH TIES`, so that a tie at the cut is read whole).
+async fn read_items<C: GenericClient>(
+    client: &C,
+    search: &Search,
+    now: i64,
+    newest: Option<i64>,
+) -> Result<Vec<(Item, bool)>, StoreError> {
+    let scope = Scope::new(search);
+    let (narrowing, narrow_params) = narrow(&search.filter, 6);
+    let mut params = scope.params();
+    params.push(&now);
+    params.extend(narrow_params.iter().map(Param::as_sql));
+    let mut sql = format!(
+        "SELECT {ITEM_COLUMNS} FROM store_items WHERE {UNDER_PREFIX} AND {LIVE}{narrowing}"
+    );
+    if let Some(k) = &newest {
+        params.push(k);
+        sql.push_str(&format!(
+            " ORDER BY updated_at_ms DESC FETCH FIRST ${} ROWS WITH TIES",
+            params.len()
+        ));
+    }
+    let rows = client.query(&sql, &params).await.map_err(err)?;
+    rows.iter()
+        .map(|row| Ok((row_item(row)?, row_has_ttl(row)?)))
+        .collect()
+}
+
 /// The candidates of a search without a query, newest first, enough of them for its page:
-/// the `k` newest (`k` a little over `offset + limit`) and every other as new as the last of
-/// them (`WITH TIES`), so that a tie at the cut is read whole. PostgreSQL only narrows by the
-/// filter, so some of them may fail it: when fewer than the page needs pass and there may
-/// be older candidates, `None` (read them all). Otherwise the page is among these, as every
-/// candidate left out is older than all of them.
+/// the `k` newest (`k` a little over `offset + limit`) and their ties. PostgreSQL only
+/// narrows by the filter, so some of them may fail it: when fewer than the page needs pass
+/// and there may be older candidates, `None` (read them all). Otherwise the page is among
+/// these, as every candidate left out is older than all of them.
 async fn recent_first<C: GenericClient>(
     client: &C,
     search: &Search,
@@ -270,55 +299,29 @@ async fn recent_first<C: GenericClient>(
     let needed = search.offset.saturating_add(search.limit);
     let k = needed.saturating_add(needed / 2).saturating_add(8);
     let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
-    let scope = Scope::new(search);
-    let (narrowing, narrow_params) = narrow(&search.filter, 7);
-    let mut params = scope.params();
-    params.extend([&now as &(dyn ToSql + Sync), &k_sql]);
-    params.extend(narrow_params.iter().map(Param::as_sql));
-    let rows = client
-        .query(
-            &format!(
-                "SELECT {ITEM_COLUMNS} FROM store_items WHERE {UNDER_PREFIX} AND {LIVE}{narrowing}
-                  ORDER BY updated_at_ms DESC FETCH FIRST $6 ROWS WITH TIES"
-            ),
-            &params,
-        )
-        .await
-        .map_err(err)?;
-    let mut found = Vec::with_capacity(rows.len());
-    for row in &rows {
-        found.push((row_item(row)?, row_has_ttl(row)?, Vec::new()));
-    }
+    let found = read_items(client, search, now, Some(k_sql)).await?;
     let passing = found
         .iter()
-        .filter(|(item, _, _)| super::matches(&search.filter, &item.value))
+        .filter(|(item, _)| super::matches(&search.filter, &item.value))
         .count();
-    Ok((rows.len() < k || passing >= needed).then_some(found))
+    Ok((found.len() < k || passing >= needed).then(|| {
+        found
+            .into_iter()
+            .map(|(item, ttl)| (item, ttl, Vec::new()))
+            .collect()
+    }))
 }
 
-/// Every candidate of a search under its prefix that the filter's narrowing leaves, with its
-/// vectors when the search has a query.
+/// Every candidate of a search, with its vectors when the search has a query.
 async fn every_candidate<C: GenericClient>(
     client: &C,
     search: &Search,
     now: i64,
 ) -> Result<Candidates, StoreError> {
-    let scope = Scope::new(search);
-    let (narrowing, narrow_params) = narrow(&search.filter, 6);
-    let mut params = scope.params();
-    params.push(&now);
-    params.extend(narrow_params.iter().map(Param::as_sql));
-    let rows = client
-        .query(
-            &format!(
-                "SELECT {ITEM_COLUMNS} FROM store_items WHERE {UNDER_PREFIX} AND {LIVE}{narrowing}"
-            ),
-            &params,
-        )
-        .await
-        .map_err(err)?;
+    let found = read_items(client, search, now, None).await?;
     let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
     if search.query.is_some() {
+        let scope = Scope::new(search);
         for row in client
             .query(
                 &format!("SELECT prefix, key, embedding FROM store_vectors WHERE {UNDER_PREFIX}"),
@@ -334,18 +337,18 @@ async fn every_candidate<C: GenericClient>(
                 .push(row.try_get(2).map_err(err)?);
         }
     }
-    let mut found = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let item = row_item(row)?;
-        let item_vectors = match search.query {
-            Some(_) => vectors
-                .remove(&(join(&item.namespace), item.key.clone()))
-                .unwrap_or_default(),
-            None => Vec::new(),
-        };
-        found.push((item, row_has_ttl(row)?, item_vectors));
-    }
-    Ok(found)
+    Ok(found
+        .into_iter()
+        .map(|(item, ttl)| {
+            let item_vectors = match vectors.is_empty() {
+                true => Vec::new(),
+                false => vectors
+                    .remove(&(join(&item.namespace), item.key.clone()))
+                    .unwrap_or_default(),
+            };
+            (item, ttl, item_vectors)
+        })
+        .collect())
 }
 
 async fn search<C: GenericClient>(

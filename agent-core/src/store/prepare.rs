@@ -112,7 +112,8 @@ impl StoreConfig {
         }
     }
 
-    fn refresh(&self, asked: Option<bool>) -> bool {
+    /// Whether a read refreshes TTLs: as `asked`, else as the store's TTL rules say.
+    pub(crate) fn refresh(&self, asked: Option<bool>) -> bool {
         asked.unwrap_or_else(|| self.ttl.as_ref().is_none_or(|t| t.refresh_on_read))
     }
 
@@ -144,11 +145,6 @@ impl StoreConfig {
         self.embed(&mut prepared, wanted).await?;
         let [op] = prepared;
         Ok(op)
-    }
-
-    /// Whether a get that does not say reads with refresh.
-    pub(crate) fn refresh_by_default(&self) -> bool {
-        self.refresh(None)
     }
 
     /// Checks the op at `at` and resolves its defaults; the texts it needs embedded go to

@@ -391,11 +391,8 @@ pub async fn search_pages<F: StoreFactory>(factory: &F) -> CaseResult {
     let c = Case::new("search_pages", &store, unique("sp"));
     // (namespace, key, value, updated_at_ms) of every item put.
     let mut all: Vec<(Vec<String>, String, Value, i64)> = Vec::new();
-    let now = |clock: &ManualClock| {
-        crate::runtime::Clock::now(clock)
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64)
-    };
+    // The store's time, as it stamps items.
+    let times = config(&clock);
     for i in 0..90usize {
         let user = format!("u{}", (i * 7) % 3);
         let kind = ["a", "b"][i % 2];
@@ -403,7 +400,7 @@ pub async fn search_pages<F: StoreFactory>(factory: &F) -> CaseResult {
             json!({"kind": kind, "n": i % 20, "x": i as f64 / 4.0, "tag": format!("t{}", i % 5)});
         let key = format!("k{:02}", (i * 37) % 90);
         c.put(&["p", &user], &key, value.clone()).await?;
-        all.push((c.ns(&["p", &user]), key, value, now(&clock)));
+        all.push((c.ns(&["p", &user]), key, value, times.now_ms()));
         if i % 4 == 3 {
             clock.advance(Duration::from_secs(1));
         }
@@ -414,7 +411,7 @@ pub async fn search_pages<F: StoreFactory>(factory: &F) -> CaseResult {
         let value = json!({"n": n, "i": i});
         let key = format!("e{i:02}");
         c.put(&["p", "edge"], &key, value.clone()).await?;
-        all.push((c.ns(&["p", "edge"]), key, value, now(&clock)));
+        all.push((c.ns(&["p", "edge"]), key, value, times.now_ms()));
         clock.advance(Duration::from_millis(1));
     }
     all.sort_by(|a, b| {

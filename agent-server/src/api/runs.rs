@@ -196,24 +196,7 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
     let assistant_id = body
         .opt_str("assistant_id")?
         .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
-    let RunFields {
-        stream_mode,
-        strategy,
-        if_not_exists,
-        on_disconnect,
-        on_completion,
-        durability,
-        not_before_ms,
-        interrupt_before,
-        interrupt_after,
-        resumable,
-        subgraphs,
-        command,
-        run_metadata,
-        mut config,
-        run_context,
-        checkpoint_id,
-    } = run_fields(&body)?;
+    let mut f = run_fields(&body)?;
     if let Some(url) = body.opt_str("webhook")? {
         crate::runs::webhook::check(&url, app.runs.webhooks.allow_private)
             .await
@@ -234,12 +217,13 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         .as_object()
         .cloned()
         .unwrap_or_default();
-    let configurable = config
+    let configurable = f
+        .config
         .get("configurable")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    match &run_context {
+    match &f.run_context {
         Some(c) => context.extend(c.clone()),
         None => context.extend(
             configurable
@@ -269,7 +253,7 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
     };
     let mut thread_doc = match existing {
         Some(doc) => doc,
-        None if temporary || if_not_exists == "create" => new_thread(&thread_id, Map::new()),
+        None if temporary || f.if_not_exists == "create" => new_thread(&thread_id, Map::new()),
         None => return Err(ApiError::not_found("Thread or assistant not found.")),
     };
     if let Some(g) = thread_doc["metadata"]["graph_id"].as_str()
@@ -285,14 +269,14 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         app.runs.active_on(&thread_id).await?
     };
     if !active.is_empty() {
-        match strategy.as_str() {
+        match f.strategy.as_str() {
             "reject" => {
                 return Err(ApiError::conflict(
                     "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
                 ));
             }
             "interrupt" | "rollback" => {
-                let action = if strategy == "rollback" {
+                let action = if f.strategy == "rollback" {
                     CancelAction::Rollback
                 } else {
                     CancelAction::Interrupt
@@ -306,40 +290,42 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
     }
 
     configurable_insert(
-        &mut config,
+        &mut f.config,
         &run_id,
         &thread_id,
         &graph_id,
         &assistant_id,
         &context,
     );
-    let mut metadata = run_metadata.clone();
+    let mut metadata = f.run_metadata.clone();
     metadata.insert("graph_id".into(), graph_id.clone().into());
     metadata.insert("assistant_id".into(), assistant_id.clone().into());
-    let mut config_metadata = config
+    let mut config_metadata = f
+        .config
         .get("metadata")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    config_metadata.extend(run_metadata);
-    config.insert("metadata".into(), Value::Object(config_metadata));
+    config_metadata.extend(f.run_metadata);
+    f.config
+        .insert("metadata".into(), Value::Object(config_metadata));
     let now = now_iso();
     let run = json!({
         "run_id": run_id, "thread_id": thread_id, "assistant_id": assistant_id,
         "metadata": metadata, "status": "pending", "attempt": 1,
         "kwargs": {
             "input": body.get("input").cloned().unwrap_or(Value::Null),
-            "command": command,
-            "config": config, "context": context, "stream_mode": stream_mode,
-            "interrupt_before": interrupt_before, "interrupt_after": interrupt_after,
+            "command": f.command,
+            "config": f.config, "context": context, "stream_mode": f.stream_mode,
+            "interrupt_before": f.interrupt_before, "interrupt_after": f.interrupt_after,
             "webhook": body.get("webhook").cloned().unwrap_or(Value::Null),
             "feedback_keys": body.get("feedback_keys").cloned().unwrap_or(Value::Null),
-            "temporary": temporary, "subgraphs": subgraphs, "resumable": resumable,
-            "checkpoint_id": checkpoint_id, "durability": durability,
-            "on_completion": on_completion,
-            "not_before_ms": not_before_ms,
+            "temporary": temporary, "subgraphs": f.subgraphs, "resumable": f.resumable,
+            "checkpoint_id": f.checkpoint_id, "durability": f.durability,
+            "on_completion": f.on_completion,
+            "not_before_ms": f.not_before_ms,
         },
-        "multitask_strategy": strategy, "created_at": now, "updated_at": now,
+        "multitask_strategy": f.strategy, "created_at": now, "updated_at": now,
     });
     // The thread is busy from the moment a run is queued on it.
     let meta = thread_doc["metadata"].as_object_mut();
@@ -355,8 +341,8 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         run,
         channel,
         thread_id,
-        resumable,
-        cancel_on_disconnect: on_disconnect == "cancel",
+        resumable: f.resumable,
+        cancel_on_disconnect: f.on_disconnect == "cancel",
     })
 }
 
