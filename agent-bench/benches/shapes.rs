@@ -14,7 +14,9 @@
 //! LangGraph's `durability="exit"`); each line records its `durability` (`null` without a saver).
 //!
 //! Every shape x saver x durability runs in a child process of its own (this program again, with
-//! `--child`), so the peak RSS (`VmHWM`) it reports is that combination's. A child builds the
+//! `--child`), so the peak RSS (`VmHWM`) it reports is that combination's (also after each
+//! timed run, `peak_rss_kib_by_runs`: `[runs, KiB]` where it grew, so memory can be compared
+//! at LangGraph's run count). A child builds the
 //! graph once, runs it once to warm up, then times whole runs (`invoke`, a fresh thread id per
 //! run when there is a saver) until its time budget is spent; the input is cloned before the
 //! clock starts. `postgres` runs when `AGENTGRAPH_POSTGRES_URL` is set. After the shapes, a
@@ -463,6 +465,7 @@ fn child_shape(
         let mut times = Vec::new();
         let allocations_before = allocations();
         let mut last = None;
+        let mut peaks: Vec<(usize, u64)> = Vec::new();
         let started = Instant::now();
         while times.len() < most && (times.len() < least || started.elapsed() < seconds) {
             let run = runner();
@@ -472,6 +475,12 @@ fn child_shape(
             let outcome = run(config).await?;
             times.push(t0.elapsed());
             last = Some(outcome);
+            // The peak after each run (read outside the timed call), so the report can
+            // compare memory at LangGraph's run count: an in-memory saver keeps every run.
+            let peak = peak_rss_kib();
+            if peaks.last().is_none_or(|&(_, kib)| kib != peak) {
+                peaks.push((times.len(), peak));
+            }
         }
         let allocations = allocations() - allocations_before;
         if kind == "postgres"
@@ -482,14 +491,14 @@ fn child_shape(
             }
         }
         let outcome = last.ok_or("no run")?;
-        Ok::<_, BoxError>((times, outcome, allocations))
+        Ok::<_, BoxError>((times, outcome, allocations, peaks))
     });
     let result = rt
         .block_on(measured)
         .map_err(|e| format!("the measuring task failed: {e}"));
     let _ = std::fs::remove_dir_all(&dir);
     let result = result?;
-    let (mut times, outcome, allocations) = result?;
+    let (mut times, outcome, allocations, peaks) = result?;
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let median = us(times[times.len() / 2]);
@@ -510,6 +519,7 @@ fn child_shape(
         "median_us_per_step": round(median / steps, 4),
         "min_us_per_step": round(min / steps, 4),
         "peak_rss_kib": peak_rss_kib(),
+        "peak_rss_kib_by_runs": peaks,
         "allocs_per_step": round(allocations as f64 / (times.len() as f64 * steps), 1),
         "check": outcome.check,
     });

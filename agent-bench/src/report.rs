@@ -83,6 +83,45 @@ fn read(path: &str) -> Result<Vec<Value>, BoxError> {
         .collect())
 }
 
+/// agentgraph's peak RSS (KiB) after as many timed runs as LangGraph's process of the same
+/// shape, saver and durability timed (both APIs run in that one process), the highest over
+/// durabilities: the same checkpoints kept on both sides. `None` without LangGraph's lines
+/// or our `peak_rss_kib_by_runs`.
+fn peak_at_their_runs(ours: &[Value], theirs: &[Value], shape: &str, saver: &str) -> Option<f64> {
+    ours.iter()
+        .filter(|r| {
+            r["runner"] == "agentgraph"
+                && r["shape"] == shape
+                && r["saver"] == saver
+                && r.get("kind").is_none()
+        })
+        .filter_map(|mine| {
+            let runs: f64 = theirs
+                .iter()
+                .filter(|r| {
+                    r["runner"] == "langgraph"
+                        && r["shape"] == shape
+                        && r["saver"] == saver
+                        && r["durability"] == mine["durability"]
+                })
+                .filter_map(|r| f(r, "runs"))
+                .sum();
+            let peaks = mine["peak_rss_kib_by_runs"].as_array()?;
+            if runs == 0.0 {
+                return None;
+            }
+            // The last peak recorded at or before that run count (one is recorded per
+            // change, the first after the first run).
+            peaks
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+                .take_while(|(n, _)| *n <= runs)
+                .last()
+                .map(|(_, kib)| kib)
+        })
+        .reduce(f64::max)
+}
+
 fn f(record: &Value, key: &str) -> Option<f64> {
     record.get(key)?.as_f64()
 }
@@ -240,11 +279,11 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
         sqlite_commit_floor(&mut out, ours, theirs, &shapes);
         let _ = writeln!(
             out,
-            "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph, by durability (without a saver: the `async` / `sync` columns), and each side's peak RSS in MiB with, in brackets, the KiB a run's checkpoints keep in it (the peak above the side's own no-saver peak, divided by the runs that process timed: an in-memory saver keeps every run, and agentgraph times hundreds of runs while LangGraph times a handful; target: ours keeps no more a run; ✗ = more):\n"
+            "\nMedian µs per super-step, LangGraph (async / sync API) next to agentgraph, by durability (without a saver: the `async` / `sync` columns), and each side's peak RSS in MiB with, in brackets, the KiB a run's checkpoints keep in it (the peak above the side's own no-saver peak, divided by the runs that process timed: an in-memory saver keeps every run, and agentgraph times hundreds of runs while LangGraph times a handful). agentgraph's first number is its peak after as many timed runs as LangGraph's process timed (the same checkpoints kept), the second its peak after all of its own; target: ours no higher at the same runs and no more a run; ✗ = higher or more):\n"
         );
         let _ = writeln!(
             out,
-            "| shape | saver | LangGraph exit | agentgraph exit | LangGraph async | agentgraph async | agentgraph sync | LangGraph peak RSS MiB (KiB a run) | agentgraph peak RSS MiB (KiB a run) |"
+            "| shape | saver | LangGraph exit | agentgraph exit | LangGraph async | agentgraph async | agentgraph sync | LangGraph peak RSS MiB (KiB a run) | agentgraph peak RSS MiB at LangGraph's runs / at its own (KiB a run) |"
         );
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
         for shape in &shapes {
@@ -312,28 +351,36 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
                     };
                     Some((peak, per_run))
                 };
-                let cell = |value: Option<(f64, Option<f64>)>, worse: bool| match value {
-                    None => "–".to_owned(),
-                    Some((peak, per_run)) => {
-                        let text = match per_run {
-                            Some(kib) => format!("{:.0} ({:.0})", peak / 1024.0, kib),
-                            None => format!("{:.0}", peak / 1024.0),
-                        };
-                        if worse {
-                            format!("**{text}** ✗")
-                        } else {
-                            text
+                let cell =
+                    |value: Option<(f64, Option<f64>)>, at: Option<f64>, worse: bool| match value {
+                        None => "–".to_owned(),
+                        Some((peak, per_run)) => {
+                            let at = at
+                                .map(|kib| format!("{:.0} / ", kib / 1024.0))
+                                .unwrap_or_default();
+                            let text = match per_run {
+                                Some(kib) => format!("{at}{:.0} ({:.0})", peak / 1024.0, kib),
+                                None => format!("{at}{:.0}", peak / 1024.0),
+                            };
+                            if worse {
+                                format!("**{text}** ✗")
+                            } else {
+                                text
+                            }
                         }
-                    }
-                };
+                    };
                 let ours_rss = side(ours, "agentgraph");
                 let theirs_rss = side(theirs, "langgraph");
+                let at_theirs = peak_at_their_runs(ours, theirs, shape, saver);
                 let worse = matches!(
                     (ours_rss, theirs_rss),
                     (Some((_, Some(o))), Some((_, Some(t)))) if o > t
+                ) || matches!(
+                    (at_theirs, theirs_rss),
+                    (Some(o), Some((t, _))) if o > t
                 );
-                let lg_rss = cell(theirs_rss, false);
-                let rss = cell(ours_rss, worse);
+                let lg_rss = cell(theirs_rss, None, false);
+                let rss = cell(ours_rss, at_theirs, worse);
                 let _ = writeln!(
                     out,
                     "| {shape} | {saver} | {exit} | {mine_exit} | {default} | {mine_async} | {} | {lg_rss} | {rss} |",
@@ -504,7 +551,7 @@ fn sqlite_commit_floor(out: &mut String, ours: &[Value], theirs: &[Value], shape
 mod tests {
     use serde_json::json;
 
-    use super::fold;
+    use super::{fold, peak_at_their_runs};
 
     #[test]
     fn fold_keeps_each_cells_median_process() {
@@ -539,5 +586,30 @@ mod tests {
         assert_eq!(folded.len(), 2);
         assert_eq!(folded[0]["median_us_per_step"], 1.0);
         assert_eq!(folded[0]["processes"], 2);
+    }
+
+    #[test]
+    fn our_peak_is_read_at_langgraphs_run_count_per_durability() {
+        let ours = |durability: &str, peaks: serde_json::Value| {
+            json!({"runner": "agentgraph", "shape": "s", "saver": "memory",
+                   "durability": durability, "peak_rss_kib_by_runs": peaks})
+        };
+        let theirs = |durability: &str, api: &str, runs: u64| {
+            json!({"runner": "langgraph", "shape": "s", "saver": "memory",
+                   "durability": durability, "api": api, "runs": runs})
+        };
+        let ours = [
+            ours("sync", json!([[1, 100], [3, 130], [9, 190]])),
+            ours("exit", json!([[1, 90], [5, 120], [6, 125]])),
+        ];
+        // Both APIs ran in LangGraph's one process: 2 + 3 runs with `sync`, 4 with `exit`.
+        let theirs = [
+            theirs("sync", "async", 2),
+            theirs("sync", "sync", 3),
+            theirs("exit", "async", 4),
+        ];
+        // `sync` at 5 runs: 130 (recorded at 3, unchanged until 9); `exit` at 4 runs: 90.
+        assert_eq!(peak_at_their_runs(&ours, &theirs, "s", "memory"), Some(130.0));
+        assert_eq!(peak_at_their_runs(&ours, &[], "s", "memory"), None);
     }
 }
