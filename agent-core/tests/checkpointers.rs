@@ -343,40 +343,47 @@ async fn a_sqlite_write_waits_for_another_process_holding_the_lock() {
     assert_eq!(&*loaded.record.unwrap().id, "c1");
 }
 
-/// SQLite's automatic checkpoint moves the write-ahead log into the database file, so a file
-/// that was only written through the log grows once enough pages were committed.
+/// The saver's own thread checkpoints the write-ahead log into the database file once a
+/// commit leaves more than 1,000 pages in it: with about 1,650 pages committed (under the
+/// 3,000 at which a commit would checkpoint itself, and SQLite's automatic checkpoint
+/// replaced), the file grows only if that thread ran — with `open` and with `open_exclusive`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_checkpoints_its_log_into_the_file() {
-    let path = common::sqlite_path();
-    let saver = agent_core::SqliteSaver::open(&path).unwrap();
-    let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
-    let before = size();
-    // About 5,200 pages of 2 KiB through the log.
-    for i in 0..80 {
-        let blob = agent_core::checkpoint::FieldBlob {
-            field: "messages".into(),
-            version: format!("v{i:03}").into(),
-            base: None,
-            data: vec![u8::try_from(i).unwrap(); 128 * 1024],
+    for exclusive in [false, true] {
+        let path = common::sqlite_path();
+        let saver = if exclusive {
+            agent_core::SqliteSaver::open_exclusive(&path).unwrap()
+        } else {
+            agent_core::SqliteSaver::open(&path).unwrap()
         };
-        let id = format!("0190000001-0000-7000-8000-{i:012}");
-        saver.put(&record("t", &id), &[blob]).await.unwrap();
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while size() < before + 1024 * 1024 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the database file stayed at {} bytes: the log was never checkpointed",
-            size()
+        let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
+        let before = size();
+        for i in 0..25 {
+            let blob = agent_core::checkpoint::FieldBlob {
+                field: "messages".into(),
+                version: format!("v{i:03}").into(),
+                base: None,
+                data: vec![u8::try_from(i).unwrap(); 128 * 1024],
+            };
+            let id = format!("0190000001-0000-7000-8000-{i:012}");
+            saver.put(&record("t", &id), &[blob]).await.unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while size() < before + 1024 * 1024 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the database file stayed at {} bytes (exclusive: {exclusive}): the log was never checkpointed",
+                size()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        // Everything still reads back, through the file and the log.
+        let loaded = saver.get("t", "", None).await.unwrap();
+        assert_eq!(
+            &*loaded.record.unwrap().id,
+            "0190000001-0000-7000-8000-000000000024"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    // Everything still reads back, through the file and the log.
-    let loaded = saver.get("t", "", None).await.unwrap();
-    assert_eq!(
-        &*loaded.record.unwrap().id,
-        "0190000001-0000-7000-8000-000000000079"
-    );
 }
 
 /// A version-1 file (blobs keyed by an index of their keys) opens migrated: every checkpoint

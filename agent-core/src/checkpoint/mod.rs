@@ -46,6 +46,8 @@ mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
+mod sqlite_log;
+#[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -10,9 +10,9 @@
 //! small checkpoint's cost). Every transaction begins and ends with cached statements (`Tx`),
 //! and query plans are fixed per statement (`setup`): parsing SQL again was a tenth of a short
 //! `sync` step. The file is SQLite's own business: its own VFS (`unix`, or `unix-excl`), and
-//! its own automatic checkpoint of the write-ahead log (`wal_autocheckpoint`, SQLite's default
-//! of 1,000 pages, run by the commit that fills it). Blobs are a heap of rows that checkpoints
-//! point into by row number (`sqlite_rows`), so a commit writes no index of blob keys. Batches
+//! its own checkpoint of the write-ahead log, called by a thread of the saver's
+//! (`sqlite_log`) rather than in the commit that fills the log (which a run would wait for).
+//! Blobs are a heap of rows that checkpoints point into by row number (`sqlite_rows`), so a commit writes no index of blob keys. Batches
 //! that arrive while another commits wait for the next commit and share its transaction
 //! (`group`): runs storing at once pay a commit's fixed cost once between them (64 runs at
 //! once with `sync`: a third of the time a step took with a transaction each, and no blocking
@@ -29,6 +29,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::group::{Group, Queued};
+use super::sqlite_log;
 use super::sqlite_rows::{self, BlobRows, Locator};
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
@@ -247,19 +248,26 @@ impl SqliteSaver {
         .map_err(|e| err(format!("opening {}: {e}", path.display())))?;
         // SQLite created the file on opening it, without reading it yet.
         let held = OpenFile::hold(path, exclusive)?;
-        Self::setup(conn, Some(path), Some(held))
+        Self::setup(conn, Some(path), Some(held), exclusive)
     }
 
     /// A private in-memory database (for tests).
     pub fn in_memory() -> Result<Self, GraphError> {
-        Self::setup(Connection::open_in_memory().map_err(err)?, None, None)
+        Self::setup(
+            Connection::open_in_memory().map_err(err)?,
+            None,
+            None,
+            false,
+        )
     }
 
-    /// `path`: the database file (`None` in memory).
+    /// `path`: the database file (`None` in memory), opened through `unix-excl` when
+    /// `exclusive`.
     fn setup(
         mut conn: Connection,
         path: Option<&Path>,
         held: Option<OpenFile>,
+        exclusive: bool,
     ) -> Result<Self, GraphError> {
         // Reading the file's mode waits only on a connection that holds the file alone,
         // which gives it up when its saver is dropped: a second, not thirty.
@@ -285,10 +293,14 @@ impl SqliteSaver {
         wait_when_busy(&mut conn).map_err(err)?;
         // In WAL mode, `NORMAL` makes a commit survive the process's crash (the log is written
         // before COMMIT returns; only its `fsync` waits for a checkpoint): a power loss may
-        // lose the last commits, never corrupt the file. SQLite checkpoints the log itself
-        // (`wal_autocheckpoint`, left at its default).
+        // lose the last commits, never corrupt the file.
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
+        // A file's log is checkpointed on a thread of its own (`sqlite_log`), in memory
+        // there is no log.
+        if let Some(path) = path {
+            sqlite_log::checkpoint_off_path(&mut conn, path, sqlite_vfs(exclusive)).map_err(err)?;
+        }
         // A fixed plan per statement: without it, SQLite (built with STAT4) re-prepares a
         // cached query each time a bound value changes, which is every call here.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
