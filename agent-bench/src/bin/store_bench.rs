@@ -161,7 +161,14 @@ fn main() -> Result<(), Error> {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(run(&args))
+            // The calls happen inside a task on the runtime, as a server's requests do
+            // (`block_on`'s own thread is not one of its workers: every wake-up of the
+            // caller would cross threads, which a program's tasks do not pay).
+            runtime.block_on(async move {
+                tokio::spawn(async move { run(&args).await })
+                    .await
+                    .map_err(|e| format!("the measuring task failed: {e}"))?
+            })
         }
         Some("check") => check(&parse(&args[1..])?),
         Some("report") => {
@@ -295,8 +302,8 @@ async fn run(args: &Args) -> Result<(), Error> {
         other => return Err(format!("unknown backend `{other}`\n{USAGE}").into()),
     };
     let data = data(args.items);
-    let mut out = std::io::stdout().lock();
-    let mut emit = |row: Value| -> Result<(), Error> {
+    let emit = |row: Value| -> Result<(), Error> {
+        let mut out = std::io::stdout().lock();
         writeln!(out, "{row}")?;
         Ok(out.flush()?)
     };
