@@ -609,7 +609,10 @@ mod tests {
             theirs("exit", "async", 4),
         ];
         // `sync` at 5 runs: 130 (recorded at 3, unchanged until 9); `exit` at 4 runs: 90.
-        assert_eq!(peak_at_their_runs(&ours, &theirs, "s", "memory"), Some(130.0));
+        assert_eq!(
+            peak_at_their_runs(&ours, &theirs, "s", "memory"),
+            Some(130.0)
+        );
         assert_eq!(peak_at_their_runs(&ours, &[], "s", "memory"), None);
     }
 }

@@ -178,6 +178,7 @@ class Timing:
             "count": len(nanos),
             "seconds": seconds,
             "ops_per_s": len(nanos) / seconds,
+            "mean_us": sum(nanos) / len(nanos) / 1000.0,
             "p50_us": pct(0.50),
             "p99_us": pct(0.99),
             "hits": self.hits,

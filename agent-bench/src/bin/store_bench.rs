@@ -261,6 +261,7 @@ impl Timing {
             "count": self.nanos.len(),
             "seconds": seconds,
             "ops_per_s": self.nanos.len() as f64 / seconds,
+            "mean_us": self.nanos.iter().sum::<u64>() as f64 / self.nanos.len().max(1) as f64 / 1_000.0,
             "p50_us": pct(0.50),
             "p99_us": pct(0.99),
             "hits": self.hits,
