@@ -112,6 +112,48 @@ async fn sqlite_queue_claims_at_once_only_an_idle_threads_run() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Operations on a SQLite store whose file another connection holds the write lock of (as
+/// the checkpointer's does a moment at a time) wait without holding the runtime's threads,
+/// all complete once the lock is free, and are applied in the order they asked for the
+/// connection: the last of many replacements of one document is the one kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_ops_under_contention_all_complete_in_order() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-run-store-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.sqlite");
+    let store = SqliteStore::open(&path).unwrap();
+    store.put(Kind::Thread, &thread("t")).await.unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let puts = (0..40).map(|n| {
+        let store = &store;
+        async move {
+            let mut doc = thread("t");
+            doc["n"] = n.into();
+            store.put(Kind::Thread, &doc).await
+        }
+    });
+    let all = futures::future::join_all(puts);
+    tokio::pin!(all);
+    // Let them start and queue: none can finish while the lock is held.
+    tokio::select! {
+        _ = &mut all => panic!("a write finished while another connection held the lock"),
+        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+    }
+    // Meanwhile the runtime's two threads run other tasks.
+    let others: Vec<_> = (0..4).map(|i| tokio::spawn(async move { i * 2 })).collect();
+    for (i, task) in others.into_iter().enumerate() {
+        assert_eq!(task.await.unwrap(), i * 2);
+    }
+    other.execute_batch("COMMIT").unwrap();
+    for result in all.await {
+        result.unwrap();
+    }
+    let kept = store.get(Kind::Thread, "t").await.unwrap().unwrap();
+    assert_eq!(kept["n"], 39, "{kept}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[tokio::test]
 async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_results() {
     let Some(url) = common::fresh_database("run_store").await else {

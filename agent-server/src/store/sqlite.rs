@@ -4,13 +4,14 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::sqlite::{Tx, wait_when_busy};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::{Claim, CronAdvance, Kind, RUN_COUNTS, RunStore, StoreError, StoreResult, ThreadEnd};
 
@@ -24,6 +25,7 @@ fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
 /// The run store in a SQLite file (or in memory), for one process.
 #[derive(Clone)]
 pub struct SqliteStore {
+    /// Operations take it in turn (asynchronously: a waiting one holds no thread).
     conn: Arc<Mutex<Connection>>,
     seq: Arc<Seq>,
 }
@@ -107,20 +109,20 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `f` with the connection: on the caller's thread when the connection is free
-    /// and the database's write lock is not held by another connection (the hand-off to a
-    /// blocking thread and back cost more than a small operation itself), else on the
-    /// blocking pool, where it waits for the lock up to the busy timeout. `f` must be
-    /// atomic (one transaction or one statement): a try that found the database busy is
-    /// rolled back and `f` runs again there.
+    /// Runs `f` with the connection on the caller's thread (the hand-off to a blocking
+    /// thread and back costs more than a small operation itself), once this process's other
+    /// operations on it are done: they are waited for without holding a thread, in the order
+    /// the operations asked. Only when SQLite reports the database busy (another connection
+    /// holds the write lock: the checkpointer's, another process's) does `f` run again on the
+    /// blocking pool, where it waits for that lock up to the busy timeout. `f` must be atomic
+    /// (one transaction or one statement): the try that found the database busy rolled back.
     async fn with<T: Send + 'static>(
         &self,
         op: &'static str,
         f: impl Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> StoreResult<T> {
-        if let Ok(mut conn) = self.conn.try_lock()
-            && conn.busy_timeout(Duration::ZERO).is_ok()
-        {
+        let mut conn = self.conn.clone().lock_owned().await;
+        if conn.busy_timeout(Duration::ZERO).is_ok() {
             let tried = f(&mut conn);
             if let Err(e) = wait_when_busy(&mut conn) {
                 tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
@@ -131,29 +133,33 @@ impl SqliteStore {
                 done => return done.map_err(failed(op)),
             }
         }
-        self.blocking(op, f).await
+        Self::on_blocking_pool(op, conn, f).await
     }
 
-    /// Runs `f` with the connection on the blocking pool (long reads, and whatever found
-    /// the connection or the database busy).
+    /// Runs `f` with the connection on the blocking pool (long reads), once this process's
+    /// other operations on it are done.
     async fn blocking<T: Send + 'static>(
         &self,
         op: &'static str,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().map_err(|_| StoreError {
+        let conn = self.conn.clone().lock_owned().await;
+        Self::on_blocking_pool(op, conn, f).await
+    }
+
+    /// Runs `f` on the blocking pool with the connection this caller holds (it is released
+    /// there, when `f` is done, even if the caller stopped waiting).
+    async fn on_blocking_pool<T: Send + 'static>(
+        op: &'static str,
+        mut conn: OwnedMutexGuard<Connection>,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        tokio::task::spawn_blocking(move || f(&mut conn).map_err(failed(op)))
+            .await
+            .map_err(|e| StoreError {
                 op,
-                message: "a previous operation panicked".to_owned(),
-            })?;
-            f(&mut guard).map_err(failed(op))
-        })
-        .await
-        .map_err(|e| StoreError {
-            op,
-            message: e.to_string(),
-        })?
+                message: e.to_string(),
+            })?
     }
 }
 
