@@ -272,6 +272,29 @@ fn claim_one(conn: &Connection, run_id: &str, doc: &str) -> rusqlite::Result<Opt
     Ok(Some(doc))
 }
 
+/// The oldest pending run whose thread runs nothing else and whose time has come: its id
+/// and document.
+fn next_pending(conn: &Connection) -> rusqlite::Result<Option<(String, String)>> {
+    conn.prepare_cached(
+        "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
+           AND COALESCE(json_extract(doc, '$.kwargs.not_before_ms'), 0) <= ?1
+           AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
+           AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
+         ORDER BY seq LIMIT 1",
+    )?
+    .query_row([crate::time::now_ms()], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()
+}
+
+/// Claims the next pending run ([`next_pending`]); the run as claimed. Call inside an
+/// IMMEDIATE transaction.
+fn claim_next(conn: &Connection) -> rusqlite::Result<Option<Value>> {
+    match next_pending(conn)? {
+        Some((id, doc)) => claim_one(conn, &id, &doc),
+        None => Ok(None),
+    }
+}
+
 /// A write transaction (it takes the write lock first: see [`Tx::write`]).
 fn immediate(conn: &mut Connection) -> rusqlite::Result<Tx<'_>> {
     Tx::write(conn)
@@ -393,21 +416,12 @@ impl RunStore for SqliteStore {
     async fn claim(&self, _owner: &str, _lease: Duration) -> StoreResult<Option<Value>> {
         // One process holds the file: a run is this process's until it ends.
         self.with("claim", |c| {
-            let tx = immediate(c)?;
-            let row: Option<(String, String)> = tx
-                .prepare_cached(
-                    "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
-                       AND COALESCE(json_extract(doc, '$.kwargs.not_before_ms'), 0) <= ?1
-                       AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
-                       AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
-                     ORDER BY seq LIMIT 1",
-                )?
-                .query_row([crate::time::now_ms()], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let Some((id, doc)) = row else {
+            // Most looks find nothing: they take no write lock.
+            if next_pending(c)?.is_none() {
                 return Ok(None);
-            };
-            let claimed = claim_one(&tx, &id, &doc)?;
+            }
+            let tx = immediate(c)?;
+            let claimed = claim_next(&tx)?;
             tx.commit()?;
             Ok(claimed)
         })
@@ -452,8 +466,13 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()> {
-        let run = run.clone();
+    async fn finish(
+        &self,
+        run: &Value,
+        thread: ThreadEnd,
+        next: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>> {
+        let (run, next) = (run.clone(), next.is_some());
         let seq = self.seq.clone();
         self.with("finish run", move |c| {
             let tx = immediate(c)?;
@@ -469,7 +488,9 @@ impl RunStore for SqliteStore {
                     write(&tx, &seq, Kind::Run, &run, true)?;
                 }
             }
-            tx.commit()
+            let claimed = if next { claim_next(&tx)? } else { None };
+            tx.commit()?;
+            Ok(claimed)
         })
         .await
     }
