@@ -3,8 +3,8 @@
 //! when the file is opened: its checkpoints let it resume.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use agent_core::sqlite::{Tx, wait_when_busy};
