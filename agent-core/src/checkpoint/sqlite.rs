@@ -4,10 +4,12 @@
 //! share it (`open`), or held by one process (`open_exclusive`: SQLite's `unix-excl` VFS, no
 //! file locks a commit, the log's index in the process's memory). The schema is created and
 //! migrated by the saver (versioned in `agentgraph_meta`). SQLite is bundled (no system
-//! library); calls run on tokio's blocking pool, except loads and small batches of writes (up
-//! to 64 KiB): when the connection is free and no other process holds the write lock, they run
-//! on the caller's thread, which saves the hand-off to a blocking thread and back (most of a
-//! small checkpoint's cost). Every transaction begins and ends with cached statements (`Tx`),
+//! library). Calls take the connection in turn, waiting for it asynchronously (a waiting call
+//! holds no thread); loads, small batches of writes (up to 64 KiB) and deletes of short
+//! threads then run on the caller's thread unless another connection holds the write lock,
+//! which saves the hand-off to a blocking thread and back (most of a small checkpoint's
+//! cost); the rest, and whatever must wait for another connection, run on tokio's blocking
+//! pool. Every transaction begins and ends with cached statements (`Tx`),
 //! and query plans are fixed per statement (`setup`): parsing SQL again was a tenth of a short
 //! `sync` step. The file is SQLite's own business: its own VFS (`unix`, or `unix-excl`), and
 //! its own checkpoint of the write-ahead log, called by a thread of the saver's
@@ -23,10 +25,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::OwnedMutexGuard;
 
 use super::group::{Group, Queued};
 use super::sqlite_log;
@@ -59,6 +62,10 @@ const OPEN_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1)
 
 /// A batch of writes up to this many bytes may be stored on the caller's thread.
 const INLINE_BYTES: usize = 64 * 1024;
+
+/// A thread of at most this many checkpoints is deleted on the caller's thread (a stateless
+/// run's thread has a few); a longer one on the blocking pool.
+const INLINE_DELETE: i64 = 16;
 
 /// The tables of a new file. The checkpoints' key is (thread, id, ns), not (thread, ns, id):
 /// ids are time-ordered, so a commit's checkpoints go to the key's last page whatever their
@@ -140,7 +147,9 @@ UPDATE agentgraph_meta SET value = '2' WHERE key = 'schema_version';
 /// Checkpoints in a SQLite file.
 #[derive(Clone)]
 pub struct SqliteSaver {
-    conn: Arc<Mutex<Db>>,
+    /// Calls take it in turn, asynchronously (a waiting call holds no thread), in the order
+    /// they asked.
+    conn: Arc<tokio::sync::Mutex<Db>>,
     /// Batches waiting for a commit (`put_batch`): those that arrive while one commits share
     /// the next transaction.
     group: Arc<Group<Vec<StoreOp>>>,
@@ -195,16 +204,6 @@ impl Drop for OpenFile {
             }
         }
     }
-}
-
-/// The connection, waiting for it (on the blocking pool). A panic while it was held left
-/// nothing half-done: its transaction rolled back (`Tx`'s drop), so a poisoned lock is usable.
-fn lock(conn: &Mutex<Db>) -> MutexGuard<'_, Db> {
-    let guard = conn
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    conn.clear_poison();
-    guard
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -349,29 +348,32 @@ impl SqliteSaver {
             }
         }
         Ok(SqliteSaver {
-            conn: Arc::new(Mutex::new(Db { conn, _held: held })),
+            conn: Arc::new(tokio::sync::Mutex::new(Db { conn, _held: held })),
             group: Arc::new(Group::new("sqlite")),
         })
     }
 
+    /// The connection, once this process's other calls on it are done.
+    async fn db(&self) -> OwnedMutexGuard<Db> {
+        self.conn.clone().lock_owned().await
+    }
+
+    /// Runs `f` with the connection on the blocking pool (long reads and writes).
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Db) -> Result<T, GraphError> + Send + 'static,
     ) -> Result<T, GraphError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || f(&mut lock(&conn)))
-            .await
-            .map_err(|e| err(format!("blocking task failed: {e}")))?
+        on_blocking_pool(self.db().await, f).await
     }
 
-    /// Stores queued batches in one transaction: on this thread when they are small and the
-    /// connection is free, else on the blocking pool. A group that fails is stored again batch
-    /// by batch (on the blocking pool), so that each caller gets its own batch's result.
+    /// Stores queued batches in one transaction: on this thread when they are small (once the
+    /// connection is free: waiting for it holds no thread), unless another connection holds
+    /// the write lock; else on the blocking pool. A group that fails is stored again batch by
+    /// batch (on the blocking pool), so that each caller gets its own batch's result.
     async fn commit(&self, queued: Vec<Queued<Vec<StoreOp>>>) {
+        let mut db = self.db().await;
         let mut together = true;
-        if queued.iter().map(|q| batch_bytes(&q.batch)).sum::<usize>() <= INLINE_BYTES
-            && let Some(mut db) = self.inline()
-        {
+        if queued.iter().map(|q| batch_bytes(&q.batch)).sum::<usize>() <= INLINE_BYTES {
             match store_now(&mut db, queued.iter().flat_map(|q| &q.batch)) {
                 None => {}
                 Some(Ok(())) => return queued.into_iter().for_each(|q| q.finish(Ok(()))),
@@ -384,36 +386,22 @@ impl SqliteSaver {
                 Some(Err(_)) => together = false,
             }
         }
-        let conn = self.conn.clone();
         // A failed blocking task drops the queued batches: their callers get an error.
-        let _ = tokio::task::spawn_blocking(move || {
-            let mut db = lock(&conn);
+        let _ = on_blocking_pool(db, move |db| {
             if together
                 && queued.len() > 1
-                && store(&mut db, queued.iter().flat_map(|q| &q.batch)).is_ok()
+                && store(db, queued.iter().flat_map(|q| &q.batch)).is_ok()
             {
-                return queued.into_iter().for_each(|q| q.finish(Ok(())));
+                queued.into_iter().for_each(|q| q.finish(Ok(())));
+                return Ok(());
             }
             for q in queued {
-                let result = store(&mut db, &q.batch);
+                let result = store(db, &q.batch);
                 q.finish(result);
             }
+            Ok(())
         })
         .await;
-    }
-
-    /// The connection on the caller's thread when it is free; `None` while another call holds
-    /// it (that call may be long: a contended call waits on the blocking pool, so an async
-    /// worker never stalls behind another's store).
-    fn inline(&self) -> Option<MutexGuard<'_, Db>> {
-        match self.conn.try_lock() {
-            Ok(conn) => Some(conn),
-            Err(TryLockError::Poisoned(p)) => {
-                self.conn.clear_poison();
-                Some(p.into_inner())
-            }
-            Err(TryLockError::WouldBlock) => None,
-        }
     }
 
     /// Bytes of blob data stored for a thread (for storage measurements).
@@ -487,28 +475,52 @@ fn batch_bytes(ops: &[StoreOp]) -> usize {
         .sum()
 }
 
-/// Stores `ops` in one transaction, unless another connection holds the write lock (`None`:
-/// the caller waits for it on the blocking pool instead of stalling this thread).
-fn store_now<'a>(
+/// Runs `f` with the connection on the blocking pool, the caller's hold on it moving there
+/// (released when `f` is done, even if the caller stopped waiting). A panic in `f` leaves
+/// nothing half-done: its transaction rolls back (`Tx`'s drop).
+async fn on_blocking_pool<T: Send + 'static>(
+    mut db: OwnedMutexGuard<Db>,
+    f: impl FnOnce(&mut Db) -> Result<T, GraphError> + Send + 'static,
+) -> Result<T, GraphError> {
+    tokio::task::spawn_blocking(move || f(&mut db))
+        .await
+        .map_err(|e| err(format!("blocking task failed: {e}")))?
+}
+
+/// Runs `f` in a write transaction begun here, unless another connection holds the write
+/// lock (`None`: the caller waits for it on the blocking pool instead of stalling this
+/// thread). `f` commits, or drops the transaction to roll it back.
+fn write_now<T>(
     db: &mut Db,
-    ops: impl IntoIterator<Item = &'a StoreOp>,
-) -> Option<Result<(), GraphError>> {
+    f: impl FnOnce(Tx<'_>) -> Result<T, GraphError>,
+) -> Option<Result<T, GraphError>> {
     if db.conn.busy_timeout(std::time::Duration::ZERO).is_err() {
         return None;
     }
-    let stored = match Tx::write(&db.conn) {
+    let done = match Tx::write(&db.conn) {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>
         {
             None
         }
         Err(e) => Some(Err(err(e))),
-        Ok(tx) => Some(store_ops(&tx, ops).and_then(|()| tx.commit().map_err(err))),
+        Ok(tx) => Some(f(tx)),
     };
     if let Err(e) = wait_when_busy(&mut db.conn) {
         tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
     }
-    stored
+    done
+}
+
+/// Stores `ops` in one transaction, unless another connection holds the write lock (`None`).
+fn store_now<'a>(
+    db: &mut Db,
+    ops: impl IntoIterator<Item = &'a StoreOp>,
+) -> Option<Result<(), GraphError>> {
+    write_now(db, |tx| {
+        store_ops(&tx, ops)?;
+        tx.commit().map_err(err)
+    })
 }
 
 /// Stores `ops` in one transaction, waiting for another connection's write lock.
@@ -726,13 +738,9 @@ impl Checkpointer for SqliteSaver {
             ns.to_owned(),
             checkpoint_id.map(str::to_owned),
         );
-        // A read does not wait for other processes (WAL): on this thread when the connection
-        // is free (a run's start; most often a thread with nothing stored yet).
-        if let Some(mut db) = self.inline() {
-            return load(&mut db.conn, thread, ns, id);
-        }
-        self.with(move |db| load(&mut db.conn, thread, ns, id))
-            .await
+        // A read does not wait for other processes (WAL): on this thread, once the connection
+        // is free (a run's start or step: one checkpoint and its blobs).
+        load(&mut self.db().await.conn, thread, ns, id)
     }
 
     async fn list(
@@ -786,22 +794,38 @@ impl Checkpointer for SqliteSaver {
         .await
     }
 
+    /// A thread of a few checkpoints (a stateless run's) is deleted on this thread; a longer
+    /// one, or one that must wait for another connection's write lock, on the blocking pool.
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
         let thread = thread_id.to_owned();
-        self.with(move |db| {
-            let tx = Tx::write(&db.conn).map_err(err)?;
-            let rows = sqlite_rows::thread_rows(&tx, &thread, None)?;
-            delete_blobs(&tx, rows)?;
-            for table in ["checkpoints", "writes"] {
-                tx.execute(
-                    &format!("DELETE FROM {table} WHERE thread_id = ?1"),
-                    params![thread],
+        let mut db = self.db().await;
+        let deleted = write_now(&mut db, |tx| {
+            let stored: i64 = tx
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM checkpoints WHERE thread_id = ?1 LIMIT ?2)",
                 )
+                .map_err(err)?
+                .query_row(params![thread, INLINE_DELETE + 1], |r| r.get(0))
                 .map_err(err)?;
+            if stored > INLINE_DELETE {
+                return Ok(false);
             }
-            tx.commit().map_err(err)
-        })
-        .await
+            delete_thread_rows(&tx, &thread)?;
+            tx.commit().map_err(err)?;
+            Ok(true)
+        });
+        match deleted {
+            Some(Ok(true)) => Ok(()),
+            Some(Err(e)) => Err(e),
+            Some(Ok(false)) | None => {
+                on_blocking_pool(db, move |db| {
+                    let tx = Tx::write(&db.conn).map_err(err)?;
+                    delete_thread_rows(&tx, &thread)?;
+                    tx.commit().map_err(err)
+                })
+                .await
+            }
+        }
     }
 
     async fn prune(
@@ -864,6 +888,19 @@ impl Checkpointer for SqliteSaver {
         })
         .await
     }
+}
+
+/// Deletes a thread's checkpoints, writes and blobs (inside the caller's transaction).
+fn delete_thread_rows(tx: &Tx<'_>, thread: &str) -> Result<(), GraphError> {
+    let rows = sqlite_rows::thread_rows(tx, thread, None)?;
+    delete_blobs(tx, rows)?;
+    for table in ["checkpoints", "writes"] {
+        tx.prepare_cached(&format!("DELETE FROM {table} WHERE thread_id = ?1"))
+            .map_err(err)?
+            .execute(params![thread])
+            .map_err(err)?;
+    }
+    Ok(())
 }
 
 /// Deletes blob rows.
@@ -1003,7 +1040,10 @@ mod tests {
 
     async fn group_with_a_refused_batch(bytes: usize) {
         let saver = SqliteSaver::in_memory().unwrap();
-        lock(&saver.conn)
+        saver
+            .conn
+            .lock()
+            .await
             .conn
             .execute_batch(
                 "CREATE TRIGGER refuse BEFORE INSERT ON checkpoints WHEN NEW.thread_id = 'bad'
@@ -1019,12 +1059,12 @@ mod tests {
                 }
             })
             .collect();
-        // The connection is busy (a thread holds it until told): the first batch waits for it
-        // on the blocking pool, holding the turn, and the others queue behind it.
+        // The connection is busy (a thread holds it until told): the first batch waits for it,
+        // holding the turn, and the others queue behind it.
         let (release, released) = std::sync::mpsc::channel::<()>();
         let (conn, (busy, taken)) = (saver.conn.clone(), std::sync::mpsc::channel());
         let holder = std::thread::spawn(move || {
-            let _db = lock(&conn);
+            let _db = conn.blocking_lock();
             busy.send(()).unwrap();
             released.recv().unwrap();
         });

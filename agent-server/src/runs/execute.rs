@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
-use super::{CancelAction, RunChannel, Runs};
+use super::{CancelAction, Next, RunChannel, Runs};
 use crate::error::ApiError;
 use crate::graph::{ApiMode, Failure, GraphJob, GraphPart, JobInput, ServedGraph};
 use crate::store::{Kind, Notice, StoredEvent, ThreadEnd};
@@ -163,11 +163,12 @@ impl Runs {
     }
 
     /// Executes a claimed run to its end, renewing its lease meanwhile; `cancel` stops it.
+    /// Returns what its end claimed for this worker.
     pub(super) async fn execute(
         self: &Arc<Self>,
         mut run: Value,
         mut cancel: watch::Receiver<Option<CancelAction>>,
-    ) {
+    ) -> Next {
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
         let channel = self.output(&run_id).await;
@@ -242,7 +243,7 @@ impl Runs {
             // Another instance took the run over (this one was cut off from the database
             // for longer than the lease): stop without writing; the new owner finishes it.
             tracing::warn!(run_id, "lost the run's lease; another instance has it");
-            return;
+            return Next::Unknown;
         }
         match (cancelled, outcome) {
             (Some(CancelAction::Rollback), _) => {
@@ -260,6 +261,7 @@ impl Runs {
                 channel.finish(json!({})).await;
                 let _ = self.refresh_thread(&thread_id, None, false).await;
                 self.count("rolled_back", started);
+                Next::Unknown
             }
             (Some(CancelAction::Interrupt), _) => {
                 let failure = Failure {
@@ -284,7 +286,7 @@ impl Runs {
                     Some(failure),
                     started,
                 )
-                .await;
+                .await
             }
             (None, Some(o)) => {
                 if let Some(f) = &o.error {
@@ -299,7 +301,7 @@ impl Runs {
                     None,
                     started,
                 )
-                .await;
+                .await
             }
             (None, None) => {
                 let failure = Failure {
@@ -307,13 +309,19 @@ impl Runs {
                     message: "the run stopped without an outcome".into(),
                 };
                 channel.emit("error", &failure.to_json());
-                self.fail(&mut run, &channel, failure, started).await;
+                self.fail(&mut run, &channel, failure, started).await
             }
         }
     }
 
     /// Ends a run that failed before its graph produced anything.
-    async fn fail(&self, run: &mut Value, channel: &Output, failure: Failure, started: i64) {
+    async fn fail(
+        &self,
+        run: &mut Value,
+        channel: &Output,
+        failure: Failure,
+        started: i64,
+    ) -> Next {
         self.conclude(
             run,
             channel,
@@ -323,9 +331,11 @@ impl Runs {
             None,
             started,
         )
-        .await;
+        .await
     }
 
+    /// Records a run's end, with its thread's, and claims in the same step the next run for
+    /// this worker; then ends its stream.
     #[allow(clippy::too_many_arguments)]
     async fn conclude(
         &self,
@@ -336,7 +346,7 @@ impl Runs {
         error: Option<Failure>,
         cancelled: Option<Failure>,
         started: i64,
-    ) {
+    ) -> Next {
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
         let status = if cancelled.is_some() {
@@ -369,9 +379,17 @@ impl Runs {
             tracing::error!(run_id, error = %e.detail, "reading the thread failed");
             ThreadEnd::Gone
         });
-        if let Err(e) = self.store.finish(run, thread_end).await {
-            tracing::error!(run_id, error = %e, "recording the run's end failed");
-        }
+        let claim = self.next_claim();
+        let looked = claim.is_some();
+        let next = match self.store.finish(run, thread_end, claim).await {
+            Ok(Some(claimed)) => Next::Run(claimed),
+            Ok(None) if looked => Next::Idle,
+            Ok(None) => Next::Unknown,
+            Err(e) => {
+                tracing::error!(run_id, error = %e, "recording the run's end failed");
+                Next::Unknown
+            }
+        };
         if let Some(url) = run["kwargs"]["webhook"].as_str() {
             let failure = error.as_ref().or(cancelled.as_ref());
             let body = super::webhook::payload(run, started, &values, failure);
@@ -399,6 +417,7 @@ impl Runs {
             self.forget(&run_id);
         }
         self.count(status, started);
+        next
     }
 
     fn count(&self, status: &str, started: i64) {

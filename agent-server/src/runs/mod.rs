@@ -33,6 +33,16 @@ use crate::graph::ServedGraph;
 use crate::store::{Claim, Kind, Notice, RunStore};
 use crate::time::now_ms;
 
+/// What a worker does after a run: the run its end claimed, or nothing.
+pub(crate) enum Next {
+    /// The run the end claimed for this worker.
+    Run(Value),
+    /// The end looked for a run to claim and found none.
+    Idle,
+    /// The end did not look (a rollback, a lost lease, a failed write, draining).
+    Unknown,
+}
+
 /// How a cancel treats the run's work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelAction {
@@ -232,10 +242,7 @@ impl Runs {
         } else {
             self.slots.clone().try_acquire_owned().ok()
         };
-        let claim = permit.as_ref().map(|_| Claim {
-            owner: &self.owner,
-            lease: self.leases.ttl,
-        });
+        let claim = permit.as_ref().and_then(|_| self.next_claim());
         match (self.store.enqueue(thread, run, claim).await?, permit) {
             (Some(claimed), Some(permit)) => self.launch(claimed, permit),
             _ => {
@@ -246,8 +253,41 @@ impl Runs {
         Ok(channel)
     }
 
-    /// Executes a run this instance claimed, on a task of its own holding a worker slot.
+    /// Executes a run this instance claimed, on a task of its own holding a worker slot, and
+    /// then the runs its end claimed for the same slot. The claim loop (and the other
+    /// instances) are woken when the slot is freed, unless the last run's end looked for a run
+    /// to claim and found none: then there is none to claim.
     fn launch(self: &Arc<Self>, run: Value, permit: OwnedSemaphorePermit) {
+        let mut cancel = self.register(&run);
+        let runner = self.clone();
+        tokio::spawn(async move {
+            let mut run = run;
+            let looked = loop {
+                let id = run["run_id"].as_str().unwrap_or_default().to_owned();
+                let next = runner.execute(run, cancel).await;
+                if let Ok(mut ex) = runner.executing.lock() {
+                    ex.remove(&id);
+                }
+                match next {
+                    Next::Run(claimed) => {
+                        cancel = runner.register(&claimed);
+                        run = claimed;
+                    }
+                    Next::Idle => break true,
+                    Next::Unknown => break false,
+                }
+            };
+            drop(permit);
+            if !looked {
+                runner.wake.notify_one();
+                let _ = runner.store.notify(&Notice::Wake).await;
+            }
+        });
+    }
+
+    /// Records a claimed run as executing here; the receiver of its cancels (one asked
+    /// before it started is already in).
+    fn register(&self, run: &Value) -> watch::Receiver<Option<CancelAction>> {
         let id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let (tx, rx) = watch::channel(None);
         let early = self
@@ -259,18 +299,17 @@ impl Runs {
             tx.send_replace(Some(action));
         }
         if let Ok(mut ex) = self.executing.lock() {
-            ex.insert(id.clone(), tx);
+            ex.insert(id, tx);
         }
-        let runner = self.clone();
-        tokio::spawn(async move {
-            runner.execute(run, rx).await;
-            if let Ok(mut ex) = runner.executing.lock() {
-                ex.remove(&id);
-            }
-            drop(permit);
-            runner.wake.notify_one();
-            let _ = runner.store.notify(&Notice::Wake).await;
-        });
+        rx
+    }
+
+    /// The claim a worker that is free again makes (none while draining).
+    fn next_claim(&self) -> Option<Claim<'_>> {
+        (!self.draining.load(Ordering::SeqCst)).then_some(Claim {
+            owner: &self.owner,
+            lease: self.leases.ttl,
+        })
     }
 
     /// Starts the worker loop, and on a shared store the notice listener and the sweeper of

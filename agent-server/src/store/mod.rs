@@ -103,8 +103,8 @@ pub enum Notice {
     },
 }
 
-/// A claim made as a run is queued, by an instance with a free worker: the run starts
-/// without a trip through the queue when its thread runs nothing else.
+/// A claim made as a run is queued, by an instance with a free worker, or as a run ends, by
+/// the worker that ran it: the run starts without a trip through the queue.
 #[derive(Debug, Clone, Copy)]
 pub struct Claim<'a> {
     /// The claiming instance.
@@ -164,8 +164,16 @@ pub trait RunStore: Send + Sync + 'static {
         run: &Value,
         claim: Option<Claim<'_>>,
     ) -> StoreResult<Option<Value>>;
-    /// Records a run's end (its final document) and its thread's, in one transaction.
-    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()>;
+    /// Records a run's end (its final document) and its thread's, in one transaction; with
+    /// `next` (the worker that ran it is free for another), claims in that same transaction
+    /// what [`claim`](Self::claim) would, and returns it: the worker's next run, without a
+    /// trip through the queue.
+    async fn finish(
+        &self,
+        run: &Value,
+        thread: ThreadEnd,
+        next: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>>;
     /// Extends `owner`'s lease on a running run. `None` when the run is no longer
     /// `owner`'s (another instance took it over, or it ended); otherwise the cancel asked
     /// for it, if any.

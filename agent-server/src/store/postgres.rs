@@ -117,6 +117,40 @@ fn interval(d: Duration) -> String {
     format!("{} milliseconds", d.as_millis())
 }
 
+/// Claims, inside the caller's transaction, the oldest pending run whose thread runs nothing
+/// else and whose time has come (one another transaction holds is skipped), for `owner` with
+/// a lease of `lease`; the run as claimed.
+async fn claim_next(
+    tx: &tokio_postgres::Transaction<'_>,
+    owner: &str,
+    lease: Duration,
+) -> Result<Option<Value>, tokio_postgres::Error> {
+    let row = tx
+        .query_opt(
+            "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
+               AND COALESCE((r.doc::jsonb #>> '{kwargs,not_before_ms}')::bigint, 0) <= $1
+               AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
+               AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
+             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+            &[&crate::time::now_ms()],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let id: String = row.get(0);
+    let mut doc = parse(row.get::<_, &str>(1));
+    doc["status"] = "running".into();
+    doc["updated_at"] = crate::time::now_iso().into();
+    tx.execute(
+        "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
+           lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
+        &[&id, &doc.to_string(), &owner, &interval(lease)],
+    )
+    .await?;
+    Ok(Some(doc))
+}
+
 #[async_trait]
 impl RunStore for PostgresStore {
     async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()> {
@@ -294,33 +328,11 @@ impl RunStore for PostgresStore {
     async fn claim(&self, owner: &str, lease: Duration) -> StoreResult<Option<Value>> {
         let mut c = self.client("claim").await?;
         let tx = c.transaction().await.map_err(failed("claim"))?;
-        let row = tx
-            .query_opt(
-                "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
-                   AND COALESCE((r.doc::jsonb #>> '{kwargs,not_before_ms}')::bigint, 0) <= $1
-                   AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
-                   AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
-                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-                &[&crate::time::now_ms()],
-            )
+        let claimed = claim_next(&tx, owner, lease)
             .await
             .map_err(failed("claim"))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let id: String = row.get(0);
-        let mut doc = parse(row.get::<_, &str>(1));
-        doc["status"] = "running".into();
-        doc["updated_at"] = crate::time::now_iso().into();
-        tx.execute(
-            "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
-               lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
-            &[&id, &doc.to_string(), &owner, &interval(lease)],
-        )
-        .await
-        .map_err(failed("claim"))?;
         tx.commit().await.map_err(failed("claim"))?;
-        Ok(Some(doc))
+        Ok(claimed)
     }
 
     async fn enqueue(
@@ -381,7 +393,12 @@ impl RunStore for PostgresStore {
         Ok(claimed)
     }
 
-    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()> {
+    async fn finish(
+        &self,
+        run: &Value,
+        thread: ThreadEnd,
+        next: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>> {
         let mut c = self.client("finish run").await?;
         let tx = c.transaction().await.map_err(failed("finish run"))?;
         match &thread {
@@ -405,8 +422,14 @@ impl RunStore for PostgresStore {
                 }
             }
         }
+        let claimed = match next {
+            Some(claim) => claim_next(&tx, claim.owner, claim.lease)
+                .await
+                .map_err(failed("finish run"))?,
+            None => None,
+        };
         tx.commit().await.map_err(failed("finish run"))?;
-        Ok(())
+        Ok(claimed)
     }
 
     async fn renew(

@@ -3,14 +3,15 @@
 //! when the file is opened: its checkpoints let it resume.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_core::sqlite::{Tx, wait_when_busy};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::{Claim, CronAdvance, Kind, RUN_COUNTS, RunStore, StoreError, StoreResult, ThreadEnd};
 
@@ -24,6 +25,7 @@ fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
 /// The run store in a SQLite file (or in memory), for one process.
 #[derive(Clone)]
 pub struct SqliteStore {
+    /// Operations take it in turn (asynchronously: a waiting one holds no thread).
     conn: Arc<Mutex<Connection>>,
     seq: Arc<Seq>,
 }
@@ -107,20 +109,20 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `f` with the connection: on the caller's thread when the connection is free
-    /// and the database's write lock is not held by another connection (the hand-off to a
-    /// blocking thread and back cost more than a small operation itself), else on the
-    /// blocking pool, where it waits for the lock up to the busy timeout. `f` must be
-    /// atomic (one transaction or one statement): a try that found the database busy is
-    /// rolled back and `f` runs again there.
+    /// Runs `f` with the connection on the caller's thread (the hand-off to a blocking
+    /// thread and back costs more than a small operation itself), once this process's other
+    /// operations on it are done: they are waited for without holding a thread, in the order
+    /// the operations asked. Only when SQLite reports the database busy (another connection
+    /// holds the write lock: the checkpointer's, another process's) does `f` run again on the
+    /// blocking pool, where it waits for that lock up to the busy timeout. `f` must be atomic
+    /// (one transaction or one statement): the try that found the database busy rolled back.
     async fn with<T: Send + 'static>(
         &self,
         op: &'static str,
         f: impl Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> StoreResult<T> {
-        if let Ok(mut conn) = self.conn.try_lock()
-            && conn.busy_timeout(Duration::ZERO).is_ok()
-        {
+        let mut conn = self.conn.clone().lock_owned().await;
+        if conn.busy_timeout(Duration::ZERO).is_ok() {
             let tried = f(&mut conn);
             if let Err(e) = wait_when_busy(&mut conn) {
                 tracing::warn!(error = %e, "could not restore the SQLite busy timeout");
@@ -131,29 +133,33 @@ impl SqliteStore {
                 done => return done.map_err(failed(op)),
             }
         }
-        self.blocking(op, f).await
+        Self::on_blocking_pool(op, conn, f).await
     }
 
-    /// Runs `f` with the connection on the blocking pool (long reads, and whatever found
-    /// the connection or the database busy).
+    /// Runs `f` with the connection on the blocking pool (long reads), once this process's
+    /// other operations on it are done.
     async fn blocking<T: Send + 'static>(
         &self,
         op: &'static str,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().map_err(|_| StoreError {
+        let conn = self.conn.clone().lock_owned().await;
+        Self::on_blocking_pool(op, conn, f).await
+    }
+
+    /// Runs `f` on the blocking pool with the connection this caller holds (it is released
+    /// there, when `f` is done, even if the caller stopped waiting).
+    async fn on_blocking_pool<T: Send + 'static>(
+        op: &'static str,
+        mut conn: OwnedMutexGuard<Connection>,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        tokio::task::spawn_blocking(move || f(&mut conn).map_err(failed(op)))
+            .await
+            .map_err(|e| StoreError {
                 op,
-                message: "a previous operation panicked".to_owned(),
-            })?;
-            f(&mut guard).map_err(failed(op))
-        })
-        .await
-        .map_err(|e| StoreError {
-            op,
-            message: e.to_string(),
-        })?
+                message: e.to_string(),
+            })?
     }
 }
 
@@ -264,6 +270,29 @@ fn claim_one(conn: &Connection, run_id: &str, doc: &str) -> rusqlite::Result<Opt
     conn.prepare_cached("UPDATE api_runs SET status = 'running', doc = ?2 WHERE run_id = ?1")?
         .execute(params![run_id, doc.to_string()])?;
     Ok(Some(doc))
+}
+
+/// The oldest pending run whose thread runs nothing else and whose time has come: its id
+/// and document.
+fn next_pending(conn: &Connection) -> rusqlite::Result<Option<(String, String)>> {
+    conn.prepare_cached(
+        "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
+           AND COALESCE(json_extract(doc, '$.kwargs.not_before_ms'), 0) <= ?1
+           AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
+           AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
+         ORDER BY seq LIMIT 1",
+    )?
+    .query_row([crate::time::now_ms()], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()
+}
+
+/// Claims the next pending run ([`next_pending`]); the run as claimed. Call inside an
+/// IMMEDIATE transaction.
+fn claim_next(conn: &Connection) -> rusqlite::Result<Option<Value>> {
+    match next_pending(conn)? {
+        Some((id, doc)) => claim_one(conn, &id, &doc),
+        None => Ok(None),
+    }
 }
 
 /// A write transaction (it takes the write lock first: see [`Tx::write`]).
@@ -387,21 +416,12 @@ impl RunStore for SqliteStore {
     async fn claim(&self, _owner: &str, _lease: Duration) -> StoreResult<Option<Value>> {
         // One process holds the file: a run is this process's until it ends.
         self.with("claim", |c| {
-            let tx = immediate(c)?;
-            let row: Option<(String, String)> = tx
-                .prepare_cached(
-                    "SELECT run_id, doc FROM api_runs r WHERE status = 'pending'
-                       AND COALESCE(json_extract(doc, '$.kwargs.not_before_ms'), 0) <= ?1
-                       AND NOT EXISTS (SELECT 1 FROM api_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')
-                       AND NOT EXISTS (SELECT 1 FROM api_runs e WHERE e.thread_id = r.thread_id AND e.status = 'pending' AND e.seq < r.seq)
-                     ORDER BY seq LIMIT 1",
-                )?
-                .query_row([crate::time::now_ms()], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let Some((id, doc)) = row else {
+            // Most looks find nothing: they take no write lock.
+            if next_pending(c)?.is_none() {
                 return Ok(None);
-            };
-            let claimed = claim_one(&tx, &id, &doc)?;
+            }
+            let tx = immediate(c)?;
+            let claimed = claim_next(&tx)?;
             tx.commit()?;
             Ok(claimed)
         })
@@ -446,8 +466,13 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn finish(&self, run: &Value, thread: ThreadEnd) -> StoreResult<()> {
-        let run = run.clone();
+    async fn finish(
+        &self,
+        run: &Value,
+        thread: ThreadEnd,
+        next: Option<Claim<'_>>,
+    ) -> StoreResult<Option<Value>> {
+        let (run, next) = (run.clone(), next.is_some());
         let seq = self.seq.clone();
         self.with("finish run", move |c| {
             let tx = immediate(c)?;
@@ -463,7 +488,9 @@ impl RunStore for SqliteStore {
                     write(&tx, &seq, Kind::Run, &run, true)?;
                 }
             }
-            tx.commit()
+            let claimed = if next { claim_next(&tx)? } else { None };
+            tx.commit()?;
+            Ok(claimed)
         })
         .await
     }
