@@ -16,11 +16,10 @@
 use std::ffi::c_int;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, TrySendError};
+use std::time::Duration;
 
 use rusqlite::hooks::Wal;
 use rusqlite::wal::CheckpointMode;
-use std::time::Duration;
-
 use rusqlite::{Connection, OpenFlags};
 
 /// A commit that leaves the log at this many pages or more wakes the checkpointing thread
@@ -90,8 +89,8 @@ pub(super) fn checkpoint_off_path(
     }))
 }
 
-/// The thread: a `PASSIVE` checkpoint each time it is woken, until the saver's connection
-/// (the only sender) is gone.
+/// The thread: a checkpoint each time it is woken, until the saver's connection (the only
+/// sender) is gone.
 fn run(conn: Connection, woken: Receiver<()>) {
     let mut read = false;
     while woken.recv().is_ok() {
@@ -117,7 +116,8 @@ fn run(conn: Connection, woken: Receiver<()>) {
             .and_then(|_| conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::RESTART));
         match tried {
             Ok(_) => {}
-            // Another connection is checkpointing the same log: it does the work.
+            // Another connection is checkpointing the same log, or readers stayed in it past
+            // the wait: the log starts over after a later wake-up.
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::DatabaseBusy => {}
             Err(e) => {
