@@ -83,18 +83,28 @@ fn read(path: &str) -> Result<Vec<Value>, BoxError> {
         .collect())
 }
 
+/// `runner`'s timed records of `shape` with `saver` (every durability; not the other kinds of
+/// line, such as a chat's bytes).
+fn shape_records<'a>(
+    records: &'a [Value],
+    runner: &'a str,
+    shape: &'a str,
+    saver: &'a str,
+) -> impl Iterator<Item = &'a Value> {
+    records.iter().filter(move |r| {
+        r["runner"] == runner
+            && r["shape"] == shape
+            && r["saver"] == saver
+            && r.get("kind").is_none()
+    })
+}
+
 /// agentgraph's peak RSS (KiB) after as many timed runs as LangGraph's process of the same
 /// shape, saver and durability timed (both APIs run in that one process), the highest over
 /// durabilities: the same checkpoints kept on both sides. `None` without LangGraph's lines
 /// or our `peak_rss_kib_by_runs`.
 fn peak_at_their_runs(ours: &[Value], theirs: &[Value], shape: &str, saver: &str) -> Option<f64> {
-    ours.iter()
-        .filter(|r| {
-            r["runner"] == "agentgraph"
-                && r["shape"] == shape
-                && r["saver"] == saver
-                && r.get("kind").is_none()
-        })
+    shape_records(ours, "agentgraph", shape, saver)
         .filter_map(|mine| {
             let runs: f64 = theirs
                 .iter()
@@ -327,14 +337,7 @@ pub fn render(ours: &[Value], theirs: &[Value]) -> String {
                 // of kept checkpoints). Target: ours keeps no more a run than LangGraph's.
                 let side = |records: &[Value], runner: &str| -> Option<(f64, Option<f64>)> {
                     let of = |saver: &str| {
-                        records
-                            .iter()
-                            .filter(|r| {
-                                r["runner"] == runner
-                                    && r["shape"] == *shape
-                                    && r["saver"] == saver
-                                    && r.get("kind").is_none()
-                            })
+                        shape_records(records, runner, shape, saver)
                             .filter_map(|r| Some((f(r, "peak_rss_kib")?, f(r, "runs")?)))
                             .collect::<Vec<_>>()
                     };

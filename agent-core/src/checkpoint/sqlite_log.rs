@@ -24,17 +24,17 @@ use rusqlite::{Connection, OpenFlags};
 
 /// A commit that leaves the log at this many pages or more wakes the checkpointing thread
 /// (SQLite's own automatic checkpoint runs at 1,000).
-pub(super) const SOFT_PAGES: c_int = 1_000;
+const SOFT_PAGES: c_int = 1_000;
 
 /// A commit that leaves the log at this many pages or more checkpoints it itself.
-pub(super) const HARD_PAGES: c_int = 3_000;
+const HARD_PAGES: c_int = 3_000;
 
 /// How long the thread waits for the write lock, and then for readers to leave the log.
 const RESTART_WAIT: Duration = Duration::from_millis(10);
 
 /// What a commit that left `pages` in the log does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AfterCommit {
+enum AfterCommit {
     Nothing,
     /// Wake the thread.
     Wake,
@@ -43,7 +43,7 @@ pub(super) enum AfterCommit {
 }
 
 /// The choice, given whether the thread is there to be woken.
-pub(super) fn after_commit(pages: c_int, thread_alive: bool) -> AfterCommit {
+fn after_commit(pages: c_int, thread_alive: bool) -> AfterCommit {
     match pages {
         p if p >= HARD_PAGES => AfterCommit::Checkpoint,
         p if p >= SOFT_PAGES && thread_alive => AfterCommit::Wake,
