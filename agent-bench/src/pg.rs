@@ -44,6 +44,13 @@ pub async fn create_database(url: &str, name: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// `ANALYZE` of the database at `url`: the planner's statistics of freshly filled tables, as
+/// autovacuum would gather them within a minute of the writes.
+pub async fn analyze(url: &str) -> Result<(), Error> {
+    admin(url).await?.batch_execute("ANALYZE").await?;
+    Ok(())
+}
+
 /// Drops the database `name` if it is there (best effort: the bench is over).
 pub async fn drop_database(url: &str, name: &str) {
     if let Ok(client) = admin(url).await {

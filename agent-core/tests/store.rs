@@ -150,3 +150,93 @@ async fn the_sweeper_deletes_expired_items_in_the_background() {
     );
     drop(sweeper);
 }
+
+/// A database whose vectors were written as `real[]` (store schema 3, before they became
+/// bytes) keeps them: opening it converts them, and a search ranks old and new vectors alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_vectors_written_as_arrays_survive_the_upgrade() {
+    use agent_core::store::{Embed, IndexConfig, SearchOp, testkit::WordEmbed};
+
+    let Some(url) = common::postgres_url() else {
+        return;
+    };
+    let schema = format!("store_upgrade_{}_{}", std::process::id(), fastrand::u32(..));
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let embed = WordEmbed { dims: 64 };
+    let old = embed
+        .embed(&["cat sat".to_owned(), "dog ran".to_owned()])
+        .await
+        .unwrap();
+    let array = |v: &[f32]| {
+        let floats: Vec<String> = v.iter().map(f32::to_string).collect();
+        format!("ARRAY[{}]::real[]", floats.join(","))
+    };
+    admin
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema};
+             SET search_path = {schema};
+             CREATE TABLE store_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             INSERT INTO store_meta VALUES ('schema_version', 3);
+             CREATE TABLE store_items (prefix TEXT NOT NULL, key TEXT NOT NULL,
+                 value JSONB NOT NULL, created_at_ms BIGINT NOT NULL,
+                 updated_at_ms BIGINT NOT NULL, ttl_ms BIGINT, expires_at_ms BIGINT,
+                 PRIMARY KEY (prefix, key));
+             CREATE TABLE store_vectors (prefix TEXT NOT NULL, key TEXT NOT NULL,
+                 field TEXT NOT NULL, embedding REAL[] NOT NULL,
+                 PRIMARY KEY (prefix, key, field));
+             INSERT INTO store_items VALUES
+                 ('docs', 'a', '{{\"text\": \"cat sat\"}}', 1, 1, NULL, NULL),
+                 ('docs', 'b', '{{\"text\": \"dog ran\"}}', 2, 2, NULL, NULL);
+             INSERT INTO store_vectors VALUES
+                 ('docs', 'a', 'text', {}), ('docs', 'b', 'text', {});",
+            array(&old[0]),
+            array(&old[1]),
+        ))
+        .await
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let store = PostgresStore::connect(&scoped)
+        .await
+        .expect("opening migrates the vectors")
+        .with_index(IndexConfig::new(64, Arc::new(embed)).fields(["text"]));
+    store
+        .put(&ns(["docs"]), "c", json!({"text": "cat"}))
+        .await
+        .unwrap();
+    let found = store
+        .search(SearchOp::new(ns(["docs"])).query("cat"))
+        .await
+        .unwrap();
+    let scores: Vec<(&str, f32)> = found
+        .iter()
+        .map(|hit| (hit.key.as_str(), hit.score.unwrap_or(f32::NAN)))
+        .collect();
+    assert_eq!(scores.len(), 3, "{scores:?}");
+    assert_eq!(scores[0].0, "c");
+    assert!((scores[0].1 - 1.0).abs() < 1e-6, "{scores:?}");
+    assert_eq!(scores[1].0, "a");
+    assert!(
+        (scores[1].1 - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6,
+        "{scores:?}"
+    );
+    assert_eq!(scores[2].0, "b");
+    assert!(scores[2].1.abs() < 1e-6, "{scores:?}");
+    let column: String = admin
+        .query_one(
+            "SELECT data_type FROM information_schema.columns
+              WHERE table_schema = $1 AND table_name = 'store_vectors' AND column_name = 'vector'",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(column, "bytea");
+    admin
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}

@@ -6,7 +6,7 @@
 //! Dotted paths, `$ne`, objects, arrays and numbers compared for equality are left to it.
 
 use serde_json::{Map, Value};
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 /// A parameter of a narrowing condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,10 +16,11 @@ pub(crate) enum Param {
 }
 
 impl Param {
-    pub(crate) fn as_sql(&self) -> &(dyn ToSql + Sync) {
+    /// The value and its type, for a statement sent with its parameters' types.
+    pub(crate) fn typed(&self) -> (&(dyn ToSql + Sync), Type) {
         match self {
-            Param::Text(text) => text,
-            Param::Float(x) => x,
+            Param::Text(text) => (text, Type::TEXT),
+            Param::Float(x) => (x, Type::FLOAT8),
         }
     }
 }

@@ -858,5 +858,47 @@ pub async fn semantic_search<F: StoreFactory>(factory: &F) -> CaseResult {
     c.check(again.first().is_some_and(|i| i.key == "python"), || {
         format!("re-embedded on update: {again:?}")
     })?;
+    // An update's index choice replaces the item's vectors whole: `titled` put again on its
+    // `text` keeps no vector of its title, and `cat` put again unindexed keeps none.
+    for (key, value, index) in [
+        (
+            "titled",
+            json!({"text": "nothing here", "title": "safe rust programs"}),
+            IndexChoice::Fields(vec!["text".into()]),
+        ),
+        (
+            "cat",
+            json!({"text": "the cat sleeps on the warm sofa", "topic": "pets"}),
+            IndexChoice::Off,
+        ),
+    ] {
+        c.call(
+            "put",
+            store
+                .put_op(PutOp::new(c.ns(&["docs"]), key, obj(value)).index(index))
+                .await,
+        )?;
+    }
+    let replaced = c.call(
+        "search",
+        store
+            .search(
+                SearchOp::new(c.ns(&["docs"]))
+                    .query("safe rust programs sleeps sofa")
+                    .limit(10),
+            )
+            .await,
+    )?;
+    let stale: Vec<String> = replaced
+        .iter()
+        .filter(|i| {
+            (i.key == "cat" && i.score.is_some())
+                || (i.key == "titled" && i.score.is_some_and(|s| s > 0.5))
+        })
+        .map(|i| format!("{} {:?}", i.key, i.score))
+        .collect();
+    c.check(stale.is_empty(), || {
+        format!("vectors of an item's earlier put still rank it: {stale:?}")
+    })?;
     Ok(())
 }
