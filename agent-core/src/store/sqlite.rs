@@ -4,8 +4,9 @@
 //! IMMEDIATE` transaction on tokio's blocking pool, so batches from several processes
 //! serialize instead of failing on a lock upgrade. Namespaces are stored as their labels
 //! joined by `.`; a prefix search is a range of the primary key. Filters and ranking run in
-//! Rust over the items under the prefix (vectors are read only for a query): a search costs
-//! a read of every live item under its prefix.
+//! Rust over the items under the prefix (vectors are read only for a query): a search reads
+//! every live item under its prefix, and without a query parses only the newest, as many
+//! as its page needs (see [`newest_parsed`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,9 +19,9 @@ use serde_json::Value;
 use super::embed::{from_bytes, to_bytes};
 use super::namespace::{join, split};
 use super::prepare::config_builders;
-use super::prepare::{Prepared, Put, StoreConfig};
+use super::prepare::{Prepared, Put, Search, StoreConfig};
 use super::rank::{self, to_item};
-use super::{Op, OpResult, Store, StoreError, TtlConfig};
+use super::{Item, Op, OpResult, Store, StoreError, TtlConfig, matches};
 
 /// The store's schema version (`store_meta`).
 const SCHEMA_VERSION: i64 = 1;
@@ -152,6 +153,17 @@ impl SqliteStore {
     }
 }
 
+/// The rows under a search's prefix (`?1`, with [`under`]'s bounds `?2` and `?3`; every row
+/// for `all`, the empty prefix): one range of the primary key, from the prefix itself to the
+/// byte after its `.`, less what sorts between the prefix and its `.` (`a-b` under `a`).
+/// Two statements rather than an `OR` of the cases, which made SQLite scan the whole table.
+fn under_prefix(all: bool) -> &'static str {
+    match all {
+        true => "1",
+        false => "(prefix >= ?1 AND prefix < ?3 AND (prefix = ?1 OR prefix >= ?2))",
+    }
+}
+
 /// The lower and upper bounds of the stored namespaces strictly under `prefix`.
 pub(crate) fn under(prefix: &str) -> (String, String) {
     (format!("{prefix}."), format!("{prefix}/"))
@@ -159,7 +171,37 @@ pub(crate) fn under(prefix: &str) -> (String, String) {
 
 const ITEM_COLUMNS: &str = "prefix, key, value, created_at_ms, updated_at_ms";
 
-fn item_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, String, i64, i64)> {
+/// A row of [`ITEM_COLUMNS`].
+type ItemRow = (String, String, String, i64, i64);
+
+/// The candidates of a search without a query that its page can come from, parsed: the rows
+/// newest first, whole timestamps at a time, until as many pass the filter as the page
+/// needs. Every row left out is older than all of these, so the page is among them; parsing
+/// the JSON of every item under the prefix was most of a search's time.
+fn newest_parsed(
+    mut rows: Vec<ItemRow>,
+    search: &Search,
+) -> Result<Vec<(Item, Vec<Vec<f32>>)>, StoreError> {
+    let needed = search.offset.saturating_add(search.limit);
+    rows.sort_unstable_by(|a, b| b.4.cmp(&a.4));
+    let mut parsed = Vec::new();
+    let mut passing = 0;
+    for (p, k, v, c, u) in rows {
+        if passing >= needed
+            && parsed
+                .last()
+                .is_some_and(|(last, _): &(Item, _)| last.updated_at_ms > u)
+        {
+            break;
+        }
+        let item = to_item(&p, k, &v, c, u)?;
+        passing += usize::from(matches(&search.filter, &item.value));
+        parsed.push((item, Vec::new()));
+    }
+    Ok(parsed)
+}
+
+fn item_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ItemRow> {
     Ok((
         row.get(0)?,
         row.get(1)?,
@@ -256,25 +298,29 @@ fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, Store
             let rows = tx
                 .prepare_cached(&format!(
                     "SELECT {ITEM_COLUMNS} FROM store_items
-                      WHERE (?4 OR prefix = ?1 OR (prefix >= ?2 AND prefix < ?3))
-                        AND (expires_at_ms IS NULL OR expires_at_ms > ?5)"
+                      WHERE {} AND (expires_at_ms IS NULL OR expires_at_ms > ?4)",
+                    under_prefix(all)
                 ))
                 .and_then(|mut s| {
-                    s.query_map(params![prefix, low, high, all, now], item_from_row)?
+                    s.query_map(params![prefix, low, high, now], item_from_row)?
                         .collect::<Result<Vec<_>, _>>()
                 })
                 .map_err(err)?;
             // The vectors under the prefix in one query (a search with a query only).
             let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
             if search.query.is_some() {
+                let scope: &[&dyn rusqlite::ToSql] = match all {
+                    true => &[],
+                    false => &[&prefix, &low, &high],
+                };
                 let mut select = tx
-                    .prepare_cached(
-                        "SELECT prefix, key, embedding FROM store_vectors
-                          WHERE ?4 OR prefix = ?1 OR (prefix >= ?2 AND prefix < ?3)",
-                    )
+                    .prepare_cached(&format!(
+                        "SELECT prefix, key, embedding FROM store_vectors WHERE {}",
+                        under_prefix(all)
+                    ))
                     .map_err(err)?;
                 let found = select
-                    .query_map(params![prefix, low, high, all], |r| {
+                    .query_map(scope, |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?))
                     })
                     .map_err(err)?;
@@ -283,14 +329,18 @@ fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, Store
                     vectors.entry((p, k)).or_default().push(from_bytes(&bytes));
                 }
             }
-            let mut owned = Vec::with_capacity(rows.len());
-            for (p, k, v, c, u) in rows {
-                let item_vectors = match search.query {
-                    Some(_) => vectors.remove(&(p.clone(), k.clone())).unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                owned.push((to_item(&p, k, &v, c, u)?, item_vectors));
-            }
+            let owned = match search.query {
+                None => newest_parsed(rows, &search)?,
+                Some(_) => {
+                    let mut owned = Vec::with_capacity(rows.len());
+                    for (p, k, v, c, u) in rows {
+                        let item_vectors =
+                            vectors.remove(&(p.clone(), k.clone())).unwrap_or_default();
+                        owned.push((to_item(&p, k, &v, c, u)?, item_vectors));
+                    }
+                    owned
+                }
+            };
             let candidates = owned
                 .iter()
                 .map(|(item, vectors)| (item, vectors.iter().map(Vec::as_slice)));
