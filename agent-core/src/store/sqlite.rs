@@ -174,16 +174,16 @@ const ITEM_COLUMNS: &str = "prefix, key, value, created_at_ms, updated_at_ms";
 /// A row of [`ITEM_COLUMNS`].
 type ItemRow = (String, String, String, i64, i64);
 
+/// Search candidates: each item and its vectors.
+type Candidates = Vec<(Item, Vec<Vec<f32>>)>;
+
 /// The candidates of a search without a query that its page can come from, parsed: the rows
 /// newest first, whole timestamps at a time, until as many pass the filter as the page
 /// needs. Every row left out is older than all of these, so the page is among them; parsing
 /// the JSON of every item under the prefix was most of a search's time.
-fn newest_parsed(
-    mut rows: Vec<ItemRow>,
-    search: &Search,
-) -> Result<Vec<(Item, Vec<Vec<f32>>)>, StoreError> {
+fn newest_parsed(mut rows: Vec<ItemRow>, search: &Search) -> Result<Candidates, StoreError> {
     let needed = search.offset.saturating_add(search.limit);
-    rows.sort_unstable_by(|a, b| b.4.cmp(&a.4));
+    rows.sort_unstable_by_key(|row| std::cmp::Reverse(row.4));
     let mut parsed = Vec::new();
     let mut passing = 0;
     for (p, k, v, c, u) in rows {
