@@ -377,6 +377,16 @@ pub async fn search_filters<F: StoreFactory>(factory: &F) -> CaseResult {
     c.check(mixed == ["text"], || {
         format!("`$lt` on a string over mixed types found {mixed:?}")
     })?;
+    // The empty prefix searches every namespace (other cases' items too: the filter picks
+    // this case's marker).
+    c.put(&["marked", "deep"], "m", json!({ "case": c.root }))
+        .await?;
+    let everywhere = c
+        .keys(SearchOp::new(Vec::new()).filter(json!({ "case": c.root })))
+        .await?;
+    c.check(everywhere == ["m"], || {
+        format!("the empty prefix with a filter found {everywhere:?}")
+    })?;
     Ok(())
 }
 
