@@ -325,15 +325,15 @@ impl Scope {
 
 /// A search's candidates: each item, whether it has a TTL, and its vectors (read only when
 /// the search has a query).
-type Candidates = Vec<(Item, bool, Vec<Vec<f32>>)>;
+type Candidates = rank::Parsed<bool>;
 
-/// The live items under a search's prefix that its filter's narrowing leaves, each with
-/// whether it has a TTL.
+/// The live items under a search's prefix that its filter's narrowing leaves, unparsed, each
+/// with whether it has a TTL.
 async fn read_items<C: GenericClient + Raw>(
     client: &C,
     search: &Search,
     now: i64,
-) -> Result<Vec<(Item, bool)>, StoreError> {
+) -> Result<Vec<rank::Row<bool>>, StoreError> {
     let scope = Scope::new(search);
     let (narrowing, narrow_params) = narrow(&search.filter, 6);
     let mut params = scope.params();
@@ -344,7 +344,17 @@ async fn read_items<C: GenericClient + Raw>(
     );
     let rows = client.raw().query_typed(&sql, &params).await.map_err(err)?;
     rows.iter()
-        .map(|row| Ok((row_item(row)?, row_has_ttl(row)?)))
+        .map(|row| {
+            Ok(rank::Row {
+                prefix: row.try_get(0).map_err(err)?,
+                key: row.try_get(1).map_err(err)?,
+                value: row.try_get(2).map_err(err)?,
+                created: row.try_get(3).map_err(err)?,
+                updated: row.try_get(4).map_err(err)?,
+                extra: row_has_ttl(row)?,
+                vectors: Vec::new(),
+            })
+        })
         .collect()
 }
 
@@ -436,15 +446,17 @@ async fn recent_first<C: GenericClient + Raw>(
     }))
 }
 
-/// Every candidate of a search, with its vectors when the search has a query.
+/// The candidates of a search that its page can come from, with their vectors when the search
+/// has a query: every item under the prefix is read, and only those are parsed (see
+/// [`rank::parse_best`]).
 async fn every_candidate<C: GenericClient + Raw>(
     client: &C,
     search: &Search,
     now: i64,
 ) -> Result<Candidates, StoreError> {
-    let found = read_items(client, search, now).await?;
-    let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+    let mut rows = read_items(client, search, now).await?;
     if search.query.is_some() {
+        let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
         let scope = Scope::new(search);
         for row in client
             .raw()
@@ -465,19 +477,13 @@ async fn every_candidate<C: GenericClient + Raw>(
             })?;
             vectors.entry(key).or_default().push(vector);
         }
+        for row in &mut rows {
+            if let Some(found) = vectors.remove(&(row.prefix.clone(), row.key.clone())) {
+                row.vectors = found;
+            }
+        }
     }
-    Ok(found
-        .into_iter()
-        .map(|(item, ttl)| {
-            let item_vectors = match vectors.is_empty() {
-                true => Vec::new(),
-                false => vectors
-                    .remove(&(join(&item.namespace), item.key.clone()))
-                    .unwrap_or_default(),
-            };
-            (item, ttl, item_vectors)
-        })
-        .collect())
+    rank::parse_best(rows, search)
 }
 
 async fn search<C: GenericClient + Raw>(

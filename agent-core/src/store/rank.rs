@@ -28,14 +28,7 @@ where
         .into_iter()
         .filter(|(item, _)| matches(&search.filter, &item.value))
         .map(|(item, vectors)| {
-            let score = search.query.as_ref().and_then(|q| {
-                vectors
-                    .into_iter()
-                    .map(|v| cosine(q, v))
-                    .fold(None, |best: Option<f32>, s| {
-                        Some(best.map_or(s, |b| b.max(s)))
-                    })
-            });
+            let score = search.query.as_ref().and_then(|q| best_score(q, vectors));
             (score, item)
         })
         .collect();
@@ -66,6 +59,89 @@ where
             score,
         })
         .collect()
+}
+
+/// An item's score for a query: its best field's similarity, `None` without vectors.
+fn best_score<'a>(query: &[f32], vectors: impl IntoIterator<Item = &'a [f32]>) -> Option<f32> {
+    vectors
+        .into_iter()
+        .map(|v| cosine(query, v))
+        .fold(None, |best: Option<f32>, s| {
+            Some(best.map_or(s, |b| b.max(s)))
+        })
+}
+
+/// An item as a SQL store reads it, its value not yet parsed, with what the store keeps
+/// beside it (`extra`) and its vectors.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) struct Row<X> {
+    pub prefix: String,
+    pub key: String,
+    pub value: String,
+    pub created: i64,
+    pub updated: i64,
+    pub extra: X,
+    pub vectors: Vec<Vec<f32>>,
+}
+
+/// Parsed rows: each item, what its store keeps beside it, and its vectors.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) type Parsed<X> = Vec<(Item, X, Vec<Vec<f32>>)>;
+
+/// Where a row stands in [`rank`]'s order, before namespace and key: scored rows first, best
+/// first, then the others, newest first.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[derive(Clone, Copy)]
+enum Standing {
+    Scored(f32),
+    Unscored(i64),
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl Standing {
+    fn order(self, other: Self) -> Ordering {
+        match (self, other) {
+            (Standing::Scored(a), Standing::Scored(b)) => b.total_cmp(&a),
+            (Standing::Scored(_), Standing::Unscored(_)) => Ordering::Less,
+            (Standing::Unscored(_), Standing::Scored(_)) => Ordering::Greater,
+            (Standing::Unscored(a), Standing::Unscored(b)) => b.cmp(&a),
+        }
+    }
+}
+
+/// The rows a search's page can come from, parsed: in [`rank`]'s order (by score with a
+/// query, else newest first), whole ties at a time, until as many pass the filter as the
+/// page needs. Every row left out ranks after all of these, so the page is among them, and
+/// only their JSON is parsed (parsing every item under the prefix was most of a search's
+/// time). A stored value that is not a JSON object is an error when it is reached.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn parse_best<X>(rows: Vec<Row<X>>, search: &Search) -> Result<Parsed<X>, StoreError> {
+    let needed = search.offset.saturating_add(search.limit);
+    let mut ranked: Vec<(Standing, Row<X>)> = rows
+        .into_iter()
+        .map(|row| {
+            let score = search
+                .query
+                .as_ref()
+                .and_then(|q| best_score(q, row.vectors.iter().map(Vec::as_slice)));
+            let standing = score.map_or(Standing::Unscored(row.updated), Standing::Scored);
+            (standing, row)
+        })
+        .collect();
+    ranked.sort_unstable_by(|(a, _), (b, _)| a.order(*b));
+    let mut parsed = Vec::new();
+    let mut passing = 0;
+    let mut last: Option<Standing> = None;
+    for (standing, row) in ranked {
+        if passing >= needed && last.is_some_and(|l| l.order(standing) == Ordering::Less) {
+            break;
+        }
+        let item = to_item(&row.prefix, row.key, &row.value, row.created, row.updated)?;
+        passing += usize::from(matches(&search.filter, &item.value));
+        parsed.push((item, row.extra, row.vectors));
+        last = Some(standing);
+    }
+    Ok(parsed)
 }
 
 /// The page of `namespaces` (each listed once, sorted) that `op` returns.

@@ -5,8 +5,8 @@
 //! serialize instead of failing on a lock upgrade. Namespaces are stored as their labels
 //! joined by `.`; a prefix search is a range of the primary key. Filters and ranking run in
 //! Rust over the items under the prefix (vectors are read only for a query): a search reads
-//! every live item under its prefix, and without a query parses only the newest, as many
-//! as its page needs (see [`newest_parsed`]).
+//! every live item under its prefix and parses only those its page can come from (see
+//! `rank::parse_best`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,9 +19,9 @@ use serde_json::Value;
 use super::embed::{from_bytes, to_bytes};
 use super::namespace::{join, split};
 use super::prepare::config_builders;
-use super::prepare::{Prepared, Put, Search, StoreConfig};
+use super::prepare::{Prepared, Put, StoreConfig};
 use super::rank::{self, to_item};
-use super::{Item, Op, OpResult, Store, StoreError, TtlConfig, matches};
+use super::{Op, OpResult, Store, StoreError, TtlConfig};
 
 /// The store's schema version (`store_meta`).
 const SCHEMA_VERSION: i64 = 1;
@@ -174,33 +174,6 @@ const ITEM_COLUMNS: &str = "prefix, key, value, created_at_ms, updated_at_ms";
 /// A row of [`ITEM_COLUMNS`].
 type ItemRow = (String, String, String, i64, i64);
 
-/// Search candidates: each item and its vectors.
-type Candidates = Vec<(Item, Vec<Vec<f32>>)>;
-
-/// The candidates of a search without a query that its page can come from, parsed: the rows
-/// newest first, whole timestamps at a time, until as many pass the filter as the page
-/// needs. Every row left out is older than all of these, so the page is among them; parsing
-/// the JSON of every item under the prefix was most of a search's time.
-fn newest_parsed(mut rows: Vec<ItemRow>, search: &Search) -> Result<Candidates, StoreError> {
-    let needed = search.offset.saturating_add(search.limit);
-    rows.sort_unstable_by_key(|row| std::cmp::Reverse(row.4));
-    let mut parsed = Vec::new();
-    let mut passing = 0;
-    for (p, k, v, c, u) in rows {
-        if passing >= needed
-            && parsed
-                .last()
-                .is_some_and(|(last, _): &(Item, _)| last.updated_at_ms > u)
-        {
-            break;
-        }
-        let item = to_item(&p, k, &v, c, u)?;
-        passing += usize::from(matches(&search.filter, &item.value));
-        parsed.push((item, Vec::new()));
-    }
-    Ok(parsed)
-}
-
 fn item_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ItemRow> {
     Ok((
         row.get(0)?,
@@ -329,21 +302,30 @@ fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, Store
                     vectors.entry((p, k)).or_default().push(from_bytes(&bytes));
                 }
             }
-            let owned = match search.query {
-                None => newest_parsed(rows, &search)?,
-                Some(_) => {
-                    let mut owned = Vec::with_capacity(rows.len());
-                    for (p, k, v, c, u) in rows {
-                        let item_vectors =
-                            vectors.remove(&(p.clone(), k.clone())).unwrap_or_default();
-                        owned.push((to_item(&p, k, &v, c, u)?, item_vectors));
+            let rows = rows
+                .into_iter()
+                .map(|(prefix, key, value, created, updated)| {
+                    let vectors = match vectors.is_empty() {
+                        true => Vec::new(),
+                        false => vectors
+                            .remove(&(prefix.clone(), key.clone()))
+                            .unwrap_or_default(),
+                    };
+                    rank::Row {
+                        prefix,
+                        key,
+                        value,
+                        created,
+                        updated,
+                        extra: (),
+                        vectors,
                     }
-                    owned
-                }
-            };
+                })
+                .collect();
+            let owned = rank::parse_best(rows, &search)?;
             let candidates = owned
                 .iter()
-                .map(|(item, vectors)| (item, vectors.iter().map(Vec::as_slice)));
+                .map(|(item, (), vectors)| (item, vectors.iter().map(Vec::as_slice)));
             let found = rank::rank(candidates, &search);
             if search.refresh {
                 for hit in &found {

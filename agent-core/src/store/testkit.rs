@@ -910,5 +910,30 @@ pub async fn semantic_search<F: StoreFactory>(factory: &F) -> CaseResult {
     c.check(stale.is_empty(), || {
         format!("vectors of an item's earlier put still rank it: {stale:?}")
     })?;
+    // Equal scores go to namespace and key order, also where the page cuts through them
+    // (put in the reverse order).
+    for key in ["t4", "t3", "t2", "t1", "t0"] {
+        c.put(
+            &["docs", "twins"],
+            key,
+            json!({"text": "safe rust programs"}),
+        )
+        .await?;
+    }
+    c.put(&["docs", "twins"], "other", json!({"text": "a ball"}))
+        .await?;
+    for (limit, offset, want) in [(2, 0, &["t0", "t1"][..]), (2, 3, &["t3", "t4"][..])] {
+        let got = c
+            .keys(
+                SearchOp::new(c.ns(&["docs", "twins"]))
+                    .query("safe rust programs")
+                    .limit(limit)
+                    .offset(offset),
+            )
+            .await?;
+        c.check(got == want, || {
+            format!("tied scores, limit {limit} offset {offset}: {got:?}, not {want:?}")
+        })?;
+    }
     Ok(())
 }
