@@ -330,7 +330,13 @@ async fn crons_on_sqlite() {
     let clock = Arc::new(ManualClock::new(START_MS));
     let path = sqlite_file();
     crons_over_http(builder(&clock).sqlite(&path), clock).await;
-    let _ = std::fs::remove_file(&path);
+    // The file and SQLite's log and shared-memory files beside it (they were left in the
+    // temporary directory, two per run).
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
