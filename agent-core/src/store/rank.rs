@@ -1,6 +1,7 @@
 //! Searching and listing over candidates a backend found, the same for every backend: the
 //! filter, the ranking (by similarity to the query, else most recently updated first), the
-//! page; and the namespace conditions, depth and page of `list_namespaces`.
+//! page; for the SQL stores, which of the rows they read a page needs parsed; and the
+//! namespace conditions, depth and page of `list_namespaces`.
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
