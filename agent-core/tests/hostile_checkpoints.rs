@@ -1336,17 +1336,7 @@ async fn a_bad_postgres_row_is_an_error_not_a_panic() {
         return;
     };
     // A schema of its own: the tables are altered.
-    let schema = format!("hostile_{}_{}", std::process::id(), fastrand::u32(..));
-    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    admin
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
-        .await
-        .unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let (admin, schema, scoped) = common::postgres_schema(&url, "hostile").await;
     let saver = Arc::new(agent_core::PostgresSaver::connect(&scoped).await.unwrap());
     let graph = echo(saver);
     let config = RunConfig::default().thread_id("bad-row");

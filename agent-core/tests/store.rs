@@ -160,11 +160,7 @@ async fn postgres_vectors_written_as_arrays_survive_the_upgrade() {
     let Some(url) = common::postgres_url() else {
         return;
     };
-    let schema = format!("store_upgrade_{}_{}", std::process::id(), fastrand::u32(..));
-    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let (admin, schema, scoped) = common::postgres_schema(&url, "store_upgrade").await;
     let embed = WordEmbed { dims: 64 };
     let old = embed
         .embed(&["cat sat".to_owned(), "dog ran".to_owned()])
@@ -176,8 +172,7 @@ async fn postgres_vectors_written_as_arrays_survive_the_upgrade() {
     };
     admin
         .batch_execute(&format!(
-            "CREATE SCHEMA {schema};
-             SET search_path = {schema};
+            "SET search_path = {schema};
              CREATE TABLE store_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
              INSERT INTO store_meta VALUES ('schema_version', 3);
              CREATE TABLE store_items (prefix TEXT NOT NULL, key TEXT NOT NULL,
@@ -197,8 +192,6 @@ async fn postgres_vectors_written_as_arrays_survive_the_upgrade() {
         ))
         .await
         .unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
     let store = PostgresStore::connect(&scoped)
         .await
         .expect("opening migrates the vectors")

@@ -168,6 +168,18 @@ impl<'a> Case<'a> {
         )
     }
 
+    /// A put of `value` (a JSON object) under the case's `labels`, to give a TTL or an index
+    /// choice before [`Case::put_op`].
+    fn op(&self, labels: &[&str], key: &str, value: Value) -> PutOp {
+        let value = value.as_object().cloned().unwrap_or_default();
+        PutOp::new(self.ns(labels), key, value)
+    }
+
+    async fn put_op(&self, op: PutOp) -> CaseResult {
+        let what = format!("put {:?}/{}", op.namespace, op.key);
+        self.call(&what, self.store.put_op(op).await)
+    }
+
     async fn keys(&self, op: SearchOp) -> Result<Vec<String>, Failure> {
         let found = self.call("search", self.store.search(op).await)?;
         Ok(found.into_iter().map(|i| i.item.key).collect())
@@ -568,32 +580,13 @@ pub async fn ttl<F: StoreFactory>(factory: &F) -> CaseResult {
     let space = c.ns(&["s"]);
     c.put(&["s"], "refreshed", json!({"v": 1})).await?;
     c.put(&["s"], "plain", json!({"v": 2})).await?;
-    c.call(
-        "put",
-        store
-            .put_op(
-                PutOp::new(
-                    space.clone(),
-                    "forever",
-                    json!({"v": 3}).as_object().cloned().unwrap_or_default(),
-                )
-                .ttl(Ttl::Never),
-            )
-            .await,
-    )?;
-    c.call(
-        "put",
-        store
-            .put_op(
-                PutOp::new(
-                    space.clone(),
-                    "short",
-                    json!({"v": 4}).as_object().cloned().unwrap_or_default(),
-                )
-                .ttl(Ttl::After(Duration::from_secs(10))),
-            )
-            .await,
-    )?;
+    c.put_op(c.op(&["s"], "forever", json!({"v": 3})).ttl(Ttl::Never))
+        .await?;
+    c.put_op(
+        c.op(&["s"], "short", json!({"v": 4}))
+            .ttl(Ttl::After(Duration::from_secs(10))),
+    )
+    .await?;
     clock.advance(Duration::from_secs(40));
     let short = c.call("get", store.get(&space, "short").await)?;
     c.check(short.is_none(), || {
@@ -766,34 +759,18 @@ pub async fn semantic_search<F: StoreFactory>(factory: &F) -> CaseResult {
         c.put(&["docs"], key, json!({"text": text, "topic": topic}))
             .await?;
     }
-    let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
     // Not embedded at all, and embedded on another field.
-    c.call(
-        "put",
-        store
-            .put_op(
-                PutOp::new(
-                    c.ns(&["docs"]),
-                    "hidden",
-                    obj(json!({"text": "cat cat cat"})),
-                )
-                .index(IndexChoice::Off),
-            )
-            .await,
-    )?;
-    c.call(
-        "put",
-        store
-            .put_op(
-                PutOp::new(
-                    c.ns(&["docs"]),
-                    "titled",
-                    obj(json!({"text": "nothing here", "title": "safe rust programs"})),
-                )
-                .index(IndexChoice::Fields(vec!["title".into()])),
-            )
-            .await,
-    )?;
+    c.put_op(
+        c.op(&["docs"], "hidden", json!({"text": "cat cat cat"}))
+            .index(IndexChoice::Off),
+    )
+    .await?;
+    let titled = json!({"text": "nothing here", "title": "safe rust programs"});
+    c.put_op(
+        c.op(&["docs"], "titled", titled)
+            .index(IndexChoice::Fields(vec!["title".into()])),
+    )
+    .await?;
     let found = c.call(
         "search",
         store
@@ -882,12 +859,7 @@ pub async fn semantic_search<F: StoreFactory>(factory: &F) -> CaseResult {
             IndexChoice::Off,
         ),
     ] {
-        c.call(
-            "put",
-            store
-                .put_op(PutOp::new(c.ns(&["docs"]), key, obj(value)).index(index))
-                .await,
-        )?;
+        c.put_op(c.op(&["docs"], key, value).index(index)).await?;
     }
     let replaced = c.call(
         "search",

@@ -73,6 +73,24 @@ pub fn postgres_url() -> Option<String> {
     }
 }
 
+/// A PostgreSQL schema of the test's own (for tests that alter or pre-build tables): an admin
+/// connection, the schema's name, and `url` with the schema as its search path. Drop it with
+/// `DROP SCHEMA <name> CASCADE` at the end.
+pub async fn postgres_schema(url: &str, prefix: &str) -> (tokio_postgres::Client, String, String) {
+    let schema = format!("{prefix}_{}_{}", std::process::id(), fastrand::u32(..));
+    let (admin, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    admin
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    (admin, schema, scoped)
+}
+
 /// Every backend available here: memory, SQLite (a temp file, shared and held by the saver
 /// alone) and PostgreSQL (when up).
 pub async fn backends() -> Vec<(&'static str, Arc<dyn Checkpointer>)> {
