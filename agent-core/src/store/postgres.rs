@@ -16,8 +16,6 @@
 //! (see [`recent_first`]), with one every candidate and the vectors. Migrations run under an
 //! advisory lock, once (`store_meta` holds the version).
 
-use std::collections::HashMap;
-
 use deadpool_postgres::{GenericClient, Pool};
 use serde_json::Value;
 use tokio_postgres::GenericClient as _;
@@ -456,7 +454,7 @@ async fn every_candidate<C: GenericClient + Raw>(
 ) -> Result<Candidates, StoreError> {
     let mut rows = read_items(client, search, now).await?;
     if search.query.is_some() {
-        let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+        let mut vectors = rank::Vectors::default();
         let scope = Scope::new(search);
         for row in client
             .raw()
@@ -467,21 +465,16 @@ async fn every_candidate<C: GenericClient + Raw>(
             .await
             .map_err(err)?
         {
-            let key: (String, String) =
+            let (prefix, key): (String, String) =
                 (row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?);
             let vector = from_be_bytes(row.try_get(2).map_err(err)?).ok_or_else(|| {
                 err(format!(
-                    "the stored vector of `{}` / `{}` is not whole 4-byte floats",
-                    key.0, key.1
+                    "the stored vector of `{prefix}` / `{key}` is not whole 4-byte floats"
                 ))
             })?;
-            vectors.entry(key).or_default().push(vector);
+            vectors.add(prefix, key, vector);
         }
-        for row in &mut rows {
-            if let Some(found) = vectors.remove(&(row.prefix.clone(), row.key.clone())) {
-                row.vectors = found;
-            }
-        }
+        vectors.attach(&mut rows);
     }
     rank::parse_best(rows, search)
 }

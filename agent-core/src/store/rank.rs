@@ -5,6 +5,8 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use std::collections::HashMap;
 
 use super::embed::cosine;
 use super::prepare::Search;
@@ -83,6 +85,37 @@ pub(crate) struct Row<X> {
     pub updated: i64,
     pub extra: X,
     pub vectors: Vec<Vec<f32>>,
+}
+
+/// The vectors a SQL store read for a search, by prefix and then key (so that a row finds
+/// its own without copying its names).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[derive(Default)]
+pub(crate) struct Vectors(HashMap<String, HashMap<String, Vec<Vec<f32>>>>);
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl Vectors {
+    pub(crate) fn add(&mut self, prefix: String, key: String, vector: Vec<f32>) {
+        self.0
+            .entry(prefix)
+            .or_default()
+            .entry(key)
+            .or_default()
+            .push(vector);
+    }
+
+    /// Gives each row its vectors.
+    pub(crate) fn attach<X>(mut self, rows: &mut [Row<X>]) {
+        for row in rows {
+            if let Some(found) = self
+                .0
+                .get_mut(&row.prefix)
+                .and_then(|items| items.remove(&row.key))
+            {
+                row.vectors = found;
+            }
+        }
+    }
 }
 
 /// Parsed rows: each item, what its store keeps beside it, and its vectors.

@@ -8,7 +8,6 @@
 //! every live item under its prefix and parses only those its page can come from (see
 //! `rank::parse_best`).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -280,7 +279,7 @@ fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, Store
                 })
                 .map_err(err)?;
             // The vectors under the prefix in one query (a search with a query only).
-            let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+            let mut vectors = rank::Vectors::default();
             if search.query.is_some() {
                 let scope: &[&dyn rusqlite::ToSql] = match all {
                     true => &[],
@@ -299,29 +298,22 @@ fn apply(tx: &Transaction<'_>, op: Prepared, now: i64) -> Result<OpResult, Store
                     .map_err(err)?;
                 for row in found {
                     let (p, k, bytes) = row.map_err(err)?;
-                    vectors.entry((p, k)).or_default().push(from_bytes(&bytes));
+                    vectors.add(p, k, from_bytes(&bytes));
                 }
             }
-            let rows = rows
+            let mut rows: Vec<rank::Row<()>> = rows
                 .into_iter()
-                .map(|(prefix, key, value, created, updated)| {
-                    let vectors = match vectors.is_empty() {
-                        true => Vec::new(),
-                        false => vectors
-                            .remove(&(prefix.clone(), key.clone()))
-                            .unwrap_or_default(),
-                    };
-                    rank::Row {
-                        prefix,
-                        key,
-                        value,
-                        created,
-                        updated,
-                        extra: (),
-                        vectors,
-                    }
+                .map(|(prefix, key, value, created, updated)| rank::Row {
+                    prefix,
+                    key,
+                    value,
+                    created,
+                    updated,
+                    extra: (),
+                    vectors: Vec::new(),
                 })
                 .collect();
+            vectors.attach(&mut rows);
             let owned = rank::parse_best(rows, &search)?;
             let candidates = owned
                 .iter()
