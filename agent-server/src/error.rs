@@ -53,7 +53,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(json!({ "detail": self.detail }))).into_response()
+        let detail = crate::redact::scrub(&self.detail);
+        (self.status, axum::Json(json!({ "detail": detail }))).into_response()
     }
 }
 

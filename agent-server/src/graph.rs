@@ -176,6 +176,12 @@ impl Failure {
         json!({"error": self.error, "message": self.message})
     }
 
+    /// This failure with environment values taken out of its message (see `redact`).
+    pub(crate) fn scrubbed(mut self) -> Failure {
+        self.message = crate::redact::scrub(&self.message).into_owned();
+        self
+    }
+
     pub(crate) fn of(e: &GraphError) -> Failure {
         let debug = format!("{e:?}");
         let kind: String = debug

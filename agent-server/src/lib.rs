@@ -34,10 +34,13 @@
 //! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
 
 mod api;
+pub mod auth;
 mod drawing;
 mod error;
 pub mod graph;
+pub mod limits;
 mod messages;
+mod redact;
 mod runs;
 mod schema;
 pub mod store;
@@ -54,8 +57,11 @@ use agent_core::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use api::guard::{Hosts, Origins};
+pub use auth::{Auth, User};
 pub use error::ApiError;
 pub use graph::{Served, ServedGraph};
+pub use limits::Limits;
 pub use runs::Leases;
 pub use store::{PostgresStore, RunStore, SqliteStore};
 pub use time::{Clock, ManualClock, SystemClock};
@@ -91,6 +97,9 @@ pub enum ServerError {
     /// Serving failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
+    /// A setting that cannot be used (an empty API key, a malformed origin...).
+    #[error("{0}")]
+    Config(String),
 }
 
 type Compile = Box<
@@ -123,6 +132,10 @@ pub struct ServerBuilder {
     storage: Storage,
     workers: usize,
     api_key: Option<String>,
+    auth: Option<auth::SharedAuth>,
+    origins: Result<Origins, String>,
+    hosts: Option<Vec<String>>,
+    limits: Limits,
     body_limit: usize,
     leases: runs::Leases,
     grace: std::time::Duration,
@@ -144,11 +157,18 @@ impl ServerBuilder {
         C: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
     {
         let schema = serde_json::to_value(schemars::schema_for!(C)).unwrap_or(Value::Null);
+        // The caller (`langgraph_auth_user`, on a server with auth) reaches a context type
+        // that declares the field, and is left out of one that does not.
+        let wants_user = schema["properties"].get(api::AUTH_USER).is_some();
         let schema = (schema["type"] != "null").then_some(schema);
-        self.graph_with_context(id, graph, |context: &Value| {
+        self.graph_with_context(id, graph, move |context: &Value| {
+            let mut context = context.clone();
+            if !wants_user && let Some(c) = context.as_object_mut() {
+                c.remove(api::AUTH_USER);
+            }
             let empty = context.as_object().is_none_or(|o| o.is_empty()) || context.is_null();
             let parse = |v: Value| serde_path_to_error::deserialize::<_, C>(v);
-            parse(context.clone())
+            parse(context)
                 .or_else(|e| {
                     if empty {
                         parse(Value::Null).map_err(|_| e)
@@ -335,9 +355,49 @@ impl ServerBuilder {
         self
     }
 
-    /// Requires this key in every request's `x-api-key` header (but `/ok`'s).
+    /// Requires this key in every request's `x-api-key` header (but `/ok`'s): the
+    /// operator's, with all access. An empty key fails [`build`](Self::build). For users
+    /// of their own (a keys file, JWTs, your own check), use [`auth`](Self::auth).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Authenticates every request (but `/ok`'s, preflights and the web page's files) and
+    /// authorizes each action with `auth` (see [`auth`](crate::auth)): the users, what they
+    /// own, what they may do. Without it the server serves one trusted person on loopback.
+    pub fn auth(mut self, auth: impl Auth) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// The web origins whose pages may call the API, replacing the default (Studio,
+    /// `https://smith.langchain.com`, and loopback origins); `*` allows any. The server's
+    /// own page is always allowed. A malformed origin fails [`build`](Self::build).
+    pub fn cors_allow_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.origins = Origins::list(origins);
+        self
+    }
+
+    /// Host names a server without auth answers to besides loopback ones (`*`: any; a
+    /// server with auth answers to any). Without auth, any page could otherwise reach a
+    /// loopback server through a name that resolves to 127.0.0.1 (DNS rebinding).
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// What one request, user, thread or run may ask of the server (see [`Limits`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -353,6 +413,26 @@ impl ServerBuilder {
         if self.graphs.is_empty() {
             return Err(ServerError::NoGraphs);
         }
+        let origins = self.origins.map_err(ServerError::Config)?;
+        let auth: Option<auth::SharedAuth> = match (self.auth, &self.api_key) {
+            (Some(_), Some(_)) => {
+                return Err(ServerError::Config(
+                    "give the API key to the auth (auth::ApiKeys::with_operator) rather than both api_key and auth".to_owned(),
+                ));
+            }
+            (Some(auth), None) => Some(auth),
+            (None, Some(key)) => {
+                let keys =
+                    auth::ApiKeys::operator(key).map_err(|e| ServerError::Config(e.to_string()))?;
+                Some(Arc::new(auth::Builtin::new().keys(keys)))
+            }
+            (None, None) => None,
+        };
+        let hosts = match (&auth, self.hosts) {
+            (_, Some(h)) if h.iter().any(|h| h == "*") => Hosts::Any,
+            (Some(_), _) => Hosts::Any,
+            (None, h) => Hosts::Loopback(h.unwrap_or_default()),
+        };
         type Opened = (
             Arc<dyn RunStore>,
             Arc<dyn Checkpointer>,
@@ -413,13 +493,17 @@ impl ServerBuilder {
             self.workers,
             self.leases,
             self.webhooks,
+            self.limits.clone(),
         );
         Ok(Server {
             app: Arc::new(api::App {
                 store,
                 graphs,
                 runs,
-                api_key: self.api_key,
+                auth,
+                limits: self.limits,
+                streams: Arc::default(),
+                guard: Arc::new(api::guard::Guard { origins, hosts }),
                 web_page: self.web_page,
                 mcp: self.mcp,
                 memory,
@@ -451,6 +535,10 @@ impl Server {
             storage: Storage::Memory,
             workers: 10,
             api_key: None,
+            auth: None,
+            origins: Ok(Origins::default()),
+            hosts: None,
+            limits: Limits::default(),
             body_limit: 16 * 1024 * 1024,
             leases: Leases::default(),
             grace: std::time::Duration::from_secs(30),

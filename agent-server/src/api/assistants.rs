@@ -12,7 +12,8 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::body::{Fields, contains, object};
-use super::{App, JsonBody, Shared, paged, uuid_path};
+use super::{App, Caller, Grant, JsonBody, Shared, paged, refuse_auth_user, uuid_path};
+use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::store::Kind;
 use crate::time::now_iso;
@@ -49,8 +50,27 @@ pub(crate) fn system_assistant(graph_id: &str, description: Option<&str>) -> Val
     })
 }
 
-/// An assistant named by a run body: its UUID, or a graph id (its system assistant).
-pub(crate) async fn resolve(app: &App, id: &str) -> Result<Value, ApiError> {
+/// Whether `doc` is one of the served graphs' own assistants (visible to everyone).
+fn is_system(doc: &Value) -> bool {
+    doc["metadata"]["created_by"] == "system"
+}
+
+/// Whether `grant` lets its caller see the assistant `doc`.
+pub(super) fn visible(grant: &Grant, doc: &Value) -> bool {
+    is_system(doc) || grant.admits(&doc["metadata"])
+}
+
+/// An assistant named by a run body, if `caller` may run it: its UUID, or a graph id (its
+/// system assistant).
+pub(crate) async fn resolve(app: &App, caller: &Caller, id: &str) -> Result<Value, ApiError> {
+    let grant = app
+        .grant(
+            caller,
+            Resource::Assistants,
+            Verb::Read,
+            &json!({"assistant_id": id}),
+        )
+        .await?;
     let key = if uuid::Uuid::parse_str(id).is_ok() {
         id.to_owned()
     } else if app.graphs.contains_key(id) {
@@ -65,6 +85,7 @@ pub(crate) async fn resolve(app: &App, id: &str) -> Result<Value, ApiError> {
     app.store
         .get(Kind::Assistant, &key)
         .await?
+        .filter(|doc| visible(&grant, doc))
         .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))
 }
 
@@ -82,13 +103,43 @@ fn settings(body: &Map<String, Value>) -> Result<(Value, Value), ApiError> {
         ));
     }
     let context = context.unwrap_or_else(|| configurable.cloned().unwrap_or_default());
+    refuse_auth_user(&context, "context")?;
     let mut config = config;
     config.insert("configurable".into(), Value::Object(context.clone()));
     Ok((Value::Object(config), Value::Object(context)))
 }
 
-async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+/// Checks an assistant's `context` against its graph as a run of `caller` would use it.
+fn check_context(
+    app: &App,
+    caller: &Caller,
+    graph_id: &str,
+    context: &Value,
+) -> Result<(), ApiError> {
+    if let Some(graph) = app.graphs.get(graph_id) {
+        let mut context = context.as_object().cloned().unwrap_or_default();
+        if let Some(user) = caller.user_json() {
+            context.insert(super::AUTH_USER.into(), user);
+        }
+        graph.check_context(&Value::Object(context))?;
+    }
+    Ok(())
+}
+
+async fn create(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
+    let grant = app
+        .grant(
+            &caller,
+            Resource::Assistants,
+            Verb::Create,
+            &Value::Object(body.clone()),
+        )
+        .await?;
     let graph_id = body
         .opt_str("graph_id")?
         .ok_or_else(|| ApiError::invalid("'graph_id' is a required property"))?;
@@ -103,20 +154,28 @@ async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response
         None => uuid::Uuid::new_v4().to_string(),
     };
     let (config, context) = settings(&body)?;
+    check_context(&app, &caller, &graph_id, &context)?;
+    let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    app.limits.metadata("assistant", &metadata)?;
+    if caller.user.is_some() {
+        // `created_by: system` marks the graphs' own assistants, visible to everyone.
+        metadata.remove("created_by");
+    }
+    grant.stamp(&mut metadata);
     let now = now_iso();
     let doc = json!({
         "assistant_id": id, "graph_id": graph_id, "config": config, "context": context,
-        "metadata": body.opt_object("metadata")?.unwrap_or_default(),
+        "metadata": metadata,
         "name": body.opt_str("name")?.unwrap_or_else(|| "Untitled".to_owned()),
         "created_at": now, "updated_at": now, "version": 1,
         "description": body.opt_str("description")?,
     });
     if !app.store.insert(Kind::Assistant, &doc).await? {
         return match body.opt_str("if_exists")?.as_deref() {
-            Some("do_nothing") => Ok(axum::Json(
-                app.store.get(Kind::Assistant, &id).await?.unwrap_or(doc),
-            )
-            .into_response()),
+            Some("do_nothing") => match app.store.get(Kind::Assistant, &id).await? {
+                Some(kept) if visible(&grant, &kept) => Ok(axum::Json(kept).into_response()),
+                _ => Err(ApiError::conflict(format!("Assistant {id} already exists"))),
+            },
             _ => Err(ApiError::conflict(format!("Assistant {id} already exists"))),
         };
     }
@@ -132,25 +191,55 @@ fn version_doc(doc: &Value) -> Value {
     v
 }
 
-async fn found(app: &App, id: &str) -> Result<Value, ApiError> {
+/// The assistant `id` if `caller` may `verb` it: another user's is a 404, and the graphs'
+/// own assistants are read by everyone and changed only with all access (a 403).
+async fn found(app: &App, caller: &Caller, id: &str, verb: Verb) -> Result<Value, ApiError> {
     let id = uuid_path("assistant", id)?;
-    app.store
+    let grant = app
+        .grant(
+            caller,
+            Resource::Assistants,
+            verb,
+            &json!({"assistant_id": id}),
+        )
+        .await?;
+    let missing = || ApiError::not_found(format!("Assistant with ID {id} not found"));
+    let doc = app
+        .store
         .get(Kind::Assistant, &id)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("Assistant with ID {id} not found")))
+        .ok_or_else(missing)?;
+    match verb {
+        Verb::Read if visible(&grant, &doc) => Ok(doc),
+        _ if matches!(grant, Grant::All)
+            || (!is_system(&doc) && grant.admits(&doc["metadata"])) =>
+        {
+            Ok(doc)
+        }
+        _ if is_system(&doc) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("Assistant {id} is a served graph's own; only the operator may change it"),
+        )),
+        _ => Err(missing()),
+    }
 }
 
-async fn read(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
-    Ok(axum::Json(found(&app, &id).await?).into_response())
+async fn read(
+    State(app): Shared,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(found(&app, &caller, &id, Verb::Read).await?).into_response())
 }
 
 async fn update(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let mut doc = found(&app, &id).await?;
+    let mut doc = found(&app, &caller, &id, Verb::Update).await?;
     if let Some(graph_id) = body.opt_str("graph_id")? {
         if !app.graphs.contains_key(&graph_id) {
             return Err(ApiError::not_found(format!("Graph '{graph_id}' not found")));
@@ -159,6 +248,12 @@ async fn update(
     }
     if body.contains_key("config") || body.contains_key("context") {
         let (config, context) = settings(&body)?;
+        check_context(
+            &app,
+            &caller,
+            doc["graph_id"].as_str().unwrap_or_default(),
+            &context,
+        )?;
         doc["config"] = config;
         doc["context"] = context;
     }
@@ -166,6 +261,16 @@ async fn update(
         && let Some(existing) = doc["metadata"].as_object_mut()
     {
         existing.extend(meta);
+        let grant = app
+            .grant(
+                &caller,
+                Resource::Assistants,
+                Verb::Update,
+                &Value::Object(body.clone()),
+            )
+            .await?;
+        grant.stamp(existing);
+        app.limits.metadata("assistant", existing)?;
     }
     for key in ["name", "description"] {
         if let Some(v) = body.opt_str(key)? {
@@ -199,14 +304,20 @@ struct DeleteParams {
 
 async fn remove(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     Query(params): Query<DeleteParams>,
 ) -> Result<Response, ApiError> {
-    let doc = found(&app, &id).await?;
+    let doc = found(&app, &caller, &id, Verb::Delete).await?;
     let id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
     if matches!(params.delete_threads.as_deref(), Some("true" | "1")) {
+        let threads = app
+            .grant(&caller, Resource::Threads, Verb::Delete, &doc)
+            .await?;
         for thread in app.store.all(Kind::Thread).await? {
-            if thread["metadata"]["assistant_id"] == id.as_str() {
+            if thread["metadata"]["assistant_id"] == id.as_str()
+                && threads.admits(&thread["metadata"])
+            {
                 let tid = thread["thread_id"].as_str().unwrap_or_default();
                 if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
                     g.delete_thread(tid).await?;
@@ -219,7 +330,19 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+async fn matching(
+    app: &App,
+    caller: &Caller,
+    body: &Map<String, Value>,
+) -> Result<Vec<Value>, ApiError> {
+    let grant = app
+        .grant(
+            caller,
+            Resource::Assistants,
+            Verb::Search,
+            &Value::Object(body.clone()),
+        )
+        .await?;
     let graph_id = body.opt_str("graph_id")?;
     let name = body.opt_str("name")?;
     let metadata = body.opt_object("metadata")?.unwrap_or_default();
@@ -228,6 +351,7 @@ async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, Ap
         .all(Kind::Assistant)
         .await?
         .into_iter()
+        .filter(|a| visible(&grant, a))
         .filter(|a| graph_id.as_deref().is_none_or(|g| a["graph_id"] == g))
         .filter(|a| {
             name.as_deref().is_none_or(|n| {
@@ -248,14 +372,23 @@ const SORTS: &[&str] = &[
     "graph_id",
 ];
 
-async fn search(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn search(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
-    paged(matching(&app, &body).await?, &body, "created_at", SORTS)
+    let found = matching(&app, &caller, &body).await?;
+    paged(&app.limits, found, &body, "created_at", SORTS)
 }
 
-async fn count(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn count(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
-    Ok(axum::Json(matching(&app, &body).await?.len()).into_response())
+    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
 }
 
 fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, ApiError> {
@@ -273,10 +406,11 @@ struct GraphParams {
 
 async fn graph(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     Query(params): Query<GraphParams>,
 ) -> Result<Response, ApiError> {
-    let doc = found(&app, &id).await?;
+    let doc = found(&app, &caller, &id, Verb::Read).await?;
     // `xray=true` draws every level, a number that many, `false`/absent none.
     let xray = match params.xray.as_deref() {
         None | Some("false" | "False" | "0" | "") => 0,
@@ -288,8 +422,12 @@ async fn graph(
     Ok(axum::Json(served(&app, &doc)?.drawing(xray)).into_response())
 }
 
-async fn schemas(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let doc = found(&app, &id).await?;
+async fn schemas(
+    State(app): Shared,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let doc = found(&app, &caller, &id, Verb::Read).await?;
     let graph_id = doc["graph_id"].as_str().unwrap_or_default();
     Ok(axum::Json(served(&app, &doc)?.schemas(graph_id)).into_response())
 }
@@ -303,11 +441,12 @@ struct SubgraphParams {
 /// subgraph's state type is erased in its node), so each entry's schemas are null.
 async fn subgraphs_of(
     app: &App,
+    caller: &Caller,
     id: &str,
     namespace: Option<&str>,
     recurse: bool,
 ) -> Result<Response, ApiError> {
-    let doc = found(app, id).await?;
+    let doc = found(app, caller, id, Verb::Read).await?;
     let names = served(app, &doc)?.subgraphs(recurse || namespace.is_some());
     let mut out = Map::new();
     for name in names {
@@ -328,30 +467,35 @@ fn truthy(v: Option<&str>) -> bool {
 
 async fn subgraphs(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     Query(p): Query<SubgraphParams>,
 ) -> Result<Response, ApiError> {
-    subgraphs_of(&app, &id, None, truthy(p.recurse.as_deref())).await
+    subgraphs_of(&app, &caller, &id, None, truthy(p.recurse.as_deref())).await
 }
 
 async fn subgraphs_ns(
     State(app): Shared,
+    caller: Caller,
     Path((id, ns)): Path<(String, String)>,
     Query(p): Query<SubgraphParams>,
 ) -> Result<Response, ApiError> {
-    subgraphs_of(&app, &id, Some(&ns), truthy(p.recurse.as_deref())).await
+    subgraphs_of(&app, &caller, &id, Some(&ns), truthy(p.recurse.as_deref())).await
 }
 
 async fn versions(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let doc = found(&app, &id).await?;
+    let doc = found(&app, &caller, &id, Verb::Read).await?;
     let metadata = body.opt_object("metadata")?.unwrap_or_default();
-    let limit = body.opt_usize("limit")?.unwrap_or(10);
-    let offset = body.opt_usize("offset")?.unwrap_or(0);
+    let (limit, offset) = app.limits.page(
+        body.opt_usize("limit")?.unwrap_or(10),
+        body.opt_usize("offset")?.unwrap_or(0),
+    )?;
     let list: Vec<Value> = app
         .store
         .versions(doc["assistant_id"].as_str().unwrap_or_default())
@@ -366,11 +510,12 @@ async fn versions(
 
 async fn latest(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let doc = found(&app, &id).await?;
+    let doc = found(&app, &caller, &id, Verb::Update).await?;
     let version = body
         .opt_usize("version")?
         .ok_or_else(|| ApiError::invalid("'version' is a required property"))?;

@@ -123,13 +123,16 @@ pub(crate) fn contains(doc: &Value, filter: &Map<String, Value>) -> bool {
 /// Sorts by `sort_by` (a string field) in `sort_order`, then returns the page `offset`,
 /// `limit` of `items` with LangGraph's pagination headers, keeping only `select` keys.
 pub(crate) fn paged(
+    limits: &crate::limits::Limits,
     mut items: Vec<Value>,
     body: &Map<String, Value>,
     default_sort: &str,
     allowed_sorts: &[&str],
 ) -> Result<Response, ApiError> {
-    let limit = body.opt_usize("limit")?.unwrap_or(10);
-    let offset = body.opt_usize("offset")?.unwrap_or(0);
+    let (limit, offset) = limits.page(
+        body.opt_usize("limit")?.unwrap_or(10),
+        body.opt_usize("offset")?.unwrap_or(0),
+    )?;
     let sort_by = body
         .opt_str("sort_by")?
         .unwrap_or_else(|| default_sort.to_owned());

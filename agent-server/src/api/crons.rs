@@ -22,8 +22,10 @@ use super::assistants::resolve;
 use super::body::{Fields, contains, object, paged};
 use super::runs::{check_run_fields, queue};
 use super::threads::found as thread_found;
-use super::{App, JsonBody, Shared, uuid_path};
+use super::{App, Caller, JsonBody, Shared, uuid_path};
+use crate::auth::{Resource, User, Verb};
 use crate::error::ApiError;
+use crate::limits::too_many;
 use crate::runs::cron::{Schedule, advance, next_run};
 use crate::runs::webhook;
 use crate::time::{Clock, iso_ms, now_iso, parse_ms};
@@ -92,14 +94,27 @@ fn on_run_completed(body: &Map<String, Value>) -> Result<Option<String>, ApiErro
     }
 }
 
+/// Where a cron keeps the user it runs for (its creator): never shown to clients, who see
+/// its `user_id`.
+const AUTH_USER_KEY: &str = "auth_user";
+
+/// A cron as clients see it.
+fn public(mut doc: Value) -> Value {
+    if let Some(o) = doc.as_object_mut() {
+        o.remove(AUTH_USER_KEY);
+    }
+    doc
+}
+
 /// Checks what a cron body carries for its runs: the fields a run takes, the context
 /// against the assistant's graph, the webhook.
 async fn check_payload(
     app: &App,
+    caller: &Caller,
     body: &Map<String, Value>,
     assistant: &Value,
 ) -> Result<(), ApiError> {
-    check_run_fields(body)?;
+    check_run_fields(app, body)?;
     if let Some(url) = body.opt_str("webhook")? {
         webhook::check(&url, app.runs.webhooks.allow_private)
             .await
@@ -112,7 +127,11 @@ async fn check_payload(
             .cloned()
             .unwrap_or_default();
         if let Some(c) = context.as_object() {
+            super::refuse_auth_user(c, "context")?;
             merged.extend(c.clone());
+        }
+        if let Some(user) = caller.user_json() {
+            merged.insert(super::AUTH_USER.into(), user);
         }
         graph.check_context(&Value::Object(merged))?;
     }
@@ -120,8 +139,33 @@ async fn check_payload(
 }
 
 /// Makes a cron (on `thread`, or stateless) from a create body.
-async fn make(app: &App, thread: Option<String>, body: Value) -> Result<Value, ApiError> {
+async fn make(
+    app: &App,
+    caller: &Caller,
+    thread: Option<String>,
+    body: Value,
+) -> Result<Value, ApiError> {
     let body = object(body)?;
+    let grant = app
+        .grant(
+            caller,
+            Resource::Crons,
+            Verb::Create,
+            &Value::Object(body.clone()),
+        )
+        .await?;
+    let owned = app
+        .store
+        .crons()
+        .await?
+        .iter()
+        .filter(|c| c["user_id"].as_str().unwrap_or_default() == caller.bucket())
+        .count();
+    if owned >= app.limits.crons_per_user {
+        return Err(too_many(format!(
+            "this user has {owned} crons, the most this server keeps per user; delete one first"
+        )));
+    }
     let schedule = body
         .opt_str("schedule")?
         .ok_or_else(|| ApiError::invalid("'schedule' is a required property"))?;
@@ -130,14 +174,17 @@ async fn make(app: &App, thread: Option<String>, body: Value) -> Result<Value, A
     let assistant_id = body
         .opt_str("assistant_id")?
         .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
-    let assistant = resolve(app, &assistant_id).await?;
+    let assistant = resolve(app, caller, &assistant_id).await?;
     let end = end_time(&body)?.unwrap_or(Value::Null);
     let enabled = body.opt_bool("enabled")?.unwrap_or(true);
     let on_completed = on_run_completed(&body)?;
-    check_payload(app, &body, &assistant).await?;
+    check_payload(app, caller, &body, &assistant).await?;
     if let Some(t) = &thread {
-        thread_found(app, t).await?;
+        thread_found(app, caller, t, Verb::CreateRun).await?;
     }
+    let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    app.limits.metadata("cron", &metadata)?;
+    grant.stamp(&mut metadata);
     // As langgraph-api keeps it: the assistant resolved (a graph name becomes its UUID).
     let mut payload = body.clone();
     payload.insert("assistant_id".into(), assistant["assistant_id"].clone());
@@ -154,48 +201,68 @@ async fn make(app: &App, thread: Option<String>, body: Value) -> Result<Value, A
         "schedule": schedule,
         "timezone": timezone,
         "created_at": now, "updated_at": now,
-        "user_id": null,
+        "user_id": caller.user.as_ref().map(|u| u.identity.clone()),
         "payload": Value::Object(payload),
         "next_run_date": null,
-        "metadata": body.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
+        "metadata": metadata,
         "enabled": enabled,
+        AUTH_USER_KEY: caller.user_json(),
     });
     let next = next_run(&doc, app.scheduling.clock.now_ms());
     if let Some(n) = next {
         doc["next_run_date"] = iso_ms(n).into();
     }
     app.store.put_cron(&doc, next).await?;
-    Ok(doc)
+    Ok(public(doc))
 }
 
 async fn create_for_thread(
     State(app): Shared,
+    caller: Caller,
     Path(t): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let thread = uuid_path("thread", &t)?;
-    Ok(axum::Json(make(&app, Some(thread), body).await?).into_response())
+    Ok(axum::Json(make(&app, &caller, Some(thread), body).await?).into_response())
 }
 
-async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
-    Ok(axum::Json(make(&app, None, body).await?).into_response())
+async fn create(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(make(&app, &caller, None, body).await?).into_response())
 }
 
-async fn found(app: &App, id: &str) -> Result<Value, ApiError> {
+/// The cron `id` if `caller` may `verb` it (another user's is a 404), as stored.
+async fn found(app: &App, caller: &Caller, id: &str, verb: Verb) -> Result<Value, ApiError> {
     let id = uuid_path("cron", id)?;
+    let grant = app
+        .grant(caller, Resource::Crons, verb, &json!({"cron_id": id}))
+        .await?;
     app.store
         .get_cron(&id)
         .await?
+        .filter(|doc| grant.admits(&doc["metadata"]))
         .ok_or_else(|| ApiError::not_found(format!("Cron {id} not found")))
 }
 
-async fn read(State(app): Shared, Path(c): Path<String>) -> Result<Response, ApiError> {
-    Ok(axum::Json(found(&app, &c).await?).into_response())
+async fn read(
+    State(app): Shared,
+    caller: Caller,
+    Path(c): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(public(found(&app, &caller, &c, Verb::Read).await?)).into_response())
 }
 
-async fn remove(State(app): Shared, Path(c): Path<String>) -> Result<Response, ApiError> {
-    let id = uuid_path("cron", &c)?;
-    if !app.store.delete_cron(&id).await? {
+async fn remove(
+    State(app): Shared,
+    caller: Caller,
+    Path(c): Path<String>,
+) -> Result<Response, ApiError> {
+    let doc = found(&app, &caller, &c, Verb::Delete).await?;
+    let id = doc["cron_id"].as_str().unwrap_or_default();
+    if !app.store.delete_cron(id).await? {
         return Err(ApiError::not_found(format!("Cron {id} not found")));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -205,10 +272,11 @@ async fn remove(State(app): Shared, Path(c): Path<String>) -> Result<Response, A
 /// time recomputed from now.
 async fn update(
     State(app): Shared,
+    caller: Caller,
     Path(c): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let mut doc = found(&app, &c).await?;
+    let mut doc = found(&app, &caller, &c, Verb::Update).await?;
     let body = object(body)?;
     if body.is_empty() {
         return Err(ApiError::bad_request("Request body cannot be empty"));
@@ -223,8 +291,8 @@ async fn update(
     };
     Schedule::parse(&schedule, timezone.as_deref()).map_err(ApiError::invalid)?;
     let assistant_id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
-    let assistant = resolve(&app, &assistant_id).await?;
-    check_payload(&app, &body, &assistant).await?;
+    let assistant = resolve(&app, &caller, &assistant_id).await?;
+    check_payload(&app, &caller, &body, &assistant).await?;
     if let Some(end) = end_time(&body)? {
         doc["end_time"] = end;
     }
@@ -236,7 +304,16 @@ async fn update(
     {
         doc["on_run_completed"] = v.into();
     }
-    if let Some(m) = body.opt_object("metadata")? {
+    if let Some(mut m) = body.opt_object("metadata")? {
+        app.limits.metadata("cron", &m)?;
+        app.grant(
+            &caller,
+            Resource::Crons,
+            Verb::Update,
+            &Value::Object(body.clone()),
+        )
+        .await?
+        .stamp(&mut m);
         doc["metadata"] = Value::Object(m);
     }
     doc["schedule"] = schedule.into();
@@ -250,14 +327,26 @@ async fn update(
     let next = next_run(&doc, app.scheduling.clock.now_ms());
     doc["next_run_date"] = next.map_or(Value::Null, |n| iso_ms(n).into());
     app.store.put_cron(&doc, next).await?;
-    Ok(axum::Json(doc).into_response())
+    Ok(axum::Json(public(doc)).into_response())
 }
 
 /// The crons a search or count body asks for.
-async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+async fn matching(
+    app: &App,
+    caller: &Caller,
+    body: &Map<String, Value>,
+) -> Result<Vec<Value>, ApiError> {
+    let grant = app
+        .grant(
+            caller,
+            Resource::Crons,
+            Verb::Search,
+            &Value::Object(body.clone()),
+        )
+        .await?;
     let assistant = match body.opt_str("assistant_id")? {
         Some(id) if !id.is_empty() => Some(match app.graphs.contains_key(&id) {
-            true => resolve(app, &id).await?["assistant_id"]
+            true => resolve(app, caller, &id).await?["assistant_id"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
@@ -273,6 +362,7 @@ async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, Ap
         .crons()
         .await?
         .into_iter()
+        .filter(|c| grant.admits(&c["metadata"]))
         .filter(|c| {
             assistant
                 .as_ref()
@@ -281,17 +371,27 @@ async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, Ap
         .filter(|c| thread.as_ref().is_none_or(|t| c["thread_id"] == t.as_str()))
         .filter(|c| enabled.is_none_or(|e| c["enabled"] == e))
         .filter(|c| contains(&c["metadata"], &metadata))
+        .map(public)
         .collect())
 }
 
-async fn search(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn search(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
-    paged(matching(&app, &body).await?, &body, "created_at", SORTS)
+    let found = matching(&app, &caller, &body).await?;
+    paged(&app.limits, found, &body, "created_at", SORTS)
 }
 
-async fn count(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn count(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
-    Ok(axum::Json(matching(&app, &body).await?.len()).into_response())
+    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
 }
 
 /// The run body of a tick of `cron`: its payload without the cron's own settings, its
@@ -340,11 +440,17 @@ pub(crate) fn spawn_scheduler(app: Arc<App>) {
     });
 }
 
-/// Queues the run of one tick; a failure (the thread or assistant gone, a context the
-/// graph no longer takes) is logged and the cron goes on.
+/// Queues the run of one tick, for the cron's owner; a failure (the thread or assistant
+/// gone, a context the graph no longer takes) is logged and the cron goes on.
 async fn fire(app: &Arc<App>, cron: &Value) {
     let thread = cron["thread_id"].as_str();
-    match queue(app, thread, run_body(cron)).await {
+    // A cron made without auth runs without a user; one made by a user, as that user.
+    let owner = Caller::of(User::from_json(&cron[AUTH_USER_KEY]));
+    if app.auth.is_some() && owner.user.is_none() {
+        tracing::warn!(cron_id = %cron["cron_id"], "a cron made before auth was on has no owner; not fired");
+        return;
+    }
+    match queue(app, &owner, thread, run_body(cron)).await {
         Ok(run) => {
             tracing::info!(cron_id = %cron["cron_id"], run_id = %run["run_id"], "cron fired")
         }

@@ -29,7 +29,8 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Map, Value, json};
 
-use super::App;
+use super::{App, Caller};
+use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::store::Kind;
 
@@ -45,10 +46,19 @@ pub(super) fn routes(app: Arc<App>, body_limit: usize) -> Router<Arc<App>> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        // Served on whatever host the server is reached by; the API key guards it, as it
-        // guards the rest of the API.
-        .disable_allowed_hosts()
         .with_max_request_body_bytes(body_limit);
+    // The API's guard has checked the Host and the origin before a request gets here, as
+    // for every route; the SDK checks the Host again with the same names where the server
+    // answers to loopback names only (DNS rebinding).
+    let config = match &app.guard.hosts {
+        super::guard::Hosts::Any => config.disable_allowed_hosts(),
+        super::guard::Hosts::Loopback(extra) => config.with_allowed_hosts(
+            ["localhost", "127.0.0.1", "::1"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(extra.iter().cloned()),
+        ),
+    };
     let service = StreamableHttpService::new(
         move || Ok(Tools { app: app.clone() }),
         Arc::new(NeverSessionManager::default()),
@@ -96,15 +106,22 @@ struct Tools {
 }
 
 impl Tools {
-    /// Every assistant with a served graph, newest first (as `/assistants/search` lists
-    /// them), under its tool name; of two with one tool name, the first is listed.
-    async fn assistants(&self) -> Result<Vec<(String, Value)>, ErrorData> {
+    /// Every assistant with a served graph that `caller` may see, newest first (as
+    /// `/assistants/search` lists them), under its tool name; of two with one tool name,
+    /// the first is listed.
+    async fn assistants(&self, caller: &Caller) -> Result<Vec<(String, Value)>, ErrorData> {
+        let grant = self
+            .app
+            .grant(caller, Resource::Assistants, Verb::Search, &Value::Null)
+            .await
+            .map_err(|e| ErrorData::invalid_request(e.detail, None))?;
         let mut all = self
             .app
             .store
             .all(Kind::Assistant)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        all.retain(|a| super::assistants::visible(&grant, a));
         all.sort_by_key(|a| a["created_at"].to_string());
         all.reverse();
         Ok(all
@@ -143,13 +160,14 @@ impl Tools {
 
     async fn call(
         &self,
+        caller: &Caller,
         request: CallToolRequestParams,
         context: Option<Value>,
     ) -> Result<CallToolResult, ErrorData> {
         let name = request.name.as_ref();
         let unknown = || ErrorData::invalid_params(format!("Unknown tool: {name}"), None);
         let matching: Vec<Value> = self
-            .assistants()
+            .assistants(caller)
             .await?
             .into_iter()
             .filter(|(tool, _)| tool == name)
@@ -172,13 +190,17 @@ impl Tools {
         if let Some(context) = context {
             body["context"] = context;
         }
-        let value = match super::runs::stateless_result(&self.app, body).await {
+        let value = match super::runs::stateless_result(&self.app, caller, body).await {
             Ok(value) => value,
             Err(e) if e.status.is_server_error() => {
-                return Err(ErrorData::internal_error(e.detail, None));
+                let detail = crate::redact::scrub(&e.detail).into_owned();
+                return Err(ErrorData::internal_error(detail, None));
             }
             // Refused before it ran (a context that does not fit, ...): the caller's to fix.
-            Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.detail)])),
+            Err(e) => {
+                let detail = crate::redact::scrub(&e.detail).into_owned();
+                return Ok(CallToolResult::error(vec![ContentBlock::text(detail)]));
+            }
         };
         if let Some(error) = value.get("__error__") {
             let text = match (error["error"].as_str(), error["message"].as_str()) {
@@ -212,15 +234,16 @@ impl rmcp::ServerHandler for Tools {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let caller = caller_of(&context)?;
         let offset = request
             .and_then(|r| r.cursor)
             .and_then(|c| c.parse::<usize>().ok())
             .unwrap_or(0);
         let mut seen = std::collections::HashSet::new();
         let unique: Vec<(String, Value)> = self
-            .assistants()
+            .assistants(&caller)
             .await?
             .into_iter()
             .filter(|(name, _)| seen.insert(name.clone()))
@@ -258,8 +281,21 @@ impl rmcp::ServerHandler for Tools {
             .filter(|c| !c.is_null())
             .cloned();
         let run_context = from_params.or(from_meta);
-        self.call(request, run_context).await.map(Into::into)
+        let caller = caller_of(&context)?;
+        self.call(&caller, request, run_context)
+            .await
+            .map(Into::into)
     }
+}
+
+/// The caller the API's authentication found for this MCP request.
+fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| ErrorData::invalid_request("This request is not authenticated", None))
 }
 
 /// An assistant's name as an MCP tool name (`[A-Za-z0-9_.-]{1,128}`): whitespace runs

@@ -20,7 +20,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{App, JsonBody, Shared};
+use super::{App, Caller, Grant, JsonBody, Shared};
+use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::time::iso_ms;
 
@@ -91,8 +92,19 @@ struct PutBody {
     ttl: Option<f64>,
 }
 
-async fn put_item(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+/// What `caller` may do with `verb` on the store, for a request carrying `value`.
+async fn grant(app: &App, caller: &Caller, verb: Verb, value: Value) -> Result<Grant, ApiError> {
+    app.grant(caller, Resource::Store, verb, &value).await
+}
+
+async fn put_item(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let grant = grant(&app, &caller, Verb::Put, body.clone()).await?;
     let body: PutBody = parse(body)?;
+    grant.namespace(&body.namespace)?;
     let index = match body.index {
         None | Some(Value::Null) => IndexChoice::StoreDefault,
         Some(Value::Bool(false)) => IndexChoice::Off,
@@ -125,11 +137,19 @@ struct GetQuery {
     refresh_ttl: Option<bool>,
 }
 
-async fn get_item(State(app): Shared, Query(query): Query<GetQuery>) -> Result<Response, ApiError> {
+async fn get_item(
+    State(app): Shared,
+    caller: Caller,
+    Query(query): Query<GetQuery>,
+) -> Result<Response, ApiError> {
     let namespace: Vec<String> = match query.namespace.as_deref() {
         None | Some("") => Vec::new(),
         Some(dotted) => dotted.split('.').map(str::to_owned).collect(),
     };
+    let value = json!({"namespace": namespace, "key": query.key});
+    grant(&app, &caller, Verb::Get, value)
+        .await?
+        .namespace(&namespace)?;
     let mut op = agent_core::store::GetOp::new(namespace, query.key);
     if let Some(refresh) = query.refresh_ttl {
         op = op.refresh_ttl(refresh);
@@ -159,8 +179,14 @@ struct DeleteBody {
     key: String,
 }
 
-async fn delete_item(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn delete_item(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let grant = grant(&app, &caller, Verb::Delete, body.clone()).await?;
     let body: DeleteBody = parse(body)?;
+    grant.namespace(&body.namespace)?;
     app.memory
         .delete(&body.namespace, &body.key)
         .await
@@ -184,11 +210,19 @@ struct SearchBody {
     refresh_ttl: Option<bool>,
 }
 
-async fn search(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn search(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let grant = grant(&app, &caller, Verb::Search, body.clone()).await?;
     let body: SearchBody = parse(body)?;
-    let mut op = SearchOp::new(body.namespace_prefix)
-        .limit(body.limit.unwrap_or(10))
-        .offset(body.offset.unwrap_or(0));
+    let (limit, offset) = app
+        .limits
+        .page(body.limit.unwrap_or(10), body.offset.unwrap_or(0))?;
+    let mut op = SearchOp::new(grant.prefix(body.namespace_prefix)?)
+        .limit(limit)
+        .offset(offset);
     if let Some(filter) = body.filter {
         op = op.filter(Value::Object(filter));
     }
@@ -217,12 +251,19 @@ struct NamespacesBody {
     offset: Option<usize>,
 }
 
-async fn namespaces(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn namespaces(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let grant = grant(&app, &caller, Verb::ListNamespaces, body.clone()).await?;
     let body: NamespacesBody = parse(body)?;
-    let mut op = ListNamespacesOp::new()
-        .limit(body.limit.unwrap_or(100))
-        .offset(body.offset.unwrap_or(0));
-    if let Some(prefix) = body.prefix.filter(|p| !p.is_empty()) {
+    let (limit, offset) = app
+        .limits
+        .page(body.limit.unwrap_or(100), body.offset.unwrap_or(0))?;
+    let mut op = ListNamespacesOp::new().limit(limit).offset(offset);
+    let prefix = grant.prefix(body.prefix.unwrap_or_default())?;
+    if !prefix.is_empty() {
         op.match_conditions.push(MatchCondition::prefix(prefix));
     }
     if let Some(suffix) = body.suffix.filter(|s| !s.is_empty()) {

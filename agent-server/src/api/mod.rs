@@ -1,12 +1,15 @@
 //! The HTTP API: one router, LangGraph's paths, JSON in and out.
 //!
 //! Handlers are small: they validate what the client sent (every refusal a 4xx with a
-//! `detail`), then call the run store, the runs and the served graphs. What the API adds
-//! around them — CORS for Studio, the body limit, the API key — is layered here once.
+//! `detail`), ask what the caller may do ([`access`]), then call the run store, the runs and
+//! the served graphs. What the API adds around them — the origin and host guard, CORS from
+//! the allow-list, the body limit, authentication — is layered here once.
 
+mod access;
 mod assistants;
 mod body;
 mod crons;
+pub(crate) mod guard;
 mod mcp;
 mod memory;
 mod runs;
@@ -20,16 +23,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::extract::State;
+use axum::http::{HeaderName, Method};
+use axum::middleware;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
+use crate::auth::SharedAuth;
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
+use crate::limits::Limits;
 use crate::runs::Runs;
 use crate::store::RunStore;
+
+pub(crate) use access::{AUTH_USER, Caller, Grant, StreamPermit, Streams, refuse_auth_user};
 
 pub(crate) use assistants::system_assistant;
 pub(crate) use body::{JsonBody, paged, uuid_path};
@@ -40,7 +46,14 @@ pub(crate) struct App {
     pub(crate) store: Arc<dyn RunStore>,
     pub(crate) graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
     pub(crate) runs: Arc<Runs>,
-    pub(crate) api_key: Option<String>,
+    /// Who may call (`None`: one trusted person on loopback).
+    pub(crate) auth: Option<SharedAuth>,
+    /// What requests, users and runs may ask.
+    pub(crate) limits: Limits,
+    /// Open SSE streams per user.
+    pub(crate) streams: Arc<Streams>,
+    /// Origins and hosts.
+    pub(crate) guard: Arc<guard::Guard>,
     /// Whether the web page is served (`/` for browsers, `/ui/`).
     pub(crate) web_page: bool,
     /// Whether the assistants are served as MCP tools at `/mcp`.
@@ -67,8 +80,11 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
     if app.mcp {
         routes = routes.merge(mcp::routes(app.clone(), body_limit));
     }
+    let policy = app.guard.clone();
     let cors = CorsLayer::new()
-        .allow_origin(AllowOrigin::mirror_request())
+        .allow_origin(AllowOrigin::predicate(move |origin, parts| {
+            guard::cors_allows(&policy, origin, parts)
+        }))
         .allow_methods([
             Method::DELETE,
             Method::GET,
@@ -88,35 +104,21 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .allow_private_network(true)
         .max_age(std::time::Duration::from_secs(600));
     routes
-        .layer(middleware::from_fn_with_state(app.clone(), api_key))
-        // The page's files (and `/`, like `/ok`) need no key: they hold no data.
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            access::authenticate,
+        ))
+        // The page's files (and `/`, like `/ok`) need no credential: they hold no data.
         .merge(web::routes())
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(
+            app.guard.clone(),
+            guard::check,
+        ))
         .layer(cors)
         .with_state(app)
 }
 
 async fn not_found() -> ApiError {
     ApiError::not_found("Not Found")
-}
-
-/// With a key configured, every request but `/ok` and preflights carries it in `x-api-key`.
-async fn api_key(State(app): Shared, request: Request, next: Next) -> Response {
-    if let Some(key) = &app.api_key
-        && request.method() != Method::OPTIONS
-        && request.uri().path() != "/ok"
-    {
-        let sent = request
-            .headers()
-            .get("x-api-key")
-            .map(HeaderValue::as_bytes);
-        if sent != Some(key.as_bytes()) {
-            return ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "Missing or wrong API key: send it in the x-api-key header",
-            )
-            .into_response();
-        }
-    }
-    next.run(request).await
 }

@@ -15,9 +15,11 @@ use super::assistants::resolve;
 use super::body::{Fields, object};
 use super::sse::{self, CancelOnDrop};
 use super::threads::{found as thread_found, new_thread};
-use super::{App, JsonBody, Shared, uuid_path};
+use super::{AUTH_USER, App, Caller, JsonBody, Shared, StreamPermit, refuse_auth_user, uuid_path};
+use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::graph::ApiMode;
+use crate::limits::too_many;
 use crate::runs::{CancelAction, RunChannel};
 use crate::store::Kind;
 use crate::time::now_iso;
@@ -120,7 +122,7 @@ struct RunFields {
     checkpoint_id: Option<String>,
 }
 
-fn run_fields(body: &Map<String, Value>) -> Result<RunFields, ApiError> {
+fn run_fields(app: &App, body: &Map<String, Value>) -> Result<RunFields, ApiError> {
     let stream_mode = modes(body)?;
     let strategy = one_of(
         body,
@@ -152,15 +154,24 @@ fn run_fields(body: &Map<String, Value>) -> Result<RunFields, ApiError> {
     let subgraphs = body.opt_bool("stream_subgraphs")?.unwrap_or(false);
     let command = body.opt_object("command")?;
     let run_metadata = body.opt_object("metadata")?.unwrap_or_default();
+    app.limits.metadata("run", &run_metadata)?;
     let config = body.opt_object("config")?.unwrap_or_default();
-    if let Some(limit) = config.get("recursion_limit")
-        && !limit.is_u64()
-    {
-        return Err(ApiError::invalid(
-            "'config.recursion_limit' must be a positive integer",
-        ));
+    if let Some(limit) = config.get("recursion_limit") {
+        let asked = limit.as_u64().ok_or_else(|| {
+            ApiError::invalid("'config.recursion_limit' must be a positive integer")
+        })?;
+        app.limits.recursion(asked)?;
+    }
+    if let Some(c) = config.get("configurable").and_then(Value::as_object) {
+        refuse_auth_user(c, "config.configurable")?;
+    }
+    if let Some(m) = config.get("metadata").and_then(Value::as_object) {
+        app.limits.metadata("run config", m)?;
     }
     let run_context = body.opt_object("context")?;
+    if let Some(c) = &run_context {
+        refuse_auth_user(c, "context")?;
+    }
     let checkpoint_id = match body.opt_str("checkpoint_id")? {
         Some(id) => Some(id),
         None => body.opt_object("checkpoint")?.and_then(|c| {
@@ -190,20 +201,38 @@ fn run_fields(body: &Map<String, Value>) -> Result<RunFields, ApiError> {
 }
 
 /// Validates a run body, resolves its assistant and thread, applies the multitask strategy
-/// and queues the run.
-async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Started, ApiError> {
+/// and queues the run, for `caller`.
+async fn start(
+    app: &Arc<App>,
+    caller: &Caller,
+    thread: Option<&str>,
+    body: Value,
+) -> Result<Started, ApiError> {
     let body = object(body)?;
     let assistant_id = body
         .opt_str("assistant_id")?
         .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
-    let mut f = run_fields(&body)?;
+    let mut f = run_fields(app, &body)?;
     if let Some(url) = body.opt_str("webhook")? {
+        if app.runs.webhooks.in_flight() >= app.limits.webhooks_in_flight {
+            return Err(too_many(
+                "too many webhook deliveries are under way on this server; retry the run later",
+            ));
+        }
         crate::runs::webhook::check(&url, app.runs.webhooks.allow_private)
             .await
             .map_err(ApiError::invalid)?;
     }
+    let grant = app
+        .grant(
+            caller,
+            Resource::Threads,
+            Verb::CreateRun,
+            &Value::Object(body.clone()),
+        )
+        .await?;
 
-    let assistant = resolve(app, &assistant_id).await?;
+    let assistant = resolve(app, caller, &assistant_id).await?;
     let graph_id = assistant["graph_id"]
         .as_str()
         .unwrap_or_default()
@@ -236,8 +265,15 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         ),
     }
 
+    // The caller reaches the graph as langgraph-api hands it over: `langgraph_auth_user`
+    // in the context it is built from (and in `config.configurable`), set here only.
+    let user = caller.user_json();
     if let Some(graph) = app.graphs.get(&graph_id) {
-        graph.check_context(&Value::Object(context.clone()))?;
+        let mut checked = context.clone();
+        if let Some(u) = &user {
+            checked.insert(AUTH_USER.into(), u.clone());
+        }
+        graph.check_context(&Value::Object(checked))?;
     }
     let temporary = thread.is_none();
     let thread_id = match thread {
@@ -252,8 +288,14 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         app.store.get(Kind::Thread, &thread_id).await?
     };
     let mut thread_doc = match existing {
-        Some(doc) => doc,
-        None if temporary || f.if_not_exists == "create" => new_thread(&thread_id, Map::new()),
+        Some(doc) if grant.admits(&doc["metadata"]) => doc,
+        // Another user's thread: as if it did not exist, and not taken over.
+        Some(_) => return Err(ApiError::not_found("Thread or assistant not found.")),
+        None if temporary || f.if_not_exists == "create" => {
+            let mut metadata = Map::new();
+            grant.stamp(&mut metadata);
+            new_thread(&thread_id, metadata)
+        }
         None => return Err(ApiError::not_found("Thread or assistant not found.")),
     };
     if let Some(g) = thread_doc["metadata"]["graph_id"].as_str()
@@ -268,6 +310,12 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
     } else {
         app.runs.active_on(&thread_id).await?
     };
+    let queued = active.iter().filter(|r| r["status"] == "pending").count();
+    if queued >= app.limits.queued_runs_per_thread && f.strategy == "enqueue" {
+        return Err(too_many(format!(
+            "{queued} runs are waiting on this thread already; wait for them, or cancel some"
+        )));
+    }
     if !active.is_empty() {
         match f.strategy.as_str() {
             "reject" => {
@@ -297,7 +345,16 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
         &assistant_id,
         &context,
     );
+    if let (Some(u), Some(c)) = (
+        user,
+        f.config
+            .get_mut("configurable")
+            .and_then(Value::as_object_mut),
+    ) {
+        c.insert(AUTH_USER.into(), u);
+    }
     let mut metadata = f.run_metadata.clone();
+    grant.stamp(&mut metadata);
     metadata.insert("graph_id".into(), graph_id.clone().into());
     metadata.insert("assistant_id".into(), assistant_id.clone().into());
     let mut config_metadata = f
@@ -347,18 +404,19 @@ async fn start(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Star
 }
 
 /// Queues a run as `POST /threads/{t}/runs` (or `POST /runs` without a thread) does: a
-/// cron's tick. The run as queued.
+/// cron's tick, for the cron's owner. The run as queued.
 pub(super) async fn queue(
     app: &Arc<App>,
+    caller: &Caller,
     thread: Option<&str>,
     body: Value,
 ) -> Result<Value, ApiError> {
-    Ok(start(app, thread, body).await?.run)
+    Ok(start(app, caller, thread, body).await?.run)
 }
 
 /// Checks the run fields of `body` (a cron's) as a run's creation does, queuing nothing.
-pub(super) fn check_run_fields(body: &Map<String, Value>) -> Result<(), ApiError> {
-    run_fields(body).map(drop)
+pub(super) fn check_run_fields(app: &App, body: &Map<String, Value>) -> Result<(), ApiError> {
+    run_fields(app, body).map(drop)
 }
 
 fn configurable_insert(
@@ -388,6 +446,11 @@ fn location(headers: &mut HeaderMap, name: &'static str, path: String) {
     }
 }
 
+/// A place among the caller's open streams, or a 429.
+fn permit(app: &App, caller: &Caller) -> Result<StreamPermit, ApiError> {
+    app.streams.open(caller, app.limits.streams_per_user)
+}
+
 fn guard(app: &Arc<App>, s: &Started) -> Option<CancelOnDrop> {
     s.cancel_on_disconnect.then(|| CancelOnDrop {
         runs: app.runs.clone(),
@@ -413,10 +476,12 @@ fn locations(location: Option<String>, content_location: String) -> HeaderMap {
 /// `/runs/{r}/stream`).
 async fn stream_run(
     app: &Arc<App>,
+    caller: &Caller,
     thread: Option<&str>,
     body: Value,
 ) -> Result<Response, ApiError> {
-    let s = start(app, thread, body).await?;
+    let permit = permit(app, caller)?;
+    let s = start(app, caller, thread, body).await?;
     let r = run_id(&s);
     let headers = match thread {
         Some(_) => {
@@ -434,13 +499,18 @@ async fn stream_run(
         None,
         s.resumable,
         headers,
-        guard,
+        (guard, permit),
     ))
 }
 
 /// A run answered when it ends (`/wait`), on a thread or stateless.
-async fn wait_run(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<Response, ApiError> {
-    let s = start(app, thread, body).await?;
+async fn wait_run(
+    app: &Arc<App>,
+    caller: &Caller,
+    thread: Option<&str>,
+    body: Value,
+) -> Result<Response, ApiError> {
+    let s = start(app, caller, thread, body).await?;
     let (t, r) = (&s.thread_id, run_id(&s));
     let headers = locations(
         Some(format!("/threads/{t}/runs/{r}/join")),
@@ -452,38 +522,46 @@ async fn wait_run(app: &Arc<App>, thread: Option<&str>, body: Value) -> Result<R
 
 async fn stream(
     State(app): Shared,
+    caller: Caller,
     Path(t): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    stream_run(&app, Some(&t), body).await
+    stream_run(&app, &caller, Some(&t), body).await
 }
 
 async fn stream_stateless(
     State(app): Shared,
+    caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    stream_run(&app, None, body).await
+    stream_run(&app, &caller, None, body).await
 }
 
 async fn wait(
     State(app): Shared,
+    caller: Caller,
     Path(t): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    wait_run(&app, Some(&t), body).await
+    wait_run(&app, &caller, Some(&t), body).await
 }
 
 async fn wait_stateless(
     State(app): Shared,
+    caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    wait_run(&app, None, body).await
+    wait_run(&app, &caller, None, body).await
 }
 
 /// What `/runs/wait` answers for `body`, for `/mcp`'s tool calls: the run goes through the
-/// same checks and queue.
-pub(super) async fn stateless_result(app: &Arc<App>, body: Value) -> Result<Value, ApiError> {
-    Ok(start(app, None, body).await?.channel.result().await)
+/// same checks and queue, for the same caller.
+pub(super) async fn stateless_result(
+    app: &Arc<App>,
+    caller: &Caller,
+    body: Value,
+) -> Result<Value, ApiError> {
+    Ok(start(app, caller, None, body).await?.channel.result().await)
 }
 
 fn public(run: &Value) -> Value {
@@ -497,10 +575,11 @@ fn public(run: &Value) -> Value {
 
 async fn create(
     State(app): Shared,
+    caller: Caller,
     Path(t): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let s = start(&app, Some(&t), body).await?;
+    let s = start(&app, &caller, Some(&t), body).await?;
     let (t, r) = (s.thread_id.clone(), run_id(&s));
     let headers = locations(None, format!("/threads/{t}/runs/{r}"));
     Ok((headers, axum::Json(public(&s.run))).into_response())
@@ -508,14 +587,19 @@ async fn create(
 
 async fn create_stateless(
     State(app): Shared,
+    caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let s = start(&app, None, body).await?;
+    let s = start(&app, &caller, None, body).await?;
     let headers = locations(None, format!("/runs/{}", run_id(&s)));
     Ok((headers, axum::Json(public(&s.run))).into_response())
 }
 
-async fn batch(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn batch(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let Value::Array(items) = body else {
         return Err(ApiError::invalid("the body must be a list of run bodies"));
     };
@@ -524,9 +608,16 @@ async fn batch(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response,
             "[] has less than 1 item: send at least one run",
         ));
     }
+    if items.len() > app.limits.batch_runs {
+        return Err(ApiError::invalid(format!(
+            "a batch holds at most {} runs; this one has {}",
+            app.limits.batch_runs,
+            items.len()
+        )));
+    }
     let mut runs = Vec::with_capacity(items.len());
     for item in items {
-        runs.push(public(&start(&app, None, item).await?.run));
+        runs.push(public(&start(&app, &caller, None, item).await?.run));
     }
     Ok(axum::Json(runs).into_response())
 }
@@ -577,8 +668,16 @@ fn truthy(v: Option<&str>) -> bool {
     matches!(v, Some("true" | "1" | "True" | "yes"))
 }
 
-async fn run_of(app: &App, t: &str, r: &str) -> Result<Value, ApiError> {
-    let t = uuid_path("thread", t)?;
+/// The run `r` of thread `t`, if `caller` may `verb` the thread (its runs are its own).
+async fn run_of(
+    app: &App,
+    caller: &Caller,
+    t: &str,
+    r: &str,
+    verb: Verb,
+) -> Result<Value, ApiError> {
+    let thread = thread_found(app, caller, t, verb).await?;
+    let t = thread["thread_id"].as_str().unwrap_or_default().to_owned();
     let r = uuid_path("run", r)?;
     match app.store.get(Kind::Run, &r).await? {
         Some(run) if run["thread_id"] == t.as_str() => Ok(run),
@@ -590,17 +689,19 @@ async fn run_of(app: &App, t: &str, r: &str) -> Result<Value, ApiError> {
 
 async fn read(
     State(app): Shared,
+    caller: Caller,
     Path((t, r)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(public(&run_of(&app, &t, &r).await?)).into_response())
+    Ok(axum::Json(public(&run_of(&app, &caller, &t, &r, Verb::Read).await?)).into_response())
 }
 
 async fn list(
     State(app): Shared,
+    caller: Caller,
     Path(t): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let doc = thread_found(&app, &t).await?;
+    let doc = thread_found(&app, &caller, &t, Verb::Read).await?;
     let pairs = query_pairs(q.as_deref());
     let number = |key: &str, default: usize| -> Result<usize, ApiError> {
         match param(&pairs, key) {
@@ -610,8 +711,9 @@ async fn list(
                 .map_err(|_| ApiError::invalid(format!("'{key}' must be a non-negative integer"))),
         }
     };
-    let limit = number("limit", 10)?;
-    let offset = number("offset", 0)?;
+    let (limit, offset) = app
+        .limits
+        .page(number("limit", 10)?, number("offset", 0)?)?;
     let status = param(&pairs, "status").filter(|s| !s.is_empty());
     let select: Vec<&str> = pairs
         .iter()
@@ -643,9 +745,10 @@ async fn list(
 
 async fn remove(
     State(app): Shared,
+    caller: Caller,
     Path((t, r)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let run = run_of(&app, &t, &r).await?;
+    let run = run_of(&app, &caller, &t, &r, Verb::CreateRun).await?;
     let thread = run["thread_id"].as_str().unwrap_or_default().to_owned();
     if matches!(run["status"].as_str(), Some("pending" | "running")) {
         app.runs.cancel(&run, CancelAction::Interrupt).await?;
@@ -658,8 +761,9 @@ async fn remove(
 }
 
 /// The body of a join on a run that is no longer live: the thread's values now.
-async fn finished_body(app: &App, run: &Value) -> Result<Value, ApiError> {
-    let thread = thread_found(app, run["thread_id"].as_str().unwrap_or_default()).await?;
+async fn finished_body(app: &App, caller: &Caller, run: &Value) -> Result<Value, ApiError> {
+    let thread_id = run["thread_id"].as_str().unwrap_or_default();
+    let thread = thread_found(app, caller, thread_id, Verb::Read).await?;
     if thread["status"] == "error" && !thread["error"].is_null() {
         return Ok(json!({"__error__": thread["error"]}));
     }
@@ -686,10 +790,11 @@ async fn finished_body(app: &App, run: &Value) -> Result<Value, ApiError> {
 
 async fn join(
     State(app): Shared,
+    caller: Caller,
     Path((t, r)): Path<(String, String)>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let run = run_of(&app, &t, &r).await?;
+    let run = run_of(&app, &caller, &t, &r, Verb::Read).await?;
     let (t, r) = (
         run["thread_id"].as_str().unwrap_or_default().to_owned(),
         run["run_id"].as_str().unwrap_or_default().to_owned(),
@@ -712,7 +817,10 @@ async fn join(
             Ok(sse::wait(channel, headers, guard))
         }
         Some(channel) => Ok((headers, axum::Json(channel.result().await)).into_response()),
-        None => Ok((headers, axum::Json(finished_body(&app, &run).await?)).into_response()),
+        None => {
+            let body = finished_body(&app, &caller, &run).await?;
+            Ok((headers, axum::Json(body)).into_response())
+        }
     }
 }
 
@@ -749,11 +857,13 @@ fn join_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>, ApiErro
 
 async fn join_stream(
     State(app): Shared,
+    caller: Caller,
     Path((t, r)): Path<(String, String)>,
     RawQuery(q): RawQuery,
     request_headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let run = run_of(&app, &t, &r).await?;
+    let run = run_of(&app, &caller, &t, &r, Verb::Read).await?;
+    let permit = permit(&app, &caller)?;
     let (t, r) = (
         run["thread_id"].as_str().unwrap_or_default().to_owned(),
         run["run_id"].as_str().unwrap_or_default().to_owned(),
@@ -771,7 +881,7 @@ async fn join_stream(
         .map(str::to_owned);
     let Some(channel) = app.runs.follow(&r).await else {
         let nothing = futures::StreamExt::boxed(futures::stream::empty());
-        return Ok(sse::sse(nothing, keep, resumable, headers, None));
+        return Ok(sse::sse(nothing, keep, resumable, headers, permit));
     };
     let from = if channel.finished() && last.is_none() {
         usize::MAX
@@ -787,12 +897,13 @@ async fn join_stream(
         keep,
         resumable,
         headers,
-        guard,
+        (guard, permit),
     ))
 }
 
 async fn cancel(
     State(app): Shared,
+    caller: Caller,
     Path((t, r)): Path<(String, String)>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -801,8 +912,9 @@ async fn cancel(
         Some("rollback") => CancelAction::Rollback,
         _ => CancelAction::Interrupt,
     };
-    let run = match run_of(&app, &t, &r).await {
+    let run = match run_of(&app, &caller, &t, &r, Verb::CreateRun).await {
         Ok(run) => run,
+        Err(e) if e.status == StatusCode::FORBIDDEN => return Err(e),
         Err(_) => return Err(ApiError::not_found("No runs found to cancel.")),
     };
     if !app.runs.cancel(&run, action).await? {
@@ -825,10 +937,19 @@ async fn cancel(
 
 async fn cancel_many(
     State(app): Shared,
+    caller: Caller,
     RawQuery(q): RawQuery,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
+    let grant = app
+        .grant(
+            &caller,
+            Resource::Threads,
+            Verb::CreateRun,
+            &Value::Object(body.clone()),
+        )
+        .await?;
     let pairs = query_pairs(q.as_deref());
     let action = match param(&pairs, "action") {
         Some("rollback") => CancelAction::Rollback,
@@ -865,11 +986,16 @@ async fn cancel_many(
                 .await?
                 .into_iter()
                 .filter(|r| r["status"].as_str().is_some_and(|st| wanted.contains(&st)))
+                .filter(|r| grant.admits(&r["metadata"]))
                 .collect()
         }
         (None, Some(t)) => app
             .store
-            .runs_of(&uuid_path("thread", t)?)
+            .runs_of(
+                thread_found(&app, &caller, t, Verb::CreateRun).await?["thread_id"]
+                    .as_str()
+                    .unwrap_or_default(),
+            )
             .await?
             .into_iter()
             .filter(|r| ids.is_empty() || ids.iter().any(|i| r["run_id"] == i.as_str()))

@@ -57,13 +57,16 @@ fn frame(e: &LiveEvent, with_id: bool) -> Bytes {
 }
 
 /// An SSE response following `events`; `keep` filters by event name (its mode part).
-pub(super) fn sse(
+/// `hold` lives as long as the response body (a cancel on disconnect, the stream's place
+/// in its user's count).
+pub(super) fn sse<H: Send + Sync + 'static>(
     events: BoxStream<'static, LiveEvent>,
     keep: Option<Vec<String>>,
     with_ids: bool,
     headers: HeaderMap,
-    guard: Option<CancelOnDrop>,
+    hold: H,
 ) -> Response {
+    let guard = hold;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let body = futures::stream::unfold(

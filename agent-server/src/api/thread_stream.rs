@@ -16,7 +16,8 @@ use futures::stream::BoxStream;
 use serde_json::json;
 
 use super::threads::found;
-use super::{App, Shared, sse};
+use super::{App, Caller, Shared, sse};
+use crate::auth::Verb;
 use crate::error::ApiError;
 use crate::runs::{LiveEvent, RunChannel};
 
@@ -32,9 +33,11 @@ struct Follow {
 
 pub(super) async fn stream(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let doc = found(&app, &id).await?;
+    let doc = found(&app, &caller, &id, Verb::Read).await?;
+    let permit = app.streams.open(&caller, app.limits.streams_per_user)?;
     let thread_id = doc["thread_id"].as_str().unwrap_or_default().to_owned();
     // Runs that ended before the client came are not replayed.
     let seen = app
@@ -100,5 +103,11 @@ pub(super) async fn stream(
             }
         }
     });
-    Ok(sse::sse(events.boxed(), None, true, HeaderMap::new(), None))
+    Ok(sse::sse(
+        events.boxed(),
+        None,
+        true,
+        HeaderMap::new(),
+        permit,
+    ))
 }

@@ -12,7 +12,8 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::body::{Fields, contains, object};
-use super::{App, JsonBody, Shared, paged, uuid_path};
+use super::{App, Caller, JsonBody, Shared, paged, uuid_path};
+use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
 use crate::store::Kind;
@@ -42,12 +43,22 @@ pub(crate) fn new_thread(id: &str, metadata: Map<String, Value>) -> Value {
     })
 }
 
-/// The thread `id`, or a 404.
-pub(crate) async fn found(app: &App, id: &str) -> Result<Value, ApiError> {
+/// The thread `id` if `caller` may `verb` it, or a 404 (another user's thread does not
+/// exist for this caller).
+pub(crate) async fn found(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    verb: Verb,
+) -> Result<Value, ApiError> {
     let id = uuid_path("thread", id)?;
+    let grant = app
+        .grant(caller, Resource::Threads, verb, &json!({"thread_id": id}))
+        .await?;
     app.store
         .get(Kind::Thread, &id)
         .await?
+        .filter(|doc| grant.admits(&doc["metadata"]))
         .ok_or_else(|| ApiError::not_found(format!("Thread with ID {id} not found")))
 }
 
@@ -58,23 +69,41 @@ pub(crate) fn graph_of(app: &App, thread: &Value) -> Option<Arc<dyn ServedGraph>
         .cloned()
 }
 
-async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn create(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
+    let grant = app
+        .grant(
+            &caller,
+            Resource::Threads,
+            Verb::Create,
+            &Value::Object(body.clone()),
+        )
+        .await?;
     let id = match body.opt_str("thread_id")? {
         Some(id) => uuid_path("thread", &id)?,
         None => uuid::Uuid::now_v7().to_string(),
     };
     let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    app.limits.metadata("thread", &metadata)?;
     if let Some(graph_id) = body.opt_str("graph_id")? {
         metadata.insert("graph_id".into(), graph_id.into());
     }
+    grant.stamp(&mut metadata);
     let doc = new_thread(&id, metadata);
     if !app.store.insert(Kind::Thread, &doc).await? {
         return match body.opt_str("if_exists")?.as_deref() {
-            Some("do_nothing") => Ok(axum::Json(
-                app.store.get(Kind::Thread, &id).await?.unwrap_or(doc),
-            )
-            .into_response()),
+            Some("do_nothing") => match app.store.get(Kind::Thread, &id).await? {
+                Some(kept) if grant.admits(&kept["metadata"]) => {
+                    Ok(axum::Json(kept).into_response())
+                }
+                _ => Err(ApiError::conflict(format!(
+                    "Thread with ID {id} already exists"
+                ))),
+            },
             _ => Err(ApiError::conflict(format!(
                 "Thread with ID {id} already exists"
             ))),
@@ -97,29 +126,48 @@ async fn create(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response
     Ok(axum::Json(app.store.get(Kind::Thread, &id).await?.unwrap_or(doc)).into_response())
 }
 
-async fn read(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
-    Ok(axum::Json(found(&app, &id).await?).into_response())
+async fn read(
+    State(app): Shared,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(axum::Json(found(&app, &caller, &id, Verb::Read).await?).into_response())
 }
 
 async fn update(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let mut doc = found(&app, &id).await?;
+    let mut doc = found(&app, &caller, &id, Verb::Update).await?;
     if let Some(meta) = body.opt_object("metadata")?
         && let Some(existing) = doc["metadata"].as_object_mut()
     {
         existing.extend(meta);
+        let grant = app
+            .grant(
+                &caller,
+                Resource::Threads,
+                Verb::Update,
+                &Value::Object(body.clone()),
+            )
+            .await?;
+        grant.stamp(existing);
+        app.limits.metadata("thread", existing)?;
     }
     doc["updated_at"] = now_iso().into();
     app.store.put(Kind::Thread, &doc).await?;
     Ok(axum::Json(doc).into_response())
 }
 
-async fn remove(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let doc = found(&app, &id).await?;
+async fn remove(
+    State(app): Shared,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let doc = found(&app, &caller, &id, Verb::Delete).await?;
     let id = doc["thread_id"].as_str().unwrap_or_default().to_owned();
     for run in app.runs.active_on(&id).await? {
         app.runs
@@ -133,7 +181,19 @@ async fn remove(State(app): Shared, Path(id): Path<String>) -> Result<Response, 
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+async fn matching(
+    app: &App,
+    caller: &Caller,
+    body: &Map<String, Value>,
+) -> Result<Vec<Value>, ApiError> {
+    let grant = app
+        .grant(
+            caller,
+            Resource::Threads,
+            Verb::Search,
+            &Value::Object(body.clone()),
+        )
+        .await?;
     let metadata = body.opt_object("metadata")?.unwrap_or_default();
     let values = body.opt_object("values")?.unwrap_or_default();
     let status = body.opt_str("status")?;
@@ -150,6 +210,7 @@ async fn matching(app: &App, body: &Map<String, Value>) -> Result<Vec<Value>, Ap
         .all(Kind::Thread)
         .await?
         .into_iter()
+        .filter(|t| grant.admits(&t["metadata"]))
         .filter(|t| contains(&t["metadata"], &metadata))
         .filter(|t| values.is_empty() || contains(&t["values"], &values))
         .filter(|t| status.as_deref().is_none_or(|s| t["status"] == s))
@@ -168,24 +229,39 @@ const SORTS: &[&str] = &[
     "state_updated_at",
 ];
 
-async fn search(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn search(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
-    paged(matching(&app, &body).await?, &body, "created_at", SORTS)
+    let found = matching(&app, &caller, &body).await?;
+    paged(&app.limits, found, &body, "created_at", SORTS)
 }
 
-async fn count(State(app): Shared, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn count(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let body = object(body)?;
-    Ok(axum::Json(matching(&app, &body).await?.len()).into_response())
+    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
 }
 
-async fn copy(State(app): Shared, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let doc = found(&app, &id).await?;
+async fn copy(
+    State(app): Shared,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let doc = found(&app, &caller, &id, Verb::Read).await?;
+    let grant = app
+        .grant(&caller, Resource::Threads, Verb::Create, &doc)
+        .await?;
     let from = doc["thread_id"].as_str().unwrap_or_default().to_owned();
     let to = uuid::Uuid::now_v7().to_string();
-    let copy = new_thread(
-        &to,
-        doc["metadata"].as_object().cloned().unwrap_or_default(),
-    );
+    let mut metadata = doc["metadata"].as_object().cloned().unwrap_or_default();
+    grant.stamp(&mut metadata);
+    let copy = new_thread(&to, metadata);
     app.store.put(Kind::Thread, &copy).await?;
     if let Some(graph) = graph_of(&app, &doc) {
         graph.copy_thread(&from, &to).await?;
@@ -203,11 +279,12 @@ fn empty_state() -> Value {
 
 async fn state_of(
     app: &App,
+    caller: &Caller,
     id: &str,
     checkpoint_id: Option<&str>,
     subgraphs: bool,
 ) -> Result<Value, ApiError> {
-    let doc = found(app, id).await?;
+    let doc = found(app, caller, id, Verb::Read).await?;
     let Some(graph) = graph_of(app, &doc) else {
         return Ok(empty_state());
     };
@@ -233,22 +310,23 @@ fn truthy(v: Option<&str>) -> bool {
 
 async fn state(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     Query(p): Query<StateParams>,
 ) -> Result<Response, ApiError> {
-    Ok(
-        axum::Json(state_of(&app, &id, None, truthy(p.subgraphs.as_deref())).await?)
-            .into_response(),
-    )
+    let subgraphs = truthy(p.subgraphs.as_deref());
+    Ok(axum::Json(state_of(&app, &caller, &id, None, subgraphs).await?).into_response())
 }
 
 async fn state_at(
     State(app): Shared,
+    caller: Caller,
     Path((id, checkpoint_id)): Path<(String, String)>,
     Query(p): Query<StateParams>,
 ) -> Result<Response, ApiError> {
     let state = state_of(
         &app,
+        &caller,
         &id,
         Some(&checkpoint_id),
         truthy(p.subgraphs.as_deref()),
@@ -259,6 +337,7 @@ async fn state_at(
 
 async fn state_at_body(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -266,16 +345,18 @@ async fn state_at_body(
     let checkpoint = body.opt_object("checkpoint")?.unwrap_or_default();
     let cp = checkpoint.opt_str("checkpoint_id")?;
     let subgraphs = body.opt_bool("subgraphs")?.unwrap_or(false);
-    Ok(axum::Json(state_of(&app, &id, cp.as_deref(), subgraphs).await?).into_response())
+    let state = state_of(&app, &caller, &id, cp.as_deref(), subgraphs).await?;
+    Ok(axum::Json(state).into_response())
 }
 
 async fn update_state(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let doc = found(&app, &id).await?;
+    let doc = found(&app, &caller, &id, Verb::Update).await?;
     let thread = doc["thread_id"].as_str().unwrap_or_default().to_owned();
     let graph = graph_of(&app, &doc).ok_or_else(|| {
         ApiError::bad_request(format!(
@@ -313,8 +394,13 @@ async fn update_state(
     .into_response())
 }
 
-async fn history_of(app: &App, id: &str, body: &Map<String, Value>) -> Result<Response, ApiError> {
-    let doc = found(app, id).await?;
+async fn history_of(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    body: &Map<String, Value>,
+) -> Result<Response, ApiError> {
+    let doc = found(app, caller, id, Verb::Read).await?;
     let Some(graph) = graph_of(app, &doc) else {
         return Ok(axum::Json(json!([])).into_response());
     };
@@ -329,9 +415,10 @@ async fn history_of(app: &App, id: &str, body: &Map<String, Value>) -> Result<Re
         _ => None,
     };
     let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let (limit, _) = app.limits.page(body.opt_usize("limit")?.unwrap_or(1), 0)?;
     let filter = ListFilter {
         before,
-        limit: Some(body.opt_usize("limit")?.unwrap_or(1)),
+        limit: Some(limit),
         metadata: metadata.into_iter().collect(),
     };
     let thread = doc["thread_id"].as_str().unwrap_or_default();
@@ -346,6 +433,7 @@ struct HistoryParams {
 
 async fn history_get(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     Query(p): Query<HistoryParams>,
 ) -> Result<Response, ApiError> {
@@ -359,13 +447,14 @@ async fn history_get(
     if let Some(before) = p.before {
         body.insert("before".into(), before.into());
     }
-    history_of(&app, &id, &body).await
+    history_of(&app, &caller, &id, &body).await
 }
 
 async fn history_post(
     State(app): Shared,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    history_of(&app, &id, &object(body)?).await
+    history_of(&app, &caller, &id, &object(body)?).await
 }

@@ -1,6 +1,12 @@
 //! The live side of one run: its events so far and how it ended, for every reader in this
 //! process (`/stream`, `/wait`, `/join`, join-stream) to follow from where it asks.
+//!
+//! The log is bounded in bytes: a run's events are kept whole only up to its cap (large
+//! for a `stream_resumable` run, whose clients may replay it, a short window otherwise);
+//! past it the oldest go. A reader that falls behind what is kept gets an `error` event
+//! saying so, and its stream ends, rather than a stream with a hole in it.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -20,11 +26,50 @@ pub struct LiveEvent {
     pub data: Arc<str>,
 }
 
-#[derive(Default)]
 struct Log {
-    events: Vec<LiveEvent>,
+    events: VecDeque<LiveEvent>,
+    /// The position (in the whole stream) of `events[0]`.
+    base: usize,
+    /// The bytes `events` hold.
+    bytes: usize,
+    /// The most bytes kept.
+    cap: usize,
     /// The `/wait` body, once the run ended.
     result: Option<Value>,
+}
+
+impl Log {
+    fn end(&self) -> usize {
+        self.base + self.events.len()
+    }
+
+    fn trim(&mut self) {
+        while self.bytes > self.cap && self.events.len() > 1 {
+            if let Some(e) = self.events.pop_front() {
+                self.bytes -= size(&e);
+                self.base += 1;
+            }
+        }
+    }
+}
+
+/// The `error` event of a reader `lost` events behind the log.
+fn lagged(lost: usize) -> LiveEvent {
+    let message = format!(
+        "this reader fell {lost} events behind what the server keeps for the run; \
+         rejoin the run, or stream it with stream_resumable"
+    );
+    LiveEvent {
+        id: format!("{}-lagged", now_ms()),
+        name: "error".to_owned(),
+        data: json!({"error": "StreamLagged", "message": message})
+            .to_string()
+            .into(),
+    }
+}
+
+fn size(e: &LiveEvent) -> usize {
+    e.id.len() + e.name.len() + e.data.len()
 }
 
 /// A run's events and result, as they arrive.
@@ -36,17 +81,31 @@ pub struct RunChannel {
 }
 
 impl RunChannel {
-    pub(crate) fn new(run_id: &str) -> Arc<Self> {
+    /// A channel keeping at most `cap` bytes of events.
+    pub(crate) fn new(run_id: &str, cap: usize) -> Arc<Self> {
         Arc::new(RunChannel {
             run_id: run_id.to_owned(),
-            log: Mutex::new(Log::default()),
+            log: Mutex::new(Log {
+                events: VecDeque::new(),
+                base: 0,
+                bytes: 0,
+                cap,
+                result: None,
+            }),
             version: watch::channel(0).0,
         })
     }
 
+    /// Keeps up to `cap` bytes of events from now on (a resumable run's replays).
+    pub(crate) fn keep(&self, cap: usize) {
+        if let Ok(mut log) = self.log.lock() {
+            log.cap = log.cap.max(cap);
+        }
+    }
+
     /// The number of events so far.
     pub fn len(&self) -> usize {
-        self.log.lock().map(|l| l.events.len()).unwrap_or(0)
+        self.log.lock().map(|l| l.end()).unwrap_or(0)
     }
 
     /// Appends an event with a fresh id; returns it.
@@ -64,8 +123,10 @@ impl RunChannel {
     /// Appends an event as it was stored (a run executing elsewhere).
     pub(crate) fn push_event(&self, event: LiveEvent) {
         if let Ok(mut log) = self.log.lock() {
-            log.events.push(event);
-            let n = log.events.len();
+            log.bytes += size(&event);
+            log.events.push_back(event);
+            log.trim();
+            let n = log.end();
             self.version.send_replace(n);
         }
     }
@@ -79,20 +140,20 @@ impl RunChannel {
         self.version.send_modify(|_| {});
     }
 
-    /// The position right after the event with `id` (`-1`: the start), or the end.
+    /// The position right after the event with `id` (`-1`: the start of what is kept, as
+    /// for an id no longer kept), or the end.
     pub fn position_after(&self, id: Option<&str>) -> usize {
         let Ok(log) = self.log.lock() else {
             return 0;
         };
         match id {
-            Some("-1") => 0,
+            Some("-1") => log.base,
             Some(id) => log
                 .events
                 .iter()
                 .position(|e| e.id == id)
-                .map(|i| i + 1)
-                .unwrap_or(0),
-            None => log.events.len(),
+                .map_or(log.base, |i| log.base + i + 1),
+            None => log.end(),
         }
     }
 
@@ -101,16 +162,25 @@ impl RunChannel {
         self.log.lock().map(|l| l.result.is_some()).unwrap_or(true)
     }
 
-    /// Events from `from` on, as they come; ends when the run ends.
+    /// Events from `from` on, as they come; ends when the run ends, or after an `error`
+    /// event when the reader fell behind what the log keeps.
     pub fn follow(self: &Arc<Self>, from: usize) -> futures::stream::BoxStream<'static, LiveEvent> {
         let rx = self.version.subscribe();
         let me = self.clone();
         futures::stream::unfold((me, rx, from), |(me, mut rx, pos)| async move {
             loop {
-                let (next, done) = {
+                let (next, done, lost) = {
                     let log = me.log.lock().ok()?;
-                    (log.events.get(pos).cloned(), log.result.is_some())
+                    let lost = log.base.saturating_sub(pos);
+                    let next = log.events.get(pos.saturating_sub(log.base)).cloned();
+                    (next, log.result.is_some(), lost)
                 };
+                if lost > 0 {
+                    return Some((lagged(lost), (me, rx, usize::MAX)));
+                }
+                if pos == usize::MAX {
+                    return None;
+                }
                 if let Some(e) = next {
                     return Some((e, (me, rx, pos + 1)));
                 }

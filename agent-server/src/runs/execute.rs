@@ -30,6 +30,15 @@ enum Forward {
 
 impl Output {
     pub(super) fn emit(&self, name: &str, data: &Value) {
+        let scrubbed;
+        let data = if name == "error" || name.starts_with("error|") {
+            let mut clean = data.clone();
+            crate::redact::scrub_json(&mut clean);
+            scrubbed = clean;
+            &scrubbed
+        } else {
+            data
+        };
         match &self.forward {
             None => {
                 self.channel.push(name, data);
@@ -172,6 +181,9 @@ impl Runs {
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
         let channel = self.output(&run_id).await;
+        if run["kwargs"]["resumable"] == true {
+            channel.channel.keep(self.limits.event_log_bytes);
+        }
         let started = now_ms();
         let heartbeat = self.clone().heartbeat(run_id.clone());
         let attempt = run["attempt"].as_i64().unwrap_or(1);
@@ -349,6 +361,9 @@ impl Runs {
     ) -> Next {
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
+        // What clients read of a failure (the run, the thread, `/wait`, the webhook).
+        let error = error.map(Failure::scrubbed);
+        let cancelled = cancelled.map(Failure::scrubbed);
         let status = if cancelled.is_some() {
             "interrupted"
         } else if error.is_some() {
@@ -551,12 +566,21 @@ fn job_of(run_id: &str, thread_id: &str, kwargs: &Value) -> GraphJob {
         }
     }
     metadata.insert("run_id".into(), run_id.into());
+    // The graph's context is built from the run's and the user it runs for, which the API
+    // put in `config.configurable` (clients cannot set it).
+    let mut context = kwargs["context"].clone();
+    if let (Some(user), Some(c)) = (
+        kwargs["config"]["configurable"].get(crate::api::AUTH_USER),
+        context.as_object_mut(),
+    ) {
+        c.insert(crate::api::AUTH_USER.into(), user.clone());
+    }
     GraphJob {
         run_id: run_id.to_owned(),
         thread_id: thread_id.to_owned(),
         input,
         checkpoint_id: kwargs["checkpoint_id"].as_str().map(str::to_owned),
-        context: kwargs["context"].clone(),
+        context,
         interrupt_before: strings(&kwargs["interrupt_before"]),
         interrupt_after: strings(&kwargs["interrupt_after"]),
         recursion_limit: kwargs["config"]["recursion_limit"]

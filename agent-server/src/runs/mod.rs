@@ -116,6 +116,8 @@ pub struct Runs {
     draining: AtomicBool,
     /// How the webhooks of runs that end here are sent.
     pub(crate) webhooks: Arc<webhook::WebhookPolicy>,
+    /// The event logs' bounds (and the rest of the server's limits).
+    pub(crate) limits: crate::limits::Limits,
     /// What `/metrics` reports.
     pub metrics: Metrics,
 }
@@ -167,6 +169,7 @@ impl Runs {
         workers: usize,
         leases: Leases,
         webhooks: webhook::WebhookPolicy,
+        limits: crate::limits::Limits,
     ) -> Arc<Self> {
         Arc::new(Runs {
             store,
@@ -181,6 +184,7 @@ impl Runs {
             leases,
             draining: AtomicBool::new(false),
             webhooks: Arc::new(webhooks),
+            limits,
             metrics: Metrics::default(),
         })
     }
@@ -197,7 +201,7 @@ impl Runs {
         if let Some(c) = live.channels.get(run_id) {
             return c.clone();
         }
-        let channel = RunChannel::new(run_id);
+        let channel = RunChannel::new(run_id, self.limits.event_window_bytes);
         live.channels.insert(run_id.to_owned(), channel.clone());
         live.expiry
             .push_back((now + KEEP_FINISHED.as_millis() as i64, run_id.to_owned()));
@@ -237,6 +241,9 @@ impl Runs {
         } else {
             self.local_channel(&id)
         };
+        if run["kwargs"]["resumable"] == true {
+            channel.keep(self.limits.event_log_bytes);
+        }
         let permit = if self.draining.load(Ordering::SeqCst) {
             None
         } else {

@@ -15,6 +15,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -34,6 +35,8 @@ pub struct WebhookPolicy {
     pub backoff: Duration,
     /// How long one try may take.
     pub timeout: Duration,
+    /// Deliveries under way (tries and waits between them).
+    pub(crate) in_flight: Arc<AtomicUsize>,
 }
 
 impl Default for WebhookPolicy {
@@ -43,6 +46,7 @@ impl Default for WebhookPolicy {
             attempts: 5,
             backoff: Duration::from_millis(500),
             timeout: Duration::from_secs(10),
+            in_flight: Arc::default(),
         }
     }
 }
@@ -189,13 +193,22 @@ pub fn payload(run: &Value, started_ms: i64, values: &Value, error: Option<&Fail
     body
 }
 
+impl WebhookPolicy {
+    /// Deliveries under way now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
 /// Sends `body` to `url` on a task of its own, retrying as `policy` says; failures are
 /// logged.
 pub fn deliver(policy: Arc<WebhookPolicy>, url: String, body: Value) {
+    policy.in_flight.fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
         if let Err(e) = send(&policy, &url, &body).await {
             tracing::warn!(webhook = url, run_id = %body["run_id"], error = e, "webhook not delivered");
         }
+        policy.in_flight.fetch_sub(1, Ordering::Relaxed);
     });
 }
 
