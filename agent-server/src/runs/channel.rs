@@ -208,3 +208,38 @@ impl RunChannel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_log_keeps_its_bytes_and_a_reader_behind_them_is_told() {
+        let channel = RunChannel::new("r", 200);
+        let data = json!("x".repeat(40));
+        for _ in 0..10 {
+            channel.push("values", &data);
+        }
+        assert_eq!(channel.len(), 10);
+        // A reader from the start lost what was trimmed: one error event, then the end.
+        let lost: Vec<LiveEvent> = channel.follow(0).collect().await;
+        assert_eq!(lost.len(), 1);
+        assert_eq!(lost[0].name, "error");
+        assert!(lost[0].data.contains("StreamLagged"), "{}", lost[0].data);
+        // A reader within the window reads on; a replay from an id no longer kept starts at
+        // the oldest kept event.
+        let from = channel.position_after(Some("-1"));
+        assert!(from > 0 && from < 10, "{from}");
+        channel.finish(json!({}));
+        let kept: Vec<LiveEvent> = channel.follow(from).collect().await;
+        assert_eq!(kept.len(), 10 - from);
+        assert!(kept.iter().all(|e| e.name == "values"));
+        // A resumable run keeps more from then on.
+        let resumable = RunChannel::new("s", 100);
+        resumable.keep(10_000);
+        for _ in 0..10 {
+            resumable.push("values", &data);
+        }
+        assert_eq!(resumable.position_after(Some("-1")), 0);
+    }
+}

@@ -1,0 +1,732 @@
+//! Safe on a network, over HTTP as clients meet it: users with JWTs and keys who own what
+//! they create and cannot see or touch each other's threads, runs, crons, assistants or
+//! store items; the operator's key that sees everything; tokens that do not hold (401);
+//! permissions; pages from other origins and rebinding hosts refused; every limit a clear
+//! 4xx; no environment value in an error.
+
+mod common;
+
+#[path = "../examples/reference/graphs.rs"]
+#[allow(dead_code)]
+mod graphs;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{END, GraphState, START, StateGraph};
+use agent_server::auth::{ApiKeys, Builtin, Jwt, JwtKeys};
+use agent_server::{Limits, ServerBuilder};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use common::served::Served;
+
+const SECRET: &[u8] = b"test-secret-test-secret-test-secret!";
+const OPERATOR: &str = "operator-key-for-tests";
+
+fn token(sub: &str, extra: Value) -> String {
+    let mut claims = json!({"sub": sub, "exp": jsonwebtoken::get_current_timestamp() + 600});
+    if let (Some(c), Some(e)) = (claims.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(SECRET).unwrap(),
+    )
+    .unwrap()
+}
+
+async fn auth() -> Builtin {
+    Builtin::new()
+        .keys(ApiKeys::operator(OPERATOR).unwrap())
+        .jwt(Jwt::new(JwtKeys::Secret(SECRET.to_vec())).await.unwrap())
+}
+
+/// A client that sends one credential with every request.
+struct As {
+    api: Arc<Served>,
+    header: (&'static str, String),
+}
+
+impl As {
+    fn bearer(api: &Arc<Served>, sub: &str) -> As {
+        As {
+            api: api.clone(),
+            header: ("authorization", format!("Bearer {}", token(sub, json!({})))),
+        }
+    }
+
+    fn operator(api: &Arc<Served>) -> As {
+        As {
+            api: api.clone(),
+            header: ("x-api-key", OPERATOR.to_owned()),
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .api
+            .http
+            .request(method, self.api.url(path))
+            .header(self.header.0, &self.header.1);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        let value = serde_json::from_str(text.trim()).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let (status, v) = self.call(method, path, body).await;
+        assert!((200..300).contains(&status), "{path}: {status} {v}");
+        v
+    }
+
+    async fn ids(&self, path: &str, key: &str) -> Vec<String> {
+        let v = self
+            .ok(Method::POST, path, Some(json!({"limit": 100})))
+            .await;
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d[key].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+async fn serve(builder: ServerBuilder) -> Arc<Served> {
+    Arc::new(Served::start(builder).await)
+}
+
+#[tokio::test]
+async fn two_users_cannot_see_or_touch_each_others_data_and_the_operator_sees_both() {
+    let api = serve(graphs::server().auth(auth().await)).await;
+    let (ada, bob, op) = (
+        As::bearer(&api, "ada"),
+        As::bearer(&api, "bob"),
+        As::operator(&api),
+    );
+
+    // Threads: what ada makes is hers, whatever owner she claims.
+    let thread = ada
+        .ok(
+            Method::POST,
+            "/threads",
+            Some(json!({"metadata": {"owner": "bob", "topic": "x"}})),
+        )
+        .await;
+    assert_eq!(thread["metadata"]["owner"], "ada");
+    let t = thread["thread_id"].as_str().unwrap().to_owned();
+    for (method, path, body) in [
+        (Method::GET, format!("/threads/{t}"), None),
+        (
+            Method::PATCH,
+            format!("/threads/{t}"),
+            Some(json!({"metadata": {"owner": "bob"}})),
+        ),
+        (Method::GET, format!("/threads/{t}/state"), None),
+        (
+            Method::POST,
+            format!("/threads/{t}/history"),
+            Some(json!({})),
+        ),
+        (Method::POST, format!("/threads/{t}/copy"), Some(json!({}))),
+        (
+            Method::POST,
+            format!("/threads/{t}/runs/wait"),
+            Some(json!({"assistant_id": "simple", "input": {"value": "x"}})),
+        ),
+        (
+            Method::POST,
+            format!("/threads/{t}/runs/crons"),
+            Some(json!({"assistant_id": "simple", "schedule": "0 0 * * *"})),
+        ),
+        (Method::GET, format!("/threads/{t}/runs"), None),
+        (Method::DELETE, format!("/threads/{t}"), None),
+    ] {
+        let (status, v) = bob.call(method.clone(), &path, body).await;
+        assert_eq!(status, 404, "bob {method} {path}: {v}");
+    }
+    let (status, _) = bob
+        .post(
+            "/threads",
+            json!({"thread_id": t, "if_exists": "do_nothing"}),
+        )
+        .await;
+    assert_eq!(status, 409, "bob cannot take ada's thread id");
+    assert!(bob.ids("/threads/search", "thread_id").await.is_empty());
+    assert_eq!(bob.post("/threads/count", json!({})).await.1, 0);
+    assert_eq!(
+        ada.ids("/threads/search", "thread_id").await,
+        vec![t.clone()]
+    );
+
+    // Runs: ada's run on her thread, its user handed to the graph; bob cannot see it or
+    // cancel it, even by status.
+    let out = ada
+        .ok(
+            Method::POST,
+            &format!("/threads/{t}/runs/wait"),
+            Some(json!({"assistant_id": "simple", "input": {"value": "hi"}})),
+        )
+        .await;
+    assert_eq!(out["value"], "HI");
+    let runs = ada
+        .ok(Method::GET, &format!("/threads/{t}/runs"), None)
+        .await;
+    let run = &runs[0];
+    let r = run["run_id"].as_str().unwrap();
+    let user = &run["kwargs"]["config"]["configurable"]["langgraph_auth_user"];
+    assert_eq!(user["identity"], "ada", "{run}");
+    assert_eq!(run["metadata"]["owner"], "ada");
+    assert_eq!(bob.get(&format!("/threads/{t}/runs/{r}")).await.0, 404);
+    assert_eq!(bob.get(&format!("/threads/{t}/runs/{r}/join")).await.0, 404);
+    assert_eq!(
+        bob.call(Method::POST, &format!("/threads/{t}/runs/{r}/cancel"), None)
+            .await
+            .0,
+        404
+    );
+    // A client cannot claim to be someone: the key is the server's to set.
+    let (status, v) = bob
+        .post(
+            "/runs/wait",
+            json!({"assistant_id": "agent", "input": {}, "context": {"langgraph_auth_user": {"identity": "ada"}}}),
+        )
+        .await;
+    assert_eq!(status, 422, "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("langgraph_auth_user")
+    );
+    let (status, _) = bob
+        .post(
+            "/runs/wait",
+            json!({"assistant_id": "simple", "input": {"value": "x"}, "config": {"configurable": {"langgraph_auth_user": {"identity": "ada"}}}}),
+        )
+        .await;
+    assert_eq!(status, 422);
+
+    // Crons.
+    let cron = ada
+        .ok(
+            Method::POST,
+            "/runs/crons",
+            Some(
+                json!({"assistant_id": "simple", "schedule": "0 0 * * *", "input": {"value": "x"}}),
+            ),
+        )
+        .await;
+    assert_eq!(cron["user_id"], "ada");
+    assert!(cron.get("auth_user").is_none(), "{cron}");
+    let c = cron["cron_id"].as_str().unwrap();
+    assert_eq!(bob.get(&format!("/runs/crons/{c}")).await.0, 404);
+    assert_eq!(
+        bob.call(Method::DELETE, &format!("/runs/crons/{c}"), None)
+            .await
+            .0,
+        404
+    );
+    assert!(bob.ids("/runs/crons/search", "cron_id").await.is_empty());
+    assert_eq!(
+        ada.ids("/runs/crons/search", "cron_id").await,
+        vec![c.to_owned()]
+    );
+
+    // Assistants: the graphs' own are everyone's to read and the operator's to change.
+    let mine = ada
+        .ok(
+            Method::POST,
+            "/assistants",
+            Some(json!({"graph_id": "simple", "name": "ada's"})),
+        )
+        .await;
+    let a = mine["assistant_id"].as_str().unwrap();
+    assert_eq!(bob.get(&format!("/assistants/{a}")).await.0, 404);
+    let bobs = bob.ids("/assistants/search", "assistant_id").await;
+    assert_eq!(bobs.len(), 2, "bob sees the two graphs' assistants only");
+    assert!(!bobs.contains(&a.to_owned()));
+    let system = &bobs[0];
+    let (status, v) = bob
+        .call(
+            Method::PATCH,
+            &format!("/assistants/{system}"),
+            Some(json!({"name": "mine now"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{v}");
+    let (status, _) = bob
+        .post(
+            "/runs/wait",
+            json!({"assistant_id": a, "input": {"value": "x"}}),
+        )
+        .await;
+    assert_eq!(status, 404, "bob cannot run ada's assistant");
+
+    // The store: namespaces start with the identity.
+    let put = |ns: Value| json!({"namespace": ns, "key": "k", "value": {"text": "ada's note"}});
+    assert_eq!(
+        ada.call(
+            Method::PUT,
+            "/store/items",
+            Some(put(json!(["ada", "notes"])))
+        )
+        .await
+        .0,
+        204
+    );
+    let (status, v) = ada
+        .call(
+            Method::PUT,
+            "/store/items",
+            Some(put(json!(["bob", "notes"]))),
+        )
+        .await;
+    assert_eq!(status, 403, "{v}");
+    let found = ada
+        .ok(Method::POST, "/store/items/search", Some(json!({})))
+        .await;
+    assert_eq!(found["items"].as_array().unwrap().len(), 1);
+    let (status, _) = bob
+        .post("/store/items/search", json!({"namespace_prefix": ["ada"]}))
+        .await;
+    assert_eq!(status, 403);
+    let empty = bob
+        .ok(Method::POST, "/store/items/search", Some(json!({})))
+        .await;
+    assert!(empty["items"].as_array().unwrap().is_empty());
+    assert_eq!(
+        bob.get("/store/items?namespace=ada.notes&key=k").await.0,
+        403
+    );
+    let spaces = bob
+        .ok(Method::POST, "/store/namespaces", Some(json!({})))
+        .await;
+    assert!(spaces["namespaces"].as_array().unwrap().is_empty());
+
+    // The operator sees both users' things.
+    let (bobs_thread, _) = bob.post("/threads", json!({})).await;
+    assert_eq!(bobs_thread, 200);
+    assert_eq!(op.ids("/threads/search", "thread_id").await.len(), 2);
+    assert_eq!(op.get(&format!("/threads/{t}")).await.0, 200);
+    assert_eq!(op.ids("/runs/crons/search", "cron_id").await.len(), 1);
+    let all = op
+        .ok(Method::POST, "/store/items/search", Some(json!({})))
+        .await;
+    assert_eq!(all["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn credentials_that_do_not_hold_are_401() {
+    let api = serve(graphs::server().auth(auth().await)).await;
+    let forged = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"sub": "ada", "exp": jsonwebtoken::get_current_timestamp() + 600}),
+        &EncodingKey::from_secret(b"not-the-servers-secret-at-all-no!").unwrap(),
+    )
+    .unwrap();
+    let expired = token(
+        "ada",
+        json!({"exp": jsonwebtoken::get_current_timestamp() - 3600}),
+    );
+    let no_exp = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"sub": "ada"}),
+        &EncodingKey::from_secret(SECRET).unwrap(),
+    )
+    .unwrap();
+    for (header, value, says) in [
+        ("authorization", format!("Bearer {forged}"), "signature"),
+        ("authorization", format!("Bearer {expired}"), "expired"),
+        ("authorization", format!("Bearer {no_exp}"), "exp"),
+        ("authorization", "Bearer not.a.jwt".to_owned(), "JWT"),
+        ("authorization", "Basic YWRhOmFkYQ==".to_owned(), "Missing"),
+        ("x-api-key", "wrong".to_owned(), "Wrong API key"),
+        ("x-api-key", String::new(), "Wrong API key"),
+    ] {
+        let resp = api
+            .http
+            .post(api.url("/threads/search"))
+            .header(header, &value)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 401, "{header}: {value}");
+        assert_eq!(resp.headers()["www-authenticate"], "Bearer");
+        let body: Value = resp.json().await.unwrap();
+        assert!(
+            body["detail"].as_str().unwrap().contains(says),
+            "{header} {value}: {body}"
+        );
+    }
+    let (status, _) = api.post("/threads/search", json!({})).await;
+    assert_eq!(status, 401, "no credential at all");
+    assert_eq!(api.get("/ok").await.0, 200, "health checks need none");
+}
+
+#[tokio::test]
+async fn permissions_in_the_servers_vocabulary_are_enforced() {
+    let api = serve(graphs::server().auth(auth().await)).await;
+    let reader = As {
+        api: api.clone(),
+        header: (
+            "authorization",
+            format!(
+                "Bearer {}",
+                token(
+                    "rita",
+                    json!({"permissions": ["threads:read", "store:read"]})
+                )
+            ),
+        ),
+    };
+    assert_eq!(reader.post("/threads/search", json!({})).await.0, 200);
+    let (status, v) = reader.post("/threads", json!({})).await;
+    assert_eq!(status, 403, "{v}");
+    assert!(
+        v["detail"].as_str().unwrap().contains("threads:write"),
+        "{v}"
+    );
+    assert_eq!(
+        reader
+            .post("/runs/wait", json!({"assistant_id": "simple", "input": {}}))
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        reader
+            .call(
+                Method::PUT,
+                "/store/items",
+                Some(json!({"namespace": ["rita"], "key": "k", "value": {}}))
+            )
+            .await
+            .0,
+        403
+    );
+    assert_eq!(reader.post("/store/items/search", json!({})).await.0, 200);
+    assert_eq!(reader.post("/runs/crons/search", json!({})).await.0, 403);
+    // OAuth scopes that are not the server's restrict nothing.
+    let oidc = As {
+        api: api.clone(),
+        header: (
+            "authorization",
+            format!(
+                "Bearer {}",
+                token("olga", json!({"scope": "openid profile"}))
+            ),
+        ),
+    };
+    assert_eq!(oidc.post("/threads", json!({})).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_keys_file_names_users_and_is_read_again_when_it_changes() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-keys-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("keys.toml");
+    std::fs::write(
+        &path,
+        "[[key]]\nkey = \"ada-key\"\nidentity = \"ada\"\n\n[[key]]\nkey = \"ops-key\"\nidentity = \"ops\"\noperator = true\n",
+    )
+    .unwrap();
+    let keys = ApiKeys::file(&path).await.unwrap();
+    let api = serve(graphs::server().auth(Builtin::new().keys(keys))).await;
+    let key = |k: &str| As {
+        api: api.clone(),
+        header: ("x-api-key", k.to_owned()),
+    };
+    let t = key("ada-key")
+        .ok(Method::POST, "/threads", Some(json!({})))
+        .await;
+    assert_eq!(t["metadata"]["owner"], "ada");
+    assert_eq!(
+        key("ops-key")
+            .ids("/threads/search", "thread_id")
+            .await
+            .len(),
+        1
+    );
+    std::fs::write(
+        &path,
+        "[[key]]\nkey = \"ops-key\"\nidentity = \"ops\"\noperator = true\n",
+    )
+    .unwrap();
+    let mut revoked = false;
+    for _ in 0..40 {
+        if key("ada-key").post("/threads/search", json!({})).await.0 == 401 {
+            revoked = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(revoked, "a key taken out of the file stops working");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn an_empty_api_key_does_not_start_a_server() {
+    let e = graphs::server().api_key("").build().await.err().unwrap();
+    assert!(e.to_string().contains("empty"), "{e}");
+}
+
+#[tokio::test]
+async fn pages_from_other_origins_and_rebinding_hosts_are_refused() {
+    let api = serve(graphs::server()).await;
+    let send = |origin: Option<&str>, host: Option<&str>, path: &str| {
+        let mut req = api
+            .http
+            .post(api.url(path))
+            .header("content-type", "text/plain")
+            .body("{}");
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(h) = host {
+            req = req.header("host", h);
+        }
+        req.send()
+    };
+    // A simple cross-origin POST (text/plain, no preflight) from a page elsewhere.
+    let resp = send(Some("https://evil.example"), None, "/threads/search")
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert!(resp.headers().get("access-control-allow-origin").is_none());
+    // Studio, a local dev server, and the server's own page are allowed.
+    for origin in [
+        "https://smith.langchain.com".to_owned(),
+        "http://localhost:5173".to_owned(),
+        api.base.clone(),
+    ] {
+        let resp = send(Some(&origin), None, "/threads/search").await.unwrap();
+        assert_eq!(resp.status(), 200, "{origin}");
+        assert_eq!(
+            resp.headers()["access-control-allow-origin"],
+            origin.as_str()
+        );
+    }
+    // A preflight from elsewhere gets no CORS grant.
+    let pre = api
+        .http
+        .request(Method::OPTIONS, api.url("/threads"))
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(pre.headers().get("access-control-allow-origin").is_none());
+    // DNS rebinding: a keyless loopback server answers loopback names only, /mcp too.
+    for path in ["/threads/search", "/mcp", "/ok"] {
+        let resp = send(None, Some("evil.example:2024"), path).await.unwrap();
+        assert_eq!(resp.status(), 403, "{path}");
+    }
+    let resp = send(None, Some("localhost:2024"), "/threads/search")
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+
+    // With auth, any host may be served (a rebinding page holds no credential), and an
+    // explicit list of origins replaces the default.
+    let open = serve(
+        graphs::server()
+            .auth(auth().await)
+            .cors_allow_origins(["https://app.example.com"]),
+    )
+    .await;
+    let op = |origin: &str| {
+        open.http
+            .post(open.url("/threads/search"))
+            .header("x-api-key", OPERATOR)
+            .header("host", "agents.example.com")
+            .header("origin", origin)
+            .json(&json!({}))
+            .send()
+    };
+    assert_eq!(op("https://app.example.com").await.unwrap().status(), 200);
+    assert_eq!(
+        op("https://smith.langchain.com").await.unwrap().status(),
+        403
+    );
+}
+
+/// Every limit is a clear 4xx.
+#[tokio::test]
+async fn every_limit_is_a_clear_4xx() {
+    let limits = Limits {
+        batch_runs: 2,
+        recursion_limit: 50,
+        queued_runs_per_thread: 2,
+        streams_per_user: 1,
+        crons_per_user: 1,
+        webhooks_in_flight: 0,
+        metadata_bytes: 100,
+        ..Limits::default()
+    };
+    let api = serve(
+        graphs::server()
+            .graph("slow", graphs::slow())
+            .limits(limits),
+    )
+    .await;
+    let detail = |v: &Value| v["detail"].as_str().unwrap_or_default().to_owned();
+
+    let (status, v) = api.post("/threads/search", json!({"limit": 1001})).await;
+    assert_eq!(status, 422, "{v}");
+    assert!(detail(&v).contains("1000"));
+    let (status, _) = api
+        .post("/threads/search", json!({"limit": 10, "offset": u64::MAX}))
+        .await;
+    assert_eq!(status, 422);
+    let run = json!({"assistant_id": "simple", "input": {"value": "x"}});
+    let (status, v) = api.post("/runs/batch", json!([run, run, run])).await;
+    assert_eq!(status, 422, "{v}");
+    assert!(detail(&v).contains("at most 2"));
+    let (status, v) = api
+        .post(
+            "/runs/wait",
+            json!({"assistant_id": "simple", "input": {"value": "x"}, "config": {"recursion_limit": 51}}),
+        )
+        .await;
+    assert_eq!(status, 422, "{v}");
+    assert!(detail(&v).contains("1 to 50"));
+    let big = json!({"k": "x".repeat(200)});
+    for (path, body) in [
+        ("/threads", json!({"metadata": big})),
+        (
+            "/assistants",
+            json!({"graph_id": "simple", "metadata": big}),
+        ),
+        (
+            "/runs",
+            json!({"assistant_id": "simple", "input": {}, "metadata": big}),
+        ),
+        (
+            "/runs/crons",
+            json!({"assistant_id": "simple", "schedule": "0 0 * * *", "metadata": big}),
+        ),
+    ] {
+        let (status, v) = api.post(path, body).await;
+        assert_eq!(status, 422, "{path}: {v}");
+        assert!(detail(&v).contains("metadata"), "{v}");
+    }
+    let (status, v) = api
+        .post(
+            "/runs",
+            json!({"assistant_id": "simple", "input": {}, "webhook": "https://93.184.215.14/hook"}),
+        )
+        .await;
+    assert_eq!(status, 429, "{v}");
+
+    // Crons per user.
+    let cron = json!({"assistant_id": "simple", "schedule": "0 0 * * *"});
+    assert_eq!(api.post("/runs/crons", cron.clone()).await.0, 200);
+    let (status, v) = api.post("/runs/crons", cron).await;
+    assert_eq!(status, 429, "{v}");
+
+    // Queued runs per thread: one running (slow), two waiting, the third refused.
+    let (_, t) = api.post("/threads", json!({})).await;
+    let t = t["thread_id"].as_str().unwrap();
+    let slow = json!({"assistant_id": "slow", "input": {"seconds": 30.0}, "multitask_strategy": "enqueue"});
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(
+            api.post(&format!("/threads/{t}/runs"), slow.clone())
+                .await
+                .0,
+        );
+    }
+    assert_eq!(statuses, [200, 200, 200, 429]);
+
+    // Open streams per user: a second stream while one is open is refused.
+    let first = api
+        .http
+        .get(api.url(&format!("/threads/{t}/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let (status, v) = api
+        .post(
+            "/runs/stream",
+            json!({"assistant_id": "simple", "input": {"value": "x"}}),
+        )
+        .await;
+    assert_eq!(status, 429, "{v}");
+    drop(first);
+    let mut freed = false;
+    for _ in 0..50 {
+        let (status, _) = api
+            .post(
+                "/runs/stream",
+                json!({"assistant_id": "simple", "input": {"value": "x"}}),
+            )
+            .await;
+        if status == 200 {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "a closed stream gives its place back");
+    api.post("/runs/cancel?action=interrupt", json!({"status": "all"}))
+        .await;
+}
+
+/// A graph whose node fails quoting a value of the server's environment (as a provider's
+/// connection error quotes its base URL).
+#[derive(GraphState, Clone, Default, Debug)]
+struct Leaky {
+    out: String,
+}
+
+#[tokio::test]
+async fn no_environment_value_reaches_a_client_in_an_error() {
+    let secret = std::env::var("PATH").unwrap();
+    let leaky = StateGraph::<Leaky>::new()
+        .add_node("leak", |_s: Arc<Leaky>| async move {
+            let path = std::env::var("PATH").unwrap_or_default();
+            Err::<LeakyUpdate, _>(agent_core::BoxError::from(format!(
+                "cannot reach http://model.internal/?path={path}"
+            )))
+        })
+        .add_edge(START, "leak")
+        .add_edge("leak", END);
+    let api = serve(graphs::server().graph("leaky", leaky)).await;
+    let (_, out) = api
+        .post("/runs/wait", json!({"assistant_id": "leaky", "input": {}}))
+        .await;
+    let text = out.to_string();
+    assert!(text.contains("cannot reach"), "{text}");
+    assert!(text.contains("[redacted]"), "{text}");
+    assert!(!text.contains(&secret), "{text}");
+    let resp = api
+        .http
+        .post(api.url("/runs/stream"))
+        .json(&json!({"assistant_id": "leaky", "input": {}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(resp.contains("event: error"), "{resp}");
+    assert!(!resp.contains(&secret), "{resp}");
+}
