@@ -230,6 +230,66 @@ async fn an_interrupt_is_answered_from_the_page() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_for_a_token_and_its_user_owns_the_chat() {
+    let Some(browser) = Browser::open().await else {
+        return;
+    };
+    let secret = b"page-test-secret-page-test-secret!!".to_vec();
+    let auth = agent_server::auth::Builtin::new().jwt(
+        agent_server::auth::Jwt::new(agent_server::auth::JwtKeys::Secret(secret.clone()))
+            .await
+            .unwrap(),
+    );
+    let base = start(graphs::server().auth(auth)).await;
+    let token = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &serde_json::json!({"sub": "pat", "exp": jsonwebtoken::get_current_timestamp() + 600}),
+        &jsonwebtoken::EncodingKey::from_secret(&secret).unwrap(),
+    )
+    .unwrap();
+    let c = browser.page();
+    let typed = token.clone();
+    let at = base.clone();
+    browser
+        .run(async move {
+            c.goto(&format!("{at}/")).await.unwrap();
+            type_in(
+                &c,
+                "#key-form:not([hidden]) #api-key",
+                &format!("{typed}{}", char::from(Key::Enter)),
+            )
+            .await;
+            until(
+                &c,
+                "the graphs once the token is given",
+                "return document.querySelectorAll('#graphs li.card').length === 2
+                     && document.querySelector('#key-form').hidden",
+            )
+            .await;
+            click(&c, "li.card[data-graph=\"agent\"] a.button").await;
+            type_in(&c, "#message", &format!("hello{}", char::from(Key::Enter))).await;
+            until(
+                &c,
+                "the answer",
+                "return document.querySelector('#chat-status').textContent === 'Done.'",
+            )
+            .await;
+        })
+        .await;
+    let threads: Value = reqwest::Client::new()
+        .post(format!("{base}/threads/search"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(threads[0]["metadata"]["owner"], "pat", "{threads}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_asks_for_the_api_key() {
     let Some(browser) = Browser::open().await else {
         return;

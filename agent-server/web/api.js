@@ -10,18 +10,22 @@ export class ApiError extends Error {
   }
 }
 
-/** Called when the server asks for an API key (a 401). */
+/** Called when the server asks for a credential (a 401): an API key or a token. */
 let onUnauthorized = () => {};
 export function whenUnauthorized(f) { onUnauthorized = f; }
 export function setApiKey(key) {
   if (key) localStorage.setItem(KEY, key); else localStorage.removeItem(KEY);
 }
 
+/** A JWT (three base64url parts) goes as a bearer token; anything else is an API key. */
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
 function headers(json) {
   const h = {};
   if (json) h["content-type"] = "application/json";
   const key = localStorage.getItem(KEY);
-  if (key) h["x-api-key"] = key;
+  if (key && JWT.test(key)) h["authorization"] = `Bearer ${key}`;
+  else if (key) h["x-api-key"] = key;
   return h;
 }
 

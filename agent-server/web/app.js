@@ -1,4 +1,4 @@
-// The page's entry: the header, the API key prompt, hash routes to the screens, and the
+// The page's entry: the header, the credential prompt (an API key or a JWT), hash routes to the screens, and the
 // graphs list (each graph with its description and drawing).
 
 import * as api from "./api.js";
