@@ -4,7 +4,9 @@
 #   ${AGENTGRAPH_CACHE:-$HOME/.cache/agentgraph}/sdk-py-<version>   (venv with langgraph-sdk only)
 #   ${AGENTGRAPH_CACHE:-$HOME/.cache/agentgraph}/sdk-js-<version>   (npm ci from the committed lock)
 # Usage: run.sh URL [extra args for both scripts, e.g. --serial, --only a,b, --api-key K]
-# Env: SDK_CHECK_LANGS="py js" (default both), PYTHON (default python3), NPM (default npm).
+# Env: SDK_CHECK_LANGS="py js" (default both), SDK_CHECK_SCRIPT (default sdk_check: the
+# conformance checks; auth_check: two JWT users against `agent serve`), PYTHON (default
+# python3), NPM (default npm).
 # Exit status: non-zero if either script failed (or could not be installed).
 set -uo pipefail
 
@@ -17,6 +19,7 @@ shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${AGENTGRAPH_CACHE:-$HOME/.cache/agentgraph}
 LANGS=${SDK_CHECK_LANGS:-py js}
+SCRIPT=${SDK_CHECK_SCRIPT:-sdk_check}
 PYTHON=${PYTHON:-python3}
 NPM=${NPM:-npm}
 mkdir -p "$CACHE"
@@ -49,7 +52,7 @@ install_js() {
       echo "$lock_sum" > "$dir/.installed" || { echo "could not install @langchain/langgraph-sdk $ver" >&2; return 1; }
   fi
   # ESM resolves imports next to the script, so the script runs from the install dir
-  cp "$HERE/js/sdk_check.mjs" "$dir/sdk_check.mjs" || return 1
+  cp "$HERE/js/$SCRIPT.mjs" "$dir/$SCRIPT.mjs" || return 1
   JS_DIR=$dir
 }
 
@@ -59,7 +62,7 @@ for lang in $LANGS; do
     py)
       echo "== python langgraph-sdk checks against $URL"
       if install_py; then
-        "$PY_DIR/bin/python" "$HERE/python/sdk_check.py" "$URL" "$@" || status=1
+        "$PY_DIR/bin/python" "$HERE/python/$SCRIPT.py" "$URL" "$@" || status=1
       else
         echo "FAIL python: install"
         status=1
@@ -68,7 +71,7 @@ for lang in $LANGS; do
     js)
       echo "== JS @langchain/langgraph-sdk checks against $URL"
       if install_js; then
-        node "$JS_DIR/sdk_check.mjs" "$URL" "$@" || status=1
+        node "$JS_DIR/$SCRIPT.mjs" "$URL" "$@" || status=1
       else
         echo "FAIL js: install"
         status=1
