@@ -7,7 +7,7 @@
 //!   the erased [`Flow`] the CLI and the tests use, and [`FLOWS`], the list.
 //! - [`env`](mod@env): what a flow is built from (the model, the clock, options).
 //! - [`serve`]: a flow served over the LangGraph API ([`ServeFlow`]): what a request may set
-//!   (each option's [`Access`](registry::Access)) and the models it may pick ([`Models`]).
+//!   (each option's [`Access`]) and the models it may pick ([`Models`]).
 //! - [`offline`]: rule-based models behind the `ChatModel` trait, the default of the CLI and
 //!   of the snapshot tests; real providers plug in with `--model` / `AGENTGRAPH_MODEL`.
 //! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.

@@ -263,7 +263,10 @@ pub(crate) fn env_from_context(
         };
         env = env.with_option(key.clone(), value);
     }
-    if let Some(user) = map.get(AUTH_USER_KEY) {
+    let identities = options.iter().filter(|o| o.access == Access::Identity);
+    if let Some(user) = map.get(AUTH_USER_KEY)
+        && identities.clone().next().is_some()
+    {
         let identity = user
             .get("identity")
             .and_then(Value::as_str)
@@ -272,7 +275,7 @@ pub(crate) fn env_from_context(
             .ok_or_else(|| {
                 format!("context.{AUTH_USER_KEY}: the authenticated user has no identity")
             })?;
-        for option in options.iter().filter(|o| o.access == Access::Identity) {
+        for option in identities {
             env = env.with_option(option.key, identity);
         }
     }
@@ -326,7 +329,7 @@ pub(crate) fn context_schema(options: &[FlowOption], defaults: &FlowEnv, models:
             }
             Access::Catalog(names) => json!({
                 "title": o.key,
-                "description": o.help,
+                "description": format!("{}; here {}", o.help, o.access.describe()),
                 "anyOf": [
                     {"type": "string", "enum": names},
                     {"type": "object", "description": format!("the {} itself, in the shape of its JSON file", o.key)},
@@ -416,6 +419,7 @@ mod tests {
         // A flow without identity options runs the same with or without one.
         let env = form(json!({"langgraph_auth_user": {"identity": "ivan"}})).unwrap();
         assert!(env.options.is_empty());
+        assert!(form(json!({"langgraph_auth_user": {"is_authenticated": false}})).is_ok());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `agent serve`, the built binary: the five flows behind the LangGraph API, a chat turn
-//! answered by a flow, the flow options a run's context may set (and a 422 for others),
+//! answered by a flow, the flow options a run's context may set (and a 422 for others: a
+//! hostile request names no file, database, user or unlisted model, raises no limit, and
+//! reads nothing back), the operator's settings checked and form files read once at start,
 //! the API key, the refusal to listen beyond loopback without one, and private webhook
 //! targets refused unless `--allow-private-webhooks`.
 

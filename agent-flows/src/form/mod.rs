@@ -254,7 +254,7 @@ impl FlowSpec for Form {
         file (`--form FILE`).";
     const OPTIONS: &'static [FlowOption] = &[FlowOption {
         key: "form",
-        help: "the form to fill: a built-in form (signup: name then email, the default; contact: name, email, phone), a form as JSON in a form file's shape, or a TOML or JSON file (served: a file only by the operator)",
+        help: "the form to fill: a built-in form (signup: name then email, the default; contact: name, email, phone), a form as JSON in a form file's shape, or a TOML or JSON file",
         access: Access::Catalog(spec::BUILTIN_FORMS),
     }];
 

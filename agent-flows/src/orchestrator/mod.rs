@@ -823,12 +823,12 @@ impl FlowSpec for Orchestrator {
     const OPTIONS: &'static [FlowOption] = &[
         FlowOption {
             key: "user",
-            help: "the user whose profile applies (--user; default demo; demo users: demo, maria, ivan, guest); served: the authenticated caller, else the operator's",
+            help: "the user whose profile applies (--user; default demo; demo users: demo, maria, ivan, guest)",
             access: Access::Identity,
         },
         FlowOption {
             key: "profiles",
-            help: "a SQLite file of user profiles (default: in memory, seeded with the demo users); served: the operator's only",
+            help: "a SQLite file of user profiles (default: in memory, seeded with the demo users)",
             access: Access::Operator,
         },
         FlowOption {
