@@ -6,6 +6,8 @@
 //! - [`registry`]: the typed [`FlowSpec`] each flow module implements,
 //!   the erased [`Flow`] the CLI and the tests use, and [`FLOWS`], the list.
 //! - [`env`](mod@env): what a flow is built from (the model, the clock, options).
+//! - [`serve`]: a flow served over the LangGraph API ([`ServeFlow`]): what a request may set
+//!   (each option's [`Access`]) and the models it may pick ([`Models`]).
 //! - [`offline`]: rule-based models behind the `ChatModel` trait, the default of the CLI and
 //!   of the snapshot tests; real providers plug in with `--model` / `AGENTGRAPH_MODEL`.
 //! - [`lang`]: the seeds' languages (Spanish, English, Russian) for the offline rules.
@@ -39,11 +41,13 @@ pub mod offline;
 pub mod orchestrator;
 pub mod react;
 pub mod registry;
+pub mod serve;
 pub mod tool_router;
 
 pub use env::FlowEnv;
 pub use error::FlowError;
-pub use registry::{Flow, FlowInfo, FlowSession, FlowSpec, StreamItem, TurnReport};
+pub use registry::{Access, Flow, FlowInfo, FlowSession, FlowSpec, StreamItem, TurnReport};
+pub use serve::{Models, ServeFlow};
 
 use registry::Entry;
 

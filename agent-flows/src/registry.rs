@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
+use crate::serve::{self, ServeFlow};
 
 /// A conversation to show a flow with: the user's messages, one turn each, on one thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -39,6 +40,86 @@ pub struct FlowOption {
     pub key: &'static str,
     /// What it does and which values it takes.
     pub help: &'static str,
+    /// Who may set it when the flow is served (`agent run` is the operator's: it sets all).
+    pub access: Access,
+}
+
+/// Who may set a flow option of a served flow ([`Flow::serve`]): every HTTP request is
+/// hostile, so a client sets only what the operator allows, never a path, a URL, a database or
+/// an identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Any client may set it in a run's or assistant's `context` (checked and bounded by the
+    /// flow).
+    Client,
+    /// A limit: the operator (CLI flag / `--set` / config file) sets the ceiling; a client
+    /// may lower it, never raise it past the operator's value (or `default`, the flow's,
+    /// when the operator set none).
+    Ceiling {
+        /// The flow's own value of the option.
+        default: u64,
+    },
+    /// Only the operator: anything that names a file, a directory, a URL, a database.
+    Operator,
+    /// Who the run is for: from the authenticated caller, else the operator's value; never
+    /// from a client's context.
+    Identity,
+    /// A client may pick one of these names or send the thing itself as an inline JSON
+    /// object (the option's value is then that object's JSON text, checked like a file); a
+    /// path only the operator.
+    Catalog(&'static [&'static str]),
+}
+
+impl Access {
+    /// Whether a request's context may set the option (within its bounds).
+    pub fn client_may_set(self) -> bool {
+        matches!(
+            self,
+            Access::Client | Access::Ceiling { .. } | Access::Catalog(_)
+        )
+    }
+
+    /// Who sets the option of a served flow, in words (`agent list`).
+    pub fn describe(self) -> String {
+        match self {
+            Access::Client => "a request may set it".to_owned(),
+            Access::Ceiling { default } => {
+                format!("the operator sets the ceiling (default {default}); a request may lower it")
+            }
+            Access::Operator => "the operator only".to_owned(),
+            Access::Identity => {
+                "the authenticated caller, else the operator; never a request".to_owned()
+            }
+            Access::Catalog(names) => format!(
+                "a request may pick {} or send one as a JSON object; a file: the operator only",
+                names.join(", ")
+            ),
+        }
+    }
+}
+
+/// `{"kind": "client" | "ceiling" | "operator" | "identity" | "catalog"}`, with `default`
+/// (ceiling) or `names` (catalog), and `who` in words.
+impl Serialize for Access {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        let kind = match self {
+            Access::Client => "client",
+            Access::Ceiling { .. } => "ceiling",
+            Access::Operator => "operator",
+            Access::Identity => "identity",
+            Access::Catalog(_) => "catalog",
+        };
+        map.serialize_entry("kind", kind)?;
+        match self {
+            Access::Ceiling { default } => map.serialize_entry("default", default)?,
+            Access::Catalog(names) => map.serialize_entry("names", names)?,
+            _ => {}
+        }
+        map.serialize_entry("who", &self.describe())?;
+        map.end()
+    }
 }
 
 /// The longest message, in characters, of the flows without a limit of their own
@@ -85,6 +166,13 @@ pub trait FlowSpec: Send + Sync + 'static {
     /// The context for `env` (the offline model unless `env` names one).
     fn context(env: &FlowEnv) -> Result<Self::Context, FlowError>;
 
+    /// The operator's settings made ready to serve, once, when the flow is served: the files
+    /// they name are read now (a form file becomes the form itself, as JSON), so that no run
+    /// reads a file. By default they stay as they are.
+    fn prepare(env: FlowEnv) -> Result<FlowEnv, FlowError> {
+        Ok(env)
+    }
+
     /// The input of one turn: the user's message (and whatever else the flow resets per turn).
     fn input(
         message: &str,
@@ -103,15 +191,19 @@ pub trait Flow: Send + Sync {
     /// The compiled graph drawn in Mermaid, or as an ASCII outline.
     fn diagram(&self, ascii: bool) -> Result<String, FlowError>;
 
-    /// Adds the flow to a server under its name. Each run's `context` sets what the CLI's
-    /// flags set: `model` (`"openai:gpt-4o-mini"`, `"offline"`...) and the flow's own options
-    /// by name; what it leaves out comes from `defaults`. A chat turn (one human message, what
-    /// chat UIs send) becomes the flow's turn input, as `agent run` makes it.
+    /// Adds the flow to a server as `served` says: under its id, with the operator's settings
+    /// (checked now: a bad one, a form file that does not read, fails here and not in a run;
+    /// files are read once, here) and the models runs may pick. Each run's `context` sets
+    /// what its options' [`Access`] lets a client set: `model` (one of `served.models`), the
+    /// client options, limits lowered, a catalog's names or an inline object; the
+    /// authenticated caller (`langgraph_auth_user`) is who the run is for. What it leaves out
+    /// comes from `served.defaults`. A chat turn (one human message, what chat UIs send)
+    /// becomes the flow's turn input, as `agent run` makes it.
     fn serve(
         &self,
         builder: agent_server::ServerBuilder,
-        defaults: FlowEnv,
-    ) -> agent_server::ServerBuilder;
+        served: &ServeFlow,
+    ) -> Result<agent_server::ServerBuilder, FlowError>;
 
     /// The flow compiled for `env`, persisting threads through `saver` when given, with
     /// `store` as its long-term memory across threads (`ctx.store()` in its nodes).
@@ -246,25 +338,45 @@ impl<F: FlowSpec> Flow for Entry<F> {
     fn serve(
         &self,
         builder: agent_server::ServerBuilder,
-        defaults: FlowEnv,
-    ) -> agent_server::ServerBuilder {
-        let for_turns = defaults.clone();
-        builder
-            .graph_with_turns(
+        served: &ServeFlow,
+    ) -> Result<agent_server::ServerBuilder, FlowError> {
+        let defaults = F::prepare(served.defaults.clone())?;
+        check_options::<F>(&defaults)?;
+        check_ceilings::<F>(&defaults)?;
+        // The operator's settings, checked once now: the context they build (a profile
+        // database opens) and a turn's input (the per-turn options).
+        F::context(&defaults)?;
+        F::input("hello", &defaults)?;
+        let schema = serve::context_schema(F::OPTIONS, &defaults, &served.models);
+        let for_context = Arc::new(ServeFlow {
+            defaults,
+            ..served.clone()
+        });
+        let for_turns = for_context.clone();
+        let env = |served: &ServeFlow, context: &Value| {
+            serve::env_from_context(
                 F::NAME,
+                F::OPTIONS,
+                &served.defaults,
+                &served.models,
+                context,
+            )
+        };
+        Ok(builder
+            .graph_with_turns(
+                served.id.clone(),
                 F::graph(),
                 move |context: &Value| {
-                    let env = env_from_context(&defaults, context)?;
-                    check_options::<F>(&env).map_err(|e| e.to_string())?;
-                    F::context(&env).map_err(|e| e.to_string())
+                    let env = env(&for_context, context)?;
+                    F::context(&env).map_err(|e| serve::client_error(F::NAME, e))
                 },
                 move |text: &str, context: &Value| {
-                    let env = env_from_context(&for_turns, context)?;
-                    F::input(text, &env).map_err(|e| e.to_string())
+                    let env = env(&for_turns, context)?;
+                    F::input(text, &env).map_err(|e| serve::client_error(F::NAME, e))
                 },
             )
-            .context_schema(context_schema(F::OPTIONS))
-            .description(F::SUMMARY)
+            .context_schema(schema)
+            .description(served.description.as_deref().unwrap_or(F::SUMMARY)))
     }
 
     fn open(
@@ -289,64 +401,6 @@ impl<F: FlowSpec> Flow for Entry<F> {
     }
 }
 
-/// The JSON Schema of what a run's `context` sets: `model` and the flow's options, all
-/// strings (the CLI's flags), none required. Clients build their settings form from it.
-fn context_schema(options: &[FlowOption]) -> Value {
-    let mut properties = serde_json::Map::new();
-    properties.insert(
-        "model".into(),
-        serde_json::json!({
-            "type": "string",
-            "title": "model",
-            "description": "The chat model: `offline` (the built-in, no network), or a provider's `provider:model` such as `openai:gpt-4o-mini`.",
-        }),
-    );
-    for o in options {
-        properties.insert(
-            o.key.into(),
-            serde_json::json!({"type": "string", "title": o.key, "description": o.help}),
-        );
-    }
-    serde_json::json!({"type": "object", "title": "Context", "properties": properties, "additionalProperties": false})
-}
-
-/// A run's `context` JSON over the server's defaults: `model` names the model, every other
-/// key is a flow option (strings, numbers and booleans as their text).
-fn env_from_context(defaults: &FlowEnv, context: &Value) -> Result<FlowEnv, String> {
-    let mut env = defaults.clone();
-    let Some(map) = context.as_object() else {
-        return if context.is_null() {
-            Ok(env)
-        } else {
-            Err("the context must be an object of settings".to_owned())
-        };
-    };
-    for (key, value) in map {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            Value::Bool(b) => (if *b { "1" } else { "0" }).to_owned(),
-            Value::Number(n) => n.to_string(),
-            Value::Null => continue,
-            other => {
-                return Err(format!(
-                    "context.{key} must be a string, number or boolean, not {other}"
-                ));
-            }
-        };
-        if key == "model" {
-            let spec = text.trim();
-            env.model = if spec.is_empty() || spec == "offline" {
-                None
-            } else {
-                Some(agent_llm::init_chat_model(spec).map_err(|e| format!("context.model: {e}"))?)
-            };
-        } else {
-            env = env.with_option(key.clone(), text);
-        }
-    }
-    Ok(env)
-}
-
 /// Refuses options the flow does not take, naming the ones it does.
 fn check_options<F: FlowSpec>(env: &FlowEnv) -> Result<(), FlowError> {
     for key in env.options.keys() {
@@ -363,6 +417,23 @@ fn check_options<F: FlowSpec>(env: &FlowEnv) -> Result<(), FlowError> {
                         known.join(", ")
                     )
                 },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an operator's limit that is not a whole number (a served flow compares requests'
+/// values with it).
+fn check_ceilings<F: FlowSpec>(env: &FlowEnv) -> Result<(), FlowError> {
+    for option in F::OPTIONS {
+        if let (Access::Ceiling { .. }, Some(value)) = (option.access, env.option(option.key))
+            && value.trim().parse::<u64>().is_err()
+        {
+            return Err(FlowError::Option {
+                flow: F::NAME,
+                key: option.key.to_owned(),
+                message: format!("`{value}` is not a whole number"),
             });
         }
     }

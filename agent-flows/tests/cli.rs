@@ -18,6 +18,27 @@ fn list_names_every_flow() {
     let out = run(s.agent(&["list", "--json"]));
     let first: Value = serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
     assert_eq!(first["name"], "tool-router");
+    // Each option says who may set it when the flow is served.
+    let orchestrator: Value = serde_json::from_str(out.stdout.lines().nth(2).unwrap()).unwrap();
+    let access = |key: &str| {
+        orchestrator["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["key"] == key)
+            .unwrap()["access"]
+            .clone()
+    };
+    assert_eq!(access("user")["kind"], "identity");
+    assert_eq!(access("profiles")["kind"], "operator");
+    assert_eq!(access("planner")["kind"], "client");
+    assert_eq!(access("max_input_chars")["default"], 4000);
+    assert!(
+        access("max_retries")["who"]
+            .as_str()
+            .unwrap()
+            .contains("a request may lower it")
+    );
 }
 
 /// Whether `line` tells the time in `city` in Spanish: "En Lima son las 16:10 ..." or, in the

@@ -1,5 +1,7 @@
 //! `agent serve`, the built binary: the five flows behind the LangGraph API, a chat turn
-//! answered by a flow, the flow options a run's context may set (and a 422 for others),
+//! answered by a flow, the flow options a run's context may set (and a 422 for others: a
+//! hostile request names no file, database, user or unlisted model, raises no limit, and
+//! reads nothing back), the operator's settings checked and form files read once at start,
 //! the API key, the refusal to listen beyond loopback without one, and private webhook
 //! targets refused unless `--allow-private-webhooks`.
 
@@ -26,9 +28,15 @@ impl Drop for Served {
 }
 
 fn serve(s: &Scratch, extra: &[&str]) -> Served {
+    serve_with(s, extra, &[])
+}
+
+fn serve_with(s: &Scratch, extra: &[&str], env: &[(&str, &str)]) -> Served {
     let mut args = vec!["serve", "--port", "0"];
     args.extend_from_slice(extra);
-    let mut child = s.agent(&args).stderr(Stdio::piped()).spawn().unwrap();
+    let mut agent = s.agent(&args);
+    agent.envs(env.iter().copied());
+    let mut child = agent.stderr(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     stderr.read_line(&mut line).unwrap();
@@ -206,4 +214,304 @@ async fn private_webhooks_need_the_flag() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+}
+
+/// What a run request answered: its status and its body as text.
+async fn post(c: &reqwest::Client, url: &str, body: &Value) -> (u16, String) {
+    let resp = c
+        .post(format!("{url}/runs/wait"))
+        .timeout(std::time::Duration::from_secs(20))
+        .json(body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{body}: no answer: {e}"));
+    let status = resp.status().as_u16();
+    (status, resp.text().await.unwrap())
+}
+
+/// The `detail` of a 422, which must name `option` and say the operator sets it.
+fn operator_only(status: u16, body: &str, option: &str) -> String {
+    assert_eq!(status, 422, "{body}");
+    let detail = serde_json::from_str::<Value>(body).unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(detail.contains(&format!("`{option}`")), "{detail}");
+    assert!(detail.contains("operator"), "{detail}");
+    detail
+}
+
+/// Every request is hostile: a run's `context` sets only what the operator lets a client set.
+/// No path, database, identity or model of the client's choosing; limits only lowered; error
+/// text quotes nothing the server read. One server for every case.
+#[tokio::test]
+async fn a_request_sets_only_what_the_operator_allows() {
+    let s = Scratch::new("serve-hostile");
+    let canary = format!("canary-{:016x}", fastrand::u64(..));
+    let server = serve_with(
+        &s,
+        &["--models", "offline,ollama:qwen2.5", "--set", "user=ivan"],
+        &[
+            ("AGENTGRAPH_TEST_CANARY", canary.as_str()),
+            ("OLLAMA_HOST", "http://127.0.0.1:9"),
+        ],
+    );
+    let c = client();
+    let url = server.url.as_str();
+    let mut answers = Vec::new();
+
+    // (a) A form "file" names a file of the server: refused before anything is read.
+    let fifo = s.path("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    for path in [
+        "/proc/self/environ",
+        "/etc/passwd",
+        "/dev/zero",
+        fifo.to_str().unwrap(),
+    ] {
+        let started = std::time::Instant::now();
+        let (status, body) = post(
+            &c,
+            url,
+            &json!({"assistant_id": "form", "input": chat("hi"), "context": {"form": path}}),
+        )
+        .await;
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{path}: took {:?}",
+            started.elapsed()
+        );
+        let detail = operator_only(status, &body, "form");
+        assert!(
+            !detail.contains(path),
+            "the value sent is not quoted: {detail}"
+        );
+        answers.push(body);
+    }
+    // The server still answers a normal run after them.
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "form", "input": chat("hi"), "context": {"form": "contact"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    answers.push(body);
+
+    // (b) A profile database of the client's choosing: refused, and nothing is created.
+    let db = s.path("x.db");
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "orchestrator", "input": chat("hi"),
+                "context": {"profiles": db.to_str().unwrap()}}),
+    )
+    .await;
+    operator_only(status, &body, "profiles");
+    assert!(!db.exists(), "no file at {}", db.display());
+    answers.push(body);
+
+    // (c) Whose profile a run gets: never the client's say, neither through the context...
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "orchestrator", "input": chat("hi"), "context": {"user": "maria"}}),
+    )
+    .await;
+    operator_only(status, &body, "user");
+    answers.push(body);
+    // ...nor through the state's `user_id` in a raw input: the operator's user (`--set
+    // user=ivan`) runs it.
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "orchestrator",
+                "input": {"user_id": "maria", "messages": [{"role": "user", "content": "Hello!"}]}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let out: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(out["user_id"], "ivan", "{out}");
+    assert_eq!(out["user_context"]["user_id"], "ivan", "{out}");
+    answers.push(body);
+
+    // (d) A limit: lowered, the flow applies it; raised, refused with the ceiling named.
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "orchestrator", "input": chat("hi"),
+                "context": {"max_input_chars": 100000}}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.contains("max_input_chars") && body.contains("4000"),
+        "{body}"
+    );
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "orchestrator",
+                "input": chat("What was the unemployment rate in 2008?"),
+                "context": {"max_input_chars": "20"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("the message has 39 characters; the limit is 20"),
+        "{body}"
+    );
+
+    // (e) Models: one of the operator's list, else refused with the list named.
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "tool-router", "input": chat("hi"),
+                "context": {"model": "ollama:llama3"}}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("offline, ollama:qwen2.5"), "{body}");
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "tool-router", "input": chat("What time is it in Tokyo?"),
+                "context": {"model": "offline"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Tokyo"), "{body}");
+    let found: Value = c
+        .post(format!("{url}/assistants/search"))
+        .json(&json!({"graph_id": "orchestrator"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let assistant = found[0]["assistant_id"].as_str().unwrap();
+    let schemas: Value = c
+        .get(format!("{url}/assistants/{assistant}/schemas"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let context = &schemas["context_schema"]["properties"];
+    assert_eq!(
+        context["model"]["enum"],
+        json!(["offline", "ollama:qwen2.5"])
+    );
+    assert_eq!(context["max_input_chars"]["maximum"], 4000, "{context}");
+    assert!(
+        context.get("user").is_none() && context.get("profiles").is_none(),
+        "{context}"
+    );
+
+    // (f) A form as a JSON object: the flow asks its first field; a bad one names the field.
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "form", "input": chat("hi"),
+        "context": {"form": {"name": "trip", "fields": [
+            {"name": "city", "type": "text", "prompt": {"en": "Which city are you flying to?"}}
+        ]}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Which city are you flying to?"), "{body}");
+    let (status, body) = post(
+        &c,
+        url,
+        &json!({"assistant_id": "form", "input": chat("hi"),
+                "context": {"form": {"fields": [{"name": "email", "type": "mail"}]}}}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.contains("field 1 (`email`): unknown type `mail`"),
+        "{body}"
+    );
+
+    // Nothing the server read reached a client.
+    let home = s.dir.display().to_string();
+    for body in &answers {
+        assert!(!body.contains(&canary), "the environment leaked: {body}");
+        assert!(!body.contains("AGENTGRAPH_TEST_CANARY"), "{body}");
+        assert!(!body.contains(&home), "{body}");
+        assert!(!body.contains("root:"), "/etc/passwd leaked: {body}");
+        for line in passwd.lines().filter(|l| l.len() > 8) {
+            assert!(!body.contains(line), "/etc/passwd leaked: {body}");
+        }
+    }
+}
+
+/// `agent serve ARGS` exits with an error within seconds; its stderr.
+fn fails_to_start(s: &Scratch, args: &[&str]) -> String {
+    let mut all = vec!["serve", "--port", "0"];
+    all.extend_from_slice(args);
+    let mut child = s
+        .agent(&all)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("agent serve {args:?} started; it should have refused to");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The operator's settings are checked when `agent serve` starts, and a form file is read
+/// then, once: runs never touch it (it can be gone).
+#[tokio::test]
+async fn the_operators_settings_are_read_once_at_start() {
+    let s = Scratch::new("serve-operator");
+    let bad = s.path("bad.toml");
+    std::fs::write(&bad, "[[fields]]\nname = \"web\"\ntype = \"link\"\n").unwrap();
+    let form = format!("form={}", bad.display());
+    let stderr = fails_to_start(&s, &["--set", &form]);
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("field 1 (`web`): unknown type `link`"),
+        "{stderr}"
+    );
+    let stderr = fails_to_start(&s, &["--set", "colour=red"]);
+    assert!(stderr.contains("`colour`"), "{stderr}");
+    let stderr = fails_to_start(&s, &["--models", "offline,nope"]);
+    assert!(stderr.contains("`nope`"), "{stderr}");
+    let stderr = fails_to_start(&s, &["--set", "max_input_chars=many"]);
+    assert!(stderr.contains("max_input_chars"), "{stderr}");
+
+    let good = s.path("trip.json");
+    std::fs::write(
+        &good,
+        r#"{"fields": [{"name": "city", "type": "text", "prompt": {"en": "Which city are you flying to?"}}]}"#,
+    )
+    .unwrap();
+    let form = format!("form={}", good.display());
+    let server = serve(&s, &["--set", &form]);
+    std::fs::remove_file(&good).unwrap();
+    let c = client();
+    let (status, body) = post(
+        &c,
+        &server.url,
+        &json!({"assistant_id": "form", "input": chat("hi")}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Which city are you flying to?"), "{body}");
 }

@@ -84,7 +84,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
-use crate::registry::{Demo, FlowOption, FlowSpec, MAX_MESSAGE_CHARS, check_length};
+use crate::registry::{Access, Demo, FlowOption, FlowSpec, MAX_MESSAGE_CHARS, check_length};
 
 pub use escalation::{EscalationConfig, EscalationEngine, Policy};
 pub use spec::{FieldSpec, FieldType, FormSpec};
@@ -254,7 +254,8 @@ impl FlowSpec for Form {
         file (`--form FILE`).";
     const OPTIONS: &'static [FlowOption] = &[FlowOption {
         key: "form",
-        help: "the form to fill: a TOML or JSON file, or a built-in form (signup: name then email, the default; contact: name, email, phone)",
+        help: "the form to fill: a built-in form (signup: name then email, the default; contact: name, email, phone), a form as JSON in a form file's shape, or a TOML or JSON file",
+        access: Access::Catalog(spec::BUILTIN_FORMS),
     }];
 
     fn demos() -> &'static [Demo] {
@@ -362,6 +363,14 @@ impl FlowSpec for Form {
             env.model_or(offline::model),
             env.clock.clone(),
         ))
+    }
+
+    /// A form file is read now and kept as its form's JSON: runs read no file.
+    fn prepare(env: FlowEnv) -> Result<FlowEnv, FlowError> {
+        match env.option("form").map(spec::FormSpec::resolve) {
+            Some(form) => Ok(env.with_option("form", form?)),
+            None => Ok(env),
+        }
     }
 
     fn input(message: &str, _env: &FlowEnv) -> Result<FormStateUpdate, FlowError> {

@@ -1,8 +1,9 @@
 //! The form is data: its fields (name, type, optional custom pattern, label, prompt and the
 //! language they are written in), the language it answers in when the user's does not show,
 //! and its escalation settings. Built-in forms (`signup`: name then email, the seed's traces;
-//! `contact`: name, email, phone) or a TOML / JSON file (`--form FILE`), checked when loaded
-//! with errors that name the bad field.
+//! `contact`: name, email, phone), a TOML / JSON file (`--form FILE`), or the same JSON given
+//! inline (a served run's `context.form` object), checked when loaded with errors that name
+//! the bad field.
 //!
 //! ```toml
 //! name = "newsletter"
@@ -35,14 +36,12 @@ use super::escalation::{EscalationConfig, RawEscalation};
 use crate::error::FlowError;
 use crate::lang::Lang;
 
-/// The built-in forms: name and what it asks.
-pub const BUILTIN_FORMS: &[(&str, &str)] = &[
-    (
-        "signup",
-        "name, then email (the seed's traces; the default)",
-    ),
-    ("contact", "name, email, then phone"),
-];
+/// The built-in forms, by name ([`FormSpec::builtin`]): `signup` asks a name, then an email
+/// (the seed's traces; the default); `contact` a name, an email, then a phone number.
+pub const BUILTIN_FORMS: &[&str] = &["signup", "contact"];
+
+/// The name of a form given as JSON that names itself not.
+pub const INLINE_FORM: &str = "inline";
 
 /// The form used when none is given.
 pub const DEFAULT_FORM: &str = "signup";
@@ -246,31 +245,59 @@ impl FormSpec {
         })
     }
 
-    /// The form `spec` names: a built-in form's name, or the path of a `.toml` / `.json` file.
+    /// The form `spec` names: a built-in form's name, a form given as JSON (the text of a
+    /// JSON form file, starting with `{`: see [`FormSpec::inline`]), or the path of a
+    /// `.toml` / `.json` file.
     pub fn load(spec: &str) -> Result<FormSpec, FlowError> {
         let spec = spec.trim();
         if let Some(form) = FormSpec::builtin(spec) {
             return Ok(form);
         }
-        let path = Path::new(spec);
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            let builtins: Vec<&str> = BUILTIN_FORMS.iter().map(|(n, _)| *n).collect();
-            setup(format!(
-                "cannot read the form file {spec}: {e}; pass a TOML or JSON file, or a built-in form ({})",
-                builtins.join(", ")
-            ))
-        })?;
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "form".to_owned());
-        let json = match path.extension().and_then(|e| e.to_str()) {
-            Some(ext) if ext.eq_ignore_ascii_case("json") => true,
-            Some(ext) if ext.eq_ignore_ascii_case("toml") => false,
-            _ => text.trim_start().starts_with('{'),
+        if spec.starts_with('{') {
+            return FormSpec::inline(spec);
+        }
+        let file = FormFile::read(spec)?;
+        file.parse()
+    }
+
+    /// A form given as JSON in a form file's shape (`--set form='{"fields": [...]}'`, a served
+    /// run's `context.form` object), checked as a file is: an error names the field and is
+    /// an error of the option `form`. Named [`INLINE_FORM`] unless it names itself.
+    pub fn inline(json: &str) -> Result<FormSpec, FlowError> {
+        FormSpec::parse(json, true, INLINE_FORM).map_err(|message| FlowError::Option {
+            flow: super::FLOW,
+            key: "form".to_owned(),
+            message: format!("the form given as JSON: {message}"),
+        })
+    }
+
+    /// The form `spec` names made self-contained, as [`FormSpec::load`] takes it: a form
+    /// file is read and checked now and becomes its form as JSON (named after the file when
+    /// it names itself not), so that loading it later reads no file; a built-in form's name
+    /// or a form already given as JSON stays as it is.
+    pub fn resolve(spec: &str) -> Result<String, FlowError> {
+        let spec = spec.trim();
+        if FormSpec::builtin(spec).is_some() || spec.starts_with('{') {
+            return Ok(spec.to_owned());
+        }
+        let file = FormFile::read(spec)?;
+        file.parse()?;
+        let not_valid = |message: String| setup(format!("form file {spec}: {message}"));
+        let mut value: serde_json::Value = if file.json {
+            serde_json::from_str(&file.text).map_err(|e| not_valid(e.to_string()))?
+        } else {
+            toml::from_str(&file.text).map_err(|e| not_valid(e.to_string()))?
         };
-        FormSpec::parse(&text, json, &stem)
-            .map_err(|message| setup(format!("form file {spec}: {message}")))
+        if let Some(form) = value.as_object_mut() {
+            let named = form
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|n| !n.trim().is_empty());
+            if !named {
+                form.insert("name".to_owned(), file.stem.into());
+            }
+        }
+        Ok(value.to_string())
     }
 
     /// A form from the text of a file (`json`: JSON, else TOML); `default_name` names it when
@@ -283,6 +310,49 @@ impl FormSpec {
                 .map_err(|e| format!("not a valid form: {}", e.to_string().trim()))?
         };
         raw.check(default_name)
+    }
+}
+
+/// A form file's text, read.
+struct FormFile {
+    /// The path as given.
+    spec: String,
+    text: String,
+    /// JSON (else TOML).
+    json: bool,
+    /// The file's name without extension: the form's name unless it names itself.
+    stem: String,
+}
+
+impl FormFile {
+    fn read(spec: &str) -> Result<FormFile, FlowError> {
+        let path = Path::new(spec);
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            setup(format!(
+                "cannot read the form file {spec}: {e}; pass a TOML or JSON file, or a built-in form ({})",
+                BUILTIN_FORMS.join(", ")
+            ))
+        })?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "form".to_owned());
+        let json = match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("json") => true,
+            Some(ext) if ext.eq_ignore_ascii_case("toml") => false,
+            _ => text.trim_start().starts_with('{'),
+        };
+        Ok(FormFile {
+            spec: spec.to_owned(),
+            text,
+            json,
+            stem,
+        })
+    }
+
+    fn parse(&self) -> Result<FormSpec, FlowError> {
+        FormSpec::parse(&self.text, self.json, &self.stem)
+            .map_err(|message| setup(format!("form file {}: {message}", self.spec)))
     }
 }
 

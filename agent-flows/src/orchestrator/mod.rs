@@ -77,7 +77,9 @@
 //! - **Users.** The option `user` (`--user`, default `demo`) picks the profile; `profiles`
 //!   names a SQLite file for the store (default: in memory, seeded with
 //!   [`profiles::DEMO_USERS`]; a new file gets them too). An unknown user id runs with a
-//!   guest's permissions. Preferences: the answer language when a message shows none, the
+//!   guest's permissions. A context built from options is pinned to its user
+//!   ([`OrchestratorContext::user`]): `ingress` takes it over the state's `user_id`, so an
+//!   input that sets `user_id` (a served client's) does not change whose profile applies. Preferences: the answer language when a message shows none, the
 //!   time zone of "what time is it", and the detail of answers.
 //! - **Tools.** Time limits per attempt: `sql_query` its query limit (`sql_timeout_ms`,
 //!   default 2 s, SQLite is interrupted at it) plus 1 s, `doc_search` 2 s, `calculator` and
@@ -126,7 +128,7 @@ pub use tools::FailureKind;
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
-use crate::registry::{Demo, FlowOption, FlowSpec};
+use crate::registry::{Access, Demo, FlowOption, FlowSpec};
 
 // The nodes stay in their module: `#[node]` makes each fn a unit struct of the same name,
 // which would shadow bindings such as schemars' `generator` in derives here.
@@ -468,11 +470,17 @@ pub const MAX_CALLS: usize = 6;
 /// The most re-plans `max_retries` may allow (the recursion limit: 25 super-steps).
 pub const MAX_RETRIES_CAP: u32 = 4;
 
+/// Re-plans per turn unless `max_retries` says otherwise.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+
+/// The token budget of the conversation unless `context_tokens` says otherwise.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 1500;
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            max_retries: 2,
-            context_tokens: 1500,
+            max_retries: DEFAULT_MAX_RETRIES,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
             max_input_chars: safety::DEFAULT_MAX_INPUT_CHARS,
             tools: tools::ToolSettings::default(),
             planner: PlannerMode::Tools,
@@ -496,6 +504,10 @@ pub struct OrchestratorContext {
     pub settings: Settings,
     /// The clock.
     pub clock: Arc<dyn Clock>,
+    /// The user every run on this context is for, over the state's `user_id` (which an input
+    /// may set): the option `user` (a served run's authenticated caller, else the operator's
+    /// user) when built from a [`FlowEnv`]. `None`: the state's `user_id` ([`turn_input`]'s).
+    pub user: Option<String>,
 }
 
 impl std::fmt::Debug for OrchestratorContext {
@@ -505,6 +517,7 @@ impl std::fmt::Debug for OrchestratorContext {
             .field("tools", &self.tools)
             .field("profiles", &self.profiles)
             .field("settings", &self.settings)
+            .field("user", &self.user)
             .finish()
     }
 }
@@ -540,7 +553,15 @@ impl OrchestratorContext {
             profiles,
             settings,
             clock,
+            user: None,
         })
+    }
+
+    /// The same context pinned to `user`: every run is for them, whatever the state's
+    /// `user_id` says.
+    pub fn with_user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self
     }
 
     /// The same context with other tools (the planner is bound to them).
@@ -621,13 +642,22 @@ impl OrchestratorContext {
             }
             _ => ProfileStore::demo().map_err(setup)?,
         };
-        OrchestratorContext::new(
+        Ok(OrchestratorContext::new(
             env.model_or(offline::model),
             env.clock.clone(),
             settings,
             Arc::new(profiles),
-        )
+        )?
+        .with_user(user_option(env)))
     }
+}
+
+/// The user the option `user` names, else [`profiles::DEFAULT_USER`].
+fn user_option(env: &FlowEnv) -> &str {
+    env.option("user")
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .unwrap_or(profiles::DEFAULT_USER)
 }
 
 /// The graph, as the seed draws it.
@@ -794,30 +824,45 @@ impl FlowSpec for Orchestrator {
         FlowOption {
             key: "user",
             help: "the user whose profile applies (--user; default demo; demo users: demo, maria, ivan, guest)",
+            access: Access::Identity,
         },
         FlowOption {
             key: "profiles",
             help: "a SQLite file of user profiles (default: in memory, seeded with the demo users)",
+            access: Access::Operator,
         },
         FlowOption {
             key: "max_retries",
             help: "re-plans per turn after empty, failed or off-question results (default 2, at most 4)",
+            access: Access::Ceiling {
+                default: DEFAULT_MAX_RETRIES as u64,
+            },
         },
         FlowOption {
             key: "context_tokens",
             help: "token budget of the conversation the models see and the state keeps (default 1500)",
+            access: Access::Ceiling {
+                default: DEFAULT_CONTEXT_TOKENS as u64,
+            },
         },
         FlowOption {
             key: "sql_timeout_ms",
             help: "time limit of one SQL query in milliseconds (default 2000)",
+            access: Access::Ceiling {
+                default: tools::DEFAULT_SQL_TIMEOUT.as_millis() as u64,
+            },
         },
         FlowOption {
             key: "planner",
             help: "tools (default: the model gets the tools bound and answers with tool calls) or json (a JSON plan under a schema: for small local models)",
+            access: Access::Client,
         },
         FlowOption {
             key: "max_input_chars",
             help: "the longest message accepted, in characters (default 4000)",
+            access: Access::Ceiling {
+                default: safety::DEFAULT_MAX_INPUT_CHARS as u64,
+            },
         },
     ];
 
@@ -835,12 +880,7 @@ impl FlowSpec for Orchestrator {
     }
 
     fn input(message: &str, env: &FlowEnv) -> Result<OrchestratorStateUpdate, FlowError> {
-        let user = env
-            .option("user")
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .unwrap_or(profiles::DEFAULT_USER);
-        Ok(turn_input(message, user))
+        Ok(turn_input(message, user_option(env)))
     }
 
     fn response(state: &OrchestratorState) -> String {

@@ -138,10 +138,11 @@ pub async fn ingress(
             _ => None,
         })
         .ok_or("ingress needs a user message: the conversation has none; send one as input")?;
-    let user_id = if state.user_id.trim().is_empty() {
-        super::profiles::DEFAULT_USER.to_owned()
-    } else {
-        state.user_id.trim().to_owned()
+    // A pinned user (a served run's) wins over the state's, which an input may set.
+    let user_id = match context.user.as_deref().map(str::trim) {
+        Some(user) if !user.is_empty() => user.to_owned(),
+        _ if state.user_id.trim().is_empty() => super::profiles::DEFAULT_USER.to_owned(),
+        _ => state.user_id.trim().to_owned(),
     };
     let user_context = context.profiles.context_for(&user_id)?;
     let session_id = if state.session_id.is_empty() {

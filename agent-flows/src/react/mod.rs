@@ -94,7 +94,7 @@ use serde_json::Value;
 
 use crate::env::FlowEnv;
 use crate::error::FlowError;
-use crate::registry::{Demo, FlowOption, FlowSpec};
+use crate::registry::{Access, Demo, FlowOption, FlowSpec};
 
 pub use review::{FinalBlock, Review, Verdict};
 pub use rules::{RuleInput, SelectorRule, StaticRules};
@@ -118,6 +118,8 @@ pub const DEFAULT_MAX_TOOL_CALLS: u32 = 5;
 pub const MAX_TOOL_CALLS_RANGE: RangeInclusive<u32> = 1..=16;
 /// The range of `max_tokens` (LLM mode).
 pub const MAX_TOKENS_RANGE: RangeInclusive<u32> = 16..=4096;
+/// Rounds of tool calls the model may make unless set (LLM mode; the seed's one).
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 1;
 /// The range of `max_tool_rounds` (LLM mode).
 pub const MAX_TOOL_ROUNDS_RANGE: RangeInclusive<u32> = 1..=MAX_STEPS - 1;
 /// The longest query accepted, in characters.
@@ -271,7 +273,7 @@ impl Default for ReactState {
             mode: Mode::Static,
             llm_fallback: false,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
-            max_tool_rounds: 1,
+            max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
             selected: None,
             calls: Vec::new(),
             ready_to_answer: false,
@@ -411,7 +413,7 @@ impl Default for TurnSettings {
             llm_fallback: false,
             max_steps: DEFAULT_MAX_STEPS,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
-            max_tool_rounds: 1,
+            max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
         }
     }
 }
@@ -455,7 +457,11 @@ impl TurnSettings {
                 DEFAULT_MAX_TOOL_CALLS,
                 &MAX_TOOL_CALLS_RANGE,
             )?,
-            max_tool_rounds: number("max_tool_rounds", 1, &MAX_TOOL_ROUNDS_RANGE)?,
+            max_tool_rounds: number(
+                "max_tool_rounds",
+                DEFAULT_MAX_TOOL_ROUNDS,
+                &MAX_TOOL_ROUNDS_RANGE,
+            )?,
         })
     }
 }
@@ -693,30 +699,45 @@ impl FlowSpec for React {
         FlowOption {
             key: "mode",
             help: "static (rules; the default offline) or llm (a model picks the tools; the default with --model); also --mode",
+            access: Access::Client,
         },
         FlowOption {
             key: "llm_fallback",
             help: "1: in llm mode, an echo request runs echo deterministically (also --llm-fallback, LLM_FALLBACK=1)",
+            access: Access::Client,
         },
         FlowOption {
             key: "max_steps",
             help: "steps per turn, 1 to 8 (default 6)",
+            access: Access::Ceiling {
+                default: DEFAULT_MAX_STEPS as u64,
+            },
         },
         FlowOption {
             key: "max_tool_calls",
             help: "tool calls per turn, 1 to 16 (default 5)",
+            access: Access::Ceiling {
+                default: DEFAULT_MAX_TOOL_CALLS as u64,
+            },
         },
         FlowOption {
             key: "max_tool_rounds",
             help: "rounds of tool calls the model may make in llm mode, 1 to 7 (default 1, the seed)",
+            access: Access::Ceiling {
+                default: DEFAULT_MAX_TOOL_ROUNDS as u64,
+            },
         },
         FlowOption {
             key: "tool_choice",
             help: "auto (the model decides; the default) or required (it must call a tool while a tool round is left), llm mode",
+            access: Access::Client,
         },
         FlowOption {
             key: "max_tokens",
             help: "the most tokens of one model reply in llm mode, 16 to 4096 (default 200)",
+            access: Access::Ceiling {
+                default: nodes::MODEL_MAX_TOKENS as u64,
+            },
         },
     ];
 

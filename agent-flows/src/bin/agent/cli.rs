@@ -144,6 +144,15 @@ pub struct ServeArgs {
     /// ollama:MODEL.
     #[arg(long, env = "AGENTGRAPH_MODEL", default_value = "offline")]
     pub model: String,
+    /// The models a run's context may pick, comma-separated and/or repeated (default:
+    /// offline); --model is always one of them. Each is built at start.
+    #[arg(long, value_name = "SPEC,...", value_delimiter = ',')]
+    pub models: Vec<String>,
+    /// A flow option, KEY=VALUE, for every flow that takes it (repeatable; `agent list` shows
+    /// each flow's options and who may set them). Requests may set only some options, within
+    /// these values; files, databases and the user are the operator's alone.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub set: Vec<(String, String)>,
     /// Let runs' and crons' webhooks reach loopback, private and link-local addresses
     /// (refused by default: a client could otherwise make the server call into its network).
     #[arg(long)]

@@ -134,8 +134,11 @@ fn list(json: bool) {
         for option in info.options {
             let _ = writeln!(
                 out,
-                "{:<width$}    --set {}=...  {}",
-                "", option.key, option.help
+                "{:<width$}    --set {}=...  {} [served: {}]",
+                "",
+                option.key,
+                option.help,
+                option.access.describe()
             );
         }
     }

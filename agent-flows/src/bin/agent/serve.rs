@@ -1,10 +1,13 @@
-//! `agent serve`: every flow behind the LangGraph server API, one system assistant per flow.
+//! `agent serve`: every flow behind the LangGraph server API, one system assistant per flow,
+//! with the operator's settings (`--set`, `--model`) checked at start and the models runs
+//! may pick (`--models`) built once.
 
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use agent_flows::{FLOWS, FlowEnv};
+use agent_flows::{FLOWS, FlowEnv, Models, ServeFlow};
 
 use crate::Failure;
 use crate::cli::ServeArgs;
@@ -18,11 +21,36 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
             "refusing to serve on {host} without an API key: anyone who reaches the port could run the flows. Pass --api-key (or AGENTGRAPH_API_KEY), or keep the default --host 127.0.0.1"
         )));
     }
+    // The models runs may pick, built once: --models (offline unless given), and --model.
+    let default_model = match args.model.trim() {
+        "" => agent_flows::serve::OFFLINE,
+        spec => spec,
+    };
+    let mut specs: Vec<&str> = args
+        .models
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if specs.is_empty() {
+        specs.push(agent_flows::serve::OFFLINE);
+    }
+    specs.push(default_model);
+    let models =
+        Arc::new(Models::build(&specs).map_err(|e| Failure::usage(format!("--models: {e}")))?);
     let mut defaults = FlowEnv::offline();
-    let spec = args.model.trim();
-    if !spec.is_empty() && spec != "offline" {
-        let model = agent_llm::init_chat_model(spec).map_err(|e| Failure::runtime(e.into()))?;
+    if let Some(Some(model)) = models.get(default_model) {
         defaults = defaults.with_model(model);
+    }
+    for (key, _) in &args.set {
+        if !FLOWS
+            .iter()
+            .any(|f| f.info().options.iter().any(|o| o.key == key))
+        {
+            return Err(Failure::usage(format!(
+                "--set {key}: no flow takes the option `{key}` (`agent list` shows each flow's)"
+            )));
+        }
     }
     let db = match &args.db {
         Some(db) if !db.trim().is_empty() => db.trim().to_owned(),
@@ -49,7 +77,17 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         builder = builder.api_key(key.clone());
     }
     for flow in FLOWS {
-        builder = flow.serve(builder, defaults.clone());
+        let info = flow.info();
+        let mut env = defaults.clone();
+        for (key, value) in &args.set {
+            if info.options.iter().any(|o| o.key == key) {
+                env = env.with_option(key.clone(), value.clone());
+            }
+        }
+        let served = ServeFlow::new(info.name)
+            .with_defaults(env)
+            .with_models(models.clone());
+        builder = flow.serve(builder, &served).map_err(Failure::runtime)?;
     }
     let server = builder
         .build()
