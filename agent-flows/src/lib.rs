@@ -42,6 +42,7 @@ pub mod orchestrator;
 pub mod react;
 pub mod registry;
 pub mod serve;
+pub mod serve_config;
 pub mod tool_router;
 
 pub use env::FlowEnv;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod serve;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -38,6 +40,8 @@ impl Scratch {
             .env("XDG_DATA_HOME", self.dir.join("data"))
             .env("AGENTGRAPH_DB", self.dir.join("threads.sqlite"))
             .env_remove("AGENTGRAPH_MODEL")
+            .env_remove("AGENTGRAPH_API_KEY")
+            .env_remove("AGENTGRAPH_JWT_SECRET")
             .env_remove("LLM_FALLBACK")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());

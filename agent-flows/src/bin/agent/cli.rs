@@ -120,30 +120,57 @@ pub enum MemoryAction {
     },
 }
 
-/// Options of `serve`.
+/// Options of `serve`. Each overrides the config file's (`--config`); what neither sets takes
+/// the default shown.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The address to listen on; without an API key only a loopback address is allowed.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// The port (LangGraph's default).
-    #[arg(long, default_value_t = 2024)]
-    pub port: u16,
+    /// The operator's settings file (TOML: server, auth, limits, settings, assistants; the
+    /// README's "Deploying safely" has a complete example). Flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The address to listen on (default 127.0.0.1); beyond loopback only with auth.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// The port (default 2024, LangGraph's).
+    #[arg(long)]
+    pub port: Option<u16>,
     /// Where assistants, threads, runs and checkpoints live: a SQLite file (default: the
     /// CLI's thread store, agentgraph/threads.sqlite in the user's data directory), or a
     /// postgres:// URL that many instances share.
     #[arg(long, env = "AGENTGRAPH_DB")]
     pub db: Option<String>,
-    /// Runs executed at once by this instance.
-    #[arg(long, default_value_t = 10)]
-    pub workers: usize,
-    /// Require this key in the x-api-key header the SDKs send.
+    /// Runs executed at once by this instance (default 10).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// The operator's key, required in the x-api-key header the SDKs send: all access.
     #[arg(long, env = "AGENTGRAPH_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// A keys file: API keys (or their SHA-256) with the identity and permissions of each,
+    /// read again when it changes.
+    #[arg(long, value_name = "FILE")]
+    pub api_keys: Option<PathBuf>,
+    /// A JWKS file of public keys: JWT bearer tokens signed with them (RS256, ES256...) are
+    /// accepted, `sub` as the identity. HS256 tokens are accepted instead when the variable
+    /// AGENTGRAPH_JWT_SECRET holds their secret.
+    #[arg(long, value_name = "FILE")]
+    pub jwks: Option<PathBuf>,
+    /// The `iss` every token must carry.
+    #[arg(long, value_name = "ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// The `aud` every token must carry.
+    #[arg(long, value_name = "AUDIENCE")]
+    pub jwt_audience: Option<String>,
+    /// A web origin whose pages may call the API (repeatable; replaces the default, Studio
+    /// and loopback origins; `*` allows any).
+    #[arg(long = "cors-allow-origin", value_name = "ORIGIN")]
+    pub cors_allow_origin: Vec<String>,
+    /// A host name a server without auth answers to besides loopback ones (repeatable).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_host: Vec<String>,
     /// The model of runs whose context names none: offline, openai:MODEL, anthropic:MODEL,
-    /// ollama:MODEL.
-    #[arg(long, env = "AGENTGRAPH_MODEL", default_value = "offline")]
-    pub model: String,
+    /// ollama:MODEL (default offline).
+    #[arg(long, env = "AGENTGRAPH_MODEL")]
+    pub model: Option<String>,
     /// The models a run's context may pick, comma-separated and/or repeated (default:
     /// offline); --model is always one of them. Each is built at start.
     #[arg(long, value_name = "SPEC,...", value_delimiter = ',')]

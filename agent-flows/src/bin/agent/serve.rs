@@ -1,65 +1,101 @@
-//! `agent serve`: every flow behind the LangGraph server API, one system assistant per flow,
-//! with the operator's settings (`--set`, `--model`) checked at start and the models runs
-//! may pick (`--models`) built once.
+//! `agent serve`: flows behind the LangGraph server API — every flow under its own name, or
+//! the assistants of the config file — with the operator's settings (the file, `--set`,
+//! `--model`) checked at start, the models runs may pick (`--models`) built once, and who may
+//! call (an operator key, a keys file, JWT bearer tokens), from where (CORS, host names) and
+//! how much (limits).
 
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agent_flows::serve_config::{ServeConfig, Setting};
 use agent_flows::{FLOWS, FlowEnv, Models, ServeFlow};
+use agent_server::auth::{ApiKeys, Builtin, Jwt, JwtKeys};
 
 use crate::Failure;
 use crate::cli::ServeArgs;
 
+/// The variable the HS256 secret of bearer tokens is read from, unless the config file
+/// names another.
+const JWT_SECRET_ENV: &str = "AGENTGRAPH_JWT_SECRET";
+
 pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
-    let host: IpAddr = args.host.parse().map_err(|_| {
-        Failure::usage(format!("--host must be an IP address, not `{}`", args.host))
-    })?;
-    if !host.is_loopback() && args.api_key.is_none() {
+    let config = match &args.config {
+        Some(path) => ServeConfig::load(path).map_err(Failure::runtime)?,
+        None => ServeConfig::default(),
+    };
+    let server = &config.server;
+    let host_text = args
+        .host
+        .clone()
+        .or_else(|| server.host.clone())
+        .unwrap_or_else(|| "127.0.0.1".to_owned());
+    let host: IpAddr = host_text
+        .parse()
+        .map_err(|_| Failure::usage(format!("--host must be an IP address, not `{host_text}`")))?;
+    let port = args.port.or(server.port).unwrap_or(2024);
+    let (auth, described) = auth(args, &config).await?;
+    if !host.is_loopback() && auth.is_none() {
         return Err(Failure::usage(format!(
-            "refusing to serve on {host} without an API key: anyone who reaches the port could run the flows. Pass --api-key (or AGENTGRAPH_API_KEY), or keep the default --host 127.0.0.1"
+            "refusing to serve on {host} without auth: anyone who reaches the port could run the flows. Pass --api-key (or AGENTGRAPH_API_KEY), --api-keys FILE or JWT settings, or keep the default --host 127.0.0.1"
         )));
     }
-    // The models runs may pick, built once: --models (offline unless given), and --model.
-    let default_model = match args.model.trim() {
-        "" => agent_flows::serve::OFFLINE,
-        spec => spec,
+
+    // The models runs may pick, built once: --models (or the file's; offline unless given),
+    // and the default model.
+    let default_model = args
+        .model
+        .clone()
+        .or_else(|| server.model.clone())
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| agent_flows::serve::OFFLINE.to_owned());
+    let mut specs: Vec<String> = if args.models.is_empty() {
+        server.models.clone().unwrap_or_default()
+    } else {
+        args.models.clone()
     };
-    let mut specs: Vec<&str> = args
-        .models
-        .iter()
-        .map(|s| s.trim())
-        .filter(|s| !s.is_empty())
-        .collect();
+    specs.retain(|s| !s.trim().is_empty());
     if specs.is_empty() {
-        specs.push(agent_flows::serve::OFFLINE);
+        specs.push(agent_flows::serve::OFFLINE.to_owned());
     }
-    specs.push(default_model);
+    specs.push(default_model.trim().to_owned());
     let models =
         Arc::new(Models::build(&specs).map_err(|e| Failure::usage(format!("--models: {e}")))?);
     let mut defaults = FlowEnv::offline();
-    if let Some(Some(model)) = models.get(default_model) {
+    if let Some(Some(model)) = models.get(default_model.trim()) {
         defaults = defaults.with_model(model);
     }
-    for (key, _) in &args.set {
+
+    // Settings for every served flow that takes them: the file's, then --set.
+    let mut shared: Vec<(String, String)> = config
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.text()))
+        .collect();
+    shared.extend(args.set.iter().cloned());
+    for (key, _) in &shared {
         if !FLOWS
             .iter()
             .any(|f| f.info().options.iter().any(|o| o.key == key))
         {
             return Err(Failure::usage(format!(
-                "--set {key}: no flow takes the option `{key}` (`agent list` shows each flow's)"
+                "setting {key}: no flow takes the option `{key}` (`agent list` shows each flow's)"
             )));
         }
     }
-    let db = match &args.db {
+
+    let db = match args.db.clone().or_else(|| server.db.clone()) {
         Some(db) if !db.trim().is_empty() => db.trim().to_owned(),
         _ => crate::setup::default_db()?.display().to_string(),
     };
     let postgres = db.starts_with("postgres://") || db.starts_with("postgresql://");
     let mut builder = agent_server::Server::builder()
-        .workers(args.workers)
-        .allow_private_webhooks(args.allow_private_webhooks);
+        .workers(args.workers.or(server.workers).unwrap_or(10))
+        .allow_private_webhooks(
+            args.allow_private_webhooks || server.allow_private_webhooks == Some(true),
+        )
+        .limits(config.limits.clone());
     let shown = if postgres {
         builder = builder.postgres(db.clone());
         "PostgreSQL".to_owned()
@@ -73,32 +109,75 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         builder = builder.sqlite(&path);
         path.display().to_string()
     };
-    if let Some(key) = &args.api_key {
-        builder = builder.api_key(key.clone());
+    if let Some(auth) = auth {
+        builder = builder.auth(auth);
     }
-    for flow in FLOWS {
+    let origins = if args.cors_allow_origin.is_empty() {
+        server.cors_allow_origins.clone()
+    } else {
+        Some(args.cors_allow_origin.clone())
+    };
+    if let Some(origins) = origins {
+        builder = builder.cors_allow_origins(origins);
+    }
+    let hosts = if args.allowed_host.is_empty() {
+        server.allowed_hosts.clone()
+    } else {
+        Some(args.allowed_host.clone())
+    };
+    if let Some(hosts) = hosts {
+        builder = builder.allowed_hosts(hosts);
+    }
+
+    // The assistants: the file's, or every flow under its own name.
+    let served: Vec<(String, &'static str, Option<String>, Vec<(String, String)>)> =
+        if config.assistants.is_empty() {
+            FLOWS
+                .iter()
+                .map(|f| (f.info().name.to_owned(), f.info().name, None, Vec::new()))
+                .collect()
+        } else {
+            config
+                .assistants
+                .iter()
+                .map(|a| {
+                    let flow = agent_flows::find(&a.flow).map_err(Failure::runtime)?;
+                    let own = a
+                        .settings
+                        .iter()
+                        .map(|(k, v): (&String, &Setting)| (k.clone(), v.text()))
+                        .collect();
+                    Ok((a.id.clone(), flow.info().name, a.description.clone(), own))
+                })
+                .collect::<Result<_, Failure>>()?
+        };
+    for (id, flow_name, description, own) in &served {
+        let flow = agent_flows::find(flow_name).map_err(Failure::runtime)?;
         let info = flow.info();
         let mut env = defaults.clone();
-        for (key, value) in &args.set {
-            if info.options.iter().any(|o| o.key == key) {
+        for (key, value) in shared.iter().chain(own) {
+            if own.iter().any(|(k, _)| k == key) || info.options.iter().any(|o| o.key == key) {
                 env = env.with_option(key.clone(), value.clone());
             }
         }
-        let served = ServeFlow::new(info.name)
+        let mut one = ServeFlow::new(info.name)
+            .with_id(id.clone())
             .with_defaults(env)
             .with_models(models.clone());
-        builder = flow.serve(builder, &served).map_err(Failure::runtime)?;
+        if let Some(d) = description {
+            one = one.with_description(d.clone());
+        }
+        builder = flow.serve(builder, &one).map_err(Failure::runtime)?;
     }
     let server = builder
         .build()
         .await
         .map_err(|e| Failure::message(format!("cannot start the server: {e}")))?;
-    let listener = tokio::net::TcpListener::bind((host, args.port))
+    let listener = tokio::net::TcpListener::bind((host, port))
         .await
         .map_err(|e| {
             Failure::message(format!(
-                "cannot listen on {host}:{}: {e}; pick another --port",
-                args.port
+                "cannot listen on {host}:{port}: {e}; pick another --port"
             ))
         })?;
     let address = listener
@@ -108,14 +187,10 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "agent serve: {} flows on http://{address} (data in {}; {})",
-        FLOWS.len(),
+        "agent serve: {} assistants on http://{address} (data in {}; {})",
+        served.len(),
         shown,
-        if args.api_key.is_some() {
-            "x-api-key required"
-        } else {
-            "no API key: loopback only"
-        }
+        described
     );
     let _ = writeln!(
         err,
@@ -126,4 +201,106 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         .serve(listener)
         .await
         .map_err(|e| Failure::message(e.to_string()))
+}
+
+/// The server's auth from the flags and the file (`None`: none, loopback only), and a line
+/// saying what it takes.
+async fn auth(
+    args: &ServeArgs,
+    config: &ServeConfig,
+) -> Result<(Option<Builtin>, String), Failure> {
+    let section = &config.auth;
+    let from_env = |name: &str| -> Result<Option<String>, Failure> {
+        match std::env::var(name) {
+            Ok(v) if v.trim().is_empty() => Err(Failure::usage(format!(
+                "{name} is set but empty: an empty secret would let anyone in; unset it or give it a value"
+            ))),
+            Ok(v) => Ok(Some(v)),
+            Err(_) => Ok(None),
+        }
+    };
+    // clap reads AGENTGRAPH_API_KEY for --api-key; an empty one is refused, not ignored.
+    let operator = match &args.api_key {
+        Some(key) => Some(key.clone()),
+        None => match &section.api_key_env {
+            Some(name) => from_env(name)?,
+            None => from_env("AGENTGRAPH_API_KEY")?,
+        },
+    };
+    let mut parts = Vec::new();
+    let keys_file = args.api_keys.clone().or_else(|| section.api_keys.clone());
+    let keys = match (keys_file, operator) {
+        (None, None) => None,
+        (file, operator) => {
+            let mut keys = match &file {
+                Some(path) => ApiKeys::file(path)
+                    .await
+                    .map_err(|e| Failure::usage(e.to_string()))?,
+                None => ApiKeys::default(),
+            };
+            if file.is_some() {
+                parts.push("keys file");
+            }
+            if let Some(key) = operator {
+                keys = keys
+                    .with_operator(&key)
+                    .map_err(|e| Failure::usage(format!("--api-key: {e}")))?;
+                parts.push("x-api-key");
+            }
+            Some(keys)
+        }
+    };
+    let secret_env = section.jwt_secret_env.as_deref().unwrap_or(JWT_SECRET_ENV);
+    let secret = from_env(secret_env)?;
+    let jwks = args.jwks.clone().or_else(|| section.jwks.clone());
+    let jwt = match (secret, jwks) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::usage(format!(
+                "both {secret_env} (HS256) and a JWKS file are set: tokens are verified one way; pick one"
+            )));
+        }
+        (Some(secret), None) => {
+            parts.push("JWT (HS256)");
+            Some(JwtKeys::Secret(secret.into_bytes()))
+        }
+        (None, Some(path)) => {
+            parts.push("JWT (JWKS)");
+            Some(JwtKeys::Jwks(path))
+        }
+        (None, None) => None,
+    };
+    let jwt = match jwt {
+        Some(keys) => {
+            let mut jwt = Jwt::new(keys)
+                .await
+                .map_err(|e| Failure::usage(e.to_string()))?;
+            if let Some(iss) = args
+                .jwt_issuer
+                .clone()
+                .or_else(|| section.jwt_issuer.clone())
+            {
+                jwt = jwt.issuer(iss);
+            }
+            if let Some(aud) = args
+                .jwt_audience
+                .clone()
+                .or_else(|| section.jwt_audience.clone())
+            {
+                jwt = jwt.audience(aud);
+            }
+            Some(jwt)
+        }
+        None => None,
+    };
+    let mut auth = Builtin::new();
+    if let Some(keys) = keys {
+        auth = auth.keys(keys);
+    }
+    if let Some(jwt) = jwt {
+        auth = auth.jwt(jwt);
+    }
+    if auth.is_empty() {
+        return Ok((None, "no auth: loopback only".to_owned()));
+    }
+    Ok((Some(auth), format!("auth: {}", parts.join(", "))))
 }
