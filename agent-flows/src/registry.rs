@@ -368,6 +368,9 @@ impl<F: FlowSpec> Flow for Entry<F> {
                 F::graph(),
                 move |context: &Value| {
                     let env = env(&for_context, context)?;
+                    // The per-turn options too (react's mode and limits are read as a turn's
+                    // input is built): a bad one is the request's 422, not the run's error.
+                    F::input("hello", &env).map_err(|e| serve::client_error(F::NAME, e))?;
                     F::context(&env).map_err(|e| serve::client_error(F::NAME, e))
                 },
                 move |text: &str, context: &Value| {
