@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_flows::serve_config::{ServeConfig, Setting};
-use agent_flows::{FLOWS, FlowEnv, Models, ServeFlow};
+use agent_flows::serve_config::ServeConfig;
+use agent_flows::{FLOWS, Flow, FlowEnv, Models, ServeFlow};
 use agent_server::auth::{ApiKeys, Builtin, Jwt, JwtKeys};
 
 use crate::Failure;
@@ -128,46 +128,28 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     if let Some(hosts) = hosts {
         builder = builder.allowed_hosts(hosts);
     }
+    let mut count = 0;
 
-    // The assistants: the file's, or every flow under its own name.
-    let served: Vec<(String, &'static str, Option<String>, Vec<(String, String)>)> =
-        if config.assistants.is_empty() {
-            FLOWS
-                .iter()
-                .map(|f| (f.info().name.to_owned(), f.info().name, None, Vec::new()))
-                .collect()
-        } else {
-            config
-                .assistants
-                .iter()
-                .map(|a| {
-                    let flow = agent_flows::find(&a.flow).map_err(Failure::runtime)?;
-                    let own = a
-                        .settings
-                        .iter()
-                        .map(|(k, v): (&String, &Setting)| (k.clone(), v.text()))
-                        .collect();
-                    Ok((a.id.clone(), flow.info().name, a.description.clone(), own))
-                })
-                .collect::<Result<_, Failure>>()?
-        };
-    for (id, flow_name, description, own) in &served {
-        let flow = agent_flows::find(flow_name).map_err(Failure::runtime)?;
-        let info = flow.info();
+    for one in assistants(&config)? {
+        let info = one.flow.info();
         let mut env = defaults.clone();
-        for (key, value) in shared.iter().chain(own) {
-            if own.iter().any(|(k, _)| k == key) || info.options.iter().any(|o| o.key == key) {
+        for (key, value) in &shared {
+            if info.options.iter().any(|o| o.key == key) {
                 env = env.with_option(key.clone(), value.clone());
             }
         }
-        let mut one = ServeFlow::new(info.name)
-            .with_id(id.clone())
+        for (key, value) in &one.settings {
+            env = env.with_option(key.clone(), value.clone());
+        }
+        let mut served = ServeFlow::new(info.name)
+            .with_id(one.id)
             .with_defaults(env)
             .with_models(models.clone());
-        if let Some(d) = description {
-            one = one.with_description(d.clone());
+        if let Some(d) = one.description {
+            served = served.with_description(d);
         }
-        builder = flow.serve(builder, &one).map_err(Failure::runtime)?;
+        builder = one.flow.serve(builder, &served).map_err(Failure::runtime)?;
+        count += 1;
     }
     let server = builder
         .build()
@@ -188,9 +170,7 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     let _ = writeln!(
         err,
         "agent serve: {} assistants on http://{address} (data in {}; {})",
-        served.len(),
-        shown,
-        described
+        count, shown, described
     );
     let _ = writeln!(
         err,
@@ -201,6 +181,45 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         .serve(listener)
         .await
         .map_err(|e| Failure::message(e.to_string()))
+}
+
+/// One assistant to serve: a flow under an id, with its own operator settings.
+struct Assistant {
+    id: String,
+    flow: &'static dyn Flow,
+    description: Option<String>,
+    settings: Vec<(String, String)>,
+}
+
+/// The config file's assistants, or every flow under its own name.
+fn assistants(config: &ServeConfig) -> Result<Vec<Assistant>, Failure> {
+    if config.assistants.is_empty() {
+        return Ok(FLOWS
+            .iter()
+            .map(|&flow| Assistant {
+                id: flow.info().name.to_owned(),
+                flow,
+                description: None,
+                settings: Vec::new(),
+            })
+            .collect());
+    }
+    config
+        .assistants
+        .iter()
+        .map(|a| {
+            Ok(Assistant {
+                id: a.id.clone(),
+                flow: agent_flows::find(&a.flow).map_err(Failure::runtime)?,
+                description: a.description.clone(),
+                settings: a
+                    .settings
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.text()))
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 /// The server's auth from the flags and the file (`None`: none, loopback only), and a line
