@@ -275,4 +275,25 @@ mod tests {
         );
         assert_eq!(c.assistants[1].settings["form"].text(), "contact");
     }
+
+    /// The README's complete example parses, and serves what it says.
+    #[test]
+    fn the_readme_example_parses() {
+        let readme = include_str!("../../README.md");
+        let after = readme
+            .split("<!-- serve-config-example -->")
+            .nth(1)
+            .expect("the README marks its config example");
+        let block = after
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("a toml block follows the marker");
+        let c = ServeConfig::parse(block).unwrap();
+        assert_eq!(c.server.port, Some(2024));
+        assert_eq!(c.limits.page_size, 500);
+        assert_eq!(c.assistants.len(), 4);
+        assert!(c.auth.api_keys.is_some());
+        assert_eq!(c.settings["max_input_chars"].text(), "2000");
+    }
 }
