@@ -323,6 +323,60 @@ impl Checkpointer for JsonFileSaver {
         Ok(())
     }
 
+    /// Namespace by namespace (one file each: not atomic across them, as this example is not
+    /// across processes either).
+    async fn delete_for_runs(
+        &self,
+        thread_id: &str,
+        run_ids: &[&str],
+    ) -> Result<usize, GraphError> {
+        let _guard = self.lock.lock().await;
+        let prefix = format!("{}__", hex(thread_id.as_bytes()));
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| storage(format!("cannot list {}: {e}", self.dir.display())))?;
+        let mut spaces = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(ns) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".json"))
+            {
+                let ns = String::from_utf8(unhex(ns)?).map_err(storage)?;
+                spaces.push(ns);
+            }
+        }
+        let mut deleted = 0;
+        for ns in spaces {
+            let mut file = self.load(thread_id, &ns)?;
+            let doomed: Vec<String> = file
+                .checkpoints
+                .values()
+                .filter(|r| {
+                    r.metadata
+                        .run_id
+                        .as_deref()
+                        .is_some_and(|run| run_ids.contains(&run))
+                })
+                .map(|r| r.id.clone())
+                .collect();
+            if doomed.is_empty() {
+                continue;
+            }
+            for id in &doomed {
+                file.checkpoints.remove(id);
+                file.writes.remove(id);
+            }
+            let needed = JsonFileSaver::needed(
+                &file,
+                file.checkpoints.values().flat_map(|r| r.versions.iter()),
+            );
+            file.blobs.retain(|key, _| needed.contains(key));
+            self.save(thread_id, &ns, &file)?;
+            deleted += doomed.len();
+        }
+        Ok(deleted)
+    }
+
     async fn prune(
         &self,
         thread_id: &str,

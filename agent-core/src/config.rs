@@ -35,7 +35,7 @@ pub enum Durability {
 }
 
 /// Settings for one run. Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunConfig {
     /// The most super-steps a run may take (input excluded).
     pub recursion_limit: usize,
@@ -65,6 +65,48 @@ pub struct RunConfig {
     /// The long-term memory nodes reach with `ctx.store()` in this run (over the compiled
     /// graph's [`with_store`](crate::CompiledGraph::with_store)); subgraphs inherit it.
     pub store: Option<std::sync::Arc<dyn crate::store::Store>>,
+    /// The checkpointer this run stores its checkpoints through (see
+    /// [`checkpointer`](Self::checkpointer)), over the compiled graph's own.
+    pub checkpointer: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+}
+
+impl std::fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named (no `..`): a new field is a compile error here until it is shown.
+        let RunConfig {
+            recursion_limit,
+            run_id,
+            tags,
+            metadata,
+            thread_id,
+            checkpoint_id,
+            checkpoint_ns,
+            max_concurrency,
+            interrupt_before,
+            interrupt_after,
+            durability,
+            writes_metadata,
+            store,
+            checkpointer,
+        } = self;
+        f.debug_struct("RunConfig")
+            .field("recursion_limit", recursion_limit)
+            .field("run_id", run_id)
+            .field("tags", tags)
+            .field("metadata", metadata)
+            .field("thread_id", thread_id)
+            .field("checkpoint_id", checkpoint_id)
+            .field("checkpoint_ns", checkpoint_ns)
+            .field("max_concurrency", max_concurrency)
+            .field("interrupt_before", interrupt_before)
+            .field("interrupt_after", interrupt_after)
+            .field("durability", durability)
+            .field("writes_metadata", writes_metadata)
+            .field("store", store)
+            // A checkpointer is not `Debug`: its backend's name stands for it.
+            .field("checkpointer", &checkpointer.as_ref().map(|c| c.backend()))
+            .finish()
+    }
 }
 
 impl Default for RunConfig {
@@ -83,6 +125,7 @@ impl Default for RunConfig {
             durability: Durability::Sync,
             writes_metadata: false,
             store: None,
+            checkpointer: None,
         }
     }
 }
@@ -96,6 +139,30 @@ impl RunConfig {
     /// Gives this run's nodes `store` (LangGraph's `invoke(.., store=..)` through the config).
     pub fn store(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Stores this run's checkpoints through `saver` instead of the compiled graph's own
+    /// checkpointer: usually a wrapper over the same storage that adds a condition to every
+    /// write (one that refuses writes once the run is cancelled, a
+    /// `PostgresSaver::fenced` clone that refuses them once another worker took the run
+    /// over). A write it refuses fails the run with its error (see
+    /// [`Durability`] for when a store's failure stops a run); nothing more of the run is
+    /// written after it.
+    ///
+    /// - The run reads the checkpoint it starts from through it too, and every subgraph run
+    ///   under it stores through the same saver (subgraphs share their parent's writer).
+    /// - A graph compiled without a checkpointer persists through it: with a thread id, the
+    ///   run checkpoints (and can pause and resume) as if the graph had been compiled with
+    ///   `saver`.
+    /// - The thread API ([`get_state`](crate::CompiledGraph::get_state),
+    ///   [`get_state_history`](crate::CompiledGraph::get_state_history),
+    ///   [`update_state`](crate::CompiledGraph::update_state)) given this config reads and
+    ///   writes through it as well.
+    ///
+    /// Without it a run uses the graph's checkpointer, as before.
+    pub fn checkpointer(mut self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+        self.checkpointer = Some(saver);
         self
     }
 

@@ -280,6 +280,20 @@ pub enum GraphError {
         /// What failed.
         detail: String,
     },
+    /// A write refused by the checkpointer's fence (a saver made by `PostgresSaver::fenced`
+    /// whose precondition found no row, or a wrapper saver of your own that refuses writes):
+    /// the run no longer holds what it needs to write (its lease, its claim: it was cancelled
+    /// or taken over), and nothing of the refused write was stored. Not for the run that got
+    /// it to retry: whoever holds the claim now goes on from the last stored checkpoint.
+    #[error(
+        "{backend} checkpointer: the write was refused and nothing was written: the run no longer holds its lease or claim ({detail})"
+    )]
+    Fenced {
+        /// "postgres", or the refusing saver's name.
+        backend: &'static str,
+        /// What refused it.
+        detail: String,
+    },
     /// The run stopped because its stream was dropped.
     #[error("the run was cancelled: its stream was dropped")]
     Cancelled,

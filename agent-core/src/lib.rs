@@ -96,7 +96,7 @@ pub use cache::{CachePolicy, InMemoryCache, NodeCache};
 pub use checkpoint::SqliteSaver;
 pub use checkpoint::{Checkpointer, InMemorySaver, ListFilter};
 #[cfg(feature = "postgres")]
-pub use checkpoint::{PgListener, PgNotification, PostgresSaver};
+pub use checkpoint::{Fence, PgListener, PgNotification, PostgresSaver};
 pub use command::{Command, CommandGraph, Goto, Send};
 pub use compiled::{CompiledGraph, Topology};
 pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};

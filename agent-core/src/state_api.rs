@@ -126,6 +126,19 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             .ok_or_else(|| GraphError::NoCheckpointer(what.to_owned()))
     }
 
+    /// The checkpointer a call with `config` reads and writes through: the config's own
+    /// ([`RunConfig::checkpointer`]), else the graph's.
+    fn saver_for<'a>(
+        &'a self,
+        config: &'a RunConfig,
+        what: &str,
+    ) -> Result<&'a Arc<dyn Checkpointer>, GraphError> {
+        match &config.checkpointer {
+            Some(saver) => Ok(saver),
+            None => self.saver(what),
+        }
+    }
+
     fn snapshot(&self, restored: Restored<S>) -> StateSnapshot<S> {
         let graph = &*self.inner;
         let record = &restored.record;
@@ -191,7 +204,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         &self,
         config: &RunConfig,
     ) -> Result<Option<StateSnapshot<S>>, GraphError> {
-        let saver = self.saver("get_state")?;
+        let saver = self.saver_for(config, "get_state")?;
         let thread = thread_of(config)?;
         let loaded = saver
             .get(
@@ -213,7 +226,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let Some(mut snapshot) = self.get_state(config).await? else {
             return Ok(None);
         };
-        let saver = self.saver("get_state")?;
+        let saver = self.saver_for(config, "get_state")?;
         let thread = thread_of(config)?;
         for task in &mut snapshot.tasks {
             let ns = executor::child_ns(&config.checkpoint_ns, &task.node, &task.id);
@@ -229,7 +242,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         config: &RunConfig,
         filter: &ListFilter,
     ) -> Result<Vec<StateSnapshot<S>>, GraphError> {
-        let saver = self.saver("get_state_history")?;
+        let saver = self.saver_for(config, "get_state_history")?;
         let thread = thread_of(config)?;
         let records: Vec<CheckpointRecord> =
             saver.list(thread, &config.checkpoint_ns, filter).await?;
@@ -256,7 +269,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         update: S::Update,
         as_node: Option<&str>,
     ) -> Result<RunConfig, GraphError> {
-        let saver = self.saver("update_state")?.clone();
+        let saver = self.saver_for(config, "update_state")?.clone();
         let thread = thread_of(config)?.to_owned();
         // Only an explicit checkpoint id can be an older one; ask for the latest record alone
         // (no field blobs) to tell.
@@ -276,7 +289,12 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 .map(|r| r.id),
             None => None,
         };
-        let mut run = Run::open(&self.inner, None, config.clone(), new_run_id(), None).await?;
+        // Its checkpoint's metadata names the config's run, when it gives one.
+        let run_id = match &config.run_id {
+            Some(id) => Arc::from(id.as_str()),
+            None => new_run_id(),
+        };
+        let mut run = Run::open(&self.inner, None, config.clone(), run_id, None).await?;
         let (writers, is_latest) = match &run.durable {
             Some(d) => (
                 d.writers.clone(),

@@ -77,6 +77,13 @@ async fn the_kit_catches_a_saver_that_breaks_the_contract() {
         ) -> Result<usize, agent_core::GraphError> {
             self.0.prune(thread_id, ns, keep_last).await
         }
+        async fn delete_for_runs(
+            &self,
+            thread_id: &str,
+            run_ids: &[&str],
+        ) -> Result<usize, agent_core::GraphError> {
+            self.0.delete_for_runs(thread_id, run_ids).await
+        }
     }
 
     let failure = testkit::run_all(|| async {

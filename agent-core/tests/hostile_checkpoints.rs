@@ -364,6 +364,13 @@ impl Checkpointer for Doctored {
     ) -> Result<usize, GraphError> {
         self.inner.prune(thread_id, ns, keep_last).await
     }
+    async fn delete_for_runs(
+        &self,
+        thread_id: &str,
+        run_ids: &[&str],
+    ) -> Result<usize, GraphError> {
+        self.inner.delete_for_runs(thread_id, run_ids).await
+    }
 }
 
 /// A paused run on a doctored store, and a runtime to read it on this thread.

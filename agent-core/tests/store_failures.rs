@@ -155,6 +155,9 @@ impl Checkpointer for Flaky {
     async fn prune(&self, thread_id: &str, ns: &str, keep: usize) -> Result<usize, GraphError> {
         self.inner.prune(thread_id, ns, keep).await
     }
+    async fn delete_for_runs(&self, thread_id: &str, runs: &[&str]) -> Result<usize, GraphError> {
+        self.inner.delete_for_runs(thread_id, runs).await
+    }
 }
 
 /// A graph whose one node runs `steps` times in a loop, each call counted in `calls` and

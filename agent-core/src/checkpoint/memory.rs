@@ -498,6 +498,74 @@ impl Thread {
     }
 }
 
+/// What [`Thread::plan_delete`] found: the checkpoints to delete, and the blobs the others
+/// need (by field and version).
+struct DeletePlan {
+    doomed: Vec<Arc<str>>,
+    needed: HashMap<(String, String), FieldBlob>,
+}
+
+impl Thread {
+    /// The checkpoints whose metadata names one of `run_ids`, and what the others need; read
+    /// only (nothing changes until [`apply_delete`](Self::apply_delete)).
+    fn plan_delete(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        run_ids: &[&str],
+    ) -> Result<Option<DeletePlan>, GraphError> {
+        let mut doomed = Vec::new();
+        let mut kept_versions = Vec::new();
+        for (id, stored) in &self.checkpoints.0 {
+            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+            let of_run = record
+                .metadata
+                .run_id
+                .as_deref()
+                .is_some_and(|run| run_ids.contains(&run));
+            if of_run {
+                doomed.push(id.clone());
+            } else {
+                kept_versions.extend(
+                    record
+                        .versions
+                        .iter()
+                        .map(|(f, v)| (f.to_owned(), v.to_owned())),
+                );
+            }
+        }
+        if doomed.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(DeletePlan {
+            doomed,
+            needed: self.needed(kept_versions)?,
+        }))
+    }
+
+    /// Deletes the planned checkpoints with their writes; their blobs that the others need
+    /// are kept loose, and loose blobs nothing needs go. The deleted values go to `removed`
+    /// (freed by the caller, after the lock).
+    fn apply_delete(&mut self, plan: DeletePlan, removed: &mut Vec<Stored>) {
+        let DeletePlan { doomed, needed } = plan;
+        for (key, blob) in &needed {
+            if doomed.iter().any(|id| **id == *key.1) {
+                self.loose.insert(key.clone(), blob.clone());
+            }
+        }
+        for id in &doomed {
+            removed.extend(self.checkpoints.remove(id));
+            self.writes.remove(id);
+        }
+        self.loose.retain(|k, _| needed.contains_key(k));
+    }
+
+    /// Whether nothing is stored here any more.
+    fn is_empty(&self) -> bool {
+        self.checkpoints.len() == 0 && self.writes.len() == 0 && self.loose.is_empty()
+    }
+}
+
 /// Checkpoints in memory.
 #[derive(Default)]
 pub struct InMemorySaver {
@@ -726,6 +794,43 @@ impl Checkpointer for InMemorySaver {
         let removed = self.lock().map.remove(thread_id);
         drop(removed);
         Ok(())
+    }
+
+    /// Every namespace planned first (what can fail: unpacking), then changed, under one
+    /// lock: all or nothing.
+    async fn delete_for_runs(
+        &self,
+        thread_id: &str,
+        run_ids: &[&str],
+    ) -> Result<usize, GraphError> {
+        let mut removed = Vec::new();
+        let deleted = {
+            let mut threads = self.lock();
+            let Some(spaces) = threads.map.get_mut(thread_id) else {
+                return Ok(0);
+            };
+            let mut plans = Vec::new();
+            for (ns, thread) in spaces.iter() {
+                if let Some(plan) = thread.plan_delete(thread_id, ns, run_ids)? {
+                    plans.push((ns.clone(), plan));
+                }
+            }
+            let mut deleted = 0;
+            for (ns, plan) in plans {
+                if let Some(thread) = spaces.get_mut(&ns) {
+                    deleted += plan.doomed.len();
+                    thread.apply_delete(plan, &mut removed);
+                }
+            }
+            spaces.retain(|_, thread| !thread.is_empty());
+            if spaces.is_empty() {
+                threads.map.remove(thread_id);
+            }
+            deleted
+        };
+        // Freed after the lock is released.
+        drop(removed);
+        Ok(deleted)
     }
 
     async fn prune(

@@ -60,7 +60,7 @@ use std::sync::Arc;
 pub use memory::InMemorySaver;
 pub use metadata::CheckpointMetadata;
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresSaver;
+pub use postgres::{Fence, PostgresSaver};
 #[cfg(feature = "postgres")]
 pub use postgres_listen::{PgListener, PgNotification};
 #[cfg(feature = "sqlite")]
@@ -339,6 +339,20 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// with their writes and the blobs no kept checkpoint needs. Returns how many checkpoints
     /// were deleted.
     async fn prune(&self, thread_id: &str, ns: &str, keep_last: usize)
+    -> Result<usize, GraphError>;
+
+    /// Deletes the checkpoints of a thread, in every namespace (its subgraphs' too), whose
+    /// metadata `run_id` is one of `run_ids` (LangGraph's `delete_for_runs`, for one thread),
+    /// with their pending writes and every blob no remaining checkpoint needs (a remaining
+    /// checkpoint's delta chain keeps the blobs it builds on, whichever checkpoint wrote
+    /// them). Returns how many checkpoints were deleted. A store with transactions does it in
+    /// one.
+    ///
+    /// Every remaining checkpoint still loads, and the thread's next run goes on from the
+    /// latest remaining one: what rolling a run back needs. Pending writes the deleted runs
+    /// attached to a remaining checkpoint (the resume values and task outputs of a run that
+    /// resumed from it) are not told apart from the ones its own run left there, and stay.
+    async fn delete_for_runs(&self, thread_id: &str, run_ids: &[&str])
     -> Result<usize, GraphError>;
 }
 

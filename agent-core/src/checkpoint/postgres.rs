@@ -69,15 +69,40 @@ CREATE TABLE IF NOT EXISTS agentgraph_writes (
 pub struct PostgresSaver {
     pool: Pool,
     /// Batches waiting for a round trip (`put_batch`): those that arrive while one is stored
-    /// share the next statement.
+    /// share the next statement. A fenced saver has a queue of its own.
     group: Arc<Group<Vec<StoreOp>>>,
+    /// The precondition of every write transaction ([`fenced`](Self::fenced)); `None` for a
+    /// saver that writes unconditionally.
+    fence: Option<Arc<Fence>>,
 }
 
 impl std::fmt::Debug for PostgresSaver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may hold a password: never print it.
-        f.debug_struct("PostgresSaver").finish_non_exhaustive()
+        f.debug_struct("PostgresSaver")
+            .field("fenced", &self.fence.is_some())
+            .finish_non_exhaustive()
     }
+}
+
+/// A precondition for a [`PostgresSaver`]'s writes ([`PostgresSaver::fenced`]): a statement
+/// run first in every write transaction, whose finding no row refuses the write.
+///
+/// A statement such as `SELECT 1 FROM leases WHERE id = $1 AND owner = $2 FOR SHARE`: it holds
+/// the row for the transaction, so whoever changes it waits, and a write after the change is
+/// refused. That is what keeps a worker that stalled past its lease (a stopped process, a long
+/// pause, a network cut) from storing a single checkpoint once another worker took the run
+/// over: the other worker's `UPDATE` of the lease waits for a write that holds the row, and
+/// every write after it finds no row.
+///
+/// `params` are bound to `$1..$n` as `TEXT`: cast them in the statement where the column has
+/// another type (`id = $1::uuid`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    /// The statement: a query that returns at least one row while writes may go on.
+    pub sql: String,
+    /// Its parameters, `$1..$n`, as text.
+    pub params: Vec<String>,
 }
 
 fn err(e: impl std::fmt::Display) -> GraphError {
@@ -136,9 +161,57 @@ impl PostgresSaver {
         let saver = PostgresSaver {
             pool,
             group: Arc::new(Group::new("postgres")),
+            fence: None,
         };
         saver.migrate().await?;
         Ok(saver)
+    }
+
+    /// A saver over the same pool and tables whose every write transaction first runs
+    /// `fence` in the same transaction, and stores nothing when it returns no row: the write
+    /// fails with [`GraphError::Fenced`] and the transaction rolls back. Every write: the
+    /// checkpoints and pending writes a run stores (`put`, `put_writes`, `put_batch`), and
+    /// `delete_thread`, `prune` and `delete_for_runs`. Reads are not fenced.
+    ///
+    /// Hand it to one run ([`RunConfig::checkpointer`](crate::RunConfig::checkpointer)) whose
+    /// worker holds the row the fence names: once the row changes (the run was taken over or
+    /// cancelled), the run's next store fails with `Fenced` and the run stops there with that
+    /// error, nothing more of it written.
+    ///
+    /// Its batches are committed apart from every other saver's (its clones' excepted): a
+    /// fenced batch never shares a transaction with an unfenced one or with another fence's,
+    /// so a refusal refuses this saver's writes only. The saver it was made from stores as
+    /// before, one statement a batch.
+    pub fn fenced(&self, fence: Fence) -> PostgresSaver {
+        PostgresSaver {
+            pool: self.pool.clone(),
+            group: Arc::new(Group::new("postgres")),
+            fence: Some(Arc::new(fence)),
+        }
+    }
+
+    /// The fence, if any, run in `tx`: `Fenced` when it finds no row.
+    async fn check_fence(&self, tx: &deadpool_postgres::Transaction<'_>) -> Result<(), GraphError> {
+        let Some(fence) = &self.fence else {
+            return Ok(());
+        };
+        let types = vec![tokio_postgres::types::Type::TEXT; fence.params.len()];
+        let statement = tx
+            .prepare_typed_cached(&fence.sql, &types)
+            .await
+            .map_err(|e| err(format!("preparing the fence `{}`: {e}", fence.sql)))?;
+        let params: Vec<Param<'_>> = fence.params.iter().map(|p| p as Param<'_>).collect();
+        let rows = tx
+            .query(&statement, &params)
+            .await
+            .map_err(|e| err(format!("running the fence `{}`: {e}", fence.sql)))?;
+        if rows.is_empty() {
+            return Err(GraphError::Fenced {
+                backend: "postgres",
+                detail: format!("the fence `{}` found no row", fence.sql),
+            });
+        }
+        Ok(())
     }
 
     /// The saver's connection pool, for tables of your own next to the checkpoints (one
@@ -180,47 +253,31 @@ impl PostgresSaver {
         }
     }
 
-    /// Stores `ops` in one statement (one round trip, one transaction).
+    /// Stores `ops` in one statement (one round trip, one transaction); a fenced saver's in a
+    /// transaction that runs the fence first.
     async fn store<'a>(
         &self,
         ops: impl IntoIterator<Item = &'a StoreOp>,
     ) -> Result<(), GraphError> {
         let rows = BatchRows::new(ops)?;
-        let (b, c, w) = (&rows.blobs, &rows.checkpoints, &rows.writes);
+        if self.fence.is_some() {
+            return self.store_fenced(&rows).await;
+        }
         let client = self.client().await?;
         let store = client.prepare_cached(STORE_BATCH).await.map_err(err)?;
-        client
-            .execute(
-                &store,
-                &[
-                    &b.thread,
-                    &b.ns,
-                    &b.field,
-                    &b.version,
-                    &b.base_version,
-                    &b.base_len,
-                    &b.data,
-                    &c.thread,
-                    &c.ns,
-                    &c.id,
-                    &c.parent,
-                    &c.step,
-                    &c.created,
-                    &c.metadata,
-                    &c.versions,
-                    &c.body,
-                    &w.thread,
-                    &w.ns,
-                    &w.checkpoint,
-                    &w.task,
-                    &w.kind,
-                    &w.node,
-                    &w.data,
-                ],
-            )
-            .await
-            .map_err(err)?;
+        client.execute(&store, &rows.params()).await.map_err(err)?;
         Ok(())
+    }
+
+    /// [`store`](Self::store) behind the fence: `BEGIN`, the fence, the batch's statement,
+    /// `COMMIT`; a fence that finds no row (or any failure) rolls it all back.
+    async fn store_fenced(&self, rows: &BatchRows<'_>) -> Result<(), GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        self.check_fence(&tx).await?;
+        let store = tx.prepare_cached(STORE_BATCH).await.map_err(err)?;
+        tx.execute(&store, &rows.params()).await.map_err(err)?;
+        tx.commit().await.map_err(err)
     }
 
     async fn migrate(&self) -> Result<(), GraphError> {
@@ -322,7 +379,40 @@ struct WriteRows<'a> {
 /// A pending write with the checkpoint it belongs to: (thread, ns, checkpoint, write).
 type WriteOf<'a> = (&'a str, &'a str, &'a str, &'a PendingWrite);
 
+/// A parameter of a statement.
+type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
+
 impl<'a> BatchRows<'a> {
+    /// The parameters of [`STORE_BATCH`], `$1..$23`.
+    fn params(&self) -> [Param<'_>; 23] {
+        let (b, c, w) = (&self.blobs, &self.checkpoints, &self.writes);
+        [
+            &b.thread,
+            &b.ns,
+            &b.field,
+            &b.version,
+            &b.base_version,
+            &b.base_len,
+            &b.data,
+            &c.thread,
+            &c.ns,
+            &c.id,
+            &c.parent,
+            &c.step,
+            &c.created,
+            &c.metadata,
+            &c.versions,
+            &c.body,
+            &w.thread,
+            &w.ns,
+            &w.checkpoint,
+            &w.task,
+            &w.kind,
+            &w.node,
+            &w.data,
+        ]
+    }
+
     /// An `INSERT .. ON CONFLICT DO UPDATE` may not touch a row twice, so a checkpoint or
     /// write stored twice in one batch becomes one row: the later values, in the earlier
     /// one's place (what two statements in a row did).
@@ -655,6 +745,7 @@ impl Checkpointer for PostgresSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
+        self.check_fence(&tx).await?;
         for table in [
             "agentgraph_checkpoints",
             "agentgraph_blobs",
@@ -670,6 +761,118 @@ impl Checkpointer for PostgresSaver {
         tx.commit().await.map_err(err)
     }
 
+    /// One transaction: the runs' checkpoints deleted (found by their metadata), their
+    /// writes, then in each namespace they were in, the blobs they reached (their versions'
+    /// delta chains, and what they wrote) that no remaining checkpoint of it needs.
+    async fn delete_for_runs(
+        &self,
+        thread_id: &str,
+        run_ids: &[&str],
+    ) -> Result<usize, GraphError> {
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        self.check_fence(&tx).await?;
+        let doomed = tx
+            .query(
+                "DELETE FROM agentgraph_checkpoints
+                  WHERE thread_id = $1 AND metadata->>'run_id' = ANY($2)
+                  RETURNING ns, id, versions::TEXT",
+                &[&thread_id, &run_ids],
+            )
+            .await
+            .map_err(err)?;
+        if doomed.is_empty() {
+            tx.commit().await.map_err(err)?;
+            return Ok(0);
+        }
+        // By namespace: the deleted checkpoints' ids, and the versions they named.
+        let mut spaces: BTreeMap<String, Space> = BTreeMap::new();
+        let (mut doomed_ns, mut doomed_ids) = (Vec::new(), Vec::new());
+        for row in &doomed {
+            let (ns, id, versions): (String, String, &str) = (
+                row.try_get(0).map_err(err)?,
+                row.try_get(1).map_err(err)?,
+                row.try_get(2).map_err(err)?,
+            );
+            let versions: BTreeMap<String, String> = serde_json::from_str(versions).map_err(err)?;
+            let space = spaces.entry(ns.clone()).or_default();
+            space.doomed_versions.extend(versions);
+            space.doomed_ids.insert(id.clone());
+            doomed_ns.push(ns);
+            doomed_ids.push(id);
+        }
+        tx.execute(
+            "DELETE FROM agentgraph_writes w USING unnest($2::TEXT[], $3::TEXT[]) AS d(ns, id)
+              WHERE w.thread_id = $1 AND w.ns = d.ns AND w.checkpoint_id = d.id",
+            &[&thread_id, &doomed_ns, &doomed_ids],
+        )
+        .await
+        .map_err(err)?;
+        let names: Vec<&str> = spaces.keys().map(String::as_str).collect();
+        let (kept, blobs) = futures::future::try_join(
+            tx.query(
+                "SELECT ns, versions::TEXT FROM agentgraph_checkpoints
+                  WHERE thread_id = $1 AND ns = ANY($2)",
+                &[&thread_id, &names],
+            ),
+            tx.query(
+                "SELECT ns, field, version, base_version, base_len FROM agentgraph_blobs
+                  WHERE thread_id = $1 AND ns = ANY($2)",
+                &[&thread_id, &names],
+            ),
+        )
+        .await
+        .map_err(err)?;
+        for row in &kept {
+            let (ns, versions): (&str, &str) =
+                (row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?);
+            let versions: BTreeMap<String, String> = serde_json::from_str(versions).map_err(err)?;
+            if let Some(space) = spaces.get_mut(ns) {
+                space.kept_versions.extend(versions);
+            }
+        }
+        for row in &blobs {
+            let ns: &str = row.try_get(0).map_err(err)?;
+            let Some(space) = spaces.get_mut(ns) else {
+                continue;
+            };
+            let key: (String, String) =
+                (row.try_get(1).map_err(err)?, row.try_get(2).map_err(err)?);
+            if let Some(base) = row.try_get::<_, Option<String>>(3).map_err(err)? {
+                let len: Option<i64> = row.try_get(4).map_err(err)?;
+                space
+                    .bases
+                    .insert(key.clone(), (base, len.unwrap_or(0) as u64));
+            }
+            space.stored.push(key);
+        }
+        let (mut gone_ns, mut gone_fields, mut gone_versions) =
+            (Vec::new(), Vec::new(), Vec::new());
+        for (ns, space) in spaces {
+            for (field, version) in space.unneeded() {
+                gone_ns.push(ns.clone());
+                gone_fields.push(field);
+                gone_versions.push(version);
+            }
+        }
+        if !gone_ns.is_empty() {
+            tx.execute(
+                "DELETE FROM agentgraph_blobs b
+                  USING unnest($2::TEXT[], $3::TEXT[], $4::TEXT[]) AS d(ns, field, version)
+                  WHERE b.thread_id = $1 AND b.ns = d.ns AND b.field = d.field
+                    AND b.version = d.version",
+                &[&thread_id, &gone_ns, &gone_fields, &gone_versions],
+            )
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)?;
+        Ok(doomed.len())
+    }
+
     async fn prune(
         &self,
         thread_id: &str,
@@ -678,6 +881,7 @@ impl Checkpointer for PostgresSaver {
     ) -> Result<usize, GraphError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
+        self.check_fence(&tx).await?;
         let keep = keep_last as i64;
         let doomed = tx
             .query(
@@ -752,6 +956,33 @@ impl Checkpointer for PostgresSaver {
         }
         tx.commit().await.map_err(err)?;
         Ok(doomed.len())
+    }
+}
+
+/// One namespace of a [`delete_for_runs`](Checkpointer::delete_for_runs): what its deleted
+/// and remaining checkpoints name, and its stored blobs.
+#[derive(Default)]
+struct Space {
+    doomed_ids: std::collections::HashSet<String>,
+    doomed_versions: Vec<(String, String)>,
+    kept_versions: Vec<(String, String)>,
+    /// The stored blobs' keys (field, version), and the delta bases of those that have one.
+    stored: Vec<(String, String)>,
+    bases: HashMap<(String, String), (String, u64)>,
+}
+
+impl Space {
+    /// The stored blobs the deleted checkpoints reached (their versions' chains, and what
+    /// they wrote) that no remaining checkpoint needs.
+    fn unneeded(self) -> Vec<(String, String)> {
+        let base_of = |f: &str, v: &str| self.bases.get(&(f.to_owned(), v.to_owned()));
+        let kept = needed_blobs(self.kept_versions, base_of);
+        let reached = needed_blobs(self.doomed_versions, base_of);
+        self.stored
+            .into_iter()
+            .filter(|key| reached.contains(key) || self.doomed_ids.contains(&key.1))
+            .filter(|key| !kept.contains(key))
+            .collect()
     }
 }
 

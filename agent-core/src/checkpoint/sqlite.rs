@@ -828,6 +828,67 @@ impl Checkpointer for SqliteSaver {
         }
     }
 
+    /// One write transaction: the runs' checkpoints found by their metadata, deleted with
+    /// their writes, then, namespace by namespace, the blob rows they reached that no
+    /// remaining checkpoint reaches.
+    async fn delete_for_runs(
+        &self,
+        thread_id: &str,
+        run_ids: &[&str],
+    ) -> Result<usize, GraphError> {
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        let thread = thread_id.to_owned();
+        let runs = serde_json::to_string(run_ids).map_err(err)?;
+        self.with(move |db| {
+            let tx = Tx::write(&db.conn).map_err(err)?;
+            let doomed: Vec<(String, String, String, String)> = {
+                let mut stmt = tx
+                    .prepare(
+                        "SELECT ns, id, versions, blob_rows FROM checkpoints
+                          WHERE thread_id = ?1
+                            AND json_extract(metadata, '$.run_id') IN (SELECT value FROM json_each(?2))",
+                    )
+                    .map_err(err)?;
+                let rows = stmt
+                    .query_map(params![thread, runs], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })
+                    .map_err(err)?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(err)?;
+                rows
+            };
+            // The blob rows each namespace's deleted checkpoints reached.
+            let mut reached: BTreeMap<&str, Vec<sqlite_rows::Wanted>> = BTreeMap::new();
+            for (ns, id, versions, blob_rows) in &doomed {
+                let versions = serde_json::from_str(versions).map_err(err)?;
+                reached
+                    .entry(ns)
+                    .or_default()
+                    .extend(sqlite_rows::wanted(&versions, blob_rows, true)?);
+                for sql in [
+                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+                    "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3",
+                ] {
+                    tx.prepare_cached(sql)
+                        .map_err(err)?
+                        .execute(params![thread, ns, id])
+                        .map_err(err)?;
+                }
+            }
+            for (ns, roots) in reached {
+                let kept = sqlite_rows::thread_rows(&tx, &thread, Some(ns))?;
+                let gone = sqlite_rows::chains(&tx, &thread, ns, roots)?;
+                delete_blobs(&tx, gone.into_iter().filter(|row| !kept.contains(row)))?;
+            }
+            tx.commit().map_err(err)?;
+            Ok(doomed.len())
+        })
+        .await
+    }
+
     async fn prune(
         &self,
         thread_id: &str,

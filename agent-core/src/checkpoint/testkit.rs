@@ -38,6 +38,14 @@
 //! - [`graph_threads`]: a real graph on the saver — a thread carried over two runs (deltas
 //!   of an appended list), history with LangGraph's sources and step numbers, a fork from an
 //!   older checkpoint, and an interrupt resumed after the graph is opened again.
+//! - [`delete_for_runs`]: a thread's checkpoints of some runs deleted in every namespace;
+//!   the others still load with their whole delta chains (also a later checkpoint whose
+//!   chain runs through a deleted run's blobs), their writes kept; other threads untouched.
+//! - [`graph_runs_deleted`]: a real graph with a subgraph on the saver — each checkpoint's
+//!   metadata names the run that wrote it (the subgraph's too); a run deleted (the latest,
+//!   then one in the middle) takes its checkpoints in every namespace with it, every
+//!   remaining checkpoint restores (`get_state`, `get_state_history`), and the next run goes
+//!   on from the latest remaining one.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -61,6 +69,8 @@ pub const CASES: &[&str] = &[
     "graph_threads",
     "batches",
     "interleaved_namespaces",
+    "delete_for_runs",
+    "graph_runs_deleted",
 ];
 
 /// A case that failed: which, on which backend, and why.
@@ -121,6 +131,8 @@ where
     graph_threads(&factory().await).await?;
     batches(&factory().await).await?;
     interleaved_namespaces(&factory().await).await?;
+    delete_for_runs(&factory().await).await?;
+    graph_runs_deleted(&factory().await).await?;
     Ok(CASES.to_vec())
 }
 
@@ -1028,5 +1040,488 @@ pub async fn graph_threads(saver: &Arc<dyn Checkpointer>) -> CaseResult {
             .delete_thread(paused_config.thread_id.as_deref().unwrap_or(""))
             .await,
     )?;
+    Ok(())
+}
+
+/// A record of `thread` in `ns` written by run `run`.
+fn run_record(
+    thread: &str,
+    ns: &str,
+    run: &str,
+    id: &str,
+    parent: Option<&str>,
+    step: i64,
+    versions: &[(&str, &str)],
+) -> CheckpointRecord {
+    let mut record = record(thread, id, parent, step, "loop", versions);
+    record.ns = ns.into();
+    record.metadata.run_id = Some(run.into());
+    record
+}
+
+/// `delete_for_runs` deletes a run's checkpoints in every namespace, with their writes;
+/// what remains loads whole, delta chains through the deleted run's blobs included.
+pub async fn delete_for_runs(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "delete_for_runs",
+        saver,
+    };
+    let thread = unique("runs");
+    let other = unique("runs-other");
+    let (r1, r2, r3) = ("run-1", "run-2", "run-3");
+    let c: Vec<String> = (0..5).map(|n| id(200 + n)).collect();
+    let (s1, s2) = (id(300), id(301));
+    // `messages` grows by deltas from c0 to c4, through every run; `count` is rewritten by
+    // c0, c1, c2 and c4 (c3 keeps c2's).
+    let puts: Vec<(CheckpointRecord, Vec<FieldBlob>)> = vec![
+        (
+            run_record(
+                &thread,
+                "",
+                r1,
+                &c[0],
+                None,
+                0,
+                &[("messages", &c[0]), ("count", &c[0])],
+            ),
+            vec![
+                blob("messages", &c[0], None, b"m0"),
+                blob("count", &c[0], None, b"0"),
+            ],
+        ),
+        (
+            run_record(
+                &thread,
+                "",
+                r1,
+                &c[1],
+                Some(&c[0]),
+                1,
+                &[("messages", &c[1]), ("count", &c[1])],
+            ),
+            vec![
+                blob("messages", &c[1], Some((&c[0], 1)), b"m1"),
+                blob("count", &c[1], None, b"1"),
+            ],
+        ),
+        (
+            run_record(
+                &thread,
+                "",
+                r2,
+                &c[2],
+                Some(&c[1]),
+                2,
+                &[("messages", &c[2]), ("count", &c[2])],
+            ),
+            vec![
+                blob("messages", &c[2], Some((&c[1], 2)), b"m2"),
+                blob("count", &c[2], None, b"2"),
+            ],
+        ),
+        (
+            run_record(
+                &thread,
+                "",
+                r2,
+                &c[3],
+                Some(&c[2]),
+                3,
+                &[("messages", &c[3]), ("count", &c[2])],
+            ),
+            vec![blob("messages", &c[3], Some((&c[2], 3)), b"m3")],
+        ),
+        (
+            run_record(
+                &thread,
+                "",
+                r3,
+                &c[4],
+                Some(&c[3]),
+                4,
+                &[("messages", &c[4]), ("count", &c[4])],
+            ),
+            vec![
+                blob("messages", &c[4], Some((&c[3], 4)), b"m4"),
+                blob("count", &c[4], None, b"4"),
+            ],
+        ),
+        (
+            run_record(&thread, "child:1", r1, &s1, None, 0, &[("f", &s1)]),
+            vec![blob("f", &s1, None, b"s1")],
+        ),
+        (
+            run_record(&thread, "child:1", r2, &s2, Some(&s1), 1, &[("f", &s2)]),
+            vec![blob("f", &s2, Some((&s1, 1)), b"s2")],
+        ),
+        (
+            run_record(&other, "", r2, &c[0], None, 0, &[("f", &c[0])]),
+            vec![blob("f", &c[0], None, b"other")],
+        ),
+    ];
+    for (record, blobs) in &puts {
+        case.call("put", saver.put(record, blobs).await)?;
+    }
+    let write = |task: &str| PendingWrite {
+        task_id: task.to_owned(),
+        node: "n".to_owned(),
+        kind: WriteKind::Output,
+        data: task.as_bytes().to_vec(),
+    };
+    for (ns, cp, task) in [
+        ("", &c[1], "kept"),
+        ("", &c[2], "gone"),
+        ("child:1", &s2, "gone"),
+    ] {
+        case.call(
+            "put_writes",
+            saver.put_writes(&thread, ns, cp, &[write(task)]).await,
+        )?;
+    }
+    let nothing = case.call("delete_for_runs", saver.delete_for_runs(&thread, &[]).await)?;
+    let unknown = case.call(
+        "delete_for_runs",
+        saver.delete_for_runs(&thread, &["no-such-run"]).await,
+    )?;
+    case.check(nothing == 0 && unknown == 0, || {
+        format!("deleting no runs or an unknown one deleted {nothing} and {unknown} checkpoints")
+    })?;
+    let deleted = case.call(
+        "delete_for_runs",
+        saver.delete_for_runs(&thread, &[r2, "no-such-run"]).await,
+    )?;
+    case.check(deleted == 3, || {
+        format!("deleting run-2 (2 checkpoints at the root, 1 in `child:1`) reported {deleted}")
+    })?;
+    // Borrowed by the helpers below (each call's future holds the references).
+    let (case, thread) = (&case, &thread);
+    let listed = |ns: &'static str| async move {
+        let records = case.call("list", saver.list(thread, ns, &ListFilter::default()).await)?;
+        Ok::<Vec<String>, Failure>(records.iter().map(|r| r.id.to_string()).collect())
+    };
+    let root = listed("").await?;
+    case.check(root == [c[4].clone(), c[1].clone(), c[0].clone()], || {
+        format!("after deleting run-2 the root lists {root:?}")
+    })?;
+    let child = listed("child:1").await?;
+    case.check(child == [s1.clone()], || {
+        format!("after deleting run-2 `child:1` lists {child:?}")
+    })?;
+    for gone in [&c[2], &c[3]] {
+        let loaded = case.call("get by id", saver.get(thread, "", Some(gone)).await)?;
+        case.check(loaded.record.is_none(), || {
+            format!("run-2's checkpoint {gone} still loads")
+        })?;
+    }
+    // The blobs of a loaded checkpoint: (field, version, data), sorted.
+    let blobs_of = |ns: &'static str, cp: String| async move {
+        let loaded = case.call("get by id", saver.get(thread, ns, Some(&cp)).await)?;
+        let record = loaded
+            .record
+            .ok_or_else(|| case.fail(format!("the remaining checkpoint {cp} does not load")))?;
+        let mut blobs: Vec<(String, String, Vec<u8>)> = loaded
+            .blobs
+            .iter()
+            .map(|b| (b.field.to_string(), b.version.to_string(), b.data.clone()))
+            .collect();
+        blobs.sort();
+        let writes: Vec<String> = loaded.writes.iter().map(|w| w.task_id.clone()).collect();
+        Ok::<_, Failure>((record, blobs, writes))
+    };
+    let b = |field: &str, version: &str, data: &[u8]| {
+        (field.to_owned(), version.to_owned(), data.to_vec())
+    };
+    // run-3's checkpoint builds on run-2's blobs: they stay while it needs them.
+    let (_, latest, _) = blobs_of("", c[4].clone()).await?;
+    let expected = vec![
+        b("count", &c[4], b"4"),
+        b("messages", &c[0], b"m0"),
+        b("messages", &c[1], b"m1"),
+        b("messages", &c[2], b"m2"),
+        b("messages", &c[3], b"m3"),
+        b("messages", &c[4], b"m4"),
+    ];
+    case.check(latest == expected, || {
+        format!(
+            "run-3's checkpoint, whose delta chain runs through run-2's blobs, loads {latest:?}"
+        )
+    })?;
+    let (_, first, writes) = blobs_of("", c[1].clone()).await?;
+    case.check(
+        first
+            == [
+                b("count", &c[1], b"1"),
+                b("messages", &c[0], b"m0"),
+                b("messages", &c[1], b"m1"),
+            ],
+        || format!("run-1's last checkpoint loads {first:?}"),
+    )?;
+    case.check(writes == ["kept"], || {
+        format!("run-1's last checkpoint has the writes {writes:?}, expected its own")
+    })?;
+    let (_, sub, _) = blobs_of("child:1", s1.clone()).await?;
+    case.check(sub == [b("f", &s1, b"s1")], || {
+        format!("`child:1`'s remaining checkpoint loads {sub:?}")
+    })?;
+    let kept = case.call("get", saver.get(&other, "", None).await)?;
+    case.check(kept.record.is_some() && kept.blobs.len() == 1, || {
+        "deleting run-2 on one thread touched another thread's run-2 checkpoint".into()
+    })?;
+    // run-3, which the kept chain needed run-2's blobs for, goes too: then run-1's.
+    let deleted = case.call(
+        "delete_for_runs",
+        saver.delete_for_runs(thread, &[r3]).await,
+    )?;
+    case.check(deleted == 1, || {
+        format!("deleting run-3 reported {deleted}")
+    })?;
+    let (record, latest, _) = blobs_of("", c[1].clone()).await?;
+    case.check(latest == first, || {
+        format!("run-1's last checkpoint loads {latest:?} once run-3 is deleted")
+    })?;
+    let newest = case.call("get latest", saver.get(thread, "", None).await)?;
+    case.check(
+        newest.record.as_ref().map(|r| &r.id) == Some(&record.id),
+        || "the thread's latest is not run-1's last checkpoint".into(),
+    )?;
+    let deleted = case.call(
+        "delete_for_runs",
+        saver.delete_for_runs(thread, &[r1]).await,
+    )?;
+    case.check(deleted == 3, || {
+        format!("deleting run-1 reported {deleted}, expected 3")
+    })?;
+    for ns in ["", "child:1"] {
+        let left = listed(ns).await?;
+        case.check(left.is_empty(), || format!("`{ns}` still lists {left:?}"))?;
+    }
+    case.call("delete_thread", saver.delete_thread(thread).await)?;
+    case.call("delete_thread", saver.delete_thread(&other).await)?;
+    Ok(())
+}
+
+/// The state of [`graph_runs_deleted`]'s graph: a list that only grows (stored as deltas),
+/// a counter, and the namespaces its subgraph ran in.
+#[derive(GraphState, Clone, Default, Debug, PartialEq)]
+struct Ledger {
+    #[reducer(append)]
+    entries: Vec<String>,
+    #[reducer(add)]
+    count: i64,
+    #[reducer(append)]
+    spaces: Vec<String>,
+}
+
+/// Writes three entries a run (a loop), then runs a subgraph that notes where it ran.
+fn ledger_graph(saver: Arc<dyn Checkpointer>) -> Result<crate::CompiledGraph<Ledger>, GraphError> {
+    let sub = StateGraph::<Ledger>::new()
+        .add_node("note", |_s: Arc<Ledger>, ctx: NodeContext| async move {
+            LedgerUpdate::default()
+                .entries(vec![format!("noted by {}", ctx.run_id())])
+                .spaces(vec![ctx.config().checkpoint_ns.clone()])
+        })
+        .add_edge(START, "note")
+        .add_edge("note", END)
+        .compile()?;
+    StateGraph::new()
+        .add_node("write", |s: Arc<Ledger>| async move {
+            LedgerUpdate::default()
+                .entries(vec![format!("entry {} {}", s.count, "x".repeat(64))])
+                .count(1)
+        })
+        .add_node("sub", sub)
+        .add_edge(START, "write")
+        .add_conditional_edges(
+            "write",
+            |s: &Ledger| if s.count % 3 == 0 { "sub" } else { "write" },
+            ["write", "sub"],
+        )
+        .add_edge("sub", END)
+        .compile_with(saver)
+}
+
+/// A real graph with a subgraph: checkpoints name their run; deleting runs leaves a thread
+/// whose every checkpoint restores and whose next run goes on from the latest remaining.
+pub async fn graph_runs_deleted(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "graph_runs_deleted",
+        saver,
+    };
+    let graph = case.call("compile", ledger_graph(saver.clone()))?;
+    let thread = unique("rollback");
+    let runs: Vec<String> = (1..=4).map(|n| unique(&format!("run{n}"))).collect();
+    // Borrowed by the helpers below (each call's future holds the references).
+    let (case, graph, thread, runs) = (&case, &graph, &thread, &runs);
+    let config = move |run: usize| {
+        RunConfig::default()
+            .thread_id(thread.clone())
+            .run_id(runs[run].clone())
+    };
+    let history = move || async move {
+        case.call(
+            "get_state_history",
+            graph
+                .get_state_history(&config(0), &ListFilter::default())
+                .await,
+        )
+    };
+    let run = |n: usize| async move {
+        case.call(
+            "invoke",
+            graph.invoke(LedgerUpdate::default(), config(n)).await,
+        )
+    };
+    // Every checkpoint of `ns` (newest first) names its run: the run ids given, in turn.
+    let run_ids_of = |ns: String| async move {
+        let records = case.call(
+            "list",
+            saver.list(thread, &ns, &ListFilter::default()).await,
+        )?;
+        Ok::<Vec<String>, Failure>(
+            records
+                .iter()
+                .map(|r| r.metadata.run_id.as_deref().unwrap_or("(none)").to_owned())
+                .collect(),
+        )
+    };
+    let first = run(0).await?;
+    case.check(first.count == 3 && first.spaces.len() == 1, || {
+        format!(
+            "the first run: count {}, subgraph namespaces {:?}",
+            first.count, first.spaces
+        )
+    })?;
+    let after_first = history().await?;
+    let root_ids = run_ids_of(String::new()).await?;
+    case.check(root_ids.iter().all(|r| *r == runs[0]), || {
+        format!(
+            "the first run's checkpoints name the runs {root_ids:?}, expected {}",
+            runs[0]
+        )
+    })?;
+    let sub_ids = run_ids_of(first.spaces[0].clone()).await?;
+    case.check(
+        !sub_ids.is_empty() && sub_ids.iter().all(|r| *r == runs[0]),
+        || {
+            format!(
+                "the subgraph's checkpoints (`{}`) name the runs {sub_ids:?}, expected {}",
+                first.spaces[0], runs[0]
+            )
+        },
+    )?;
+    case.check(
+        first.entries.last() == Some(&format!("noted by {}", runs[0])),
+        || {
+            format!(
+                "the subgraph's node saw the run id in {:?}",
+                first.entries.last()
+            )
+        },
+    )?;
+
+    let second = run(1).await?;
+    case.check(second.count == 6 && second.spaces.len() == 2, || {
+        format!(
+            "the second run: count {}, namespaces {:?}",
+            second.count, second.spaces
+        )
+    })?;
+    // The appended list is stored as deltas: the latest checkpoint builds on earlier blobs.
+    let latest = case.call("get", saver.get(thread, "", None).await)?;
+    case.check(
+        latest
+            .blobs
+            .iter()
+            .any(|b| b.field == "entries" && b.base.is_some()),
+        || "the appended list is not stored as a delta; the case needs one".into(),
+    )?;
+    let after_second = history().await?;
+    let sub_second = second.spaces[1].clone();
+    let sub_second_count = run_ids_of(sub_second.clone()).await?.len();
+    let deleted = case.call(
+        "delete_for_runs",
+        saver.delete_for_runs(thread, &[runs[1].as_str()]).await,
+    )?;
+    let expected = after_second.len() - after_first.len() + sub_second_count;
+    case.check(deleted == expected, || {
+        format!("deleting the second run reported {deleted} checkpoints, expected {expected}")
+    })?;
+    let rolled_back = history().await?;
+    let values = |h: &[crate::StateSnapshot<Ledger>]| -> Vec<Ledger> {
+        h.iter().map(|s| s.values.clone()).collect()
+    };
+    case.check(values(&rolled_back) == values(&after_first), || {
+        format!(
+            "after deleting the second run the history holds {} checkpoints, not the first run's {}",
+            rolled_back.len(),
+            after_first.len()
+        )
+    })?;
+    for snapshot in &rolled_back {
+        let again = case.call("get_state", graph.get_state(&snapshot.config).await)?;
+        case.check(again.is_some_and(|s| s.values == snapshot.values), || {
+            format!(
+                "checkpoint {:?} does not restore",
+                snapshot.config.checkpoint_id
+            )
+        })?;
+    }
+    let gone = run_ids_of(sub_second).await?;
+    case.check(gone.is_empty(), || {
+        format!("the deleted run's subgraph checkpoints are still listed: {gone:?}")
+    })?;
+    let kept = case
+        .call("get_state", graph.get_state(&config(0)).await)?
+        .ok_or_else(|| case.fail("the thread has no state after the delete"))?;
+    case.check(kept.values == first.state, || {
+        format!("the thread's state after the delete is {:?}", kept.values)
+    })?;
+
+    // The next run goes on from the first run's end.
+    let third = run(2).await?;
+    case.check(
+        third.count == 6
+            && third.entries.len() == 2 * first.entries.len()
+            && third.entries[..first.entries.len()] == first.entries[..],
+        || format!("the run after the delete went on from {:?}", third.entries),
+    )?;
+    // A run in the middle: the fourth run's checkpoints build on the third's blobs.
+    let fourth = run(3).await?;
+    let deleted = case.call(
+        "delete_for_runs",
+        saver.delete_for_runs(thread, &[runs[2].as_str()]).await,
+    )?;
+    case.check(deleted > 0, || {
+        "deleting the third run deleted nothing".into()
+    })?;
+    let left = history().await?;
+    let ran: Vec<String> = left
+        .iter()
+        .map(|s| s.meta().run_id.as_deref().unwrap_or("").to_owned())
+        .collect();
+    case.check(
+        ran.iter().all(|r| *r == runs[0] || *r == runs[3]) && ran.contains(&runs[3]),
+        || format!("after deleting the third run the history's runs are {ran:?}"),
+    )?;
+    for snapshot in &left {
+        let again = case.call("get_state", graph.get_state(&snapshot.config).await)?;
+        case.check(again.is_some(), || {
+            format!(
+                "checkpoint {:?} does not restore",
+                snapshot.config.checkpoint_id
+            )
+        })?;
+    }
+    let now = case
+        .call("get_state", graph.get_state(&config(0)).await)?
+        .ok_or_else(|| case.fail("the thread has no state"))?;
+    case.check(now.values == fourth.state, || {
+        "the fourth run's end does not restore once the third run is deleted".into()
+    })?;
+    let fifth = run(3).await?;
+    case.check(fifth.count == fourth.count + 3, || {
+        format!("a run after that went on from count {}", fifth.count - 3)
+    })?;
+    case.call("delete_thread", saver.delete_thread(thread).await)?;
     Ok(())
 }

@@ -66,9 +66,16 @@ impl<'g, S: GraphState> Run<'g, S> {
                 mask[index] = true;
             }
         }
+        // A writer per run: through the run's own checkpointer when its config gives one (a
+        // wrapper that refuses writes once the run is cancelled, a fenced saver), else the
+        // graph's. A subgraph run is handed its parent's.
         let writer = match (writer, &config.thread_id) {
             (Some(writer), Some(_)) => Some(writer),
-            (None, Some(_)) => graph.checkpointer.clone().map(super::Writer::new),
+            (None, Some(_)) => config
+                .checkpointer
+                .clone()
+                .or_else(|| graph.checkpointer.clone())
+                .map(super::Writer::new),
             _ => None,
         };
         let thread_id = writer.as_ref().and(config.thread_id.clone());

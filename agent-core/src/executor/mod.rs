@@ -221,7 +221,7 @@ impl<S: GraphState> Run<'_, S> {
                 Err(error) => {
                     // The step did not happen: its tasks stay next.
                     self.frontier.put_back(tasks);
-                    return Err(error);
+                    return Err(self.store_failure_or(error));
                 }
             };
             if !paused.is_empty() {

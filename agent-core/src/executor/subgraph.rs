@@ -8,6 +8,10 @@
 //!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
 //!   a child that finishes stores nothing (its result is its task's writes); one that pauses
 //!   or fails stores where it stopped.
+//! - It runs under its parent's run id (the root run's): `ctx.run_id()` in its nodes and the
+//!   `run_id` of its checkpoints' metadata are the id the caller gave the root run, so
+//!   [`Checkpointer::delete_for_runs`](crate::checkpoint::Checkpointer::delete_for_runs) finds
+//!   a run's checkpoints in every namespace.
 //! - `interrupt()` inside the child pauses the whole run: the child stores where it stopped
 //!   (and the updates it applied so far), and its task pauses the parent with the child's
 //!   question. Resuming the parent reruns the task, which resumes the child where it stopped
@@ -23,7 +27,7 @@ use std::sync::Arc;
 use crate::checkpoint::{PendingWrite, Source, WriteKind};
 use crate::command::Command;
 use crate::compiled::Graph;
-use crate::config::{RunConfig, new_run_id};
+use crate::config::RunConfig;
 use crate::context::{NodeContext, RunInfo};
 use crate::error::GraphError;
 use crate::interrupt::Interrupted;
@@ -143,6 +147,9 @@ impl<'g, S: GraphState> Run<'g, S> {
             writes_metadata: parent.writes_metadata,
             // The parent's store, else the subgraph's own.
             store: parent.store.clone().or(store),
+            // Stored through the parent's writer (above); kept so the child's nodes see the
+            // config their run has.
+            checkpointer: parent.checkpointer.clone(),
             ..RunConfig::default()
         };
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.
@@ -157,7 +164,11 @@ impl<'g, S: GraphState> Run<'g, S> {
             .as_ref()
             .filter(|sink| sink.modes().subgraphs())
             .map(|sink| Arc::new(Emitter::child(sink.clone(), path.clone())));
-        let mut run = Run::open_with(graph, writer, fresh, context, config, new_run_id(), emitter)
+        // The run's id is its parent's (the root run's): its checkpoints' metadata names the
+        // run that wrote them, so a run's checkpoints are found (and deleted) in every
+        // namespace by the id its caller gave.
+        let run_id: Arc<str> = Arc::from(ctx.run_id());
+        let mut run = Run::open_with(graph, writer, fresh, context, config, run_id, emitter)
             .await
             .map_err(failed)?;
         let mut event_parents = ctx.event_parents().to_vec();

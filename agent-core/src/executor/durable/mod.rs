@@ -243,6 +243,17 @@ impl<S: GraphState> Run<'_, S> {
         }
     }
 
+    /// `error`, a failed task's, unless the run's store failed (this run's, or that of a
+    /// run sharing its writer): then the store's error, which is why the run cannot go on
+    /// (a subgraph whose checkpoint was refused fails its task with it; the parent reports the
+    /// refusal itself, [`GraphError::Fenced`] say, not a node error wrapping it).
+    pub(crate) fn store_failure_or(&self, error: GraphError) -> GraphError {
+        match self.durable.as_ref().map(|d| d.writer.failed()) {
+            Some(Err(failure)) => failure,
+            _ => error,
+        }
+    }
+
     /// A checkpoint of the run's position after a step whose tasks ran `writers`: stored now
     /// (`Sync`), queued to be stored while the next step runs (`Async`), or when the run ends
     /// (`Exit`). `writes` is the metadata's `writes` entry, when asked for.

@@ -110,31 +110,52 @@ struct Queue {
 }
 
 /// A failed store: its error, handed to the first caller that asks, and a copy of it for
-/// every other.
+/// every other. A copy keeps the error's variant when it is one a caller tells apart (a
+/// refused write, [`GraphError::Fenced`], a cancel); any other becomes a
+/// [`GraphError::Storage`] with its message.
 struct Failure {
     first: Option<GraphError>,
+    kind: CopyKind,
     backend: &'static str,
     detail: String,
 }
 
+/// The variant of a failure's copies.
+#[derive(Clone, Copy)]
+enum CopyKind {
+    Storage,
+    Fenced,
+    Cancelled,
+}
+
 impl Failure {
     fn new(error: GraphError, saver: &'static str) -> Self {
-        let (backend, detail) = match &error {
-            GraphError::Storage { backend, detail } => (*backend, detail.clone()),
-            other => (saver, other.to_string()),
+        let (kind, backend, detail) = match &error {
+            GraphError::Storage { backend, detail } => {
+                (CopyKind::Storage, *backend, detail.clone())
+            }
+            GraphError::Fenced { backend, detail } => (CopyKind::Fenced, *backend, detail.clone()),
+            GraphError::Cancelled => (CopyKind::Cancelled, saver, String::new()),
+            other => (CopyKind::Storage, saver, other.to_string()),
         };
         Failure {
             first: Some(error),
+            kind,
             backend,
             detail,
         }
     }
 
     fn report(&mut self) -> GraphError {
-        self.first.take().unwrap_or_else(|| GraphError::Storage {
-            backend: self.backend,
-            detail: self.detail.clone(),
-        })
+        if let Some(first) = self.first.take() {
+            return first;
+        }
+        let (backend, detail) = (self.backend, self.detail.clone());
+        match self.kind {
+            CopyKind::Storage => GraphError::Storage { backend, detail },
+            CopyKind::Fenced => GraphError::Fenced { backend, detail },
+            CopyKind::Cancelled => GraphError::Cancelled,
+        }
     }
 }
 
@@ -475,6 +496,13 @@ mod tests {
         }
         async fn prune(&self, thread_id: &str, ns: &str, keep: usize) -> Result<usize, GraphError> {
             self.inner.prune(thread_id, ns, keep).await
+        }
+        async fn delete_for_runs(
+            &self,
+            thread_id: &str,
+            runs: &[&str],
+        ) -> Result<usize, GraphError> {
+            self.inner.delete_for_runs(thread_id, runs).await
         }
     }
 
