@@ -14,6 +14,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// What went wrong and, where it helps, what to do.
     pub detail: String,
+    /// Seconds after which the request may pass (a 503's `Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -22,6 +24,7 @@ impl ApiError {
         ApiError {
             status,
             detail: detail.into(),
+            retry_after: None,
         }
     }
 
@@ -49,17 +52,40 @@ impl ApiError {
     pub fn internal(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, detail)
     }
+
+    /// 503 with `Retry-After`: the database is down, restarting or full; try again soon.
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        ApiError {
+            retry_after: Some(RETRY_AFTER_SECS),
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, detail)
+        }
+    }
 }
+
+/// How long a client is asked to wait before trying again while the database is away.
+const RETRY_AFTER_SECS: u64 = 2;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let detail = crate::redact::scrub(&self.detail);
-        (self.status, axum::Json(json!({ "detail": detail }))).into_response()
+        let mut response = (self.status, axum::Json(json!({ "detail": detail }))).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
-        ApiError::internal(e.to_string())
+        match e.kind {
+            crate::store::StoreErrorKind::Unavailable => ApiError::unavailable(format!(
+                "{e}; the database is unavailable, try again shortly"
+            )),
+            crate::store::StoreErrorKind::Fenced => ApiError::conflict(e.to_string()),
+            crate::store::StoreErrorKind::Failed => ApiError::internal(e.to_string()),
+        }
     }
 }

@@ -120,8 +120,11 @@ pub enum JobInput {
 }
 
 /// One run of a graph, as the run queue hands it over.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GraphJob {
+    /// The saver the run writes its checkpoints through (the server's, behind the run's
+    /// gate and fence); `None`: the graph's own.
+    pub checkpointer: Option<Arc<dyn agent_core::Checkpointer>>,
     /// The run's id.
     pub run_id: String,
     /// The thread it runs on.
@@ -146,6 +149,18 @@ pub struct GraphJob {
     pub metadata: Map<String, Value>,
     /// How checkpoints are written.
     pub durability: Option<Durability>,
+}
+
+impl std::fmt::Debug for GraphJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphJob")
+            .field("run_id", &self.run_id)
+            .field("thread_id", &self.thread_id)
+            .field("input", &self.input)
+            .field("checkpoint_id", &self.checkpoint_id)
+            .field("modes", &self.modes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a run ended, as `/wait` and the thread report it.
@@ -241,6 +256,10 @@ pub trait ServedGraph: Send + Sync + 'static {
     ) -> Result<String, ApiError>;
     /// Deletes the thread's checkpoints.
     async fn delete_thread(&self, thread_id: &str) -> Result<(), ApiError>;
+    /// Deletes the checkpoints `run_id` wrote on the thread (a rollback).
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<(), ApiError>;
+    /// Keeps only the thread's latest checkpoint (of each namespace); how many went.
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, ApiError>;
     /// Copies the thread's latest state to a new thread (one `update` checkpoint).
     async fn copy_thread(&self, from: &str, to: &str) -> Result<(), ApiError>;
     /// The graph as LangGraph's `to_json` (`nodes`, `edges`), subgraphs drawn `xray`
@@ -454,6 +473,8 @@ fn core_error(e: GraphError) -> ApiError {
             ApiError::bad_request(format!("Node {name} does not exist"))
         }
         GraphError::InvalidInput(m) => ApiError::bad_request(m),
+        // The checkpoint store failed (down, restarting, full): worth trying again.
+        e @ GraphError::Storage { .. } => ApiError::unavailable(e.to_string()),
         other => ApiError::internal(other.to_string()),
     }
 }
@@ -482,6 +503,9 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         }
         if let Some(d) = job.durability {
             config = config.durability(d);
+        }
+        if let Some(saver) = job.checkpointer {
+            config = config.checkpointer(saver);
         }
         for (k, v) in &job.metadata {
             config = config.metadata(k.clone(), v.clone());
@@ -594,6 +618,24 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
             .delete_thread(thread_id)
             .await
             .map_err(core_error)
+    }
+
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<(), ApiError> {
+        if let Some(saver) = self.graph.checkpointer() {
+            saver
+                .delete_for_runs(thread_id, &[run_id])
+                .await
+                .map_err(core_error)?;
+        }
+        Ok(())
+    }
+
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, ApiError> {
+        let Some(saver) = self.graph.checkpointer() else {
+            return Ok(0);
+        };
+        // The root graph's history: what `get_state_history` lists and time travel forks.
+        saver.prune(thread_id, "", 1).await.map_err(core_error)
     }
 
     async fn copy_thread(&self, from: &str, to: &str) -> Result<(), ApiError> {

@@ -58,6 +58,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use api::guard::{Hosts, Origins};
+pub use api::retention::{ThreadTtl, TtlStrategy};
 pub use auth::{Auth, User};
 pub use error::ApiError;
 pub use graph::{Served, ServedGraph};
@@ -123,6 +124,7 @@ struct Pending {
     id: String,
     context_schema: Option<Value>,
     description: Option<String>,
+    timeout: Option<std::time::Duration>,
     compile: Compile,
 }
 
@@ -136,6 +138,9 @@ pub struct ServerBuilder {
     origins: Result<Origins, String>,
     hosts: Option<Vec<String>>,
     limits: Limits,
+    run_timeout: Option<std::time::Duration>,
+    thread_ttl: Option<ThreadTtl>,
+    ttl_sweep: std::time::Duration,
     body_limit: usize,
     leases: runs::Leases,
     grace: std::time::Duration,
@@ -204,6 +209,37 @@ impl ServerBuilder {
         if let Some(last) = self.graphs.last_mut() {
             last.description = Some(text.into());
         }
+        self
+    }
+
+    /// The time limit of the graph added last's runs (over [`run_timeout`](Self::run_timeout)).
+    pub fn graph_timeout(mut self, limit: std::time::Duration) -> Self {
+        if let Some(last) = self.graphs.last_mut() {
+            last.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// How long a run may take (default: no limit, as langgraph-api without
+    /// `BG_JOB_TIMEOUT_SECS`): a run past it is stopped as a cancel stops it and ends
+    /// `timeout`, with an error its clients see; its last checkpoint is kept.
+    pub fn run_timeout(mut self, limit: std::time::Duration) -> Self {
+        self.run_timeout = Some(limit);
+        self
+    }
+
+    /// The ttl of threads created without one of their own (default: none, kept until
+    /// deleted): `delete` deletes a thread that long after its last activity, `keep_latest`
+    /// keeps only its latest checkpoint.
+    pub fn thread_ttl(mut self, ttl: ThreadTtl) -> Self {
+        self.thread_ttl = Some(ttl);
+        self
+    }
+
+    /// How often expired threads are looked for (default: every minute); each look takes
+    /// at most 100.
+    pub fn ttl_sweep(mut self, every: std::time::Duration) -> Self {
+        self.ttl_sweep = every.max(std::time::Duration::from_millis(10));
         self
     }
 
@@ -438,6 +474,7 @@ impl ServerBuilder {
             Arc<dyn Checkpointer>,
             Arc<dyn agent_core::store::Store>,
         );
+        let mut postgres = None;
         let (store, saver, memory): Opened = match &self.storage {
             Storage::Postgres(url) => {
                 let saver = PostgresSaver::connect(url)
@@ -450,6 +487,7 @@ impl ServerBuilder {
                         agent_core::store::PostgresStore::from_pool(saver.pool().clone()).await?,
                     ),
                 };
+                postgres = Some(saver.clone());
                 (Arc::new(store), Arc::new(saver), memory)
             }
             Storage::Memory => (
@@ -459,7 +497,7 @@ impl ServerBuilder {
                     .unwrap_or_else(|| Arc::new(agent_core::store::InMemoryStore::new())),
             ),
             Storage::Sqlite(path) => {
-                let store = Arc::new(SqliteStore::open(path)?);
+                let store = Arc::new(SqliteStore::open_with(path, self.leases.max_attempts)?);
                 let saver =
                     SqliteSaver::open(path).map_err(|e| ServerError::Checkpoints(Box::new(e)))?;
                 let memory = match self.memory {
@@ -471,8 +509,15 @@ impl ServerBuilder {
         };
         let mut graphs = BTreeMap::new();
         let mut descriptions = BTreeMap::new();
+        let mut timeouts = runs::Timeouts {
+            default: self.run_timeout,
+            per_graph: BTreeMap::new(),
+        };
         for pending in self.graphs {
             let id = pending.id;
+            if let Some(limit) = pending.timeout {
+                timeouts.per_graph.insert(id.clone(), limit);
+            }
             if graphs.contains_key(&id) {
                 return Err(ServerError::DuplicateGraph(id));
             }
@@ -494,6 +539,9 @@ impl ServerBuilder {
             self.leases,
             self.webhooks,
             self.limits.clone(),
+            saver.clone(),
+            postgres,
+            timeouts,
         );
         Ok(Server {
             app: Arc::new(api::App {
@@ -511,10 +559,13 @@ impl ServerBuilder {
                     clock: self.clock,
                     poll: self.cron_poll,
                 },
+                shutdown: tokio::sync::watch::channel(false).0,
+                thread_ttl: self.thread_ttl,
             }),
             descriptions,
             body_limit: self.body_limit,
             grace: self.grace,
+            ttl_sweep: self.ttl_sweep,
         })
     }
 }
@@ -525,6 +576,7 @@ pub struct Server {
     descriptions: BTreeMap<String, String>,
     body_limit: usize,
     grace: std::time::Duration,
+    ttl_sweep: std::time::Duration,
 }
 
 impl Server {
@@ -539,6 +591,9 @@ impl Server {
             origins: Ok(Origins::default()),
             hosts: None,
             limits: Limits::default(),
+            run_timeout: None,
+            thread_ttl: None,
+            ttl_sweep: std::time::Duration::from_secs(60),
             body_limit: 16 * 1024 * 1024,
             leases: Leases::default(),
             grace: std::time::Duration::from_secs(30),
@@ -579,6 +634,7 @@ impl Server {
         }
         self.app.runs.spawn_workers();
         api::spawn_scheduler(self.app.clone());
+        api::retention::spawn_sweeper(self.app.clone(), self.ttl_sweep);
         Ok(api::router(self.app.clone(), self.body_limit))
     }
 
@@ -596,10 +652,18 @@ impl Server {
                 tracing::warn!(error = %e, "cannot set TCP_NODELAY");
             }
         });
+        // On ctrl-c or SIGTERM: no more claims; the runs executing here get the grace to
+        // finish (their streams go on meanwhile), the rest are handed back; then the open
+        // streams end with a last event, and the server waits for its connections to close.
+        let app = self.app.clone();
+        let grace = self.grace;
         axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown())
+            .with_graceful_shutdown(async move {
+                shutdown().await;
+                app.runs.drain(grace).await;
+                app.shutdown.send_replace(true);
+            })
             .await?;
-        self.app.runs.drain(self.grace).await;
         Ok(())
     }
 }
@@ -610,6 +674,7 @@ impl Pending {
             id,
             context_schema: None,
             description: None,
+            timeout: None,
             compile,
         }
     }

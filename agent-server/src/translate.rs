@@ -481,7 +481,7 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
     let (tx, rx) = tokio::sync::mpsc::channel::<GraphPart>(64);
     let interrupt_before_pause =
         !config.interrupt_before.is_empty() || !config.interrupt_after.is_empty();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let input = match input {
             Ok(input) => input,
             Err(failure) => {
@@ -576,7 +576,23 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
         };
         let _ = tx.send(GraphPart::Done(outcome)).await;
     });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) }).boxed()
+    // Dropping the parts stops the run at once: the task driving the graph is aborted, so
+    // the graph's stream (and with it the node futures of the step in flight) is dropped at
+    // its next await, not when it next has something to send.
+    let abort = AbortOnDrop(task);
+    futures::stream::unfold((rx, abort), |(mut rx, abort)| async move {
+        rx.recv().await.map(|p| (p, (rx, abort)))
+    })
+    .boxed()
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// An astream_events v2 event with LangChain's payloads: a model's stream chunk as an

@@ -1,7 +1,10 @@
 //! The run store's queue as the server uses it, on both backends: a run queued with a claim
-//! starts at once only when its thread runs nothing else; a run's end is recorded with its
-//! thread's in one step, a stateless run's thread going with its runs, and claims in that
-//! step the next run for its worker; long-finished runs' stored results are swept.
+//! starts at once only when its thread runs nothing else; `reject` is decided as the run is
+//! queued; a run's end is recorded with its thread's in one step, a stateless run's thread
+//! going with its runs, and claims in that step the next run for its worker; a run's writes
+//! are fenced by its claim (a deleted run is not written back, a run taken over writes
+//! nothing); abandoned runs release their thread; expired threads are claimed once;
+//! long-finished runs' stored results are swept.
 
 mod common;
 
@@ -9,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::PostgresSaver;
-use agent_server::store::{Claim, Kind, RunStore, ThreadEnd};
+use agent_server::store::{Claim, Enqueued, Kind, RunStore, ThreadEnd, Token};
 use agent_server::{PostgresStore, SqliteStore};
 use serde_json::{Value, json};
 
@@ -26,31 +29,51 @@ const CLAIM: Claim<'static> = Claim {
     lease: Duration::from_secs(20),
 };
 
+fn token(attempt: i64) -> Token {
+    Token {
+        owner: "me".into(),
+        attempt,
+    }
+}
+
 async fn queue_semantics(store: Arc<dyn RunStore>) {
     // Claimed as it is queued: its thread runs nothing.
-    let claimed = store
-        .enqueue(&thread("t1"), &run("r1", "t1"), Some(CLAIM))
+    let Enqueued::Claimed(claimed) = store
+        .enqueue(&thread("t1"), &run("r1", "t1"), Some(CLAIM), false)
         .await
         .unwrap()
-        .expect("a run on an idle thread is claimed as it is queued");
+    else {
+        panic!("a run on an idle thread is claimed as it is queued");
+    };
     assert_eq!(claimed["status"], "running");
-    // A second run on the same thread waits in the queue, claim or not.
-    let second = store
-        .enqueue(&thread("t1"), &run("r2", "t1"), Some(CLAIM))
+    // A run asking for `reject` on a busy thread is not queued.
+    let rejected = store
+        .enqueue(&thread("t1"), &run("rx", "t1"), Some(CLAIM), true)
         .await
         .unwrap();
-    assert!(second.is_none(), "a thread never runs two runs at once");
+    assert_eq!(rejected, Enqueued::Busy);
+    assert!(store.get(Kind::Run, "rx").await.unwrap().is_none());
+    // A second run on the same thread waits in the queue, claim or not.
+    let second = store
+        .enqueue(&thread("t1"), &run("r2", "t1"), Some(CLAIM), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        second,
+        Enqueued::Queued,
+        "a thread never runs two runs at once"
+    );
     assert_eq!(
         store.get(Kind::Run, "r2").await.unwrap().unwrap()["status"],
         "pending"
     );
     // Without a claim (no free worker), a run on another thread only waits.
-    assert!(
+    assert_eq!(
         store
-            .enqueue(&thread("t2"), &run("r3", "t2"), None)
+            .enqueue(&thread("t2"), &run("r3", "t2"), None, false)
             .await
-            .unwrap()
-            .is_none()
+            .unwrap(),
+        Enqueued::Queued
     );
     // The first run ends: its thread's document goes with it, and the worker that ran it
     // claims in the same step the run that waited (the oldest pending run: the second one).
@@ -59,7 +82,13 @@ async fn queue_semantics(store: Arc<dyn RunStore>) {
     let mut idle = thread("t1");
     idle["status"] = "idle".into();
     let next = store
-        .finish(&done, ThreadEnd::Put(idle), Some(CLAIM))
+        .finish(
+            &done,
+            ThreadEnd::Put(idle),
+            &token(1),
+            &json!({}),
+            Some(CLAIM),
+        )
         .await
         .unwrap()
         .expect("the run that waited on the thread is claimed as the first ends");
@@ -88,31 +117,73 @@ async fn queue_semantics(store: Arc<dyn RunStore>) {
     // Nothing else is pending (r2 runs): the end claims nothing.
     assert!(
         store
-            .finish(&r3, ThreadEnd::Delete("t2".into()), Some(CLAIM))
+            .finish(
+                &r3,
+                ThreadEnd::Delete("t2".into()),
+                &token(1),
+                &json!({}),
+                Some(CLAIM)
+            )
             .await
             .unwrap()
             .is_none()
     );
     assert!(store.get(Kind::Thread, "t2").await.unwrap().is_none());
     assert!(store.get(Kind::Run, "r3").await.unwrap().is_none());
-    // A thread deleted while its run went on: the run's end is still recorded.
+    // A run's end under another claim (another attempt) is refused.
     let mut r2 = store.get(Kind::Run, "r2").await.unwrap().unwrap();
-    store.delete(Kind::Thread, "t1").await.unwrap();
     r2["status"] = "error".into();
-    store.finish(&r2, ThreadEnd::Gone, None).await.unwrap();
-    assert_eq!(
-        store.get(Kind::Run, "r2").await.unwrap().unwrap()["status"],
-        "error"
-    );
-    // A run that must wait (`after_seconds`) is not claimed as it is queued.
-    let mut later = run("r4", "t3");
-    later["kwargs"]["not_before_ms"] = (jiff::Timestamp::now().as_millisecond() + 60_000).into();
+    let stale = store
+        .finish(&r2, ThreadEnd::Gone, &token(2), &json!({}), None)
+        .await
+        .unwrap_err();
+    assert!(stale.is_fenced(), "{stale}");
     assert!(
         store
-            .enqueue(&thread("t3"), &later, Some(CLAIM))
+            .renew("r2", &token(2), CLAIM.lease)
             .await
             .unwrap()
             .is_none()
+    );
+    assert!(
+        store
+            .renew("r2", &token(1), CLAIM.lease)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // A thread deleted while its run went on: the run's end does not write it back.
+    store.delete(Kind::Thread, "t1").await.unwrap();
+    let gone = store
+        .finish(&r2, ThreadEnd::Gone, &token(1), &json!({}), None)
+        .await
+        .unwrap_err();
+    assert!(gone.is_fenced(), "{gone}");
+    assert!(store.get(Kind::Run, "r2").await.unwrap().is_none());
+    // A run that must wait (`after_seconds`) is not claimed as it is queued.
+    let mut later = run("r4", "t3");
+    later["kwargs"]["not_before_ms"] = (jiff::Timestamp::now().as_millisecond() + 60_000).into();
+    assert_eq!(
+        store
+            .enqueue(&thread("t3"), &later, Some(CLAIM), false)
+            .await
+            .unwrap(),
+        Enqueued::Queued
+    );
+    // Threads whose ttl ran out are claimed once (their expiry moved on).
+    let mut expiring = thread("t4");
+    expiring["ttl"] = json!({"strategy": "delete", "ttl_minutes": 1.0, "expires_at_ms": 1000});
+    store.put(Kind::Thread, &expiring).await.unwrap();
+    let now = jiff::Timestamp::now().as_millisecond();
+    let due = store.claim_expired_threads(now, 10, 60_000).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0]["thread_id"], "t4");
+    assert!(
+        store
+            .claim_expired_threads(now, 10, 60_000)
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 
@@ -180,9 +251,32 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
         .put_result("r1", &json!({"done": true}))
         .await
         .unwrap();
-    store
+    // Events of a run no longer running (r1 ended) are refused: only its claim writes them.
+    let refused = store
         .append_events(
             "r1",
+            &token(1),
+            &[agent_server::store::StoredEvent {
+                seq: 0,
+                id: "1-0".into(),
+                name: "values".into(),
+                data: "{}".into(),
+            }],
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.is_fenced(), "{refused}");
+    let Enqueued::Claimed(_) = store
+        .enqueue(&thread("t9"), &run("r9", "t9"), Some(CLAIM), false)
+        .await
+        .unwrap()
+    else {
+        panic!("claimed");
+    };
+    store
+        .append_events(
+            "r9",
+            &token(1),
             &[agent_server::store::StoredEvent {
                 seq: 0,
                 id: "1-0".into(),
@@ -201,15 +295,84 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
         0
     );
     assert!(store.result("r1").await.unwrap().is_some());
-    // ...and forgotten after.
+    assert_eq!(store.events_after("r9", -1).await.unwrap().len(), 1);
+    // ...and forgotten after (r1's and the results the runs' ends stored).
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(
+    assert!(
         store
             .sweep_finished(Duration::from_millis(1))
             .await
-            .unwrap(),
-        1
+            .unwrap()
+            >= 1
     );
     assert!(store.result("r1").await.unwrap().is_none());
-    assert!(store.events_after("r1", -1).await.unwrap().is_empty());
+}
+
+/// A run whose instance keeps dying is given up after its last attempt, and its thread is
+/// released (no longer `busy`), showing why.
+#[tokio::test]
+async fn postgres_abandoned_runs_release_their_thread() {
+    let Some(url) = common::fresh_database("run_store").await else {
+        return;
+    };
+    let saver = PostgresSaver::connect(&url).await.unwrap();
+    let store = PostgresStore::open(&saver, &url).await.unwrap();
+    let mut r = run("ra", "ta");
+    r["attempt"] = 3.into();
+    store
+        .enqueue(
+            &thread("ta"),
+            &r,
+            Some(Claim {
+                owner: "dead",
+                lease: Duration::ZERO,
+            }),
+            false,
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.requeue_expired(3).await.unwrap(), 0);
+    assert_eq!(
+        store.get(Kind::Run, "ra").await.unwrap().unwrap()["status"],
+        "error"
+    );
+    let t = store.get(Kind::Thread, "ta").await.unwrap().unwrap();
+    assert_eq!(t["status"], "error", "{t}");
+    assert_eq!(t["error"]["error"], "WorkerLost");
+}
+
+/// A run left `running` by a process that stopped is started again at the next open, at
+/// most as often as it may be: then it ends `error` and its thread is released.
+#[tokio::test]
+async fn sqlite_requeues_at_open_up_to_the_attempt_cap() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-run-store-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.sqlite");
+    {
+        let store = SqliteStore::open_with(&path, 2).unwrap();
+        store
+            .enqueue(&thread("tc"), &run("rc", "tc"), Some(CLAIM), false)
+            .await
+            .unwrap();
+    }
+    // The process "crashed" with the run running: the next open requeues it (attempt 2)...
+    {
+        let store = SqliteStore::open_with(&path, 2).unwrap();
+        let r = store.get(Kind::Run, "rc").await.unwrap().unwrap();
+        assert_eq!(
+            (r["status"].as_str(), r["attempt"].as_i64()),
+            (Some("pending"), Some(2))
+        );
+        store.claim("me", CLAIM.lease).await.unwrap().unwrap();
+    }
+    // ...and the one after gives up on it.
+    let store = SqliteStore::open_with(&path, 2).unwrap();
+    assert_eq!(
+        store.get(Kind::Run, "rc").await.unwrap().unwrap()["status"],
+        "error"
+    );
+    let t = store.get(Kind::Thread, "tc").await.unwrap().unwrap();
+    assert_eq!(t["status"], "error", "{t}");
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -7,6 +7,7 @@
 mod bench;
 mod bench_server;
 mod bench_store;
+mod chaos;
 mod ci;
 mod codegen;
 mod llm_server;
@@ -43,6 +44,12 @@ const COMMANDS: &[Command] = &[
         args: "[--vs-langgraph] [--quick] | server [--no-vs-langgraph] [--quick] | store [--quick] [--items N]",
         about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios. `bench server`: our server against langgraph-api (langgraph dev) under load. `bench store`: our stores against LangGraph's InMemoryStore and PostgresStore (put, get, filtered and semantic search)",
         run: bench::run,
+    },
+    Command {
+        name: "chaos",
+        args: "[--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite]",
+        about: "the fault suite: instances of the reference server on a PostgreSQL of its own (and on SQLite), clients and faults (SIGKILL, SIGSTOP past the lease, PostgreSQL restarted) drawn from each seed (default 20 seeds of 30 s), then the checker's invariants; a failing seed prints how to replay it",
+        run: chaos::run,
     },
     Command {
         name: "llm-server",

@@ -12,6 +12,7 @@ mod crons;
 pub(crate) mod guard;
 mod mcp;
 mod memory;
+pub(crate) mod retention;
 mod runs;
 mod sse;
 mod system;
@@ -62,6 +63,10 @@ pub(crate) struct App {
     pub(crate) memory: Arc<dyn agent_core::store::Store>,
     /// The crons' clock and how often the scheduler looks.
     pub(crate) scheduling: Scheduling,
+    /// Set as the server stops (after its runs drained): open streams end with a last event.
+    pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
+    /// The ttl of threads created without one (`None`: kept until deleted).
+    pub(crate) thread_ttl: Option<retention::ThreadTtl>,
 }
 
 pub(crate) type Shared = State<Arc<App>>;

@@ -316,13 +316,10 @@ async fn start(
             "{queued} runs are waiting on this thread already; wait for them, or cancel some"
         )));
     }
+    // `reject` is decided as the run is queued, in the queue's transaction: of two runs
+    // asking at once on an idle thread, one is queued and the other refused.
     if !active.is_empty() {
         match f.strategy.as_str() {
-            "reject" => {
-                return Err(ApiError::conflict(
-                    "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
-                ));
-            }
             "interrupt" | "rollback" => {
                 let action = if f.strategy == "rollback" {
                     CancelAction::Rollback
@@ -495,6 +492,7 @@ async fn stream_run(
     };
     let guard = guard(app, &s);
     Ok(sse::sse(
+        app,
         s.channel.follow(0),
         None,
         s.resumable,
@@ -517,7 +515,7 @@ async fn wait_run(
         format!("/threads/{t}/runs/{r}"),
     );
     let guard = guard(app, &s);
-    Ok(sse::wait(s.channel, headers, guard))
+    Ok(sse::wait(app, s.channel, headers, guard))
 }
 
 async fn stream(
@@ -814,7 +812,7 @@ async fn join(
                 runs: app.runs.clone(),
                 channel: channel.clone(),
             });
-            Ok(sse::wait(channel, headers, guard))
+            Ok(sse::wait(&app, channel, headers, guard))
         }
         Some(channel) => Ok((headers, axum::Json(channel.result().await)).into_response()),
         None => {
@@ -881,7 +879,7 @@ async fn join_stream(
         .map(str::to_owned);
     let Some(channel) = app.runs.follow(&r).await else {
         let nothing = futures::StreamExt::boxed(futures::stream::empty());
-        return Ok(sse::sse(nothing, keep, resumable, headers, permit));
+        return Ok(sse::sse(&app, nothing, keep, resumable, headers, permit));
     };
     let from = if channel.finished() && last.is_none() {
         usize::MAX
@@ -893,6 +891,7 @@ async fn join_stream(
         channel: channel.clone(),
     });
     Ok(sse::sse(
+        &app,
         channel.follow(from),
         keep,
         resumable,

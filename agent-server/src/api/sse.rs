@@ -12,6 +12,9 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+use tokio::sync::watch;
+
+use super::App;
 use crate::runs::{CancelAction, LiveEvent, RunChannel, Runs};
 
 /// How often an idle stream says it is alive.
@@ -59,37 +62,75 @@ fn frame(e: &LiveEvent, with_id: bool) -> Bytes {
 /// An SSE response following `events`; `keep` filters by event name (its mode part).
 /// `hold` lives as long as the response body (a cancel on disconnect, the stream's place
 /// in its user's count).
+/// The last event of a stream the server ends as it stops.
+fn shutting_down() -> LiveEvent {
+    LiveEvent {
+        id: format!("{}-shutdown", crate::time::now_ms()),
+        name: "error".to_owned(),
+        data: serde_json::json!({
+            "error": "ServerShutdown",
+            "message": "the server is stopping; reconnect to follow the run (a resumable run's stream picks up at its Last-Event-ID)",
+        })
+        .to_string()
+        .into(),
+    }
+}
+
+/// A stream's state between frames.
+struct Sse<H> {
+    events: BoxStream<'static, LiveEvent>,
+    ticker: tokio::time::Interval,
+    keep: Option<Vec<String>>,
+    stopping: watch::Receiver<bool>,
+    ended: bool,
+    _hold: H,
+}
+
 pub(super) fn sse<H: Send + Sync + 'static>(
+    app: &App,
     events: BoxStream<'static, LiveEvent>,
     keep: Option<Vec<String>>,
     with_ids: bool,
     headers: HeaderMap,
     hold: H,
 ) -> Response {
-    let guard = hold;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let body = futures::stream::unfold(
-        (events, ticker, keep, guard),
-        move |(mut events, mut ticker, keep, guard)| async move {
-            loop {
-                tokio::select! {
-                    e = events.next() => {
-                        let e = e?;
+    let state = Sse {
+        events,
+        ticker,
+        keep,
+        stopping: app.shutdown.subscribe(),
+        ended: false,
+        _hold: hold,
+    };
+    let body = futures::stream::unfold(state, move |mut s| async move {
+        if s.ended {
+            return None;
+        }
+        loop {
+            let next = tokio::select! {
+                e = s.events.next() => match e {
+                    Some(e) => {
                         let base = e.name.split('|').next().unwrap_or_default();
                         let wanted = e.name == "metadata" || e.name == "error"
-                            || keep.as_ref().is_none_or(|k| k.iter().any(|n| n == base));
-                        if wanted {
-                            return Some((Ok::<_, Infallible>(frame(&e, with_ids)), (events, ticker, keep, guard)));
+                            || s.keep.as_ref().is_none_or(|k| k.iter().any(|n| n == base));
+                        if !wanted {
+                            continue;
                         }
+                        frame(&e, with_ids)
                     }
-                    _ = ticker.tick() => {
-                        return Some((Ok(Bytes::from_static(b": heartbeat\r\n\r\n")), (events, ticker, keep, guard)));
-                    }
+                    None => return None,
+                },
+                _ = s.ticker.tick() => Bytes::from_static(b": heartbeat\r\n\r\n"),
+                _ = s.stopping.wait_for(|stop| *stop) => {
+                    s.ended = true;
+                    frame(&shutting_down(), with_ids)
                 }
-            }
-        },
-    );
+            };
+            return Some((Ok::<_, Infallible>(next), s));
+        }
+    });
     let mut response = Body::from_stream(body).into_response();
     let h = response.headers_mut();
     h.insert(
@@ -104,11 +145,21 @@ pub(super) fn sse<H: Send + Sync + 'static>(
 
 /// The `/wait` and `/join` body: a newline every 5 s until the run ends, then its result.
 pub(super) fn wait(
+    app: &App,
     channel: Arc<RunChannel>,
     headers: HeaderMap,
     guard: Option<CancelOnDrop>,
 ) -> Response {
-    let result = Box::pin(async move { channel.result().await });
+    let mut stopping = app.shutdown.subscribe();
+    // The result, or (the server stopping first) an error body that says so.
+    let result = Box::pin(async move {
+        tokio::select! {
+            r = channel.result() => r,
+            _ = stopping.wait_for(|stop| *stop) => {
+                serde_json::json!({"__error__": serde_json::from_str::<serde_json::Value>(&shutting_down().data).unwrap_or_default()})
+            }
+        }
+    });
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let body = futures::stream::unfold(

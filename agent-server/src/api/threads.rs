@@ -12,6 +12,7 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::body::{Fields, contains, object};
+use super::retention::{self, ThreadTtl, TtlStrategy};
 use super::{App, Caller, JsonBody, Shared, paged, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
@@ -24,6 +25,7 @@ pub(super) fn routes() -> Router<Arc<App>> {
         .route("/threads", post(create))
         .route("/threads/search", post(search))
         .route("/threads/count", post(count))
+        .route("/threads/prune", post(prune))
         .route("/threads/{id}", get(read).patch(update).delete(remove))
         .route("/threads/{id}/copy", post(copy))
         .route("/threads/{id}/state", get(state).post(update_state))
@@ -93,12 +95,19 @@ async fn create(
         metadata.insert("graph_id".into(), graph_id.into());
     }
     grant.stamp(&mut metadata);
-    let doc = new_thread(&id, metadata);
+    let mut doc = new_thread(&id, metadata);
+    let ttl = match body.get("ttl") {
+        Some(v) => ThreadTtl::from_body(v)?,
+        None => app.thread_ttl,
+    };
+    if let Some(ttl) = ttl {
+        ttl.apply(&mut doc);
+    }
     if !app.store.insert(Kind::Thread, &doc).await? {
         return match body.opt_str("if_exists")?.as_deref() {
             Some("do_nothing") => match app.store.get(Kind::Thread, &id).await? {
                 Some(kept) if grant.admits(&kept["metadata"]) => {
-                    Ok(axum::Json(kept).into_response())
+                    Ok(axum::Json(retention::public(kept, false)).into_response())
                 }
                 _ => Err(ApiError::conflict(format!(
                     "Thread with ID {id} already exists"
@@ -123,15 +132,27 @@ async fn create(
         }
         app.runs.refresh_thread(&id, None, false).await?;
     }
-    Ok(axum::Json(app.store.get(Kind::Thread, &id).await?.unwrap_or(doc)).into_response())
+    let doc = app.store.get(Kind::Thread, &id).await?.unwrap_or(doc);
+    Ok(axum::Json(retention::public(doc, false)).into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct ReadParams {
+    include: Option<String>,
 }
 
 async fn read(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
+    Query(p): Query<ReadParams>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(found(&app, &caller, &id, Verb::Read).await?).into_response())
+    let include_ttl = p
+        .include
+        .as_deref()
+        .is_some_and(|i| i.split(',').any(|f| f.trim() == "ttl"));
+    let doc = found(&app, &caller, &id, Verb::Read).await?;
+    Ok(axum::Json(retention::public(doc, include_ttl)).into_response())
 }
 
 async fn update(
@@ -157,9 +178,61 @@ async fn update(
         grant.stamp(existing);
         app.limits.metadata("thread", existing)?;
     }
+    match body
+        .get("ttl")
+        .map(ThreadTtl::from_body)
+        .transpose()?
+        .flatten()
+    {
+        Some(ttl) => ttl.apply(&mut doc),
+        None => retention::touch(&mut doc),
+    }
     doc["updated_at"] = now_iso().into();
     app.store.put(Kind::Thread, &doc).await?;
-    Ok(axum::Json(doc).into_response())
+    Ok(axum::Json(retention::public(doc, false)).into_response())
+}
+
+/// `POST /threads/prune`: the caller's threads named, deleted (`delete`) or cut to their
+/// latest checkpoint (`keep_latest`) now.
+async fn prune(
+    State(app): Shared,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let body = object(body)?;
+    let strategy = TtlStrategy::parse(body.opt_str("strategy")?.as_deref().unwrap_or("delete"))?;
+    let ids: Vec<String> = match body.get("thread_ids") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .ok_or_else(|| ApiError::invalid("'thread_ids' must be a list of thread ids"))
+                    .and_then(|i| uuid_path("thread", i))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "'thread_ids' must be a list of thread ids",
+            ));
+        }
+    };
+    let (_, _) = app.limits.page(ids.len(), 0)?;
+    let verb = match strategy {
+        TtlStrategy::Delete => Verb::Delete,
+        TtlStrategy::KeepLatest => Verb::Update,
+    };
+    let mut pruned = 0;
+    for id in ids {
+        // Another user's thread, or none: not pruned, as if it did not exist.
+        let Ok(doc) = found(&app, &caller, &id, verb).await else {
+            continue;
+        };
+        if retention::prune(&app, &doc, strategy).await? {
+            pruned += 1;
+        }
+    }
+    Ok(axum::Json(json!({ "pruned_count": pruned })).into_response())
 }
 
 async fn remove(
@@ -169,15 +242,14 @@ async fn remove(
 ) -> Result<Response, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Delete).await?;
     let id = doc["thread_id"].as_str().unwrap_or_default().to_owned();
-    for run in app.runs.active_on(&id).await? {
-        app.runs
-            .cancel(&run, crate::runs::CancelAction::Interrupt)
-            .await?;
-    }
+    // Its runs first: stopped, and writing nothing more (here or on another instance), so
+    // nothing of the thread comes back after it is gone; then its runs and document, then
+    // its checkpoints.
+    app.runs.stop_thread(&id).await?;
+    app.store.delete(Kind::Thread, &id).await?;
     if let Some(graph) = graph_of(&app, &doc) {
         graph.delete_thread(&id).await?;
     }
-    app.store.delete(Kind::Thread, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -218,6 +290,7 @@ async fn matching(
             ids.as_ref()
                 .is_none_or(|ids| ids.iter().any(|i| t["thread_id"] == i.as_str()))
         })
+        .map(|t| retention::public(t, false))
         .collect())
 }
 
@@ -261,13 +334,17 @@ async fn copy(
     let to = uuid::Uuid::now_v7().to_string();
     let mut metadata = doc["metadata"].as_object().cloned().unwrap_or_default();
     grant.stamp(&mut metadata);
-    let copy = new_thread(&to, metadata);
+    let mut copy = new_thread(&to, metadata);
+    if let Some(ttl) = app.thread_ttl {
+        ttl.apply(&mut copy);
+    }
     app.store.put(Kind::Thread, &copy).await?;
     if let Some(graph) = graph_of(&app, &doc) {
         graph.copy_thread(&from, &to).await?;
         app.runs.refresh_thread(&to, None, false).await?;
     }
-    Ok(axum::Json(app.store.get(Kind::Thread, &to).await?.unwrap_or(copy)).into_response())
+    let doc = app.store.get(Kind::Thread, &to).await?.unwrap_or(copy);
+    Ok(axum::Json(retention::public(doc, false)).into_response())
 }
 
 /// The ThreadState of a thread with no checkpoint.

@@ -1,18 +1,25 @@
 //! Executing one run: its graph's events into the run's channel (or, on a shared store,
 //! into the store for every instance), its end recorded on the run and its thread, its
 //! lease renewed meanwhile.
+//!
+//! A run stops at once when asked (a cancel, its time limit, its thread deleted, the server
+//! handing it back): the task driving its graph is aborted, dropping the step in flight,
+//! and its checkpoints' gate is closed, so nothing it had under way lands afterwards. Every
+//! write it makes after it was claimed carries its claim (`Token`): a run another instance
+//! took over, or one deleted, writes nothing — its checkpoints (fenced on PostgreSQL), its
+//! events and its end are refused.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{CancelAction, Next, RunChannel, Runs};
+use super::{CancelAction, Next, Registered, RunChannel, Runs, Stop};
 use crate::error::ApiError;
 use crate::graph::{ApiMode, Failure, GraphJob, GraphPart, JobInput, ServedGraph};
-use crate::store::{Kind, Notice, StoredEvent, ThreadEnd};
+use crate::store::{Kind, Notice, StoredEvent, ThreadEnd, Token};
 use crate::time::{now_iso, now_ms};
 
 /// Where an executing run's events go: its local channel, or the shared store (read back
@@ -25,7 +32,8 @@ pub(super) struct Output {
 
 enum Forward {
     Event(StoredEvent),
-    Result(Value),
+    /// Answered once every event before it is stored.
+    Flush(oneshot::Sender<()>),
 }
 
 impl Output {
@@ -55,12 +63,28 @@ impl Output {
         }
     }
 
-    /// The run's end: its `/wait` body. On a shared store, after every event is stored.
-    pub(super) async fn finish(&self, body: Value) {
+    /// Waits until every event emitted so far is stored (a shared store; at once otherwise).
+    async fn flush(&self) {
+        if let Some((tx, _)) = &self.forward {
+            let (done, stored) = oneshot::channel();
+            if tx.send(Forward::Flush(done)).is_ok() {
+                let _ = stored.await;
+            }
+        }
+    }
+
+    /// The run's end for its followers: its `/wait` body into the local channel; on a shared
+    /// store (where the body was stored with the run's end) a notice that it is there.
+    async fn finish(&self, runs: &Runs, run_id: &str, body: Value) {
         match &self.forward {
             None => self.channel.finish(body),
-            Some((tx, _)) => {
-                let _ = tx.send(Forward::Result(body));
+            Some(_) => {
+                let _ = runs
+                    .store
+                    .notify(&Notice::Events {
+                        run_id: run_id.to_owned(),
+                    })
+                    .await;
             }
         }
     }
@@ -89,8 +113,47 @@ impl Drop for Heartbeat {
     }
 }
 
+/// How a run that was stopped, or that failed, ends.
+enum End {
+    /// It finished (maybe paused at an interrupt).
+    Done,
+    /// It failed.
+    Error(Failure),
+    /// A cancel (or its thread's deletion) stopped it.
+    Interrupted(Failure),
+    /// Its time limit stopped it.
+    Timeout(Failure),
+}
+
+impl End {
+    fn status(&self) -> &'static str {
+        match self {
+            End::Done => "success",
+            End::Error(_) => "error",
+            End::Interrupted(_) => "interrupted",
+            End::Timeout(_) => "timeout",
+        }
+    }
+
+    fn failure(&self) -> Option<&Failure> {
+        match self {
+            End::Done => None,
+            End::Error(f) | End::Interrupted(f) | End::Timeout(f) => Some(f),
+        }
+    }
+
+    fn scrubbed(self) -> End {
+        match self {
+            End::Done => End::Done,
+            End::Error(f) => End::Error(f.scrubbed()),
+            End::Interrupted(f) => End::Interrupted(f.scrubbed()),
+            End::Timeout(f) => End::Timeout(f.scrubbed()),
+        }
+    }
+}
+
 impl Runs {
-    pub(super) async fn output(self: &Arc<Self>, run_id: &str) -> Output {
+    pub(super) async fn output(self: &Arc<Self>, run_id: &str, token: &Token) -> Output {
         if !self.store.shared() {
             return Output {
                 channel: self.local_channel(run_id),
@@ -108,31 +171,39 @@ impl Runs {
         let (tx, mut rx) = mpsc::unbounded_channel::<Forward>();
         let me = self.clone();
         let id = run_id.to_owned();
+        let token = token.clone();
         let task = tokio::spawn(async move {
             let mut batch = Vec::new();
+            // Once refused (the run is not this claim's any more), no event is stored.
+            let mut fenced = false;
             while let Some(first) = rx.recv().await {
-                let mut result = None;
+                let mut flushes = Vec::new();
                 let mut next = Some(first);
                 while let Some(f) = next.take() {
                     match f {
                         Forward::Event(e) => batch.push(e),
-                        Forward::Result(r) => result = Some(r),
+                        Forward::Flush(done) => flushes.push(done),
                     }
                     next = rx.try_recv().ok();
                 }
-                if let Err(e) = me.store.append_events(&id, &batch).await {
-                    tracing::error!(run_id = id, error = %e, "storing a run's events failed");
+                if !fenced && !batch.is_empty() {
+                    match me.store.append_events(&id, &token, &batch).await {
+                        Ok(()) => {
+                            let _ = me
+                                .store
+                                .notify(&Notice::Events { run_id: id.clone() })
+                                .await;
+                        }
+                        Err(e) if e.is_fenced() => fenced = true,
+                        Err(e) => {
+                            tracing::error!(run_id = id, error = %e, "storing a run's events failed")
+                        }
+                    }
                 }
                 batch.clear();
-                if let Some(r) = result
-                    && let Err(e) = me.store.put_result(&id, &r).await
-                {
-                    tracing::error!(run_id = id, error = %e, "storing a run's result failed");
+                for done in flushes {
+                    let _ = done.send(());
                 }
-                let _ = me
-                    .store
-                    .notify(&Notice::Events { run_id: id.clone() })
-                    .await;
             }
         });
         Output {
@@ -142,50 +213,60 @@ impl Runs {
         }
     }
 
-    fn heartbeat(self: Arc<Self>, run_id: String) -> Heartbeat {
+    fn heartbeat(self: Arc<Self>, run_id: String, token: Token) -> Heartbeat {
         let (tx, lost) = watch::channel(false);
         let every = (self.leases.ttl / 3).max(Duration::from_millis(100));
         let task = tokio::spawn(async move {
             if !self.store.shared() {
                 return;
             }
+            let mut renewed = tokio::time::Instant::now();
             loop {
                 tokio::time::sleep(every).await;
-                match self
-                    .store
-                    .renew(&run_id, &self.owner, self.leases.ttl)
-                    .await
-                {
-                    Ok(Some(None)) => {}
+                let asked = tokio::time::Instant::now();
+                match self.store.renew(&run_id, &token, self.leases.ttl).await {
+                    Ok(Some(None)) => renewed = asked,
                     Ok(Some(Some(action))) => {
-                        self.stop_local(&run_id, CancelAction::parse(&action));
+                        renewed = asked;
+                        if let Some(gate) = self.stop_local(&run_id, Stop::parse(&action)) {
+                            gate.close().await;
+                        }
                     }
                     Ok(None) => {
                         tx.send_replace(true);
                         return;
                     }
-                    Err(e) => tracing::warn!(run_id, error = %e, "renewing a lease failed"),
+                    Err(e) => {
+                        tracing::warn!(run_id, error = %e, "renewing a lease failed");
+                        // Cut off from the database for as long as the lease: another
+                        // instance may have the run by now.
+                        if renewed.elapsed() >= self.leases.ttl {
+                            tx.send_replace(true);
+                            return;
+                        }
+                    }
                 }
             }
         });
         Heartbeat { lost, task }
     }
 
-    /// Executes a claimed run to its end, renewing its lease meanwhile; `cancel` stops it.
-    /// Returns what its end claimed for this worker.
-    pub(super) async fn execute(
-        self: &Arc<Self>,
-        mut run: Value,
-        mut cancel: watch::Receiver<Option<CancelAction>>,
-    ) -> Next {
+    /// Executes a claimed run to its end, renewing its lease meanwhile; a stop ends it at
+    /// once. Returns what its end claimed for this worker.
+    pub(super) async fn execute(self: &Arc<Self>, mut run: Value, registered: Registered) -> Next {
+        let Registered {
+            stop: mut stops,
+            gate,
+        } = registered;
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
-        let channel = self.output(&run_id).await;
+        let token = Token::of(&run, &self.owner);
+        let channel = self.output(&run_id, &token).await;
         if run["kwargs"]["resumable"] == true {
             channel.channel.keep(self.limits.event_log_bytes);
         }
         let started = now_ms();
-        let heartbeat = self.clone().heartbeat(run_id.clone());
+        let heartbeat = self.clone().heartbeat(run_id.clone(), token.clone());
         let attempt = run["attempt"].as_i64().unwrap_or(1);
         let kwargs = &run["kwargs"];
         let graph_id = kwargs["config"]["configurable"]["graph_id"]
@@ -198,11 +279,20 @@ impl Runs {
                 error: "GraphNotFound".into(),
                 message: format!("graph '{graph_id}' is not served here"),
             };
-            return self.fail(&mut run, &channel, failure, started).await;
+            return self
+                .conclude(
+                    &mut run,
+                    &channel,
+                    &token,
+                    Value::Null,
+                    Vec::new(),
+                    End::Error(failure),
+                    started,
+                )
+                .await;
         };
-        // The thread's latest checkpoint: where a rollback goes back to, and where a run taken
-        // over from an instance that died resumes (its input was applied and its finished
-        // nodes are not run again).
+        // The thread's latest checkpoint: where a run taken over from an instance that died
+        // resumes (its input was applied and its finished nodes are not run again).
         // A stateless run's first attempt starts on a thread of its own: nothing to read.
         let fresh = attempt == 1 && kwargs["temporary"] == true;
         let latest = if fresh {
@@ -211,6 +301,7 @@ impl Runs {
             graph.state(&thread_id, None, false).await.ok().flatten()
         };
         let mut job = job_of(&run_id, &thread_id, kwargs);
+        job.checkpointer = Some(self.run_saver(&run_id, &token, gate.clone()));
         if attempt > 1
             && latest
                 .as_ref()
@@ -219,7 +310,6 @@ impl Runs {
             job.input = JobInput::Continue;
             job.checkpoint_id = None;
         }
-        let before = latest.and_then(|s| s["checkpoint_id"].as_str().map(str::to_owned));
         let mut parts = match graph.start(job) {
             Ok(parts) => parts,
             Err(e) => {
@@ -227,13 +317,31 @@ impl Runs {
                     error: "InvalidContext".into(),
                     message: e.detail,
                 };
-                return self.fail(&mut run, &channel, failure, started).await;
+                return self
+                    .conclude(
+                        &mut run,
+                        &channel,
+                        &token,
+                        Value::Null,
+                        Vec::new(),
+                        End::Error(failure),
+                        started,
+                    )
+                    .await;
             }
         };
-        let mut cancelled = *cancel.borrow();
+        let limit = self.timeouts.of(&graph_id);
+        let deadline = async move {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(deadline);
+        let mut stopped = *stops.borrow();
         let mut lease_lost = false;
         let mut outcome = None;
-        while cancelled.is_none() {
+        while stopped.is_none() {
             tokio::select! {
                 part = parts.next() => match part {
                     Some(GraphPart::Event { name, data }) => channel.emit(&name, &data),
@@ -244,73 +352,101 @@ impl Runs {
                     lease_lost = true;
                     break;
                 }
-                changed = cancel.changed() => {
+                changed = stops.changed() => {
                     if changed.is_err() { break; }
-                    cancelled = *cancel.borrow();
+                    stopped = *stops.borrow();
                 }
+                _ = &mut deadline => stopped = Some(Stop::Timeout),
             }
         }
-        drop(parts); // cancels the graph's run if it is still going
+        // Stops the graph at once (the step in flight is dropped at its next await), and
+        // waits for the checkpoint writes it had under way: nothing of it lands later.
+        drop(parts);
+        gate.close().await;
         if lease_lost {
             // Another instance took the run over (this one was cut off from the database
             // for longer than the lease): stop without writing; the new owner finishes it.
             tracing::warn!(run_id, "lost the run's lease; another instance has it");
             return Next::Unknown;
         }
-        match (cancelled, outcome) {
-            (Some(CancelAction::Rollback), _) => {
-                let restored = match &before {
-                    Some(cp) => graph
-                        .update_state(&thread_id, json!({}), None, Some(cp))
-                        .await
-                        .map(|_| ()),
-                    None => graph.delete_thread(&thread_id).await,
-                };
-                if let Err(e) = restored {
-                    tracing::error!(run_id, error = %e.detail, "rolling back the thread failed");
-                }
-                let _ = self.store.delete(Kind::Run, &run_id).await;
-                channel.finish(json!({})).await;
-                let _ = self.refresh_thread(&thread_id, None, false).await;
-                self.count("rolled_back", started);
-                Next::Unknown
+        let values_now = || async {
+            graph
+                .state(&thread_id, None, false)
+                .await
+                .ok()
+                .flatten()
+                .map(|s| s["values"].clone())
+                .unwrap_or(Value::Null)
+        };
+        match (stopped, outcome) {
+            (Some(Stop::Handover), _) => Next::Unknown,
+            (Some(Stop::Cancel(CancelAction::Rollback)), _) => {
+                self.roll_back(&run, &channel, &token, &*graph, started)
+                    .await
             }
-            (Some(CancelAction::Interrupt), _) => {
+            (Some(Stop::Cancel(CancelAction::Interrupt) | Stop::ThreadDeleted), _) => {
                 let failure = Failure {
                     error: "UserInterrupt".into(),
                     message: format!(
                         "interrupt requested via POST /threads/{thread_id}/runs/{run_id}/cancel"
                     ),
                 };
-                let values = graph
-                    .state(&thread_id, None, false)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|s| s["values"].clone())
-                    .unwrap_or(Value::Null);
+                let values = values_now().await;
                 self.conclude(
                     &mut run,
                     &channel,
+                    &token,
                     values,
                     Vec::new(),
-                    None,
-                    Some(failure),
+                    End::Interrupted(failure),
+                    started,
+                )
+                .await
+            }
+            (Some(Stop::Timeout), _) => {
+                let secs = limit.unwrap_or_default().as_secs_f64();
+                let failure = Failure {
+                    error: "TimeoutError".into(),
+                    message: format!(
+                        "the run took longer than its time limit of {secs} s and was stopped; its last checkpoint is kept"
+                    ),
+                };
+                channel.emit("error", &failure.to_json());
+                let values = values_now().await;
+                self.conclude(
+                    &mut run,
+                    &channel,
+                    &token,
+                    values,
+                    Vec::new(),
+                    End::Timeout(failure),
                     started,
                 )
                 .await
             }
             (None, Some(o)) => {
                 if let Some(f) = &o.error {
+                    // The database went away under the run: it is not the run's failure.
+                    // Its lease ends now and it resumes from its last checkpoint on its next
+                    // attempt (here or on another instance), once the database is back.
+                    if self.store.shared() && f.error == "Storage" {
+                        tracing::warn!(run_id, error = %f.message, "the run's storage failed; handing it back to the queue");
+                        let _ = self.store.renew(&run_id, &token, Duration::ZERO).await;
+                        return Next::Unknown;
+                    }
                     channel.emit("error", &f.to_json());
                 }
+                let end = match o.error {
+                    Some(f) => End::Error(f),
+                    None => End::Done,
+                };
                 self.conclude(
                     &mut run,
                     &channel,
+                    &token,
                     o.values,
                     o.interrupts,
-                    o.error,
-                    None,
+                    end,
                     started,
                 )
                 .await
@@ -321,72 +457,80 @@ impl Runs {
                     message: "the run stopped without an outcome".into(),
                 };
                 channel.emit("error", &failure.to_json());
-                self.fail(&mut run, &channel, failure, started).await
+                self.conclude(
+                    &mut run,
+                    &channel,
+                    &token,
+                    Value::Null,
+                    Vec::new(),
+                    End::Error(failure),
+                    started,
+                )
+                .await
             }
         }
     }
 
-    /// Ends a run that failed before its graph produced anything.
-    async fn fail(
+    /// A rollback, as langgraph-api does it: the run is deleted with every checkpoint it
+    /// wrote, and its thread is back where it was before the run.
+    async fn roll_back(
         &self,
-        run: &mut Value,
+        run: &Value,
         channel: &Output,
-        failure: Failure,
+        token: &Token,
+        graph: &dyn ServedGraph,
         started: i64,
     ) -> Next {
-        self.conclude(
-            run,
-            channel,
-            Value::Null,
-            Vec::new(),
-            Some(failure),
-            None,
-            started,
-        )
-        .await
+        let run_id = run["run_id"].as_str().unwrap_or_default();
+        let thread_id = run["thread_id"].as_str().unwrap_or_default();
+        match self.store.delete_claimed(run_id, token).await {
+            Ok(()) => {
+                if let Err(e) = graph.delete_run(thread_id, run_id).await {
+                    tracing::error!(run_id, error = %e.detail, "deleting the rolled back run's checkpoints failed");
+                }
+                let _ = self.refresh_thread(thread_id, None, false).await;
+            }
+            Err(e) if e.is_fenced() => {
+                tracing::warn!(run_id, "a rolled back run was no longer this worker's");
+            }
+            Err(e) => tracing::error!(run_id, error = %e, "deleting the rolled back run failed"),
+        }
+        channel.flush().await;
+        channel.finish(self, run_id, json!({})).await;
+        self.count("rolled_back", started);
+        Next::Unknown
     }
 
     /// Records a run's end, with its thread's, and claims in the same step the next run for
-    /// this worker; then ends its stream.
+    /// this worker; then ends its stream. The end is written only while the run is still its
+    /// claim's; a write that fails for another reason is tried again.
     #[allow(clippy::too_many_arguments)]
     async fn conclude(
         &self,
         run: &mut Value,
         channel: &Output,
+        token: &Token,
         values: Value,
         interrupts: Vec<Value>,
-        error: Option<Failure>,
-        cancelled: Option<Failure>,
+        end: End,
         started: i64,
     ) -> Next {
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread_id = run["thread_id"].as_str().unwrap_or_default().to_owned();
         // What clients read of a failure (the run, the thread, `/wait`, the webhook).
-        let error = error.map(Failure::scrubbed);
-        let cancelled = cancelled.map(Failure::scrubbed);
-        let status = if cancelled.is_some() {
-            "interrupted"
-        } else if error.is_some() {
-            "error"
-        } else {
-            "success"
-        };
+        let end = end.scrubbed();
+        let status = end.status();
         run["status"] = status.into();
         run["updated_at"] = now_iso().into();
-        // Stateless runs clean up their thread unless asked to keep it: its checkpoints, its
-        // document and its runs.
+        // Stateless runs clean up their thread unless asked to keep it: its checkpoints
+        // (once the end is recorded), its document and its runs.
         let temporary =
             run["kwargs"]["temporary"] == true && run["kwargs"]["on_completion"] != "keep";
         let thread_end = if temporary {
-            if let Some(graph) = self.graph_of(run)
-                && let Err(e) = graph.delete_thread(&thread_id).await
-            {
-                tracing::error!(run_id, error = %e.detail, "deleting the run's checkpoints failed");
-            }
             Ok(ThreadEnd::Delete(thread_id.clone()))
         } else {
-            let thread_error = error.as_ref().or(cancelled.as_ref());
-            self.thread_after(&thread_id, Some(&run_id), thread_error, cancelled.is_some())
+            let cancelled = matches!(end, End::Interrupted(_));
+            self.thread_after(&thread_id, Some(&run_id), end.failure(), cancelled)
                 .await
                 .map(|doc| doc.map_or(ThreadEnd::Gone, ThreadEnd::Put))
         };
@@ -394,26 +538,14 @@ impl Runs {
             tracing::error!(run_id, error = %e.detail, "reading the thread failed");
             ThreadEnd::Gone
         });
-        let claim = self.next_claim();
-        let looked = claim.is_some();
-        let next = match self.store.finish(run, thread_end, claim).await {
-            Ok(Some(claimed)) => Next::Run(claimed),
-            Ok(None) if looked => Next::Idle,
-            Ok(None) => Next::Unknown,
-            Err(e) => {
-                tracing::error!(run_id, error = %e, "recording the run's end failed");
-                Next::Unknown
-            }
-        };
-        if let Some(url) = run["kwargs"]["webhook"].as_str() {
-            let failure = error.as_ref().or(cancelled.as_ref());
-            let body = super::webhook::payload(run, started, &values, failure);
-            super::webhook::deliver(self.webhooks.clone(), url.to_owned(), body);
-        }
-        let body = match &error {
-            Some(f) => json!({"__error__": f.to_json()}),
-            None => {
-                let mut v = if values.is_null() { json!({}) } else { values };
+        let body = match end.failure() {
+            Some(f) if !matches!(end, End::Interrupted(_)) => json!({"__error__": f.to_json()}),
+            _ => {
+                let mut v = if values.is_null() {
+                    json!({})
+                } else {
+                    values.clone()
+                };
                 if !interrupts.is_empty()
                     && let Some(o) = v.as_object_mut()
                 {
@@ -426,13 +558,95 @@ impl Runs {
                 v
             }
         };
-        channel.finish(body).await;
+        // Its events stored before its end (followers read them, then the result).
+        channel.flush().await;
+        let claim = self.next_claim();
+        let looked = claim.is_some();
+        let recorded = self.record_end(run, thread_end, token, &body, claim).await;
+        let next = match recorded {
+            Recorded::Done(Some(claimed)) => Next::Run(claimed),
+            Recorded::Done(None) if looked => Next::Idle,
+            Recorded::Done(None) | Recorded::Later => Next::Unknown,
+            Recorded::Fenced => {
+                // Not this worker's run any more: its new owner (or nobody, if it was
+                // deleted) records its end; followers here learn it from the store.
+                if !self.store.shared() {
+                    channel.finish(self, &run_id, body).await;
+                }
+                return Next::Unknown;
+            }
+        };
+        if temporary
+            && let Some(graph) = self.graph_of(run)
+            && let Err(e) = graph.delete_thread(&thread_id).await
+        {
+            tracing::error!(run_id, error = %e.detail, "deleting the run's checkpoints failed");
+        }
+        if let Some(url) = run["kwargs"]["webhook"].as_str() {
+            let body = super::webhook::payload(run, started, &values, end.failure());
+            super::webhook::deliver(self.webhooks.clone(), url.to_owned(), body);
+        }
+        channel.finish(self, &run_id, body).await;
         if temporary && !self.store.shared() {
             // Deleted with its thread: nobody can join it.
             self.forget(&run_id);
         }
         self.count(status, started);
         next
+    }
+
+    /// Writes a run's end, trying again a few times when the store fails (a full disk, a
+    /// database restarting); past those, it keeps trying in the background (the clients
+    /// meanwhile see the run's end in its stream) until the write passes or is refused.
+    async fn record_end(
+        &self,
+        run: &Value,
+        thread_end: ThreadEnd,
+        token: &Token,
+        body: &Value,
+        claim: Option<crate::store::Claim<'_>>,
+    ) -> Recorded {
+        let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
+        let mut wait = Duration::from_millis(100);
+        let mut claim = claim;
+        for _ in 0..5 {
+            match self
+                .store
+                .finish(run, thread_end.clone(), token, body, claim.take())
+                .await
+            {
+                Ok(next) => return Recorded::Done(next),
+                Err(e) if e.is_fenced() => return Recorded::Fenced,
+                Err(e) => {
+                    tracing::warn!(run_id, error = %e, "recording the run's end failed; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+            }
+        }
+        tracing::error!(
+            run_id,
+            "recording the run's end keeps failing; trying again every 5 s"
+        );
+        let (store, run, token, body) =
+            (self.store.clone(), run.clone(), token.clone(), body.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                match store
+                    .finish(&run, thread_end.clone(), &token, &body, None)
+                    .await
+                {
+                    Ok(_) => {
+                        tracing::info!(run_id, "the run's end is recorded");
+                        return;
+                    }
+                    Err(e) if e.is_fenced() => return,
+                    Err(e) => tracing::warn!(run_id, error = %e, "recording the run's end failed"),
+                }
+            }
+        });
+        Recorded::Later
     }
 
     fn count(&self, status: &str, started: i64) {
@@ -514,6 +728,7 @@ impl Runs {
                 }
             }
         }
+        crate::api::retention::touch(&mut thread);
         thread["status"] = status.into();
         thread["values"] = state.map(|s| s["values"].clone()).unwrap_or(Value::Null);
         thread["interrupts"] = Value::Object(interrupts);
@@ -526,6 +741,16 @@ impl Runs {
         thread["state_updated_at"] = now.into();
         Ok(Some(thread))
     }
+}
+
+/// What recording a run's end did.
+enum Recorded {
+    /// Written; the run the worker claimed with it, if any.
+    Done(Option<Value>),
+    /// Refused: the run is not this worker's claim any more.
+    Fenced,
+    /// Not written yet: a task keeps trying.
+    Later,
 }
 
 /// The graph job a run's `kwargs` describe.
@@ -576,6 +801,7 @@ fn job_of(run_id: &str, thread_id: &str, kwargs: &Value) -> GraphJob {
         c.insert(crate::api::AUTH_USER.into(), user.clone());
     }
     GraphJob {
+        checkpointer: None,
         run_id: run_id.to_owned(),
         thread_id: thread_id.to_owned(),
         input,

@@ -1,6 +1,8 @@
 //! Following a run another instance executes: its events and result are read from the
-//! shared store into a local [`RunChannel`], woken by the store's notices (and every second
-//! without one, in case a notice was lost).
+//! shared store into a local [`RunChannel`], woken by the store's notices. Without one it
+//! looks again after a while, in case a notice was lost — a second at first, then longer
+//! while nothing happens (up to 30 s), so thousands of runs waiting in the queue cost next
+//! to nothing; a lost listener wakes every mirror at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,12 +59,27 @@ impl Runs {
                 channel.finish(result);
                 return;
             }
-            // A run deleted (rolled back) or gone ends its followers.
-            if idle_rounds % 5 == 4 && matches!(self.store.get(Kind::Run, run_id).await, Ok(None)) {
-                channel.finish(json!({}));
-                return;
+            // A run deleted (rolled back) or gone ends its followers; so does one that ended
+            // whose result was swept (its events and result are gone for good).
+            if idle_rounds % 5 == 4 {
+                match self.store.get(Kind::Run, run_id).await {
+                    Ok(None) => {
+                        channel.finish(json!({}));
+                        return;
+                    }
+                    Ok(Some(run))
+                        if !matches!(run["status"].as_str(), Some("pending" | "running")) =>
+                    {
+                        channel.finish(json!({}));
+                        return;
+                    }
+                    _ => {}
+                }
             }
-            let _ = tokio::time::timeout(Duration::from_secs(1), waker.notified()).await;
+            let wait = Duration::from_secs(1)
+                .saturating_mul(1 << idle_rounds.min(5))
+                .min(Duration::from_secs(30));
+            let _ = tokio::time::timeout(wait, waker.notified()).await;
         }
     }
 }

@@ -15,6 +15,7 @@
 mod channel;
 pub mod cron;
 mod execute;
+mod gate;
 mod mirror;
 pub mod webhook;
 
@@ -23,10 +24,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_core::Checkpointer;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 pub use channel::{LiveEvent, RunChannel};
+pub(crate) use gate::Gate;
 
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
@@ -59,14 +62,55 @@ impl CancelAction {
             CancelAction::Rollback => "rollback",
         }
     }
+}
 
-    fn parse(s: &str) -> CancelAction {
-        if s == "rollback" {
-            CancelAction::Rollback
-        } else {
-            CancelAction::Interrupt
+/// Why an executing run is stopped before it ends by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// A client's cancel.
+    Cancel(CancelAction),
+    /// Its thread is being deleted: it ends, and nothing of it is kept.
+    ThreadDeleted,
+    /// It ran past its time limit.
+    Timeout,
+    /// The server stops before it ended: it is handed back to the queue, unrecorded, and
+    /// resumes from its last checkpoint on its next attempt.
+    Handover,
+}
+
+impl Stop {
+    /// As the store's `cancel` column (and NOTIFY payloads) carry it.
+    fn name(self) -> &'static str {
+        match self {
+            Stop::Cancel(a) => a.name(),
+            Stop::ThreadDeleted => "delete",
+            Stop::Timeout => "timeout",
+            Stop::Handover => "handover",
         }
     }
+
+    fn parse(s: &str) -> Stop {
+        match s {
+            "rollback" => Stop::Cancel(CancelAction::Rollback),
+            "delete" => Stop::ThreadDeleted,
+            "timeout" => Stop::Timeout,
+            "handover" => Stop::Handover,
+            _ => Stop::Cancel(CancelAction::Interrupt),
+        }
+    }
+}
+
+/// A run executing here: how to stop it, and its checkpoints' gate.
+struct Executing {
+    stop: watch::Sender<Option<Stop>>,
+    gate: Arc<Gate>,
+    token: crate::store::Token,
+}
+
+/// What a claimed run starts with: its stop signal and its gate.
+pub(crate) struct Registered {
+    stop: watch::Receiver<Option<Stop>>,
+    gate: Arc<Gate>,
 }
 
 /// Counters for `/metrics`.
@@ -97,15 +141,38 @@ impl Default for Leases {
     }
 }
 
+/// How long runs may take: the server's default and per graph (none: no limit).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Timeouts {
+    pub(crate) default: Option<Duration>,
+    pub(crate) per_graph: BTreeMap<String, Duration>,
+}
+
+impl Timeouts {
+    /// The limit of a run of `graph_id`.
+    pub(crate) fn of(&self, graph_id: &str) -> Option<Duration> {
+        self.per_graph.get(graph_id).copied().or(self.default)
+    }
+}
+
 /// The runs of one server: queue, workers, live channels.
 pub struct Runs {
     pub(crate) store: Arc<dyn RunStore>,
     pub(crate) graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
     live: Mutex<Live>,
-    /// Runs executing here, with the sender that stops each.
-    executing: Mutex<HashMap<String, watch::Sender<Option<CancelAction>>>>,
-    /// Cancels that arrived for runs claimed here but not yet started.
-    early_cancels: Mutex<HashMap<String, CancelAction>>,
+    /// Runs executing here, with how to stop each.
+    executing: Mutex<HashMap<String, Executing>>,
+    /// Stops that arrived for runs claimed here but not yet started.
+    early_cancels: Mutex<HashMap<String, Stop>>,
+    /// The server's checkpointer: each run writes through a gated saver over it.
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    /// On PostgreSQL, the saver whose fenced clones a run writes through (each write holds
+    /// the run's row and is refused once the run is not its claim's).
+    pub(crate) postgres: Option<agent_core::PostgresSaver>,
+    /// Time limits: the server's default and per graph.
+    pub(crate) timeouts: Timeouts,
+    /// Wakes followers of a thread's runs (`GET /threads/{id}/stream`) when one is queued.
+    pub(crate) queued: Arc<Notify>,
     /// Wakes mirrors of runs executing elsewhere when their events arrive.
     mirrors: Mutex<HashMap<String, Arc<Notify>>>,
     wake: Notify,
@@ -163,6 +230,7 @@ impl Live {
 }
 
 impl Runs {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         store: Arc<dyn RunStore>,
         graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
@@ -170,6 +238,9 @@ impl Runs {
         leases: Leases,
         webhooks: webhook::WebhookPolicy,
         limits: crate::limits::Limits,
+        saver: Arc<dyn Checkpointer>,
+        postgres: Option<agent_core::PostgresSaver>,
+        timeouts: Timeouts,
     ) -> Arc<Self> {
         Arc::new(Runs {
             store,
@@ -177,6 +248,10 @@ impl Runs {
             live: Mutex::new(Live::default()),
             executing: Mutex::new(HashMap::new()),
             early_cancels: Mutex::new(HashMap::new()),
+            saver,
+            postgres,
+            timeouts,
+            queued: Arc::new(Notify::new()),
             mirrors: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             slots: Arc::new(Semaphore::new(workers.max(1))),
@@ -215,12 +290,23 @@ impl Runs {
     }
 
     /// The channel to follow a run by: this process's, or (on a shared store) a mirror of
-    /// the run executing elsewhere. `None` for a run this process knows nothing of.
+    /// the run executing elsewhere. `None` for a run this process knows nothing of, or one
+    /// that ended whose stored events are gone (its final row answers instead).
     pub async fn follow(self: &Arc<Self>, run_id: &str) -> Option<Arc<RunChannel>> {
         if let Some(c) = self.live().get(run_id).cloned() {
             return Some(c);
         }
         if !self.store.shared() {
+            return None;
+        }
+        // A run that ended is followed only while its result is kept: after the sweep, a
+        // mirror would wait for a result that never comes.
+        let ended = match self.store.get(Kind::Run, run_id).await {
+            Ok(Some(run)) => !matches!(run["status"].as_str(), Some("pending" | "running")),
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        if ended && !matches!(self.store.result(run_id).await, Ok(Some(_))) {
             return None;
         }
         Some(self.mirror(run_id))
@@ -250,13 +336,26 @@ impl Runs {
             self.slots.clone().try_acquire_owned().ok()
         };
         let claim = permit.as_ref().and_then(|_| self.next_claim());
-        match (self.store.enqueue(thread, run, claim).await?, permit) {
-            (Some(claimed), Some(permit)) => self.launch(claimed, permit),
+        let reject = run["multitask_strategy"] == "reject";
+        match (
+            self.store.enqueue(thread, run, claim, reject).await?,
+            permit,
+        ) {
+            (crate::store::Enqueued::Busy, _) => {
+                self.forget(&id);
+                return Err(ApiError::conflict(
+                    "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+                ));
+            }
+            (crate::store::Enqueued::Claimed(claimed), Some(permit)) => {
+                self.launch(claimed, permit)
+            }
             _ => {
                 self.wake.notify_one();
                 self.store.notify(&Notice::Wake).await?;
             }
         }
+        self.queued.notify_waiters();
         Ok(channel)
     }
 
@@ -265,19 +364,19 @@ impl Runs {
     /// instances) are woken when the slot is freed, unless the last run's end looked for a run
     /// to claim and found none: then there is none to claim.
     fn launch(self: &Arc<Self>, run: Value, permit: OwnedSemaphorePermit) {
-        let mut cancel = self.register(&run);
+        let mut registered = self.register(&run);
         let runner = self.clone();
         tokio::spawn(async move {
             let mut run = run;
             let looked = loop {
                 let id = run["run_id"].as_str().unwrap_or_default().to_owned();
-                let next = runner.execute(run, cancel).await;
+                let next = runner.execute(run, registered).await;
                 if let Ok(mut ex) = runner.executing.lock() {
                     ex.remove(&id);
                 }
                 match next {
                     Next::Run(claimed) => {
-                        cancel = runner.register(&claimed);
+                        registered = runner.register(&claimed);
                         run = claimed;
                     }
                     Next::Idle => break true,
@@ -292,9 +391,9 @@ impl Runs {
         });
     }
 
-    /// Records a claimed run as executing here; the receiver of its cancels (one asked
-    /// before it started is already in).
-    fn register(&self, run: &Value) -> watch::Receiver<Option<CancelAction>> {
+    /// Records a claimed run as executing here: the receiver of its stops (one asked
+    /// before it started is already in) and its gate.
+    fn register(&self, run: &Value) -> Registered {
         let id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let (tx, rx) = watch::channel(None);
         let early = self
@@ -302,13 +401,21 @@ impl Runs {
             .lock()
             .ok()
             .and_then(|mut e| e.remove(&id));
-        if let Some(action) = early {
-            tx.send_replace(Some(action));
+        if let Some(stop) = early {
+            tx.send_replace(Some(stop));
         }
+        let gate = Arc::new(Gate::default());
         if let Ok(mut ex) = self.executing.lock() {
-            ex.insert(id, tx);
+            ex.insert(
+                id,
+                Executing {
+                    stop: tx,
+                    gate: gate.clone(),
+                    token: crate::store::Token::of(run, &self.owner),
+                },
+            );
         }
-        rx
+        Registered { stop: rx, gate }
     }
 
     /// The claim a worker that is free again makes (none while draining).
@@ -366,7 +473,7 @@ impl Runs {
                         match notice {
                             Notice::Wake => self.wake.notify_one(),
                             Notice::Cancel { run_id, action } => {
-                                self.stop_local(&run_id, CancelAction::parse(&action));
+                                self.stop_local(&run_id, Stop::parse(&action));
                             }
                             Notice::Events { run_id } => {
                                 let waker = self
@@ -381,6 +488,8 @@ impl Runs {
                         }
                     }
                     tracing::warn!("lost the notice listener; reconnecting");
+                    // Notices sent meanwhile are lost: wake whoever waits on one.
+                    self.wake_all();
                 }
                 Ok(None) => return,
                 Err(e) => tracing::warn!(error = %e, "cannot listen for notices; retrying"),
@@ -412,24 +521,43 @@ impl Runs {
         }
     }
 
-    /// Stops a run executing in this process; whether it was here.
-    fn stop_local(&self, run_id: &str, action: CancelAction) -> bool {
-        let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
-        match ex.get(run_id) {
-            Some(tx) => {
-                tx.send_replace(Some(action));
-                true
+    /// Wakes every waiter on a notice (the listener was lost: notices may have been).
+    fn wake_all(&self) {
+        self.wake.notify_one();
+        self.queued.notify_waiters();
+        if let Ok(m) = self.mirrors.lock() {
+            for w in m.values() {
+                w.notify_one();
             }
-            None => false,
         }
     }
 
-    /// Cancels a pending or running run. Whether there was one to cancel.
+    /// Stops a run executing in this process (its gate closes at once: it writes no new
+    /// checkpoint); the gate, to wait on, when it was here.
+    fn stop_local(&self, run_id: &str, stop: Stop) -> Option<Arc<Gate>> {
+        let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
+        let executing = ex.get(run_id)?;
+        executing.stop.send_replace(Some(stop));
+        Some(executing.gate.clone())
+    }
+
+    /// Cancels a pending or running run; whether there was one to cancel. When it returns,
+    /// the run writes nothing more (no checkpoint, no event): a running one has been stopped
+    /// at once, the step it was in dropped, and what it wrote is all it ever will.
     pub async fn cancel(
         self: &Arc<Self>,
         run: &Value,
         action: CancelAction,
     ) -> Result<bool, ApiError> {
+        self.stop(run, Stop::Cancel(action)).await
+    }
+
+    /// Stops a pending or running run for `why` (see [`cancel`](Self::cancel)).
+    pub(crate) async fn stop(self: &Arc<Self>, run: &Value, why: Stop) -> Result<bool, ApiError> {
+        let action = match why {
+            Stop::Cancel(a) => a,
+            _ => CancelAction::Interrupt,
+        };
         let id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let thread = run["thread_id"].as_str().unwrap_or_default().to_owned();
         match run["status"].as_str() {
@@ -452,32 +580,48 @@ impl Runs {
                     return Ok(true);
                 }
                 // Claimed meanwhile: it is running now.
-                self.cancel_running(&id, action).await?;
+                self.stop_running(&id, why).await?;
                 Ok(true)
             }
             Some("running") => {
-                self.cancel_running(&id, action).await?;
+                self.stop_running(&id, why).await?;
                 Ok(true)
             }
             _ => Ok(false),
         }
     }
 
-    async fn cancel_running(&self, id: &str, action: CancelAction) -> Result<(), ApiError> {
-        if self.stop_local(id, action) {
+    /// Stops a running run and returns once it writes nothing more: here, its gate closed
+    /// (the writes under way done); on another instance, its row marked (each checkpoint and
+    /// event it writes holds that row and is refused once marked, so the mark waits for the
+    /// writes under way and stops every later one), then that instance told.
+    async fn stop_running(&self, id: &str, why: Stop) -> Result<(), ApiError> {
+        if self.store.shared() {
+            self.store.request_cancel(id, why.name()).await?;
+        }
+        if let Some(gate) = self.stop_local(id, why) {
+            gate.close().await;
             return Ok(());
         }
         if self.store.shared() {
-            self.store.request_cancel(id, action.name()).await?;
             self.store
                 .notify(&Notice::Cancel {
                     run_id: id.to_owned(),
-                    action: action.name().to_owned(),
+                    action: why.name().to_owned(),
                 })
                 .await?;
         } else if let Ok(mut early) = self.early_cancels.lock() {
             // Claimed by this process a moment ago and not started yet.
-            early.insert(id.to_owned(), action);
+            early.insert(id.to_owned(), why);
+        }
+        Ok(())
+    }
+
+    /// Stops every run of a thread being deleted (pending ones end, running ones stop and
+    /// write nothing more); returns once none writes.
+    pub(crate) async fn stop_thread(self: &Arc<Self>, thread_id: &str) -> Result<(), ApiError> {
+        for run in self.active_on(thread_id).await? {
+            self.stop(&run, Stop::ThreadDeleted).await?;
         }
         Ok(())
     }
@@ -493,6 +637,21 @@ impl Runs {
             .collect())
     }
 
+    /// A saver for one run, over the server's: behind its gate, and on PostgreSQL fenced by
+    /// its claim (`token`).
+    pub(crate) fn run_saver(
+        &self,
+        run_id: &str,
+        token: &crate::store::Token,
+        gate: Arc<Gate>,
+    ) -> Arc<dyn Checkpointer> {
+        let inner: Arc<dyn Checkpointer> = match &self.postgres {
+            Some(pg) => Arc::new(pg.fenced(crate::store::PostgresStore::fence(run_id, token))),
+            None => self.saver.clone(),
+        };
+        Arc::new(gate::Gated::new(inner, gate))
+    }
+
     /// Stops claiming, waits up to `grace` for the runs executing here, and hands the rest
     /// back to the queue (on a shared store another instance takes them over at once; on
     /// SQLite they resume at the next start).
@@ -500,18 +659,27 @@ impl Runs {
         self.draining.store(true, Ordering::SeqCst);
         let deadline = tokio::time::Instant::now() + grace;
         loop {
-            let left: Vec<String> = self
+            let left: Vec<(String, crate::store::Token)> = self
                 .executing
                 .lock()
-                .map(|e| e.keys().cloned().collect())
+                .map(|e| {
+                    e.iter()
+                        .map(|(id, x)| (id.clone(), x.token.clone()))
+                        .collect()
+                })
                 .unwrap_or_default();
             if left.is_empty() {
                 return;
             }
             if tokio::time::Instant::now() >= deadline {
-                for id in left {
-                    // A lease ending now: the next sweep requeues it.
-                    let _ = self.store.renew(&id, &self.owner, Duration::ZERO).await;
+                for (id, token) in left {
+                    // Stopped, writing nothing more, and handed back: a lease ending now,
+                    // which the next sweep (another instance's) requeues; on SQLite the
+                    // next start does.
+                    if let Some(gate) = self.stop_local(&id, Stop::Handover) {
+                        gate.close().await;
+                    }
+                    let _ = self.store.renew(&id, &token, Duration::ZERO).await;
                 }
                 let _ = self.store.notify(&Notice::Wake).await;
                 return;

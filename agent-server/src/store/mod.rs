@@ -30,6 +30,87 @@ pub struct StoreError {
     pub op: &'static str,
     /// What the database said.
     pub message: String,
+    /// Whether it may pass (the database is down or full) or was refused.
+    pub kind: StoreErrorKind,
+}
+
+/// What kind of failure a [`StoreError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// The statement failed.
+    Failed,
+    /// The database cannot be reached or written now (down, restarting, disk full): worth
+    /// trying again later (a 503 with `Retry-After`).
+    Unavailable,
+    /// A write of a run that is no longer the writer's (taken over, ended, deleted, or its
+    /// thread deleted): refused, nothing written.
+    Fenced,
+}
+
+impl StoreError {
+    /// A failure of `op`.
+    pub fn failed(op: &'static str, message: impl Into<String>) -> Self {
+        StoreError {
+            op,
+            message: message.into(),
+            kind: StoreErrorKind::Failed,
+        }
+    }
+
+    /// The database is down or full.
+    pub fn unavailable(op: &'static str, message: impl Into<String>) -> Self {
+        StoreError {
+            op,
+            message: message.into(),
+            kind: StoreErrorKind::Unavailable,
+        }
+    }
+
+    /// A write refused because the run is not the writer's any more.
+    pub fn fenced(op: &'static str) -> Self {
+        StoreError {
+            op,
+            message: "the run is no longer this worker's (taken over, ended or deleted); nothing was written".to_owned(),
+            kind: StoreErrorKind::Fenced,
+        }
+    }
+
+    /// Whether the write was refused by the run's fence.
+    pub fn is_fenced(&self) -> bool {
+        self.kind == StoreErrorKind::Fenced
+    }
+}
+
+/// The claim a worker holds on a run: its instance and the attempt. Every write the run
+/// makes once claimed carries it, and is refused ([`StoreErrorKind::Fenced`]) once the run
+/// is not this claim's (another instance took it over, it ended, or it was deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// The claiming instance.
+    pub owner: String,
+    /// The attempt claimed.
+    pub attempt: i64,
+}
+
+impl Token {
+    /// The token of `run` as claimed by `owner`.
+    pub fn of(run: &Value, owner: &str) -> Token {
+        Token {
+            owner: owner.to_owned(),
+            attempt: run["attempt"].as_i64().unwrap_or(1),
+        }
+    }
+}
+
+/// What queuing a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Enqueued {
+    /// Queued: a worker will claim it.
+    Queued,
+    /// Queued and claimed for the caller at once (as claimed).
+    Claimed(Value),
+    /// Not queued: its thread has a run pending or running, and the run asked for `reject`.
+    Busy,
 }
 
 /// Result of the store's operations.
@@ -128,6 +209,15 @@ pub enum ThreadEnd {
 /// (`None`: it fires no more).
 pub type CronAdvance = fn(&Value, i64) -> (Value, Option<i64>);
 
+/// The error a thread shows when its run was abandoned: started as often as it may be and
+/// never ended (its process kept stopping).
+pub(crate) fn abandoned(attempts: i64) -> Value {
+    serde_json::json!({
+        "error": "WorkerLost",
+        "message": format!("the run was started {attempts} times and never ended (its server kept stopping); it is not started again"),
+    })
+}
+
 /// Runs by status, for `/metrics` (the same SQL on both backends).
 const RUN_COUNTS: &str = "SELECT status, count(*) FROM api_runs GROUP BY status ORDER BY status";
 
@@ -157,34 +247,42 @@ pub trait RunStore: Send + Sync + 'static {
     async fn claim(&self, owner: &str, lease: Duration) -> StoreResult<Option<Value>>;
     /// Queues `run` (pending) with its thread's document (inserted or replaced) in one
     /// transaction; with `claim`, also claims it when its thread runs nothing else and its
-    /// time has come, returning it as claimed.
+    /// time has come. With `reject_busy`, a thread with a run pending or running queues
+    /// nothing ([`Enqueued::Busy`]), decided inside that transaction: of two runs asking at
+    /// once on an idle thread, one is queued.
     async fn enqueue(
         &self,
         thread: &Value,
         run: &Value,
         claim: Option<Claim<'_>>,
-    ) -> StoreResult<Option<Value>>;
-    /// Records a run's end (its final document) and its thread's, in one transaction; with
-    /// `next` (the worker that ran it is free for another), claims in that same transaction
-    /// what [`claim`](Self::claim) would, and returns it: the worker's next run, without a
-    /// trip through the queue.
+        reject_busy: bool,
+    ) -> StoreResult<Enqueued>;
+    /// Records a run's end (its final document, its `/wait` body for other instances) and its
+    /// thread's, in one transaction, if the run is still `token`'s (a [`StoreErrorKind::Fenced`]
+    /// error, nothing written, otherwise); with `next` (the worker that ran it is free for
+    /// another), claims in that same transaction what [`claim`](Self::claim) would, and
+    /// returns it: the worker's next run, without a trip through the queue.
     async fn finish(
         &self,
         run: &Value,
         thread: ThreadEnd,
+        token: &Token,
+        result: &Value,
         next: Option<Claim<'_>>,
     ) -> StoreResult<Option<Value>>;
-    /// Extends `owner`'s lease on a running run. `None` when the run is no longer
-    /// `owner`'s (another instance took it over, or it ended); otherwise the cancel asked
+    /// Deletes a run that was rolled back, if it is still `token`'s (fenced otherwise).
+    async fn delete_claimed(&self, run_id: &str, token: &Token) -> StoreResult<()>;
+    /// Extends the lease of `token` on a running run. `None` when the run is no longer
+    /// `token`'s (another instance took it over, or it ended); otherwise the cancel asked
     /// for it, if any.
     async fn renew(
         &self,
         run_id: &str,
-        owner: &str,
+        token: &Token,
         lease: Duration,
     ) -> StoreResult<Option<Option<String>>>;
     /// Runs whose lease ran out go back to `pending` with `attempt + 1`, or end `error` past
-    /// `max_attempts`; returns how many were requeued.
+    /// `max_attempts` (their thread released); returns how many were requeued.
     async fn requeue_expired(&self, max_attempts: i64) -> StoreResult<usize>;
     /// Forgets the stored events and results of runs that ended more than `age` ago (no
     /// instance follows them any more); how many results went.
@@ -200,15 +298,21 @@ pub trait RunStore: Send + Sync + 'static {
     fn shared(&self) -> bool {
         false
     }
-    /// Appends stream events of a run.
-    async fn append_events(&self, _run_id: &str, _events: &[StoredEvent]) -> StoreResult<()> {
+    /// Appends stream events of a run, if it is still `token`'s (fenced otherwise).
+    async fn append_events(
+        &self,
+        _run_id: &str,
+        _token: &Token,
+        _events: &[StoredEvent],
+    ) -> StoreResult<()> {
         Ok(())
     }
     /// A run's stored events after `seq`.
     async fn events_after(&self, _run_id: &str, _seq: i64) -> StoreResult<Vec<StoredEvent>> {
         Ok(Vec::new())
     }
-    /// Keeps a run's `/wait` body.
+    /// Keeps the `/wait` body of a run that ended without a worker (cancelled while
+    /// pending).
     async fn put_result(&self, _run_id: &str, _body: &Value) -> StoreResult<()> {
         Ok(())
     }
@@ -229,6 +333,15 @@ pub trait RunStore: Send + Sync + 'static {
     /// same transaction, and returns them as they were: a cron claimed here is claimed by
     /// no other caller until its next time.
     async fn claim_crons(&self, now_ms: i64, advance: CronAdvance) -> StoreResult<Vec<Value>>;
+    /// Takes the threads whose ttl ran out by `now_ms` (at most `limit`, the longest
+    /// expired first), moving each one's expiry `hold_ms` on in the same step, so no other
+    /// sweep takes it meanwhile; returns them as they are now.
+    async fn claim_expired_threads(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        hold_ms: i64,
+    ) -> StoreResult<Vec<Value>>;
     /// Tells the other instances.
     async fn notify(&self, _notice: &Notice) -> StoreResult<()> {
         Ok(())

@@ -22,8 +22,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Claim, CronAdvance, Kind, Notice, RUN_COUNTS, RunStore, StoreError, StoreResult, StoredEvent,
-    ThreadEnd,
+    Claim, CronAdvance, Enqueued, Kind, Notice, RUN_COUNTS, RunStore, StoreError, StoreResult,
+    StoredEvent, ThreadEnd, Token,
 };
 
 const CHANNEL: &str = "agentgraph_api";
@@ -44,7 +44,13 @@ CREATE INDEX IF NOT EXISTS api_run_results_by_age ON api_run_results (finished_a
 CREATE TABLE IF NOT EXISTS api_crons (cron_id TEXT PRIMARY KEY, thread_id TEXT, next_run_ms BIGINT, doc TEXT NOT NULL, seq BIGSERIAL);
 CREATE INDEX IF NOT EXISTS api_crons_due ON api_crons (next_run_ms);
 CREATE INDEX IF NOT EXISTS api_crons_by_thread ON api_crons (thread_id);
+CREATE INDEX IF NOT EXISTS api_threads_expiry ON api_threads (((doc::jsonb #>> '{ttl,expires_at_ms}')::bigint))
+    WHERE (doc::jsonb #>> '{ttl,expires_at_ms}') IS NOT NULL;
 ";
+
+/// Advisory lock key of the thread sweeper ("sweepttl" in ASCII): one instance sweeps at a
+/// time.
+const SWEEP_LOCK: i64 = 0x7377_6565_7074_746c;
 
 /// The run store in PostgreSQL.
 #[derive(Clone)]
@@ -61,11 +67,21 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 fn failed(op: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
-    move |e| StoreError {
-        op,
-        message: e.to_string(),
+    move |e| {
+        // No answer from the server (a closed connection, a refused one, a reset): it is
+        // down or restarting, and the request may pass later. An error it answered is not.
+        if e.is_closed() || e.as_db_error().is_none() {
+            StoreError::unavailable(op, format!("the database is unreachable ({e})"))
+        } else {
+            StoreError::failed(op, e.to_string())
+        }
     }
 }
+
+/// The condition of a run still held by a claim (`$2` owner, `$3` attempt, on the row of
+/// `$1`): running, leased to it, in its attempt.
+const HELD: &str = "run_id = $1 AND status = 'running' AND owner = $2
+    AND COALESCE((doc::jsonb ->> 'attempt')::bigint, 1) = $3";
 
 fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
@@ -89,20 +105,15 @@ impl PostgresStore {
     }
 
     async fn client(&self, op: &'static str) -> StoreResult<deadpool_postgres::Object> {
-        self.pool.get().await.map_err(|e| StoreError {
-            op,
-            message: format!("connecting: {e}"),
-        })
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::unavailable(op, format!("connecting: {e}")))
     }
 }
 
 const UPSERT_THREAD: &str = "INSERT INTO api_threads (thread_id, doc) VALUES ($1, $2)
      ON CONFLICT (thread_id) DO UPDATE SET doc = EXCLUDED.doc";
-const UPSERT_RUN: &str =
-    "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, doc = EXCLUDED.doc,
-       owner = CASE WHEN EXCLUDED.status IN ('pending', 'running') THEN api_runs.owner END";
-
 /// `(id, thread, status, text)` of a run document.
 fn run_row(doc: &Value) -> (String, &str, &str, String) {
     (
@@ -149,6 +160,25 @@ async fn claim_next(
     )
     .await?;
     Ok(Some(doc))
+}
+
+impl PostgresStore {
+    /// The fence of a run's checkpoint writes (see `agent_core::PostgresSaver::fenced`):
+    /// each holds the run's row for its transaction and is refused once the run is not
+    /// `token`'s (taken over, ended, deleted) or its cancel was asked for.
+    pub(crate) fn fence(run_id: &str, token: &Token) -> agent_core::checkpoint::Fence {
+        agent_core::checkpoint::Fence {
+            sql: "SELECT 1 FROM api_runs WHERE run_id = $1 AND status = 'running' AND owner = $2
+                    AND COALESCE((doc::jsonb ->> 'attempt')::bigint, 1) = $3::bigint
+                    AND cancel IS NULL FOR SHARE"
+                .to_owned(),
+            params: vec![
+                run_id.to_owned(),
+                token.owner.clone(),
+                token.attempt.to_string(),
+            ],
+        }
+    }
 }
 
 #[async_trait]
@@ -272,6 +302,17 @@ impl RunStore for PostgresStore {
                 .map_err(failed("delete"))?;
             }
             Kind::Thread => {
+                // Its runs with their stored events and results: nothing of it is left.
+                for table in ["api_run_events", "api_run_results"] {
+                    tx.execute(
+                        &format!(
+                            "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM api_runs WHERE thread_id = $1)"
+                        ),
+                        &[&id],
+                    )
+                    .await
+                    .map_err(failed("delete"))?;
+                }
                 tx.execute("DELETE FROM api_runs WHERE thread_id = $1", &[&id])
                     .await
                     .map_err(failed("delete"))?;
@@ -280,9 +321,11 @@ impl RunStore for PostgresStore {
                     .map_err(failed("delete"))?;
             }
             Kind::Run => {
-                tx.execute("DELETE FROM api_run_events WHERE run_id = $1", &[&id])
-                    .await
-                    .map_err(failed("delete"))?;
+                for table in ["api_run_events", "api_run_results"] {
+                    tx.execute(&format!("DELETE FROM {table} WHERE run_id = $1"), &[&id])
+                        .await
+                        .map_err(failed("delete"))?;
+                }
             }
         }
         tx.commit().await.map_err(failed("delete"))?;
@@ -340,16 +383,31 @@ impl RunStore for PostgresStore {
         thread: &Value,
         run: &Value,
         claim: Option<Claim<'_>>,
-    ) -> StoreResult<Option<Value>> {
+        reject_busy: bool,
+    ) -> StoreResult<Enqueued> {
         let mut c = self.client("enqueue").await?;
         let tx = c.transaction().await.map_err(failed("enqueue"))?;
         let thread_id = Kind::Thread.id_of(thread);
         // The upsert holds the thread's row until commit: two runs queued on one thread at
-        // once see each other below.
+        // once see each other below (the second waits for the first's commit).
         tx.execute(UPSERT_THREAD, &[&thread_id, &thread.to_string()])
             .await
             .map_err(failed("enqueue"))?;
         let (run_id, run_thread, status, text) = run_row(run);
+        let others: i64 = tx
+            .query_one(
+                "SELECT COUNT(*) FROM api_runs WHERE thread_id = $1 AND run_id <> $2
+                   AND status IN ('pending', 'running')",
+                &[&thread_id, &run_id],
+            )
+            .await
+            .map_err(failed("enqueue"))?
+            .get(0);
+        if reject_busy && others > 0 {
+            // Nothing written: the thread's document stays as the running run left it.
+            tx.rollback().await.map_err(failed("enqueue"))?;
+            return Ok(Enqueued::Busy);
+        }
         tx.execute(
             "INSERT INTO api_runs (run_id, thread_id, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
             &[&run_id, &run_thread, &status, &text],
@@ -360,17 +418,8 @@ impl RunStore for PostgresStore {
             .as_i64()
             .is_none_or(|t| t <= crate::time::now_ms());
         let mut claimed = None;
-        if let Some(claim) = claim.filter(|_| due) {
-            let others: i64 = tx
-                .query_one(
-                    "SELECT COUNT(*) FROM api_runs WHERE thread_id = $1 AND run_id <> $2
-                       AND status IN ('pending', 'running')",
-                    &[&thread_id, &run_id],
-                )
-                .await
-                .map_err(failed("enqueue"))?
-                .get(0);
-            if others == 0 {
+        if let Some(claim) = claim.filter(|_| due && others == 0) {
+            {
                 let mut doc = run.clone();
                 doc["status"] = "running".into();
                 doc["updated_at"] = crate::time::now_iso().into();
@@ -390,17 +439,36 @@ impl RunStore for PostgresStore {
             }
         }
         tx.commit().await.map_err(failed("enqueue"))?;
-        Ok(claimed)
+        Ok(claimed.map_or(Enqueued::Queued, Enqueued::Claimed))
     }
 
     async fn finish(
         &self,
         run: &Value,
         thread: ThreadEnd,
+        token: &Token,
+        result: &Value,
         next: Option<Claim<'_>>,
     ) -> StoreResult<Option<Value>> {
         let mut c = self.client("finish run").await?;
         let tx = c.transaction().await.map_err(failed("finish run"))?;
+        let (run_id, _, status, text) = run_row(run);
+        // The fence: the run's row changes only while it is this claim's (not taken over,
+        // not deleted with its thread); the row stays locked to the commit.
+        let held = tx
+            .execute(
+                &format!(
+                    "UPDATE api_runs SET status = $4, doc = $5, owner = NULL, lease_until = NULL,
+                       cancel = NULL WHERE {HELD}"
+                ),
+                &[&run_id, &token.owner, &token.attempt, &status, &text],
+            )
+            .await
+            .map_err(failed("finish run"))?;
+        if held == 0 {
+            tx.rollback().await.map_err(failed("finish run"))?;
+            return Err(StoreError::fenced("finish run"));
+        }
         match &thread {
             ThreadEnd::Delete(id) => {
                 tx.execute("DELETE FROM api_threads WHERE thread_id = $1", &[id])
@@ -410,18 +478,21 @@ impl RunStore for PostgresStore {
                     .await
                     .map_err(failed("finish run"))?;
             }
-            ThreadEnd::Put(_) | ThreadEnd::Gone => {
-                let (run_id, run_thread, status, text) = run_row(run);
-                tx.execute(UPSERT_RUN, &[&run_id, &run_thread, &status, &text])
+            ThreadEnd::Put(doc) => {
+                tx.execute(UPSERT_THREAD, &[&Kind::Thread.id_of(doc), &doc.to_string()])
                     .await
                     .map_err(failed("finish run"))?;
-                if let ThreadEnd::Put(doc) = &thread {
-                    tx.execute(UPSERT_THREAD, &[&Kind::Thread.id_of(doc), &doc.to_string()])
-                        .await
-                        .map_err(failed("finish run"))?;
-                }
             }
+            ThreadEnd::Gone => {}
         }
+        // The `/wait` body for instances that follow the run, after its last event.
+        tx.execute(
+            "INSERT INTO api_run_results (run_id, body) VALUES ($1, $2)
+             ON CONFLICT (run_id) DO UPDATE SET body = EXCLUDED.body, finished_at = now()",
+            &[&run_id, &result.to_string()],
+        )
+        .await
+        .map_err(failed("finish run"))?;
         let claimed = match next {
             Some(claim) => claim_next(&tx, claim.owner, claim.lease)
                 .await
@@ -432,18 +503,35 @@ impl RunStore for PostgresStore {
         Ok(claimed)
     }
 
+    async fn delete_claimed(&self, run_id: &str, token: &Token) -> StoreResult<()> {
+        let c = self.client("delete run").await?;
+        let n = c
+            .execute(
+                &format!("DELETE FROM api_runs WHERE {HELD}"),
+                &[&run_id, &token.owner, &token.attempt],
+            )
+            .await
+            .map_err(failed("delete run"))?;
+        if n == 0 {
+            return Err(StoreError::fenced("delete run"));
+        }
+        Ok(())
+    }
+
     async fn renew(
         &self,
         run_id: &str,
-        owner: &str,
+        token: &Token,
         lease: Duration,
     ) -> StoreResult<Option<Option<String>>> {
         let c = self.client("renew").await?;
         let row = c
             .query_opt(
-                "UPDATE api_runs SET lease_until = now() + $3::text::interval
-                 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING cancel",
-                &[&run_id, &owner, &interval(lease)],
+                &format!(
+                    "UPDATE api_runs SET lease_until = now() + $4::text::interval
+                     WHERE {HELD} RETURNING cancel"
+                ),
+                &[&run_id, &token.owner, &token.attempt, &interval(lease)],
             )
             .await
             .map_err(failed("renew"))?;
@@ -503,11 +591,23 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("requeue"))?;
             if status == "error" {
-                let body = serde_json::json!({"__error__": {"error": "WorkerLost",
-                    "message": format!("the run lost its instance {} times; not retried again", attempt - 1)}});
+                let error = super::abandoned(attempt - 1);
+                let body = serde_json::json!({ "__error__": error });
                 tx.execute(
                     "INSERT INTO api_run_results (run_id, body) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                     &[&id, &body.to_string()],
+                )
+                .await
+                .map_err(failed("requeue"))?;
+                // Its thread is no longer busy (unless another run of it waits): it shows
+                // the error.
+                let thread = doc["thread_id"].as_str().unwrap_or_default();
+                tx.execute(
+                    "UPDATE api_threads SET doc = jsonb_set(jsonb_set(doc::jsonb, '{status}', '\"error\"'),
+                       '{error}', $2::text::jsonb)::text
+                     WHERE thread_id = $1 AND NOT EXISTS (SELECT 1 FROM api_runs
+                       WHERE thread_id = $1 AND status IN ('pending', 'running'))",
+                    &[&thread, &error.to_string()],
                 )
                 .await
                 .map_err(failed("requeue"))?;
@@ -546,16 +646,35 @@ impl RunStore for PostgresStore {
         true
     }
 
-    async fn append_events(&self, run_id: &str, events: &[StoredEvent]) -> StoreResult<()> {
+    async fn append_events(
+        &self,
+        run_id: &str,
+        token: &Token,
+        events: &[StoredEvent],
+    ) -> StoreResult<()> {
         if events.is_empty() {
             return Ok(());
         }
-        let c = self.client("append events").await?;
+        let mut c = self.client("append events").await?;
         let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
         let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
         let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
         let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
-        c.execute(
+        let tx = c.transaction().await.map_err(failed("append events"))?;
+        // The fence, holding the run's row to the commit: a run taken over, deleted or
+        // cancelled (its cancel asked for) writes no more events.
+        let held = tx
+            .query_opt(
+                &format!("SELECT 1 FROM api_runs WHERE {HELD} AND cancel IS NULL FOR SHARE"),
+                &[&run_id, &token.owner, &token.attempt],
+            )
+            .await
+            .map_err(failed("append events"))?;
+        if held.is_none() {
+            tx.rollback().await.map_err(failed("append events"))?;
+            return Err(StoreError::fenced("append events"));
+        }
+        tx.execute(
             "INSERT INTO api_run_events (run_id, seq, id, name, data)
              SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::text[])
              ON CONFLICT DO NOTHING",
@@ -563,6 +682,7 @@ impl RunStore for PostgresStore {
         )
         .await
         .map_err(failed("append events"))?;
+        tx.commit().await.map_err(failed("append events"))?;
         Ok(())
     }
 
@@ -624,10 +744,7 @@ impl RunStore for PostgresStore {
     async fn listen(&self) -> StoreResult<Option<mpsc::UnboundedReceiver<Notice>>> {
         let mut listener = PgListener::connect(&self.url, &[CHANNEL])
             .await
-            .map_err(|e| StoreError {
-                op: "listen",
-                message: e.to_string(),
-            })?;
+            .map_err(|e| StoreError::unavailable("listen", e.to_string()))?;
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             while let Some(n) = listener.recv().await {
@@ -681,6 +798,45 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("delete cron"))?;
         Ok(n > 0)
+    }
+
+    async fn claim_expired_threads(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        hold_ms: i64,
+    ) -> StoreResult<Vec<Value>> {
+        let mut c = self.client("claim expired threads").await?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(failed("claim expired threads"))?;
+        let ours: bool = tx
+            .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&SWEEP_LOCK])
+            .await
+            .map_err(failed("claim expired threads"))?
+            .get(0);
+        if !ours {
+            return Ok(Vec::new());
+        }
+        let rows = tx
+            .query(
+                "WITH due AS (
+                   SELECT thread_id FROM api_threads
+                   WHERE (doc::jsonb #>> '{ttl,expires_at_ms}') IS NOT NULL
+                     AND (doc::jsonb #>> '{ttl,expires_at_ms}')::bigint <= $1
+                   ORDER BY (doc::jsonb #>> '{ttl,expires_at_ms}')::bigint
+                   LIMIT $2 FOR UPDATE SKIP LOCKED)
+                 UPDATE api_threads t
+                 SET doc = jsonb_set(t.doc::jsonb, '{ttl,expires_at_ms}', to_jsonb($3::bigint))::text
+                 FROM due WHERE t.thread_id = due.thread_id
+                 RETURNING t.doc",
+                &[&now_ms, &(limit as i64), &(now_ms + hold_ms)],
+            )
+            .await
+            .map_err(failed("claim expired threads"))?;
+        tx.commit().await.map_err(failed("claim expired threads"))?;
+        Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
     }
 
     async fn claim_crons(&self, now_ms: i64, advance: CronAdvance) -> StoreResult<Vec<Value>> {

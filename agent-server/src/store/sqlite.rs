@@ -13,13 +13,39 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use super::{Claim, CronAdvance, Kind, RUN_COUNTS, RunStore, StoreError, StoreResult, ThreadEnd};
+use super::{
+    Claim, CronAdvance, Enqueued, Kind, RUN_COUNTS, RunStore, StoreError, StoreResult, ThreadEnd,
+    Token,
+};
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
-    move |e| StoreError {
-        op,
-        message: e.to_string(),
+    move |e| match &e {
+        // A full disk, or one that fails: the write may pass later.
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(
+                f.code,
+                rusqlite::ErrorCode::DiskFull
+                    | rusqlite::ErrorCode::SystemIoFailure
+                    | rusqlite::ErrorCode::CannotOpen
+            ) =>
+        {
+            StoreError::unavailable(op, format!("the database file cannot be written now ({e})"))
+        }
+        _ => StoreError::failed(op, e.to_string()),
     }
+}
+
+/// Why a claimed run's write was refused, if it was: the run must still be `running` in
+/// `token`'s attempt.
+fn fence(conn: &Connection, run_id: &str, token: &Token) -> rusqlite::Result<bool> {
+    let held: Option<i64> = conn
+        .prepare_cached(
+            "SELECT COALESCE(json_extract(doc, '$.attempt'), 1) FROM api_runs
+             WHERE run_id = ?1 AND status = 'running'",
+        )?
+        .query_row([run_id], |r| r.get(0))
+        .optional()?;
+    Ok(held == Some(token.attempt))
 }
 
 /// The run store in a SQLite file (or in memory), for one process.
@@ -41,22 +67,35 @@ CREATE TABLE IF NOT EXISTS api_seq (n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS api_crons (cron_id TEXT PRIMARY KEY, thread_id TEXT, next_run_ms INTEGER, doc TEXT NOT NULL, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS crons_due ON api_crons (next_run_ms);
 CREATE INDEX IF NOT EXISTS crons_by_thread ON api_crons (thread_id);
+CREATE INDEX IF NOT EXISTS threads_expiry ON api_threads (json_extract(doc, '$.ttl.expires_at_ms'))
+    WHERE json_extract(doc, '$.ttl.expires_at_ms') IS NOT NULL;
 ";
 
 impl SqliteStore {
     /// Opens (creating) the store in the SQLite file at `path`. Runs left `running` by a
-    /// process that stopped are queued again: their checkpoints let them resume.
+    /// process that stopped are queued again: their checkpoints let them resume (3 attempts
+    /// at most: see [`open_with`](Self::open_with)).
     pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        Self::open_with(path, crate::Leases::default().max_attempts)
+    }
+
+    /// [`open`](Self::open), a run left `running` being started at most `max_attempts`
+    /// times in all: past that it ends `error` and its thread is released, so a run that
+    /// crashes the process does not crash every start after it.
+    pub fn open_with(path: impl AsRef<Path>, max_attempts: i64) -> StoreResult<Self> {
         let conn = Connection::open(path).map_err(failed("open"))?;
-        Self::init(conn)
+        Self::init(conn, max_attempts)
     }
 
     /// A store that lives in memory (tests, stateless use).
     pub fn in_memory() -> StoreResult<Self> {
-        Self::init(Connection::open_in_memory().map_err(failed("open"))?)
+        Self::init(
+            Connection::open_in_memory().map_err(failed("open"))?,
+            crate::Leases::default().max_attempts,
+        )
     }
 
-    fn init(mut conn: Connection) -> StoreResult<Self> {
+    fn init(mut conn: Connection, max_attempts: i64) -> StoreResult<Self> {
         wait_when_busy(&mut conn).map_err(failed("busy handler"))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(failed("journal_mode"))?;
@@ -81,14 +120,29 @@ impl SqliteStore {
         };
         for (id, doc) in requeued {
             let mut doc: Value = serde_json::from_str(&doc).unwrap_or(Value::Null);
-            doc["status"] = "pending".into();
-            let attempt = doc["attempt"].as_i64().unwrap_or(1);
-            doc["attempt"] = (attempt + 1).into();
+            let attempt = doc["attempt"].as_i64().unwrap_or(1) + 1;
+            doc["attempt"] = attempt.into();
+            doc["updated_at"] = crate::time::now_iso().into();
+            let status = if attempt > max_attempts {
+                "error"
+            } else {
+                "pending"
+            };
+            doc["status"] = status.into();
             conn.execute(
-                "UPDATE api_runs SET status = 'pending', doc = ?2 WHERE run_id = ?1",
-                params![id, doc.to_string()],
+                "UPDATE api_runs SET status = ?3, doc = ?2 WHERE run_id = ?1",
+                params![id, doc.to_string(), status],
             )
             .map_err(failed("requeue"))?;
+            if status == "error" {
+                tracing::error!(run_id = %id, attempts = attempt - 1, "a run was started as often as it may be and never ended; it ends `error`");
+                release_thread(
+                    &conn,
+                    doc["thread_id"].as_str().unwrap_or_default(),
+                    attempt - 1,
+                )
+                .map_err(failed("requeue"))?;
+            }
         }
         // Documents written before keep their order: new ones come after the latest.
         let mut latest = 0i64;
@@ -156,10 +210,7 @@ impl SqliteStore {
     ) -> StoreResult<T> {
         tokio::task::spawn_blocking(move || f(&mut conn).map_err(failed(op)))
             .await
-            .map_err(|e| StoreError {
-                op,
-                message: e.to_string(),
-            })?
+            .map_err(|e| StoreError::failed(op, e.to_string()))?
     }
 }
 
@@ -259,6 +310,32 @@ fn remove(conn: &Connection, kind: Kind, id: &str) -> rusqlite::Result<bool> {
         Kind::Run => {}
     }
     Ok(n > 0)
+}
+
+/// A thread whose run was abandoned (started as often as it may be) is no longer busy: it
+/// shows the error, unless another run of it is pending.
+fn release_thread(conn: &Connection, thread_id: &str, attempts: i64) -> rusqlite::Result<()> {
+    let active: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM api_runs WHERE thread_id = ?1 AND status IN ('pending', 'running')",
+        )?
+        .query_row([thread_id], |r| r.get(0))?;
+    if active > 0 {
+        return Ok(());
+    }
+    let doc: Option<String> = conn
+        .prepare_cached("SELECT doc FROM api_threads WHERE thread_id = ?1")?
+        .query_row([thread_id], |r| r.get(0))
+        .optional()?;
+    if let Some(doc) = doc {
+        let mut doc: Value = serde_json::from_str(&doc).unwrap_or(Value::Null);
+        doc["status"] = "error".into();
+        doc["error"] = super::abandoned(attempts);
+        doc["updated_at"] = crate::time::now_iso().into();
+        conn.prepare_cached("UPDATE api_threads SET doc = ?2 WHERE thread_id = ?1")?
+            .execute(params![thread_id, doc.to_string()])?;
+    }
+    Ok(())
 }
 
 /// Marks the pending run `doc` running (now) when its thread runs nothing else and its
@@ -433,35 +510,35 @@ impl RunStore for SqliteStore {
         thread: &Value,
         run: &Value,
         claim: Option<Claim<'_>>,
-    ) -> StoreResult<Option<Value>> {
+        reject_busy: bool,
+    ) -> StoreResult<Enqueued> {
         let (thread, run, claim) = (thread.clone(), run.clone(), claim.is_some());
         let seq = self.seq.clone();
         self.with("enqueue", move |c| {
             let tx = immediate(c)?;
-            write(&tx, &seq, Kind::Thread, &thread, true)?;
-            write(&tx, &seq, Kind::Run, &run, false)?;
             let run_id = Kind::Run.id_of(&run);
             let thread_id = Kind::Thread.id_of(&thread);
+            let others: i64 = tx
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM api_runs WHERE thread_id = ?1 AND run_id <> ?2
+                       AND status IN ('pending', 'running')",
+                )?
+                .query_row(params![thread_id, run_id], |r| r.get(0))?;
+            if reject_busy && others > 0 {
+                return Ok(Enqueued::Busy);
+            }
+            write(&tx, &seq, Kind::Thread, &thread, true)?;
+            write(&tx, &seq, Kind::Run, &run, false)?;
             let due = run["kwargs"]["not_before_ms"]
                 .as_i64()
                 .is_none_or(|t| t <= crate::time::now_ms());
-            let claimed = if claim && due {
-                let others: i64 = tx
-                    .prepare_cached(
-                        "SELECT COUNT(*) FROM api_runs WHERE thread_id = ?1 AND run_id <> ?2
-                           AND status IN ('pending', 'running')",
-                    )?
-                    .query_row(params![thread_id, run_id], |r| r.get(0))?;
-                if others == 0 {
-                    claim_one(&tx, &run_id, &run.to_string())?
-                } else {
-                    None
-                }
+            let claimed = if claim && due && others == 0 {
+                claim_one(&tx, &run_id, &run.to_string())?
             } else {
                 None
             };
             tx.commit()?;
-            Ok(claimed)
+            Ok(claimed.map_or(Enqueued::Queued, Enqueued::Claimed))
         })
         .await
     }
@@ -470,49 +547,68 @@ impl RunStore for SqliteStore {
         &self,
         run: &Value,
         thread: ThreadEnd,
+        token: &Token,
+        _result: &Value,
         next: Option<Claim<'_>>,
     ) -> StoreResult<Option<Value>> {
-        let (run, next) = (run.clone(), next.is_some());
+        let (run, next, token) = (run.clone(), next.is_some(), token.clone());
         let seq = self.seq.clone();
-        self.with("finish run", move |c| {
-            let tx = immediate(c)?;
-            match &thread {
-                ThreadEnd::Delete(id) => {
-                    remove(&tx, Kind::Thread, id)?;
+        let run_id = Kind::Run.id_of(&run);
+        let fenced = self
+            .with("finish run", move |c| {
+                let tx = immediate(c)?;
+                if !fence(&tx, &run_id, &token)? {
+                    return Ok(None);
                 }
-                ThreadEnd::Put(doc) => {
-                    write(&tx, &seq, Kind::Run, &run, true)?;
-                    write(&tx, &seq, Kind::Thread, doc, true)?;
+                match &thread {
+                    ThreadEnd::Delete(id) => {
+                        remove(&tx, Kind::Thread, id)?;
+                    }
+                    ThreadEnd::Put(doc) => {
+                        write(&tx, &seq, Kind::Run, &run, true)?;
+                        write(&tx, &seq, Kind::Thread, doc, true)?;
+                    }
+                    ThreadEnd::Gone => {
+                        write(&tx, &seq, Kind::Run, &run, true)?;
+                    }
                 }
-                ThreadEnd::Gone => {
-                    write(&tx, &seq, Kind::Run, &run, true)?;
+                let claimed = if next { claim_next(&tx)? } else { None };
+                tx.commit()?;
+                Ok(Some(claimed))
+            })
+            .await?;
+        fenced.ok_or_else(|| StoreError::fenced("finish run"))
+    }
+
+    async fn delete_claimed(&self, run_id: &str, token: &Token) -> StoreResult<()> {
+        let (id, token) = (run_id.to_owned(), token.clone());
+        let deleted = self
+            .with("delete run", move |c| {
+                let tx = immediate(c)?;
+                if !fence(&tx, &id, &token)? {
+                    return Ok(false);
                 }
-            }
-            let claimed = if next { claim_next(&tx)? } else { None };
-            tx.commit()?;
-            Ok(claimed)
-        })
-        .await
+                remove(&tx, Kind::Run, &id)?;
+                tx.commit()?;
+                Ok(true)
+            })
+            .await?;
+        if deleted {
+            Ok(())
+        } else {
+            Err(StoreError::fenced("delete run"))
+        }
     }
 
     async fn renew(
         &self,
         run_id: &str,
-        _owner: &str,
+        token: &Token,
         _lease: Duration,
     ) -> StoreResult<Option<Option<String>>> {
-        let id = run_id.to_owned();
-        let status: Option<String> = self
-            .with("renew", move |c| {
-                c.query_row(
-                    "SELECT status FROM api_runs WHERE run_id = ?1",
-                    [&id],
-                    |r| r.get(0),
-                )
-                .optional()
-            })
-            .await?;
-        Ok((status.as_deref() == Some("running")).then_some(None))
+        let (id, token) = (run_id.to_owned(), token.clone());
+        let held = self.with("renew", move |c| fence(c, &id, &token)).await?;
+        Ok(held.then_some(None))
     }
 
     async fn requeue_expired(&self, _max_attempts: i64) -> StoreResult<usize> {
@@ -587,6 +683,46 @@ impl RunStore for SqliteStore {
             c.prepare_cached("DELETE FROM api_crons WHERE cron_id = ?1")?
                 .execute([&id])
                 .map(|n| n > 0)
+        })
+        .await
+    }
+
+    async fn claim_expired_threads(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        hold_ms: i64,
+    ) -> StoreResult<Vec<Value>> {
+        self.with("claim expired threads", move |c| {
+            const DUE: &str = "SELECT thread_id, doc FROM api_threads
+                WHERE json_extract(doc, '$.ttl.expires_at_ms') IS NOT NULL
+                  AND json_extract(doc, '$.ttl.expires_at_ms') <= ?1
+                ORDER BY json_extract(doc, '$.ttl.expires_at_ms') LIMIT ?2";
+            // Most looks find nothing due: they take no write lock.
+            let any: Option<String> = c
+                .prepare_cached(DUE)?
+                .query_row(params![now_ms, 1], |r| r.get(0))
+                .optional()?;
+            if any.is_none() {
+                return Ok(Vec::new());
+            }
+            let tx = immediate(c)?;
+            let due: Vec<(String, String)> = tx
+                .prepare_cached(DUE)?
+                .query_map(params![now_ms, limit as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .collect::<Result<_, _>>()?;
+            let mut claimed = Vec::with_capacity(due.len());
+            for (id, text) in due {
+                let mut doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                doc["ttl"]["expires_at_ms"] = (now_ms + hold_ms).into();
+                tx.prepare_cached("UPDATE api_threads SET doc = ?2 WHERE thread_id = ?1")?
+                    .execute(params![id, doc.to_string()])?;
+                claimed.push(doc);
+            }
+            tx.commit()?;
+            Ok(claimed)
         })
         .await
     }

@@ -1,0 +1,331 @@
+//! Every run ends exactly once, over HTTP as clients meet it, on SQLite and PostgreSQL: a
+//! cancel stops the run at once (nothing written after it is acknowledged); a rollback
+//! deletes the run with every checkpoint it wrote and the thread's history stays readable;
+//! `reject` is decided in the queue (of two runs racing on an idle thread one is queued);
+//! a deleted thread's run writes nothing after the delete (the id made again is empty); a
+//! run past its time limit ends `timeout`; threads with a ttl are swept, and
+//! `/threads/prune` prunes now.
+
+mod common;
+
+#[path = "../examples/reference/graphs.rs"]
+#[allow(dead_code)]
+mod graphs;
+
+use std::time::{Duration, Instant};
+
+use agent_server::ServerBuilder;
+use serde_json::{Value, json};
+
+use common::served::Served;
+
+impl Served {
+    async fn ok(&self, path: &str, body: Value) -> Value {
+        let (status, v) = self.post(path, body).await;
+        assert!((200..300).contains(&status), "{path}: {status} {v}");
+        v
+    }
+
+    async fn thread(&self) -> String {
+        self.ok("/threads", json!({})).await["thread_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The thread's checkpoints, newest first.
+    async fn history(&self, t: &str) -> Vec<Value> {
+        let (status, h) = self
+            .post(&format!("/threads/{t}/history"), json!({"limit": 1000}))
+            .await;
+        assert_eq!(status, 200, "history: {h}");
+        h.as_array().unwrap().clone()
+    }
+
+    async fn until(&self, what: &str, mut check: impl AsyncFnMut(&Served) -> bool) {
+        let start = Instant::now();
+        while !check(self).await {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out: {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+fn slow(seconds: f64, tag: &str) -> Value {
+    json!({"assistant_id": "slow", "input": {"seconds": seconds, "inputs": [tag]}})
+}
+
+fn ran(state: &Value) -> Vec<String> {
+    state["values"]["ran"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default()
+}
+
+async fn cancel_stops_the_run_at_once(api: &Served) {
+    let t = api.thread().await;
+    let run = api.ok(&format!("/threads/{t}/runs"), slow(2.0, "a")).await;
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    // `first` is done and `wait` sleeps: cancel, waiting for it.
+    api.until("the run to reach `wait`", async |api| {
+        let (_, s) = api.get(&format!("/threads/{t}/state")).await;
+        ran(&s) == ["first"]
+    })
+    .await;
+    let (status, _) = api
+        .post(
+            &format!("/threads/{t}/runs/{r}/cancel?action=interrupt&wait=true"),
+            json!({}),
+        )
+        .await;
+    assert!(status < 300, "cancel: {status}");
+    let at_cancel = api.history(&t).await.len();
+    // Long enough for the step in flight to have ended and written, had it gone on.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let history = api.history(&t).await;
+    assert_eq!(
+        history.len(),
+        at_cancel,
+        "a checkpoint landed after the cancel"
+    );
+    let (_, s) = api.get(&format!("/threads/{t}/state")).await;
+    assert_eq!(ran(&s), ["first"], "the cancelled step did not finish: {s}");
+    let (_, run) = api.get(&format!("/threads/{t}/runs/{r}")).await;
+    assert_eq!(run["status"], "interrupted");
+    // The thread goes on from there.
+    let out = api
+        .ok(&format!("/threads/{t}/runs/wait"), slow(0.0, "b"))
+        .await;
+    assert_eq!(out["inputs"], json!(["a", "b"]), "{out}");
+}
+
+async fn rollback_deletes_the_run_and_its_checkpoints(api: &Served) {
+    let t = api.thread().await;
+    api.ok(&format!("/threads/{t}/runs/wait"), slow(0.0, "kept"))
+        .await;
+    let before = api.history(&t).await;
+    let first = api
+        .ok(&format!("/threads/{t}/runs"), slow(30.0, "rolled-back"))
+        .await;
+    let r1 = first["run_id"].as_str().unwrap().to_owned();
+    api.until("the first run to write", async |api| {
+        api.history(&t).await.len() > before.len()
+    })
+    .await;
+    let mut second = slow(0.0, "after");
+    second["multitask_strategy"] = "rollback".into();
+    let out = api.ok(&format!("/threads/{t}/runs/wait"), second).await;
+    assert_eq!(out["inputs"], json!(["kept", "after"]), "{out}");
+    // The rolled back run is gone, with its checkpoints; the history reads back whole.
+    api.until("the rolled back run to be deleted", async |api| {
+        api.get(&format!("/threads/{t}/runs/{r1}")).await.0 == 404
+    })
+    .await;
+    let history = api.history(&t).await;
+    assert!(
+        history
+            .iter()
+            .all(|c| c["metadata"]["run_id"] != r1.as_str()),
+        "a rolled back run's checkpoint is left"
+    );
+    for c in &history {
+        let id = c["checkpoint"]["checkpoint_id"].as_str().unwrap();
+        let (status, s) = api.get(&format!("/threads/{t}/state/{id}")).await;
+        assert_eq!(status, 200, "checkpoint {id}: {s}");
+    }
+}
+
+async fn reject_is_decided_in_the_queue(api: &Served) {
+    for _ in 0..8 {
+        let t = api.thread().await;
+        let mut body = slow(0.3, "x");
+        body["multitask_strategy"] = "reject".into();
+        let path = format!("/threads/{t}/runs");
+        let (a, b) = tokio::join!(api.post(&path, body.clone()), api.post(&path, body.clone()));
+        let mut statuses = [a.0, b.0];
+        statuses.sort();
+        assert_eq!(statuses, [200, 409], "{a:?} {b:?}");
+    }
+}
+
+async fn a_deleted_threads_run_writes_nothing_after(api: &Served) {
+    let t = api.thread().await;
+    api.ok(&format!("/threads/{t}/runs"), slow(1.0, "gone"))
+        .await;
+    api.until("the run to reach `wait`", async |api| {
+        let (_, s) = api.get(&format!("/threads/{t}/state")).await;
+        ran(&s) == ["first"]
+    })
+    .await;
+    let (status, _) = api
+        .call(reqwest::Method::DELETE, &format!("/threads/{t}"), None)
+        .await;
+    assert_eq!(status, 204);
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    assert_eq!(api.get(&format!("/threads/{t}")).await.0, 404);
+    // The id made again holds nothing of the deleted thread.
+    api.ok("/threads", json!({"thread_id": t})).await;
+    assert!(api.history(&t).await.is_empty(), "checkpoints came back");
+    let (_, runs) = api.get(&format!("/threads/{t}/runs")).await;
+    assert_eq!(runs, json!([]), "a run came back");
+}
+
+async fn a_run_past_its_time_limit_ends_timeout(api: &Served) {
+    let t = api.thread().await;
+    let (status, out) = api
+        .post(&format!("/threads/{t}/runs/wait"), slow(30.0, "late"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(out["__error__"]["error"], "TimeoutError", "{out}");
+    let (_, runs) = api.get(&format!("/threads/{t}/runs")).await;
+    assert_eq!(runs[0]["status"], "timeout");
+    let (_, thread) = api.get(&format!("/threads/{t}")).await;
+    assert_eq!(thread["status"], "error", "{thread}");
+    let (_, s) = api.get(&format!("/threads/{t}/state")).await;
+    assert_eq!(ran(&s), ["first"]);
+}
+
+async fn threads_expire_and_prune(api: &Served) {
+    // A ttl as the SDK sends it, shown with ?include=ttl.
+    let kept = api
+        .ok(
+            "/threads",
+            json!({"ttl": {"ttl": 60, "strategy": "keep_latest"}}),
+        )
+        .await;
+    assert!(kept.get("ttl").is_none(), "shown only when asked for");
+    let k = kept["thread_id"].as_str().unwrap().to_owned();
+    let (_, shown) = api.get(&format!("/threads/{k}?include=ttl")).await;
+    assert_eq!(shown["ttl"]["strategy"], "keep_latest");
+    assert_eq!(shown["ttl"]["ttl_minutes"], 60.0);
+    for tag in ["1", "2"] {
+        api.ok(&format!("/threads/{k}/runs/wait"), slow(0.0, tag))
+            .await;
+    }
+    assert!(api.history(&k).await.len() > 2);
+    // `keep_latest` now: the thread and its latest state stay.
+    let pruned = api
+        .ok(
+            "/threads/prune",
+            json!({"thread_ids": [k], "strategy": "keep_latest"}),
+        )
+        .await;
+    assert_eq!(pruned["pruned_count"], 1);
+    let history = api.history(&k).await;
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0]["values"]["inputs"], json!(["1", "2"]));
+    // A short ttl: the sweeper deletes the thread with its runs and checkpoints.
+    let short = api.ok("/threads", json!({"ttl": 0.002})).await;
+    let s = short["thread_id"].as_str().unwrap().to_owned();
+    api.ok(&format!("/threads/{s}/runs/wait"), slow(0.0, "x"))
+        .await;
+    api.until("the expired thread to be swept", async |api| {
+        api.get(&format!("/threads/{s}")).await.0 == 404
+    })
+    .await;
+    api.ok("/threads", json!({"thread_id": s})).await;
+    assert!(api.history(&s).await.is_empty());
+    // `/threads/prune` deletes what it names (not what it cannot see).
+    let d = api.thread().await;
+    let pruned = api
+        .ok(
+            "/threads/prune",
+            json!({"thread_ids": [d, uuid::Uuid::new_v4().to_string()]}),
+        )
+        .await;
+    assert_eq!(pruned["pruned_count"], 1);
+    assert_eq!(api.get(&format!("/threads/{d}")).await.0, 404);
+}
+
+/// Side effects of the `effect` graph's node (a model call that costs money, a tool that
+/// sends an email): how many times it got past its wait.
+static EFFECTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[derive(agent_core::GraphState, Clone, Default, Debug)]
+struct Effect {
+    done: bool,
+}
+
+/// One node that waits a second, then has its effect.
+fn effect() -> agent_core::StateGraph<Effect> {
+    agent_core::StateGraph::new()
+        .add_node("effect", |_s: std::sync::Arc<Effect>| async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            EFFECTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            EffectUpdate::default().done(true)
+        })
+        .add_edge(agent_core::START, "effect")
+        .add_edge("effect", agent_core::END)
+}
+
+async fn a_cancelled_step_has_no_effect(api: &Served) {
+    let t = api.thread().await;
+    let before = EFFECTS.load(std::sync::atomic::Ordering::SeqCst);
+    let run = api
+        .ok(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "effect", "input": {}}),
+        )
+        .await;
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    api.until("the run to start", async |api| {
+        api.get(&format!("/threads/{t}/runs/{r}")).await.1["status"] == "running"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, _) = api
+        .post(
+            &format!("/threads/{t}/runs/{r}/cancel?wait=true"),
+            json!({}),
+        )
+        .await;
+    assert!(status < 300);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        EFFECTS.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "the cancelled node went on to its effect"
+    );
+}
+
+fn server() -> ServerBuilder {
+    graphs::server()
+        .graph("slow", graphs::slow())
+        .graph("effect", effect())
+        .ttl_sweep(Duration::from_millis(50))
+}
+
+async fn every_case(builder: impl Fn() -> ServerBuilder) {
+    let api = Served::start(builder()).await;
+    cancel_stops_the_run_at_once(&api).await;
+    a_cancelled_step_has_no_effect(&api).await;
+    rollback_deletes_the_run_and_its_checkpoints(&api).await;
+    reject_is_decided_in_the_queue(&api).await;
+    a_deleted_threads_run_writes_nothing_after(&api).await;
+    threads_expire_and_prune(&api).await;
+    let timed = Served::start(builder().run_timeout(Duration::from_millis(700))).await;
+    a_run_past_its_time_limit_ends_timeout(&timed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_run_ends_once_on_sqlite() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-ends-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    every_case(|| server().sqlite(dir.join(format!("{}.sqlite", uuid::Uuid::new_v4())))).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_run_ends_once_on_postgres() {
+    let Some(a) = common::fresh_database("agentgraph_ends").await else {
+        return;
+    };
+    let Some(b) = common::fresh_database("agentgraph_ends").await else {
+        return;
+    };
+    let urls = std::sync::Mutex::new(vec![b, a]);
+    every_case(|| server().postgres(urls.lock().unwrap().pop().unwrap())).await;
+}
