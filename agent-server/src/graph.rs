@@ -256,8 +256,6 @@ pub trait ServedGraph: Send + Sync + 'static {
     ) -> Result<String, ApiError>;
     /// Deletes the thread's checkpoints.
     async fn delete_thread(&self, thread_id: &str) -> Result<(), ApiError>;
-    /// Deletes the checkpoints `run_id` wrote on the thread (a rollback).
-    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<(), ApiError>;
     /// Keeps only the thread's latest checkpoint (of each namespace); how many went.
     async fn keep_latest(&self, thread_id: &str) -> Result<usize, ApiError>;
     /// Copies the thread's latest state to a new thread (one `update` checkpoint).
@@ -467,6 +465,27 @@ fn task_json(thread: &str, t: &PendingTask) -> Value {
     })
 }
 
+/// A read of a thread's checkpoints that may meet the thread mid-change: a checkpoint
+/// listed, then deleted with its blobs (a rollback, a prune) before its blobs are read. Such
+/// a read is made again (a few times, a moment apart); a checkpoint that still cannot be
+/// restored then is corrupt, and says so.
+async fn settled<T, F, Fut>(read: F) -> Result<T, ApiError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, GraphError>>,
+{
+    let mut tries = 0;
+    loop {
+        match read().await {
+            Err(GraphError::CorruptCheckpoint { .. }) if tries < 3 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
+            }
+            done => return done.map_err(core_error),
+        }
+    }
+}
+
 fn core_error(e: GraphError) -> ApiError {
     match e {
         GraphError::UnknownNode { name, .. } => {
@@ -562,22 +581,21 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         if let Some(id) = checkpoint_id {
             config = config.checkpoint_id(id);
         }
-        let snapshot = if subgraphs {
-            self.graph.get_state_with_subgraphs(&config).await
-        } else {
-            self.graph.get_state(&config).await
-        }
-        .map_err(core_error)?;
+        let snapshot = settled(|| async {
+            if subgraphs {
+                self.graph.get_state_with_subgraphs(&config).await
+            } else {
+                self.graph.get_state(&config).await
+            }
+        })
+        .await?;
         Ok(snapshot.map(|s| self.snapshot_json(s)))
     }
 
     async fn history(&self, thread_id: &str, filter: ListFilter) -> Result<Vec<Value>, ApiError> {
         let config = RunConfig::default().thread_id(thread_id);
-        let snapshots = self
-            .graph
-            .get_state_history(&config, &filter)
-            .await
-            .map_err(core_error)?;
+        let snapshots =
+            settled(|| async { self.graph.get_state_history(&config, &filter).await }).await?;
         Ok(snapshots
             .into_iter()
             .map(|s| self.snapshot_json(s))
@@ -618,16 +636,6 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
             .delete_thread(thread_id)
             .await
             .map_err(core_error)
-    }
-
-    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<(), ApiError> {
-        if let Some(saver) = self.graph.checkpointer() {
-            saver
-                .delete_for_runs(thread_id, &[run_id])
-                .await
-                .map_err(core_error)?;
-        }
-        Ok(())
     }
 
     async fn keep_latest(&self, thread_id: &str) -> Result<usize, ApiError> {

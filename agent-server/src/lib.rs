@@ -632,6 +632,11 @@ impl Server {
                 self.app.store.put_version(&aid, 1, &doc).await?;
             }
         }
+        // Threads a stopped server left `busy` with no run (it stopped between a run's end
+        // and its thread's update) are set right before serving.
+        if let Err(e) = self.app.runs.repair_busy().await {
+            tracing::warn!(error = %e.detail, "looking for threads left busy failed");
+        }
         self.app.runs.spawn_workers();
         api::spawn_scheduler(self.app.clone());
         api::retention::spawn_sweeper(self.app.clone(), self.ttl_sweep);

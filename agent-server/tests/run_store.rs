@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::PostgresSaver;
-use agent_server::store::{Claim, Enqueued, Kind, RunStore, ThreadEnd, Token};
+use agent_server::store::{Claim, Enqueued, Kind, Queueing, RunStore, ThreadEnd, Token};
 use agent_server::{PostgresStore, SqliteStore};
 use serde_json::{Value, json};
 
@@ -29,6 +29,12 @@ const CLAIM: Claim<'static> = Claim {
     lease: Duration::from_secs(20),
 };
 
+/// A run queued with its thread made.
+const NEW: Queueing = Queueing {
+    reject_busy: false,
+    new_thread: true,
+};
+
 fn token(attempt: i64) -> Token {
     Token {
         owner: "me".into(),
@@ -39,7 +45,7 @@ fn token(attempt: i64) -> Token {
 async fn queue_semantics(store: Arc<dyn RunStore>) {
     // Claimed as it is queued: its thread runs nothing.
     let Enqueued::Claimed(claimed) = store
-        .enqueue(&thread("t1"), &run("r1", "t1"), Some(CLAIM), false)
+        .enqueue(&thread("t1"), &run("r1", "t1"), Some(CLAIM), NEW)
         .await
         .unwrap()
     else {
@@ -48,14 +54,35 @@ async fn queue_semantics(store: Arc<dyn RunStore>) {
     assert_eq!(claimed["status"], "running");
     // A run asking for `reject` on a busy thread is not queued.
     let rejected = store
-        .enqueue(&thread("t1"), &run("rx", "t1"), Some(CLAIM), true)
+        .enqueue(
+            &thread("t1"),
+            &run("rx", "t1"),
+            Some(CLAIM),
+            Queueing {
+                reject_busy: true,
+                new_thread: false,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(rejected, Enqueued::Busy);
+    // A run on a thread deleted since it was read is not queued, and does not make the
+    // thread again.
+    let gone = store
+        .enqueue(
+            &thread("t-gone"),
+            &run("rg", "t-gone"),
+            Some(CLAIM),
+            Queueing::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(gone, Enqueued::ThreadGone);
+    assert!(store.get(Kind::Thread, "t-gone").await.unwrap().is_none());
     assert!(store.get(Kind::Run, "rx").await.unwrap().is_none());
     // A second run on the same thread waits in the queue, claim or not.
     let second = store
-        .enqueue(&thread("t1"), &run("r2", "t1"), Some(CLAIM), false)
+        .enqueue(&thread("t1"), &run("r2", "t1"), Some(CLAIM), NEW)
         .await
         .unwrap();
     assert_eq!(
@@ -70,7 +97,7 @@ async fn queue_semantics(store: Arc<dyn RunStore>) {
     // Without a claim (no free worker), a run on another thread only waits.
     assert_eq!(
         store
-            .enqueue(&thread("t2"), &run("r3", "t2"), None, false)
+            .enqueue(&thread("t2"), &run("r3", "t2"), None, NEW)
             .await
             .unwrap(),
         Enqueued::Queued
@@ -165,7 +192,7 @@ async fn queue_semantics(store: Arc<dyn RunStore>) {
     later["kwargs"]["not_before_ms"] = (jiff::Timestamp::now().as_millisecond() + 60_000).into();
     assert_eq!(
         store
-            .enqueue(&thread("t3"), &later, Some(CLAIM), false)
+            .enqueue(&thread("t3"), &later, Some(CLAIM), NEW)
             .await
             .unwrap(),
         Enqueued::Queued
@@ -267,7 +294,7 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
         .unwrap_err();
     assert!(refused.is_fenced(), "{refused}");
     let Enqueued::Claimed(_) = store
-        .enqueue(&thread("t9"), &run("r9", "t9"), Some(CLAIM), false)
+        .enqueue(&thread("t9"), &run("r9", "t9"), Some(CLAIM), NEW)
         .await
         .unwrap()
     else {
@@ -327,7 +354,7 @@ async fn postgres_abandoned_runs_release_their_thread() {
                 owner: "dead",
                 lease: Duration::ZERO,
             }),
-            false,
+            NEW,
         )
         .await
         .unwrap();
@@ -352,7 +379,7 @@ async fn sqlite_requeues_at_open_up_to_the_attempt_cap() {
     {
         let store = SqliteStore::open_with(&path, 2).unwrap();
         store
-            .enqueue(&thread("tc"), &run("rc", "tc"), Some(CLAIM), false)
+            .enqueue(&thread("tc"), &run("rc", "tc"), Some(CLAIM), NEW)
             .await
             .unwrap();
     }

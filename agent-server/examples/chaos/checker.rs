@@ -181,17 +181,19 @@ impl Checker {
             .filter(|(_, a, _)| a == "rollback")
             .map(|(r, _, _)| r.as_str())
             .collect();
-        // Threads on which a later run asked for `rollback` (it rolls back what runs there).
-        let mut rollback_after: BTreeMap<&str, usize> = BTreeMap::new();
-        for (i, a) in obs.accepted.iter().enumerate() {
+        // When a run asking for `rollback` (it rolls back what runs on its thread) was last
+        // accepted on each thread.
+        let mut rollback_until: BTreeMap<&str, i64> = BTreeMap::new();
+        for a in &obs.accepted {
             if a.strategy == "rollback" {
-                rollback_after.insert(a.thread_id.as_str(), i);
+                let t = rollback_until.entry(a.thread_id.as_str()).or_default();
+                *t = (*t).max(a.accepted_ms);
             }
         }
 
         // 1. Terminal, once; gone only when rolled back or its thread deleted.
         let mut gone = BTreeSet::new();
-        for (i, a) in obs.accepted.iter().enumerate() {
+        for a in &obs.accepted {
             match statuses.get(&a.run_id) {
                 Some(s) if ACTIVE.contains(&s.as_str()) => {
                     wrong.push(format!("1. run {} is still {s}", a.run_id))
@@ -200,9 +202,9 @@ impl Checker {
                 None => {
                     let explained = rolled_back.contains(a.run_id.as_str())
                         || deleted.contains(a.thread_id.as_str())
-                        || rollback_after
+                        || rollback_until
                             .get(a.thread_id.as_str())
-                            .is_some_and(|&j| j > i);
+                            .is_some_and(|&at| at > a.sent_ms);
                     if explained {
                         gone.insert(a.run_id.clone());
                     } else {
@@ -333,6 +335,20 @@ impl Checker {
             .filter(|t| !deleted.contains(t))
             .collect();
         let mut applied = 0;
+        for t in &live {
+            let history = http
+                .post(format!("{url}/threads/{t}/history"))
+                .json(&serde_json::json!({"limit": 1000}))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if history.status() != 200 {
+                wrong.push(format!(
+                    "4. thread {t}'s history does not load: {}",
+                    history.text().await.unwrap_or_default()
+                ));
+            }
+        }
         for t in live {
             let state: Value = http
                 .get(format!("{url}/threads/{t}/state"))

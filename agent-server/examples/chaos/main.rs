@@ -97,6 +97,10 @@ pub struct Accepted {
     pub tag: String,
     /// Its `multitask_strategy`.
     pub strategy: String,
+    /// When it was asked for.
+    pub sent_ms: i64,
+    /// When its acceptance arrived.
+    pub accepted_ms: i64,
 }
 
 /// A running instance of the reference server.
@@ -215,7 +219,10 @@ impl Client {
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 let text = resp.text().await.unwrap_or_default();
-                let key = path.split('?').next().unwrap_or(path).to_owned();
+                let mut key = path.split('?').next().unwrap_or(path).to_owned();
+                if status >= 500 {
+                    key = format!("{key} ({})", text.chars().take(300).collect::<String>());
+                }
                 if let Ok(mut o) = self.obs.lock() {
                     o.answers.push((now_ms(), key, status));
                 }
@@ -232,7 +239,8 @@ impl Client {
     }
 }
 
-/// The hot threads, replaced by new ones when deleted.
+/// The hot threads, replaced by new ones when deleted (a deleted thread's id is never made
+/// again: whatever of it is left afterwards is a leak).
 struct Threads(Mutex<Vec<String>>);
 
 impl Threads {
@@ -243,16 +251,42 @@ impl Threads {
             .unwrap_or_default()
     }
 
-    fn replace(&self, old: &str) {
+    /// Makes a new thread (on whichever instance answers) in the place of `old`.
+    async fn replace(&self, c: &Client, old: &str) {
+        let new = uuid::Uuid::new_v4().to_string();
+        while c
+            .send(
+                reqwest::Method::POST,
+                "/threads",
+                Some(json!({"thread_id": new})),
+            )
+            .await
+            .is_none_or(|(status, _)| status != 200)
+        {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         if let Ok(mut t) = self.0.lock()
             && let Some(slot) = t.iter_mut().find(|t| *t == old)
         {
-            *slot = uuid::Uuid::new_v4().to_string();
+            *slot = new;
         }
     }
 }
 
-const STRATEGIES: [&str; 4] = ["enqueue", "reject", "interrupt", "rollback"];
+/// The multitask strategies runs ask for, as often as they come here (a rollback undoes
+/// the runs before it: fewer of them leave more runs to check).
+const STRATEGIES: [&str; 10] = [
+    "enqueue",
+    "enqueue",
+    "enqueue",
+    "enqueue",
+    "enqueue",
+    "reject",
+    "reject",
+    "interrupt",
+    "interrupt",
+    "rollback",
+];
 
 async fn client_loop(c: Arc<Client>, threads: Arc<Threads>, until: Instant) {
     while Instant::now() < until {
@@ -262,8 +296,9 @@ async fn client_loop(c: Arc<Client>, threads: Arc<Threads>, until: Instant) {
         let seconds = c.pick(12) as f64 / 10.0;
         match roll {
             0..=44 => {
-                let strategy = STRATEGIES[c.pick(4)];
-                let body = json!({"assistant_id": "slow", "if_not_exists": "create",
+                let strategy = STRATEGIES[c.pick(STRATEGIES.len())];
+                let sent_ms = now_ms();
+                let body = json!({"assistant_id": "slow",
                     "multitask_strategy": strategy,
                     "input": {"seconds": seconds, "inputs": [tag]}});
                 if let Some((200, run)) = c
@@ -281,6 +316,8 @@ async fn client_loop(c: Arc<Client>, threads: Arc<Threads>, until: Instant) {
                         thread_id: thread.clone(),
                         tag,
                         strategy: strategy.to_owned(),
+                        sent_ms,
+                        accepted_ms: now_ms(),
                     });
                 }
             }
@@ -311,18 +348,18 @@ async fn client_loop(c: Arc<Client>, threads: Arc<Threads>, until: Instant) {
                         .push((run.run_id.clone(), action.to_owned(), now_ms()));
                 }
             }
-            60..=64 => {
+            60..=61 => {
                 if let Some((204, _)) = c
                     .send(reqwest::Method::DELETE, &format!("/threads/{thread}"), None)
                     .await
                 {
-                    threads.replace(&thread);
                     if let Ok(mut o) = c.obs.lock() {
-                        o.deleted.push((thread, now_ms()));
+                        o.deleted.push((thread.clone(), now_ms()));
                     }
+                    threads.replace(&c, &thread).await;
                 }
             }
-            65..=74 => {
+            62..=74 => {
                 let known: Vec<Accepted> = c
                     .obs
                     .lock()
@@ -490,11 +527,18 @@ async fn run(args: &Args) -> Result<String, String> {
         instances: Mutex::new(instances),
     });
     let obs = Arc::new(Mutex::new(Observations::default()));
-    let threads = Arc::new(Threads(Mutex::new(
-        (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect(),
-    )));
-    let until = Instant::now() + Duration::from_secs(args.seconds);
+    let first: Vec<String> = (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect();
     let http = reqwest::Client::new();
+    let url = fleet.url(0).ok_or("no instance")?;
+    for t in &first {
+        http.post(format!("{url}/threads"))
+            .json(&json!({"thread_id": t}))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let threads = Arc::new(Threads(Mutex::new(first)));
+    let until = Instant::now() + Duration::from_secs(args.seconds);
     let mut tasks = Vec::new();
     for i in 0..6u64 {
         let c = Arc::new(Client {

@@ -7,6 +7,8 @@
 //! latest state (and counts again). A server default (`--thread-ttl`) applies to threads
 //! created without one. `POST /threads/prune` does either now for the threads it names.
 //!
+//! The same sweeper sets right threads a stopped server left `busy` with no run.
+//!
 //! The sweeper looks every `every` and takes at most [`PASS`] expired threads a pass, each
 //! claimed by moving its expiry on (on PostgreSQL in one transaction, `FOR UPDATE SKIP
 //! LOCKED`, one instance at a time), so it never holds the database for long and no two
@@ -202,13 +204,13 @@ pub(crate) async fn sweep(app: &App) -> Result<usize, ApiError> {
             && let Some(mut doc) = app.store.get(crate::store::Kind::Thread, &id).await?
         {
             ttl.apply(&mut doc);
-            app.store.put(crate::store::Kind::Thread, &doc).await?;
+            app.store.update(crate::store::Kind::Thread, &doc).await?;
         }
     }
     Ok(pruned)
 }
 
-/// Starts this instance's sweeper.
+/// Starts this instance's sweeper: expired threads, and threads left `busy`.
 pub(crate) fn spawn_sweeper(app: Arc<App>, every: Duration) {
     tokio::spawn(async move {
         loop {
@@ -217,6 +219,11 @@ pub(crate) fn spawn_sweeper(app: Arc<App>, every: Duration) {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(threads = n, "pruned threads whose ttl ran out"),
                 Err(e) => tracing::warn!(error = %e.detail, "sweeping expired threads failed"),
+            }
+            match app.runs.repair_busy().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(threads = n, "threads left busy with no run set right"),
+                Err(e) => tracing::warn!(error = %e.detail, "looking for threads left busy failed"),
             }
         }
     });

@@ -287,6 +287,7 @@ async fn start(
     } else {
         app.store.get(Kind::Thread, &thread_id).await?
     };
+    let made_now = existing.is_none();
     let mut thread_doc = match existing {
         Some(doc) if grant.admits(&doc["metadata"]) => doc,
         // Another user's thread: as if it did not exist, and not taken over.
@@ -390,7 +391,7 @@ async fn start(
     thread_doc["status"] = "busy".into();
     thread_doc["config"] = json!({"configurable": run["kwargs"]["config"]["configurable"]});
     thread_doc["updated_at"] = now.into();
-    let channel = app.runs.enqueue(&thread_doc, &run).await?;
+    let channel = app.runs.enqueue(&thread_doc, &run, made_now).await?;
     Ok(Started {
         run,
         channel,

@@ -188,7 +188,11 @@ async fn update(
         None => retention::touch(&mut doc),
     }
     doc["updated_at"] = now_iso().into();
-    app.store.put(Kind::Thread, &doc).await?;
+    if !app.store.update(Kind::Thread, &doc).await? {
+        return Err(ApiError::not_found(format!(
+            "Thread with ID {id} not found"
+        )));
+    }
     Ok(axum::Json(retention::public(doc, false)).into_response())
 }
 

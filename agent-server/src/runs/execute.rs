@@ -266,6 +266,14 @@ impl Runs {
             channel.channel.keep(self.limits.event_log_bytes);
         }
         let started = now_ms();
+        // A stop asked for before this attempt (a cancel of a run that was then queued again
+        // after its instance stopped) applies at once.
+        if self.store.shared()
+            && let Ok(Some(Some(asked))) = self.store.renew(&run_id, &token, self.leases.ttl).await
+            && let Some(gate) = self.stop_local(&run_id, Stop::parse(&asked))
+        {
+            drop(gate);
+        }
         let heartbeat = self.clone().heartbeat(run_id.clone(), token.clone());
         let attempt = run["attempt"].as_i64().unwrap_or(1);
         let kwargs = &run["kwargs"];
@@ -310,25 +318,30 @@ impl Runs {
             job.input = JobInput::Continue;
             job.checkpoint_id = None;
         }
-        let mut parts = match graph.start(job) {
-            Ok(parts) => parts,
-            Err(e) => {
-                let failure = Failure {
-                    error: "InvalidContext".into(),
-                    message: e.detail,
-                };
-                return self
-                    .conclude(
-                        &mut run,
-                        &channel,
-                        &token,
-                        Value::Null,
-                        Vec::new(),
-                        End::Error(failure),
-                        started,
-                    )
-                    .await;
-            }
+        // A stop asked for before the graph starts: it does not start (it writes nothing).
+        let stopped_early = stops.borrow().is_some();
+        let mut parts = match stopped_early {
+            true => futures::StreamExt::boxed(futures::stream::empty()),
+            false => match graph.start(job) {
+                Ok(parts) => parts,
+                Err(e) => {
+                    let failure = Failure {
+                        error: "InvalidContext".into(),
+                        message: e.detail,
+                    };
+                    return self
+                        .conclude(
+                            &mut run,
+                            &channel,
+                            &token,
+                            Value::Null,
+                            Vec::new(),
+                            End::Error(failure),
+                            started,
+                        )
+                        .await;
+                }
+            },
         };
         let limit = self.timeouts.of(&graph_id);
         let deadline = async move {
@@ -381,8 +394,7 @@ impl Runs {
         match (stopped, outcome) {
             (Some(Stop::Handover), _) => Next::Unknown,
             (Some(Stop::Cancel(CancelAction::Rollback)), _) => {
-                self.roll_back(&run, &channel, &token, &*graph, started)
-                    .await
+                self.roll_back(&run, &channel, &token, started).await
             }
             (Some(Stop::Cancel(CancelAction::Interrupt) | Stop::ThreadDeleted), _) => {
                 let failure = Failure {
@@ -473,21 +485,23 @@ impl Runs {
 
     /// A rollback, as langgraph-api does it: the run is deleted with every checkpoint it
     /// wrote, and its thread is back where it was before the run.
-    async fn roll_back(
-        &self,
-        run: &Value,
-        channel: &Output,
-        token: &Token,
-        graph: &dyn ServedGraph,
-        started: i64,
-    ) -> Next {
+    async fn roll_back(&self, run: &Value, channel: &Output, token: &Token, started: i64) -> Next {
         let run_id = run["run_id"].as_str().unwrap_or_default();
         let thread_id = run["thread_id"].as_str().unwrap_or_default();
+        // Its checkpoints first, while its row still holds the thread: the next run on the
+        // thread starts only once the row goes, from the checkpoint before this run (not
+        // from one of this run's, whose blobs are about to be deleted). Only while the run is
+        // still this worker's: one taken over is its new owner's to finish.
+        let deleted = self
+            .rollback_saver(run_id, token)
+            .delete_for_runs(thread_id, &[run_id])
+            .await;
+        if let Err(e) = deleted {
+            tracing::warn!(run_id, error = %e, "the rolled back run's checkpoints were not deleted");
+            return Next::Unknown;
+        }
         match self.store.delete_claimed(run_id, token).await {
             Ok(()) => {
-                if let Err(e) = graph.delete_run(thread_id, run_id).await {
-                    tracing::error!(run_id, error = %e.detail, "deleting the rolled back run's checkpoints failed");
-                }
                 let _ = self.refresh_thread(thread_id, None, false).await;
             }
             Err(e) if e.is_fenced() => {
@@ -672,7 +686,7 @@ impl Runs {
         cancelled: bool,
     ) -> Result<(), ApiError> {
         if let Some(thread) = self.thread_after(thread_id, None, error, cancelled).await? {
-            self.store.put(Kind::Thread, &thread).await?;
+            self.store.update(Kind::Thread, &thread).await?;
         }
         Ok(())
     }
@@ -704,9 +718,10 @@ impl Runs {
             .as_ref()
             .and_then(|s| s["next"].as_array())
             .is_some_and(|n| !n.is_empty());
-        let status = if active {
-            "busy"
-        } else if cancelled {
+        // The status it has when no run of it is active: the store makes it `busy`, as it
+        // writes it, when one is (decided there, where the runs are, not from a look taken
+        // before another run's end).
+        let status = if cancelled {
             "interrupted"
         } else if error.is_some() {
             "error"

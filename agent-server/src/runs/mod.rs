@@ -320,6 +320,7 @@ impl Runs {
         self: &Arc<Self>,
         thread: &Value,
         run: &Value,
+        new_thread: bool,
     ) -> Result<Arc<RunChannel>, ApiError> {
         let id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let channel = if self.store.shared() {
@@ -336,16 +337,20 @@ impl Runs {
             self.slots.clone().try_acquire_owned().ok()
         };
         let claim = permit.as_ref().and_then(|_| self.next_claim());
-        let reject = run["multitask_strategy"] == "reject";
-        match (
-            self.store.enqueue(thread, run, claim, reject).await?,
-            permit,
-        ) {
+        let how = crate::store::Queueing {
+            reject_busy: run["multitask_strategy"] == "reject",
+            new_thread,
+        };
+        match (self.store.enqueue(thread, run, claim, how).await?, permit) {
             (crate::store::Enqueued::Busy, _) => {
                 self.forget(&id);
                 return Err(ApiError::conflict(
                     "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
                 ));
+            }
+            (crate::store::Enqueued::ThreadGone, _) => {
+                self.forget(&id);
+                return Err(ApiError::not_found("Thread or assistant not found."));
             }
             (crate::store::Enqueued::Claimed(claimed), Some(permit)) => {
                 self.launch(claimed, permit)
@@ -396,16 +401,16 @@ impl Runs {
     fn register(&self, run: &Value) -> Registered {
         let id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let (tx, rx) = watch::channel(None);
-        let early = self
-            .early_cancels
-            .lock()
-            .ok()
-            .and_then(|mut e| e.remove(&id));
-        if let Some(stop) = early {
-            tx.send_replace(Some(stop));
-        }
         let gate = Arc::new(Gate::default());
         if let Ok(mut ex) = self.executing.lock() {
+            let early = self
+                .early_cancels
+                .lock()
+                .ok()
+                .and_then(|mut e| e.remove(&id));
+            if let Some(stop) = early {
+                tx.send_replace(Some(stop));
+            }
             ex.insert(
                 id,
                 Executing {
@@ -509,6 +514,9 @@ impl Runs {
             if let Err(e) = self.store.sweep_finished(KEEP_FINISHED).await {
                 tracing::warn!(error = %e, "sweeping finished runs' events failed");
             }
+            if let Err(e) = self.repair_busy().await {
+                tracing::warn!(error = %e.detail, "looking for threads left busy failed");
+            }
             match self.store.requeue_expired(self.leases.max_attempts).await {
                 Ok(0) => {}
                 Ok(n) => {
@@ -532,13 +540,28 @@ impl Runs {
         }
     }
 
-    /// Stops a run executing in this process (its gate closes at once: it writes no new
-    /// checkpoint); the gate, to wait on, when it was here.
+    /// Stops a run executing in this process; the gate to wait on (until it writes nothing
+    /// more), when it was here.
     fn stop_local(&self, run_id: &str, stop: Stop) -> Option<Arc<Gate>> {
         let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
         let executing = ex.get(run_id)?;
         executing.stop.send_replace(Some(stop));
         Some(executing.gate.clone())
+    }
+
+    /// Stops a run executing in this process, or, when it is not executing yet, keeps the
+    /// stop for it to find as it starts (under the same lock [`register`](Self::register)
+    /// takes, so no stop is lost between the two).
+    fn stop_here_or_early(&self, run_id: &str, stop: Stop) -> Option<Arc<Gate>> {
+        let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(executing) = ex.get(run_id) {
+            executing.stop.send_replace(Some(stop));
+            return Some(executing.gate.clone());
+        }
+        if let Ok(mut early) = self.early_cancels.lock() {
+            early.insert(run_id.to_owned(), stop);
+        }
+        None
     }
 
     /// Cancels a pending or running run; whether there was one to cancel. When it returns,
@@ -565,11 +588,21 @@ impl Runs {
                 let mut doc = run.clone();
                 doc["status"] = "interrupted".into();
                 doc["updated_at"] = crate::time::now_iso().into();
+                // A run queued again after its instance stopped has checkpoints: a rollback
+                // deletes them while the run still waits (and so holds back every later run
+                // of its thread, which would otherwise start from them).
+                if action == CancelAction::Rollback
+                    && let Err(e) = self.saver.delete_for_runs(&thread, &[&id]).await
+                {
+                    tracing::error!(run_id = id, error = %e, "deleting a rolled back run's checkpoints failed");
+                }
                 if self.store.cancel_pending(&doc).await? {
                     if action == CancelAction::Rollback {
+                        // Gone, and nothing of it kept (followers elsewhere see it gone).
                         self.store.delete(Kind::Run, &id).await?;
+                    } else {
+                        self.store.put_result(&id, &json!({})).await?;
                     }
-                    self.store.put_result(&id, &json!({})).await?;
                     if let Some(c) = self.live().get(&id).cloned() {
                         c.finish(json!({}));
                     }
@@ -599,21 +632,23 @@ impl Runs {
         if self.store.shared() {
             self.store.request_cancel(id, why.name()).await?;
         }
-        if let Some(gate) = self.stop_local(id, why) {
-            gate.close().await;
-            return Ok(());
-        }
         if self.store.shared() {
+            if let Some(gate) = self.stop_local(id, why) {
+                gate.close().await;
+                return Ok(());
+            }
+            // Another instance's (its row marked above stops its writes); told, to stop now.
             self.store
                 .notify(&Notice::Cancel {
                     run_id: id.to_owned(),
                     action: why.name().to_owned(),
                 })
                 .await?;
-        } else if let Ok(mut early) = self.early_cancels.lock() {
-            // Claimed by this process a moment ago and not started yet.
-            early.insert(id.to_owned(), why);
+        } else if let Some(gate) = self.stop_here_or_early(id, why) {
+            gate.close().await;
         }
+        // Otherwise claimed here a moment ago and not started: it finds the stop as it
+        // starts, before its graph does (nothing is written).
         Ok(())
     }
 
@@ -650,6 +685,29 @@ impl Runs {
             None => self.saver.clone(),
         };
         Arc::new(gate::Gated::new(inner, gate))
+    }
+
+    /// Sets right the threads left `busy` with no run (a server stopped between a run's end
+    /// and its thread's update); how many.
+    pub(crate) async fn repair_busy(&self) -> Result<usize, ApiError> {
+        let stale = self.store.stale_busy_threads(100).await?;
+        for id in &stale {
+            self.refresh_thread(id, None, false).await?;
+        }
+        Ok(stale.len())
+    }
+
+    /// The saver a rolled back run deletes its checkpoints through: on PostgreSQL fenced by
+    /// its claim, so a worker that lost the run deletes nothing of what its new owner writes.
+    pub(crate) fn rollback_saver(
+        &self,
+        run_id: &str,
+        token: &crate::store::Token,
+    ) -> Arc<dyn Checkpointer> {
+        match &self.postgres {
+            Some(pg) => Arc::new(pg.fenced(crate::store::PostgresStore::held(run_id, token))),
+            None => self.saver.clone(),
+        }
     }
 
     /// Stops claiming, waits up to `grace` for the runs executing here, and hands the rest

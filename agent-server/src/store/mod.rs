@@ -102,6 +102,17 @@ impl Token {
     }
 }
 
+/// How a run is queued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Queueing {
+    /// A thread with a run pending or running takes none ([`Enqueued::Busy`]).
+    pub reject_busy: bool,
+    /// The thread is made with the run (a stateless run's, `if_not_exists: "create"`);
+    /// otherwise it must still be there ([`Enqueued::ThreadGone`] when it was deleted
+    /// meanwhile: a run never brings a deleted thread back).
+    pub new_thread: bool,
+}
+
 /// What queuing a run did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Enqueued {
@@ -111,6 +122,8 @@ pub enum Enqueued {
     Claimed(Value),
     /// Not queued: its thread has a run pending or running, and the run asked for `reject`.
     Busy,
+    /// Not queued: its thread was deleted.
+    ThreadGone,
 }
 
 /// Result of the store's operations.
@@ -226,6 +239,10 @@ const RUN_COUNTS: &str = "SELECT status, count(*) FROM api_runs GROUP BY status 
 pub trait RunStore: Send + Sync + 'static {
     /// Inserts or replaces a document (its id is under the kind's key).
     async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()>;
+    /// Replaces a document that exists; whether it did (a document deleted meanwhile is not
+    /// made again). A thread's `status` is written `busy` while a run of it is pending or
+    /// running (decided as it is written), whatever the document said.
+    async fn update(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
     /// Inserts a document unless one with its id exists; whether it was inserted.
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
     /// One document.
@@ -247,18 +264,19 @@ pub trait RunStore: Send + Sync + 'static {
     async fn claim(&self, owner: &str, lease: Duration) -> StoreResult<Option<Value>>;
     /// Queues `run` (pending) with its thread's document (inserted or replaced) in one
     /// transaction; with `claim`, also claims it when its thread runs nothing else and its
-    /// time has come. With `reject_busy`, a thread with a run pending or running queues
-    /// nothing ([`Enqueued::Busy`]), decided inside that transaction: of two runs asking at
-    /// once on an idle thread, one is queued.
+    /// time has come. What `how` asks is decided inside that transaction: of two runs asking
+    /// for `reject` at once on an idle thread, one is queued; a run on a thread deleted since
+    /// it was read is not queued and does not bring the thread back.
     async fn enqueue(
         &self,
         thread: &Value,
         run: &Value,
         claim: Option<Claim<'_>>,
-        reject_busy: bool,
+        how: Queueing,
     ) -> StoreResult<Enqueued>;
     /// Records a run's end (its final document, its `/wait` body for other instances) and its
-    /// thread's, in one transaction, if the run is still `token`'s (a [`StoreErrorKind::Fenced`]
+    /// thread's (`busy` while another run of it is pending or running, decided in that
+    /// transaction), in one transaction, if the run is still `token`'s (a [`StoreErrorKind::Fenced`]
     /// error, nothing written, otherwise); with `next` (the worker that ran it is free for
     /// another), claims in that same transaction what [`claim`](Self::claim) would, and
     /// returns it: the worker's next run, without a trip through the queue.
@@ -342,6 +360,9 @@ pub trait RunStore: Send + Sync + 'static {
         limit: usize,
         hold_ms: i64,
     ) -> StoreResult<Vec<Value>>;
+    /// Threads shown `busy` with no run pending or running (a server stopped between a
+    /// run's end and its thread's update): at most `limit`.
+    async fn stale_busy_threads(&self, limit: usize) -> StoreResult<Vec<String>>;
     /// Tells the other instances.
     async fn notify(&self, _notice: &Notice) -> StoreResult<()> {
         Ok(())

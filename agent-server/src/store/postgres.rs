@@ -22,8 +22,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Claim, CronAdvance, Enqueued, Kind, Notice, RUN_COUNTS, RunStore, StoreError, StoreResult,
-    StoredEvent, ThreadEnd, Token,
+    Claim, CronAdvance, Enqueued, Kind, Notice, Queueing, RUN_COUNTS, RunStore, StoreError,
+    StoreResult, StoredEvent, ThreadEnd, Token,
 };
 
 const CHANNEL: &str = "agentgraph_api";
@@ -44,6 +44,8 @@ CREATE INDEX IF NOT EXISTS api_run_results_by_age ON api_run_results (finished_a
 CREATE TABLE IF NOT EXISTS api_crons (cron_id TEXT PRIMARY KEY, thread_id TEXT, next_run_ms BIGINT, doc TEXT NOT NULL, seq BIGSERIAL);
 CREATE INDEX IF NOT EXISTS api_crons_due ON api_crons (next_run_ms);
 CREATE INDEX IF NOT EXISTS api_crons_by_thread ON api_crons (thread_id);
+CREATE INDEX IF NOT EXISTS api_threads_busy ON api_threads (thread_id)
+    WHERE (doc::jsonb ->> 'status') = 'busy';
 CREATE INDEX IF NOT EXISTS api_threads_expiry ON api_threads (((doc::jsonb #>> '{ttl,expires_at_ms}')::bigint))
     WHERE (doc::jsonb #>> '{ttl,expires_at_ms}') IS NOT NULL;
 ";
@@ -68,12 +70,22 @@ impl std::fmt::Debug for PostgresStore {
 
 fn failed(op: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
     move |e| {
-        // No answer from the server (a closed connection, a refused one, a reset): it is
-        // down or restarting, and the request may pass later. An error it answered is not.
-        if e.is_closed() || e.as_db_error().is_none() {
+        // No answer from the server (a closed connection, a refused one, a reset), or one
+        // that says it is going away or not ready (shutting down, starting up, out of
+        // connections): it is down or restarting, and the request may pass later.
+        let going_away = e.code().is_some_and(|c| {
+            let code = c.code();
+            code.starts_with("08") || code.starts_with("53") || code.starts_with("57P")
+        });
+        if e.is_closed() || e.as_db_error().is_none() || going_away {
             StoreError::unavailable(op, format!("the database is unreachable ({e})"))
         } else {
-            StoreError::failed(op, e.to_string())
+            // `db error` alone says little: the server's own message and code say what.
+            let detail = e
+                .as_db_error()
+                .map(|d| format!("{} ({})", d.message(), d.code().code()))
+                .unwrap_or_else(|| e.to_string());
+            StoreError::failed(op, detail)
         }
     }
 }
@@ -128,6 +140,33 @@ fn interval(d: Duration) -> String {
     format!("{} milliseconds", d.as_millis())
 }
 
+/// `doc` (a thread's) with its status `busy` while a run of it is pending or running,
+/// decided inside the caller's transaction once it holds the thread's row (a run queued on it
+/// takes that row first, so it is seen).
+async fn with_busy(
+    tx: &tokio_postgres::Transaction<'_>,
+    doc: &Value,
+) -> Result<Value, tokio_postgres::Error> {
+    let id = Kind::Thread.id_of(doc);
+    tx.execute(
+        "SELECT 1 FROM api_threads WHERE thread_id = $1 FOR UPDATE",
+        &[&id],
+    )
+    .await?;
+    let active: i64 = tx
+        .query_one(
+            "SELECT COUNT(*) FROM api_runs WHERE thread_id = $1 AND status IN ('pending', 'running')",
+            &[&id],
+        )
+        .await?
+        .get(0);
+    let mut doc = doc.clone();
+    if active > 0 {
+        doc["status"] = "busy".into();
+    }
+    Ok(doc)
+}
+
 /// Claims, inside the caller's transaction, the oldest pending run whose thread runs nothing
 /// else and whose time has come (one another transaction holds is skipped), for `owner` with
 /// a lease of `lease`; the run as claimed.
@@ -155,7 +194,7 @@ async fn claim_next(
     doc["updated_at"] = crate::time::now_iso().into();
     tx.execute(
         "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
-           lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
+           lease_until = now() + $4::text::interval WHERE run_id = $1",
         &[&id, &doc.to_string(), &owner, &interval(lease)],
     )
     .await?;
@@ -167,11 +206,21 @@ impl PostgresStore {
     /// each holds the run's row for its transaction and is refused once the run is not
     /// `token`'s (taken over, ended, deleted) or its cancel was asked for.
     pub(crate) fn fence(run_id: &str, token: &Token) -> agent_core::checkpoint::Fence {
+        Self::fence_if(run_id, token, "AND cancel IS NULL")
+    }
+
+    /// The fence of a rolled back run's deletion of its checkpoints: the run still held by
+    /// `token` (its cancel asked for, as a rollback's is).
+    pub(crate) fn held(run_id: &str, token: &Token) -> agent_core::checkpoint::Fence {
+        Self::fence_if(run_id, token, "")
+    }
+
+    fn fence_if(run_id: &str, token: &Token, more: &str) -> agent_core::checkpoint::Fence {
         agent_core::checkpoint::Fence {
-            sql: "SELECT 1 FROM api_runs WHERE run_id = $1 AND status = 'running' AND owner = $2
-                    AND COALESCE((doc::jsonb ->> 'attempt')::bigint, 1) = $3::bigint
-                    AND cancel IS NULL FOR SHARE"
-                .to_owned(),
+            sql: format!(
+                "SELECT 1 FROM api_runs WHERE run_id = $1 AND status = 'running' AND owner = $2
+                   AND COALESCE((doc::jsonb ->> 'attempt')::bigint, 1) = $3::bigint {more} FOR SHARE"
+            ),
             params: vec![
                 run_id.to_owned(),
                 token.owner.clone(),
@@ -214,6 +263,28 @@ impl RunStore for PostgresStore {
             }
         }
         Ok(())
+    }
+
+    async fn update(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
+        let mut c = self.client("update").await?;
+        let tx = c.transaction().await.map_err(failed("update"))?;
+        let doc = match kind {
+            Kind::Thread => with_busy(&tx, doc).await.map_err(failed("update"))?,
+            _ => doc.clone(),
+        };
+        let n = tx
+            .execute(
+                &format!(
+                    "UPDATE {} SET doc = $2 WHERE {} = $1",
+                    kind.table(),
+                    kind.key()
+                ),
+                &[&kind.id_of(&doc), &doc.to_string()],
+            )
+            .await
+            .map_err(failed("update"))?;
+        tx.commit().await.map_err(failed("update"))?;
+        Ok(n > 0)
     }
 
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
@@ -285,6 +356,16 @@ impl RunStore for PostgresStore {
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {
         let mut c = self.client("delete").await?;
         let tx = c.transaction().await.map_err(failed("delete"))?;
+        if kind == Kind::Thread {
+            // Its runs' rows first, as a run's end takes them (its run's row, then the
+            // thread's): the same order, so the two never wait on each other.
+            tx.execute(
+                "SELECT 1 FROM api_runs WHERE thread_id = $1 ORDER BY run_id FOR UPDATE",
+                &[&id],
+            )
+            .await
+            .map_err(failed("delete"))?;
+        }
         let n = tx
             .execute(
                 &format!("DELETE FROM {} WHERE {} = $1", kind.table(), kind.key()),
@@ -383,16 +464,29 @@ impl RunStore for PostgresStore {
         thread: &Value,
         run: &Value,
         claim: Option<Claim<'_>>,
-        reject_busy: bool,
+        how: Queueing,
     ) -> StoreResult<Enqueued> {
         let mut c = self.client("enqueue").await?;
         let tx = c.transaction().await.map_err(failed("enqueue"))?;
         let thread_id = Kind::Thread.id_of(thread);
-        // The upsert holds the thread's row until commit: two runs queued on one thread at
-        // once see each other below (the second waits for the first's commit).
-        tx.execute(UPSERT_THREAD, &[&thread_id, &thread.to_string()])
+        // The write holds the thread's row until commit: two runs queued on one thread at
+        // once see each other below (the second waits for the first's commit). A thread
+        // deleted since it was read is not made again.
+        let written = if how.new_thread {
+            tx.execute(UPSERT_THREAD, &[&thread_id, &thread.to_string()])
+                .await
+        } else {
+            tx.execute(
+                "UPDATE api_threads SET doc = $2 WHERE thread_id = $1",
+                &[&thread_id, &thread.to_string()],
+            )
             .await
-            .map_err(failed("enqueue"))?;
+        }
+        .map_err(failed("enqueue"))?;
+        if written == 0 {
+            tx.rollback().await.map_err(failed("enqueue"))?;
+            return Ok(Enqueued::ThreadGone);
+        }
         let (run_id, run_thread, status, text) = run_row(run);
         let others: i64 = tx
             .query_one(
@@ -403,7 +497,7 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("enqueue"))?
             .get(0);
-        if reject_busy && others > 0 {
+        if how.reject_busy && others > 0 {
             // Nothing written: the thread's document stays as the running run left it.
             tx.rollback().await.map_err(failed("enqueue"))?;
             return Ok(Enqueued::Busy);
@@ -425,7 +519,7 @@ impl RunStore for PostgresStore {
                 doc["updated_at"] = crate::time::now_iso().into();
                 tx.execute(
                     "UPDATE api_runs SET status = 'running', doc = $2, owner = $3,
-                       lease_until = now() + $4::text::interval, cancel = NULL WHERE run_id = $1",
+                       lease_until = now() + $4::text::interval WHERE run_id = $1",
                     &[
                         &run_id,
                         &doc.to_string(),
@@ -479,9 +573,13 @@ impl RunStore for PostgresStore {
                     .map_err(failed("finish run"))?;
             }
             ThreadEnd::Put(doc) => {
-                tx.execute(UPSERT_THREAD, &[&Kind::Thread.id_of(doc), &doc.to_string()])
-                    .await
-                    .map_err(failed("finish run"))?;
+                let doc = with_busy(&tx, doc).await.map_err(failed("finish run"))?;
+                tx.execute(
+                    UPSERT_THREAD,
+                    &[&Kind::Thread.id_of(&doc), &doc.to_string()],
+                )
+                .await
+                .map_err(failed("finish run"))?;
             }
             ThreadEnd::Gone => {}
         }
@@ -504,8 +602,9 @@ impl RunStore for PostgresStore {
     }
 
     async fn delete_claimed(&self, run_id: &str, token: &Token) -> StoreResult<()> {
-        let c = self.client("delete run").await?;
-        let n = c
+        let mut c = self.client("delete run").await?;
+        let tx = c.transaction().await.map_err(failed("delete run"))?;
+        let n = tx
             .execute(
                 &format!("DELETE FROM api_runs WHERE {HELD}"),
                 &[&run_id, &token.owner, &token.attempt],
@@ -513,8 +612,19 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("delete run"))?;
         if n == 0 {
+            tx.rollback().await.map_err(failed("delete run"))?;
             return Err(StoreError::fenced("delete run"));
         }
+        // Its stored events and result go with it: nothing of a rolled back run is left.
+        for table in ["api_run_events", "api_run_results"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE run_id = $1"),
+                &[&run_id],
+            )
+            .await
+            .map_err(failed("delete run"))?;
+        }
+        tx.commit().await.map_err(failed("delete run"))?;
         Ok(())
     }
 
@@ -837,6 +947,21 @@ impl RunStore for PostgresStore {
             .map_err(failed("claim expired threads"))?;
         tx.commit().await.map_err(failed("claim expired threads"))?;
         Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn stale_busy_threads(&self, limit: usize) -> StoreResult<Vec<String>> {
+        let c = self.client("stale busy threads").await?;
+        let rows = c
+            .query(
+                "SELECT t.thread_id FROM api_threads t WHERE (t.doc::jsonb ->> 'status') = 'busy'
+                   AND NOT EXISTS (SELECT 1 FROM api_runs r WHERE r.thread_id = t.thread_id
+                                   AND r.status IN ('pending', 'running'))
+                 LIMIT $1",
+                &[&(limit as i64)],
+            )
+            .await
+            .map_err(failed("stale busy threads"))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     async fn claim_crons(&self, now_ms: i64, advance: CronAdvance) -> StoreResult<Vec<Value>> {

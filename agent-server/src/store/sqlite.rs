@@ -14,8 +14,8 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::{
-    Claim, CronAdvance, Enqueued, Kind, RUN_COUNTS, RunStore, StoreError, StoreResult, ThreadEnd,
-    Token,
+    Claim, CronAdvance, Enqueued, Kind, Queueing, RUN_COUNTS, RunStore, StoreError, StoreResult,
+    ThreadEnd, Token,
 };
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -67,6 +67,8 @@ CREATE TABLE IF NOT EXISTS api_seq (n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS api_crons (cron_id TEXT PRIMARY KEY, thread_id TEXT, next_run_ms INTEGER, doc TEXT NOT NULL, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS crons_due ON api_crons (next_run_ms);
 CREATE INDEX IF NOT EXISTS crons_by_thread ON api_crons (thread_id);
+CREATE INDEX IF NOT EXISTS threads_busy ON api_threads (thread_id)
+    WHERE json_extract(doc, '$.status') = 'busy';
 CREATE INDEX IF NOT EXISTS threads_expiry ON api_threads (json_extract(doc, '$.ttl.expires_at_ms'))
     WHERE json_extract(doc, '$.ttl.expires_at_ms') IS NOT NULL;
 ";
@@ -312,6 +314,21 @@ fn remove(conn: &Connection, kind: Kind, id: &str) -> rusqlite::Result<bool> {
     Ok(n > 0)
 }
 
+/// `doc` (a thread's) with its status `busy` while a run of it is pending or running. Call
+/// inside the transaction that writes it.
+fn with_busy(conn: &Connection, doc: &Value) -> rusqlite::Result<Value> {
+    let active: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM api_runs WHERE thread_id = ?1 AND status IN ('pending', 'running')",
+        )?
+        .query_row([Kind::Thread.id_of(doc)], |r| r.get(0))?;
+    let mut doc = doc.clone();
+    if active > 0 {
+        doc["status"] = "busy".into();
+    }
+    Ok(doc)
+}
+
 /// A thread whose run was abandoned (started as often as it may be) is no longer busy: it
 /// shows the error, unless another run of it is pending.
 fn release_thread(conn: &Connection, thread_id: &str, attempts: i64) -> rusqlite::Result<()> {
@@ -386,6 +403,27 @@ impl RunStore for SqliteStore {
             let tx = immediate(c)?;
             write(&tx, &seq, kind, &doc, true)?;
             tx.commit()
+        })
+        .await
+    }
+
+    async fn update(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
+        let doc = doc.clone();
+        self.with("update", move |c| {
+            let tx = immediate(c)?;
+            let doc = match kind {
+                Kind::Thread => with_busy(&tx, &doc)?,
+                _ => doc.clone(),
+            };
+            let n = tx
+                .prepare_cached(&format!(
+                    "UPDATE {} SET doc = ?2 WHERE {} = ?1",
+                    kind.table(),
+                    kind.key()
+                ))?
+                .execute(params![kind.id_of(&doc), doc.to_string()])?;
+            tx.commit()?;
+            Ok(n > 0)
         })
         .await
     }
@@ -510,7 +548,7 @@ impl RunStore for SqliteStore {
         thread: &Value,
         run: &Value,
         claim: Option<Claim<'_>>,
-        reject_busy: bool,
+        how: Queueing,
     ) -> StoreResult<Enqueued> {
         let (thread, run, claim) = (thread.clone(), run.clone(), claim.is_some());
         let seq = self.seq.clone();
@@ -518,13 +556,22 @@ impl RunStore for SqliteStore {
             let tx = immediate(c)?;
             let run_id = Kind::Run.id_of(&run);
             let thread_id = Kind::Thread.id_of(&thread);
+            if !how.new_thread {
+                let there: Option<i64> = tx
+                    .prepare_cached("SELECT 1 FROM api_threads WHERE thread_id = ?1")?
+                    .query_row([&thread_id], |r| r.get(0))
+                    .optional()?;
+                if there.is_none() {
+                    return Ok(Enqueued::ThreadGone);
+                }
+            }
             let others: i64 = tx
                 .prepare_cached(
                     "SELECT COUNT(*) FROM api_runs WHERE thread_id = ?1 AND run_id <> ?2
                        AND status IN ('pending', 'running')",
                 )?
                 .query_row(params![thread_id, run_id], |r| r.get(0))?;
-            if reject_busy && others > 0 {
+            if how.reject_busy && others > 0 {
                 return Ok(Enqueued::Busy);
             }
             write(&tx, &seq, Kind::Thread, &thread, true)?;
@@ -566,7 +613,8 @@ impl RunStore for SqliteStore {
                     }
                     ThreadEnd::Put(doc) => {
                         write(&tx, &seq, Kind::Run, &run, true)?;
-                        write(&tx, &seq, Kind::Thread, doc, true)?;
+                        let doc = with_busy(&tx, doc)?;
+                        write(&tx, &seq, Kind::Thread, &doc, true)?;
                     }
                     ThreadEnd::Gone => {
                         write(&tx, &seq, Kind::Run, &run, true)?;
@@ -723,6 +771,20 @@ impl RunStore for SqliteStore {
             }
             tx.commit()?;
             Ok(claimed)
+        })
+        .await
+    }
+
+    async fn stale_busy_threads(&self, limit: usize) -> StoreResult<Vec<String>> {
+        self.with("stale busy threads", move |c| {
+            c.prepare_cached(
+                "SELECT t.thread_id FROM api_threads t WHERE json_extract(t.doc, '$.status') = 'busy'
+                   AND NOT EXISTS (SELECT 1 FROM api_runs r WHERE r.thread_id = t.thread_id
+                                   AND r.status IN ('pending', 'running'))
+                 LIMIT ?1",
+            )?
+            .query_map([limit as i64], |r| r.get::<_, String>(0))?
+            .collect()
         })
         .await
     }
