@@ -59,6 +59,12 @@ pub struct ServerSection {
     pub cors_allow_origins: Option<Vec<String>>,
     /// Host names a server without auth answers to besides loopback ones.
     pub allowed_hosts: Option<Vec<String>>,
+    /// How long a run may take, in seconds (none: no limit).
+    pub run_timeout_seconds: Option<f64>,
+    /// The ttl of threads created without one, in minutes (none: kept until deleted).
+    pub thread_ttl_minutes: Option<f64>,
+    /// What an expired thread's sweep does: `delete` (the default) or `keep_latest`.
+    pub thread_ttl_strategy: Option<String>,
 }
 
 /// `[auth]`.
@@ -92,6 +98,8 @@ pub struct AssistantSection {
     /// The flow's options, as the operator sets them.
     #[serde(default)]
     pub settings: BTreeMap<String, Setting>,
+    /// How long its runs may take, in seconds (over the server's `run_timeout_seconds`).
+    pub run_timeout_seconds: Option<f64>,
 }
 
 /// A flow option's value: written as TOML writes it, passed on as text.

@@ -70,6 +70,17 @@ impl TtlStrategy {
 }
 
 impl ThreadTtl {
+    /// A ttl of `minutes` with the strategy named `strategy` (`delete`, `keep_latest`), as
+    /// an operator writes it; an error says what is wrong.
+    pub fn new(minutes: f64, strategy: &str) -> Result<ThreadTtl, String> {
+        let body = json!({"ttl": minutes, "strategy": strategy});
+        match ThreadTtl::from_body(&body) {
+            Ok(Some(ttl)) => Ok(ttl),
+            Ok(None) => Err("no ttl".to_owned()),
+            Err(e) => Err(e.detail),
+        }
+    }
+
     /// The `ttl` of a create or update body: minutes, or `{"ttl": minutes, "strategy"}`.
     pub(crate) fn from_body(v: &Value) -> Result<Option<ThreadTtl>, ApiError> {
         let (minutes, strategy) = match v {

@@ -184,6 +184,18 @@ pub struct ServeArgs {
     /// (refused by default: a client could otherwise make the server call into its network).
     #[arg(long)]
     pub allow_private_webhooks: bool,
+    /// How long a run may take, in seconds: one past it is stopped and ends `timeout`
+    /// (default: no limit).
+    #[arg(long, value_name = "SECONDS")]
+    pub run_timeout: Option<f64>,
+    /// Threads created without a ttl of their own are deleted this many minutes after their
+    /// last activity (default: kept until deleted); --thread-ttl-strategy keep_latest keeps
+    /// them and only their latest checkpoint instead.
+    #[arg(long, value_name = "MINUTES")]
+    pub thread_ttl: Option<f64>,
+    /// What --thread-ttl does to an expired thread: delete (the default) or keep_latest.
+    #[arg(long, value_name = "STRATEGY")]
+    pub thread_ttl_strategy: Option<String>,
 }
 
 /// Options of `run` and `chat`.

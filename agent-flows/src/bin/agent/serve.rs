@@ -128,6 +128,28 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     if let Some(hosts) = hosts {
         builder = builder.allowed_hosts(hosts);
     }
+    let seconds = |what: &str, s: f64| {
+        if s.is_finite() && s > 0.0 {
+            Ok(std::time::Duration::from_secs_f64(s))
+        } else {
+            Err(Failure::usage(format!(
+                "{what} must be a positive number of seconds"
+            )))
+        }
+    };
+    if let Some(s) = args.run_timeout.or(server.run_timeout_seconds) {
+        builder = builder.run_timeout(seconds("--run-timeout", s)?);
+    }
+    if let Some(minutes) = args.thread_ttl.or(server.thread_ttl_minutes) {
+        let strategy = args
+            .thread_ttl_strategy
+            .clone()
+            .or_else(|| server.thread_ttl_strategy.clone())
+            .unwrap_or_else(|| "delete".to_owned());
+        let ttl = agent_server::ThreadTtl::new(minutes, &strategy)
+            .map_err(|e| Failure::usage(format!("--thread-ttl: {e}")))?;
+        builder = builder.thread_ttl(ttl);
+    }
     let mut count = 0;
 
     for one in assistants(&config)? {
@@ -149,6 +171,9 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
             served = served.with_description(d);
         }
         builder = one.flow.serve(builder, &served).map_err(Failure::runtime)?;
+        if let Some(s) = one.timeout {
+            builder = builder.graph_timeout(seconds("run_timeout_seconds", s)?);
+        }
         count += 1;
     }
     let server = builder
@@ -189,6 +214,7 @@ struct Assistant {
     flow: &'static dyn Flow,
     description: Option<String>,
     settings: Vec<(String, String)>,
+    timeout: Option<f64>,
 }
 
 /// The config file's assistants, or every flow under its own name.
@@ -201,6 +227,7 @@ fn assistants(config: &ServeConfig) -> Result<Vec<Assistant>, Failure> {
                 flow,
                 description: None,
                 settings: Vec::new(),
+                timeout: None,
             })
             .collect());
     }
@@ -217,6 +244,7 @@ fn assistants(config: &ServeConfig) -> Result<Vec<Assistant>, Failure> {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.text()))
                     .collect(),
+                timeout: a.run_timeout_seconds,
             })
         })
         .collect()
