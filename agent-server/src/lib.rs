@@ -400,7 +400,7 @@ impl ServerBuilder {
     }
 
     /// Authenticates every request (but `/ok`'s, preflights and the web page's files) and
-    /// authorizes each action with `auth` (see [`auth`](crate::auth)): the users, what they
+    /// authorizes each action with `auth` (see [`auth`]): the users, what they
     /// own, what they may do. Without it the server serves one trusted person on loopback.
     pub fn auth(mut self, auth: impl Auth) -> Self {
         self.auth = Some(Arc::new(auth));
