@@ -230,9 +230,34 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let thread = thread_of(config)?;
         for task in &mut snapshot.tasks {
             let ns = executor::child_ns(&config.checkpoint_ns, &task.node, &task.id);
-            task.subgraph = subgraph_snapshot(saver.as_ref(), thread, ns, 0).await?;
+            task.subgraph = subgraph_snapshot(saver.as_ref(), thread, ns, None, 0).await?;
         }
         Ok(Some(snapshot))
+    }
+
+    /// The checkpoints of the subgraph namespace `config.checkpoint_ns` (LangGraph's
+    /// `get_state_history` with a subgraph's `checkpoint_ns`), newest first, each decoded
+    /// without the subgraph's state type (its values one JSON entry per field). `filter`
+    /// narrows by `before`, `limit` and metadata entries.
+    pub async fn get_subgraph_history(
+        &self,
+        config: &RunConfig,
+        filter: &ListFilter,
+    ) -> Result<Vec<SubgraphSnapshot>, GraphError> {
+        let saver = self.saver_for(config, "get_state_history")?;
+        let thread = thread_of(config)?;
+        let records = saver.list(thread, &config.checkpoint_ns, filter).await?;
+        let mut out = Vec::with_capacity(records.len());
+        for record in records {
+            let id = record.id.to_string();
+            let ns = config.checkpoint_ns.clone();
+            if let Some(snapshot) =
+                subgraph_snapshot(saver.as_ref(), thread, ns, Some(&id), 0).await?
+            {
+                out.push(*snapshot);
+            }
+        }
+        Ok(out)
     }
 
     /// The thread's checkpoints, newest first, as snapshots. `filter` narrows by `before`,
@@ -377,18 +402,20 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
 /// Subgraphs nest at most this deep (a guard against a namespace cycle in a corrupt store).
 const MAX_SUBGRAPH_DEPTH: usize = 64;
 
-/// The latest checkpoint under `ns`, decoded without its state type; `None` when there is none.
+/// The checkpoint `id` under `ns` (its latest without one), decoded without its state type;
+/// `None` when there is none.
 fn subgraph_snapshot<'a>(
     saver: &'a dyn Checkpointer,
     thread: &'a str,
     ns: String,
+    id: Option<&'a str>,
     depth: usize,
 ) -> futures::future::BoxFuture<'a, Result<Option<Box<SubgraphSnapshot>>, GraphError>> {
     Box::pin(async move {
         if depth >= MAX_SUBGRAPH_DEPTH {
             return Ok(None);
         }
-        let loaded = saver.get(thread, &ns, None).await?;
+        let loaded = saver.get(thread, &ns, id).await?;
         let Some(record) = loaded.record.as_ref() else {
             return Ok(None);
         };
@@ -454,7 +481,7 @@ fn subgraph_snapshot<'a>(
         let mut interrupts: Vec<Interrupt> = Vec::new();
         for task in &mut tasks {
             let nested = executor::child_ns(&ns, &task.node, &task.id);
-            task.subgraph = subgraph_snapshot(saver, thread, nested, depth + 1).await?;
+            task.subgraph = subgraph_snapshot(saver, thread, nested, None, depth + 1).await?;
             interrupts.extend(task.interrupts.iter().cloned());
             if let Some(sub) = &task.subgraph {
                 interrupts.extend(sub.interrupts.iter().cloned());

@@ -244,8 +244,13 @@ pub trait ServedGraph: Send + Sync + 'static {
         checkpoint_id: Option<&str>,
         subgraphs: bool,
     ) -> Result<Option<Value>, ApiError>;
-    /// Checkpoints, newest first.
-    async fn history(&self, thread_id: &str, filter: ListFilter) -> Result<Vec<Value>, ApiError>;
+    /// The thread's checkpoints under `ns` (`""`: the root graph's), newest first.
+    async fn history(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        filter: ListFilter,
+    ) -> Result<Vec<Value>, ApiError>;
     /// Writes `values` as `as_node`; returns the new checkpoint's id.
     async fn update_state(
         &self,
@@ -440,19 +445,23 @@ pub fn interrupt_json(i: &Interrupt) -> Value {
     json!({"id": i.id, "value": i.value})
 }
 
+/// A subgraph's state at one of its checkpoints, as a ThreadState.
+fn subgraph_json(thread: &str, sub: &agent_core::SubgraphSnapshot) -> Value {
+    json!({
+        "values": sub.values,
+        "next": sub.next,
+        "tasks": sub.tasks.iter().map(|t| task_json(thread, t)).collect::<Vec<_>>(),
+        "metadata": {"step": sub.step, "checkpoint_ns": sub.checkpoint_ns},
+        "created_at": null,
+        "checkpoint": {"thread_id": thread, "checkpoint_ns": sub.checkpoint_ns, "checkpoint_id": sub.checkpoint_id},
+        "parent_checkpoint": null,
+        "interrupts": sub.interrupts.iter().map(interrupt_json).collect::<Vec<_>>(),
+        "checkpoint_id": sub.checkpoint_id,
+    })
+}
+
 fn task_json(thread: &str, t: &PendingTask) -> Value {
-    let state = t.subgraph.as_ref().map(|sub| {
-        json!({
-            "values": sub.values,
-            "next": sub.next,
-            "tasks": sub.tasks.iter().map(|t| task_json(thread, t)).collect::<Vec<_>>(),
-            "metadata": {"step": sub.step, "checkpoint_ns": sub.checkpoint_ns},
-            "created_at": null,
-            "checkpoint": {"thread_id": thread, "checkpoint_ns": sub.checkpoint_ns, "checkpoint_id": sub.checkpoint_id},
-            "parent_checkpoint": null,
-            "interrupts": sub.interrupts.iter().map(interrupt_json).collect::<Vec<_>>(),
-        })
-    });
+    let state = t.subgraph.as_ref().map(|sub| subgraph_json(thread, sub));
     json!({
         "id": t.id,
         "name": t.node,
@@ -592,7 +601,26 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         Ok(snapshot.map(|s| self.snapshot_json(s)))
     }
 
-    async fn history(&self, thread_id: &str, filter: ListFilter) -> Result<Vec<Value>, ApiError> {
+    async fn history(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        filter: ListFilter,
+    ) -> Result<Vec<Value>, ApiError> {
+        if !ns.is_empty() {
+            // A subgraph's checkpoints: its state type is erased in its node, so its values
+            // come as JSON, field by field.
+            let config = RunConfig::default()
+                .thread_id(thread_id)
+                .checkpoint_ns(ns.to_owned());
+            let snapshots =
+                settled(|| async { self.graph.get_subgraph_history(&config, &filter).await })
+                    .await?;
+            return Ok(snapshots
+                .iter()
+                .map(|sub| subgraph_json(thread_id, sub))
+                .collect());
+        }
         let config = RunConfig::default().thread_id(thread_id);
         let snapshots =
             settled(|| async { self.graph.get_state_history(&config, &filter).await }).await?;

@@ -58,6 +58,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use api::guard::{Hosts, Origins};
+pub use api::openapi;
 pub use api::retention::{ThreadTtl, TtlStrategy};
 pub use auth::{Auth, User};
 pub use error::ApiError;

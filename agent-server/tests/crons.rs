@@ -97,11 +97,11 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
         ),
         (
             json!({"assistant_id": "simple", "schedule": "* * * * *", "end_time": "tomorrow"}),
-            "'end_time'",
+            "end_time: must be an ISO-8601 date-time",
         ),
         (
             json!({"assistant_id": "simple"}),
-            "'schedule' is a required",
+            "schedule: a required property",
         ),
         (
             json!({"assistant_id": "nope", "schedule": "* * * * *"}),
@@ -113,7 +113,7 @@ async fn crons_over_http(builder: ServerBuilder, clock: Arc<ManualClock>) {
         ),
         (
             json!({"assistant_id": "simple", "schedule": "* * * * *", "on_run_completed": "later"}),
-            "'on_run_completed'",
+            "on_run_completed: unknown variant `later`, expected `delete` or `keep`",
         ),
         // Every field a run's creation checks is checked when the cron is made, not at a tick.
         (

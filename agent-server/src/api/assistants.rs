@@ -2,34 +2,42 @@
 //! Each served graph has a system assistant whose id is derived from the graph id, as
 //! langgraph-api derives it, so ids stay the same across restarts and servers.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::body::{Fields, contains, object};
-use super::{App, Caller, Grant, JsonBody, Shared, paged, refuse_auth_user, uuid_path};
+use super::paging::{Paging, contains, page_of, select};
+use super::models::assistants::{
+    Assistant, AssistantCountRequest, AssistantCreate, AssistantDeleteQuery, AssistantGraphQuery,
+    AssistantPatch, AssistantSearchRequest, AssistantVersionChange, AssistantVersionsSearchRequest,
+    GraphSchema, SubgraphsQuery,
+};
+use super::models::runs::ConfigBody;
+use super::models::{Body, ErrorResponse, IfExists, Object, Params, as_value, typed};
+use super::{App, Caller, Grant, Shared, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::store::Kind;
 use crate::time::now_iso;
 
-pub(super) fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/assistants", post(create))
-        .route("/assistants/search", post(search))
-        .route("/assistants/count", post(count))
-        .route("/assistants/{id}", get(read).patch(update).delete(remove))
-        .route("/assistants/{id}/graph", get(graph))
-        .route("/assistants/{id}/schemas", get(schemas))
-        .route("/assistants/{id}/subgraphs", get(subgraphs))
-        .route("/assistants/{id}/subgraphs/{ns}", get(subgraphs_ns))
-        .route("/assistants/{id}/versions", post(versions))
-        .route("/assistants/{id}/latest", post(latest))
+pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(create))
+        .routes(routes!(search))
+        .routes(routes!(count))
+        .routes(routes!(read, update, remove))
+        .routes(routes!(graph))
+        .routes(routes!(schemas))
+        .routes(routes!(subgraphs))
+        .routes(routes!(subgraphs_ns))
+        .routes(routes!(versions))
+        .routes(routes!(latest))
 }
 
 /// The namespace langgraph-api derives system assistant ids in.
@@ -91,18 +99,25 @@ pub(crate) async fn resolve(app: &App, caller: &Caller, id: &str) -> Result<Valu
 
 /// `config` and `context` as langgraph-api keeps them: the context mirrored into
 /// `config.configurable`, and both given at once refused.
-fn settings(body: &Map<String, Value>) -> Result<(Value, Value), ApiError> {
-    let config = body.opt_object("config")?.unwrap_or_default();
-    let context = body.opt_object("context")?;
+fn settings(
+    config: Option<&ConfigBody>,
+    context: Option<&Object>,
+) -> Result<(Value, Value), ApiError> {
+    let config = match as_value(&config) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
     let configurable = config.get("configurable").and_then(Value::as_object);
-    if let (Some(_), Some(c)) = (&context, configurable)
+    if let (Some(_), Some(c)) = (context, configurable)
         && !c.is_empty()
     {
         return Err(ApiError::bad_request(
             "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in LangGraph 0.6.0 and is the long term planned replacement for configurable.",
         ));
     }
-    let context = context.unwrap_or_else(|| configurable.cloned().unwrap_or_default());
+    let context = context
+        .cloned()
+        .unwrap_or_else(|| configurable.cloned().unwrap_or_default());
     refuse_auth_user(&context, "context")?;
     let mut config = config;
     config.insert("configurable".into(), Value::Object(context.clone()));
@@ -126,36 +141,40 @@ fn check_context(
     Ok(())
 }
 
+/// A stored assistant (or version) as the API answers with it.
+fn assistant(doc: Value) -> Result<Json<Assistant>, ApiError> {
+    typed(doc).map(Json)
+}
+
+/// Create an assistant.
+#[utoipa::path(post, path = "/assistants", tag = "Assistants", request_body = AssistantCreate,
+    responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn create(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Body(body): Body<AssistantCreate>,
+) -> Result<Json<Assistant>, ApiError> {
     let grant = app
-        .grant(
-            &caller,
-            Resource::Assistants,
-            Verb::Create,
-            &Value::Object(body.clone()),
-        )
+        .grant(&caller, Resource::Assistants, Verb::Create, &as_value(&body))
         .await?;
     let graph_id = body
-        .opt_str("graph_id")?
-        .ok_or_else(|| ApiError::invalid("'graph_id' is a required property"))?;
+        .graph_id
+        .clone()
+        .ok_or_else(|| ApiError::invalid("graph_id: a required property"))?;
     if !app.graphs.contains_key(&graph_id) {
         let graphs: Vec<&str> = app.graphs.keys().map(String::as_str).collect();
         return Err(ApiError::not_found(format!(
             "Graph '{graph_id}' not found. Expected one of: {graphs:?}"
         )));
     }
-    let id = match body.opt_str("assistant_id")? {
-        Some(id) => uuid_path("assistant", &id)?,
+    let id = match &body.assistant_id {
+        Some(id) => uuid_path("assistant", id)?,
         None => uuid::Uuid::new_v4().to_string(),
     };
-    let (config, context) = settings(&body)?;
+    let (config, context) = settings(body.config.as_ref(), body.context.as_ref())?;
     check_context(&app, &caller, &graph_id, &context)?;
-    let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let mut metadata = body.metadata.clone().unwrap_or_default();
     app.limits.metadata("assistant", &metadata)?;
     if caller.user.is_some() {
         // `created_by: system` marks the graphs' own assistants, visible to everyone.
@@ -166,21 +185,22 @@ async fn create(
     let doc = json!({
         "assistant_id": id, "graph_id": graph_id, "config": config, "context": context,
         "metadata": metadata,
-        "name": body.opt_str("name")?.unwrap_or_else(|| "Untitled".to_owned()),
+        "name": body.name.clone().unwrap_or_else(|| "Untitled".to_owned()),
         "created_at": now, "updated_at": now, "version": 1,
-        "description": body.opt_str("description")?,
+        "description": body.description,
     });
     if !app.store.insert(Kind::Assistant, &doc).await? {
-        return match body.opt_str("if_exists")?.as_deref() {
-            Some("do_nothing") => match app.store.get(Kind::Assistant, &id).await? {
-                Some(kept) if visible(&grant, &kept) => Ok(axum::Json(kept).into_response()),
-                _ => Err(ApiError::conflict(format!("Assistant {id} already exists"))),
+        let exists = || ApiError::conflict(format!("Assistant {id} already exists"));
+        return match body.if_exists.unwrap_or_default() {
+            IfExists::DoNothing => match app.store.get(Kind::Assistant, &id).await? {
+                Some(kept) if visible(&grant, &kept) => assistant(kept),
+                _ => Err(exists()),
             },
-            _ => Err(ApiError::conflict(format!("Assistant {id} already exists"))),
+            IfExists::Raise => Err(exists()),
         };
     }
     app.store.put_version(&id, 1, &version_doc(&doc)).await?;
-    Ok(axum::Json(doc).into_response())
+    assistant(doc)
 }
 
 fn version_doc(doc: &Value) -> Value {
@@ -224,30 +244,39 @@ async fn found(app: &App, caller: &Caller, id: &str, verb: Verb) -> Result<Value
     }
 }
 
+/// Get an assistant.
+#[utoipa::path(get, path = "/assistants/{assistant_id}", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid)),
+    responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn read(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    Ok(axum::Json(found(&app, &caller, &id, Verb::Read).await?).into_response())
+) -> Result<Json<Assistant>, ApiError> {
+    assistant(found(&app, &caller, &id, Verb::Read).await?)
 }
 
+/// Patch an assistant: a new version.
+#[utoipa::path(patch, path = "/assistants/{assistant_id}", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid)), request_body = AssistantPatch,
+    responses((status = 200, body = Assistant), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn update(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Body(body): Body<AssistantPatch>,
+) -> Result<Json<Assistant>, ApiError> {
     let mut doc = found(&app, &caller, &id, Verb::Update).await?;
-    if let Some(graph_id) = body.opt_str("graph_id")? {
-        if !app.graphs.contains_key(&graph_id) {
+    if let Some(graph_id) = &body.graph_id {
+        if !app.graphs.contains_key(graph_id) {
             return Err(ApiError::not_found(format!("Graph '{graph_id}' not found")));
         }
-        doc["graph_id"] = graph_id.into();
+        doc["graph_id"] = graph_id.as_str().into();
     }
-    if body.contains_key("config") || body.contains_key("context") {
-        let (config, context) = settings(&body)?;
+    if body.config.is_some() || body.context.is_some() {
+        let (config, context) = settings(body.config.as_ref(), body.context.as_ref())?;
         check_context(
             &app,
             &caller,
@@ -257,25 +286,21 @@ async fn update(
         doc["config"] = config;
         doc["context"] = context;
     }
-    if let Some(meta) = body.opt_object("metadata")?
+    if let Some(meta) = &body.metadata
         && let Some(existing) = doc["metadata"].as_object_mut()
     {
-        existing.extend(meta);
+        existing.extend(meta.clone());
         let grant = app
-            .grant(
-                &caller,
-                Resource::Assistants,
-                Verb::Update,
-                &Value::Object(body.clone()),
-            )
+            .grant(&caller, Resource::Assistants, Verb::Update, &as_value(&body))
             .await?;
         grant.stamp(existing);
         app.limits.metadata("assistant", existing)?;
     }
-    for key in ["name", "description"] {
-        if let Some(v) = body.opt_str(key)? {
-            doc[key] = v.into();
-        }
+    if let Some(name) = &body.name {
+        doc["name"] = name.as_str().into();
+    }
+    if let Some(description) = &body.description {
+        doc["description"] = description.as_str().into();
     }
     let versions = app
         .store
@@ -294,23 +319,23 @@ async fn update(
     app.store
         .put_version(&id, version, &version_doc(&doc))
         .await?;
-    Ok(axum::Json(doc).into_response())
+    assistant(doc)
 }
 
-#[derive(serde::Deserialize)]
-struct DeleteParams {
-    delete_threads: Option<String>,
-}
-
+/// Delete an assistant (and, asked, its threads).
+#[utoipa::path(delete, path = "/assistants/{assistant_id}", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid), AssistantDeleteQuery),
+    responses((status = 204), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn remove(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    Query(params): Query<DeleteParams>,
-) -> Result<Response, ApiError> {
+    Params(params): Params<AssistantDeleteQuery>,
+) -> Result<StatusCode, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Delete).await?;
     let id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
-    if matches!(params.delete_threads.as_deref(), Some("true" | "1")) {
+    if params.delete_threads.unwrap_or(false) {
         let threads = app
             .grant(&caller, Resource::Threads, Verb::Delete, &doc)
             .await?;
@@ -319,76 +344,109 @@ async fn remove(
                 && threads.admits(&thread["metadata"])
             {
                 let tid = thread["thread_id"].as_str().unwrap_or_default();
+                app.runs.stop_thread(tid).await?;
+                app.store.delete(Kind::Thread, tid).await?;
                 if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
                     g.delete_thread(tid).await?;
                 }
-                app.store.delete(Kind::Thread, tid).await?;
             }
         }
     }
     app.store.delete(Kind::Assistant, &id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// What a search or count filters assistants by.
+struct Filter<'a> {
+    graph_id: Option<&'a str>,
+    name: Option<&'a str>,
+    metadata: Option<&'a Object>,
 }
 
 async fn matching(
     app: &App,
     caller: &Caller,
-    body: &Map<String, Value>,
+    request: Value,
+    filter: Filter<'_>,
 ) -> Result<Vec<Value>, ApiError> {
     let grant = app
-        .grant(
-            caller,
-            Resource::Assistants,
-            Verb::Search,
-            &Value::Object(body.clone()),
-        )
+        .grant(caller, Resource::Assistants, Verb::Search, &request)
         .await?;
-    let graph_id = body.opt_str("graph_id")?;
-    let name = body.opt_str("name")?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let name = filter.name.map(str::to_lowercase);
     Ok(app
         .store
         .all(Kind::Assistant)
         .await?
         .into_iter()
         .filter(|a| visible(&grant, a))
-        .filter(|a| graph_id.as_deref().is_none_or(|g| a["graph_id"] == g))
+        .filter(|a| filter.graph_id.is_none_or(|g| a["graph_id"] == g))
         .filter(|a| {
             name.as_deref().is_none_or(|n| {
                 a["name"]
                     .as_str()
-                    .is_some_and(|s| s.to_lowercase().contains(&n.to_lowercase()))
+                    .is_some_and(|s| s.to_lowercase().contains(n))
             })
         })
-        .filter(|a| contains(&a["metadata"], &metadata))
+        .filter(|a| filter.metadata.is_none_or(|m| contains(&a["metadata"], m)))
         .collect())
 }
 
-const SORTS: &[&str] = &[
-    "assistant_id",
-    "created_at",
-    "updated_at",
-    "name",
-    "graph_id",
-];
-
+/// Search assistants.
+#[utoipa::path(post, path = "/assistants/search", tag = "Assistants",
+    request_body = AssistantSearchRequest,
+    responses((status = 200, body = Vec<Assistant>), (status = 422, body = ErrorResponse)))]
 async fn search(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    let found = matching(&app, &caller, &body).await?;
-    paged(&app.limits, found, &body, "created_at", SORTS)
+    Body(body): Body<AssistantSearchRequest>,
+) -> Result<(HeaderMap, Json<Vec<Value>>), ApiError> {
+    let filter = Filter {
+        graph_id: body.graph_id.as_deref(),
+        name: body.name.as_deref(),
+        metadata: body.metadata.as_ref(),
+    };
+    let found = matching(&app, &caller, as_value(&body), filter).await?;
+    let fields: Option<Vec<String>> = body.select.as_ref().map(|s| {
+        s.iter()
+            .filter_map(|f| as_value(f).as_str().map(str::to_owned))
+            .collect()
+    });
+    let (headers, page) = page_of(
+        &app.limits,
+        found,
+        Paging {
+            page: body.page,
+            sort_by: body.sort_by.unwrap_or_default().field(),
+            order: body.sort_order.unwrap_or_default(),
+            select: None,
+        },
+    )?;
+    let page = page
+        .into_iter()
+        .map(|doc| Ok(select(as_value(&typed::<Assistant>(doc)?), fields.as_deref())))
+        .collect::<Result<Vec<Value>, ApiError>>()?;
+    Ok((headers, Json(page)))
 }
 
+/// Count assistants.
+#[utoipa::path(post, path = "/assistants/count", tag = "Assistants",
+    request_body = AssistantCountRequest,
+    responses((status = 200, body = u64), (status = 422, body = ErrorResponse)))]
 async fn count(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
+    Body(body): Body<AssistantCountRequest>,
+) -> Result<Json<usize>, ApiError> {
+    let filter = Filter {
+        graph_id: body.graph_id.as_deref(),
+        name: body.name.as_deref(),
+        metadata: body.metadata.as_ref(),
+    };
+    Ok(Json(
+        matching(&app, &caller, as_value(&body), filter)
+            .await?
+            .len(),
+    ))
 }
 
 fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, ApiError> {
@@ -399,17 +457,17 @@ fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, 
         .ok_or_else(|| ApiError::not_found(format!("Graph '{graph_id}' is no longer served")))
 }
 
-#[derive(serde::Deserialize)]
-struct GraphParams {
-    xray: Option<String>,
-}
-
+/// Get an assistant's graph drawing (nodes and edges).
+#[utoipa::path(get, path = "/assistants/{assistant_id}/graph", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid), AssistantGraphQuery),
+    responses((status = 200, body = Object), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn graph(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    Query(params): Query<GraphParams>,
-) -> Result<Response, ApiError> {
+    Params(params): Params<AssistantGraphQuery>,
+) -> Result<Json<Value>, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Read).await?;
     // `xray=true` draws every level, a number that many, `false`/absent none.
     let xray = match params.xray.as_deref() {
@@ -417,24 +475,24 @@ async fn graph(
         Some("true" | "True") => usize::MAX,
         Some(n) => n
             .parse()
-            .map_err(|_| ApiError::invalid("'xray' must be true, false or a depth"))?,
+            .map_err(|_| ApiError::invalid("xray: must be true, false or a depth"))?,
     };
-    Ok(axum::Json(served(&app, &doc)?.drawing(xray)).into_response())
+    Ok(Json(served(&app, &doc)?.drawing(xray)))
 }
 
+/// Get an assistant's graph schemas.
+#[utoipa::path(get, path = "/assistants/{assistant_id}/schemas", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid)),
+    responses((status = 200, body = GraphSchema), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn schemas(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<GraphSchema>, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Read).await?;
     let graph_id = doc["graph_id"].as_str().unwrap_or_default();
-    Ok(axum::Json(served(&app, &doc)?.schemas(graph_id)).into_response())
-}
-
-#[derive(serde::Deserialize)]
-struct SubgraphParams {
-    recurse: Option<String>,
+    typed(served(&app, &doc)?.schemas(graph_id)).map(Json)
 }
 
 /// Subgraphs by namespace. Their schemas are not known apart from the parent's (a
@@ -445,10 +503,10 @@ async fn subgraphs_of(
     id: &str,
     namespace: Option<&str>,
     recurse: bool,
-) -> Result<Response, ApiError> {
+) -> Result<Json<BTreeMap<String, Value>>, ApiError> {
     let doc = found(app, caller, id, Verb::Read).await?;
     let names = served(app, &doc)?.subgraphs(recurse || namespace.is_some());
-    let mut out = Map::new();
+    let mut out = BTreeMap::new();
     for name in names {
         if namespace.is_none_or(|ns| name == ns || (recurse && name.starts_with(&format!("{ns}|"))))
         {
@@ -458,78 +516,97 @@ async fn subgraphs_of(
             );
         }
     }
-    Ok(axum::Json(Value::Object(out)).into_response())
+    Ok(Json(out))
 }
 
-fn truthy(v: Option<&str>) -> bool {
-    matches!(v, Some("true" | "True" | "1"))
-}
-
+/// Get an assistant's subgraphs, by namespace.
+#[utoipa::path(get, path = "/assistants/{assistant_id}/subgraphs", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid), SubgraphsQuery),
+    responses((status = 200, body = BTreeMap<String, Object>),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn subgraphs(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    Query(p): Query<SubgraphParams>,
-) -> Result<Response, ApiError> {
-    subgraphs_of(&app, &caller, &id, None, truthy(p.recurse.as_deref())).await
+    Params(p): Params<SubgraphsQuery>,
+) -> Result<Json<BTreeMap<String, Value>>, ApiError> {
+    subgraphs_of(&app, &caller, &id, None, p.recurse.unwrap_or(false)).await
 }
 
+/// Get one of an assistant's subgraphs (and, with `recurse`, those under it).
+#[utoipa::path(get, path = "/assistants/{assistant_id}/subgraphs/{namespace}",
+    tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid), ("namespace" = String, Path),
+        SubgraphsQuery),
+    responses((status = 200, body = BTreeMap<String, Object>),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn subgraphs_ns(
     State(app): Shared,
     caller: Caller,
     Path((id, ns)): Path<(String, String)>,
-    Query(p): Query<SubgraphParams>,
-) -> Result<Response, ApiError> {
-    subgraphs_of(&app, &caller, &id, Some(&ns), truthy(p.recurse.as_deref())).await
+    Params(p): Params<SubgraphsQuery>,
+) -> Result<Json<BTreeMap<String, Value>>, ApiError> {
+    subgraphs_of(&app, &caller, &id, Some(&ns), p.recurse.unwrap_or(false)).await
 }
 
+/// List an assistant's versions, newest first.
+#[utoipa::path(post, path = "/assistants/{assistant_id}/versions", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid)),
+    request_body = AssistantVersionsSearchRequest,
+    responses((status = 200, body = Vec<Assistant>), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn versions(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Body(body): Body<AssistantVersionsSearchRequest>,
+) -> Result<Json<Vec<Assistant>>, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Read).await?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
     let (limit, offset) = app.limits.page(
-        body.opt_usize("limit")?.unwrap_or(10),
-        body.opt_usize("offset")?.unwrap_or(0),
+        usize::try_from(body.page.limit).unwrap_or(usize::MAX),
+        usize::try_from(body.page.offset).unwrap_or(usize::MAX),
     )?;
-    let list: Vec<Value> = app
-        .store
+    app.store
         .versions(doc["assistant_id"].as_str().unwrap_or_default())
         .await?
         .into_iter()
-        .filter(|v| contains(&v["metadata"], &metadata))
+        .filter(|v| body.metadata.as_ref().is_none_or(|m| contains(&v["metadata"], m)))
         .skip(offset)
         .take(limit)
-        .collect();
-    Ok(axum::Json(list).into_response())
+        .map(typed)
+        .collect::<Result<_, _>>()
+        .map(Json)
 }
 
+/// Make one of an assistant's versions its latest.
+#[utoipa::path(post, path = "/assistants/{assistant_id}/latest", tag = "Assistants",
+    params(("assistant_id" = String, Path, format = Uuid), AssistantVersionChange),
+    request_body = AssistantVersionChange,
+    responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn latest(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Params(query): Params<AssistantVersionChange>,
+    Body(body): Body<AssistantVersionChange>,
+) -> Result<Json<Assistant>, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Update).await?;
     let version = body
-        .opt_usize("version")?
-        .ok_or_else(|| ApiError::invalid("'version' is a required property"))?;
+        .version
+        .or(query.version)
+        .ok_or_else(|| ApiError::invalid("version: a required property"))?;
     let id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
     let chosen = app
         .store
         .versions(&id)
         .await?
         .into_iter()
-        .find(|v| v["version"].as_u64() == Some(version as u64))
+        .find(|v| v["version"].as_u64() == Some(version))
         .ok_or_else(|| ApiError::not_found(format!("Assistant {id} has no version {version}")))?;
     let mut next = chosen;
     next["created_at"] = doc["created_at"].clone();
     next["updated_at"] = now_iso().into();
     app.store.put(Kind::Assistant, &next).await?;
-    Ok(axum::Json(next).into_response())
+    assistant(next)
 }

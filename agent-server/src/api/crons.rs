@@ -11,18 +11,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::assistants::resolve;
-use super::body::{Fields, contains, object, paged};
+use super::paging::{Paging, contains, page_of, select};
+use super::models::crons::{
+    Cron, CronCountRequest, CronCreate, CronPatch, CronSearch, OnRunCompleted,
+};
+use super::models::runs::RunCreate;
+use super::models::{Body, ErrorResponse, Object, as_value, from_value, typed};
 use super::runs::{check_run_fields, queue};
 use super::threads::found as thread_found;
-use super::{App, Caller, JsonBody, Shared, uuid_path};
+use super::{App, Caller, Shared, uuid_path};
 use crate::auth::{Resource, User, Verb};
 use crate::error::ApiError;
 use crate::limits::too_many;
@@ -38,24 +43,14 @@ pub(crate) struct Scheduling {
     pub(crate) poll: Duration,
 }
 
-pub(super) fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/threads/{t}/runs/crons", post(create_for_thread))
-        .route("/runs/crons", post(create))
-        .route("/runs/crons/search", post(search))
-        .route("/runs/crons/count", post(count))
-        .route("/runs/crons/{c}", get(read).patch(update).delete(remove))
+pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(create_for_thread))
+        .routes(routes!(create))
+        .routes(routes!(search))
+        .routes(routes!(count))
+        .routes(routes!(read, update, remove))
 }
-
-const SORTS: &[&str] = &[
-    "cron_id",
-    "assistant_id",
-    "thread_id",
-    "next_run_date",
-    "end_time",
-    "created_at",
-    "updated_at",
-];
 
 /// Settings of a cron that are not the run's.
 const CRON_KEYS: &[&str] = &[
@@ -66,31 +61,19 @@ const CRON_KEYS: &[&str] = &[
     "on_run_completed",
 ];
 
-/// `end_time` of a body: an ISO time (normalized), `null`, or absent (`None`).
-fn end_time(body: &Map<String, Value>) -> Result<Option<Value>, ApiError> {
-    match body.get("end_time") {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(Value::Null)),
-        Some(Value::String(s)) => parse_ms(s)
-            .map(|ms| Some(iso_ms(ms).into()))
-            .ok_or_else(|| {
-                ApiError::invalid(format!(
-                    "'end_time' must be an ISO-8601 date-time, not '{s}'"
-                ))
-            }),
-        Some(_) => Err(ApiError::invalid(
-            "'end_time' must be an ISO-8601 date-time",
-        )),
-    }
+/// `end_time` as kept: an ISO time, normalized.
+fn end_time(end: &str) -> Result<Value, ApiError> {
+    parse_ms(end).map(|ms| iso_ms(ms).into()).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "end_time: must be an ISO-8601 date-time, not '{end}'"
+        ))
+    })
 }
 
-fn on_run_completed(body: &Map<String, Value>) -> Result<Option<String>, ApiError> {
-    match body.opt_str("on_run_completed")?.as_deref() {
-        None => Ok(None),
-        Some(v @ ("delete" | "keep")) => Ok(Some(v.to_owned())),
-        Some(other) => Err(ApiError::invalid(format!(
-            "'on_run_completed' must be delete or keep, not '{other}'"
-        ))),
+fn on_run_completed(v: OnRunCompleted) -> &'static str {
+    match v {
+        OnRunCompleted::Delete => "delete",
+        OnRunCompleted::Keep => "keep",
     }
 }
 
@@ -99,11 +82,8 @@ fn on_run_completed(body: &Map<String, Value>) -> Result<Option<String>, ApiErro
 const AUTH_USER_KEY: &str = "auth_user";
 
 /// A cron as clients see it.
-fn public(mut doc: Value) -> Value {
-    if let Some(o) = doc.as_object_mut() {
-        o.remove(AUTH_USER_KEY);
-    }
-    doc
+fn public(doc: Value) -> Result<Cron, ApiError> {
+    typed(doc)
 }
 
 /// Checks what a cron body carries for its runs: the fields a run takes, the context
@@ -111,25 +91,23 @@ fn public(mut doc: Value) -> Value {
 async fn check_payload(
     app: &App,
     caller: &Caller,
-    body: &Map<String, Value>,
+    run: &RunCreate,
     assistant: &Value,
 ) -> Result<(), ApiError> {
-    check_run_fields(app, body)?;
-    if let Some(url) = body.opt_str("webhook")? {
-        webhook::check(&url, app.runs.webhooks.allow_private)
+    check_run_fields(app, run)?;
+    if let Some(url) = &run.webhook {
+        webhook::check(url, app.runs.webhooks.allow_private)
             .await
             .map_err(ApiError::invalid)?;
     }
     let graph_id = assistant["graph_id"].as_str().unwrap_or_default();
-    if let (Some(graph), Some(context)) = (app.graphs.get(graph_id), body.get("context")) {
+    if let (Some(graph), Some(context)) = (app.graphs.get(graph_id), &run.context) {
         let mut merged = assistant["context"]
             .as_object()
             .cloned()
             .unwrap_or_default();
-        if let Some(c) = context.as_object() {
-            super::refuse_auth_user(c, "context")?;
-            merged.extend(c.clone());
-        }
+        super::refuse_auth_user(context, "context")?;
+        merged.extend(context.clone());
         if let Some(user) = caller.user_json() {
             merged.insert(super::AUTH_USER.into(), user);
         }
@@ -143,16 +121,10 @@ async fn make(
     app: &App,
     caller: &Caller,
     thread: Option<String>,
-    body: Value,
-) -> Result<Value, ApiError> {
-    let body = object(body)?;
+    body: CronCreate,
+) -> Result<Cron, ApiError> {
     let grant = app
-        .grant(
-            caller,
-            Resource::Crons,
-            Verb::Create,
-            &Value::Object(body.clone()),
-        )
+        .grant(caller, Resource::Crons, Verb::Create, &as_value(&body))
         .await?;
     let owned = app
         .store
@@ -167,27 +139,31 @@ async fn make(
         )));
     }
     let schedule = body
-        .opt_str("schedule")?
-        .ok_or_else(|| ApiError::invalid("'schedule' is a required property"))?;
-    let timezone = body.opt_str("timezone")?;
+        .schedule
+        .clone()
+        .ok_or_else(|| ApiError::invalid("schedule: a required property"))?;
+    let timezone = body.timezone.clone().flatten();
     Schedule::parse(&schedule, timezone.as_deref()).map_err(ApiError::invalid)?;
     let assistant_id = body
-        .opt_str("assistant_id")?
-        .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
+        .run
+        .assistant_id
+        .clone()
+        .ok_or_else(|| ApiError::invalid("assistant_id: a required property"))?;
     let assistant = resolve(app, caller, &assistant_id).await?;
-    let end = end_time(&body)?.unwrap_or(Value::Null);
-    let enabled = body.opt_bool("enabled")?.unwrap_or(true);
-    let on_completed = on_run_completed(&body)?;
-    check_payload(app, caller, &body, &assistant).await?;
+    let end = match body.end_time.clone().flatten() {
+        Some(end) => end_time(&end)?,
+        None => Value::Null,
+    };
+    check_payload(app, caller, &body.run, &assistant).await?;
     if let Some(t) = &thread {
         thread_found(app, caller, t, Verb::CreateRun).await?;
     }
-    let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let mut metadata = body.run.metadata.clone().unwrap_or_default();
     app.limits.metadata("cron", &metadata)?;
     grant.stamp(&mut metadata);
     // As langgraph-api keeps it: the assistant resolved (a graph name becomes its UUID).
-    let mut payload = body.clone();
-    payload.insert("assistant_id".into(), assistant["assistant_id"].clone());
+    let mut payload = as_value(&body.run);
+    payload["assistant_id"] = assistant["assistant_id"].clone();
     let now = now_iso();
     let mut doc = json!({
         "cron_id": uuid::Uuid::now_v7().to_string(),
@@ -195,17 +171,17 @@ async fn make(
         "thread_id": thread,
         "on_run_completed": match &thread {
             Some(_) => Value::Null,
-            None => on_completed.unwrap_or_else(|| "delete".to_owned()).into(),
+            None => on_run_completed(body.on_run_completed.unwrap_or(OnRunCompleted::Delete)).into(),
         },
         "end_time": end,
         "schedule": schedule,
         "timezone": timezone,
         "created_at": now, "updated_at": now,
         "user_id": caller.user.as_ref().map(|u| u.identity.clone()),
-        "payload": Value::Object(payload),
+        "payload": payload,
         "next_run_date": null,
         "metadata": metadata,
-        "enabled": enabled,
+        "enabled": body.enabled.unwrap_or(true),
         AUTH_USER_KEY: caller.user_json(),
     });
     let next = next_run(&doc, app.scheduling.clock.now_ms());
@@ -213,25 +189,34 @@ async fn make(
         doc["next_run_date"] = iso_ms(n).into();
     }
     app.store.put_cron(&doc, next).await?;
-    Ok(public(doc))
+    public(doc)
 }
 
+/// Create a cron on a thread: each tick queues a run on it.
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/crons", tag = "Crons",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = CronCreate,
+    responses((status = 200, body = Cron), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn create_for_thread(
     State(app): Shared,
     caller: Caller,
     Path(t): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
+    Body(body): Body<CronCreate>,
+) -> Result<Json<Cron>, ApiError> {
     let thread = uuid_path("thread", &t)?;
-    Ok(axum::Json(make(&app, &caller, Some(thread), body).await?).into_response())
+    Ok(Json(make(&app, &caller, Some(thread), body).await?))
 }
 
+/// Create a stateless cron: each tick queues a run on a new thread.
+#[utoipa::path(post, path = "/runs/crons", tag = "Crons", request_body = CronCreate,
+    responses((status = 200, body = Cron), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn create(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    Ok(axum::Json(make(&app, &caller, None, body).await?).into_response())
+    Body(body): Body<CronCreate>,
+) -> Result<Json<Cron>, ApiError> {
+    Ok(Json(make(&app, &caller, None, body).await?))
 }
 
 /// The cron `id` if `caller` may `verb` it (another user's is a 404), as stored.
@@ -247,116 +232,133 @@ async fn found(app: &App, caller: &Caller, id: &str, verb: Verb) -> Result<Value
         .ok_or_else(|| ApiError::not_found(format!("Cron {id} not found")))
 }
 
+/// Get a cron.
+#[utoipa::path(get, path = "/runs/crons/{cron_id}", tag = "Crons",
+    params(("cron_id" = String, Path, format = Uuid)),
+    responses((status = 200, body = Cron), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn read(
     State(app): Shared,
     caller: Caller,
     Path(c): Path<String>,
-) -> Result<Response, ApiError> {
-    Ok(axum::Json(public(found(&app, &caller, &c, Verb::Read).await?)).into_response())
+) -> Result<Json<Cron>, ApiError> {
+    Ok(Json(public(found(&app, &caller, &c, Verb::Read).await?)?))
 }
 
+/// Delete a cron.
+#[utoipa::path(delete, path = "/runs/crons/{cron_id}", tag = "Crons",
+    params(("cron_id" = String, Path, format = Uuid)),
+    responses((status = 204), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn remove(
     State(app): Shared,
     caller: Caller,
     Path(c): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<StatusCode, ApiError> {
     let doc = found(&app, &caller, &c, Verb::Delete).await?;
     let id = doc["cron_id"].as_str().unwrap_or_default();
     if !app.store.delete_cron(id).await? {
         return Err(ApiError::not_found(format!("Cron {id} not found")));
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
 }
 
-/// `PATCH`: the cron's settings and its runs' fields, merged over what it had; its next
-/// time recomputed from now.
+/// Patch a cron: its settings and its runs' fields, merged over what it had; its next time
+/// counted again from now.
+#[utoipa::path(patch, path = "/runs/crons/{cron_id}", tag = "Crons",
+    params(("cron_id" = String, Path, format = Uuid)), request_body = CronPatch,
+    responses((status = 200, body = Cron), (status = 400, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn update(
     State(app): Shared,
     caller: Caller,
     Path(c): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
+    Body(body): Body<CronPatch>,
+) -> Result<Json<Cron>, ApiError> {
     let mut doc = found(&app, &caller, &c, Verb::Update).await?;
-    let body = object(body)?;
-    if body.is_empty() {
+    let sent = match as_value(&body) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if sent.is_empty() {
         return Err(ApiError::bad_request("Request body cannot be empty"));
     }
-    let schedule = match body.opt_str("schedule")? {
-        Some(s) => s,
+    let schedule = match &body.schedule {
+        Some(s) => s.clone(),
         None => doc["schedule"].as_str().unwrap_or_default().to_owned(),
     };
-    let timezone = match body.get("timezone") {
-        Some(_) => body.opt_str("timezone")?,
+    let timezone = match &body.timezone {
+        Some(tz) => tz.clone(),
         None => doc["timezone"].as_str().map(str::to_owned),
     };
     Schedule::parse(&schedule, timezone.as_deref()).map_err(ApiError::invalid)?;
     let assistant_id = doc["assistant_id"].as_str().unwrap_or_default().to_owned();
     let assistant = resolve(&app, &caller, &assistant_id).await?;
-    check_payload(&app, &caller, &body, &assistant).await?;
-    if let Some(end) = end_time(&body)? {
-        doc["end_time"] = end;
+    check_payload(&app, &caller, &body.run, &assistant).await?;
+    match &body.end_time {
+        Some(Some(end)) => doc["end_time"] = end_time(end)?,
+        Some(None) => doc["end_time"] = Value::Null,
+        None => {}
     }
-    if let Some(enabled) = body.opt_bool("enabled")? {
+    if let Some(enabled) = body.enabled {
         doc["enabled"] = enabled.into();
     }
-    if let Some(v) = on_run_completed(&body)?
+    if let Some(v) = body.on_run_completed
         && doc["thread_id"].is_null()
     {
-        doc["on_run_completed"] = v.into();
+        doc["on_run_completed"] = on_run_completed(v).into();
     }
-    if let Some(mut m) = body.opt_object("metadata")? {
+    if let Some(m) = &body.run.metadata {
+        let mut m = m.clone();
         app.limits.metadata("cron", &m)?;
-        app.grant(
-            &caller,
-            Resource::Crons,
-            Verb::Update,
-            &Value::Object(body.clone()),
-        )
-        .await?
-        .stamp(&mut m);
+        app.grant(&caller, Resource::Crons, Verb::Update, &as_value(&body))
+            .await?
+            .stamp(&mut m);
         doc["metadata"] = Value::Object(m);
     }
     doc["schedule"] = schedule.into();
     doc["timezone"] = timezone.map_or(Value::Null, Value::from);
     let mut payload = doc["payload"].as_object().cloned().unwrap_or_default();
-    for (k, v) in &body {
-        payload.insert(k.clone(), v.clone());
+    if let Value::Object(run) = as_value(&body.run) {
+        payload.extend(run);
     }
     doc["payload"] = Value::Object(payload);
     doc["updated_at"] = now_iso().into();
     let next = next_run(&doc, app.scheduling.clock.now_ms());
     doc["next_run_date"] = next.map_or(Value::Null, |n| iso_ms(n).into());
     app.store.put_cron(&doc, next).await?;
-    Ok(axum::Json(public(doc)).into_response())
+    Ok(Json(public(doc)?))
 }
 
-/// The crons a search or count body asks for.
+/// What a search or count filters crons by.
+struct Filter<'a> {
+    assistant_id: Option<&'a str>,
+    thread_id: Option<&'a str>,
+    enabled: Option<bool>,
+    metadata: Option<&'a Object>,
+}
+
+/// The crons a search or count asks for.
 async fn matching(
     app: &App,
     caller: &Caller,
-    body: &Map<String, Value>,
+    request: Value,
+    filter: Filter<'_>,
 ) -> Result<Vec<Value>, ApiError> {
     let grant = app
-        .grant(
-            caller,
-            Resource::Crons,
-            Verb::Search,
-            &Value::Object(body.clone()),
-        )
+        .grant(caller, Resource::Crons, Verb::Search, &request)
         .await?;
-    let assistant = match body.opt_str("assistant_id")? {
-        Some(id) if !id.is_empty() => Some(match app.graphs.contains_key(&id) {
-            true => resolve(app, caller, &id).await?["assistant_id"]
+    let assistant = match filter.assistant_id {
+        Some(id) if !id.is_empty() => Some(match app.graphs.contains_key(id) {
+            true => resolve(app, caller, id).await?["assistant_id"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            false => id,
+            false => id.to_owned(),
         }),
         _ => None,
     };
-    let thread = body.opt_str("thread_id")?.filter(|t| !t.is_empty());
-    let enabled = body.opt_bool("enabled")?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let thread = filter.thread_id.filter(|t| !t.is_empty());
     Ok(app
         .store
         .crons()
@@ -368,30 +370,63 @@ async fn matching(
                 .as_ref()
                 .is_none_or(|a| c["assistant_id"] == a.as_str())
         })
-        .filter(|c| thread.as_ref().is_none_or(|t| c["thread_id"] == t.as_str()))
-        .filter(|c| enabled.is_none_or(|e| c["enabled"] == e))
-        .filter(|c| contains(&c["metadata"], &metadata))
-        .map(public)
+        .filter(|c| thread.is_none_or(|t| c["thread_id"] == t))
+        .filter(|c| filter.enabled.is_none_or(|e| c["enabled"] == e))
+        .filter(|c| filter.metadata.is_none_or(|m| contains(&c["metadata"], m)))
         .collect())
 }
 
+/// Search crons.
+#[utoipa::path(post, path = "/runs/crons/search", tag = "Crons", request_body = CronSearch,
+    responses((status = 200, body = Vec<Cron>), (status = 422, body = ErrorResponse)))]
 async fn search(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    let found = matching(&app, &caller, &body).await?;
-    paged(&app.limits, found, &body, "created_at", SORTS)
+    Body(body): Body<CronSearch>,
+) -> Result<(HeaderMap, Json<Vec<Value>>), ApiError> {
+    let filter = Filter {
+        assistant_id: body.assistant_id.as_deref(),
+        thread_id: body.thread_id.as_deref(),
+        enabled: body.enabled,
+        metadata: body.metadata.as_ref(),
+    };
+    let found = matching(&app, &caller, as_value(&body), filter).await?;
+    let (headers, page) = page_of(
+        &app.limits,
+        found,
+        Paging {
+            page: body.page,
+            sort_by: body.sort_by.unwrap_or_default().field(),
+            order: body.sort_order.unwrap_or_default(),
+            select: None,
+        },
+    )?;
+    let page = page
+        .into_iter()
+        .map(|doc| Ok(select(as_value(&public(doc)?), body.select.as_deref())))
+        .collect::<Result<Vec<Value>, ApiError>>()?;
+    Ok((headers, Json(page)))
 }
 
+/// Count crons.
+#[utoipa::path(post, path = "/runs/crons/count", tag = "Crons", request_body = CronCountRequest,
+    responses((status = 200, body = u64), (status = 422, body = ErrorResponse)))]
 async fn count(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
+    Body(body): Body<CronCountRequest>,
+) -> Result<Json<usize>, ApiError> {
+    let filter = Filter {
+        assistant_id: body.assistant_id.as_deref(),
+        thread_id: body.thread_id.as_deref(),
+        enabled: body.enabled,
+        metadata: body.metadata.as_ref(),
+    };
+    Ok(Json(
+        matching(&app, &caller, as_value(&body), filter)
+            .await?
+            .len(),
+    ))
 }
 
 /// The run body of a tick of `cron`: its payload without the cron's own settings, its
@@ -450,7 +485,14 @@ async fn fire(app: &Arc<App>, cron: &Value) {
         tracing::warn!(cron_id = %cron["cron_id"], "a cron made before auth was on has no owner; not fired");
         return;
     }
-    match queue(app, &owner, thread, run_body(cron)).await {
+    let body = match from_value::<RunCreate>(run_body(cron)) {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::warn!(cron_id = %cron["cron_id"], error = %e.detail, "a cron's run does not fit a run's body");
+            return;
+        }
+    };
+    match queue(app, &owner, thread, body).await {
         Ok(run) => {
             tracing::info!(cron_id = %cron["cron_id"], run_id = %run["run_id"], "cron fired")
         }

@@ -65,7 +65,8 @@ pub(super) fn routes(app: Arc<App>, body_limit: usize) -> Router<Arc<App>> {
         config,
     );
     Router::new()
-        .route_service("/mcp", service)
+        .route_service("/mcp", service.clone())
+        .route_service("/mcp/", service)
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             read_context(body_limit, request, next)
         }))

@@ -11,37 +11,28 @@ use agent_core::store::{
     IndexChoice, Item, ListNamespacesOp, MatchCondition, PutOp, SearchItem, SearchOp, StoreError,
     Ttl,
 };
-use axum::Router;
-use axum::extract::{Query, State};
+use axum::Json;
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{post, put};
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{App, Caller, Grant, JsonBody, Shared};
+use super::models::store::{
+    Item as ApiItem, ListNamespacesResponse, SearchItem as ApiSearchItem, SearchItemsResponse, StoreDeleteRequest,
+    StoreGetQuery, StoreListNamespacesRequest, StorePutRequest, StoreSearchRequest,
+};
+use super::models::{Body, ErrorResponse, Params, as_value};
+use super::{App, Caller, Grant, Shared};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::time::iso_ms;
 
-pub(super) fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route(
-            "/store/items",
-            put(put_item).get(get_item).delete(delete_item),
-        )
-        .route("/store/items/search", post(search))
-        .route("/store/namespaces", post(namespaces))
-}
-
-fn parse<T: DeserializeOwned>(body: Value) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(body).map_err(|e| {
-        ApiError::invalid(match e.path().to_string().as_str() {
-            "." => format!("invalid request body: {}", e.inner()),
-            path => format!("{path}: {}", e.inner()),
-        })
-    })
+pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(put_item, get_item, delete_item))
+        .routes(routes!(search))
+        .routes(routes!(namespaces))
 }
 
 fn store_error(e: StoreError) -> ApiError {
@@ -52,20 +43,21 @@ fn store_error(e: StoreError) -> ApiError {
 }
 
 /// An item as the API returns it (ISO timestamps).
-fn item_json(item: &Item) -> Value {
-    json!({
-        "namespace": item.namespace,
-        "key": item.key,
-        "value": item.value,
-        "created_at": iso_ms(item.created_at_ms),
-        "updated_at": iso_ms(item.updated_at_ms),
-    })
+fn item_json(item: &Item) -> ApiItem {
+    ApiItem {
+        namespace: item.namespace.clone(),
+        key: item.key.clone(),
+        value: Value::Object(item.value.clone()),
+        created_at: iso_ms(item.created_at_ms),
+        updated_at: iso_ms(item.updated_at_ms),
+    }
 }
 
-fn search_item_json(item: &SearchItem) -> Value {
-    let mut out = item_json(&item.item);
-    out["score"] = json!(item.score);
-    out
+fn search_item_json(item: &SearchItem) -> ApiSearchItem {
+    ApiSearchItem {
+        item: item_json(&item.item),
+        score: item.score.map(f64::from),
+    }
 }
 
 /// A TTL in minutes (`null`: the store's default).
@@ -79,31 +71,21 @@ fn ttl(minutes: Option<f64>) -> Result<Ttl, ApiError> {
     }
 }
 
-#[derive(Deserialize)]
-struct PutBody {
-    namespace: Vec<String>,
-    key: String,
-    value: Map<String, Value>,
-    /// `false`: not embedded; a list of paths; absent or `null`: the store's fields.
-    #[serde(default)]
-    index: Option<Value>,
-    /// Minutes.
-    #[serde(default)]
-    ttl: Option<f64>,
-}
-
 /// What `caller` may do with `verb` on the store, for a request carrying `value`.
 async fn grant(app: &App, caller: &Caller, verb: Verb, value: Value) -> Result<Grant, ApiError> {
     app.grant(caller, Resource::Store, verb, &value).await
 }
 
+/// Put an item in the store.
+#[utoipa::path(put, path = "/store/items", tag = "Store", request_body = StorePutRequest,
+    responses((status = 204), (status = 403, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn put_item(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let grant = grant(&app, &caller, Verb::Put, body.clone()).await?;
-    let body: PutBody = parse(body)?;
+    Body(body): Body<StorePutRequest>,
+) -> Result<StatusCode, ApiError> {
+    let grant = grant(&app, &caller, Verb::Put, as_value(&body)).await?;
     grant.namespace(&body.namespace)?;
     let index = match body.index {
         None | Some(Value::Null) => IndexChoice::StoreDefault,
@@ -127,21 +109,18 @@ async fn put_item(
         .index(index)
         .ttl(ttl(body.ttl)?);
     app.memory.put_op(op).await.map_err(store_error)?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-struct GetQuery {
-    namespace: Option<String>,
-    key: String,
-    refresh_ttl: Option<bool>,
-}
-
+/// Get an item (`null` when there is none).
+#[utoipa::path(get, path = "/store/items", tag = "Store", params(StoreGetQuery),
+    responses((status = 200, body = Option<ApiItem>), (status = 403, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn get_item(
     State(app): Shared,
     caller: Caller,
-    Query(query): Query<GetQuery>,
-) -> Result<Response, ApiError> {
+    Params(query): Params<StoreGetQuery>,
+) -> Result<Json<Option<ApiItem>>, ApiError> {
     let namespace: Vec<String> = match query.namespace.as_deref() {
         None | Some("") => Vec::new(),
         Some(dotted) => dotted.split('.').map(str::to_owned).collect(),
@@ -160,67 +139,54 @@ async fn get_item(
         .await
         .map_err(store_error)?;
     match results.into_iter().next() {
-        Some(agent_core::store::OpResult::Item(Some(item))) => {
-            Ok(axum::Json(item_json(&item)).into_response())
-        }
+        Some(agent_core::store::OpResult::Item(Some(item))) => Ok(Json(Some(item_json(&item)))),
         // The SDKs read a missing item as `None` / `null`.
-        Some(agent_core::store::OpResult::Item(None)) => {
-            Ok(axum::Json(Value::Null).into_response())
-        }
+        Some(agent_core::store::OpResult::Item(None)) => Ok(Json(None)),
         _ => Err(ApiError::internal(
             "the store answered a get with another result",
         )),
     }
 }
 
-#[derive(Deserialize)]
-struct DeleteBody {
-    namespace: Vec<String>,
-    key: String,
-}
-
+/// Delete an item.
+#[utoipa::path(delete, path = "/store/items", tag = "Store", request_body = StoreDeleteRequest,
+    responses((status = 204), (status = 403, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn delete_item(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let grant = grant(&app, &caller, Verb::Delete, body.clone()).await?;
-    let body: DeleteBody = parse(body)?;
+    Body(body): Body<StoreDeleteRequest>,
+) -> Result<StatusCode, ApiError> {
+    let grant = grant(&app, &caller, Verb::Delete, as_value(&body)).await?;
     grant.namespace(&body.namespace)?;
     app.memory
         .delete(&body.namespace, &body.key)
         .await
         .map_err(store_error)?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-struct SearchBody {
-    #[serde(default)]
-    namespace_prefix: Vec<String>,
-    #[serde(default)]
-    filter: Option<Map<String, Value>>,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    offset: Option<usize>,
-    #[serde(default)]
-    query: Option<String>,
-    #[serde(default)]
-    refresh_ttl: Option<bool>,
+/// `n` as a count the server's limits judge (a huge number stays huge).
+fn count(n: Option<u64>, default: usize) -> usize {
+    n.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
+/// Search items: under a namespace prefix, filtered by value, ranked by a query when the
+/// store has an index.
+#[utoipa::path(post, path = "/store/items/search", tag = "Store",
+    request_body = StoreSearchRequest,
+    responses((status = 200, body = SearchItemsResponse), (status = 403, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn search(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let grant = grant(&app, &caller, Verb::Search, body.clone()).await?;
-    let body: SearchBody = parse(body)?;
+    Body(body): Body<StoreSearchRequest>,
+) -> Result<Json<SearchItemsResponse>, ApiError> {
+    let grant = grant(&app, &caller, Verb::Search, as_value(&body)).await?;
     let (limit, offset) = app
         .limits
-        .page(body.limit.unwrap_or(10), body.offset.unwrap_or(0))?;
-    let mut op = SearchOp::new(grant.prefix(body.namespace_prefix)?)
+        .page(count(body.limit, 10), count(body.offset, 0))?;
+    let mut op = SearchOp::new(grant.prefix(body.namespace_prefix.unwrap_or_default())?)
         .limit(limit)
         .offset(offset);
     if let Some(filter) = body.filter {
@@ -233,34 +199,25 @@ async fn search(
         op = op.refresh_ttl(refresh);
     }
     let items = app.memory.search(op).await.map_err(store_error)?;
-    let items: Vec<Value> = items.iter().map(search_item_json).collect();
-    Ok(axum::Json(json!({ "items": items })).into_response())
+    Ok(Json(SearchItemsResponse {
+        items: items.iter().map(search_item_json).collect(),
+    }))
 }
 
-#[derive(Deserialize)]
-struct NamespacesBody {
-    #[serde(default)]
-    prefix: Option<Vec<String>>,
-    #[serde(default)]
-    suffix: Option<Vec<String>>,
-    #[serde(default)]
-    max_depth: Option<usize>,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    offset: Option<usize>,
-}
-
+/// List namespaces.
+#[utoipa::path(post, path = "/store/namespaces", tag = "Store",
+    request_body = StoreListNamespacesRequest,
+    responses((status = 200, body = ListNamespacesResponse), (status = 403, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn namespaces(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let grant = grant(&app, &caller, Verb::ListNamespaces, body.clone()).await?;
-    let body: NamespacesBody = parse(body)?;
+    Body(body): Body<StoreListNamespacesRequest>,
+) -> Result<Json<ListNamespacesResponse>, ApiError> {
+    let grant = grant(&app, &caller, Verb::ListNamespaces, as_value(&body)).await?;
     let (limit, offset) = app
         .limits
-        .page(body.limit.unwrap_or(100), body.offset.unwrap_or(0))?;
+        .page(count(body.limit, 100), count(body.offset, 0))?;
     let mut op = ListNamespacesOp::new().limit(limit).offset(offset);
     let prefix = grant.prefix(body.prefix.unwrap_or_default())?;
     if !prefix.is_empty() {
@@ -270,8 +227,8 @@ async fn namespaces(
         op.match_conditions.push(MatchCondition::suffix(suffix));
     }
     if let Some(depth) = body.max_depth {
-        op = op.max_depth(depth);
+        op = op.max_depth(usize::try_from(depth).unwrap_or(usize::MAX));
     }
     let namespaces = app.memory.list_namespaces(op).await.map_err(store_error)?;
-    Ok(axum::Json(json!({ "namespaces": namespaces })).into_response())
+    Ok(Json(ListNamespacesResponse { namespaces }))
 }

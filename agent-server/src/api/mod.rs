@@ -7,11 +7,13 @@
 
 mod access;
 mod assistants;
-mod body;
 mod crons;
+mod docs;
 pub(crate) mod guard;
 mod mcp;
 mod memory;
+pub(crate) mod models;
+mod paging;
 pub(crate) mod retention;
 mod runs;
 mod sse;
@@ -39,7 +41,7 @@ use crate::store::RunStore;
 pub(crate) use access::{AUTH_USER, Caller, Grant, StreamPermit, Streams, refuse_auth_user};
 
 pub(crate) use assistants::system_assistant;
-pub(crate) use body::{JsonBody, paged, uuid_path};
+pub(crate) use paging::uuid_path;
 pub(crate) use crons::{Scheduling, spawn_scheduler};
 
 /// What every handler reaches.
@@ -73,13 +75,9 @@ pub(crate) type Shared = State<Arc<App>>;
 
 /// The router with every endpoint and layer.
 pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
-    let mut routes = Router::new()
-        .merge(system::routes())
-        .merge(assistants::routes())
-        .merge(threads::routes())
-        .merge(runs::routes())
-        .merge(crons::routes())
-        .merge(memory::routes())
+    let (routes, doc) = api().split_for_parts();
+    let doc = docs::finish(doc);
+    let mut routes = routes
         .fallback(not_found)
         .method_not_allowed_fallback(not_found);
     if app.mcp {
@@ -113,8 +111,10 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
             app.clone(),
             access::authenticate,
         ))
-        // The page's files (and `/`, like `/ok`) need no credential: they hold no data.
+        // The page's files (and `/`, like `/ok`) and the API's description need no
+        // credential: they hold no data.
         .merge(web::routes())
+        .merge(docs::routes(&doc))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn_with_state(
             app.guard.clone(),
@@ -122,6 +122,22 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         ))
         .layer(cors)
         .with_state(app)
+}
+
+/// Every route of the API with its OpenAPI operation.
+fn api() -> utoipa_axum::router::OpenApiRouter<Arc<App>> {
+    utoipa_axum::router::OpenApiRouter::new()
+        .merge(system::routes())
+        .merge(assistants::routes())
+        .merge(threads::routes())
+        .merge(runs::routes())
+        .merge(crons::routes())
+        .merge(memory::routes())
+}
+
+/// The API's OpenAPI document, as `/openapi.json` serves it.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    docs::finish(api().split_for_parts().1)
 }
 
 async fn not_found() -> ApiError {

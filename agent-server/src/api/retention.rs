@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::App;
+use super::models::threads::{TtlBody, TtlStrategyName};
 use crate::error::ApiError;
 use crate::time::{iso_ms, now_ms};
 
@@ -78,6 +79,25 @@ impl ThreadTtl {
             Ok(Some(ttl)) => Ok(ttl),
             Ok(None) => Err("no ttl".to_owned()),
             Err(e) => Err(e.detail),
+        }
+    }
+
+    /// The `ttl` of a create or patch body.
+    pub(crate) fn from_typed(ttl: &TtlBody) -> Result<ThreadTtl, ApiError> {
+        let (minutes, strategy) = match ttl {
+            TtlBody::Minutes(m) => (*m, None),
+            TtlBody::Config { ttl, strategy } => (*ttl, *strategy),
+        };
+        let strategy = match strategy {
+            None | Some(TtlStrategyName::Delete) => TtlStrategy::Delete,
+            Some(TtlStrategyName::KeepLatest) => TtlStrategy::KeepLatest,
+        };
+        if minutes.is_finite() && minutes > 0.0 && minutes <= 525_600.0 * 100.0 {
+            Ok(ThreadTtl { strategy, minutes })
+        } else {
+            Err(ApiError::invalid(
+                "ttl: must be a positive number of minutes (at most 100 years)",
+            ))
         }
     }
 

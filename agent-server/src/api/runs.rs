@@ -4,18 +4,25 @@
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use axum::Json;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::assistants::resolve;
-use super::body::{Fields, object};
+use super::paging::select;
+use super::models::runs::{
+    CancelActionName, CancelManyQuery, CancelQuery, CancelStatus, IfNotExists, JoinQuery,
+    JoinStreamQuery, MultitaskStrategy, Nodes, OnCompletion, OnDisconnect, Run, RunCreate,
+    RunListQuery, RunsCancel,
+};
+use super::models::{Body, ErrorResponse, Params, as_value, from_value, typed};
 use super::sse::{self, CancelOnDrop};
 use super::threads::{found as thread_found, new_thread};
-use super::{AUTH_USER, App, Caller, JsonBody, Shared, StreamPermit, refuse_auth_user, uuid_path};
+use super::{AUTH_USER, App, Caller, Shared, StreamPermit, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::graph::ApiMode;
@@ -24,20 +31,20 @@ use crate::runs::{CancelAction, RunChannel};
 use crate::store::Kind;
 use crate::time::now_iso;
 
-pub(super) fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/threads/{t}/runs", post(create).get(list))
-        .route("/threads/{t}/runs/stream", post(stream))
-        .route("/threads/{t}/runs/wait", post(wait))
-        .route("/threads/{t}/runs/{r}", get(read).delete(remove))
-        .route("/threads/{t}/runs/{r}/join", get(join))
-        .route("/threads/{t}/runs/{r}/stream", get(join_stream))
-        .route("/threads/{t}/runs/{r}/cancel", post(cancel))
-        .route("/runs", post(create_stateless))
-        .route("/runs/stream", post(stream_stateless))
-        .route("/runs/wait", post(wait_stateless))
-        .route("/runs/batch", post(batch))
-        .route("/runs/cancel", post(cancel_many))
+pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(stream))
+        .routes(routes!(wait))
+        .routes(routes!(read, remove))
+        .routes(routes!(join))
+        .routes(routes!(join_stream))
+        .routes(routes!(cancel))
+        .routes(routes!(create_stateless))
+        .routes(routes!(stream_stateless))
+        .routes(routes!(wait_stateless))
+        .routes(routes!(batch))
+        .routes(routes!(cancel_many))
 }
 
 /// A queued run and what its response needs.
@@ -49,153 +56,105 @@ struct Started {
     cancel_on_disconnect: bool,
 }
 
-fn one_of(
-    body: &Map<String, Value>,
-    key: &str,
-    allowed: &[&str],
-    default: &str,
-) -> Result<String, ApiError> {
-    let v = body.opt_str(key)?.unwrap_or_else(|| default.to_owned());
-    if allowed.contains(&v.as_str()) {
-        Ok(v)
-    } else {
-        Err(ApiError::invalid(format!(
-            "'{key}' must be one of: {} (got '{v}')",
-            allowed.join(", ")
-        )))
-    }
-}
-
-/// `stream_mode` as a list, each checked.
-fn modes(body: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
-    let names: Vec<String> = match body.get("stream_mode") {
-        None | Some(Value::Null) => vec!["values".to_owned()],
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ApiError::invalid("'stream_mode' items must be strings"))
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "'stream_mode' must be a string or a list of them",
-            ));
-        }
-    };
-    for n in &names {
-        ApiMode::parse(n)?;
-    }
-    Ok(names)
-}
-
-fn node_list(body: &Map<String, Value>, key: &str) -> Result<Value, ApiError> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(Value::Null),
-        Some(Value::String(s)) if s == "*" => Ok(json!("*")),
-        Some(Value::Array(a)) if a.iter().all(Value::is_string) => Ok(Value::Array(a.clone())),
-        Some(_) => Err(ApiError::invalid(format!(
-            "'{key}' must be \"*\" or a list of node names"
+/// `interrupt_before` / `interrupt_after` as kept: `"*"`, a list of names, or null.
+fn node_list(nodes: Option<&Nodes>, key: &str) -> Result<Value, ApiError> {
+    match nodes {
+        None => Ok(Value::Null),
+        Some(Nodes::All(s)) if s == "*" => Ok(json!("*")),
+        Some(Nodes::All(_)) => Err(ApiError::invalid(format!(
+            "{key}: must be \"*\" or a list of node names"
         ))),
+        Some(Nodes::Some(names)) => Ok(json!(names)),
     }
 }
 
 /// A run body's own fields, checked: what a run's creation and a cron's both accept.
 struct RunFields {
     stream_mode: Vec<String>,
-    strategy: String,
-    if_not_exists: String,
-    on_disconnect: String,
-    on_completion: String,
-    durability: String,
+    strategy: MultitaskStrategy,
+    if_not_exists: IfNotExists,
+    on_disconnect: OnDisconnect,
+    on_completion: OnCompletion,
+    durability: &'static str,
     not_before_ms: Option<i64>,
     interrupt_before: Value,
     interrupt_after: Value,
     resumable: bool,
     subgraphs: bool,
-    command: Option<Map<String, Value>>,
+    command: Option<Value>,
     run_metadata: Map<String, Value>,
     config: Map<String, Value>,
     run_context: Option<Map<String, Value>>,
     checkpoint_id: Option<String>,
 }
 
-fn run_fields(app: &App, body: &Map<String, Value>) -> Result<RunFields, ApiError> {
-    let stream_mode = modes(body)?;
-    let strategy = one_of(
-        body,
-        "multitask_strategy",
-        &["reject", "rollback", "interrupt", "enqueue"],
-        "enqueue",
-    )?;
-    let if_not_exists = one_of(body, "if_not_exists", &["create", "reject"], "reject")?;
-    let on_disconnect = one_of(body, "on_disconnect", &["cancel", "continue"], "continue")?;
-    let on_completion = one_of(body, "on_completion", &["delete", "keep"], "delete")?;
-    let durability = one_of(body, "durability", &["sync", "async", "exit"], "async")?;
-    // `after_seconds`: the run waits in the queue until then.
-    let not_before_ms = match body.get("after_seconds") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(secs) if (0.0..=31_536_000.0).contains(&secs) => {
-                Some(crate::time::now_ms() + (secs * 1000.0) as i64)
-            }
-            _ => {
-                return Err(ApiError::invalid(
-                    "'after_seconds' must be a number of seconds from 0 to a year",
-                ));
-            }
-        },
+fn run_fields(app: &App, body: &RunCreate) -> Result<RunFields, ApiError> {
+    let stream_mode = match &body.stream_mode {
+        None => vec!["values".to_owned()],
+        Some(modes) => modes.names(),
     };
-    let interrupt_before = node_list(body, "interrupt_before")?;
-    let interrupt_after = node_list(body, "interrupt_after")?;
-    let resumable = body.opt_bool("stream_resumable")?.unwrap_or(false);
-    let subgraphs = body.opt_bool("stream_subgraphs")?.unwrap_or(false);
-    let command = body.opt_object("command")?;
-    let run_metadata = body.opt_object("metadata")?.unwrap_or_default();
-    app.limits.metadata("run", &run_metadata)?;
-    let config = body.opt_object("config")?.unwrap_or_default();
-    if let Some(limit) = config.get("recursion_limit") {
-        let asked = limit.as_u64().ok_or_else(|| {
-            ApiError::invalid("'config.recursion_limit' must be a positive integer")
-        })?;
-        app.limits.recursion(asked)?;
+    for n in &stream_mode {
+        ApiMode::parse(n)?;
     }
-    if let Some(c) = config.get("configurable").and_then(Value::as_object) {
+    // `checkpoint_during` is what older clients send: `false` checkpoints only at the end.
+    let durability = match (body.durability, body.checkpoint_during) {
+        (Some(d), _) => d.as_str(),
+        (None, Some(false)) => "exit",
+        (None, _) => "async",
+    };
+    // `after_seconds`: the run waits in the queue until then.
+    let not_before_ms = match body.after_seconds {
+        None => None,
+        Some(secs) if (0.0..=31_536_000.0).contains(&secs) => {
+            Some(crate::time::now_ms() + (secs * 1000.0) as i64)
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "after_seconds: must be a number of seconds from 0 to a year",
+            ));
+        }
+    };
+    let interrupt_before = node_list(body.interrupt_before.as_ref(), "interrupt_before")?;
+    let interrupt_after = node_list(body.interrupt_after.as_ref(), "interrupt_after")?;
+    let run_metadata = body.metadata.clone().unwrap_or_default();
+    app.limits.metadata("run", &run_metadata)?;
+    let config = match as_value(&body.config) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if let Some(limit) = body.config.as_ref().and_then(|c| c.recursion_limit) {
+        app.limits.recursion(limit)?;
+    }
+    if let Some(c) = body.config.as_ref().and_then(|c| c.configurable.as_ref()) {
         refuse_auth_user(c, "config.configurable")?;
     }
-    if let Some(m) = config.get("metadata").and_then(Value::as_object) {
+    if let Some(m) = body.config.as_ref().and_then(|c| c.metadata.as_ref()) {
         app.limits.metadata("run config", m)?;
     }
-    let run_context = body.opt_object("context")?;
-    if let Some(c) = &run_context {
+    if let Some(c) = &body.context {
         refuse_auth_user(c, "context")?;
     }
-    let checkpoint_id = match body.opt_str("checkpoint_id")? {
-        Some(id) => Some(id),
-        None => body.opt_object("checkpoint")?.and_then(|c| {
-            c.get("checkpoint_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        }),
-    };
+    let checkpoint_id = body.checkpoint_id.clone().or_else(|| {
+        body.checkpoint
+            .as_ref()
+            .and_then(|c| c.checkpoint_id.clone())
+    });
     Ok(RunFields {
         stream_mode,
-        strategy,
-        if_not_exists,
-        on_disconnect,
-        on_completion,
+        strategy: body.multitask_strategy.unwrap_or_default(),
+        if_not_exists: body.if_not_exists.unwrap_or_default(),
+        on_disconnect: body.on_disconnect.unwrap_or_default(),
+        on_completion: body.on_completion.unwrap_or_default(),
         durability,
         not_before_ms,
         interrupt_before,
         interrupt_after,
-        resumable,
-        subgraphs,
-        command,
+        resumable: body.stream_resumable.unwrap_or(false),
+        subgraphs: body.stream_subgraphs.unwrap_or(false),
+        command: body.command.as_ref().map(as_value),
         run_metadata,
         config,
-        run_context,
+        run_context: body.context.clone(),
         checkpoint_id,
     })
 }
@@ -206,30 +165,25 @@ async fn start(
     app: &Arc<App>,
     caller: &Caller,
     thread: Option<&str>,
-    body: Value,
+    body: RunCreate,
 ) -> Result<Started, ApiError> {
-    let body = object(body)?;
     let assistant_id = body
-        .opt_str("assistant_id")?
-        .ok_or_else(|| ApiError::invalid("'assistant_id' is a required property"))?;
+        .assistant_id
+        .clone()
+        .ok_or_else(|| ApiError::invalid("assistant_id: a required property"))?;
     let mut f = run_fields(app, &body)?;
-    if let Some(url) = body.opt_str("webhook")? {
+    if let Some(url) = &body.webhook {
         if app.runs.webhooks.in_flight() >= app.limits.webhooks_in_flight {
             return Err(too_many(
                 "too many webhook deliveries are under way on this server; retry the run later",
             ));
         }
-        crate::runs::webhook::check(&url, app.runs.webhooks.allow_private)
+        crate::runs::webhook::check(url, app.runs.webhooks.allow_private)
             .await
             .map_err(ApiError::invalid)?;
     }
     let grant = app
-        .grant(
-            caller,
-            Resource::Threads,
-            Verb::CreateRun,
-            &Value::Object(body.clone()),
-        )
+        .grant(caller, Resource::Threads, Verb::CreateRun, &as_value(&body))
         .await?;
 
     let assistant = resolve(app, caller, &assistant_id).await?;
@@ -292,7 +246,7 @@ async fn start(
         Some(doc) if grant.admits(&doc["metadata"]) => doc,
         // Another user's thread: as if it did not exist, and not taken over.
         Some(_) => return Err(ApiError::not_found("Thread or assistant not found.")),
-        None if temporary || f.if_not_exists == "create" => {
+        None if temporary || f.if_not_exists == IfNotExists::Create => {
             let mut metadata = Map::new();
             grant.stamp(&mut metadata);
             new_thread(&thread_id, metadata)
@@ -312,26 +266,21 @@ async fn start(
         app.runs.active_on(&thread_id).await?
     };
     let queued = active.iter().filter(|r| r["status"] == "pending").count();
-    if queued >= app.limits.queued_runs_per_thread && f.strategy == "enqueue" {
+    if queued >= app.limits.queued_runs_per_thread && f.strategy == MultitaskStrategy::Enqueue {
         return Err(too_many(format!(
             "{queued} runs are waiting on this thread already; wait for them, or cancel some"
         )));
     }
     // `reject` is decided as the run is queued, in the queue's transaction: of two runs
     // asking at once on an idle thread, one is queued and the other refused.
-    if !active.is_empty() {
-        match f.strategy.as_str() {
-            "interrupt" | "rollback" => {
-                let action = if f.strategy == "rollback" {
-                    CancelAction::Rollback
-                } else {
-                    CancelAction::Interrupt
-                };
-                for run in &active {
-                    app.runs.cancel(run, action).await?;
-                }
-            }
-            _ => {}
+    let stop = match f.strategy {
+        MultitaskStrategy::Rollback => Some(CancelAction::Rollback),
+        MultitaskStrategy::Interrupt => Some(CancelAction::Interrupt),
+        MultitaskStrategy::Reject | MultitaskStrategy::Enqueue => None,
+    };
+    if let Some(action) = stop {
+        for run in &active {
+            app.runs.cancel(run, action).await?;
         }
     }
 
@@ -369,18 +318,18 @@ async fn start(
         "run_id": run_id, "thread_id": thread_id, "assistant_id": assistant_id,
         "metadata": metadata, "status": "pending", "attempt": 1,
         "kwargs": {
-            "input": body.get("input").cloned().unwrap_or(Value::Null),
+            "input": body.input.clone().unwrap_or(Value::Null),
             "command": f.command,
             "config": f.config, "context": context, "stream_mode": f.stream_mode,
             "interrupt_before": f.interrupt_before, "interrupt_after": f.interrupt_after,
-            "webhook": body.get("webhook").cloned().unwrap_or(Value::Null),
-            "feedback_keys": body.get("feedback_keys").cloned().unwrap_or(Value::Null),
+            "webhook": body.webhook,
+            "feedback_keys": body.feedback_keys,
             "temporary": temporary, "subgraphs": f.subgraphs, "resumable": f.resumable,
             "checkpoint_id": f.checkpoint_id, "durability": f.durability,
             "on_completion": f.on_completion,
             "not_before_ms": f.not_before_ms,
         },
-        "multitask_strategy": f.strategy, "created_at": now, "updated_at": now,
+        "multitask_strategy": f.strategy.as_str(), "created_at": now, "updated_at": now,
     });
     // The thread is busy from the moment a run is queued on it.
     let meta = thread_doc["metadata"].as_object_mut();
@@ -397,7 +346,7 @@ async fn start(
         channel,
         thread_id,
         resumable: f.resumable,
-        cancel_on_disconnect: f.on_disconnect == "cancel",
+        cancel_on_disconnect: f.on_disconnect == OnDisconnect::Cancel,
     })
 }
 
@@ -407,13 +356,13 @@ pub(super) async fn queue(
     app: &Arc<App>,
     caller: &Caller,
     thread: Option<&str>,
-    body: Value,
+    body: RunCreate,
 ) -> Result<Value, ApiError> {
     Ok(start(app, caller, thread, body).await?.run)
 }
 
 /// Checks the run fields of `body` (a cron's) as a run's creation does, queuing nothing.
-pub(super) fn check_run_fields(app: &App, body: &Map<String, Value>) -> Result<(), ApiError> {
+pub(super) fn check_run_fields(app: &App, body: &RunCreate) -> Result<(), ApiError> {
     run_fields(app, body).map(drop)
 }
 
@@ -476,7 +425,7 @@ async fn stream_run(
     app: &Arc<App>,
     caller: &Caller,
     thread: Option<&str>,
-    body: Value,
+    body: RunCreate,
 ) -> Result<Response, ApiError> {
     let permit = permit(app, caller)?;
     let s = start(app, caller, thread, body).await?;
@@ -507,7 +456,7 @@ async fn wait_run(
     app: &Arc<App>,
     caller: &Caller,
     thread: Option<&str>,
-    body: Value,
+    body: RunCreate,
 ) -> Result<Response, ApiError> {
     let s = start(app, caller, thread, body).await?;
     let (t, r) = (&s.thread_id, run_id(&s));
@@ -519,36 +468,55 @@ async fn wait_run(
     Ok(sse::wait(app, s.channel, headers, guard))
 }
 
+/// Create a run on a thread and stream its output.
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/stream", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = RunCreate,
+    responses((status = 200, content_type = "text/event-stream", body = String),
+        (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn stream(
     State(app): Shared,
     caller: Caller,
     Path(t): Path<String>,
-    JsonBody(body): JsonBody,
+    Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     stream_run(&app, &caller, Some(&t), body).await
 }
 
+/// Create a stateless run and stream its output.
+#[utoipa::path(post, path = "/runs/stream", tag = "Stateless runs", request_body = RunCreate,
+    responses((status = 200, content_type = "text/event-stream", body = String),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn stream_stateless(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
+    Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     stream_run(&app, &caller, None, body).await
 }
 
+/// Create a run on a thread and wait for its output.
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/wait", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = RunCreate,
+    responses((status = 200, body = Object), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn wait(
     State(app): Shared,
     caller: Caller,
     Path(t): Path<String>,
-    JsonBody(body): JsonBody,
+    Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     wait_run(&app, &caller, Some(&t), body).await
 }
 
+/// Create a stateless run and wait for its output.
+#[utoipa::path(post, path = "/runs/wait", tag = "Stateless runs", request_body = RunCreate,
+    responses((status = 200, body = Object), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn wait_stateless(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
+    Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     wait_run(&app, &caller, None, body).await
 }
@@ -560,48 +528,59 @@ pub(super) async fn stateless_result(
     caller: &Caller,
     body: Value,
 ) -> Result<Value, ApiError> {
+    let body: RunCreate = from_value(body)?;
     Ok(start(app, caller, None, body).await?.channel.result().await)
 }
 
-fn public(run: &Value) -> Value {
+/// A stored run as the API answers with it.
+fn public(run: &Value) -> Result<Run, ApiError> {
     let mut run = run.clone();
     if let Some(o) = run.as_object_mut() {
-        o.remove("attempt");
         o.insert("langsmith_session_name".into(), Value::Null);
     }
-    run
+    typed(run)
 }
 
+/// Create a run on a thread (queued).
+#[utoipa::path(post, path = "/threads/{thread_id}/runs", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = RunCreate,
+    responses((status = 200, body = Run), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn create(
     State(app): Shared,
     caller: Caller,
     Path(t): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
+    Body(body): Body<RunCreate>,
+) -> Result<(HeaderMap, Json<Run>), ApiError> {
     let s = start(&app, &caller, Some(&t), body).await?;
     let (t, r) = (s.thread_id.clone(), run_id(&s));
     let headers = locations(None, format!("/threads/{t}/runs/{r}"));
-    Ok((headers, axum::Json(public(&s.run))).into_response())
+    Ok((headers, Json(public(&s.run)?)))
 }
 
+/// Create a stateless run (queued).
+#[utoipa::path(post, path = "/runs", tag = "Stateless runs", request_body = RunCreate,
+    responses((status = 200, body = Run), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn create_stateless(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
+    Body(body): Body<RunCreate>,
+) -> Result<(HeaderMap, Json<Run>), ApiError> {
     let s = start(&app, &caller, None, body).await?;
     let headers = locations(None, format!("/runs/{}", run_id(&s)));
-    Ok((headers, axum::Json(public(&s.run))).into_response())
+    Ok((headers, Json(public(&s.run)?)))
 }
 
+/// Create stateless runs in a batch.
+#[utoipa::path(post, path = "/runs/batch", tag = "Stateless runs", request_body = Vec<RunCreate>,
+    responses((status = 200, body = Vec<Run>), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn batch(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let Value::Array(items) = body else {
-        return Err(ApiError::invalid("the body must be a list of run bodies"));
-    };
+    Body(items): Body<Vec<RunCreate>>,
+) -> Result<Json<Vec<Run>>, ApiError> {
     if items.is_empty() {
         return Err(ApiError::invalid(
             "[] has less than 1 item: send at least one run",
@@ -616,55 +595,9 @@ async fn batch(
     }
     let mut runs = Vec::with_capacity(items.len());
     for item in items {
-        runs.push(public(&start(&app, &caller, None, item).await?.run));
+        runs.push(public(&start(&app, &caller, None, item).await?.run)?);
     }
-    Ok(axum::Json(runs).into_response())
-}
-
-/// Query parameters, repeated keys kept, percent-decoded.
-fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
-    fn decode(s: &str) -> String {
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'+' => out.push(b' '),
-                b'%' if i + 2 < bytes.len() => {
-                    let hex = |b: u8| (b as char).to_digit(16);
-                    match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                        (Some(h), Some(l)) => {
-                            out.push((h * 16 + l) as u8);
-                            i += 2;
-                        }
-                        _ => out.push(b'%'),
-                    }
-                }
-                b => out.push(b),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-    raw.unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
-fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    pairs
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-}
-
-fn truthy(v: Option<&str>) -> bool {
-    matches!(v, Some("true" | "1" | "True" | "yes"))
+    Ok(Json(runs))
 }
 
 /// The run `r` of thread `t`, if `caller` may `verb` the thread (its runs are its own).
@@ -686,67 +619,63 @@ async fn run_of(
     }
 }
 
+/// Get a run.
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid)),
+    responses((status = 200, body = Run), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn read(
     State(app): Shared,
     caller: Caller,
     Path((t, r)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    Ok(axum::Json(public(&run_of(&app, &caller, &t, &r, Verb::Read).await?)).into_response())
+) -> Result<Json<Run>, ApiError> {
+    Ok(Json(public(
+        &run_of(&app, &caller, &t, &r, Verb::Read).await?,
+    )?))
 }
 
+/// List a thread's runs, newest first.
+#[utoipa::path(get, path = "/threads/{thread_id}/runs", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), RunListQuery),
+    responses((status = 200, body = Vec<Run>), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn list(
     State(app): Shared,
     caller: Caller,
     Path(t): Path<String>,
-    RawQuery(q): RawQuery,
-) -> Result<Response, ApiError> {
+    Params(q): Params<RunListQuery>,
+) -> Result<Json<Vec<Value>>, ApiError> {
     let doc = thread_found(&app, &caller, &t, Verb::Read).await?;
-    let pairs = query_pairs(q.as_deref());
-    let number = |key: &str, default: usize| -> Result<usize, ApiError> {
-        match param(&pairs, key) {
-            None | Some("") => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| ApiError::invalid(format!("'{key}' must be a non-negative integer"))),
-        }
-    };
-    let (limit, offset) = app
-        .limits
-        .page(number("limit", 10)?, number("offset", 0)?)?;
-    let status = param(&pairs, "status").filter(|s| !s.is_empty());
-    let select: Vec<&str> = pairs
-        .iter()
-        .filter(|(k, _)| k == "select")
-        .map(|(_, v)| v.as_str())
-        .collect();
+    let (limit, offset) = app.limits.page(
+        usize::try_from(q.limit).unwrap_or(usize::MAX),
+        usize::try_from(q.offset).unwrap_or(usize::MAX),
+    )?;
+    let status = q.status.as_deref().filter(|s| !s.is_empty());
+    let fields = (!q.select.is_empty()).then_some(q.select.as_slice());
     let mut runs = app
         .store
         .runs_of(doc["thread_id"].as_str().unwrap_or_default())
         .await?;
     runs.reverse();
-    let page: Vec<Value> = runs
-        .iter()
+    runs.iter()
         .filter(|r| status.is_none_or(|s| r["status"] == s))
         .skip(offset)
         .take(limit)
-        .map(public)
-        .map(|r| match (select.is_empty(), r) {
-            (false, Value::Object(m)) => Value::Object(
-                m.into_iter()
-                    .filter(|(k, _)| select.contains(&k.as_str()))
-                    .collect(),
-            ),
-            (_, r) => r,
-        })
-        .collect();
-    Ok(axum::Json(page).into_response())
+        .map(|r| Ok(select(as_value(&public(r)?), fields)))
+        .collect::<Result<_, _>>()
+        .map(Json)
 }
 
+/// Delete a run (cancelled first if it has not ended).
+#[utoipa::path(delete, path = "/threads/{thread_id}/runs/{run_id}", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid)),
+    responses((status = 204), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn remove(
     State(app): Shared,
     caller: Caller,
     Path((t, r)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
+) -> Result<StatusCode, ApiError> {
     let run = run_of(&app, &caller, &t, &r, Verb::CreateRun).await?;
     let thread = run["thread_id"].as_str().unwrap_or_default().to_owned();
     if matches!(run["status"].as_str(), Some("pending" | "running")) {
@@ -756,7 +685,7 @@ async fn remove(
         .delete(Kind::Run, run["run_id"].as_str().unwrap_or_default())
         .await?;
     app.runs.refresh_thread(&thread, None, false).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The body of a join on a run that is no longer live: the thread's values now.
@@ -787,11 +716,17 @@ async fn finished_body(app: &App, caller: &Caller, run: &Value) -> Result<Value,
     Ok(values)
 }
 
+/// Wait for a run to end and answer with its output.
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}/join", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid),
+        JoinQuery),
+    responses((status = 200, body = Object), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn join(
     State(app): Shared,
     caller: Caller,
     Path((t, r)): Path<(String, String)>,
-    RawQuery(q): RawQuery,
+    Params(q): Params<JoinQuery>,
 ) -> Result<Response, ApiError> {
     let run = run_of(&app, &caller, &t, &r, Verb::Read).await?;
     let (t, r) = (
@@ -808,31 +743,31 @@ async fn join(
             if !channel.finished()
                 || matches!(run["status"].as_str(), Some("pending" | "running")) =>
         {
-            let pairs = query_pairs(q.as_deref());
-            let guard = truthy(param(&pairs, "cancel_on_disconnect")).then(|| CancelOnDrop {
-                runs: app.runs.clone(),
-                channel: channel.clone(),
-            });
+            let guard = q
+                .cancel_on_disconnect
+                .unwrap_or(false)
+                .then(|| CancelOnDrop {
+                    runs: app.runs.clone(),
+                    channel: channel.clone(),
+                });
             Ok(sse::wait(&app, channel, headers, guard))
         }
-        Some(channel) => Ok((headers, axum::Json(channel.result().await)).into_response()),
+        Some(channel) => Ok((headers, Json(channel.result().await)).into_response()),
         None => {
             let body = finished_body(&app, &caller, &run).await?;
-            Ok((headers, axum::Json(body)).into_response())
+            Ok((headers, Json(body)).into_response())
         }
     }
 }
 
-/// `stream_mode` of a join: repeated, a JSON list as a string, or empty (everything).
-fn join_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>, ApiError> {
+/// `stream_mode` of a join: repeated, a JSON list as a string, or none (everything). The
+/// event names they keep.
+fn join_modes(asked: &[String]) -> Result<Option<Vec<String>>, ApiError> {
     let mut names = Vec::new();
-    for (k, v) in pairs {
-        if k != "stream_mode" || v.is_empty() {
-            continue;
-        }
+    for v in asked.iter().filter(|v| !v.is_empty()) {
         if v.starts_with('[') {
             let list: Vec<String> = serde_json::from_str(v).map_err(|_| {
-                ApiError::invalid("'stream_mode' must be a mode or a JSON list of modes")
+                ApiError::invalid("stream_mode: must be a mode or a JSON list of modes")
             })?;
             names.extend(list);
         } else {
@@ -854,11 +789,17 @@ fn join_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>, ApiErro
     Ok(Some(events))
 }
 
+/// Join a run's stream (from `Last-Event-ID` when the run keeps its events).
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}/stream", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid),
+        JoinStreamQuery, ("Last-Event-ID" = Option<String>, Header)),
+    responses((status = 200, content_type = "text/event-stream", body = String),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn join_stream(
     State(app): Shared,
     caller: Caller,
     Path((t, r)): Path<(String, String)>,
-    RawQuery(q): RawQuery,
+    Params(q): Params<JoinStreamQuery>,
     request_headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let run = run_of(&app, &caller, &t, &r, Verb::Read).await?;
@@ -867,8 +808,7 @@ async fn join_stream(
         run["thread_id"].as_str().unwrap_or_default().to_owned(),
         run["run_id"].as_str().unwrap_or_default().to_owned(),
     );
-    let pairs = query_pairs(q.as_deref());
-    let keep = join_modes(&pairs)?;
+    let keep = join_modes(&q.stream_mode)?;
     let headers = locations(
         Some(format!("/threads/{t}/runs/{r}/stream")),
         format!("/threads/{t}/runs/{r}"),
@@ -887,10 +827,13 @@ async fn join_stream(
     } else {
         channel.position_after(last.as_deref())
     };
-    let guard = truthy(param(&pairs, "cancel_on_disconnect")).then(|| CancelOnDrop {
-        runs: app.runs.clone(),
-        channel: channel.clone(),
-    });
+    let guard = q
+        .cancel_on_disconnect
+        .unwrap_or(false)
+        .then(|| CancelOnDrop {
+            runs: app.runs.clone(),
+            channel: channel.clone(),
+        });
     Ok(sse::sse(
         &app,
         channel.follow(from),
@@ -901,28 +844,36 @@ async fn join_stream(
     ))
 }
 
+fn action(name: Option<CancelActionName>) -> CancelAction {
+    match name.unwrap_or_default() {
+        CancelActionName::Interrupt => CancelAction::Interrupt,
+        CancelActionName::Rollback => CancelAction::Rollback,
+    }
+}
+
+/// Cancel a run.
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/{run_id}/cancel", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid),
+        CancelQuery),
+    responses((status = 202), (status = 200, body = Object),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn cancel(
     State(app): Shared,
     caller: Caller,
     Path((t, r)): Path<(String, String)>,
-    RawQuery(q): RawQuery,
+    Params(q): Params<CancelQuery>,
 ) -> Result<Response, ApiError> {
-    let pairs = query_pairs(q.as_deref());
-    let action = match param(&pairs, "action") {
-        Some("rollback") => CancelAction::Rollback,
-        _ => CancelAction::Interrupt,
-    };
     let run = match run_of(&app, &caller, &t, &r, Verb::CreateRun).await {
         Ok(run) => run,
         Err(e) if e.status == StatusCode::FORBIDDEN => return Err(e),
         Err(_) => return Err(ApiError::not_found("No runs found to cancel.")),
     };
-    if !app.runs.cancel(&run, action).await? {
+    if !app.runs.cancel(&run, action(q.action)).await? {
         return Err(ApiError::not_found(
             "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't been deleted or completed.",
         ));
     }
-    if truthy(param(&pairs, "wait")) {
+    if q.wait.unwrap_or(false) {
         if let Some(channel) = app
             .runs
             .follow(run["run_id"].as_str().unwrap_or_default())
@@ -930,56 +881,37 @@ async fn cancel(
         {
             channel.result().await;
         }
-        return Ok(axum::Json(json!({})).into_response());
+        return Ok(Json(json!({})).into_response());
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
+/// Cancel runs: by status, or a thread's (some of them).
+#[utoipa::path(post, path = "/runs/cancel", tag = "Thread runs", params(CancelManyQuery),
+    request_body = RunsCancel,
+    responses((status = 204), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn cancel_many(
     State(app): Shared,
     caller: Caller,
-    RawQuery(q): RawQuery,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Params(q): Params<CancelManyQuery>,
+    Body(body): Body<RunsCancel>,
+) -> Result<StatusCode, ApiError> {
     let grant = app
-        .grant(
-            &caller,
-            Resource::Threads,
-            Verb::CreateRun,
-            &Value::Object(body.clone()),
-        )
+        .grant(&caller, Resource::Threads, Verb::CreateRun, &as_value(&body))
         .await?;
-    let pairs = query_pairs(q.as_deref());
-    let action = match param(&pairs, "action") {
-        Some("rollback") => CancelAction::Rollback,
-        _ => CancelAction::Interrupt,
-    };
-    let status = body.opt_str("status")?;
-    let thread = body.opt_str("thread_id")?;
-    let ids: Vec<String> = match body.get("run_ids") {
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .filter_map(|i| i.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    };
-    if status.is_some() && (thread.is_some() || !ids.is_empty()) {
+    let ids = body.run_ids.clone().unwrap_or_default();
+    if body.status.is_some() && (body.thread_id.is_some() || !ids.is_empty()) {
         return Err(ApiError::invalid(
             "Cannot specify both status and thread_id/run_ids: cancel by status, or by thread and run ids",
         ));
     }
-    let candidates: Vec<Value> = match (&status, &thread) {
+    let candidates: Vec<Value> = match (body.status, &body.thread_id) {
         (Some(s), _) => {
-            let wanted: &[&str] = match s.as_str() {
-                "pending" => &["pending"],
-                "running" => &["running"],
-                "all" => &["pending", "running"],
-                other => {
-                    return Err(ApiError::invalid(format!(
-                        "'status' must be pending, running or all, not '{other}'"
-                    )));
-                }
+            let wanted: &[&str] = match s {
+                CancelStatus::Pending => &["pending"],
+                CancelStatus::Running => &["running"],
+                CancelStatus::All => &["pending", "running"],
             };
             app.store
                 .all(Kind::Run)
@@ -1006,6 +938,7 @@ async fn cancel_many(
             ));
         }
     };
+    let action = action(q.action);
     let mut cancelled = 0;
     for run in candidates {
         if app.runs.cancel(&run, action).await? {
@@ -1015,5 +948,5 @@ async fn cancel_many(
     if cancelled == 0 {
         return Err(ApiError::not_found("No runs found to cancel."));
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -3,27 +3,32 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::models::system::{MetricsQuery, Ok as OkResponse, OkQuery};
 use super::{App, Shared};
 
-pub(super) fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/ok", get(ok))
-        .route("/info", get(info))
-        .route("/metrics", get(metrics))
+pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(ok))
+        .routes(routes!(info))
+        .routes(routes!(metrics))
 }
 
+/// Whether the server is up.
+#[utoipa::path(get, path = "/ok", tag = "System", params(OkQuery),
+    responses((status = 200, body = OkResponse)))]
 async fn ok() -> axum::Json<Value> {
     axum::Json(json!({"ok": true, "services": {}}))
 }
 
 /// The version Studio checks (a langgraph-api 0.16 it knows), and the features we have.
+#[utoipa::path(get, path = "/info", tag = "System", responses((status = 200, body = Object)))]
 async fn info() -> axum::Json<Value> {
     axum::Json(json!({
         "version": "0.16.7",
@@ -33,6 +38,9 @@ async fn info() -> axum::Json<Value> {
     }))
 }
 
+/// Runs by status, queue depth and run times, as Prometheus reads them.
+#[utoipa::path(get, path = "/metrics", tag = "System", params(MetricsQuery),
+    responses((status = 200, content_type = "text/plain", body = String)))]
 async fn metrics(State(app): Shared) -> impl IntoResponse {
     let mut out = String::new();
     let by_status: std::collections::BTreeMap<String, u64> = app

@@ -1,38 +1,46 @@
 //! `/threads`: conversations, their status and values, and their checkpoints (state,
 //! history, update_state) read through the thread's graph.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_core::ListFilter;
-use axum::Router;
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::body::{Fields, contains, object};
+use super::paging::{Paging, contains, page_of, select};
+use super::models::threads::{
+    CheckpointConfig, Thread, ThreadCountRequest, ThreadCreate, ThreadHistoryQuery, ThreadPatch,
+    ThreadPruneRequest, ThreadPruneResponse, ThreadReadQuery, ThreadSearchRequest, ThreadState,
+    ThreadStateCheckpointRequest, ThreadStateQuery, ThreadStateSearch, ThreadStateUpdate,
+    ThreadStateUpdateResponse, TtlStrategyName,
+};
+use super::models::{Body, ErrorResponse, IfExists, Params, as_value, typed};
 use super::retention::{self, ThreadTtl, TtlStrategy};
-use super::{App, Caller, JsonBody, Shared, paged, uuid_path};
+use super::{App, Caller, Shared, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
 use crate::store::Kind;
 use crate::time::now_iso;
 
-pub(super) fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/threads", post(create))
-        .route("/threads/search", post(search))
-        .route("/threads/count", post(count))
-        .route("/threads/prune", post(prune))
-        .route("/threads/{id}", get(read).patch(update).delete(remove))
-        .route("/threads/{id}/copy", post(copy))
-        .route("/threads/{id}/state", get(state).post(update_state))
-        .route("/threads/{id}/state/checkpoint", post(state_at_body))
-        .route("/threads/{id}/state/{checkpoint_id}", get(state_at))
-        .route("/threads/{id}/history", get(history_get).post(history_post))
-        .route("/threads/{id}/stream", get(super::thread_stream::stream))
+pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(create))
+        .routes(routes!(search))
+        .routes(routes!(count))
+        .routes(routes!(prune))
+        .routes(routes!(read, update, remove))
+        .routes(routes!(copy))
+        .routes(routes!(state, update_state))
+        .routes(routes!(state_at_body))
+        .routes(routes!(state_at))
+        .routes(routes!(history_get, history_post))
+        .routes(routes!(super::thread_stream::stream))
 }
 
 /// A new thread document.
@@ -71,119 +79,112 @@ pub(crate) fn graph_of(app: &App, thread: &Value) -> Option<Arc<dyn ServedGraph>
         .cloned()
 }
 
+/// A stored thread as the API answers with it.
+fn thread(doc: Value, include_ttl: bool) -> Result<Json<Thread>, ApiError> {
+    typed(retention::public(doc, include_ttl)).map(Json)
+}
+
+/// Create a thread.
+#[utoipa::path(post, path = "/threads", tag = "Threads", request_body = ThreadCreate,
+    responses((status = 200, body = Thread), (status = 409, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn create(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Body(body): Body<ThreadCreate>,
+) -> Result<Json<Thread>, ApiError> {
     let grant = app
-        .grant(
-            &caller,
-            Resource::Threads,
-            Verb::Create,
-            &Value::Object(body.clone()),
-        )
+        .grant(&caller, Resource::Threads, Verb::Create, &as_value(&body))
         .await?;
-    let id = match body.opt_str("thread_id")? {
-        Some(id) => uuid_path("thread", &id)?,
+    let id = match &body.thread_id {
+        Some(id) => uuid_path("thread", id)?,
         None => uuid::Uuid::now_v7().to_string(),
     };
-    let mut metadata = body.opt_object("metadata")?.unwrap_or_default();
+    let mut metadata = body.metadata.unwrap_or_default();
     app.limits.metadata("thread", &metadata)?;
-    if let Some(graph_id) = body.opt_str("graph_id")? {
-        metadata.insert("graph_id".into(), graph_id.into());
+    if let Some(graph_id) = &body.graph_id {
+        metadata.insert("graph_id".into(), graph_id.as_str().into());
     }
     grant.stamp(&mut metadata);
     let mut doc = new_thread(&id, metadata);
-    let ttl = match body.get("ttl") {
-        Some(v) => ThreadTtl::from_body(v)?,
+    let ttl = match &body.ttl {
+        Some(ttl) => Some(ThreadTtl::from_typed(ttl)?),
         None => app.thread_ttl,
     };
     if let Some(ttl) = ttl {
         ttl.apply(&mut doc);
     }
     if !app.store.insert(Kind::Thread, &doc).await? {
-        return match body.opt_str("if_exists")?.as_deref() {
-            Some("do_nothing") => match app.store.get(Kind::Thread, &id).await? {
-                Some(kept) if grant.admits(&kept["metadata"]) => {
-                    Ok(axum::Json(retention::public(kept, false)).into_response())
-                }
-                _ => Err(ApiError::conflict(format!(
-                    "Thread with ID {id} already exists"
-                ))),
+        let exists = || ApiError::conflict(format!("Thread with ID {id} already exists"));
+        return match body.if_exists.unwrap_or_default() {
+            IfExists::DoNothing => match app.store.get(Kind::Thread, &id).await? {
+                Some(kept) if grant.admits(&kept["metadata"]) => thread(kept, false),
+                _ => Err(exists()),
             },
-            _ => Err(ApiError::conflict(format!(
-                "Thread with ID {id} already exists"
-            ))),
+            IfExists::Raise => Err(exists()),
         };
     }
     // `supersteps`: state written as if nodes had run, one update after another.
-    if let Some(Value::Array(steps)) = body.get("supersteps") {
+    if let Some(steps) = &body.supersteps {
         let graph = graph_of(&app, &doc).ok_or_else(|| {
             ApiError::bad_request("supersteps need the thread's graph: pass graph_id")
         })?;
         for step in steps {
-            for u in step["updates"].as_array().into_iter().flatten() {
+            for u in &step.updates {
                 graph
-                    .update_state(&id, u["values"].clone(), u["as_node"].as_str(), None)
+                    .update_state(&id, u.values.clone(), u.as_node.as_deref(), None)
                     .await?;
             }
         }
         app.runs.refresh_thread(&id, None, false).await?;
+        app.runs.state_written(&id).await;
     }
     let doc = app.store.get(Kind::Thread, &id).await?.unwrap_or(doc);
-    Ok(axum::Json(retention::public(doc, false)).into_response())
+    thread(doc, false)
 }
 
-#[derive(serde::Deserialize)]
-struct ReadParams {
-    include: Option<String>,
-}
-
+/// Get a thread.
+#[utoipa::path(get, path = "/threads/{thread_id}", tag = "Threads",
+    params(("thread_id" = String, Path, format = Uuid), ThreadReadQuery),
+    responses((status = 200, body = Thread), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn read(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    Query(p): Query<ReadParams>,
-) -> Result<Response, ApiError> {
+    Params(p): Params<ThreadReadQuery>,
+) -> Result<Json<Thread>, ApiError> {
     let include_ttl = p
         .include
         .as_deref()
         .is_some_and(|i| i.split(',').any(|f| f.trim() == "ttl"));
     let doc = found(&app, &caller, &id, Verb::Read).await?;
-    Ok(axum::Json(retention::public(doc, include_ttl)).into_response())
+    thread(doc, include_ttl)
 }
 
+/// Patch a thread: merge metadata, set a new ttl.
+#[utoipa::path(patch, path = "/threads/{thread_id}", tag = "Threads",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = ThreadPatch,
+    responses((status = 200, body = Thread), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn update(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Body(body): Body<ThreadPatch>,
+) -> Result<Json<Thread>, ApiError> {
     let mut doc = found(&app, &caller, &id, Verb::Update).await?;
-    if let Some(meta) = body.opt_object("metadata")?
+    if let Some(meta) = &body.metadata
         && let Some(existing) = doc["metadata"].as_object_mut()
     {
-        existing.extend(meta);
+        existing.extend(meta.clone());
         let grant = app
-            .grant(
-                &caller,
-                Resource::Threads,
-                Verb::Update,
-                &Value::Object(body.clone()),
-            )
+            .grant(&caller, Resource::Threads, Verb::Update, &as_value(&body))
             .await?;
         grant.stamp(existing);
         app.limits.metadata("thread", existing)?;
     }
-    match body
-        .get("ttl")
-        .map(ThreadTtl::from_body)
-        .transpose()?
-        .flatten()
-    {
+    match body.ttl.as_ref().map(ThreadTtl::from_typed).transpose()? {
         Some(ttl) => ttl.apply(&mut doc),
         None => retention::touch(&mut doc),
     }
@@ -193,34 +194,27 @@ async fn update(
             "Thread with ID {id} not found"
         )));
     }
-    Ok(axum::Json(retention::public(doc, false)).into_response())
+    thread(doc, false)
 }
 
-/// `POST /threads/prune`: the caller's threads named, deleted (`delete`) or cut to their
-/// latest checkpoint (`keep_latest`) now.
+/// Prune threads now: the caller's threads named, deleted (`delete`) or cut to their
+/// latest checkpoint (`keep_latest`).
+#[utoipa::path(post, path = "/threads/prune", tag = "Threads", request_body = ThreadPruneRequest,
+    responses((status = 200, body = ThreadPruneResponse), (status = 422, body = ErrorResponse)))]
 async fn prune(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    let strategy = TtlStrategy::parse(body.opt_str("strategy")?.as_deref().unwrap_or("delete"))?;
-    let ids: Vec<String> = match body.get("thread_ids") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .ok_or_else(|| ApiError::invalid("'thread_ids' must be a list of thread ids"))
-                    .and_then(|i| uuid_path("thread", i))
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "'thread_ids' must be a list of thread ids",
-            ));
-        }
+    Body(body): Body<ThreadPruneRequest>,
+) -> Result<Json<ThreadPruneResponse>, ApiError> {
+    let strategy = match body.strategy {
+        None | Some(TtlStrategyName::Delete) => TtlStrategy::Delete,
+        Some(TtlStrategyName::KeepLatest) => TtlStrategy::KeepLatest,
     };
+    let ids: Vec<String> = body
+        .thread_ids
+        .iter()
+        .map(|i| uuid_path("thread", i))
+        .collect::<Result<_, _>>()?;
     let (_, _) = app.limits.page(ids.len(), 0)?;
     let verb = match strategy {
         TtlStrategy::Delete => Verb::Delete,
@@ -236,14 +230,20 @@ async fn prune(
             pruned += 1;
         }
     }
-    Ok(axum::Json(json!({ "pruned_count": pruned })).into_response())
+    Ok(Json(ThreadPruneResponse {
+        pruned_count: pruned,
+    }))
 }
 
+/// Delete a thread with its runs and checkpoints.
+#[utoipa::path(delete, path = "/threads/{thread_id}", tag = "Threads",
+    params(("thread_id" = String, Path, format = Uuid)),
+    responses((status = 204), (status = 404, body = ErrorResponse)))]
 async fn remove(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<StatusCode, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Delete).await?;
     let id = doc["thread_id"].as_str().unwrap_or_default().to_owned();
     // Its runs first: stopped, and writing nothing more (here or on another instance), so
@@ -254,42 +254,39 @@ async fn remove(
     if let Some(graph) = graph_of(&app, &doc) {
         graph.delete_thread(&id).await?;
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// What a search or count filters threads by.
+struct Filter<'a> {
+    ids: Option<&'a [String]>,
+    metadata: Option<&'a Map<String, Value>>,
+    values: Option<&'a Map<String, Value>>,
+    status: Option<&'static str>,
 }
 
 async fn matching(
     app: &App,
     caller: &Caller,
-    body: &Map<String, Value>,
+    request: Value,
+    filter: Filter<'_>,
 ) -> Result<Vec<Value>, ApiError> {
     let grant = app
-        .grant(
-            caller,
-            Resource::Threads,
-            Verb::Search,
-            &Value::Object(body.clone()),
-        )
+        .grant(caller, Resource::Threads, Verb::Search, &request)
         .await?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
-    let values = body.opt_object("values")?.unwrap_or_default();
-    let status = body.opt_str("status")?;
-    let ids: Option<Vec<String>> = match body.get("ids") {
-        Some(Value::Array(ids)) => Some(
-            ids.iter()
-                .filter_map(|i| i.as_str().map(str::to_owned))
-                .collect(),
-        ),
-        _ => None,
-    };
+    let ids: Option<Vec<String>> = filter
+        .ids
+        .map(|ids| ids.iter().map(|i| uuid_path("thread", i)).collect())
+        .transpose()?;
     Ok(app
         .store
         .all(Kind::Thread)
         .await?
         .into_iter()
         .filter(|t| grant.admits(&t["metadata"]))
-        .filter(|t| contains(&t["metadata"], &metadata))
-        .filter(|t| values.is_empty() || contains(&t["values"], &values))
-        .filter(|t| status.as_deref().is_none_or(|s| t["status"] == s))
+        .filter(|t| filter.metadata.is_none_or(|m| contains(&t["metadata"], m)))
+        .filter(|t| filter.values.is_none_or(|v| contains(&t["values"], v)))
+        .filter(|t| filter.status.is_none_or(|s| t["status"] == s))
         .filter(|t| {
             ids.as_ref()
                 .is_none_or(|ids| ids.iter().any(|i| t["thread_id"] == i.as_str()))
@@ -298,38 +295,177 @@ async fn matching(
         .collect())
 }
 
-const SORTS: &[&str] = &[
-    "thread_id",
-    "status",
-    "created_at",
-    "updated_at",
-    "state_updated_at",
-];
-
+/// Search threads.
+#[utoipa::path(post, path = "/threads/search", tag = "Threads", request_body = ThreadSearchRequest,
+    responses((status = 200, body = Vec<Thread>), (status = 422, body = ErrorResponse)))]
 async fn search(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    let found = matching(&app, &caller, &body).await?;
-    paged(&app.limits, found, &body, "created_at", SORTS)
+    Body(body): Body<ThreadSearchRequest>,
+) -> Result<(HeaderMap, Json<Vec<Value>>), ApiError> {
+    let extract = body.extract.as_ref().map(Extract::new).transpose()?;
+    let filter = Filter {
+        ids: body.ids.as_deref(),
+        metadata: body.metadata.as_ref(),
+        values: body.values.as_ref(),
+        status: body.status.map(|s| s.as_str()),
+    };
+    let found = matching(&app, &caller, as_value(&body), filter).await?;
+    let fields: Option<Vec<String>> = body.select.as_ref().map(|s| {
+        s.iter()
+            .filter_map(|f| as_value(f).as_str().map(str::to_owned))
+            .collect()
+    });
+    let (headers, page) = page_of(
+        &app.limits,
+        found,
+        Paging {
+            page: body.page,
+            sort_by: body.sort_by.unwrap_or_default().field(),
+            order: body.sort_order.unwrap_or_default(),
+            select: None,
+        },
+    )?;
+    let page = page
+        .into_iter()
+        .map(|doc| {
+            let extracted = extract.as_ref().map(|e| e.of(&doc));
+            let out = select(as_value(&typed::<Thread>(doc)?), fields.as_deref());
+            // `extracted` is kept whatever `select` says: it was asked for.
+            Ok(match (extracted, out) {
+                (Some(x), Value::Object(mut m)) => {
+                    m.insert("extracted".into(), x);
+                    Value::Object(m)
+                }
+                (_, out) => out,
+            })
+        })
+        .collect::<Result<Vec<Value>, ApiError>>()?;
+    Ok((headers, Json(page)))
 }
 
+/// A search's `extract`: names, each with the path of a value in the thread.
+struct Extract {
+    paths: Vec<(String, Vec<Step>)>,
+}
+
+/// One step of an extract path: a field, or an index (negative: from the end).
+enum Step {
+    Field(String),
+    Index(i64),
+}
+
+/// Extract names a search may ask for at most.
+const MAX_EXTRACT: usize = 10;
+
+impl Extract {
+    fn new(asked: &BTreeMap<String, String>) -> Result<Extract, ApiError> {
+        if asked.len() > MAX_EXTRACT {
+            return Err(ApiError::invalid(format!(
+                "extract: at most {MAX_EXTRACT} paths"
+            )));
+        }
+        let paths = asked
+            .iter()
+            .map(|(name, path)| Ok((name.clone(), Extract::parse(path)?)))
+            .collect::<Result<_, ApiError>>()?;
+        Ok(Extract { paths })
+    }
+
+    /// `values.messages[-1].content` as steps; the first must be one of the thread's
+    /// `values`, `metadata`, `config` or `interrupts`.
+    fn parse(path: &str) -> Result<Vec<Step>, ApiError> {
+        let bad = |why: &str| ApiError::invalid(format!("extract: path '{path}': {why}"));
+        let mut steps = Vec::new();
+        for part in path.split('.') {
+            let (field, mut rest) = match part.find('[') {
+                Some(i) => (&part[..i], &part[i..]),
+                None => (part, ""),
+            };
+            if field.is_empty() {
+                return Err(bad("an empty field name"));
+            }
+            steps.push(Step::Field(field.to_owned()));
+            while let Some(inner) = rest.strip_prefix('[') {
+                let end = inner.find(']').ok_or_else(|| bad("an unclosed '['"))?;
+                let index: i64 = inner[..end]
+                    .parse()
+                    .map_err(|_| bad("an index must be an integer"))?;
+                steps.push(Step::Index(index));
+                rest = &inner[end + 1..];
+            }
+            if !rest.is_empty() {
+                return Err(bad("text after an index"));
+            }
+        }
+        match steps.first() {
+            Some(Step::Field(f))
+                if matches!(f.as_str(), "values" | "metadata" | "config" | "interrupts") => {}
+            _ => {
+                return Err(bad(
+                    "it must start with values, metadata, config or interrupts",
+                ));
+            }
+        }
+        Ok(steps)
+    }
+
+    /// What the paths name in `thread` (`null` where a path leads nowhere).
+    fn of(&self, thread: &Value) -> Value {
+        let mut out = Map::new();
+        for (name, steps) in &self.paths {
+            let mut at = Some(thread);
+            for step in steps {
+                at = match (step, at) {
+                    (Step::Field(f), Some(Value::Object(m))) => m.get(f),
+                    (Step::Index(i), Some(Value::Array(a))) => {
+                        let i = if *i < 0 {
+                            i64::try_from(a.len()).ok().map(|n| n + i)
+                        } else {
+                            Some(*i)
+                        };
+                        i.and_then(|i| usize::try_from(i).ok())
+                            .and_then(|i| a.get(i))
+                    }
+                    _ => None,
+                };
+            }
+            out.insert(name.clone(), at.cloned().unwrap_or(Value::Null));
+        }
+        Value::Object(out)
+    }
+}
+
+/// Count threads.
+#[utoipa::path(post, path = "/threads/count", tag = "Threads", request_body = ThreadCountRequest,
+    responses((status = 200, body = u64), (status = 422, body = ErrorResponse)))]
 async fn count(
     State(app): Shared,
     caller: Caller,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
+    Body(body): Body<ThreadCountRequest>,
+) -> Result<Json<usize>, ApiError> {
+    let filter = Filter {
+        ids: None,
+        metadata: body.metadata.as_ref(),
+        values: body.values.as_ref(),
+        status: body.status.map(|s| s.as_str()),
+    };
+    Ok(Json(
+        matching(&app, &caller, as_value(&body), filter)
+            .await?
+            .len(),
+    ))
 }
 
+/// Copy a thread: a new thread with its checkpoints.
+#[utoipa::path(post, path = "/threads/{thread_id}/copy", tag = "Threads",
+    params(("thread_id" = String, Path, format = Uuid)),
+    responses((status = 200, body = Thread), (status = 404, body = ErrorResponse)))]
 async fn copy(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<Thread>, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Read).await?;
     let grant = app
         .grant(&caller, Resource::Threads, Verb::Create, &doc)
@@ -348,14 +484,23 @@ async fn copy(
         app.runs.refresh_thread(&to, None, false).await?;
     }
     let doc = app.store.get(Kind::Thread, &to).await?.unwrap_or(copy);
-    Ok(axum::Json(retention::public(doc, false)).into_response())
+    thread(doc, false)
 }
 
 /// The ThreadState of a thread with no checkpoint.
-fn empty_state() -> Value {
-    json!({"values": {}, "next": [], "tasks": [], "metadata": null, "created_at": null,
-        "checkpoint": null, "parent_checkpoint": null, "interrupts": [],
-        "checkpoint_id": null, "parent_checkpoint_id": null})
+fn empty_state() -> ThreadState {
+    ThreadState {
+        values: json!({}),
+        next: Vec::new(),
+        tasks: Vec::new(),
+        checkpoint: Value::Null,
+        metadata: Value::Null,
+        created_at: None,
+        parent_checkpoint: Value::Null,
+        interrupts: Vec::new(),
+        checkpoint_id: None,
+        parent_checkpoint_id: None,
+    }
 }
 
 async fn state_of(
@@ -364,79 +509,78 @@ async fn state_of(
     id: &str,
     checkpoint_id: Option<&str>,
     subgraphs: bool,
-) -> Result<Value, ApiError> {
+) -> Result<Json<ThreadState>, ApiError> {
     let doc = found(app, caller, id, Verb::Read).await?;
     let Some(graph) = graph_of(app, &doc) else {
-        return Ok(empty_state());
+        return Ok(Json(empty_state()));
     };
     let thread = doc["thread_id"].as_str().unwrap_or_default();
     match graph.state(thread, checkpoint_id, subgraphs).await? {
-        Some(s) => Ok(s),
+        Some(s) => typed(s).map(Json),
         None if checkpoint_id.is_some() => Err(ApiError::not_found(format!(
             "Checkpoint {} not found on thread {thread}",
             checkpoint_id.unwrap_or_default()
         ))),
-        None => Ok(empty_state()),
+        None => Ok(Json(empty_state())),
     }
 }
 
-#[derive(serde::Deserialize)]
-struct StateParams {
-    subgraphs: Option<String>,
-}
-
-fn truthy(v: Option<&str>) -> bool {
-    matches!(v, Some("true" | "1" | "True" | "yes"))
-}
-
+/// Get a thread's latest state.
+#[utoipa::path(get, path = "/threads/{thread_id}/state", tag = "Thread state",
+    params(("thread_id" = String, Path, format = Uuid), ThreadStateQuery),
+    responses((status = 200, body = ThreadState), (status = 404, body = ErrorResponse)))]
 async fn state(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    Query(p): Query<StateParams>,
-) -> Result<Response, ApiError> {
-    let subgraphs = truthy(p.subgraphs.as_deref());
-    Ok(axum::Json(state_of(&app, &caller, &id, None, subgraphs).await?).into_response())
+    Params(p): Params<ThreadStateQuery>,
+) -> Result<Json<ThreadState>, ApiError> {
+    state_of(&app, &caller, &id, None, p.subgraphs.unwrap_or(false)).await
 }
 
+/// Get a thread's state at a checkpoint.
+#[utoipa::path(get, path = "/threads/{thread_id}/state/{checkpoint_id}", tag = "Thread state",
+    params(("thread_id" = String, Path, format = Uuid), ("checkpoint_id" = String, Path),
+        ThreadStateQuery),
+    responses((status = 200, body = ThreadState), (status = 404, body = ErrorResponse)))]
 async fn state_at(
     State(app): Shared,
     caller: Caller,
     Path((id, checkpoint_id)): Path<(String, String)>,
-    Query(p): Query<StateParams>,
-) -> Result<Response, ApiError> {
-    let state = state_of(
-        &app,
-        &caller,
-        &id,
-        Some(&checkpoint_id),
-        truthy(p.subgraphs.as_deref()),
-    )
-    .await?;
-    Ok(axum::Json(state).into_response())
+    Params(p): Params<ThreadStateQuery>,
+) -> Result<Json<ThreadState>, ApiError> {
+    let subgraphs = p.subgraphs.unwrap_or(false);
+    state_of(&app, &caller, &id, Some(&checkpoint_id), subgraphs).await
 }
 
+/// Get a thread's state at a checkpoint named in the body.
+#[utoipa::path(post, path = "/threads/{thread_id}/state/checkpoint", tag = "Thread state",
+    params(("thread_id" = String, Path, format = Uuid)),
+    request_body = ThreadStateCheckpointRequest,
+    responses((status = 200, body = ThreadState), (status = 404, body = ErrorResponse)))]
 async fn state_at_body(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
-    let checkpoint = body.opt_object("checkpoint")?.unwrap_or_default();
-    let cp = checkpoint.opt_str("checkpoint_id")?;
-    let subgraphs = body.opt_bool("subgraphs")?.unwrap_or(false);
-    let state = state_of(&app, &caller, &id, cp.as_deref(), subgraphs).await?;
-    Ok(axum::Json(state).into_response())
+    Body(body): Body<ThreadStateCheckpointRequest>,
+) -> Result<Json<ThreadState>, ApiError> {
+    let cp = body.checkpoint.and_then(|c| c.checkpoint_id);
+    let subgraphs = body.subgraphs.unwrap_or(false);
+    state_of(&app, &caller, &id, cp.as_deref(), subgraphs).await
 }
 
+/// Update a thread's state, as if a node had returned the values.
+#[utoipa::path(post, path = "/threads/{thread_id}/state", tag = "Thread state",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = ThreadStateUpdate,
+    responses((status = 200, body = ThreadStateUpdateResponse),
+        (status = 400, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn update_state(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    let body = object(body)?;
+    Body(body): Body<ThreadStateUpdate>,
+) -> Result<Json<ThreadStateUpdateResponse>, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Update).await?;
     let thread = doc["thread_id"].as_str().unwrap_or_default().to_owned();
     let graph = graph_of(&app, &doc).ok_or_else(|| {
@@ -449,93 +593,108 @@ async fn update_state(
             "Thread is busy with a run; wait for it to finish before updating its state.",
         ));
     }
-    let as_node = body.opt_str("as_node")?;
-    let checkpoint_id = match body.opt_str("checkpoint_id")? {
-        Some(id) => Some(id),
-        None => body.opt_object("checkpoint")?.and_then(|c| {
-            c.get("checkpoint_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        }),
-    };
-    let values = body.get("values").cloned().unwrap_or(Value::Null);
+    let checkpoint_id = body
+        .checkpoint_id
+        .or_else(|| body.checkpoint.and_then(|c| c.checkpoint_id));
     let written = graph
         .update_state(
             &thread,
-            values,
-            as_node.as_deref(),
+            body.values,
+            body.as_node.as_deref(),
             checkpoint_id.as_deref(),
         )
         .await?;
     app.runs.refresh_thread(&thread, None, false).await?;
-    let checkpoint = json!({"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": written});
-    Ok(axum::Json(json!({
-        "checkpoint": checkpoint, "configurable": checkpoint, "checkpoint_id": written,
+    app.runs.state_written(&thread).await;
+    let checkpoint = CheckpointConfig {
+        thread_id: Some(thread),
+        checkpoint_ns: Some(String::new()),
+        checkpoint_id: Some(written.clone()),
+        checkpoint_map: None,
+    };
+    Ok(Json(ThreadStateUpdateResponse {
+        configurable: checkpoint.clone(),
+        checkpoint,
+        checkpoint_id: written,
     }))
-    .into_response())
+}
+
+/// What a history read asks.
+struct HistoryAsk {
+    limit: u64,
+    before: Option<String>,
+    metadata: Map<String, Value>,
+    /// Whose checkpoints (`""`: the root graph's, else a subgraph's namespace).
+    ns: String,
 }
 
 async fn history_of(
     app: &App,
     caller: &Caller,
     id: &str,
-    body: &Map<String, Value>,
-) -> Result<Response, ApiError> {
+    ask: HistoryAsk,
+) -> Result<Json<Vec<ThreadState>>, ApiError> {
     let doc = found(app, caller, id, Verb::Read).await?;
     let Some(graph) = graph_of(app, &doc) else {
-        return Ok(axum::Json(json!([])).into_response());
+        return Ok(Json(Vec::new()));
     };
-    let before = match body.get("before") {
-        Some(Value::String(id)) => Some(id.clone()),
-        Some(Value::Object(b)) => b
-            .get("configurable")
-            .and_then(|c| c.get("checkpoint_id"))
-            .or_else(|| b.get("checkpoint_id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        _ => None,
-    };
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
-    let (limit, _) = app.limits.page(body.opt_usize("limit")?.unwrap_or(1), 0)?;
+    let (limit, _) = app
+        .limits
+        .page(usize::try_from(ask.limit).unwrap_or(usize::MAX), 0)?;
     let filter = ListFilter {
-        before,
+        before: ask.before,
         limit: Some(limit),
-        metadata: metadata.into_iter().collect(),
+        metadata: ask.metadata.into_iter().collect(),
     };
     let thread = doc["thread_id"].as_str().unwrap_or_default();
-    Ok(axum::Json(graph.history(thread, filter).await?).into_response())
+    graph
+        .history(thread, &ask.ns, filter)
+        .await?
+        .into_iter()
+        .map(typed)
+        .collect::<Result<_, _>>()
+        .map(Json)
 }
 
-#[derive(serde::Deserialize)]
-struct HistoryParams {
-    limit: Option<String>,
-    before: Option<String>,
-}
-
+/// List a thread's past states, newest first.
+#[utoipa::path(get, path = "/threads/{thread_id}/history", tag = "Thread state",
+    params(("thread_id" = String, Path, format = Uuid), ThreadHistoryQuery),
+    responses((status = 200, body = Vec<ThreadState>), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn history_get(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    Query(p): Query<HistoryParams>,
-) -> Result<Response, ApiError> {
-    let mut body = Map::new();
-    if let Some(limit) = p.limit {
-        let n: usize = limit
-            .parse()
-            .map_err(|_| ApiError::invalid("'limit' must be a non-negative integer"))?;
-        body.insert("limit".into(), n.into());
-    }
-    if let Some(before) = p.before {
-        body.insert("before".into(), before.into());
-    }
-    history_of(&app, &caller, &id, &body).await
+    Params(p): Params<ThreadHistoryQuery>,
+) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    let ask = HistoryAsk {
+        limit: p.limit.unwrap_or(10),
+        before: p.before,
+        metadata: Map::new(),
+        ns: String::new(),
+    };
+    history_of(&app, &caller, &id, ask).await
 }
 
+/// Search a thread's past states, newest first.
+#[utoipa::path(post, path = "/threads/{thread_id}/history", tag = "Thread state",
+    params(("thread_id" = String, Path, format = Uuid)), request_body = ThreadStateSearch,
+    responses((status = 200, body = Vec<ThreadState>), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
 async fn history_post(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
-    history_of(&app, &caller, &id, &object(body)?).await
+    Body(body): Body<ThreadStateSearch>,
+) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    let ask = HistoryAsk {
+        limit: body.limit.unwrap_or(1),
+        before: body.before.as_ref().and_then(|b| b.checkpoint_id()),
+        metadata: body.metadata.unwrap_or_default(),
+        ns: body
+            .checkpoint
+            .and_then(|c| c.checkpoint_ns)
+            .unwrap_or_default(),
+    };
+    history_of(&app, &caller, &id, ask).await
 }

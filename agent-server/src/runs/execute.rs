@@ -678,6 +678,18 @@ impl Runs {
         self.graphs.get(id).cloned()
     }
 
+    /// Tells the thread's streams here and on the other instances that its state was
+    /// written outside a run.
+    pub(crate) async fn state_written(&self, thread_id: &str) {
+        let _ = self.state_updates.send(thread_id.to_owned());
+        let notice = crate::store::Notice::State {
+            thread_id: thread_id.to_owned(),
+        };
+        if let Err(e) = self.store.notify(&notice).await {
+            tracing::warn!(error = %e, "could not tell other instances of a state write");
+        }
+    }
+
     /// Recomputes a thread's status, values and interrupts from its checkpoints and runs.
     pub async fn refresh_thread(
         &self,

@@ -173,6 +173,9 @@ pub struct Runs {
     pub(crate) timeouts: Timeouts,
     /// Wakes followers of a thread's runs (`GET /threads/{id}/stream`) when one is queued.
     pub(crate) queued: Arc<Notify>,
+    /// The threads whose state was written outside a run, here or on another instance
+    /// (`GET /threads/{id}/stream`'s `state_update`).
+    pub(crate) state_updates: tokio::sync::broadcast::Sender<String>,
     /// Wakes mirrors of runs executing elsewhere when their events arrive.
     mirrors: Mutex<HashMap<String, Arc<Notify>>>,
     wake: Notify,
@@ -252,6 +255,7 @@ impl Runs {
             postgres,
             timeouts,
             queued: Arc::new(Notify::new()),
+            state_updates: tokio::sync::broadcast::channel(64).0,
             mirrors: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             slots: Arc::new(Semaphore::new(workers.max(1))),
@@ -479,6 +483,9 @@ impl Runs {
                             Notice::Wake => self.wake.notify_one(),
                             Notice::Cancel { run_id, action } => {
                                 self.stop_local(&run_id, Stop::parse(&action));
+                            }
+                            Notice::State { thread_id } => {
+                                let _ = self.state_updates.send(thread_id);
                             }
                             Notice::Events { run_id } => {
                                 let waker = self

@@ -195,6 +195,11 @@ pub enum Notice {
         /// The run.
         run_id: String,
     },
+    /// The thread's state was written outside a run (`POST /threads/{id}/state`).
+    State {
+        /// The thread.
+        thread_id: String,
+    },
 }
 
 /// A claim made as a run is queued, by an instance with a free worker, or as a run ends, by
@@ -380,6 +385,7 @@ impl Notice {
             Notice::Wake => "wake".to_owned(),
             Notice::Cancel { run_id, action } => format!("cancel:{action}:{run_id}"),
             Notice::Events { run_id } => format!("events:{run_id}"),
+            Notice::State { thread_id } => format!("state:{thread_id}"),
         }
     }
 
@@ -387,6 +393,11 @@ impl Notice {
     pub fn from_payload(p: &str) -> Option<Notice> {
         if p == "wake" {
             return Some(Notice::Wake);
+        }
+        if let Some(thread_id) = p.strip_prefix("state:") {
+            return Some(Notice::State {
+                thread_id: thread_id.to_owned(),
+            });
         }
         if let Some(run_id) = p.strip_prefix("events:") {
             return Some(Notice::Events {

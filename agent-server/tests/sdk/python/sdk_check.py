@@ -892,6 +892,84 @@ async def check_crons_crud(c):
     expect(n == 0, f"count after delete: {n!r}")
 
 
+@check
+async def check_thread_stream_modes(c):
+    """join_stream: `-` replays the thread's runs, `lifecycle` sends only their starts and ends,
+    `state_update` sends the state written by update_state, last_event_id resumes after it."""
+    tid = await new_thread(c, "thread_stream")
+    run = await c.runs.create(tid, "simple", input={"value": "one"})
+    await c.runs.join(tid, run["run_id"])
+
+    async def until_done(stream_mode, last_event_id):
+        parts = []
+        async for p in c.threads.join_stream(tid, stream_mode=stream_mode, last_event_id=last_event_id):
+            parts.append(p)
+            if p.event == "metadata" and (p.data or {}).get("status") == "run_done":
+                return parts
+        return parts
+
+    replay = await asyncio.wait_for(until_done("run_modes", "-"), 20)
+    names = [p.event for p in replay]
+    expect(names[0] == "metadata" and "values" in names, f"`-` replays the run: {names}")
+    expect(any((p.data or {}).get("value") == "ONE" for p in replay if p.event == "values"),
+           f"the replayed run's values: {short([p.data for p in replay])}")
+    life = await asyncio.wait_for(until_done("lifecycle", "-"), 20)
+    expect([p.event for p in life] == ["metadata", "metadata"], f"lifecycle: a start and an end: {[(p.event, p.data) for p in life]}")
+
+    async def first_state_update():
+        async for p in c.threads.join_stream(tid, stream_mode="state_update"):
+            if p.event == "state_update":
+                return p
+    waiting = asyncio.create_task(first_state_update())
+    await asyncio.sleep(0.5)
+    await c.threads.update_state(tid, {"value": "edited"})
+    part = await asyncio.wait_for(waiting, 20)
+    expect(part.data["thread_id"] == tid and part.data["state"]["values"] == {"value": "edited"},
+           f"state_update carries the new state: {short(part.data)}")
+
+
+@check
+async def check_threads_search_extract(c):
+    tid = await new_thread(c, "extract", who="ext")
+    await c.runs.wait(tid, "agent", input=human("hello extract"))
+    found = await c.threads.search(metadata={"sdk_check": TAG, "check": "extract"},
+                                   extract={"last": "values.messages[-1].content", "who": "metadata.who", "none": "values.nope"})
+    expect(len(found) == 1, f"one thread: {short(found)}")
+    ex = found[0].get("extracted")
+    expect(ex == {"last": ex and ex.get("last"), "who": "ext", "none": None} and isinstance(ex.get("last"), str) and ex["last"],
+           f"extracted values: {short(ex)}")
+    await expect_status(c.threads.search(extract={"x": "secret.path"}), 422, "an extract path outside the thread")
+
+
+@check
+async def check_history_of_a_subgraph(c):
+    tid = await new_thread(c, "history_subgraph")
+    await c.runs.wait(tid, "agent", input=human("please subask"))
+    st = await c.threads.get_state(tid, subgraphs=True)
+    sub = st["tasks"][0]["state"]
+    ns = sub["checkpoint"]["checkpoint_ns"]
+    expect(ns.startswith("sub:"), f"the subgraph's namespace: {ns!r}")
+    hist = await c.threads.get_history(tid, limit=10, checkpoint={"checkpoint_ns": ns})
+    expect(hist and all(h["checkpoint"]["checkpoint_ns"] == ns for h in hist), f"the subgraph's own checkpoints: {short(hist)}")
+    expect(hist[0]["checkpoint"]["checkpoint_id"] == sub["checkpoint"]["checkpoint_id"], "newest first: the paused one")
+    root = await c.threads.get_history(tid, limit=10)
+    expect(all(h["checkpoint"]["checkpoint_ns"] == "" for h in root), "without a namespace: the root graph's")
+
+
+@check
+async def check_checkpoint_during_false(c):
+    """checkpoint_during=False (older clients) is durability `exit`: one checkpoint, at the end."""
+    during = await new_thread(c, "checkpoint_during_true")
+    await c.runs.wait(during, "simple", input={"value": "a"})
+    at_end = await new_thread(c, "checkpoint_during_false")
+    await c.runs.wait(at_end, "simple", input={"value": "a"}, checkpoint_during=False)
+    n_during = len(await c.threads.get_history(during, limit=50))
+    n_end = len(await c.threads.get_history(at_end, limit=50))
+    expect(n_end == 1 and n_during > 1, f"checkpoints: {n_during} during, {n_end} with checkpoint_during=False")
+    st = await c.threads.get_state(at_end)
+    expect(st["values"] == {"value": "A"}, f"the run's result is kept: {short(st['values'])}")
+
+
 async def check_crons_fire(c):
     """A cron on a thread fires at the next minute: a run with the cron's input, on time."""
     tid = await new_thread(c, "crons-fire")

@@ -1,0 +1,179 @@
+//! The API as a typed contract: one module per resource with its request bodies (serde
+//! structs and enums, defaults and bounds in the types) and the shapes it answers with, each
+//! a [`utoipa::ToSchema`], so `/openapi.json` is generated from the very types the handlers
+//! read. Bodies accept what langgraph-api accepts — extra fields are tolerated, as its
+//! schemas allow them — and refuse the rest with its 422 shape, `{"detail": "<field>: why"}`.
+
+pub(crate) mod assistants;
+pub(crate) mod crons;
+pub(crate) mod runs;
+pub(crate) mod store;
+pub(crate) mod system;
+pub(crate) mod threads;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+
+/// A JSON object of the client's (metadata, values, a filter...).
+pub(crate) type Object = Map<String, Value>;
+
+/// A typed JSON body: parsed into `T` (an empty body reads as `{}`; `text/plain` is
+/// accepted as browsers send it to skip a preflight — the origin guard has let the page in
+/// first). A body that does not fit is a 422 naming the field.
+pub(crate) struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
+            } else {
+                ApiError::bad_request(e.body_text())
+            }
+        })?;
+        parse(&bytes).map(Body)
+    }
+}
+
+/// Typed query parameters: a query that does not fit is a 422 naming the parameter.
+pub(crate) struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, ApiError> {
+        serde_html_form::from_str(parts.uri.query().unwrap_or_default())
+            .map(Params)
+            .map_err(|e| ApiError::invalid(format!("invalid query: {e}")))
+    }
+}
+
+/// A stored document as the response type `T` (the fields the API promises, in its types;
+/// anything else the document holds stays on the server).
+pub(crate) fn typed<T: DeserializeOwned>(doc: Value) -> Result<T, ApiError> {
+    serde_json::from_value(doc)
+        .map_err(|e| ApiError::internal(format!("a stored document does not fit the API: {e}")))
+}
+
+/// A request as the JSON an [`Auth`](crate::auth::Auth) handler is shown.
+pub(crate) fn as_value<T: Serialize>(request: &T) -> Value {
+    serde_json::to_value(request).unwrap_or(Value::Null)
+}
+
+/// `bytes` as a `T`, or a 422 saying where and why.
+pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        bytes
+    };
+    let value: Value = serde_json::from_slice(text)
+        .map_err(|_| ApiError::invalid("Invalid JSON in request body"))?;
+    from_value(value)
+}
+
+/// `value` as a `T`, or a 422 saying where and why.
+pub(crate) fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let why = e.inner().to_string();
+        ApiError::invalid(match path.as_str() {
+            "." => format!("invalid request body: {why}"),
+            path => format!("{path}: {why}"),
+        })
+    })
+}
+
+/// `asc` or `desc`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortOrder {
+    /// Oldest (or smallest) first.
+    Asc,
+    /// Newest (or largest) first: the default.
+    #[default]
+    Desc,
+}
+
+/// `raise` (a 409) or `do_nothing` (the one kept) when what is created exists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IfExists {
+    /// A 409.
+    #[default]
+    Raise,
+    /// Answer with the one that exists.
+    DoNothing,
+}
+
+/// A page of a search: `limit` (1 to the server's page size, 10 by default) and `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct Page {
+    /// How many (at most 1000, or the server's page size).
+    #[serde(default = "ten")]
+    #[schema(minimum = 1, maximum = 1000, default = 10)]
+    pub limit: u64,
+    /// How many to skip.
+    #[serde(default)]
+    #[schema(minimum = 0, default = 0)]
+    pub offset: u64,
+}
+
+pub(crate) fn ten() -> u64 {
+    10
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page {
+            limit: 10,
+            offset: 0,
+        }
+    }
+}
+
+/// The `{"detail": ...}` of every refusal.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorResponse {
+    /// What was wrong and, where it helps, what to do.
+    pub detail: String,
+}
+
+/// A field that may be sent as `null` to clear it: absent is `None`, `null` is
+/// `Some(None)` (with `#[serde(default, deserialize_with = "present")]`).
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A query flag as the SDKs send it: `true`/`false`, `1`/`0` (the python SDK's cancel
+/// `wait`), `True`/`False`, `yes`/`no`.
+pub(crate) fn flag<'de, D>(d: D) -> Result<Option<bool>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let text = Option::<String>::deserialize(d)?;
+    match text.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some("true" | "True" | "1" | "yes") => Ok(Some(true)),
+        Some("false" | "False" | "0" | "no") => Ok(Some(false)),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "expected true or false, not '{other}'"
+        ))),
+    }
+}
