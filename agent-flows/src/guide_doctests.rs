@@ -22,6 +22,8 @@ macro_rules! guide_pages {
 }
 
 guide_pages! {
+    Introduction: "introduction.md",
+    Concepts: "concepts.md",
     State: "state.md",
     NodesAndEdges: "nodes-and-edges.md",
     SendAndCommand: "send-and-command.md",
@@ -37,7 +39,9 @@ guide_pages! {
     Deploying: "deploying.md",
     McpServer: "mcp-server.md",
     WebPage: "web-page.md",
+    Observability: "observability.md",
     Differences: "differences.md",
+    Migrating: "migrating.md",
     Benchmarks: "benchmarks.md",
 }
 
