@@ -82,3 +82,7 @@ pub fn find(name: &str) -> Result<&'static dyn Flow, FlowError> {
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The guide's examples too (`docs/guide/src/*.md`), a hidden item per page.
+#[cfg(any(test, doctest))]
+mod guide_doctests;

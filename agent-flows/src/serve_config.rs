@@ -284,14 +284,15 @@ mod tests {
         assert_eq!(c.assistants[1].settings["form"].text(), "contact");
     }
 
-    /// The README's complete example parses, and serves what it says.
+    /// The complete example of the guide's "Deploying safely" page parses, and serves what
+    /// it says.
     #[test]
-    fn the_readme_example_parses() {
-        let readme = include_str!("../../README.md");
-        let after = readme
+    fn the_guide_example_parses() {
+        let page = include_str!("../../docs/guide/src/deploying.md");
+        let after = page
             .split("<!-- serve-config-example -->")
             .nth(1)
-            .expect("the README marks its config example");
+            .expect("docs/guide/src/deploying.md marks its config example");
         let block = after
             .split("```toml\n")
             .nth(1)

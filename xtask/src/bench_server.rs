@@ -152,20 +152,10 @@ fn path_arg(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// `${AGENTGRAPH_CACHE:-~/.cache/agentgraph}`.
-fn cache_dir() -> Result<PathBuf, String> {
-    match std::env::var_os("AGENTGRAPH_CACHE") {
-        Some(dir) if !dir.is_empty() => Ok(PathBuf::from(dir)),
-        _ => std::env::var_os("HOME")
-            .map(|home| PathBuf::from(home).join(".cache/agentgraph"))
-            .ok_or_else(|| "neither AGENTGRAPH_CACHE nor HOME is set".to_owned()),
-    }
-}
-
 /// The `langgraph` CLI of the cached venv, installing langgraph-api into it the first time
 /// (a stamp file marks a finished install).
 fn langgraph_venv() -> Result<PathBuf, String> {
-    let venv = cache_dir()?.join(format!("langgraph-api-{LANGGRAPH_API}"));
+    let venv = shell::cache_dir()?.join(format!("langgraph-api-{LANGGRAPH_API}"));
     let cli = venv.join("bin/langgraph");
     let stamp = venv.join("agentgraph-installed");
     let pins = format!("langgraph-cli[inmem]=={LANGGRAPH_CLI} langgraph-api=={LANGGRAPH_API}");

@@ -1,11 +1,12 @@
 //! `cargo xtask ci`: every check, in order, stopping at the first failure: fmt, clippy with
-//! warnings denied, the docs with rustdoc warnings denied, the workspace's tests, generated
-//! files, tidy. `.ci/run` runs this after
+//! warnings denied, the docs with rustdoc warnings denied, the guide (`cargo xtask docs`: its
+//! links and the mdbook build; its Rust snippets run in the test step), the workspace's tests,
+//! generated files, tidy. `.ci/run` runs this after
 //! starting services; contributors run it before pushing. The test step includes the web
 //! page's browser tests (`agent-flows/tests/web_page.rs`: headless Chromium, screenshots in
 //! `target/web-screenshots/`), which fail under `CI` when Chromium or chromedriver is missing.
 
-use crate::{codegen, shell, tidy};
+use crate::{codegen, docs, shell, tidy};
 
 /// One step: its name, what to do when it fails, and how to run it.
 struct Step {
@@ -43,6 +44,11 @@ const STEPS: &[Step] = &[
                 .args(["doc", "--workspace", "--no-deps"]);
             shell::run(cmd)
         },
+    },
+    Step {
+        name: "guide",
+        hint: "fix the links or pages named above (`cargo xtask docs` runs this step alone)",
+        run: || docs::run(&[]),
     },
     Step {
         name: "test",

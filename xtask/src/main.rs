@@ -10,6 +10,7 @@ mod bench_store;
 mod chaos;
 mod ci;
 mod codegen;
+mod docs;
 mod llm_server;
 mod shell;
 mod tidy;
@@ -52,6 +53,12 @@ const COMMANDS: &[Command] = &[
         run: chaos::run,
     },
     Command {
+        name: "docs",
+        args: "",
+        about: "check the links of the README, docs/benchmarks.md and the guide, then build the guide (docs/guide, mdbook, installed once into ~/.cache/agentgraph) into <target dir>/guide",
+        run: docs::run,
+    },
+    Command {
         name: "llm-server",
         args: "",
         about: "build once (cached) and start llama-server with SmolLM2-135M and aimock for agent-llm's end-to-end tests; prints their URLs",
@@ -60,7 +67,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "ci",
         args: "",
-        about: "fmt --check, clippy -D warnings, doc -D warnings, tests, codegen --check, tidy (what .ci/run runs)",
+        about: "fmt --check, clippy -D warnings, doc -D warnings, the guide (`docs`), tests, codegen --check, tidy (what .ci/run runs)",
         run: ci::run,
     },
 ];

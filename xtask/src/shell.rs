@@ -1,6 +1,7 @@
 //! Running cargo from xtask: the `cargo` that runs us (`$CARGO`), from the workspace root,
-//! each command echoed before it runs.
+//! each command echoed before it runs; and the cache directory tools are installed into.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use xtask::sourcegen::{MODE_ENV, project_root};
@@ -59,4 +60,15 @@ fn show(cmd: &Command) -> String {
     parts.push(program.into_owned());
     parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
     parts.join(" ")
+}
+
+/// `${AGENTGRAPH_CACHE:-~/.cache/agentgraph}`: where tools installed once per machine live
+/// (langgraph-api's venv, mdbook).
+pub fn cache_dir() -> Result<PathBuf, String> {
+    match std::env::var_os("AGENTGRAPH_CACHE") {
+        Some(dir) if !dir.is_empty() => Ok(PathBuf::from(dir)),
+        _ => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".cache/agentgraph"))
+            .ok_or_else(|| "neither AGENTGRAPH_CACHE nor HOME is set".to_owned()),
+    }
 }

@@ -125,7 +125,8 @@ pub enum MemoryAction {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The operator's settings file (TOML: server, auth, limits, settings, assistants; the
-    /// README's "Deploying safely" has a complete example). Flags override it.
+    /// guide's "Deploying safely", docs/guide/src/deploying.md, has a complete example).
+    /// Flags override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The address to listen on (default 127.0.0.1); beyond loopback only with auth.
