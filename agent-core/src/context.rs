@@ -344,9 +344,30 @@ impl NodeContext {
     }
 
     /// Writes an LLM message chunk (JSON) to the `messages` stream mode. Chat model
-    /// integrations call this for every token as it arrives.
+    /// integrations call this for every token as it arrives. Nothing is written when the
+    /// run is tagged [`TAG_NOSTREAM`](crate::TAG_NOSTREAM); a call with tags of its own
+    /// writes through [`write_message_tagged`](Self::write_message_tagged).
     pub async fn write_message(&self, chunk: serde_json::Value) {
-        if !self.is_streaming(StreamMode::Messages) {
+        self.write_message_tagged(chunk, &[]).await;
+    }
+
+    /// Whether the chunks of a model call tagged `tags` reach the `messages` stream mode:
+    /// the caller streams `messages`, and neither the call nor the run is tagged
+    /// [`TAG_NOSTREAM`](crate::TAG_NOSTREAM) (LangGraph's rule). A call that streams for
+    /// nothing else can then be a plain request.
+    pub fn streams_messages(&self, tags: &[String]) -> bool {
+        let nostream = |tags: &[String]| tags.iter().any(|t| t == crate::TAG_NOSTREAM);
+        self.is_streaming(StreamMode::Messages)
+            && !nostream(tags)
+            && !nostream(&self.inner.run.config.tags)
+    }
+
+    /// Writes a chunk of a model call tagged `tags` (LangChain's run tags) to the `messages`
+    /// stream mode, unless the call or the run is tagged
+    /// [`TAG_NOSTREAM`](crate::TAG_NOSTREAM): an internal call (a router, a classifier, a
+    /// verifier) is not streamed as a chat message.
+    pub async fn write_message_tagged(&self, chunk: serde_json::Value, tags: &[String]) {
+        if !self.streams_messages(tags) {
             return;
         }
         self.send(NodePart::Messages(chunk, self.meta())).await;
@@ -377,6 +398,20 @@ impl NodeContext {
         run_id: Option<&str>,
         data: serde_json::Value,
     ) {
+        self.emit_event_tagged(event, name, run_id, data, &[]).await;
+    }
+
+    /// [`emit_event`](Self::emit_event) for a runnable with tags of its own (a model call's
+    /// [`TAG_NOSTREAM`](crate::TAG_NOSTREAM)...): the event's tags are the run's, then
+    /// these.
+    pub async fn emit_event_tagged(
+        &self,
+        event: &str,
+        name: &str,
+        run_id: Option<&str>,
+        data: serde_json::Value,
+        tags: &[String],
+    ) {
         if !self.is_streaming(StreamMode::Events) {
             return;
         }
@@ -402,7 +437,7 @@ impl NodeContext {
             name: name.to_owned(),
             run_id,
             parent_ids,
-            tags: config.tags.clone(),
+            tags: config.tags.iter().chain(tags).cloned().collect(),
             metadata,
             data,
         };

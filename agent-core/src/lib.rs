@@ -125,7 +125,7 @@ pub use state::{
 pub use state_api::{PendingTask, StateSnapshot, SubgraphSnapshot};
 pub use stream::{
     DebugEvent, Event, GraphStream, INTERRUPT, Namespace, StreamMeta, StreamMode, StreamModes,
-    StreamPart, SubgraphPart,
+    StreamPart, SubgraphPart, TAG_NOSTREAM,
 };
 
 /// The crate README's example compiles and runs as a doctest.

@@ -302,6 +302,13 @@ pub struct Event {
     pub data: serde_json::Value,
 }
 
+/// The tag that keeps a model call out of the `messages` stream mode (LangGraph's
+/// `TAG_NOSTREAM`): a call tagged with it (or any call of a run whose config carries it)
+/// streams no chunks as chat messages, so a router's, a classifier's or a verifier's raw
+/// output never shows in a chat. Its `events` (`on_chat_model_*`) still go out, with the
+/// tag among theirs. See [`NodeContext::write_message_tagged`](crate::NodeContext::write_message_tagged).
+pub const TAG_NOSTREAM: &str = "nostream";
+
 /// The node name of a subgraph's `updates` item that reports its interrupts (LangGraph's
 /// `"__interrupt__"` key): its update is the list of `{"value", "id"}`.
 pub const INTERRUPT: &str = "__interrupt__";

@@ -207,6 +207,56 @@ async fn tokens_reach_the_caller_while_the_node_runs() {
     assert!(finished.load(Ordering::SeqCst));
 }
 
+/// A call tagged `nostream` (LangGraph's `TAG_NOSTREAM`) writes no chunk to `messages`, and a
+/// run tagged so streams none at all; the events of a tagged call carry its tags.
+#[tokio::test]
+async fn nostream_calls_stay_out_of_the_messages_mode() {
+    let graph = StateGraph::new()
+        .add_node("llm", |_s: Arc<S>, ctx: NodeContext| async move {
+            let internal = vec![agent_core::TAG_NOSTREAM.to_owned()];
+            assert!(!ctx.streams_messages(&internal));
+            ctx.write_message_tagged(serde_json::json!({ "text": "{\"route\": 1}" }), &internal)
+                .await;
+            ctx.emit_event_tagged(
+                "on_chat_model_end",
+                "router",
+                None,
+                serde_json::json!({}),
+                &internal,
+            )
+            .await;
+            ctx.write_message_tagged(serde_json::json!({ "text": "answer" }), &[])
+                .await;
+            SUpdate::default().n(1)
+        })
+        .add_edge(START, "llm")
+        .add_edge("llm", END)
+        .compile()
+        .unwrap();
+    let modes = agent_core::StreamModes::from([StreamMode::Messages, StreamMode::Events]);
+    let run = |config: RunConfig| {
+        let graph = graph.clone();
+        async move {
+            let mut texts = Vec::new();
+            let mut tags = Vec::new();
+            let mut stream = graph.stream(S::default(), config, modes);
+            while let Some(part) = stream.next().await {
+                match part.unwrap() {
+                    StreamPart::Messages { chunk, .. } => texts.push(chunk["text"].clone()),
+                    StreamPart::Event(e) if e.name == "router" => tags = e.tags,
+                    _ => {}
+                }
+            }
+            (texts, tags)
+        }
+    };
+    let (texts, tags) = run(RunConfig::default().tag("mine")).await;
+    assert_eq!(texts, ["answer"]);
+    assert_eq!(tags, ["mine", "nostream"]);
+    let (texts, _) = run(RunConfig::default().tag(agent_core::TAG_NOSTREAM)).await;
+    assert!(texts.is_empty(), "{texts:?}");
+}
+
 struct SetOnDrop(Arc<AtomicBool>);
 
 impl Drop for SetOnDrop {

@@ -3,6 +3,8 @@
 //! The five seed graphs as modules that read like their diagrams — state, nodes, routes,
 //! `graph()` / `build(context)` — on one platform:
 //!
+//! - [`chat`]: the chat contract every flow keeps in `messages` (the human message as sent,
+//!   tool calls and results, the answer with the id it streamed under).
 //! - [`registry`]: the typed [`FlowSpec`] each flow module implements,
 //!   the erased [`Flow`] the CLI and the tests use, and [`FLOWS`], the list.
 //! - [`env`](mod@env): what a flow is built from (the model, the clock, options).
@@ -31,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod chat;
 pub mod data;
 pub mod dataset;
 pub mod env;

@@ -13,6 +13,7 @@ use agent_core::{
     Checkpointer, CompiledGraph, GraphState, Input, RunConfig, RunOutput, StateGraph, StreamMode,
     StreamModes, StreamPart,
 };
+use agent_llm::HumanMessage;
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde::Serialize;
@@ -173,9 +174,12 @@ pub trait FlowSpec: Send + Sync + 'static {
         Ok(env)
     }
 
-    /// The input of one turn: the user's message (and whatever else the flow resets per turn).
+    /// The input of one turn: the user's message, appended to the flow's `messages` as it
+    /// is (its id and content blocks kept, see [`crate::chat`]; its rules read its
+    /// `content`, the text), and whatever else the flow resets per turn. `agent run` sends
+    /// plain text ([`HumanMessage::text`]), a served chat turn the client's message whole.
     fn input(
-        message: &str,
+        message: HumanMessage,
         env: &FlowEnv,
     ) -> Result<<Self::State as GraphState>::Update, FlowError>;
 
@@ -198,7 +202,8 @@ pub trait Flow: Send + Sync {
     /// client options, limits lowered, a catalog's names or an inline object; the
     /// authenticated caller (`langgraph_auth_user`) is who the run is for. What it leaves out
     /// comes from `served.defaults`. A chat turn (one human message, what chat UIs send)
-    /// becomes the flow's turn input, as `agent run` makes it.
+    /// becomes the flow's turn input, as `agent run` makes it, with the client's message
+    /// whole (its id and content blocks) in `messages`.
     fn serve(
         &self,
         builder: agent_server::ServerBuilder,
@@ -235,9 +240,10 @@ pub struct FlowInfo {
 /// A compiled flow, ready for turns.
 #[async_trait]
 pub trait FlowSession: Send + Sync {
-    /// Runs one turn: `message` from the user, on `thread` when given (the thread's state
-    /// carries over between turns when the session has a checkpointer). With `modes`, what
-    /// the run streams reaches `on_item` as it happens.
+    /// Runs one turn: `message` from the user (plain text: a human message without id, given
+    /// one as it joins `messages`), on `thread` when given (the thread's state carries over
+    /// between turns when the session has a checkpointer). With `modes`, what the run
+    /// streams reaches `on_item` as it happens.
     async fn turn(
         &self,
         message: &str,
@@ -346,7 +352,7 @@ impl<F: FlowSpec> Flow for Entry<F> {
         // The operator's settings, checked once now: the context they build (a profile
         // database opens) and a turn's input (the per-turn options).
         F::context(&defaults)?;
-        F::input("hello", &defaults)?;
+        F::input(HumanMessage::text("hello"), &defaults)?;
         let schema = serve::context_schema(F::OPTIONS, &defaults, &served.models);
         let for_context = Arc::new(ServeFlow {
             defaults,
@@ -370,12 +376,13 @@ impl<F: FlowSpec> Flow for Entry<F> {
                     let env = env(&for_context, context)?;
                     // The per-turn options too (react's mode and limits are read as a turn's
                     // input is built): a bad one is the request's 422, not the run's error.
-                    F::input("hello", &env).map_err(|e| serve::client_error(F::NAME, e))?;
+                    F::input(HumanMessage::text("hello"), &env)
+                        .map_err(|e| serve::client_error(F::NAME, e))?;
                     F::context(&env).map_err(|e| serve::client_error(F::NAME, e))
                 },
-                move |text: &str, context: &Value| {
+                move |message: HumanMessage, context: &Value| {
                     let env = env(&for_turns, context)?;
-                    F::input(text, &env).map_err(|e| serve::client_error(F::NAME, e))
+                    F::input(message, &env).map_err(|e| serve::client_error(F::NAME, e))
                 },
             )
             .context_schema(schema)
@@ -462,7 +469,7 @@ impl<F: FlowSpec> FlowSession for Session<F> {
                 "the message is empty; say something to the flow".to_owned(),
             ));
         }
-        let input = F::input(message, &self.env)?;
+        let input = F::input(HumanMessage::text(message), &self.env)?;
         let mut config = RunConfig::default().tag(format!("flow:{}", F::NAME));
         if let Some(thread) = thread {
             config = config.thread_id(thread);

@@ -203,8 +203,17 @@ fn a_thread_continues_in_a_second_process() {
     let report = second.json();
     assert_eq!(report["thread_id"], "t1");
     let messages = report["state"]["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 4, "both turns are on the thread");
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    // Both turns are on the thread, the second's tool call and result too.
+    assert_eq!(kinds, ["human", "ai", "human", "ai", "tool", "ai"]);
     assert_eq!(messages[0]["content"], "Hola");
+    assert_eq!(
+        messages[4]["tool_call_id"],
+        messages[3]["tool_calls"][0]["id"]
+    );
     assert!(tells_time(report["response"].as_str().unwrap(), "Madrid"));
     // The results of the first turn do not leak into the second.
     assert_eq!(
@@ -241,9 +250,10 @@ fn chat_reads_a_turn_per_line_on_a_thread() {
     );
     assert!(out.stderr.contains("thread c1"), "{}", out.stderr);
     let after = run(s.agent(&["run", "tool-router", "gracias", "--thread", "c1", "--json"]));
+    // Three turns, the second with its tool call and result.
     assert_eq!(
         after.json()["state"]["messages"].as_array().unwrap().len(),
-        6
+        8
     );
 }
 

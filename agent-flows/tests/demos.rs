@@ -12,18 +12,22 @@ use serde_json::{Value, json};
 /// 2026-07-15 12:00:00 UTC: summer in the north, so daylight saving time shows.
 pub const FIXED_TIME: i64 = 1_784_116_800;
 
-/// Message ids are uuid v7 (time-ordered, random): replaced so snapshots are stable.
+/// Whether `s` is a uuid (`8-4-4-4-12` hex digits).
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Message ids and the chat's tool call ids are uuid v7 (time-ordered, random): replaced
+/// wherever they show (`id`, `tool_call_id`, a call record's `call_id`) so snapshots are
+/// stable.
 fn redact_ids(value: &mut Value) {
     match value {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                if key == "id" && value.as_str().is_some_and(|s| s.len() == 36) {
-                    *value = Value::from("[uuid]");
-                } else {
-                    redact_ids(value);
-                }
-            }
-        }
+        Value::String(s) if is_uuid(s) => *value = Value::from("[uuid]"),
+        Value::Object(map) => map.values_mut().for_each(redact_ids),
         Value::Array(items) => items.iter_mut().for_each(redact_ids),
         _ => {}
     }

@@ -456,7 +456,19 @@ async fn every_path_of_both_modes() {
         }
         match case.mode {
             Mode::Static => {
-                assert!(out.messages.is_empty(), "{name}: static mode keeps no chat");
+                // The chat: the query, each call and its result, the summary.
+                let kinds: Vec<&str> = out.messages.iter().map(Message::kind).collect();
+                let mut chat = vec!["human"];
+                for _ in &out.calls {
+                    chat.extend(["ai", "tool"]);
+                }
+                chat.push("ai");
+                assert_eq!(kinds, chat, "{name}: static mode's chat");
+                assert_eq!(
+                    out.messages.last().map(Message::content),
+                    out.final_block.as_ref().map(|b| b.summary.as_str()),
+                    "{name}"
+                );
                 assert!(!path.iter().any(|n| n == "model"), "{name}");
                 if !out.calls.is_empty() {
                     assert_eq!(
@@ -470,8 +482,10 @@ async fn every_path_of_both_modes() {
             }
             Mode::Llm => {
                 assert!(!path.iter().any(|n| n == "reasoner"), "{name}");
-                assert_eq!(out.messages[0].kind(), "system", "{name}");
-                assert_eq!(out.messages[1].content(), case.query, "{name}");
+                // The system hint opens the model's calls without being kept.
+                assert_eq!(out.messages[0].kind(), "human", "{name}");
+                assert_eq!(out.messages[0].content(), case.query, "{name}");
+                assert!(!out.messages.iter().any(|m| m.kind() == "system"), "{name}");
                 // Every call the model asked for is answered, run or not.
                 let asked: Vec<String> = out
                     .messages
@@ -567,10 +581,8 @@ async fn turns_on_a_thread_keep_the_conversation_and_reset_the_rest() {
     let kinds: Vec<&str> = second.messages.iter().map(Message::kind).collect();
     assert_eq!(
         kinds,
-        [
-            "system", "human", "ai", "tool", "ai", "human", "ai", "tool", "ai"
-        ],
-        "one system message, both turns kept"
+        ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"],
+        "both turns kept"
     );
     assert_eq!(second.final_block.as_ref().unwrap().summary, "Echo: bye");
     assert_eq!(
@@ -581,7 +593,8 @@ async fn turns_on_a_thread_keep_the_conversation_and_reset_the_rest() {
     assert_eq!(second.calls.len(), 1);
     assert_eq!(second.step, 2);
 
-    // A static turn on the same thread leaves the conversation alone.
+    // A static turn on the same thread adds to the chat: the query, each call with its
+    // result, the summary.
     let third = graph
         .invoke(
             turn_input("2+2?", TurnSettings::default()).unwrap(),
@@ -589,7 +602,12 @@ async fn turns_on_a_thread_keep_the_conversation_and_reset_the_rest() {
         )
         .await
         .unwrap();
-    assert_eq!(third.messages.len(), second.messages.len());
+    assert_eq!(third.messages[..second.messages.len()], second.messages[..]);
+    let added: Vec<&str> = third.messages[second.messages.len()..]
+        .iter()
+        .map(Message::kind)
+        .collect();
+    assert_eq!(added, ["human", "ai", "tool", "ai", "tool", "ai"]);
     assert_eq!(third.mode, Mode::Static);
     assert!(
         third

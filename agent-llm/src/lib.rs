@@ -73,7 +73,7 @@ pub use error::{LlmError, MessagesError};
 pub use in_graph::{ChatModelNodeExt, invoke_in_node};
 pub use message::{
     AiMessage, HumanMessage, Message, REMOVE_ALL_MESSAGES, RemoveMessage, SystemMessage, ToolCall,
-    ToolMessage, Usage,
+    ToolMessage, Usage, text_of_blocks,
 };
 pub use model::{BoundModel, ChatModel, ChatModelExt};
 pub use options::{CallOptions, ResponseFormat, ToolChoice, ToolSpec, schema_for};

@@ -47,7 +47,7 @@ pub struct SystemMessage {
 pub struct HumanMessage {
     /// Id, unique in a conversation.
     pub id: Option<String>,
-    /// The text.
+    /// The text (of a message sent as blocks: its text blocks, joined).
     pub content: String,
     /// Optional name of the speaker.
     #[serde(default)]
@@ -55,6 +55,61 @@ pub struct HumanMessage {
     /// Provider fields this crate does not model, kept so they round-trip.
     #[serde(default)]
     pub extra: Map<String, Value>,
+    /// The content as a list of blocks, when the message came so (LangChain's list
+    /// content: `{"type": "text", "text": ...}`, images, files... as chat clients send
+    /// them): kept as sent so the message reads back whole, attachments included.
+    /// [`content`](Self::content) is then the text of its text blocks, which is what models
+    /// and rules read; providers send only that text. `None` for a message of plain text.
+    #[serde(default)]
+    pub content_blocks: Option<Vec<Value>>,
+}
+
+impl HumanMessage {
+    /// A human message of plain text, without id (one is given when it joins a
+    /// conversation).
+    pub fn text(content: impl Into<String>) -> Self {
+        HumanMessage {
+            content: content.into(),
+            ..Default::default()
+        }
+    }
+
+    /// A human message sent as content blocks: [`content`](Self::content) is the text of
+    /// its text blocks (`{"type": "text", "text": ...}`, or bare strings), joined; the
+    /// blocks are kept as they are.
+    pub fn blocks(blocks: Vec<Value>) -> Self {
+        HumanMessage {
+            content: text_of_blocks(&blocks),
+            content_blocks: Some(blocks),
+            ..Default::default()
+        }
+    }
+
+    /// The same message with its id set.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+}
+
+/// The text of LangChain content blocks: bare strings and the `text` of text blocks,
+/// joined (image, file and other blocks have no text to read).
+pub fn text_of_blocks(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(o)
+                if o.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t == "text") =>
+            {
+                o.get("text").and_then(Value::as_str)
+            }
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
 }
 
 /// What the model said.
@@ -312,6 +367,24 @@ impl From<AiMessage> for Message {
 impl From<HumanMessage> for Message {
     fn from(m: HumanMessage) -> Self {
         Message::Human(m)
+    }
+}
+
+impl From<&str> for HumanMessage {
+    fn from(text: &str) -> Self {
+        HumanMessage::text(text)
+    }
+}
+
+impl From<&String> for HumanMessage {
+    fn from(text: &String) -> Self {
+        HumanMessage::text(text.as_str())
+    }
+}
+
+impl From<String> for HumanMessage {
+    fn from(text: String) -> Self {
+        HumanMessage::text(text)
     }
 }
 

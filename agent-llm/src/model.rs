@@ -27,6 +27,15 @@ pub trait ChatModel: Send + Sync {
     /// The model name requests use by default.
     fn model_name(&self) -> &str;
 
+    /// Tags every call of this model carries besides its own [`CallOptions::tags`]
+    /// (LangChain's `model.with_config(tags=[...])`): a model made with
+    /// [`ChatModelExt::bind`] over options with tags has them, so
+    /// `model.bind(CallOptions::new().nostream())` is a model whose calls inside a graph
+    /// node never stream as chat messages. None by default.
+    fn tags(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Sends `messages` and waits for the whole reply.
     async fn invoke(
         &self,
@@ -68,6 +77,10 @@ macro_rules! forward_chat_model {
             }
             fn model_name(&self) -> &str {
                 (**self).model_name()
+            }
+
+            fn tags(&self) -> Vec<String> {
+                (**self).tags()
             }
             async fn invoke(
                 &self,
@@ -165,6 +178,16 @@ impl<M: ChatModel> ChatModel for BoundModel<M> {
 
     fn model_name(&self) -> &str {
         self.inner.model_name()
+    }
+
+    fn tags(&self) -> Vec<String> {
+        let mut tags = self.inner.tags();
+        for tag in &self.options.tags {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        tags
     }
 
     async fn invoke(

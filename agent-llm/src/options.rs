@@ -33,6 +33,12 @@ pub struct CallOptions {
     /// what rule-based offline models answer by. Never sent to a provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// Tags of the call (LangChain's run tags): inside a graph node,
+    /// [`TAG_NOSTREAM`](agent_core::TAG_NOSTREAM) keeps its tokens out of the run's
+    /// `messages` stream (an internal call: a router, a classifier, a verifier); every tag
+    /// travels with the call's events. Never sent to a provider.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 impl CallOptions {
@@ -101,8 +107,24 @@ impl CallOptions {
         self
     }
 
-    /// `self` with `other` laid over it: tools are concatenated (`self`'s first), every other
-    /// field of `other` wins where it is set.
+    /// Adds a tag to the call (see [`CallOptions::tags`]).
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        let tag = tag.into();
+        if !self.tags.contains(&tag) {
+            self.tags.push(tag);
+        }
+        self
+    }
+
+    /// Tags the call [`TAG_NOSTREAM`](agent_core::TAG_NOSTREAM) (LangGraph's `nostream`):
+    /// its reply is not the answer a user reads, so a graph run does not stream its tokens
+    /// as chat messages.
+    pub fn nostream(self) -> Self {
+        self.tag(agent_core::TAG_NOSTREAM)
+    }
+
+    /// `self` with `other` laid over it: tools, stop sequences and tags are concatenated
+    /// (`self`'s first), every other field of `other` wins where it is set.
     pub fn merged(&self, other: &CallOptions) -> CallOptions {
         let mut tools = self.tools.clone();
         tools.extend(other.tools.iter().cloned());
@@ -125,6 +147,12 @@ impl CallOptions {
             seed: other.seed.or(self.seed),
             model: other.model.clone().or_else(|| self.model.clone()),
             task: other.task.clone().or_else(|| self.task.clone()),
+            tags: self
+                .tags
+                .iter()
+                .chain(other.tags.iter().filter(|t| !self.tags.contains(t)))
+                .cloned()
+                .collect(),
         }
     }
 }

@@ -360,8 +360,10 @@ fn with_content(message: &Message, content: String) -> Message {
             content,
             ..m.clone()
         }),
+        // Blocks that no longer match the text are dropped with what was cut.
         Message::Human(m) => Message::Human(HumanMessage {
             content,
+            content_blocks: None,
             ..m.clone()
         }),
         Message::Ai(m) => Message::Ai(AiMessage {

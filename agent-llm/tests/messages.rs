@@ -1,6 +1,8 @@
 //! `add_messages` semantics (LangGraph's) and message serialization round trips.
 
-use agent_llm::{AiMessage, LlmError, Message, REMOVE_ALL_MESSAGES, ToolCall, Usage, add_messages};
+use agent_llm::{
+    AiMessage, HumanMessage, LlmError, Message, REMOVE_ALL_MESSAGES, ToolCall, Usage, add_messages,
+};
 use serde_json::json;
 
 fn ids(messages: &[Message]) -> Vec<&str> {
@@ -207,6 +209,47 @@ fn messagepack_round_trip_both_encodings() {
         rmp_serde::from_slice::<Vec<Message>>(&compact).unwrap(),
         messages
     );
+}
+
+#[test]
+fn a_human_message_of_blocks_round_trips_and_old_ones_still_read() {
+    let blocks = vec![
+        json!({"type": "text", "text": "what is "}),
+        json!("this?"),
+        json!({"type": "image", "source_type": "url", "url": "https://example.com/a.png"}),
+    ];
+    let message = Message::from(HumanMessage::blocks(blocks.clone()).with_id("client-1"));
+    assert_eq!(message.content(), "what is this?");
+    let json = serde_json::to_value(&message).unwrap();
+    assert_eq!(json["content_blocks"], json!(blocks));
+    assert_eq!(serde_json::from_value::<Message>(json).unwrap(), message);
+    for bytes in [
+        rmp_serde::to_vec_named(&message).unwrap(),
+        rmp_serde::to_vec(&message).unwrap(),
+    ] {
+        assert_eq!(rmp_serde::from_slice::<Message>(&bytes).unwrap(), message);
+    }
+    // A message stored before `content_blocks` existed (a checkpoint's named map).
+    #[derive(serde::Serialize)]
+    struct Before<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        id: Option<&'a str>,
+        content: &'a str,
+        name: Option<&'a str>,
+        extra: serde_json::Map<String, serde_json::Value>,
+    }
+    let before = Before {
+        kind: "human",
+        id: Some("h1"),
+        content: "hi",
+        name: None,
+        extra: Default::default(),
+    };
+    let read: Message = rmp_serde::from_slice(&rmp_serde::to_vec_named(&before).unwrap()).unwrap();
+    assert_eq!(read, Message::human("hi").with_id("h1"));
+    let read: Message = serde_json::from_value(serde_json::to_value(&before).unwrap()).unwrap();
+    assert_eq!(read, Message::human("hi").with_id("h1"));
 }
 
 #[test]

@@ -12,6 +12,7 @@ use agent_core::{
     Command, CompiledGraph, Durability, GraphError, GraphState, Input, Interrupt, ListFilter,
     PendingTask, RunConfig, StateSnapshot, StreamMode, StreamModes,
 };
+use agent_llm::{HumanMessage, Message};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
@@ -279,10 +280,12 @@ pub trait ServedGraph: Send + Sync + 'static {
 /// Builds a graph's context from a run's `context` JSON.
 pub type ContextFn<C> = Arc<dyn Fn(&Value) -> Result<C, String> + Send + Sync>;
 
-/// Turns a chat turn (the text of the one human message a chat client sent) into the
-/// graph's input, with the run's `context` JSON: how a graph whose input is more than
-/// its messages serves chat UIs.
-pub type TurnFn<U> = Arc<dyn Fn(&str, &Value) -> Result<U, String> + Send + Sync>;
+/// Turns a chat turn (the one human message a chat client sent, whole: its id and content
+/// blocks as sent, `content` their text) into the graph's input, with the run's `context`
+/// JSON: how a graph whose input is more than its messages serves chat UIs. The input
+/// should append that message to the graph's messages as it is, so the thread reads back
+/// what the client sent.
+pub type TurnFn<U> = Arc<dyn Fn(HumanMessage, &Value) -> Result<U, String> + Send + Sync>;
 
 /// A [`CompiledGraph`] served through [`ServedGraph`].
 pub struct Served<S: GraphState, C> {
@@ -306,15 +309,15 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
     }
 
     /// Builds the input of a chat turn with `turn`: when a run's input is only a messages
-    /// field holding one human message, `turn(text, context)` makes the input instead.
+    /// field holding one human message, `turn(message, context)` makes the input instead.
     pub fn with_turns(mut self, turn: TurnFn<S::Update>) -> Self {
         self.turn = Some(turn);
         self
     }
 
-    /// The text of a chat turn: an input object whose only key is a messages field holding
-    /// exactly one human (or `user`) message.
-    fn turn_text(&self, input: &Value) -> Option<String> {
+    /// The message of a chat turn: an input object whose only key is a messages field
+    /// holding exactly one human (or `user`) message.
+    fn turn_message(&self, input: &Value) -> Option<HumanMessage> {
         let map = input.as_object()?;
         let (key, value) = map.iter().next().filter(|_| map.len() == 1)?;
         if !self.message_fields.contains(&key.as_str()) {
@@ -327,8 +330,10 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
         };
         let mut wrapper = json!({ key.clone(): [one.take()] });
         messages::incoming(&self.message_fields, &mut wrapper);
-        let m = &wrapper[key.as_str()][0];
-        (m["type"] == "human").then(|| m["content"].as_str().unwrap_or_default().to_owned())
+        match serde_json::from_value(wrapper[key.as_str()][0].take()) {
+            Ok(Message::Human(human)) => Some(human),
+            _ => None,
+        }
     }
 
     /// Reports `schema` as the graph's `context_schema`.
@@ -364,9 +369,9 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
         };
         Ok(match input {
             JobInput::Continue => Input::Continue,
-            JobInput::Input(value) => match (&self.turn, self.turn_text(&value)) {
-                (Some(turn), Some(text)) => {
-                    Input::Update(turn(&text, context).map_err(|m| Failure {
+            JobInput::Input(value) => match (&self.turn, self.turn_message(&value)) {
+                (Some(turn), Some(message)) => {
+                    Input::Update(turn(message, context).map_err(|m| Failure {
                         error: "InvalidInput".to_owned(),
                         message: m,
                     })?)

@@ -286,14 +286,18 @@ impl ServerBuilder {
     }
 
     /// Like [`graph_with_context`](Self::graph_with_context), and a chat turn (an input of
-    /// one human message, what chat UIs send) becomes the graph's input through `turn(text,
-    /// context)`: for graphs whose input is more than their messages.
+    /// one human message, what chat UIs send) becomes the graph's input through
+    /// `turn(message, context)`, the message whole (its id and content blocks as sent): for
+    /// graphs whose input is more than their messages (see [`graph::TurnFn`]).
     pub fn graph_with_turns<S, C>(
         mut self,
         id: impl Into<String>,
         graph: StateGraph<S, C>,
         context: impl Fn(&Value) -> Result<C, String> + Send + Sync + 'static,
-        turn: impl Fn(&str, &Value) -> Result<S::Update, String> + Send + Sync + 'static,
+        turn: impl Fn(agent_llm::HumanMessage, &Value) -> Result<S::Update, String>
+        + Send
+        + Sync
+        + 'static,
     ) -> Self
     where
         S: GraphState,

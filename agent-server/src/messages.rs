@@ -5,7 +5,9 @@
 //! (`additional_kwargs`, `response_metadata`, `tool_calls` with `"type": "tool_call"`,
 //! `usage_metadata`...). agent-llm's [`Message`](agent_llm::Message) has its own serde shape;
 //! these functions map between the two on the fields of a state that hold messages (the
-//! fields reduced by `add_messages`), so graph code never sees the wire's dialect.
+//! fields reduced by `add_messages`), so graph code never sees the wire's dialect. A human
+//! message sent as content blocks keeps them ([`HumanMessage::content_blocks`](agent_llm::HumanMessage::content_blocks),
+//! its `content` their text) and reads back as sent, with its id.
 
 use agent_core::GraphState;
 use serde_json::{Map, Value, json};
@@ -88,6 +90,12 @@ fn message_in(value: &mut Value) {
         return;
     }
     out.insert("content".into(), content_text(m.get("content")).into());
+    if kind == "human"
+        && let Some(Value::Array(blocks)) = m.get("content")
+    {
+        // The blocks as sent (attachments too); `content` is their text.
+        out.insert("content_blocks".into(), Value::Array(blocks.clone()));
+    }
     let mut extra = match m.get("additional_kwargs") {
         Some(Value::Object(kw)) => kw.clone(),
         _ => Map::new(),
@@ -162,15 +170,7 @@ fn message_in(value: &mut Value) {
 fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.as_str()),
-                Value::Object(o) => o.get("text").and_then(Value::as_str),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(""),
+        Some(Value::Array(blocks)) => agent_llm::text_of_blocks(blocks),
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
@@ -188,10 +188,17 @@ pub fn message_out(value: &mut Value) {
         _ => json!({}),
     };
     let out = match kind {
-        "human" | "system" => json!({
-            "content": get("content"), "additional_kwargs": extra, "response_metadata": {},
-            "type": kind, "name": get("name"), "id": get("id"),
-        }),
+        "human" | "system" => {
+            // A message sent as content blocks reads back as those blocks.
+            let content = match m.get("content_blocks") {
+                Some(blocks @ Value::Array(_)) => blocks.clone(),
+                _ => get("content"),
+            };
+            json!({
+                "content": content, "additional_kwargs": extra, "response_metadata": {},
+                "type": kind, "name": get("name"), "id": get("id"),
+            })
+        }
         "ai" => {
             let calls: Vec<Value> = m
                 .get("tool_calls")
@@ -256,7 +263,15 @@ mod tests {
         incoming(&["messages"], &mut state);
         let parsed: Vec<agent_llm::Message> =
             serde_json::from_value(state["messages"].clone()).unwrap();
-        assert_eq!(parsed[0], agent_llm::Message::human("hi there"));
+        assert_eq!(parsed[0].content(), "hi there");
+        assert_eq!(
+            parsed[0],
+            agent_llm::HumanMessage::blocks(vec![
+                json!({"type": "text", "text": "hi "}),
+                json!("there")
+            ])
+            .into()
+        );
         assert_eq!(parsed.len(), 3);
     }
 
@@ -274,6 +289,32 @@ mod tests {
         let back: Vec<agent_llm::Message> =
             serde_json::from_value(state["messages"].clone()).unwrap();
         assert_eq!(back, original);
+    }
+
+    #[test]
+    fn a_human_message_of_blocks_keeps_them_and_its_id() {
+        let blocks = json!([
+            {"type": "text", "text": "What is in "},
+            {"type": "text", "text": "this picture?"},
+            {"type": "image", "source_type": "url", "url": "https://example.com/cat.png"},
+        ]);
+        let mut state = json!({"messages": [
+            {"type": "human", "id": "5e1c-client", "content": blocks},
+        ]});
+        incoming(&["messages"], &mut state);
+        let parsed: Vec<agent_llm::Message> =
+            serde_json::from_value(state["messages"].clone()).unwrap();
+        let agent_llm::Message::Human(human) = &parsed[0] else {
+            panic!("{parsed:?}");
+        };
+        assert_eq!(human.id.as_deref(), Some("5e1c-client"));
+        assert_eq!(human.content, "What is in this picture?");
+        assert_eq!(human.content_blocks.as_ref(), blocks.as_array());
+        let mut back = json!({"messages": parsed});
+        outgoing(&["messages"], &mut back);
+        assert_eq!(back["messages"][0]["content"], blocks);
+        assert_eq!(back["messages"][0]["id"], "5e1c-client");
+        assert_eq!(back["messages"][0]["type"], "human");
     }
 
     #[test]

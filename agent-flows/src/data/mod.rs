@@ -61,6 +61,11 @@
 //! - **What the user sees after the executor:** `response`, written by the executor from the
 //!   rows (the seed only lists `response` for `end`); it is also the AI message added to the
 //!   conversation. Model wording never carries a number.
+//! - **The chat** ([`crate::chat`]): `messages` holds the user's message as sent and the
+//!   answer (the executor's, or `end`'s under the id its tokens streamed with). The seed
+//!   frames the data requests as a plan the executor runs, not as tools a model calls, so
+//!   they stay in `execution_plan` and `data`, not in the chat. The intent and parser calls
+//!   are tagged `nostream`: their JSON never streams as a chat message.
 //! - **Languages:** Russian and English (the seed's); a message in any other language is
 //!   answered in English.
 //! - **Per-turn fields:** a turn's input resets `intent`, `internal_query`, `parsed_query`,
@@ -87,7 +92,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_core::{Checkpointer, CompiledGraph, END, GraphState, START, StateGraph};
-use agent_llm::{ChatModel, ChatModelExt, Message, StructuredModel};
+use agent_llm::{ChatModel, ChatModelExt, HumanMessage, Message, StructuredModel};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -301,9 +306,9 @@ pub fn init_graph(env: &FlowEnv) -> Result<&'static DataGraph, FlowError> {
 }
 
 /// The input of one turn: the question, and the per-turn fields reset.
-pub fn question(text: &str) -> DataStateUpdate {
+pub fn question(message: impl Into<HumanMessage>) -> DataStateUpdate {
     DataStateUpdate::default()
-        .messages(vec![Message::human(text)])
+        .messages(vec![Message::Human(message.into())])
         .intent(None)
         .internal_query(String::new())
         .parsed_query(Vec::new())
@@ -417,8 +422,8 @@ impl FlowSpec for Data {
         DataContext::new(env.model_or(offline::model))
     }
 
-    fn input(message: &str, _env: &FlowEnv) -> Result<DataStateUpdate, FlowError> {
-        let length = message.chars().count();
+    fn input(message: HumanMessage, _env: &FlowEnv) -> Result<DataStateUpdate, FlowError> {
+        let length = message.content.chars().count();
         if length > MAX_QUESTION_CHARS {
             return Err(FlowError::Input(format!(
                 "the question is {length} characters long; the data flow takes at most {MAX_QUESTION_CHARS}, so shorten it"

@@ -9,6 +9,7 @@ use super::glossary::{Measure, lookup};
 use super::query::{Intent, MAX_ATOMS, MAX_STEPS};
 use super::usage::UsageLedger;
 use super::{DataContext, DataState, DataStateUpdate, MAX_QUESTION_CHARS, answer, plan, sql};
+use crate::chat;
 use crate::lang::Lang;
 
 /// What the intent model is told.
@@ -105,7 +106,10 @@ pub async fn classify_intent(
         .invoke_in(
             rt,
             &messages,
-            &CallOptions::new().task("IntentDecision").max_tokens(120),
+            &CallOptions::new()
+                .task("IntentDecision")
+                .max_tokens(120)
+                .nostream(),
         )
         .await?;
     let decision = reply.value;
@@ -157,7 +161,10 @@ pub async fn parse_question(
         .invoke_in(
             rt,
             &messages,
-            &CallOptions::new().task("ParsedQuery").max_tokens(400),
+            &CallOptions::new()
+                .task("ParsedQuery")
+                .max_tokens(400)
+                .nostream(),
         )
         .await;
     let reply = match reply {
@@ -233,7 +240,7 @@ pub async fn execute_query(
     let response = answer::render(state.lang, &state.execution_plan, &data, &state.plan_errors);
     Ok(DataStateUpdate::default()
         .data(data)
-        .messages(vec![Message::ai(response.clone())])
+        .messages(vec![chat::answer(response.clone())])
         .response(response))
 }
 
@@ -267,10 +274,10 @@ pub async fn handle_end(
     )
     .await?;
     let text = reply.text().trim().to_owned();
-    let mut answer = reply.message.clone();
-    answer.content = text.clone();
+    // The answer keeps the id its tokens streamed under.
+    let answer = chat::model_answer(reply.message.clone(), text.clone());
     Ok(DataStateUpdate::default()
-        .messages(vec![Message::Ai(answer)])
+        .messages(vec![answer])
         .response(text)
         .usage(UsageLedger::call(
             rt.node(),

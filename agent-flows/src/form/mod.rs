@@ -63,6 +63,13 @@
 //! - `next_action` records what the turn did (`ask_next`, `reprompt`, `redirect`,
 //!   `escalated`, `completed`, `corrected`, `closed`); the routing functions read the flags, as
 //!   the seed's.
+//! - **The chat.** The seed's state has no history; [`FormState`] adds `messages` (LangGraph's
+//!   chat contract, [`crate::chat`]) beside the seed's fields: the user's message as sent
+//!   (its text is `user_message`) and the reply of `prompt_next`, `escalate` or `complete`
+//!   (`response`) as an AI message — `complete`'s thanks under the id its tokens streamed
+//!   with. The decisions the seed gives to a model (intent, correction, off topic,
+//!   extraction) are tagged `nostream`: their JSON never streams as a chat message. The
+//!   nodes read `user_message`, as the seed's.
 
 pub mod escalation;
 pub mod nodes;
@@ -78,7 +85,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_core::{Clock, END, START, StateGraph};
-use agent_llm::ChatModel;
+use agent_llm::{ChatModel, HumanMessage, Message};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -217,10 +224,13 @@ pub fn build(
     Ok(graph().compile()?.with_context(context))
 }
 
-/// The input of one turn: the message, and every per-turn field reset.
-pub fn turn_input(message: &str) -> FormStateUpdate {
+/// The input of one turn: the message (its text in `user_message`, the message itself
+/// appended to `messages` as it is), and every per-turn field reset.
+pub fn turn_input(message: impl Into<HumanMessage>) -> FormStateUpdate {
+    let message = message.into();
     FormStateUpdate::default()
-        .user_message(message.trim().to_owned())
+        .user_message(message.content.trim().to_owned())
+        .messages(vec![Message::Human(message)])
         .next_action(String::new())
         .should_escalate(false)
         .escalation_reason(None)
@@ -373,8 +383,8 @@ impl FlowSpec for Form {
         }
     }
 
-    fn input(message: &str, _env: &FlowEnv) -> Result<FormStateUpdate, FlowError> {
-        check_length(Self::NAME, message, MAX_MESSAGE_CHARS)?;
+    fn input(message: HumanMessage, _env: &FlowEnv) -> Result<FormStateUpdate, FlowError> {
+        check_length(Self::NAME, &message.content, MAX_MESSAGE_CHARS)?;
         Ok(turn_input(message))
     }
 

@@ -21,6 +21,7 @@ use super::{
     CorrectionCheck, FieldExtraction, FormContext, FormState, FormStateUpdate, HumanIntent,
     OffTopicCheck,
 };
+use crate::chat;
 
 /// How the facts of a call reach the model (a system message starting with this).
 pub(crate) const CONTEXT: &str = "Context:";
@@ -177,7 +178,10 @@ pub async fn check_escalation(
                 .invoke_in(
                     rt,
                     &[Message::system(INTENT_PROMPT), Message::human(message)],
-                    &CallOptions::new().task("HumanIntent").max_tokens(20),
+                    &CallOptions::new()
+                        .task("HumanIntent")
+                        .max_tokens(20)
+                        .nostream(),
                 )
                 .await?;
             BoxResult::Ok(
@@ -290,7 +294,10 @@ pub async fn check_correction(
                 context_message(facts),
                 Message::human(message),
             ],
-            &CallOptions::new().task("CorrectionCheck").max_tokens(40),
+            &CallOptions::new()
+                .task("CorrectionCheck")
+                .max_tokens(40)
+                .nostream(),
         )
         .await?
         .value;
@@ -347,7 +354,10 @@ pub async fn check_off_topic(
                         context_message(json!({ "field": FieldBrief::of(field) })),
                         Message::human(message),
                     ],
-                    &CallOptions::new().task("OffTopicCheck").max_tokens(20),
+                    &CallOptions::new()
+                        .task("OffTopicCheck")
+                        .max_tokens(20)
+                        .nostream(),
                 )
                 .await?
                 .value;
@@ -412,7 +422,10 @@ pub async fn extract_field(
                 context_message(json!({ "field": FieldBrief::of(field) })),
                 Message::human(state.user_message.as_str()),
             ],
-            &CallOptions::new().task("FieldExtraction").max_tokens(60),
+            &CallOptions::new()
+                .task("FieldExtraction")
+                .max_tokens(60)
+                .nostream(),
         )
         .await?
         .value;
@@ -474,7 +487,11 @@ pub async fn prompt_next(
     state: &FormState,
     rt: &Runtime<FormContext>,
 ) -> Result<FormStateUpdate, BoxError> {
-    let ctx = rt.context();
+    next_prompt(state, rt.context()).map(answered)
+}
+
+/// The reply `prompt_next` writes.
+fn next_prompt(state: &FormState, ctx: &FormContext) -> Result<FormStateUpdate, BoxError> {
     let conversation = &state.conversation;
     let lang = conversation.language;
     let update = FormStateUpdate::default();
@@ -556,7 +573,11 @@ pub async fn escalate(
     state: &FormState,
     rt: &Runtime<FormContext>,
 ) -> Result<FormStateUpdate, BoxError> {
-    let ctx = rt.context();
+    hand_over(state, rt.context()).map(answered)
+}
+
+/// What `escalate` writes.
+fn hand_over(state: &FormState, ctx: &FormContext) -> Result<FormStateUpdate, BoxError> {
     let mut conversation = state.conversation.clone();
     let lang = conversation.language;
     if conversation.status == Status::Escalated {
@@ -596,7 +617,7 @@ pub async fn complete(
     let lang = conversation.language;
     let collected = replies::summary(&ctx.form, &conversation, lang);
     if conversation.status == Status::Completed {
-        return after_completion(state, ctx, &collected);
+        return after_completion(state, ctx, &collected).map(answered);
     }
     let name = ctx
         .form
@@ -628,7 +649,9 @@ pub async fn complete(
     conversation.status = Status::Completed;
     conversation.finished_at = Some(now);
     conversation.current_field = None;
+    // The thanks keep the id their tokens streamed under.
     Ok(FormStateUpdate::default()
+        .messages(vec![chat::model_answer(reply.message, text.clone())])
         .response(text)
         .conversation(conversation)
         .next_action("completed".to_owned()))
@@ -689,6 +712,14 @@ fn after_completion(
             &field.prompt(lang),
         ))
         .next_action("reprompt".to_owned()))
+}
+
+/// `update` with its `response` added to the chat as the turn's answer.
+fn answered(update: FormStateUpdate) -> FormStateUpdate {
+    match update.response.clone() {
+        Some(text) => update.messages(vec![chat::answer(text)]),
+        None => update,
+    }
 }
 
 /// `escalate` when a policy fired, else `check_correction`.

@@ -3,11 +3,12 @@
 //!
 //! The per-turn fields (`user_message`, the flags, `extracted_value`, `response`...) are set
 //! fresh by each turn's input ([`super::turn_input`]); `conversation` is written only by the
-//! nodes, so it carries over through the checkpoint.
+//! nodes, so it carries over through the checkpoint, and so does `messages`, the chat.
 
 use std::collections::BTreeMap;
 
 use agent_core::GraphState;
+use agent_llm::Message;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -126,6 +127,10 @@ pub struct FormState {
     /// by the next turn's input.
     #[reducer(merge_or_clear)]
     pub metadata: BTreeMap<String, Value>,
+    /// The chat, beside the seed's fields (see the flow's docs): each user message as sent
+    /// and each reply, carried over on a thread.
+    #[reducer(agent_llm::add_messages)]
+    pub messages: Vec<Message>,
 }
 
 /// `metadata`'s reducer: merges key by key; an empty map clears it (a new turn).

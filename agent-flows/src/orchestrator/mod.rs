@@ -67,9 +67,13 @@
 //!   `on_chat_model_stream` from the generator only, so the planner emits
 //!   `on_chat_model_start` / `on_chat_model_end` around a plain call. The summarizer makes
 //!   no model call (the table has none from it): the summary is built from the turn itself.
-//! - **Unsafe messages** are replaced in the history by a placeholder (same message id), so
-//!   an injection attempt never reaches a later turn's planner; the summary records only
-//!   that a turn was refused and why.
+//! - **Unsafe messages** are replaced in the history by a placeholder (same message id, its
+//!   content blocks dropped), so an injection attempt never reaches a later turn's planner;
+//!   the summary records only that a turn was refused and why.
+//! - **The chat** ([`crate::chat`]): `messages` holds the user's message as sent, the
+//!   planner's tool calls (an AI message; ids unique in the conversation), a tool message
+//!   per result, and the answer — the generator's, under the id its tokens streamed with, or
+//!   the refusal. Only the generator streams: the planner and the verifier are plain calls.
 //! - **Small models.** A 135M model on llama.cpp does not call tools reliably (its output
 //!   often fails the server's tool-call parser), so `planner=json` asks for the same decision
 //!   as grammar-constrained JSON, strings and lists bounded so the reply always ends; the
@@ -115,7 +119,8 @@ use std::time::Duration;
 
 use agent_core::{Clock, CompiledGraph, END, GraphState, START, StateGraph};
 use agent_llm::{
-    BoundModel, ChatModel, ChatModelExt, Message, StructuredModel, ToolCall, ToolMessage,
+    BoundModel, ChatModel, ChatModelExt, HumanMessage, Message, StructuredModel, ToolCall,
+    ToolMessage,
 };
 use agent_tools::{ToolNode, ToolRegistry};
 use schemars::JsonSchema;
@@ -704,10 +709,11 @@ pub fn build(
     Ok(graph().compile()?.with_context(context))
 }
 
-/// The input of one turn: the message, the user, and the per-turn fields reset.
-pub fn turn_input(message: &str, user_id: &str) -> OrchestratorStateUpdate {
+/// The input of one turn: the message (appended to `messages` as it is), the user, and the
+/// per-turn fields reset.
+pub fn turn_input(message: impl Into<HumanMessage>, user_id: &str) -> OrchestratorStateUpdate {
     OrchestratorStateUpdate::default()
-        .messages(vec![Message::human(message)])
+        .messages(vec![Message::Human(message.into())])
         .user_id(user_id.to_owned())
         .phase(Phase::Ingress)
         .scratchpad(BTreeMap::new())
@@ -879,7 +885,7 @@ impl FlowSpec for Orchestrator {
         OrchestratorContext::from_env(env)
     }
 
-    fn input(message: &str, env: &FlowEnv) -> Result<OrchestratorStateUpdate, FlowError> {
+    fn input(message: HumanMessage, env: &FlowEnv) -> Result<OrchestratorStateUpdate, FlowError> {
         Ok(turn_input(message, user_option(env)))
     }
 

@@ -7,7 +7,7 @@ use std::time::UNIX_EPOCH;
 use agent_core::{BoxError, NodeContext, Runtime, StreamMode, node};
 use agent_llm::{
     AiMessage, CallOptions, ChatModel, HumanMessage, LlmError, Message, ToolCall, ToolMessage,
-    TrimMessages, Usage, count_tokens_approximately, invoke_in_node,
+    TrimMessages, Usage, count_tokens_approximately, invoke_in_node, new_message_id,
 };
 use agent_tools::{ToolError, content_of};
 use serde_json::{Value, json};
@@ -24,6 +24,7 @@ use super::{
     MAX_CALLS, NextStep, OrchestratorContext, OrchestratorState, OrchestratorStateUpdate, Phase,
     Planner, RoutedCall, Status, ToolFailure, ToolRecord, Verdict, schema, verify,
 };
+use crate::chat;
 use crate::lang::{self, Lang, words};
 
 /// What the planner is told.
@@ -196,11 +197,12 @@ pub async fn ingress(
             "[message withheld by the safety policy: {}]",
             category.as_str().unwrap_or("unsafe")
         ),
+        content_blocks: None,
         ..human
     });
     update = update
         .user_context(user_context)
-        .messages(vec![withheld, Message::ai(answer.clone())])
+        .messages(vec![withheld, chat::answer(answer.clone())])
         .response(answer)
         .safety_check(check)
         .phase(Phase::Refused);
@@ -459,6 +461,7 @@ pub async fn planner(
         return Ok(update.next_step(NextStep::Generate));
     }
     let decision = AiMessage {
+        id: Some(new_message_id()),
         content: plan.text,
         tool_calls: calls,
         usage: Some(plan.usage),
@@ -596,6 +599,7 @@ pub async fn tool_executor(
             ),
         };
         let message = ToolMessage {
+            id: Some(new_message_id()),
             tool_call_id: route.id.clone(),
             name: Some(route.tool.clone()),
             content: match &record.error {
@@ -855,13 +859,16 @@ pub async fn generator(
             )
             .to_owned();
     }
-    let answer = AiMessage {
-        content: text.clone(),
-        tool_calls: Vec::new(),
-        ..response.message
-    };
+    // The answer keeps the id its tokens streamed under.
+    let answer = chat::model_answer(
+        AiMessage {
+            tool_calls: Vec::new(),
+            ..response.message
+        },
+        text.clone(),
+    );
     Ok(OrchestratorStateUpdate::default()
-        .messages(vec![Message::Ai(answer)])
+        .messages(vec![answer])
         .response(text)
         .tokens_used(response.usage.total())
         .phase(Phase::Generate))

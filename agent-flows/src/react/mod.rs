@@ -69,7 +69,16 @@
 //!   error naming the field and its range — never clamped. `planner` validates the state it
 //!   starts from too, for programs that build the input by hand.
 //! - **Per turn** (one user message): the input resets every per-turn field; the conversation
-//!   (`messages`, llm mode) carries over on a thread. Static mode leaves `messages` alone.
+//!   (`messages`) carries over on a thread.
+//! - **The chat** ([`crate::chat`]), in both modes: the turn's input appends the user's
+//!   message to `messages` as sent (its text is `user_query`), so the seed's `model` finds
+//!   its Human there; the system hint opens every model call without being stored (as
+//!   LangGraph's `prompt`), so a chat shows only what was said. Static mode writes each call
+//!   of `tool_executor` as an AI message with the call and a tool message with its result,
+//!   and the finalizer's summary as the answer; llm mode keeps the model's messages, the
+//!   tool messages of `tools` and `fallback`, and adds the summary when the model did not end
+//!   with it. Call ids are unique in the conversation; every message has its id before it
+//!   is stored, the model's the id its tokens streamed under.
 //! - **Observability.** Every node runs in a `react_node` span (node, mode, step) and logs
 //!   `react node finished` with its duration; nothing the user wrote reaches the logs, and
 //!   tool arguments are logged masked ([`tools::LOG_MASKED_KEYS`]).
@@ -87,7 +96,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use agent_core::{Clock, END, GraphState, START, StateGraph};
-use agent_llm::{ChatModel, Message, ToolChoice};
+use agent_llm::{ChatModel, HumanMessage, Message, ToolChoice};
 use agent_tools::{ToolNode, ToolRegistry};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -197,7 +206,8 @@ pub struct CallRecord {
     pub tool: String,
     /// Its arguments.
     pub args: Value,
-    /// The call id (the model's in llm mode).
+    /// The call id: the model's in llm mode, else the id of the call in the chat
+    /// (`messages`), unique in the conversation.
     pub call_id: String,
     /// The step it ran in.
     pub step: u32,
@@ -488,10 +498,16 @@ fn parse_option(
     Ok(value)
 }
 
-/// The input of one turn: the query and settings, every per-turn field reset. Validated.
-pub fn turn_input(query: &str, settings: TurnSettings) -> Result<ReactStateUpdate, FlowError> {
+/// The input of one turn: the query (its text in `user_query`, the message itself appended
+/// to `messages` as it is) and settings, every per-turn field reset. Validated.
+pub fn turn_input(
+    query: impl Into<HumanMessage>,
+    settings: TurnSettings,
+) -> Result<ReactStateUpdate, FlowError> {
+    let message = query.into();
     let update = ReactStateUpdate::default()
-        .user_query(query.trim())
+        .user_query(message.content.trim())
+        .messages(vec![Message::Human(message)])
         .mode(settings.mode)
         .llm_fallback(settings.llm_fallback)
         .max_steps(settings.max_steps)
@@ -849,7 +865,7 @@ impl FlowSpec for React {
         Ok(context.with_tool_choice(choice))
     }
 
-    fn input(message: &str, env: &FlowEnv) -> Result<ReactStateUpdate, FlowError> {
+    fn input(message: HumanMessage, env: &FlowEnv) -> Result<ReactStateUpdate, FlowError> {
         turn_input(message, TurnSettings::from_env(env)?)
     }
 

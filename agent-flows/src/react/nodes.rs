@@ -6,7 +6,10 @@ use std::future::Future;
 use std::time::Instant;
 
 use agent_core::{BoxError, Runtime, node};
-use agent_llm::{CallOptions, Message, ToolCall, ToolChoice, ToolMessage, invoke_in_node};
+use agent_llm::{
+    CallOptions, Message, ToolCall, ToolChoice, ToolMessage, invoke_in_node, new_message_id,
+};
+use agent_tools::content_of;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
@@ -18,6 +21,7 @@ use super::{
     CallRecord, Mode, ReactContext, ReactState, ReactStateUpdate, StopReason, ToolSelection,
     validate_state,
 };
+use crate::chat;
 
 /// The system message of llm mode (the seed's `SYSTEM_HINT`): neutral, with a clear output
 /// policy.
@@ -210,7 +214,7 @@ pub fn route_after_selector(state: &ReactState) -> &'static str {
 }
 
 /// Runs the selected tool, records its result as evidence (or its error), and clears the
-/// selection.
+/// selection. The chat gets the call as an AI message and its result as a tool message.
 #[node]
 pub async fn tool_executor(state: &ReactState, rt: &Runtime<ReactContext>) -> ReactStateUpdate {
     traced("tool_executor", state, async {
@@ -218,13 +222,24 @@ pub async fn tool_executor(state: &ReactState, rt: &Runtime<ReactContext>) -> Re
             return ReactStateUpdate::default();
         };
         let key = format!("{}_{}", selection.tool, state.calls.len() + 1);
-        let call = ToolCall::new(key.clone(), selection.tool.clone(), selection.args.clone());
+        let call = ToolCall::new(
+            chat::call_id(),
+            selection.tool.clone(),
+            selection.args.clone(),
+        );
         let outcome = rt
             .context()
             .tools
             .call_in(&call, Some(rt.node_context()))
             .await
             .map_err(|e| e.to_string());
+        let exchange = vec![
+            chat::tool_call_message(vec![call.clone()]),
+            chat::tool_result(
+                &call,
+                outcome.as_ref().map(content_of).map_err(Clone::clone),
+            ),
+        ];
         let evidence = Evidence {
             key: key.clone(),
             tool: selection.tool.clone(),
@@ -235,15 +250,16 @@ pub async fn tool_executor(state: &ReactState, rt: &Runtime<ReactContext>) -> Re
         };
         let mut calls = state.calls.clone();
         calls.push(CallRecord {
-            key: key.clone(),
+            key,
             tool: call.name,
             args: call.args,
-            call_id: key,
+            call_id: call.id,
             step: state.step,
             origin: selection.origin.clone(),
         });
         record(state, &[evidence])
             .calls(calls)
+            .messages(exchange)
             .selected(None::<ToolSelection>)
     })
     .await
@@ -300,9 +316,12 @@ pub fn pending_calls(messages: &[Message]) -> &[ToolCall] {
     }
 }
 
-/// Calls the model: on the turn's first call, the system message (once per conversation) and
-/// the user's query join the conversation; tool messages are kept; the step is counted. With no
-/// tool round or step left, the model is asked to answer (`tool_choice: none`).
+/// Calls the model: the turn starts with System + Human (the seed's) — the system hint opens
+/// every call (unless the conversation has a system message of its own) without being
+/// stored, and the user's message is in the conversation from the turn's input (an input
+/// built without it gets the seed's Human from `user_query`); tool messages are kept; the
+/// step is counted. With no tool round or step left, the model is asked to answer
+/// (`tool_choice: none`). Its reply streams, and is kept under the id it streamed with.
 #[node]
 pub async fn model(
     state: &ReactState,
@@ -311,13 +330,14 @@ pub async fn model(
     traced("model", state, async {
         let context = rt.context();
         let mut new = Vec::new();
-        if state.step == 0 {
-            if !state.messages.iter().any(|m| m.kind() == "system") {
-                new.push(Message::system(context.system_hint.clone()));
-            }
-            new.push(Message::human(state.user_query.clone()));
+        if state.step == 0 && !matches!(state.messages.last(), Some(Message::Human(_))) {
+            new.push(chat::with_id(Message::human(state.user_query.clone())));
         }
-        let mut conversation = state.messages.clone();
+        let mut conversation = Vec::with_capacity(state.messages.len() + new.len() + 1);
+        if !state.messages.iter().any(|m| m.kind() == "system") {
+            conversation.push(Message::system(context.system_hint.clone()));
+        }
+        conversation.extend(state.messages.iter().cloned());
         conversation.extend(new.iter().cloned());
         // Tools asked for now run only with a round and a later step left for their results.
         let can_act =
@@ -441,11 +461,14 @@ pub async fn tools(
 ) -> Result<ReactStateUpdate, BoxError> {
     traced("tools", state, async {
         let pending = pending_calls(&state.messages);
-        let answers = rt
+        let answers: Vec<Message> = rt
             .context()
             .tools
             .run_in(&state.messages, Some(rt.node_context()))
-            .await?;
+            .await?
+            .into_iter()
+            .map(chat::with_id)
+            .collect();
         Ok(ReactStateUpdate::default()
             .calls(records(state, pending, "model"))
             .messages(answers))
@@ -456,6 +479,7 @@ pub async fn tools(
 /// A tool message for a call that did not run.
 fn not_run(call: &ToolCall, why: &str) -> Message {
     Message::Tool(ToolMessage {
+        id: Some(new_message_id()),
         tool_call_id: call.id.clone(),
         name: Some(call.name.clone()),
         content: format!("{NOT_RUN}{why}"),
@@ -482,19 +506,15 @@ pub async fn fallback(
                 )
             })
             .collect();
-        let call = ToolCall::new(
-            format!("fallback_echo_{}", state.step),
-            "echo",
-            json!({ "text": text }),
-        );
+        let call = ToolCall::new(chat::call_id(), "echo", json!({ "text": text }));
         let answer = rt
             .context()
             .tools
             .answer_in(&call, Some(rt.node_context()))
             .await?;
         let calls = records(state, std::slice::from_ref(&call), "fallback");
-        new.push(Message::ai_tool_calls([call]));
-        new.push(Message::Tool(answer));
+        new.push(chat::tool_call_message(vec![call]));
+        new.push(chat::with_id(Message::Tool(answer)));
         Ok(ReactStateUpdate::default()
             .messages(new)
             .calls(calls)
@@ -645,8 +665,8 @@ pub async fn critic(state: &ReactState) -> ReactStateUpdate {
     .await
 }
 
-/// Writes the final block — summary, evidence keys, confidence — and, in llm mode, the
-/// summary as the conversation's answer when the model did not end with it.
+/// Writes the final block — summary, evidence keys, confidence — and the summary as the
+/// chat's answer: always in static mode, in llm mode when the model did not end with it.
 #[node]
 pub async fn finalizer(state: &ReactState) -> ReactStateUpdate {
     traced("finalizer", state, async {
@@ -676,17 +696,17 @@ pub async fn finalizer(state: &ReactState) -> ReactStateUpdate {
             stop: state.stop.unwrap_or(StopReason::Answered),
             verdict,
         };
-        let mut update = ReactStateUpdate::default().final_block(Some(block));
-        if state.mode == Mode::Llm {
-            let ended_with_it = matches!(
+        let ended_with_it = state.mode == Mode::Llm
+            && matches!(
                 episode(&state.messages).last(),
                 Some(Message::Ai(ai)) if ai.tool_calls.is_empty() && ai.content.trim() == summary
             );
-            if !ended_with_it {
-                update = update.messages(vec![Message::ai(summary)]);
-            }
+        let update = ReactStateUpdate::default().final_block(Some(block));
+        if ended_with_it {
+            update
+        } else {
+            update.messages(vec![chat::answer(summary)])
         }
-        update
     })
     .await
 }

@@ -23,6 +23,13 @@
 //! - A tool that fails or gets arguments that do not fit its schema yields an error result
 //!   that the generator explains; a router reply that is not a valid decision after one
 //!   corrective retry fails the turn with the model's error.
+//! - `messages` is a chat ([`crate::chat`]): the question as the user sent it, then, when
+//!   tools ran, an AI message with the planned calls and a tool message per result (written
+//!   by `tool_executor`; their call ids are unique in the conversation, while `tool_args` and
+//!   `tool_results` keep the seed's `<tool>_<position>` keys), then the answer. The router's
+//!   call is tagged `nostream`: its JSON never streams as a chat message. The generator reads
+//!   the conversation without the tool exchange, the results coming in the seed's
+//!   `Tool Results` message.
 
 pub mod arithmetic;
 pub mod nodes;
@@ -33,7 +40,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_core::{Clock, END, GraphState, START, StateGraph};
-use agent_llm::{ChatModel, ChatModelExt, Message, StructuredModel};
+use agent_llm::{ChatModel, ChatModelExt, HumanMessage, Message, StructuredModel};
 use agent_tools::builtin::{Calculator, DateTime};
 use agent_tools::{ToolNode, ToolRegistry};
 use schemars::JsonSchema;
@@ -216,10 +223,11 @@ pub fn build(
     Ok(graph().compile()?.with_context(context))
 }
 
-/// The input of one turn: the question, and the per-turn fields reset.
-pub fn question(text: &str) -> ToolRouterStateUpdate {
+/// The input of one turn: the question (appended to `messages` as it is), and the per-turn
+/// fields reset.
+pub fn question(message: impl Into<HumanMessage>) -> ToolRouterStateUpdate {
     ToolRouterStateUpdate::default()
-        .messages(vec![Message::human(text)])
+        .messages(vec![Message::Human(message.into())])
         .selected_tools(Vec::new())
         .tool_args(BTreeMap::new())
         .tool_results(BTreeMap::new())
@@ -290,8 +298,8 @@ impl FlowSpec for ToolRouter {
         ToolRouterContext::new(env.model_or(offline::model), env.clock.clone())
     }
 
-    fn input(message: &str, _env: &FlowEnv) -> Result<ToolRouterStateUpdate, FlowError> {
-        check_length(Self::NAME, message, MAX_MESSAGE_CHARS)?;
+    fn input(message: HumanMessage, _env: &FlowEnv) -> Result<ToolRouterStateUpdate, FlowError> {
+        check_length(Self::NAME, &message.content, MAX_MESSAGE_CHARS)?;
         Ok(question(message))
     }
 

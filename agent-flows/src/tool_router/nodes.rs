@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 
 use agent_core::{BoxError, Runtime, node};
 use agent_llm::{CallOptions, Message, ToolCall, invoke_in_node};
+use agent_tools::content_of;
 use serde_json::{Value, json};
+
+use crate::chat;
 
 use super::{RouterDecision, ToolRouterContext, ToolRouterState, ToolRouterStateUpdate};
 
@@ -53,7 +56,11 @@ pub async fn router(
         .invoke_in(
             rt,
             &[Message::system(prompt), question],
-            &CallOptions::new().task("RouterDecision").max_tokens(400),
+            // The decision is not the answer: never a chat message.
+            &CallOptions::new()
+                .task("RouterDecision")
+                .max_tokens(400)
+                .nostream(),
         )
         .await?
         .value;
@@ -79,7 +86,8 @@ pub(crate) fn call_id(tool: &str, position: usize) -> String {
     format!("{tool}_{position}")
 }
 
-/// Runs every planned call at once; a failure is that call's result, not the node's.
+/// Runs every planned call at once; a failure is that call's result, not the node's. The
+/// chat gets the calls as an AI message and a tool message per result.
 #[node]
 pub async fn tool_executor(
     state: &ToolRouterState,
@@ -102,19 +110,34 @@ pub async fn tool_executor(
             .map(|call| tools.call_in(call, Some(rt.node_context()))),
     )
     .await;
+    // In the chat, each call under an id unique in the conversation.
+    let asked: Vec<ToolCall> = calls
+        .iter()
+        .map(|call| ToolCall::new(chat::call_id(), call.name.clone(), call.args.clone()))
+        .collect();
+    let mut messages = vec![chat::tool_call_message(asked.clone())];
     let results: BTreeMap<String, Value> = calls
         .into_iter()
         .zip(results)
-        .map(|(call, result)| {
+        .zip(&asked)
+        .map(|((call, result), asked)| {
             let mut entry = json!({ "tool": call.name, "args": call.args });
             match result {
-                Ok(output) => entry["output"] = output,
-                Err(error) => entry["error"] = Value::from(error.to_string()),
+                Ok(output) => {
+                    messages.push(chat::tool_result(asked, Ok(content_of(&output))));
+                    entry["output"] = output;
+                }
+                Err(error) => {
+                    messages.push(chat::tool_result(asked, Err(error.to_string())));
+                    entry["error"] = Value::from(error.to_string());
+                }
             }
             (call.id, entry)
         })
         .collect();
-    ToolRouterStateUpdate::default().tool_results(results)
+    ToolRouterStateUpdate::default()
+        .tool_results(results)
+        .messages(messages)
 }
 
 /// Writes the answer from the conversation and the results, streaming its tokens.
@@ -125,7 +148,19 @@ pub async fn generator(
 ) -> Result<ToolRouterStateUpdate, BoxError> {
     let mut messages = Vec::with_capacity(state.messages.len() + 2);
     messages.push(Message::system(GENERATOR_PROMPT));
-    messages.extend(state.messages.iter().cloned());
+    // The conversation as the seed's generator reads it: the results come below, not as
+    // the chat's tool exchange.
+    messages.extend(
+        state
+            .messages
+            .iter()
+            .filter(|m| match m {
+                Message::Ai(ai) => ai.tool_calls.is_empty(),
+                Message::Tool(_) | Message::Remove(_) => false,
+                _ => true,
+            })
+            .cloned(),
+    );
     messages.push(Message::system(format!(
         "{TOOL_RESULTS} {}",
         serde_json::to_string(&state.tool_results)?
@@ -138,10 +173,9 @@ pub async fn generator(
     )
     .await?;
     let text = reply.text().trim().to_owned();
-    let mut answer = reply.message;
-    answer.content = text.clone();
+    // The answer keeps the id its tokens streamed under.
     Ok(ToolRouterStateUpdate::default()
-        .messages(vec![Message::Ai(answer)])
+        .messages(vec![chat::model_answer(reply.message, text.clone())])
         .response(text))
 }
 
