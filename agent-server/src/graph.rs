@@ -506,6 +506,7 @@ fn core_error(e: GraphError) -> ApiError {
             ApiError::bad_request(format!("Node {name} does not exist"))
         }
         GraphError::InvalidInput(m) => ApiError::bad_request(m),
+        e @ GraphError::CheckpointNotFound { .. } => ApiError::not_found(e.to_string()),
         // The checkpoint store failed (down, restarting, full): worth trying again.
         e @ GraphError::Storage { .. } => ApiError::unavailable(e.to_string()),
         other => ApiError::internal(other.to_string()),

@@ -55,6 +55,9 @@ impl Default for Limits {
 impl Limits {
     /// A search's `limit` and `offset`, checked: at most `page_size`, and a sum that fits.
     pub(crate) fn page(&self, limit: usize, offset: usize) -> Result<(usize, usize), ApiError> {
+        if limit == 0 {
+            return Err(ApiError::invalid("limit: must be at least 1"));
+        }
         if limit > self.page_size {
             return Err(ApiError::invalid(format!(
                 "'limit' is {limit}; a page holds at most {}",

@@ -175,7 +175,12 @@ fn fetch(dir: &Path, file: &Path) -> Result<(), String> {
     }
     let wheels = dir.join("wheel");
     run(Command::new(venv.join("bin/pip"))
-        .args(["download", "--quiet", "--disable-pip-version-check", "--no-deps"])
+        .args([
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
         .arg(format!("langgraph-api=={LANGGRAPH_API}"))
         .arg("-d")
         .arg(&wheels))?;
@@ -198,16 +203,27 @@ async fn the_document_and_the_page_are_served() {
     assert_eq!(status, 200);
     assert_eq!(doc, ours());
     assert_eq!(doc["openapi"].as_str().map(|v| &v[..2]), Some("3."));
-    assert!(operations(&doc).contains(&("POST".to_owned(), "/threads/{thread_id}/runs/stream".to_owned())));
+    assert!(operations(&doc).contains(&(
+        "POST".to_owned(),
+        "/threads/{thread_id}/runs/stream".to_owned()
+    )));
 
     let page = reqwest::get(server.url("/docs")).await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let html = page.text().await.unwrap();
     assert!(html.contains("/openapi.json"));
     // Nothing from the network: no script, style or font from another host.
     for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
-        assert!(!html.contains(attr), "/docs loads something from elsewhere ({attr})");
+        assert!(
+            !html.contains(attr),
+            "/docs loads something from elsewhere ({attr})"
+        );
     }
 }
 
@@ -263,7 +279,10 @@ fn every_operation_of_langgraph_api_is_ours_or_listed() {
     }
     for o in &list.operation {
         if !operations(&theirs).contains(&(o.method.clone(), o.path.clone())) {
-            problems.push(format!("{} {}: listed, but not langgraph-api's", o.method, o.path));
+            problems.push(format!(
+                "{} {}: listed, but not langgraph-api's",
+                o.method, o.path
+            ));
         }
     }
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
@@ -300,9 +319,15 @@ fn codegen_readme_not_served_list() {
     let start = readme
         .find("<!-- not-served:start")
         .expect("README.md has a `<!-- not-served:start -->` … `<!-- not-served:end -->` block in its differences section");
-    let end = readme[start..].find("<!-- not-served:end -->").unwrap() + start
+    let end = readme[start..].find("<!-- not-served:end -->").unwrap()
+        + start
         + "<!-- not-served:end -->".len();
-    let wanted = format!("{}{}{}", &readme[..start], not_served_markdown(), &readme[end..]);
+    let wanted = format!(
+        "{}{}{}",
+        &readme[..start],
+        not_served_markdown(),
+        &readme[end..]
+    );
     xtask::sourcegen::ensure_file_in(xtask::sourcegen::Mode::from_env(), &path, &wanted)
         .unwrap_or_else(|e| panic!("{e}"));
 }

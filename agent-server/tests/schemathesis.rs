@@ -108,7 +108,18 @@ fn fuzz(base: &str, name: &str) {
         out.status.success(),
         "schemathesis found problems on {name}:\n{stdout}\n{stderr}"
     );
-    eprintln!("{}", stdout.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n"));
+    eprintln!(
+        "{}",
+        stdout
+            .lines()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 /// After the fuzzing, a thread and a run as any client makes them.

@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::paging::{Paging, contains, page_of, select};
 use super::models::assistants::{
     Assistant, AssistantCountRequest, AssistantCreate, AssistantDeleteQuery, AssistantGraphQuery,
     AssistantPatch, AssistantSearchRequest, AssistantVersionChange, AssistantVersionsSearchRequest,
@@ -20,6 +19,7 @@ use super::models::assistants::{
 };
 use super::models::runs::ConfigBody;
 use super::models::{Body, ErrorResponse, IfExists, Object, Params, as_value, typed};
+use super::paging::{Paging, contains, page_of, select};
 use super::{App, Caller, Grant, Shared, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
@@ -156,7 +156,12 @@ async fn create(
     Body(body): Body<AssistantCreate>,
 ) -> Result<Json<Assistant>, ApiError> {
     let grant = app
-        .grant(&caller, Resource::Assistants, Verb::Create, &as_value(&body))
+        .grant(
+            &caller,
+            Resource::Assistants,
+            Verb::Create,
+            &as_value(&body),
+        )
         .await?;
     let graph_id = body
         .graph_id
@@ -291,7 +296,12 @@ async fn update(
     {
         existing.extend(meta.clone());
         let grant = app
-            .grant(&caller, Resource::Assistants, Verb::Update, &as_value(&body))
+            .grant(
+                &caller,
+                Resource::Assistants,
+                Verb::Update,
+                &as_value(&body),
+            )
             .await?;
         grant.stamp(existing);
         app.limits.metadata("assistant", existing)?;
@@ -423,7 +433,12 @@ async fn search(
     )?;
     let page = page
         .into_iter()
-        .map(|doc| Ok(select(as_value(&typed::<Assistant>(doc)?), fields.as_deref())))
+        .map(|doc| {
+            Ok(select(
+                as_value(&typed::<Assistant>(doc)?),
+                fields.as_deref(),
+            ))
+        })
         .collect::<Result<Vec<Value>, ApiError>>()?;
     Ok((headers, Json(page)))
 }
@@ -431,7 +446,7 @@ async fn search(
 /// Count assistants.
 #[utoipa::path(post, path = "/assistants/count", tag = "Assistants",
     request_body = AssistantCountRequest,
-    responses((status = 200, body = u64), (status = 422, body = ErrorResponse)))]
+    responses((status = 200, body = u64, content_type = "application/json"), (status = 422, body = ErrorResponse)))]
 async fn count(
     State(app): Shared,
     caller: Caller,
@@ -570,7 +585,11 @@ async fn versions(
         .versions(doc["assistant_id"].as_str().unwrap_or_default())
         .await?
         .into_iter()
-        .filter(|v| body.metadata.as_ref().is_none_or(|m| contains(&v["metadata"], m)))
+        .filter(|v| {
+            body.metadata
+                .as_ref()
+                .is_none_or(|m| contains(&v["metadata"], m))
+        })
         .skip(offset)
         .take(limit)
         .map(typed)

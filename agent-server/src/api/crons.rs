@@ -19,12 +19,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::assistants::resolve;
-use super::paging::{Paging, contains, page_of, select};
 use super::models::crons::{
     Cron, CronCountRequest, CronCreate, CronPatch, CronSearch, OnRunCompleted,
 };
 use super::models::runs::RunCreate;
 use super::models::{Body, ErrorResponse, Object, as_value, from_value, typed};
+use super::paging::{Paging, contains, page_of, select};
 use super::runs::{check_run_fields, queue};
 use super::threads::found as thread_found;
 use super::{App, Caller, Shared, uuid_path};
@@ -410,7 +410,7 @@ async fn search(
 
 /// Count crons.
 #[utoipa::path(post, path = "/runs/crons/count", tag = "Crons", request_body = CronCountRequest,
-    responses((status = 200, body = u64), (status = 422, body = ErrorResponse)))]
+    responses((status = 200, body = u64, content_type = "application/json"), (status = 422, body = ErrorResponse)))]
 async fn count(
     State(app): Shared,
     caller: Caller,

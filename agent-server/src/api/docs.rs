@@ -11,8 +11,8 @@ use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{InfoBuilder, OpenApi, PathItem, ResponseBuilder};
 
 /// The document's title and version, and how a caller authenticates.
@@ -45,7 +45,12 @@ pub(crate) fn finish(mut doc: OpenApi) -> OpenApi {
         "/docs".to_owned(),
         PathItem::new(
             HttpMethod::Get,
-            op("System", "API Documentation", "200", "A page showing this document"),
+            op(
+                "System",
+                "API Documentation",
+                "200",
+                "A page showing this document",
+            ),
         ),
     );
     for path in ["/mcp", "/mcp/"] {
@@ -67,7 +72,12 @@ pub(crate) fn finish(mut doc: OpenApi) -> OpenApi {
         if let Some(post) = item.post.as_mut() {
             post.parameters = Some(vec![utoipa::openapi::RefOr::T(accept)]);
         }
-        item.get = Some(op("MCP", "MCP Get (no sessions: 405)", "405", "Not allowed"));
+        item.get = Some(op(
+            "MCP",
+            "MCP Get (no sessions: 405)",
+            "405",
+            "Not allowed",
+        ));
         item.delete = Some(op(
             "MCP",
             "Terminate Session (no sessions: 405)",
@@ -75,6 +85,20 @@ pub(crate) fn finish(mut doc: OpenApi) -> OpenApi {
             "Not allowed",
         ));
         doc.paths.paths.insert(path.to_owned(), item);
+    }
+    for (path, item) in doc.paths.paths.iter_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            common_answers(path, op);
+        }
     }
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
@@ -93,6 +117,51 @@ pub(crate) fn finish(mut doc: OpenApi) -> OpenApi {
     doc
 }
 
+/// What any operation of the API may answer besides its own: the refusals every handler
+/// shares (a body, query or path that does not fit, a credential missing or not enough, a
+/// body too large, too many at once) and the database away — and a body, when an operation
+/// takes one, that may be left out (it reads as `{}`).
+fn common_answers(path: &str, op: &mut utoipa::openapi::path::Operation) {
+    if matches!(path, "/openapi.json" | "/docs") {
+        return;
+    }
+    let error = || {
+        ResponseBuilder::new().content(
+            "application/json",
+            utoipa::openapi::ContentBuilder::new()
+                .schema(Some(utoipa::openapi::Ref::from_schema_name(
+                    "ErrorResponse",
+                )))
+                .build(),
+        )
+    };
+    let mut shared = vec![
+        ("401", "No credential, or one the server does not take"),
+        ("403", "The credential does not allow it"),
+        ("422", "The request does not fit: `detail` names the field"),
+        ("429", "Too many at once for this user or server"),
+        (
+            "503",
+            "The database is unavailable: try again (see Retry-After)",
+        ),
+    ];
+    if path.contains('{') {
+        shared.push(("404", "Not found (or not the caller's)"));
+    }
+    if let Some(body) = op.request_body.as_mut() {
+        if let utoipa::openapi::RefOr::T(body) = body {
+            body.required = Some(utoipa::openapi::Required::False);
+        }
+        shared.push(("413", "The body is larger than the server takes"));
+    }
+    for (status, why) in shared {
+        op.responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| error().description(why).build().into());
+    }
+}
+
 /// `GET /openapi.json` and `GET /docs`.
 pub(crate) fn routes<S: Clone + Send + Sync + 'static>(doc: &OpenApi) -> Router<S> {
     let json: Arc<str> = doc
@@ -104,7 +173,12 @@ pub(crate) fn routes<S: Clone + Send + Sync + 'static>(doc: &OpenApi) -> Router<
             "/openapi.json",
             get(move || {
                 let json = json.clone();
-                async move { ([(header::CONTENT_TYPE, "application/json")], json.to_string()) }
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        json.to_string(),
+                    )
+                }
             }),
         )
         .route("/docs", get(page))

@@ -19,8 +19,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::models::store::{
-    Item as ApiItem, ListNamespacesResponse, SearchItem as ApiSearchItem, SearchItemsResponse, StoreDeleteRequest,
-    StoreGetQuery, StoreListNamespacesRequest, StorePutRequest, StoreSearchRequest,
+    Item as ApiItem, ListNamespacesResponse, SearchItem as ApiSearchItem, SearchItemsResponse,
+    StoreDeleteRequest, StoreGetQuery, StoreListNamespacesRequest, StorePutRequest,
+    StoreSearchRequest,
 };
 use super::models::{Body, ErrorResponse, Params, as_value};
 use super::{App, Caller, Grant, Shared};
@@ -60,13 +61,18 @@ fn search_item_json(item: &SearchItem) -> ApiSearchItem {
     }
 }
 
+/// The longest ttl an item may ask (100 years, in minutes).
+const MAX_TTL_MINUTES: f64 = 525_600.0 * 100.0;
+
 /// A TTL in minutes (`null`: the store's default).
 fn ttl(minutes: Option<f64>) -> Result<Ttl, ApiError> {
     match minutes {
         None => Ok(Ttl::StoreDefault),
-        Some(m) if m.is_finite() && m > 0.0 => Ok(Ttl::After(Duration::from_secs_f64(m * 60.0))),
+        Some(m) if m.is_finite() && m > 0.0 && m <= MAX_TTL_MINUTES => {
+            Ok(Ttl::After(Duration::from_secs_f64(m * 60.0)))
+        }
         Some(m) => Err(ApiError::invalid(format!(
-            "ttl: {m} is not a positive number of minutes"
+            "ttl: {m} is not a positive number of minutes up to 100 years"
         ))),
     }
 }

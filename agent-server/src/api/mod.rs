@@ -41,8 +41,8 @@ use crate::store::RunStore;
 pub(crate) use access::{AUTH_USER, Caller, Grant, StreamPermit, Streams, refuse_auth_user};
 
 pub(crate) use assistants::system_assistant;
-pub(crate) use paging::uuid_path;
 pub(crate) use crons::{Scheduling, spawn_scheduler};
+pub(crate) use paging::uuid_path;
 
 /// What every handler reaches.
 pub(crate) struct App {

@@ -37,7 +37,11 @@ pub(crate) fn page_of(
         usize::try_from(paging.page.limit).unwrap_or(usize::MAX),
         usize::try_from(paging.page.offset).unwrap_or(usize::MAX),
     )?;
-    let key = |v: &Value| v.get(paging.sort_by).map(Value::to_string).unwrap_or_default();
+    let key = |v: &Value| {
+        v.get(paging.sort_by)
+            .map(Value::to_string)
+            .unwrap_or_default()
+    };
     items.sort_by_key(key);
     if paging.order == super::models::SortOrder::Desc {
         items.reverse();
@@ -71,4 +75,3 @@ pub(crate) fn select(v: Value, keys: Option<&[String]>) -> Value {
         (_, v) => v,
     }
 }
-

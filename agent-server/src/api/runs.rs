@@ -13,13 +13,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::assistants::resolve;
-use super::paging::select;
 use super::models::runs::{
     CancelActionName, CancelManyQuery, CancelQuery, CancelStatus, IfNotExists, JoinQuery,
     JoinStreamQuery, MultitaskStrategy, Nodes, OnCompletion, OnDisconnect, Run, RunCreate,
     RunListQuery, RunsCancel,
 };
-use super::models::{Body, ErrorResponse, Params, as_value, from_value, typed};
+use super::models::{
+    Body, ErrorResponse, ListBody, Params, StreamEvent, as_value, from_value, typed,
+};
+use super::paging::select;
 use super::sse::{self, CancelOnDrop};
 use super::threads::{found as thread_found, new_thread};
 use super::{AUTH_USER, App, Caller, Shared, StreamPermit, refuse_auth_user, uuid_path};
@@ -134,11 +136,16 @@ fn run_fields(app: &App, body: &RunCreate) -> Result<RunFields, ApiError> {
     if let Some(c) = &body.context {
         refuse_auth_user(c, "context")?;
     }
-    let checkpoint_id = body.checkpoint_id.clone().or_else(|| {
-        body.checkpoint
-            .as_ref()
-            .and_then(|c| c.checkpoint_id.clone())
-    });
+    let checkpoint_id = body
+        .checkpoint_id
+        .clone()
+        .or_else(|| {
+            body.checkpoint
+                .as_ref()
+                .and_then(|c| c.checkpoint_id.clone())
+        })
+        .map(|c| uuid_path("checkpoint", &c))
+        .transpose()?;
     Ok(RunFields {
         stream_mode,
         strategy: body.multitask_strategy.unwrap_or_default(),
@@ -471,7 +478,7 @@ async fn wait_run(
 /// Create a run on a thread and stream its output.
 #[utoipa::path(post, path = "/threads/{thread_id}/runs/stream", tag = "Thread runs",
     params(("thread_id" = String, Path, format = Uuid)), request_body = RunCreate,
-    responses((status = 200, content_type = "text/event-stream", body = String),
+    responses((status = 200, content_type = "text/event-stream", body = StreamEvent),
         (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
         (status = 422, body = ErrorResponse)))]
 async fn stream(
@@ -485,7 +492,7 @@ async fn stream(
 
 /// Create a stateless run and stream its output.
 #[utoipa::path(post, path = "/runs/stream", tag = "Stateless runs", request_body = RunCreate,
-    responses((status = 200, content_type = "text/event-stream", body = String),
+    responses((status = 200, content_type = "text/event-stream", body = StreamEvent),
         (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn stream_stateless(
     State(app): Shared,
@@ -579,7 +586,7 @@ async fn create_stateless(
 async fn batch(
     State(app): Shared,
     caller: Caller,
-    Body(items): Body<Vec<RunCreate>>,
+    ListBody(items): ListBody<RunCreate>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
     if items.is_empty() {
         return Err(ApiError::invalid(
@@ -651,7 +658,8 @@ async fn list(
         usize::try_from(q.offset).unwrap_or(usize::MAX),
     )?;
     let status = q.status.as_deref().filter(|s| !s.is_empty());
-    let fields = (!q.select.is_empty()).then_some(q.select.as_slice());
+    let wanted: Vec<String> = q.select.into_iter().filter(|f| !f.is_empty()).collect();
+    let fields = (!wanted.is_empty()).then_some(wanted.as_slice());
     let mut runs = app
         .store
         .runs_of(doc["thread_id"].as_str().unwrap_or_default())
@@ -793,7 +801,7 @@ fn join_modes(asked: &[String]) -> Result<Option<Vec<String>>, ApiError> {
 #[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}/stream", tag = "Thread runs",
     params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid),
         JoinStreamQuery, ("Last-Event-ID" = Option<String>, Header)),
-    responses((status = 200, content_type = "text/event-stream", body = String),
+    responses((status = 200, content_type = "text/event-stream", body = StreamEvent),
         (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 async fn join_stream(
     State(app): Shared,
@@ -898,7 +906,12 @@ async fn cancel_many(
     Body(body): Body<RunsCancel>,
 ) -> Result<StatusCode, ApiError> {
     let grant = app
-        .grant(&caller, Resource::Threads, Verb::CreateRun, &as_value(&body))
+        .grant(
+            &caller,
+            Resource::Threads,
+            Verb::CreateRun,
+            &as_value(&body),
+        )
         .await?;
     let ids = body.run_ids.clone().unwrap_or_default();
     if body.status.is_some() && (body.thread_id.is_some() || !ids.is_empty()) {

@@ -23,7 +23,7 @@ pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
 /// Whether the server is up.
 #[utoipa::path(get, path = "/ok", tag = "System", params(OkQuery),
     responses((status = 200, body = OkResponse)))]
-async fn ok() -> axum::Json<Value> {
+async fn ok(super::models::Params(_query): super::models::Params<OkQuery>) -> axum::Json<Value> {
     axum::Json(json!({"ok": true, "services": {}}))
 }
 

@@ -27,7 +27,7 @@ use futures::stream::BoxStream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::models::{ErrorResponse, Params};
+use super::models::{ErrorResponse, Params, StreamEvent};
 use super::threads::{found, graph_of};
 use super::{App, Caller, Shared, sse};
 use crate::auth::Verb;
@@ -144,7 +144,7 @@ struct Current {
     params(("thread_id" = String, Path, format = Uuid), ThreadStreamQuery,
         ("Last-Event-ID" = Option<String>, Header,
             description = "Resume after this event (`-`: from the first run kept)")),
-    responses((status = 200, content_type = "text/event-stream", body = String),
+    responses((status = 200, content_type = "text/event-stream", body = StreamEvent),
         (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub(super) async fn stream(
     State(app): Shared,
@@ -315,10 +315,7 @@ impl Follow {
     }
 
     /// Waits for a run to be queued, a state write (when asked for), or the next look.
-    async fn wait_state(
-        &mut self,
-        queued: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-    ) {
+    async fn wait_state(&mut self, queued: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) {
         match self.states.as_mut() {
             Some(rx) => {
                 let thread = self.thread_id.clone();

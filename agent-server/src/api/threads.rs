@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::paging::{Paging, contains, page_of, select};
 use super::models::threads::{
     CheckpointConfig, Thread, ThreadCountRequest, ThreadCreate, ThreadHistoryQuery, ThreadPatch,
     ThreadPruneRequest, ThreadPruneResponse, ThreadReadQuery, ThreadSearchRequest, ThreadState,
@@ -20,6 +19,7 @@ use super::models::threads::{
     ThreadStateUpdateResponse, TtlStrategyName,
 };
 use super::models::{Body, ErrorResponse, IfExists, Params, as_value, typed};
+use super::paging::{Paging, contains, page_of, select};
 use super::retention::{self, ThreadTtl, TtlStrategy};
 use super::{App, Caller, Shared, uuid_path};
 use crate::auth::{Resource, Verb};
@@ -125,7 +125,7 @@ async fn create(
         };
     }
     // `supersteps`: state written as if nodes had run, one update after another.
-    if let Some(steps) = &body.supersteps {
+    if let Some(steps) = body.supersteps.as_ref().filter(|s| !s.is_empty()) {
         let graph = graph_of(&app, &doc).ok_or_else(|| {
             ApiError::bad_request("supersteps need the thread's graph: pass graph_id")
         })?;
@@ -438,7 +438,7 @@ impl Extract {
 
 /// Count threads.
 #[utoipa::path(post, path = "/threads/count", tag = "Threads", request_body = ThreadCountRequest,
-    responses((status = 200, body = u64), (status = 422, body = ErrorResponse)))]
+    responses((status = 200, body = u64, content_type = "application/json"), (status = 422, body = ErrorResponse)))]
 async fn count(
     State(app): Shared,
     caller: Caller,
@@ -511,6 +511,10 @@ async fn state_of(
     subgraphs: bool,
 ) -> Result<Json<ThreadState>, ApiError> {
     let doc = found(app, caller, id, Verb::Read).await?;
+    let checkpoint_id = checkpoint_id
+        .map(|c| uuid_path("checkpoint", c))
+        .transpose()?;
+    let checkpoint_id = checkpoint_id.as_deref();
     let Some(graph) = graph_of(app, &doc) else {
         return Ok(Json(empty_state()));
     };
@@ -595,7 +599,9 @@ async fn update_state(
     }
     let checkpoint_id = body
         .checkpoint_id
-        .or_else(|| body.checkpoint.and_then(|c| c.checkpoint_id));
+        .or_else(|| body.checkpoint.and_then(|c| c.checkpoint_id))
+        .map(|c| uuid_path("checkpoint", &c))
+        .transpose()?;
     let written = graph
         .update_state(
             &thread,
@@ -634,15 +640,19 @@ async fn history_of(
     id: &str,
     ask: HistoryAsk,
 ) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    let (limit, _) = app
+        .limits
+        .page(usize::try_from(ask.limit).unwrap_or(usize::MAX), 0)?;
+    let before = ask
+        .before
+        .map(|b| uuid_path("checkpoint", &b))
+        .transpose()?;
     let doc = found(app, caller, id, Verb::Read).await?;
     let Some(graph) = graph_of(app, &doc) else {
         return Ok(Json(Vec::new()));
     };
-    let (limit, _) = app
-        .limits
-        .page(usize::try_from(ask.limit).unwrap_or(usize::MAX), 0)?;
     let filter = ListFilter {
-        before: ask.before,
+        before,
         limit: Some(limit),
         metadata: ask.metadata.into_iter().collect(),
     };

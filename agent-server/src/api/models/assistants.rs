@@ -19,10 +19,10 @@ pub struct AssistantCreate {
     /// Its config (`configurable`: the context of older graphs).
     pub config: Option<ConfigBody>,
     /// Its context: the graph's settings (the part a client may set).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub context: Option<Object>,
     /// Its metadata.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// What to do when one with this id exists.
     pub if_exists: Option<IfExists>,
@@ -40,10 +40,10 @@ pub struct AssistantPatch {
     /// A new config.
     pub config: Option<ConfigBody>,
     /// A new context.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub context: Option<Object>,
     /// Merged into its metadata.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// A new name.
     pub name: Option<String>,
@@ -111,7 +111,7 @@ pub enum AssistantField {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct AssistantSearchRequest {
     /// Assistants whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// Assistants of this graph.
     pub graph_id: Option<String>,
@@ -132,7 +132,7 @@ pub struct AssistantSearchRequest {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct AssistantCountRequest {
     /// Assistants whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// Assistants of this graph.
     pub graph_id: Option<String>,
@@ -144,7 +144,7 @@ pub struct AssistantCountRequest {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct AssistantVersionsSearchRequest {
     /// Versions whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// The page.
     #[serde(flatten)]
@@ -194,10 +194,10 @@ pub struct Assistant {
     /// Its graph.
     pub graph_id: Option<String>,
     /// Its config.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub config: Option<Value>,
     /// Its context.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub context: Option<Value>,
     /// When it was made.
     #[schema(format = DateTime)]
@@ -206,7 +206,7 @@ pub struct Assistant {
     #[schema(format = DateTime)]
     pub updated_at: Option<String>,
     /// Its metadata (`created_by: system` for a graph's own).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// Its version.
     pub version: Option<i64>,

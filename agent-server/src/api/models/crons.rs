@@ -101,7 +101,7 @@ pub struct CronSearch {
     /// Only enabled (or disabled) crons.
     pub enabled: Option<bool>,
     /// Crons whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// The page.
     #[serde(flatten)]
@@ -124,7 +124,7 @@ pub struct CronCountRequest {
     /// Only enabled (or disabled) crons.
     pub enabled: Option<bool>,
     /// Crons whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
 }
 
@@ -155,13 +155,13 @@ pub struct Cron {
     #[schema(nullable)]
     pub user_id: Option<String>,
     /// The run it queues.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub payload: Option<Value>,
     /// When it fires next.
     #[schema(nullable)]
     pub next_run_date: Option<String>,
     /// Its metadata.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// Whether it fires.
     pub enabled: Option<bool>,

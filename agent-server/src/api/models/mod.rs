@@ -33,14 +33,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
-            } else {
-                ApiError::bad_request(e.body_text())
-            }
-        })?;
-        parse(&bytes).map(Body)
+        parse(&body_bytes(req, state).await?).map(Body)
     }
 }
 
@@ -54,7 +47,11 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for
         parts: &mut axum::http::request::Parts,
         _state: &S,
     ) -> Result<Self, ApiError> {
-        serde_html_form::from_str(parts.uri.query().unwrap_or_default())
+        let query = parts.uri.query().unwrap_or_default();
+        if query.to_ascii_lowercase().contains("%00") {
+            return Err(ApiError::invalid(NUL));
+        }
+        serde_html_form::from_str(query)
             .map(Params)
             .map_err(|e| ApiError::invalid(format!("invalid query: {e}")))
     }
@@ -72,20 +69,105 @@ pub(crate) fn as_value<T: Serialize>(request: &T) -> Value {
     serde_json::to_value(request).unwrap_or(Value::Null)
 }
 
-/// `bytes` as a `T`, or a 422 saying where and why.
+/// `bytes` (a JSON object) as a `T`, or a 422 saying where and why.
 pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value = json(bytes)?;
+    if !value.is_object() {
+        return Err(ApiError::invalid(format!(
+            "the request body must be a JSON object, not {}",
+            kind(&value)
+        )));
+    }
+    from_value(value)
+}
+
+/// The body's JSON (an empty body reads as `{}`).
+fn json(bytes: &[u8]) -> Result<Value, ApiError> {
     let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
         b"{}"
     } else {
         bytes
     };
-    let value: Value = serde_json::from_slice(text)
-        .map_err(|_| ApiError::invalid("Invalid JSON in request body"))?;
-    from_value(value)
+    serde_json::from_slice(text).map_err(|_| ApiError::invalid("Invalid JSON in request body"))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A typed JSON body that is a list (`POST /runs/batch`): each item a `T`.
+pub(crate) struct ListBody<T>(pub Vec<T>);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ListBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state).await?;
+        let value = json(&bytes)?;
+        if !value.is_array() {
+            return Err(ApiError::invalid(format!(
+                "the request body must be a JSON list, not {}",
+                kind(&value)
+            )));
+        }
+        if let Some(bad) = value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| !v.is_object())
+        {
+            return Err(ApiError::invalid(format!(
+                "each item of the list must be a JSON object, not {}",
+                kind(bad)
+            )));
+        }
+        from_value(value).map(ListBody)
+    }
+}
+
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")
+        } else {
+            ApiError::bad_request(e.body_text())
+        }
+    })
+}
+
+const NUL: &str =
+    "text may not contain NUL (\\u0000): PostgreSQL cannot store it, so no backend takes it";
+
+/// Refuses a NUL character anywhere in `value`'s strings and keys (the same refusal on every
+/// backend, before PostgreSQL would fail on it deep in a write).
+fn no_nul(value: &Value) -> Result<(), ApiError> {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) if s.contains('\0') => return Err(ApiError::invalid(NUL)),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(m) => {
+                if m.keys().any(|k| k.contains('\0')) {
+                    return Err(ApiError::invalid(NUL));
+                }
+                stack.extend(m.values());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// `value` as a `T`, or a 422 saying where and why.
 pub(crate) fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    no_nul(&value)?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let why = e.inner().to_string();
@@ -142,6 +224,18 @@ impl Default for Page {
             offset: 0,
         }
     }
+}
+
+/// One server-sent event of a stream: its name, its JSON data as text, and (on resumable
+/// streams) its id.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StreamEvent {
+    /// `metadata`, `values`, `updates`, `messages`, `error`...
+    pub event: String,
+    /// The event's JSON, as text.
+    pub data: String,
+    /// Its id, for `Last-Event-ID`.
+    pub id: Option<String>,
 }
 
 /// The `{"detail": ...}` of every refusal.

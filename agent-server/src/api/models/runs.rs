@@ -126,13 +126,13 @@ pub enum Nodes {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct CommandBody {
     /// A partial state written first.
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     pub update: Option<Value>,
     /// What `interrupt()` returns.
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     pub resume: Option<Value>,
     /// Node names (a name, a list, or `Send`s).
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     pub goto: Option<Value>,
 }
 
@@ -147,11 +147,11 @@ pub struct ConfigBody {
     pub recursion_limit: Option<u64>,
     /// Settings (the context of graphs written before `context` existed).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub configurable: Option<Object>,
     /// Metadata of the run's checkpoints.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// Anything else, kept as sent.
     #[serde(flatten)]
@@ -173,21 +173,21 @@ pub struct RunCreate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_id: Option<String>,
     /// The graph's input.
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
     /// A command instead of input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandBody>,
     /// Metadata of the run (and of its checkpoints).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Object>,
     /// The run's config.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<ConfigBody>,
     /// The run's context (over its assistant's).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<Object>,
     /// Where its result is POSTed when it ends.
@@ -278,10 +278,10 @@ pub struct Run {
     /// `pending`, `running`, `success`, `error`, `timeout` or `interrupted`.
     pub status: Option<String>,
     /// Its metadata.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// What it was made with.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub kwargs: Option<Value>,
     /// When its thread was busy.
     pub multitask_strategy: Option<String>,

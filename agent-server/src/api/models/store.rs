@@ -18,11 +18,12 @@ pub struct StorePutRequest {
     #[schema(value_type = Object)]
     pub value: Object,
     /// `false`: not embedded; a list of paths: those embedded; absent: the store's fields.
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     #[serde(default)]
     pub index: Option<Value>,
-    /// Minutes it lives (default: the store's).
+    /// Minutes it lives (default: the store's; at most 100 years).
     #[serde(default)]
+    #[schema(exclusive_minimum = 0, maximum = 52_560_000)]
     pub ttl: Option<f64>,
 }
 
@@ -55,7 +56,7 @@ pub struct StoreSearchRequest {
     #[serde(default)]
     pub namespace_prefix: Option<Vec<String>>,
     /// Items whose value matches (`{"field": value}`, `$eq`, `$gt`...).
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     #[serde(default)]
     pub filter: Option<Object>,
     /// How many (default 10).

@@ -42,7 +42,7 @@ pub struct SuperstepUpdate {
     pub values: Value,
     /// A command (not applied by this server: values only).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub command: Option<Value>,
     /// The node the update is written as.
     pub as_node: Option<String>,
@@ -63,7 +63,7 @@ pub struct ThreadCreate {
     #[schema(format = Uuid)]
     pub thread_id: Option<String>,
     /// Metadata kept with it.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// What to do when a thread with this id exists.
     pub if_exists: Option<IfExists>,
@@ -79,7 +79,7 @@ pub struct ThreadCreate {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct ThreadPatch {
     /// Merged into the thread's metadata.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// A new time to live, counting from now.
     pub ttl: Option<TtlBody>,
@@ -171,10 +171,10 @@ pub struct ThreadSearchRequest {
     /// Only these threads.
     pub ids: Option<Vec<String>>,
     /// Threads whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// Threads whose values contain these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub values: Option<Object>,
     /// Threads in this status.
     pub status: Option<ThreadStatus>,
@@ -189,7 +189,7 @@ pub struct ThreadSearchRequest {
     pub select: Option<Vec<ThreadField>>,
     /// Values to extract from each thread, by name: a path (`values.messages`,
     /// `metadata.user`) per name, answered in `extracted`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub extract: Option<std::collections::BTreeMap<String, String>>,
 }
 
@@ -197,10 +197,10 @@ pub struct ThreadSearchRequest {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct ThreadCountRequest {
     /// Threads whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// Threads whose values contain these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub values: Option<Object>,
     /// Threads in this status.
     pub status: Option<ThreadStatus>,
@@ -233,7 +233,7 @@ pub struct CheckpointConfig {
     /// The checkpoint.
     pub checkpoint_id: Option<String>,
     /// Subgraphs' checkpoints (kept as sent).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub checkpoint_map: Option<Object>,
 }
 
@@ -282,7 +282,7 @@ pub struct ThreadStateSearch {
     /// Only checkpoints before this one.
     pub before: Option<Before>,
     /// Checkpoints whose metadata contains these entries.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Object>,
     /// Whose checkpoints: `checkpoint_ns` picks a subgraph's (default: the root graph's).
     pub checkpoint: Option<CheckpointConfig>,
@@ -330,29 +330,29 @@ pub struct Thread {
     #[schema(format = DateTime)]
     pub state_updated_at: Option<String>,
     /// Its metadata.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// The config of its last run.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub config: Option<Value>,
     /// Its status.
     pub status: Option<ThreadStatus>,
     /// Its current state's values (`null`: no state yet).
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     pub values: Option<Value>,
     /// Pending interrupts, by task.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub interrupts: Option<Value>,
     /// Its last run's error, when it failed.
-    #[schema(value_type = Object, nullable)]
+    #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
     /// Its ttl (with `?include=ttl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub ttl: Option<Value>,
     /// What a search's `extract` asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub extracted: Option<Value>,
 }
 
