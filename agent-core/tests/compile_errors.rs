@@ -202,7 +202,10 @@ fn declared_destinations_narrow_where_a_command_goes() {
         .add_edge(START, "a")
         .add_edge("b", END)
         .add_edge("c", END));
-    assert!(matches!(&e, GraphError::Unreachable(n) if n == "b"), "{e:?}");
+    assert!(
+        matches!(&e, GraphError::Unreachable(n) if n == "b"),
+        "{e:?}"
+    );
     let ok = StateGraph::new()
         .add_node("a", commanding)
         .add_node("b", noop)
