@@ -101,6 +101,11 @@ pub struct Topology {
     pub commands: Vec<(String, String)>,
     /// The nodes that run a compiled graph (subgraphs), with that graph's shape.
     pub subgraphs: Vec<(String, Topology)>,
+    /// The state's fields (what a subgraph's schemas describe once its type is erased in
+    /// its node).
+    pub fields: Vec<crate::state::FieldInfo>,
+    /// The runtime context's type (`None` only in a shape made by hand).
+    pub context_type: Option<std::any::TypeId>,
 }
 
 pub(crate) struct Graph<S: GraphState> {
@@ -305,6 +310,8 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
             .iter()
             .filter_map(|(name, spec)| Some((name.clone(), (**spec.subgraph.as_ref()?).clone())))
             .collect(),
+        fields: S::fields().to_vec(),
+        context_type: Some(graph_context.id),
         ..Topology::default()
     };
 

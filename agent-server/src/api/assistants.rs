@@ -437,8 +437,8 @@ struct SubgraphParams {
     recurse: Option<String>,
 }
 
-/// Subgraphs by namespace. Their schemas are not known apart from the parent's (a
-/// subgraph's state type is erased in its node), so each entry's schemas are null.
+/// Subgraphs by namespace with their schemas (LangGraph's `get_subgraphs`: all of them, or
+/// the one at `namespace`; nested ones too with `recurse`).
 async fn subgraphs_of(
     app: &App,
     caller: &Caller,
@@ -447,18 +447,7 @@ async fn subgraphs_of(
     recurse: bool,
 ) -> Result<Response, ApiError> {
     let doc = found(app, caller, id, Verb::Read).await?;
-    let names = served(app, &doc)?.subgraphs(recurse || namespace.is_some());
-    let mut out = Map::new();
-    for name in names {
-        if namespace.is_none_or(|ns| name == ns || (recurse && name.starts_with(&format!("{ns}|"))))
-        {
-            out.insert(
-                name,
-                json!({"input_schema": null, "output_schema": null, "state_schema": null, "config_schema": null, "context_schema": null}),
-            );
-        }
-    }
-    Ok(axum::Json(Value::Object(out)).into_response())
+    Ok(axum::Json(served(app, &doc)?.subgraphs(namespace, recurse)).into_response())
 }
 
 fn truthy(v: Option<&str>) -> bool {

@@ -232,7 +232,9 @@ async fn search(
     if let Some(refresh) = body.refresh_ttl {
         op = op.refresh_ttl(refresh);
     }
-    let items = app.memory.search(op).await.map_err(store_error)?;
+    let items = super::store_search::search(&*app.memory, op)
+        .await
+        .map_err(store_error)?;
     let items: Vec<Value> = items.iter().map(search_item_json).collect();
     Ok(axum::Json(json!({ "items": items })).into_response())
 }

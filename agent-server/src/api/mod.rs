@@ -10,12 +10,15 @@ mod assistants;
 mod body;
 mod crons;
 pub(crate) mod guard;
+mod health;
 mod mcp;
 mod memory;
 pub(crate) mod retention;
 mod runs;
 mod sse;
+mod store_search;
 mod system;
+mod thread_storage;
 mod thread_stream;
 mod threads;
 mod web;
@@ -77,6 +80,7 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
         .merge(system::routes())
         .merge(assistants::routes())
         .merge(threads::routes())
+        .merge(thread_storage::routes())
         .merge(runs::routes())
         .merge(crons::routes())
         .merge(memory::routes())

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -19,8 +19,17 @@ pub(super) fn routes() -> Router<Arc<App>> {
         .route("/metrics", get(metrics))
 }
 
-async fn ok() -> axum::Json<Value> {
-    axum::Json(json!({"ok": true, "services": {}}))
+#[derive(serde::Deserialize)]
+struct OkParams {
+    check_db: Option<String>,
+}
+
+async fn ok(
+    State(app): Shared,
+    Query(p): Query<OkParams>,
+) -> Result<axum::response::Response, crate::error::ApiError> {
+    let check_db = super::health::flag("check_db", p.check_db.as_deref())?;
+    Ok(super::health::ok(&app, check_db).await)
 }
 
 /// The version Studio checks (a langgraph-api 0.16 it knows), and the features we have.
@@ -28,12 +37,28 @@ async fn info() -> axum::Json<Value> {
     axum::Json(json!({
         "version": "0.16.7",
         "agentgraph_version": env!("CARGO_PKG_VERSION"),
-        "flags": {"assistants": true, "crons": false, "langsmith": false},
+        "flags": super::health::flags(),
         "host": {"kind": "self-hosted", "project_id": null, "host_revision_id": null, "revision_id": null, "tenant_id": null},
     }))
 }
 
-async fn metrics(State(app): Shared) -> impl IntoResponse {
+#[derive(serde::Deserialize)]
+struct MetricsParams {
+    format: Option<String>,
+}
+
+async fn metrics(
+    State(app): Shared,
+    Query(p): Query<MetricsParams>,
+) -> Result<axum::response::Response, crate::error::ApiError> {
+    // langgraph-api: `json`, else (`prometheus`, absent or unknown) the text format.
+    if p.format.as_deref() == Some("json") {
+        return super::health::metrics_json(&app).await;
+    }
+    Ok(prometheus(&app).await.into_response())
+}
+
+async fn prometheus(app: &App) -> impl IntoResponse {
     let mut out = String::new();
     let by_status: std::collections::BTreeMap<String, u64> = app
         .store
