@@ -101,6 +101,11 @@ pub struct Topology {
     pub commands: Vec<(String, String)>,
     /// The nodes that run a compiled graph (subgraphs), with that graph's shape.
     pub subgraphs: Vec<(String, Topology)>,
+    /// The state's fields (what a subgraph's schemas describe once its type is erased in
+    /// its node).
+    pub fields: Vec<crate::state::FieldInfo>,
+    /// The runtime context's type (`None` only in a shape made by hand).
+    pub context_type: Option<std::any::TypeId>,
 }
 
 pub(crate) struct Graph<S: GraphState> {
@@ -305,6 +310,8 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
             .iter()
             .filter_map(|(name, spec)| Some((name.clone(), (**spec.subgraph.as_ref()?).clone())))
             .collect(),
+        fields: S::fields().to_vec(),
+        context_type: Some(graph_context.id),
         ..Topology::default()
     };
 
@@ -447,17 +454,18 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
 
     // Every node needs a way out: an edge (END included), conditional edges, destinations,
     // or an output that can be a `Command` (LangGraph compiles a node routed by its gotos
-    // alone; a goto to an unknown node fails when it happens, naming both). Such a node
-    // may go anywhere, as far as reachability knows.
+    // alone; a goto to an unknown node fails when it happens, naming both). A node whose
+    // output can be a `Command` and that declares no destinations may go anywhere, as far
+    // as reachability knows — with or without edges of its own, as LangGraph compiles
+    // `a -> c` with `a` returning `Command(goto="b")`.
     let mut routes_anywhere = vec![false; n];
     for (i, (name, spec)) in nodes.iter().enumerate() {
         let has_edge = edges.iter().any(|e| e.sources.iter().any(|s| s == name));
-        if !has_edge && out[i].branches.is_empty() && spec.destinations.is_empty() {
-            if !spec.may_command {
-                return Err(GraphError::DeadEnd(name.clone()));
-            }
-            routes_anywhere[i] = true;
+        let way_out = has_edge || !out[i].branches.is_empty() || !spec.destinations.is_empty();
+        if !way_out && !spec.may_command {
+            return Err(GraphError::DeadEnd(name.clone()));
         }
+        routes_anywhere[i] = spec.may_command && spec.destinations.is_empty();
     }
 
     // Reachability from START; a join's target needs all its sources reachable.

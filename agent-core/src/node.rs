@@ -206,9 +206,10 @@ impl<S: GraphState> NodeSpec<S> {
         self
     }
 
-    /// Whether the node's output can be a `Command`: a node that can routes by its gotos
-    /// when it has no outgoing edge (LangGraph's rule), anywhere unless
-    /// [`with_destinations`](Self::with_destinations) says where.
+    /// Whether the node's output can be a `Command`: a node that can needs no outgoing edge
+    /// (LangGraph's rule), and `compile()` counts every node as reachable from it — with or
+    /// without edges of its own — unless [`with_destinations`](Self::with_destinations) says
+    /// where its gotos go.
     pub fn may_command(&self) -> bool {
         self.may_command
     }

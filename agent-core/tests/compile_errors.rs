@@ -189,3 +189,31 @@ fn path_map_any_makes_every_node_reachable() {
         .compile();
     assert!(ok.is_ok());
 }
+
+/// A node that may return a `Command` reaches any node, unless its destinations say where:
+/// then a node none of them names is unreachable.
+#[test]
+fn declared_destinations_narrow_where_a_command_goes() {
+    let commanding = |_s: Arc<S>| async { agent_core::Command::<S>::goto("c") };
+    let e = err(StateGraph::new()
+        .add_node("a", commanding.with_destinations(["c"]))
+        .add_node("b", noop)
+        .add_node("c", noop)
+        .add_edge(START, "a")
+        .add_edge("b", END)
+        .add_edge("c", END));
+    assert!(
+        matches!(&e, GraphError::Unreachable(n) if n == "b"),
+        "{e:?}"
+    );
+    let ok = StateGraph::new()
+        .add_node("a", commanding)
+        .add_node("b", noop)
+        .add_node("c", noop)
+        .add_edge(START, "a")
+        .add_edge("a", "c")
+        .add_edge("b", END)
+        .add_edge("c", END)
+        .compile();
+    assert!(ok.is_ok());
+}

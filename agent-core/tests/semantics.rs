@@ -328,6 +328,35 @@ async fn command_goto_and_static_edges_both_fire() {
     assert_eq!(out.visits, ["a", "b", "c"]);
 }
 
+/// LangGraph compiles a node reached only by a goto from a node that also has a static
+/// edge (no `with_destinations`), and runs both next: the goto's target and the edge's.
+#[tokio::test]
+async fn a_node_reached_only_by_a_goto_from_a_node_with_an_edge_compiles() {
+    let graph = StateGraph::new()
+        .add_node("a", |_s: Arc<Trace>| async {
+            Command::goto("b").update(TraceUpdate::default().visits(vec!["a".to_owned()]))
+        })
+        .add_node("b", seen("b"))
+        .add_node("c", seen("c"))
+        .add_edge(START, "a")
+        .add_edge("a", "c")
+        .add_edge("b", END)
+        .add_edge("c", END)
+        .compile()
+        .expect("`b` is reached by a's goto");
+    let out = graph.invoke(Trace::default(), config()).await.unwrap();
+    // Both ran in the step after `a`'s, each seeing only `a`'s visit.
+    assert_eq!(out.visits, ["a", "b after 1", "c after 1"]);
+}
+
+/// A node that records its name and how many visits it saw.
+fn seen(name: &'static str) -> impl Fn(Arc<Trace>) -> std::future::Ready<TraceUpdate> + Clone {
+    move |s: Arc<Trace>| {
+        let visit = format!("{name} after {}", s.visits.len());
+        std::future::ready(TraceUpdate::default().visits(vec![visit]))
+    }
+}
+
 /// LangGraph compiles a node with no outgoing edge that returns `Command(goto=..)`: it routes
 /// by its gotos alone, with no `with_destinations`.
 #[tokio::test]

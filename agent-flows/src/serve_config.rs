@@ -1,9 +1,10 @@
 //! `agent serve --config agentgraph.toml`: the operator's settings in one file — where the
 //! server listens and keeps its data, who may call it (keys, tokens), which web origins and
-//! host names it answers, its limits, the models runs may pick, and the assistants it
-//! serves (a flow with operator settings each, so one flow can be served twice: two forms,
-//! two profile stores). Command-line flags override the file. Unknown keys are errors that
-//! name the key; relative paths are read from the file's directory.
+//! host names it answers, its limits, the models runs may pick, semantic search in its
+//! store, and the assistants it serves (a flow with operator settings each, so one flow can
+//! be served twice: two forms, two profile stores). Command-line flags override the file.
+//! Unknown keys are errors that name the key; relative paths are read from the file's
+//! directory.
 //!
 //! Secrets stay out of the file: it names the environment variables that hold them
 //! (`api_key_env`, `jwt_secret_env`).
@@ -29,6 +30,9 @@ pub struct ServeConfig {
     /// What one request, user, thread or run may ask of it.
     #[serde(default)]
     pub limits: agent_server::Limits,
+    /// The long-term memory store's semantic search.
+    #[serde(default)]
+    pub store: StoreSection,
     /// Flow options for every served flow that takes them (as `--set`).
     #[serde(default)]
     pub settings: BTreeMap<String, Setting>,
@@ -83,6 +87,21 @@ pub struct AuthSection {
     pub jwt_issuer: Option<String>,
     /// The `aud` tokens must carry.
     pub jwt_audience: Option<String>,
+}
+
+/// `[store]`: semantic search in the long-term memory store (`/store/items/search` with a
+/// `query`, the graphs' `ctx.store()`). Without an index a query is ignored.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSection {
+    /// The embeddings items are indexed with: `offline` (the built-in lexical embedding, no
+    /// model or network; `offline:DIMS`), `openai:MODEL` or `ollama:MODEL` (their keys and
+    /// base URLs from the environment: OPENAI_API_KEY, OPENAI_BASE_URL, OLLAMA_HOST).
+    pub index: Option<String>,
+    /// The JSON paths of an item's value that are embedded (default: the whole value, `$`).
+    pub fields: Option<Vec<String>>,
+    /// The vectors' length, for a model that does not say it (otherwise asked once at start).
+    pub dims: Option<usize>,
 }
 
 /// One `[[assistant]]`.
@@ -149,8 +168,15 @@ impl ServeConfig {
         Ok(config)
     }
 
-    /// Assistants name served flows, under ids of their own.
+    /// Assistants name served flows, under ids of their own; the store's paths parse.
     fn check(&self) -> Result<(), String> {
+        for (i, path) in self.store.fields.iter().flatten().enumerate() {
+            agent_core::store::validate_path(path)
+                .map_err(|e| format!("[store] fields: path {} does not parse: {e}", i + 1))?;
+        }
+        if self.store.dims == Some(0) {
+            return Err("[store] dims: a vector has at least one dimension".to_owned());
+        }
         let mut ids = std::collections::BTreeSet::new();
         for a in &self.assistants {
             crate::find(&a.flow).map_err(|e| format!("[[assistant]] `{}`: {e}", a.id))?;
@@ -304,5 +330,20 @@ mod tests {
         assert_eq!(c.assistants.len(), 4);
         assert!(c.auth.api_keys.is_some());
         assert_eq!(c.settings["max_input_chars"].text(), "2000");
+        assert_eq!(c.store.index.as_deref(), Some("offline"));
+        assert_eq!(c.store.fields, Some(vec!["text".to_owned()]));
+    }
+
+    #[test]
+    fn the_store_section_is_checked() {
+        let c = ServeConfig::parse("[store]\nindex = \"ollama:nomic-embed-text\"\ndims = 768\n")
+            .unwrap();
+        assert_eq!(c.store.dims, Some(768));
+        assert!(c.store.fields.is_none());
+        let e = ServeConfig::parse("[store]\nfields = [\"a[\"]\n").unwrap_err();
+        assert!(e.contains("[store] fields"), "{e}");
+        assert!(ServeConfig::parse("[store]\ndims = 0\n").is_err());
+        let e = ServeConfig::parse("[store]\nembed = \"x\"\n").unwrap_err();
+        assert!(e.contains("`embed`"), "{e}");
     }
 }

@@ -2,8 +2,9 @@
 //! answered by a flow, the flow options a run's context may set (and a 422 for others: a
 //! hostile request names no file, database, user or unlisted model, raises no limit, and
 //! reads nothing back), the operator's settings checked and form files read once at start,
-//! the API key, the refusal to listen beyond loopback without one, and private webhook
-//! targets refused unless `--allow-private-webhooks`.
+//! the API key, the refusal to listen beyond loopback without one, private webhook
+//! targets refused unless `--allow-private-webhooks`, and semantic search in the store
+//! (`--store-index`, the config file's `[store]`).
 
 mod common;
 #[path = "../../agent-tools/tests/mcp/python.rs"]
@@ -444,4 +445,71 @@ async fn the_operators_settings_are_read_once_at_start() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Which city are you flying to?"), "{body}");
+}
+
+/// Puts three notes and searches them with a query: the best match first, scored, with an
+/// index; the page unranked (no scores) without one.
+async fn search_notes(url: &str) -> Vec<Value> {
+    let c = client();
+    for (key, text) in [
+        ("train", "the train to Lyon leaves at nine"),
+        ("milk", "buy oat milk and bread"),
+        ("call", "call the dentist on Monday"),
+    ] {
+        let resp = c
+            .put(format!("{url}/store/items"))
+            .json(&json!({"namespace": ["notes"], "key": key, "value": {"text": text}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+    }
+    let resp = c
+        .post(format!("{url}/store/items/search"))
+        .json(&json!({"namespace_prefix": ["notes"], "query": "when does my train leave?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let found: Value = resp.json().await.unwrap();
+    found["items"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn the_store_index_ranks_searches_by_meaning() {
+    // Without an index: the query is ignored, as langgraph-api does.
+    let s = Scratch::new("serve-noindex");
+    let server = serve(&s, &[]);
+    let items = search_notes(&server.url).await;
+    assert_eq!(items.len(), 3);
+    assert!(items.iter().all(|i| i["score"].is_null()), "{items:?}");
+
+    // With one, from the flag or from the config file.
+    let s = Scratch::new("serve-index");
+    let server = serve(&s, &["--store-index", "offline"]);
+    let items = search_notes(&server.url).await;
+    assert_eq!(items[0]["key"], "train", "{items:?}");
+    assert!(items[0]["score"].as_f64().is_some(), "{items:?}");
+
+    let s = Scratch::new("serve-index-file");
+    let config = s.path("agentgraph.toml");
+    std::fs::write(
+        &config,
+        "[store]\nindex = \"offline:128\"\nfields = [\"text\"]\ndims = 128\n",
+    )
+    .unwrap();
+    let server = serve(&s, &["--config", config.to_str().unwrap()]);
+    let items = search_notes(&server.url).await;
+    assert_eq!(items[0]["key"], "train", "{items:?}");
+}
+
+#[test]
+fn a_store_index_that_cannot_be_built_stops_the_start() {
+    let s = Scratch::new("serve-index-bad");
+    let e = fails_to_start(&s, &["--store-index", "cohere:embed"]);
+    assert!(e.contains("--store-index") && e.contains("cohere"), "{e}");
+    let config = s.path("agentgraph.toml");
+    std::fs::write(&config, "[store]\nindex = \"offline:64\"\ndims = 32\n").unwrap();
+    let e = fails_to_start(&s, &["--config", config.to_str().unwrap()]);
+    assert!(e.contains("64") && e.contains("32"), "{e}");
 }

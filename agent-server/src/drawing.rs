@@ -103,22 +103,6 @@ fn ends(t: &Topology, n: &str, prefix: &str, entering: bool, xray: usize) -> Vec
     }
 }
 
-/// The namespaces of `t`'s subgraphs (`sub`, nested `a|b` when `recurse`).
-pub fn subgraph_names(t: &Topology, recurse: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    for (name, sub) in &t.subgraphs {
-        out.push(name.clone());
-        if recurse {
-            out.extend(
-                subgraph_names(sub, true)
-                    .into_iter()
-                    .map(|n| format!("{name}|{n}")),
-            );
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +185,5 @@ mod tests {
             );
         }
         assert_eq!(edges.len(), want.len(), "{edges:?}");
-        assert_eq!(subgraph_names(&t, true), ["sub"]);
     }
 }

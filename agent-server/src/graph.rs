@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
 use crate::messages;
-use crate::schema::{message_defs, title};
+use crate::schema;
 use crate::time::iso_ms;
 use crate::translate::{Erased, Translator, async_stream};
 
@@ -269,8 +269,9 @@ pub trait ServedGraph: Send + Sync + 'static {
     /// The graph as LangGraph's `to_json` (`nodes`, `edges`), subgraphs drawn `xray`
     /// levels deep.
     fn drawing(&self, xray: usize) -> Value;
-    /// The namespaces of its subgraphs (nested ones joined by `|` when `recurse`).
-    fn subgraphs(&self, recurse: bool) -> Vec<String>;
+    /// Its subgraphs' schemas by namespace, as LangGraph's `get_subgraphs`: every subgraph
+    /// node's (nested ones too, `a|b`, when `recurse`), or only the one at `namespace`.
+    fn subgraphs(&self, namespace: Option<&str>, recurse: bool) -> Value;
     /// Input, output, state and context JSON Schemas.
     fn schemas(&self, graph_id: &str) -> Value;
     /// Node names (for `interrupt_before: "*"` and `as_node` checks).
@@ -697,39 +698,30 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         crate::drawing::to_json(self.graph.topology(), xray)
     }
 
-    fn subgraphs(&self, recurse: bool) -> Vec<String> {
-        crate::drawing::subgraph_names(self.graph.topology(), recurse)
+    fn subgraphs(&self, namespace: Option<&str>, recurse: bool) -> Value {
+        let root = self.graph.topology();
+        let mut out = Map::new();
+        for (ns, sub) in schema::subgraphs_at(root, namespace, recurse) {
+            // A subgraph with the graph's context type takes the same context; one with a
+            // type of its own was given its own, whose schema is not known here.
+            let context = (sub.context_type.is_some() && sub.context_type == root.context_type)
+                .then_some(self.context_schema.as_ref());
+            let name = ns.rsplit('|').next().unwrap_or_default();
+            let schemas = schema::graph_schemas(&sub.fields, &format!("{name}_state"), context);
+            out.insert(ns, Value::Object(schemas));
+        }
+        Value::Object(out)
     }
 
     fn schemas(&self, graph_id: &str) -> Value {
-        let message_ref = json!({"oneOf": [
-            {"$ref": "#/$defs/HumanMessage"}, {"$ref": "#/$defs/AIMessage"},
-            {"$ref": "#/$defs/ToolMessage"}, {"$ref": "#/$defs/SystemMessage"}]});
-        let mut props = Map::new();
-        for f in S::fields() {
-            let schema = if self.message_fields.contains(&f.name) {
-                json!({"type": "array", "items": message_ref, "title": title(f.name)})
-            } else {
-                json!({"title": title(f.name)})
-            };
-            props.insert(f.name.to_owned(), schema);
-        }
-        let defs = message_defs();
-        let io = json!({"$defs": defs, "properties": props, "title": "State", "type": "object"});
-        let mut state_props = props.clone();
-        for v in state_props.values_mut() {
-            if let Some(o) = v.as_object_mut() {
-                o.insert("default".to_owned(), Value::Null);
-            }
-        }
-        json!({
-            "graph_id": graph_id,
-            "input_schema": io,
-            "output_schema": io,
-            "state_schema": {"$defs": defs, "properties": state_props, "title": format!("{graph_id}_state"), "type": "object"},
-            "config_schema": self.context_schema.clone().unwrap_or_else(|| json!({})),
-            "context_schema": self.context_schema.clone(),
-        })
+        let mut out = Map::new();
+        out.insert("graph_id".into(), graph_id.into());
+        out.extend(schema::graph_schemas(
+            S::fields(),
+            &format!("{graph_id}_state"),
+            Some(self.context_schema.as_ref()),
+        ));
+        Value::Object(out)
     }
 
     fn nodes(&self) -> Vec<String> {

@@ -148,6 +148,7 @@ pub struct ServerBuilder {
     web_page: bool,
     mcp: bool,
     memory: Option<Arc<dyn agent_core::store::Store>>,
+    store_index: Option<agent_core::store::IndexConfig>,
     clock: Arc<dyn Clock>,
     cron_poll: std::time::Duration,
     webhooks: runs::webhook::WebhookPolicy,
@@ -342,6 +343,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Embeds the items of the store the server opens (in its SQLite file, its PostgreSQL
+    /// database or in memory) with `index`, so searches with a `query` rank by meaning
+    /// (`POST /store/items/search`, and `ctx.store()` in the graphs). Without one a query is
+    /// ignored, as langgraph-api does. A store given with [`store`](Self::store) brings its
+    /// own index instead.
+    pub fn store_index(mut self, index: agent_core::store::IndexConfig) -> Self {
+        self.store_index = Some(index);
+        self
+    }
+
     /// Leases on a shared store (default: 20 s, 3 attempts): how long an instance that
     /// stopped holds its runs before another takes them over.
     pub fn leases(mut self, leases: Leases) -> Self {
@@ -479,6 +490,12 @@ impl ServerBuilder {
             Arc<dyn Checkpointer>,
             Arc<dyn agent_core::store::Store>,
         );
+        if self.memory.is_some() && self.store_index.is_some() {
+            return Err(ServerError::Config(
+                "give the index to the store passed with `store` rather than both store and store_index".to_owned(),
+            ));
+        }
+        let index = self.store_index;
         let mut postgres = None;
         let (store, saver, memory): Opened = match &self.storage {
             Storage::Postgres(url) => {
@@ -488,9 +505,15 @@ impl ServerBuilder {
                 let store = PostgresStore::open(&saver, url).await?;
                 let memory = match self.memory {
                     Some(memory) => memory,
-                    None => Arc::new(
-                        agent_core::store::PostgresStore::from_pool(saver.pool().clone()).await?,
-                    ),
+                    None => {
+                        let memory =
+                            agent_core::store::PostgresStore::from_pool(saver.pool().clone())
+                                .await?;
+                        match index {
+                            Some(index) => Arc::new(memory.with_index(index)),
+                            None => Arc::new(memory),
+                        }
+                    }
                 };
                 postgres = Some(saver.clone());
                 (Arc::new(store), Arc::new(saver), memory)
@@ -498,8 +521,13 @@ impl ServerBuilder {
             Storage::Memory => (
                 Arc::new(SqliteStore::in_memory()?),
                 Arc::new(InMemorySaver::new()),
-                self.memory
-                    .unwrap_or_else(|| Arc::new(agent_core::store::InMemoryStore::new())),
+                self.memory.unwrap_or_else(|| {
+                    let memory = agent_core::store::InMemoryStore::new();
+                    match index {
+                        Some(index) => Arc::new(memory.with_index(index)),
+                        None => Arc::new(memory),
+                    }
+                }),
             ),
             Storage::Sqlite(path) => {
                 let store = Arc::new(SqliteStore::open_with(path, self.leases.max_attempts)?);
@@ -507,7 +535,13 @@ impl ServerBuilder {
                     SqliteSaver::open(path).map_err(|e| ServerError::Checkpoints(Box::new(e)))?;
                 let memory = match self.memory {
                     Some(memory) => memory,
-                    None => Arc::new(agent_core::store::SqliteStore::open(path)?),
+                    None => {
+                        let memory = agent_core::store::SqliteStore::open(path)?;
+                        match index {
+                            Some(index) => Arc::new(memory.with_index(index)),
+                            None => Arc::new(memory),
+                        }
+                    }
                 };
                 (store, Arc::new(saver), memory)
             }
@@ -605,6 +639,7 @@ impl Server {
             web_page: true,
             mcp: true,
             memory: None,
+            store_index: None,
             clock: Arc::new(SystemClock),
             cron_poll: std::time::Duration::from_secs(1),
             webhooks: runs::webhook::WebhookPolicy::default(),

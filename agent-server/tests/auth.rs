@@ -138,6 +138,7 @@ async fn two_users_cannot_see_or_touch_each_others_data_and_the_operator_sees_bo
             Some(json!({"metadata": {"owner": "bob"}})),
         ),
         (Method::GET, format!("/threads/{t}/state"), None),
+        (Method::GET, format!("/threads/{t}/storage"), None),
         (
             Method::POST,
             format!("/threads/{t}/history"),
@@ -160,6 +161,7 @@ async fn two_users_cannot_see_or_touch_each_others_data_and_the_operator_sees_bo
         let (status, v) = bob.call(method.clone(), &path, body).await;
         assert_eq!(status, 404, "bob {method} {path}: {v}");
     }
+    assert_eq!(ada.get(&format!("/threads/{t}/storage")).await.0, 200);
     let (status, _) = bob
         .post(
             "/threads",

@@ -108,6 +108,15 @@ async fn postgres_restarted_under_load_answers_503_and_loses_no_run() {
             started.elapsed()
         );
     }
+    // A load balancer's health check says so; without `check_db` the instance is up.
+    assert_eq!(
+        api.get("/ok?check_db=1").await,
+        (
+            503,
+            json!({"ok": false, "services": {"database": "unhealthy"}})
+        )
+    );
+    assert_eq!(api.get("/ok").await.0, 200);
     tokio::time::sleep(Duration::from_secs(2)).await;
     pg.up().unwrap();
 
@@ -118,6 +127,7 @@ async fn postgres_restarted_under_load_answers_503_and_loses_no_run() {
         async || api.get(&format!("/threads/{t}")).await.0 == 200,
     )
     .await;
+    assert_eq!(api.get("/ok?check_db=1").await.0, 200);
     until("the run to end", Duration::from_secs(40), async || {
         let (_, run) = api.get(&format!("/threads/{t}/runs/{r}")).await;
         run["status"] == "success"

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::codec::serde_bytes_vec::Bytes;
 use super::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint,
-    PendingWrite, StoreOp, Versions, WriteKind, msgpack,
+    PendingWrite, StoreOp, ThreadStorage, Versions, WriteKind, msgpack,
 };
 use crate::error::GraphError;
 
@@ -306,6 +306,44 @@ struct Packed {
     versions: Versions,
     body: Bytes,
     blobs: Vec<(String, Base, Bytes)>,
+}
+
+/// A packed checkpoint read for its blobs' fields and sizes only (a storage report): the
+/// rest is skipped, nothing copied.
+#[derive(Deserialize)]
+struct PackedSizes {
+    #[serde(rename = "parent_id")]
+    _parent_id: serde::de::IgnoredAny,
+    #[serde(rename = "step")]
+    _step: serde::de::IgnoredAny,
+    #[serde(rename = "created_at_ms")]
+    _created_at_ms: serde::de::IgnoredAny,
+    #[serde(rename = "metadata")]
+    _metadata: serde::de::IgnoredAny,
+    #[serde(rename = "versions")]
+    _versions: serde::de::IgnoredAny,
+    #[serde(rename = "body")]
+    _body: serde::de::IgnoredAny,
+    blobs: Vec<(String, serde::de::IgnoredAny, ByteCount)>,
+}
+
+/// The length of a MessagePack binary, read without copying it.
+struct ByteCount(usize);
+
+impl<'de> Deserialize<'de> for ByteCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ByteCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<ByteCount, E> {
+                Ok(ByteCount(v.len()))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
 }
 
 impl Packed {
@@ -787,6 +825,51 @@ impl Checkpointer for InMemorySaver {
             }
         }
         Ok(out)
+    }
+
+    /// The thread's bytes are copied under the lock (the packed checkpoints are shared
+    /// boxes, so a copy each) and read after it.
+    async fn storage(&self, thread_id: &str) -> Result<Option<ThreadStorage>, GraphError> {
+        let mut out = ThreadStorage::default();
+        let mut packed = Vec::new();
+        {
+            let threads = self.lock();
+            for thread in threads
+                .map
+                .get(thread_id)
+                .into_iter()
+                .flat_map(|s| s.values())
+            {
+                for stored in thread.checkpoints.values() {
+                    packed.push(stored.packed.clone());
+                    for large in stored.large.iter() {
+                        out.add_value(&large.field, large.data.len() as u64);
+                    }
+                }
+                for ((field, _), blob) in &thread.loose {
+                    out.add_value(field, blob.data.len() as u64);
+                }
+                for writes in thread.writes.values() {
+                    let bytes = writes.list.iter().map(|w| w.data.len() as u64).sum();
+                    out.writes.add(writes.list.len() as u64, bytes);
+                }
+            }
+        }
+        for bytes in packed {
+            let sizes: PackedSizes =
+                rmp_serde::from_slice(&bytes).map_err(|e| GraphError::Storage {
+                    backend: "memory",
+                    detail: format!("unpacking a checkpoint: {e}"),
+                })?;
+            let mut own = 0;
+            for (field, _, ByteCount(len)) in &sizes.blobs {
+                out.add_value(field, *len as u64);
+                own += *len;
+            }
+            out.checkpoints
+                .add(1, bytes.len().saturating_sub(own) as u64);
+        }
+        Ok(Some(out))
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {

@@ -260,6 +260,58 @@ impl ListFilter {
     }
 }
 
+/// What a thread occupies in a saver, as stored, every namespace (its subgraphs' too):
+/// LangGraph's `thread_storage`, for an operator who asks why a database grows. Bytes are
+/// the stored payloads' lengths (encoded bodies, metadata, values, writes), not the
+/// database's own overhead (row headers, indexes, free pages) nor its compression.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadStorage {
+    /// Checkpoint rows: the encoded checkpoint, its field versions and metadata.
+    pub checkpoints: StoredBytes,
+    /// Stored field values: one per stored version (a delta counts as one).
+    pub values: StoredBytes,
+    /// [`values`](Self::values) by field (LangGraph's channel), `count` its versions.
+    pub by_field: BTreeMap<String, StoredBytes>,
+    /// Pending writes of tasks (kept for resumes and failed steps).
+    pub writes: StoredBytes,
+}
+
+impl ThreadStorage {
+    /// Checkpoints, values and writes together.
+    pub fn total_bytes(&self) -> u64 {
+        self.checkpoints.bytes + self.values.bytes + self.writes.bytes
+    }
+
+    /// Adds one stored value of `field`.
+    pub fn add_value(&mut self, field: &str, bytes: u64) {
+        self.values.add(1, bytes);
+        match self.by_field.get_mut(field) {
+            Some(f) => f.add(1, bytes),
+            None => {
+                self.by_field
+                    .insert(field.to_owned(), StoredBytes { count: 1, bytes });
+            }
+        }
+    }
+}
+
+/// How many of something are stored, and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoredBytes {
+    /// How many.
+    pub count: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+impl StoredBytes {
+    /// Counts `count` more of `bytes` together.
+    pub fn add(&mut self, count: u64, bytes: u64) {
+        self.count += count;
+        self.bytes += bytes;
+    }
+}
+
 /// Where checkpoints are stored. Object-safe: share one as `Arc<dyn Checkpointer>`.
 ///
 /// Every method is about one thread; `ns` separates subgraphs of a run.
@@ -354,6 +406,13 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// resumed from it) are not told apart from the ones its own run left there, and stay.
     async fn delete_for_runs(&self, thread_id: &str, run_ids: &[&str])
     -> Result<usize, GraphError>;
+
+    /// What the thread occupies as stored, every namespace ([`ThreadStorage`]); a thread with
+    /// nothing stored is all zeros. `None` (the default): this saver does not tell.
+    async fn storage(&self, thread_id: &str) -> Result<Option<ThreadStorage>, GraphError> {
+        let _ = thread_id;
+        Ok(None)
+    }
 }
 
 /// Blobs that a set of checkpoints needs: their versions plus the delta bases, transitively.

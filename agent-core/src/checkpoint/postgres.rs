@@ -25,7 +25,7 @@ use super::postgres_connect;
 use super::postgres_migrate::{self, Schema};
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
-    WriteKind, needed_blobs,
+    StoredBytes, ThreadStorage, WriteKind, needed_blobs,
 };
 use crate::error::GraphError;
 
@@ -745,6 +745,45 @@ impl Checkpointer for PostgresSaver {
             .await
             .map_err(err)?;
         rows.iter().map(|r| record_from_row(r, thread_id)).collect()
+    }
+
+    /// One statement (one snapshot), each part through the thread's key; bytes are the
+    /// payloads' lengths (before PostgreSQL's own compression), as the other savers count.
+    async fn storage(&self, thread_id: &str) -> Result<Option<ThreadStorage>, GraphError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT 'checkpoints', NULL::text, count(*),
+                        coalesce(sum(octet_length(body)::bigint + octet_length(metadata::text)
+                            + octet_length(versions::text)), 0)::bigint
+                   FROM agentgraph_checkpoints WHERE thread_id = $1
+                 UNION ALL
+                 SELECT 'writes', NULL, count(*), coalesce(sum(octet_length(data)::bigint), 0)::bigint
+                   FROM agentgraph_writes WHERE thread_id = $1
+                 UNION ALL
+                 SELECT 'values', field, count(*), coalesce(sum(octet_length(data)::bigint), 0)::bigint
+                   FROM agentgraph_blobs WHERE thread_id = $1 GROUP BY field",
+                &[&thread_id],
+            )
+            .await
+            .map_err(err)?;
+        let mut out = ThreadStorage::default();
+        for row in rows {
+            let part: &str = row.try_get(0).map_err(err)?;
+            let field: Option<String> = row.try_get(1).map_err(err)?;
+            let count = row.try_get::<_, i64>(2).map_err(err)?.max(0) as u64;
+            let bytes = row.try_get::<_, i64>(3).map_err(err)?.max(0) as u64;
+            match (part, field) {
+                ("checkpoints", _) => out.checkpoints.add(count, bytes),
+                ("writes", _) => out.writes.add(count, bytes),
+                (_, Some(field)) => {
+                    out.values.add(count, bytes);
+                    out.by_field.insert(field, StoredBytes { count, bytes });
+                }
+                _ => {}
+            }
+        }
+        Ok(Some(out))
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError> {

@@ -36,7 +36,7 @@ use super::sqlite_log;
 use super::sqlite_rows::{self, BlobRows, Locator};
 use super::{
     CheckpointRecord, Checkpointer, FieldBlob, ListFilter, LoadedCheckpoint, PendingWrite, StoreOp,
-    WriteKind,
+    StoredBytes, ThreadStorage, WriteKind,
 };
 use crate::error::GraphError;
 use crate::sqlite::{Tx, wait_when_busy};
@@ -790,6 +790,74 @@ impl Checkpointer for SqliteSaver {
                 }
             }
             Ok(out)
+        })
+        .await
+    }
+
+    /// Three statements in one read transaction, each through the thread's key: the blobs
+    /// are the rows its checkpoints point at and their delta bases (the blobs table has no
+    /// thread index; a recursive query follows `blob_rows` and `base_row`).
+    async fn storage(&self, thread_id: &str) -> Result<Option<ThreadStorage>, GraphError> {
+        let thread = thread_id.to_owned();
+        self.with(move |db| {
+            let tx = db.conn.transaction().map_err(err)?;
+            let mut out = ThreadStorage::default();
+            let count = |n: i64| n.max(0) as u64;
+            let (n, bytes): (i64, i64) = tx
+                .prepare_cached(
+                    "SELECT count(*), coalesce(sum(length(body) + length(metadata)
+                        + length(versions) + length(blob_rows)), 0)
+                       FROM checkpoints WHERE thread_id = ?1",
+                )
+                .map_err(err)?
+                .query_row(params![thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(err)?;
+            out.checkpoints.add(count(n), count(bytes));
+            let (n, bytes): (i64, i64) = tx
+                .prepare_cached(
+                    "SELECT count(*), coalesce(sum(length(data)), 0)
+                       FROM writes WHERE thread_id = ?1",
+                )
+                .map_err(err)?
+                .query_row(params![thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(err)?;
+            out.writes.add(count(n), count(bytes));
+            let mut stmt = tx
+                .prepare_cached(
+                    "WITH RECURSIVE reached(id) AS (
+                         SELECT j.value FROM checkpoints c, json_each(c.blob_rows) j
+                          WHERE c.thread_id = ?1
+                         UNION
+                         SELECT b.base_row FROM blobs b JOIN reached r ON b.id = r.id
+                          WHERE b.base_row IS NOT NULL
+                     )
+                     SELECT b.field, count(*), coalesce(sum(length(b.data)), 0)
+                       FROM reached r JOIN blobs b ON b.id = r.id
+                      WHERE b.thread_id = ?1
+                      GROUP BY b.field",
+                )
+                .map_err(err)?;
+            let fields = stmt
+                .query_map(params![thread], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .map_err(err)?;
+            for field in fields {
+                let (field, n, bytes) = field.map_err(err)?;
+                out.values.add(count(n), count(bytes));
+                out.by_field.insert(
+                    field,
+                    StoredBytes {
+                        count: count(n),
+                        bytes: count(bytes),
+                    },
+                );
+            }
+            Ok(Some(out))
         })
         .await
     }

@@ -46,6 +46,10 @@
 //!   then one in the middle) takes its checkpoints in every namespace with it, every
 //!   remaining checkpoint restores (`get_state`, `get_state_history`), and the next run goes
 //!   on from the latest remaining one.
+//! - [`storage`]: a saver that tells what a thread occupies ([`Checkpointer::storage`])
+//!   counts its checkpoints, values (by field, a delta's base kept by a prune included) and
+//!   pending writes in every namespace, and nothing of other threads; a saver that does not
+//!   tell passes.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -55,7 +59,7 @@ use serde_json::json;
 
 use super::{
     CheckpointMetadata, CheckpointRecord, Checkpointer, FieldBlob, ListFilter, PendingWrite,
-    StoreOp, WriteKind,
+    StoreOp, StoredBytes, WriteKind,
 };
 use crate::error::BoxResult;
 use crate::{Command, END, GraphError, GraphState, NodeContext, RunConfig, START, StateGraph};
@@ -71,6 +75,7 @@ pub const CASES: &[&str] = &[
     "interleaved_namespaces",
     "delete_for_runs",
     "graph_runs_deleted",
+    "storage",
 ];
 
 /// A case that failed: which, on which backend, and why.
@@ -133,6 +138,7 @@ where
     interleaved_namespaces(&factory().await).await?;
     delete_for_runs(&factory().await).await?;
     graph_runs_deleted(&factory().await).await?;
+    storage(&factory().await).await?;
     Ok(CASES.to_vec())
 }
 
@@ -1523,5 +1529,150 @@ pub async fn graph_runs_deleted(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         format!("a run after that went on from count {}", fifth.count - 3)
     })?;
     case.call("delete_thread", saver.delete_thread(thread).await)?;
+    Ok(())
+}
+
+/// What a thread occupies: checkpoints, values by field and pending writes, every namespace,
+/// through a prune and a delete; other threads apart.
+pub async fn storage(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "storage",
+        saver,
+    };
+    let thread = unique("storage");
+    let Some(empty) = case.call("storage", saver.storage(&thread).await)? else {
+        return Ok(());
+    };
+    case.check(
+        empty.total_bytes() == 0 && empty.checkpoints.count == 0,
+        || format!("a thread with nothing stored: {empty:?}"),
+    )?;
+    let (a, b, c, d) = (id(1), id(2), id(3), id(4));
+    let puts = [
+        (record(&thread, &a, None, -1, "input", &[]), vec![]),
+        (
+            record(&thread, &b, Some(&a), 0, "loop", &[("messages", &b)]),
+            vec![blob("messages", &b, None, b"full")],
+        ),
+        (
+            record(
+                &thread,
+                &c,
+                Some(&b),
+                1,
+                "loop",
+                &[("messages", &c), ("count", &c)],
+            ),
+            vec![
+                blob("messages", &c, Some((&b, 1)), b"delta"),
+                blob("count", &c, None, b"7"),
+            ],
+        ),
+    ];
+    for (record, blobs) in &puts {
+        case.call("put", saver.put(record, blobs).await)?;
+    }
+    let mut sub = record(&thread, &d, None, 0, "loop", &[("messages", &d)]);
+    sub.ns = "child:1".into();
+    case.call(
+        "put in a namespace",
+        saver
+            .put(&sub, &[blob("messages", &d, None, b"sub-messages")])
+            .await,
+    )?;
+    let writes = [("t1", &b"out1"[..]), ("t2", &b"out22"[..])].map(|(task, data)| PendingWrite {
+        task_id: task.to_owned(),
+        node: "n".to_owned(),
+        kind: WriteKind::Output,
+        data: data.to_vec(),
+    });
+    case.call(
+        "put_writes",
+        saver.put_writes(&thread, "", &c, &writes).await,
+    )?;
+    // Another thread's rows are not this one's.
+    let other = unique("storage-other");
+    case.call(
+        "put on another thread",
+        saver
+            .put(
+                &record(&other, &a, None, 0, "loop", &[("messages", &a)]),
+                &[blob("messages", &a, None, b"elsewhere")],
+            )
+            .await,
+    )?;
+
+    let told = |what: &str, stored: Option<super::ThreadStorage>| {
+        stored.ok_or_else(|| case.fail(format!("{what}: told once, then not")))
+    };
+    let full = told(
+        "storage",
+        case.call("storage", saver.storage(&thread).await)?,
+    )?;
+    let expected = |messages: u64, messages_bytes: u64| {
+        BTreeMap::from([
+            ("count".to_owned(), StoredBytes { count: 1, bytes: 1 }),
+            (
+                "messages".to_owned(),
+                StoredBytes {
+                    count: messages,
+                    bytes: messages_bytes,
+                },
+            ),
+        ])
+    };
+    case.check(
+        full.checkpoints.count == 4 && full.checkpoints.bytes > 0,
+        || format!("four checkpoints in two namespaces: {full:?}"),
+    )?;
+    case.check(full.by_field == expected(3, 4 + 5 + 12), || {
+        format!("values by field (three of messages, one of count): {full:?}")
+    })?;
+    case.check(
+        full.values
+            == StoredBytes {
+                count: 4,
+                bytes: 22,
+            },
+        || format!("values: {full:?}"),
+    )?;
+    case.check(full.writes == StoredBytes { count: 2, bytes: 9 }, || {
+        format!("pending writes: {full:?}")
+    })?;
+    case.check(
+        full.total_bytes() == full.checkpoints.bytes + 22 + 9,
+        || format!("total: {full:?}"),
+    )?;
+
+    // The root keeps its latest checkpoint, whose delta still needs `b`'s messages.
+    case.call("prune", saver.prune(&thread, "", 1).await)?;
+    let pruned = told(
+        "storage after prune",
+        case.call("storage", saver.storage(&thread).await)?,
+    )?;
+    case.check(pruned.checkpoints.count == 2, || {
+        format!("one checkpoint per namespace after the prune: {pruned:?}")
+    })?;
+    case.check(pruned.by_field == expected(3, 4 + 5 + 12), || {
+        format!("the kept delta's base is still stored, and counted: {pruned:?}")
+    })?;
+
+    case.call("delete_thread", saver.delete_thread(&thread).await)?;
+    let gone = told(
+        "storage after delete",
+        case.call("storage", saver.storage(&thread).await)?,
+    )?;
+    case.check(gone == super::ThreadStorage::default(), || {
+        format!("a deleted thread stores nothing: {gone:?}")
+    })?;
+    let kept = told(
+        "storage",
+        case.call("storage", saver.storage(&other).await)?,
+    )?;
+    case.check(
+        kept.values.count == 1 && kept.checkpoints.count == 1,
+        || format!("the other thread is untouched: {kept:?}"),
+    )?;
+    case.call("delete_thread", saver.delete_thread(&other).await)?;
     Ok(())
 }

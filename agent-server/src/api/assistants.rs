@@ -510,8 +510,8 @@ async fn schemas(
     typed(served(&app, &doc)?.schemas(graph_id)).map(Json)
 }
 
-/// Subgraphs by namespace. Their schemas are not known apart from the parent's (a
-/// subgraph's state type is erased in its node), so each entry's schemas are null.
+/// Subgraphs by namespace with their schemas (LangGraph's `get_subgraphs`: all of them, or
+/// the one at `namespace`; nested ones too with `recurse`).
 async fn subgraphs_of(
     app: &App,
     caller: &Caller,
@@ -520,18 +520,10 @@ async fn subgraphs_of(
     recurse: bool,
 ) -> Result<Json<BTreeMap<String, Value>>, ApiError> {
     let doc = found(app, caller, id, Verb::Read).await?;
-    let names = served(app, &doc)?.subgraphs(recurse || namespace.is_some());
-    let mut out = BTreeMap::new();
-    for name in names {
-        if namespace.is_none_or(|ns| name == ns || (recurse && name.starts_with(&format!("{ns}|"))))
-        {
-            out.insert(
-                name,
-                json!({"input_schema": null, "output_schema": null, "state_schema": null, "config_schema": null, "context_schema": null}),
-            );
-        }
-    }
-    Ok(Json(out))
+    let Value::Object(found) = served(app, &doc)?.subgraphs(namespace, recurse) else {
+        return Ok(Json(BTreeMap::new()));
+    };
+    Ok(Json(found.into_iter().collect()))
 }
 
 /// Get an assistant's subgraphs, by namespace.

@@ -204,7 +204,9 @@ async fn search(
     if let Some(refresh) = body.refresh_ttl {
         op = op.refresh_ttl(refresh);
     }
-    let items = app.memory.search(op).await.map_err(store_error)?;
+    let items = super::store_search::search(&*app.memory, op)
+        .await
+        .map_err(store_error)?;
     Ok(Json(SearchItemsResponse {
         items: items.iter().map(search_item_json).collect(),
     }))

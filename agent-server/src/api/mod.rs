@@ -10,6 +10,7 @@ mod assistants;
 mod crons;
 mod docs;
 pub(crate) mod guard;
+mod health;
 mod mcp;
 mod memory;
 pub(crate) mod models;
@@ -17,7 +18,9 @@ mod paging;
 pub(crate) mod retention;
 mod runs;
 mod sse;
+mod store_search;
 mod system;
+mod thread_storage;
 mod thread_stream;
 mod threads;
 mod web;
@@ -130,6 +133,7 @@ fn api() -> utoipa_axum::router::OpenApiRouter<Arc<App>> {
         .merge(system::routes())
         .merge(assistants::routes())
         .merge(threads::routes())
+        .merge(thread_storage::routes())
         .merge(runs::routes())
         .merge(crons::routes())
         .merge(memory::routes())

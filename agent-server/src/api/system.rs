@@ -20,11 +20,15 @@ pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(metrics))
 }
 
-/// Whether the server is up.
+/// Whether the server is up; with `check_db=1` whether its database answers too.
 #[utoipa::path(get, path = "/ok", tag = "System", params(OkQuery),
-    responses((status = 200, body = OkResponse)))]
-async fn ok(super::models::Params(_query): super::models::Params<OkQuery>) -> axum::Json<Value> {
-    axum::Json(json!({"ok": true, "services": {}}))
+    responses((status = 200, body = OkResponse), (status = 500, body = OkResponse),
+        (status = 503, body = OkResponse)))]
+async fn ok(
+    State(app): Shared,
+    super::models::Params(query): super::models::Params<OkQuery>,
+) -> axum::response::Response {
+    super::health::ok(&app, query.check_db.unwrap_or(0) != 0).await
 }
 
 /// The version Studio checks (a langgraph-api 0.16 it knows), and the features we have.
@@ -33,15 +37,28 @@ async fn info() -> axum::Json<Value> {
     axum::Json(json!({
         "version": "0.16.7",
         "agentgraph_version": env!("CARGO_PKG_VERSION"),
-        "flags": {"assistants": true, "crons": false, "langsmith": false},
+        "flags": super::health::flags(),
         "host": {"kind": "self-hosted", "project_id": null, "host_revision_id": null, "revision_id": null, "tenant_id": null},
     }))
 }
 
-/// Runs by status, queue depth and run times, as Prometheus reads them.
+/// Runs by status, queue depth and run times, as Prometheus reads them (`format=json`: as
+/// langgraph-api's JSON metrics).
 #[utoipa::path(get, path = "/metrics", tag = "System", params(MetricsQuery),
-    responses((status = 200, content_type = "text/plain", body = String)))]
-async fn metrics(State(app): Shared) -> impl IntoResponse {
+    responses((status = 200, description = "The metrics",
+        content((String = "text/plain"), (Object = "application/json")))))]
+async fn metrics(
+    State(app): Shared,
+    super::models::Params(query): super::models::Params<MetricsQuery>,
+) -> Result<axum::response::Response, crate::error::ApiError> {
+    // langgraph-api: `json`, else (`prometheus`, absent or unknown) the text format.
+    if query.format.as_deref() == Some("json") {
+        return super::health::metrics_json(&app).await;
+    }
+    Ok(prometheus(&app).await.into_response())
+}
+
+async fn prometheus(app: &App) -> impl IntoResponse {
     let mut out = String::new();
     let by_status: std::collections::BTreeMap<String, u64> = app
         .store

@@ -180,6 +180,13 @@ impl Checkpointer for Gated {
         let _writing = self.gate.enter(self.backend())?;
         self.inner.delete_for_runs(thread_id, run_ids).await
     }
+
+    async fn storage(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<agent_core::checkpoint::ThreadStorage>, GraphError> {
+        self.inner.storage(thread_id).await
+    }
 }
 
 #[cfg(test)]

@@ -180,6 +180,8 @@ pub struct Runs {
     mirrors: Mutex<HashMap<String, Arc<Notify>>>,
     wake: Notify,
     slots: Arc<Semaphore>,
+    /// How many runs this instance executes at once (`slots`' permits).
+    workers: usize,
     /// This instance's name in leases.
     pub(crate) owner: String,
     pub(crate) leases: Leases,
@@ -259,6 +261,7 @@ impl Runs {
             mirrors: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             slots: Arc::new(Semaphore::new(workers.max(1))),
+            workers: workers.max(1),
             owner: uuid::Uuid::new_v4().to_string(),
             leases,
             draining: AtomicBool::new(false),
@@ -666,6 +669,13 @@ impl Runs {
             self.stop(&run, Stop::ThreadDeleted).await?;
         }
         Ok(())
+    }
+
+    /// This instance's workers: how many runs it executes at once, and how many it is
+    /// executing now (`/metrics`).
+    pub(crate) fn workers(&self) -> (usize, usize) {
+        let free = self.slots.available_permits().min(self.workers);
+        (self.workers, self.workers - free)
     }
 
     /// Active (pending or running) runs of a thread.

@@ -238,6 +238,8 @@ pub(crate) fn abandoned(attempts: i64) -> Value {
 
 /// Runs by status, for `/metrics` (the same SQL on both backends).
 const RUN_COUNTS: &str = "SELECT status, count(*) FROM api_runs GROUP BY status ORDER BY status";
+/// What `ping` asks: an index probe, whatever the table holds.
+const PING: &str = "SELECT 1 FROM api_runs LIMIT 1";
 
 /// Where assistants, threads, runs and the queue live.
 #[async_trait]
@@ -256,6 +258,9 @@ pub trait RunStore: Send + Sync + 'static {
     async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>>;
     /// How many runs the store holds in each status (`/metrics`), counted by the database.
     async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>>;
+    /// Whether the database answers (`/ok?check_db=1`): one trivial read of the runs'
+    /// table.
+    async fn ping(&self) -> StoreResult<()>;
     /// Deletes one; whether it existed.
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool>;
     /// The runs of a thread, oldest first.

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Claim, CronAdvance, Enqueued, Kind, Notice, Queueing, RUN_COUNTS, RunStore, StoreError,
+    Claim, CronAdvance, Enqueued, Kind, Notice, PING, Queueing, RUN_COUNTS, RunStore, StoreError,
     StoreResult, StoredEvent, ThreadEnd, Token,
 };
 
@@ -351,6 +351,14 @@ impl RunStore for PostgresStore {
             .iter()
             .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).max(0) as u64))
             .collect())
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        let c = self.client("health check").await?;
+        c.query_opt(PING, &[])
+            .await
+            .map(drop)
+            .map_err(failed("health check"))
     }
 
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {

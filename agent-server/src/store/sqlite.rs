@@ -14,8 +14,8 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::{
-    Claim, CronAdvance, Enqueued, Kind, Queueing, RUN_COUNTS, RunStore, StoreError, StoreResult,
-    ThreadEnd, Token,
+    Claim, CronAdvance, Enqueued, Kind, PING, Queueing, RUN_COUNTS, RunStore, StoreError,
+    StoreResult, ThreadEnd, Token,
 };
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -474,6 +474,16 @@ impl RunStore for SqliteStore {
             stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
                 .map(|row| row.map(|(status, n)| (status, n.max(0) as u64)))
                 .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        self.with("health check", |c| {
+            c.prepare_cached(PING)?
+                .query_row([], |_| Ok(()))
+                .optional()
+                .map(drop)
         })
         .await
     }

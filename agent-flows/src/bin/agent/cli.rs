@@ -124,7 +124,7 @@ pub enum MemoryAction {
 /// the default shown.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The operator's settings file (TOML: server, auth, limits, settings, assistants; the
+    /// The operator's settings file (TOML: server, auth, limits, store, settings, assistants; the
     /// guide's "Deploying safely", docs/guide/src/deploying.md, has a complete example).
     /// Flags override it.
     #[arg(long, value_name = "FILE")]
@@ -197,6 +197,12 @@ pub struct ServeArgs {
     /// What --thread-ttl does to an expired thread: delete (the default) or keep_latest.
     #[arg(long, value_name = "STRATEGY")]
     pub thread_ttl_strategy: Option<String>,
+    /// Semantic search in the store (store searches with a query, ranked by meaning): the
+    /// embeddings items are indexed with — offline (built-in, lexical: no model or network;
+    /// offline:DIMS), openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL) or ollama:MODEL
+    /// (OLLAMA_HOST). Default: none (a query is ignored, as langgraph-api does).
+    #[arg(long, value_name = "EMBEDDING")]
+    pub store_index: Option<String>,
 }
 
 /// Options of `run` and `chat`.

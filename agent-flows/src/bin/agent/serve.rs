@@ -150,6 +150,17 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::usage(format!("--thread-ttl: {e}")))?;
         builder = builder.thread_ttl(ttl);
     }
+    let index = match args
+        .store_index
+        .as_deref()
+        .or(config.store.index.as_deref())
+    {
+        Some(spec) if !spec.trim().is_empty() => {
+            builder = builder.store_index(store_index(spec.trim(), &config.store).await?);
+            format!("; store index: {}", spec.trim())
+        }
+        _ => String::new(),
+    };
     let mut count = 0;
 
     for one in assistants(&config)? {
@@ -194,8 +205,8 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "agent serve: {} assistants on http://{address} (data in {}; {})",
-        count, shown, described
+        "agent serve: {} assistants on http://{address} (data in {}; {}{})",
+        count, shown, described, index
     );
     let _ = writeln!(
         err,
@@ -206,6 +217,40 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
         .serve(listener)
         .await
         .map_err(|e| Failure::message(e.to_string()))
+}
+
+/// The store's index: the embeddings `spec` names (`--store-index`, else the config file's
+/// `[store] index`; keys and base URLs from the environment, as for models), embedding the
+/// section's `fields`. Their length is the embeddings' own, the section's `dims`, or asked of
+/// the model once now.
+async fn store_index(
+    spec: &str,
+    section: &agent_flows::serve_config::StoreSection,
+) -> Result<agent_core::store::IndexConfig, Failure> {
+    let embeddings = agent_llm::embeddings::init_embeddings(spec)
+        .map_err(|e| Failure::usage(format!("--store-index: {e}")))?;
+    let fields = section
+        .fields
+        .clone()
+        .unwrap_or_else(|| vec!["$".to_owned()]);
+    match (embeddings.dims(), section.dims) {
+        (Some(made), Some(said)) if made != said => Err(Failure::usage(format!(
+            "--store-index {spec}: its vectors have {made} dimensions, not the {said} of [store] dims; drop dims (or use offline:{said})"
+        ))),
+        (None, Some(dims)) => Ok(agent_core::store::IndexConfig::new(
+            dims,
+            agent_llm::embeddings::to_embed(embeddings),
+        )
+        .fields(fields)),
+        _ => agent_llm::embeddings::index_config(embeddings, fields)
+            .await
+            // The provider's error may name its base URL: only what to check is told.
+            .map_err(|_| {
+                Failure::message(format!(
+                    "--store-index {spec}: the embeddings did not answer when asked their length; check that the model runs and its base URL (OPENAI_BASE_URL, OLLAMA_HOST), or set dims in the config file's [store]"
+                ))
+            }),
+    }
 }
 
 /// One assistant to serve: a flow under an id, with its own operator settings.

@@ -417,3 +417,48 @@ pub struct ThreadHistoryQuery {
     /// Only checkpoints before this one.
     pub before: Option<String>,
 }
+
+/// Bytes a thread occupies in the checkpointer, as stored (`GET /threads/{thread_id}/storage`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ThreadStorage {
+    /// The thread.
+    #[schema(format = Uuid)]
+    pub thread_id: String,
+    /// Sum of the three sections below.
+    pub total_bytes: u64,
+    /// Checkpoint rows: the checkpoint and its metadata.
+    pub checkpoints: StoredCount,
+    /// Stored channel values, one row per channel version.
+    pub channel_values: ChannelValuesStorage,
+    /// Task writes not yet folded into a checkpoint.
+    pub pending_writes: StoredCount,
+}
+
+/// How many rows and their bytes.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StoredCount {
+    /// Rows.
+    pub count: u64,
+    /// Their bytes, as stored.
+    pub bytes: u64,
+}
+
+/// The channel values' rows, in all and per channel.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ChannelValuesStorage {
+    /// Rows (one per channel version).
+    pub count: u64,
+    /// Their bytes, as stored.
+    pub bytes: u64,
+    /// Per channel.
+    pub by_channel: std::collections::BTreeMap<String, ChannelStorage>,
+}
+
+/// One channel's stored versions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ChannelStorage {
+    /// Versions stored.
+    pub versions: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}

@@ -139,6 +139,16 @@ async def check_health(c):
     info = await c.http.get("/info")
     expect(isinstance(info, dict) and isinstance(info.get("version"), str),
            f"/info should carry a version string: {short(info)}")
+    flags = info.get("flags") or {}
+    expect(flags.get("assistants") is True and flags.get("crons") is True,
+           f"/info's flags should say assistants and crons work: {short(flags)}")
+    checked = await c.http.get("/ok", params={"check_db": 1})
+    expect(checked.get("ok") is True, f"/ok?check_db=1 with the database up: {short(checked)}")
+    metrics = await c.http.get("/metrics", params={"format": "json"})
+    queue, workers = metrics.get("queue") or {}, metrics.get("workers") or {}
+    expect(isinstance(queue.get("n_pending"), int) and isinstance(queue.get("n_running"), int),
+           f"/metrics?format=json's queue: {short(metrics)}")
+    expect({"max", "active", "available"} <= set(workers), f"/metrics?format=json's workers: {short(metrics)}")
 
 
 async def system_assistant(c, graph_id):
@@ -227,7 +237,44 @@ async def check_assistants_schemas(c):
     expect("sub" in subs, f"get_subgraphs should list the subgraph namespace 'sub': {sorted(subs)}")
 
 
+@check
+async def check_assistants_subgraphs(c):
+    a = await system_assistant(c, "agent")
+    aid = a["assistant_id"]
+    subs = await c.assistants.get_subgraphs(aid)
+    expect(list(subs) == ["sub"], f"get_subgraphs lists the one subgraph: {sorted(subs)}")
+    for k in ("input_schema", "output_schema", "state_schema"):
+        props = (subs["sub"].get(k) or {}).get("properties") or {}
+        expect("messages" in props, f"the subgraph's {k} describes its state: {short(subs['sub'].get(k))}")
+    items = ((subs["sub"]["input_schema"].get("properties") or {}).get("messages") or {}).get("items")
+    expect(items is not None, f"the subgraph's messages are a list of messages: {short(subs['sub']['input_schema'])}")
+    there = await c.assistants.get_subgraphs(aid, namespace="sub")
+    expect(list(there) == ["sub"] and there["sub"]["input_schema"] == subs["sub"]["input_schema"],
+           f"get_subgraphs(namespace='sub'): {sorted(there)}")
+    deep = await c.assistants.get_subgraphs(aid, recurse=True)
+    expect(list(deep) == ["sub"], f"get_subgraphs(recurse=True): nothing is nested in `sub`: {sorted(deep)}")
+    none = await c.assistants.get_subgraphs(aid, namespace="nope")
+    expect(none == {}, f"get_subgraphs(namespace='nope') is empty: {short(none)}")
+    simple = await system_assistant(c, "simple")
+    expect(await c.assistants.get_subgraphs(simple["assistant_id"]) == {}, "simple has no subgraphs")
+
+
 # ---------------------------------------------------------------- threads
+
+@check
+async def check_store_search_query(c):
+    # A server without an index (both reference servers): the query is ignored and the
+    # filtered items come back unranked.
+    ns = ["sdk_check_query", TAG, "notes"]
+    await c.store.put_item(ns, "train", {"text": "the train to Lyon leaves at nine"})
+    await c.store.put_item(ns, "milk", {"text": "buy oat milk and bread"})
+    found = await c.store.search_items(ns, query="when does my train leave?")
+    keys = sorted(i["key"] for i in found["items"])
+    expect(keys == ["milk", "train"], f"search_items(query=...) without an index: {short(found)}")
+    expect(all(i.get("score") is None for i in found["items"]), f"unranked: {short(found)}")
+    one = await c.store.search_items(ns, query="bread", filter={"text": "buy oat milk and bread"})
+    expect([i["key"] for i in one["items"]] == ["milk"], f"the filter still applies: {short(one)}")
+
 
 @check
 async def check_store_items(c):
