@@ -12,10 +12,10 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::body::{Fields, contains, object};
-use super::{App, Caller, Grant, JsonBody, Shared, paged, refuse_auth_user, uuid_path};
+use super::{App, Caller, Grant, JsonBody, Page, Shared, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
-use crate::store::Kind;
+use crate::store::{self, Kind};
 use crate::time::now_iso;
 
 pub(super) fn routes() -> Router<Arc<App>> {
@@ -314,27 +314,32 @@ async fn remove(
         let threads = app
             .grant(&caller, Resource::Threads, Verb::Delete, &doc)
             .await?;
-        for thread in app.store.all(Kind::Thread).await? {
-            if thread["metadata"]["assistant_id"] == id.as_str()
-                && threads.admits(&thread["metadata"])
-            {
-                let tid = thread["thread_id"].as_str().unwrap_or_default();
-                if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
-                    g.delete_thread(tid).await?;
-                }
-                app.store.delete(Kind::Thread, tid).await?;
+        let mut metadata = Map::new();
+        metadata.insert("assistant_id".into(), id.clone().into());
+        let query = store::Query {
+            metadata,
+            owner: threads.scope(),
+            ..store::Query::default()
+        };
+        for thread in app.store.search(Kind::Thread, &query).await? {
+            let tid = thread["thread_id"].as_str().unwrap_or_default();
+            if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
+                g.delete_thread(tid).await?;
             }
+            app.store.delete(Kind::Thread, tid).await?;
         }
     }
     app.store.delete(Kind::Assistant, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// What a search or count body asks for, within what the caller may see (the served
+/// graphs' own assistants are everyone's).
 async fn matching(
     app: &App,
     caller: &Caller,
     body: &Map<String, Value>,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<store::Query, ApiError> {
     let grant = app
         .grant(
             caller,
@@ -343,25 +348,18 @@ async fn matching(
             &Value::Object(body.clone()),
         )
         .await?;
-    let graph_id = body.opt_str("graph_id")?;
-    let name = body.opt_str("name")?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
-    Ok(app
-        .store
-        .all(Kind::Assistant)
-        .await?
-        .into_iter()
-        .filter(|a| visible(&grant, a))
-        .filter(|a| graph_id.as_deref().is_none_or(|g| a["graph_id"] == g))
-        .filter(|a| {
-            name.as_deref().is_none_or(|n| {
-                a["name"]
-                    .as_str()
-                    .is_some_and(|s| s.to_lowercase().contains(&n.to_lowercase()))
-            })
-        })
-        .filter(|a| contains(&a["metadata"], &metadata))
-        .collect())
+    let mut fields = Map::new();
+    if let Some(graph_id) = body.opt_str("graph_id")? {
+        fields.insert("graph_id".into(), graph_id.into());
+    }
+    Ok(store::Query {
+        metadata: body.opt_object("metadata")?.unwrap_or_default(),
+        owner: grant.scope(),
+        or_system: true,
+        fields,
+        name: body.opt_str("name")?,
+        ..store::Query::default()
+    })
 }
 
 const SORTS: &[&str] = &[
@@ -378,8 +376,14 @@ async fn search(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let found = matching(&app, &caller, &body).await?;
-    paged(&app.limits, found, &body, "created_at", SORTS)
+    let query = matching(&app, &caller, &body).await?;
+    let page = Page::of(&app.limits, &body, "created_at", SORTS)?;
+    let paged = page.query(&query);
+    let (found, total) = tokio::try_join!(
+        app.store.search(Kind::Assistant, &paged),
+        app.store.count(Kind::Assistant, &query),
+    )?;
+    Ok(page.respond(found, total))
 }
 
 async fn count(
@@ -388,7 +392,8 @@ async fn count(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
+    let query = matching(&app, &caller, &body).await?;
+    Ok(axum::Json(app.store.count(Kind::Assistant, &query).await?).into_response())
 }
 
 fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, ApiError> {

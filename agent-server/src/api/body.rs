@@ -1,5 +1,6 @@
 //! Reading requests: JSON bodies (also when sent as `text/plain`, as browsers do to skip a
-//! preflight), path ids, field checks with messages that name the field, and pagination.
+//! preflight), path ids, field checks with messages that name the field, and the page a
+//! search asks for (the store sorts, pages and counts; see [`crate::store::Query`]).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -8,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::store::Query;
 
 /// A JSON body; an empty body reads as `{}`.
 pub(crate) struct JsonBody(pub Value);
@@ -120,66 +122,98 @@ pub(crate) fn contains(doc: &Value, filter: &Map<String, Value>) -> bool {
     filter.iter().all(|(k, v)| doc.get(k) == Some(v))
 }
 
-/// Sorts by `sort_by` (a string field) in `sort_order`, then returns the page `offset`,
-/// `limit` of `items` with LangGraph's pagination headers, keeping only `select` keys.
-pub(crate) fn paged(
-    limits: &crate::limits::Limits,
-    mut items: Vec<Value>,
-    body: &Map<String, Value>,
-    default_sort: &str,
-    allowed_sorts: &[&str],
-) -> Result<Response, ApiError> {
-    let (limit, offset) = limits.page(
-        body.opt_usize("limit")?.unwrap_or(10),
-        body.opt_usize("offset")?.unwrap_or(0),
-    )?;
-    let sort_by = body
-        .opt_str("sort_by")?
-        .unwrap_or_else(|| default_sort.to_owned());
-    if !allowed_sorts.contains(&sort_by.as_str()) {
-        return Err(ApiError::invalid(format!(
-            "'sort_by' must be one of: {}",
-            allowed_sorts.join(", ")
-        )));
-    }
-    let descending = match body.opt_str("sort_order")?.as_deref() {
-        None | Some("desc") => true,
-        Some("asc") => false,
-        Some(other) => {
+/// The order and page a search body asks for (`limit`, `offset`, `sort_by`, `sort_order`,
+/// `select`), checked: the store sorts and pages, [`Page::respond`] answers.
+pub(crate) struct Page {
+    /// At most this many.
+    pub(crate) limit: usize,
+    /// Skipping this many.
+    pub(crate) offset: usize,
+    /// One of the route's sorts.
+    pub(crate) sort_by: String,
+    /// `sort_order` is `desc` (the default).
+    pub(crate) descending: bool,
+    /// Only these keys of each item, when asked.
+    pub(crate) select: Option<Vec<String>>,
+}
+
+impl Page {
+    /// The page `body` asks for, sorted by `default_sort` unless it names one of
+    /// `allowed_sorts`.
+    pub(crate) fn of(
+        limits: &crate::limits::Limits,
+        body: &Map<String, Value>,
+        default_sort: &str,
+        allowed_sorts: &[&str],
+    ) -> Result<Page, ApiError> {
+        let (limit, offset) = limits.page(
+            body.opt_usize("limit")?.unwrap_or(10),
+            body.opt_usize("offset")?.unwrap_or(0),
+        )?;
+        let sort_by = body
+            .opt_str("sort_by")?
+            .unwrap_or_else(|| default_sort.to_owned());
+        if !allowed_sorts.contains(&sort_by.as_str()) {
             return Err(ApiError::invalid(format!(
-                "'sort_order' must be asc or desc, not '{other}'"
+                "'sort_by' must be one of: {}",
+                allowed_sorts.join(", ")
             )));
         }
-    };
-    let key = |v: &Value| v.get(&sort_by).map(Value::to_string).unwrap_or_default();
-    items.sort_by_key(key);
-    if descending {
-        items.reverse();
-    }
-    let total = items.len();
-    let select: Option<Vec<String>> = match body.get("select") {
-        Some(Value::Array(keys)) => Some(
-            keys.iter()
-                .filter_map(|k| k.as_str().map(str::to_owned))
-                .collect(),
-        ),
-        _ => None,
-    };
-    let page: Vec<Value> = items
-        .into_iter()
-        .skip(offset)
-        .take(limit)
-        .map(|v| match (&select, v) {
-            (Some(keys), Value::Object(m)) => {
-                Value::Object(m.into_iter().filter(|(k, _)| keys.contains(k)).collect())
+        let descending = match body.opt_str("sort_order")?.as_deref() {
+            None | Some("desc") => true,
+            Some("asc") => false,
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "'sort_order' must be asc or desc, not '{other}'"
+                )));
             }
-            (_, v) => v,
+        };
+        let select = match body.get("select") {
+            Some(Value::Array(keys)) => Some(
+                keys.iter()
+                    .filter_map(|k| k.as_str().map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        Ok(Page {
+            limit,
+            offset,
+            sort_by,
+            descending,
+            select,
         })
-        .collect();
-    let mut headers = HeaderMap::new();
-    headers.insert("x-pagination-total", HeaderValue::from(total));
-    if offset + limit < total {
-        headers.insert("x-pagination-next", HeaderValue::from(offset + limit));
     }
-    Ok((headers, axum::Json(Value::Array(page))).into_response())
+
+    /// `query` asking for this page (ties in the order they were written).
+    pub(crate) fn query(&self, query: &Query) -> Query {
+        Query {
+            sort_by: Some(self.sort_by.clone()),
+            descending: self.descending,
+            limit: Some(self.limit),
+            offset: self.offset,
+            ..query.clone()
+        }
+    }
+
+    /// The page's `items` (only the `select` keys) with LangGraph's pagination headers:
+    /// `total` matches, and the next page's offset when there is one.
+    pub(crate) fn respond(&self, items: Vec<Value>, total: u64) -> Response {
+        let page: Vec<Value> = items
+            .into_iter()
+            .map(|v| match (&self.select, v) {
+                (Some(keys), Value::Object(m)) => {
+                    Value::Object(m.into_iter().filter(|(k, _)| keys.contains(k)).collect())
+                }
+                (_, v) => v,
+            })
+            .collect();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-pagination-total", HeaderValue::from(total));
+        let next = self.offset.saturating_add(self.limit) as u64;
+        if next < total {
+            headers.insert("x-pagination-next", HeaderValue::from(next));
+        }
+        (headers, axum::Json(Value::Array(page))).into_response()
+    }
 }

@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::assistants::resolve;
-use super::body::{Fields, contains, object, paged};
+use super::body::{Fields, Page, object};
 use super::runs::{check_run_fields, queue};
 use super::threads::found as thread_found;
 use super::{App, Caller, JsonBody, Shared, uuid_path};
@@ -28,6 +28,7 @@ use crate::error::ApiError;
 use crate::limits::too_many;
 use crate::runs::cron::{Schedule, advance, next_run};
 use crate::runs::webhook;
+use crate::store;
 use crate::time::{Clock, iso_ms, now_iso, parse_ms};
 
 /// When the scheduler looks for due crons, and by which clock.
@@ -154,14 +155,22 @@ async fn make(
             &Value::Object(body.clone()),
         )
         .await?;
+    let mut mine = Map::new();
+    mine.insert(
+        "user_id".into(),
+        caller
+            .user
+            .as_ref()
+            .map_or(Value::Null, |u| u.identity.clone().into()),
+    );
     let owned = app
         .store
-        .crons()
-        .await?
-        .iter()
-        .filter(|c| c["user_id"].as_str().unwrap_or_default() == caller.bucket())
-        .count();
-    if owned >= app.limits.crons_per_user {
+        .count_crons(&store::Query {
+            fields: mine,
+            ..store::Query::default()
+        })
+        .await?;
+    if owned >= app.limits.crons_per_user as u64 {
         return Err(too_many(format!(
             "this user has {owned} crons, the most this server keeps per user; delete one first"
         )));
@@ -330,12 +339,12 @@ async fn update(
     Ok(axum::Json(public(doc)).into_response())
 }
 
-/// The crons a search or count body asks for.
+/// What a search or count body asks for, within what the caller may see.
 async fn matching(
     app: &App,
     caller: &Caller,
     body: &Map<String, Value>,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<store::Query, ApiError> {
     let grant = app
         .grant(
             caller,
@@ -354,25 +363,22 @@ async fn matching(
         }),
         _ => None,
     };
-    let thread = body.opt_str("thread_id")?.filter(|t| !t.is_empty());
-    let enabled = body.opt_bool("enabled")?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
-    Ok(app
-        .store
-        .crons()
-        .await?
-        .into_iter()
-        .filter(|c| grant.admits(&c["metadata"]))
-        .filter(|c| {
-            assistant
-                .as_ref()
-                .is_none_or(|a| c["assistant_id"] == a.as_str())
-        })
-        .filter(|c| thread.as_ref().is_none_or(|t| c["thread_id"] == t.as_str()))
-        .filter(|c| enabled.is_none_or(|e| c["enabled"] == e))
-        .filter(|c| contains(&c["metadata"], &metadata))
-        .map(public)
-        .collect())
+    let mut fields = Map::new();
+    if let Some(assistant) = assistant {
+        fields.insert("assistant_id".into(), assistant.into());
+    }
+    if let Some(thread) = body.opt_str("thread_id")?.filter(|t| !t.is_empty()) {
+        fields.insert("thread_id".into(), thread.into());
+    }
+    if let Some(enabled) = body.opt_bool("enabled")? {
+        fields.insert("enabled".into(), enabled.into());
+    }
+    Ok(store::Query {
+        metadata: body.opt_object("metadata")?.unwrap_or_default(),
+        owner: grant.scope(),
+        fields,
+        ..store::Query::default()
+    })
 }
 
 async fn search(
@@ -381,8 +387,14 @@ async fn search(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let found = matching(&app, &caller, &body).await?;
-    paged(&app.limits, found, &body, "created_at", SORTS)
+    let query = matching(&app, &caller, &body).await?;
+    let page = Page::of(&app.limits, &body, "created_at", SORTS)?;
+    let paged = page.query(&query);
+    let (found, total) = tokio::try_join!(
+        app.store.search_crons(&paged),
+        app.store.count_crons(&query),
+    )?;
+    Ok(page.respond(found.into_iter().map(public).collect(), total))
 }
 
 async fn count(
@@ -391,7 +403,8 @@ async fn count(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
+    let query = matching(&app, &caller, &body).await?;
+    Ok(axum::Json(app.store.count_crons(&query).await?).into_response())
 }
 
 /// The run body of a tick of `cron`: its payload without the cron's own settings, its

@@ -39,7 +39,7 @@ use crate::store::RunStore;
 pub(crate) use access::{AUTH_USER, Caller, Grant, StreamPermit, Streams, refuse_auth_user};
 
 pub(crate) use assistants::system_assistant;
-pub(crate) use body::{JsonBody, paged, uuid_path};
+pub(crate) use body::{JsonBody, Page, uuid_path};
 pub(crate) use crons::{Scheduling, spawn_scheduler};
 
 /// What every handler reaches.

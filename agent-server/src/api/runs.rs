@@ -21,7 +21,7 @@ use crate::error::ApiError;
 use crate::graph::ApiMode;
 use crate::limits::too_many;
 use crate::runs::{CancelAction, RunChannel};
-use crate::store::Kind;
+use crate::store::{self, Kind};
 use crate::time::now_iso;
 
 pub(super) fn routes() -> Router<Arc<App>> {
@@ -719,16 +719,24 @@ async fn list(
         .filter(|(k, _)| k == "select")
         .map(|(_, v)| v.as_str())
         .collect();
-    let mut runs = app
+    let mut of_thread = serde_json::Map::new();
+    of_thread.insert("thread_id".into(), doc["thread_id"].clone());
+    let runs = app
         .store
-        .runs_of(doc["thread_id"].as_str().unwrap_or_default())
+        .search(
+            Kind::Run,
+            &store::Query {
+                fields: of_thread,
+                status: status.map(str::to_owned),
+                descending: true,
+                limit: Some(limit),
+                offset,
+                ..store::Query::default()
+            },
+        )
         .await?;
-    runs.reverse();
     let page: Vec<Value> = runs
         .iter()
-        .filter(|r| status.is_none_or(|s| r["status"] == s))
-        .skip(offset)
-        .take(limit)
         .map(public)
         .map(|r| match (select.is_empty(), r) {
             (false, Value::Object(m)) => Value::Object(
@@ -981,13 +989,16 @@ async fn cancel_many(
                     )));
                 }
             };
-            app.store
-                .all(Kind::Run)
-                .await?
-                .into_iter()
-                .filter(|r| r["status"].as_str().is_some_and(|st| wanted.contains(&st)))
-                .filter(|r| grant.admits(&r["metadata"]))
-                .collect()
+            let mut found = Vec::new();
+            for status in wanted {
+                let query = store::Query {
+                    status: Some((*status).to_owned()),
+                    owner: grant.scope(),
+                    ..store::Query::default()
+                };
+                found.extend(app.store.search(Kind::Run, &query).await?);
+            }
+            found
         }
         (None, Some(t)) => app
             .store

@@ -11,13 +11,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
-use super::body::{Fields, contains, object};
+use super::body::{Fields, object};
 use super::retention::{self, ThreadTtl, TtlStrategy};
-use super::{App, Caller, JsonBody, Shared, paged, uuid_path};
+use super::{App, Caller, JsonBody, Page, Shared, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
-use crate::store::Kind;
+use crate::store::{self, Kind};
 use crate::time::now_iso;
 
 pub(super) fn routes() -> Router<Arc<App>> {
@@ -257,11 +257,12 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// What a search or count body asks for, within what the caller may see.
 async fn matching(
     app: &App,
     caller: &Caller,
     body: &Map<String, Value>,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<store::Query, ApiError> {
     let grant = app
         .grant(
             caller,
@@ -270,9 +271,6 @@ async fn matching(
             &Value::Object(body.clone()),
         )
         .await?;
-    let metadata = body.opt_object("metadata")?.unwrap_or_default();
-    let values = body.opt_object("values")?.unwrap_or_default();
-    let status = body.opt_str("status")?;
     let ids: Option<Vec<String>> = match body.get("ids") {
         Some(Value::Array(ids)) => Some(
             ids.iter()
@@ -281,21 +279,14 @@ async fn matching(
         ),
         _ => None,
     };
-    Ok(app
-        .store
-        .all(Kind::Thread)
-        .await?
-        .into_iter()
-        .filter(|t| grant.admits(&t["metadata"]))
-        .filter(|t| contains(&t["metadata"], &metadata))
-        .filter(|t| values.is_empty() || contains(&t["values"], &values))
-        .filter(|t| status.as_deref().is_none_or(|s| t["status"] == s))
-        .filter(|t| {
-            ids.as_ref()
-                .is_none_or(|ids| ids.iter().any(|i| t["thread_id"] == i.as_str()))
-        })
-        .map(|t| retention::public(t, false))
-        .collect())
+    Ok(store::Query {
+        metadata: body.opt_object("metadata")?.unwrap_or_default(),
+        owner: grant.scope(),
+        values: body.opt_object("values")?.unwrap_or_default(),
+        status: body.opt_str("status")?,
+        ids,
+        ..store::Query::default()
+    })
 }
 
 const SORTS: &[&str] = &[
@@ -312,8 +303,15 @@ async fn search(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    let found = matching(&app, &caller, &body).await?;
-    paged(&app.limits, found, &body, "created_at", SORTS)
+    let query = matching(&app, &caller, &body).await?;
+    let page = Page::of(&app.limits, &body, "created_at", SORTS)?;
+    let paged = page.query(&query);
+    let (found, total) = tokio::try_join!(
+        app.store.search(Kind::Thread, &paged),
+        app.store.count(Kind::Thread, &query),
+    )?;
+    let found = found.into_iter().map(|t| retention::public(t, false));
+    Ok(page.respond(found.collect(), total))
 }
 
 async fn count(
@@ -322,7 +320,8 @@ async fn count(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let body = object(body)?;
-    Ok(axum::Json(matching(&app, &caller, &body).await?.len()).into_response())
+    let query = matching(&app, &caller, &body).await?;
+    Ok(axum::Json(app.store.count(Kind::Thread, &query).await?).into_response())
 }
 
 async fn copy(

@@ -154,6 +154,23 @@ impl PostgresStore {
 
     /// How many documents of `table` match `query`.
     async fn count_in(&self, table: Table, query: &Query) -> StoreResult<u64> {
+        if let (true, Some(kind)) = (query.everything(), table.indexed()) {
+            let c = self.client("count").await?;
+            let counted = c
+                .prepare_cached(postgres_search::COUNTED)
+                .await
+                .map_err(failed("count"))?;
+            let row = c
+                .query_one(&counted, &[&kind])
+                .await
+                .map_err(failed("count"))?;
+            if row.get::<_, i64>(1) > postgres_search::FOLD_AFTER
+                && let Err(e) = c.execute(postgres_search::FOLD, &[&kind]).await
+            {
+                tracing::warn!(error = %e, "could not fold the changes of a count");
+            }
+            return Ok(row.get::<_, i64>(0).max(0) as u64);
+        }
         let stmt = postgres_search::statement(table, query, Mode::Count)
             .map_err(|e| StoreError::failed("count", e))?;
         let Some(stmt) = stmt else {

@@ -32,7 +32,9 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
         "CREATE TABLE IF NOT EXISTS api_meta (kind TEXT NOT NULL, id TEXT NOT NULL, key TEXT NOT NULL,
              value TEXT NOT NULL, created_at TEXT COLLATE \"C\", seq BIGINT NOT NULL,
              PRIMARY KEY (kind, id, key));
-         CREATE INDEX IF NOT EXISTS api_meta_by_value ON api_meta (kind, key, value, created_at, seq) INCLUDE (id);\n",
+         CREATE INDEX IF NOT EXISTS api_meta_by_value ON api_meta (kind, key, value, created_at, seq) INCLUDE (id);
+         CREATE TABLE IF NOT EXISTS api_counts (kind TEXT PRIMARY KEY, n BIGINT NOT NULL);
+         CREATE TABLE IF NOT EXISTS api_count_changes (kind TEXT NOT NULL, delta INT NOT NULL);\n",
     );
     for table in [Table::Threads, Table::Assistants, Table::Crons, Table::Runs] {
         let Some(dropped) = dropped(table) else {
@@ -70,6 +72,11 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
                IF TG_OP <> 'INSERT' THEN
                  DELETE FROM api_meta WHERE kind = '{kind}' AND id = OLD.{id};
                END IF;
+               IF TG_OP = 'INSERT' THEN
+                 INSERT INTO api_count_changes (kind, delta) VALUES ('{kind}', 1);
+               ELSIF TG_OP = 'DELETE' THEN
+                 INSERT INTO api_count_changes (kind, delta) VALUES ('{kind}', -1);
+               END IF;
                IF TG_OP <> 'DELETE' THEN
                  INSERT INTO api_meta (kind, id, key, value, created_at, seq) {new}
                  ON CONFLICT (kind, id, key) DO UPDATE SET value = EXCLUDED.value,
@@ -89,9 +96,14 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
             new = rows("NEW"),
         ));
         if side_table_is_new {
+            // The triggers above hold the table against writes until the commit: no row
+            // is missed between these and them.
             sql.push_str(&format!(
                 "INSERT INTO api_meta (kind, id, key, value, created_at, seq)
-                 {} ON CONFLICT DO NOTHING;\n",
+                 {} ON CONFLICT DO NOTHING;
+                 INSERT INTO api_counts (kind, n) SELECT '{kind}', count(*) FROM {t}
+                 ON CONFLICT (kind) DO UPDATE SET n = EXCLUDED.n;
+                 DELETE FROM api_count_changes WHERE kind = '{kind}';\n",
                 rows("t").replacen("FROM jsonb_each", &format!("FROM {t} t, jsonb_each"), 1)
             ));
         }
@@ -102,6 +114,21 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
     );
     sql
 }
+
+/// The number of documents of a kind: the last sum and the changes since (inserted by the
+/// triggers, so writers never wait on one counter row), and how many changes there are.
+pub(super) const COUNTED: &str = "SELECT COALESCE((SELECT n FROM api_counts WHERE kind = $1), 0)
+       + COALESCE((SELECT sum(delta) FROM api_count_changes WHERE kind = $1), 0),
+     (SELECT count(*) FROM api_count_changes WHERE kind = $1)";
+
+/// Folds the changes into the sum (in one statement: changes written meanwhile stay for the
+/// next fold).
+pub(super) const FOLD: &str =
+    "WITH folded AS (DELETE FROM api_count_changes WHERE kind = $1 RETURNING delta)
+     UPDATE api_counts SET n = n + COALESCE((SELECT sum(delta) FROM folded), 0) WHERE kind = $1";
+
+/// Changes past which a count folds them.
+pub(super) const FOLD_AFTER: i64 = 200;
 
 /// A statement and its values (text, text arrays and bigints, typed for an unprepared
 /// query).

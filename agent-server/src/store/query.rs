@@ -10,7 +10,8 @@
 //! counts read only that index, and a page in the default order (`created_at`) reads its
 //! entries in order. Entries that are objects, arrays or long values are checked on the
 //! rows the other filters leave (on PostgreSQL with `@>` on the `jsonb` metadata, which a
-//! GIN index serves).
+//! GIN index serves). The same triggers keep the number of threads and of assistants, so
+//! an unfiltered count (a page's total) reads one row.
 
 use serde_json::{Map, Value};
 
@@ -206,6 +207,18 @@ impl Entries {
 }
 
 impl Query {
+    /// Whether it filters nothing (then a count of threads or assistants reads a counter
+    /// the triggers keep, not every row).
+    pub(crate) fn everything(&self) -> bool {
+        self.metadata.is_empty()
+            && self.owner.is_none()
+            && self.values.is_empty()
+            && self.status.is_none()
+            && self.ids.is_none()
+            && self.fields.is_empty()
+            && self.name.is_none()
+    }
+
     /// The metadata entries every match must have: the filter's and the scope's (when the
     /// scope has no exception for the server's own documents).
     pub(crate) fn required(&self, table: Table) -> Entries {

@@ -27,6 +27,7 @@ CREATE INDEX IF NOT EXISTS threads_by_status ON api_threads (json_extract(doc, '
 CREATE INDEX IF NOT EXISTS assistants_by_created ON api_assistants (json_extract(doc, '$.created_at'), seq);
 CREATE INDEX IF NOT EXISTS assistants_by_updated ON api_assistants (json_extract(doc, '$.updated_at'), seq);
 CREATE INDEX IF NOT EXISTS crons_by_created ON api_crons (json_extract(doc, '$.created_at'), seq);
+CREATE TABLE IF NOT EXISTS api_counts (kind TEXT PRIMARY KEY, n INTEGER NOT NULL);
 ";
 
 const SIDE_TABLE: &str = "
@@ -62,8 +63,10 @@ fn entries_of(table: Table, kind: &str, row: &str) -> String {
     )
 }
 
-/// The triggers that keep the side table as the documents of `table` are written: made
-/// again at every open, so they are always this version's.
+/// The triggers that keep the side table and the number of documents as the documents of
+/// `table` are written (a replace is a delete and an insert: the store's connection runs
+/// triggers of the rows a replace deletes): made again at every open, so they are always
+/// this version's.
 fn triggers(table: Table, kind: &str) -> String {
     let (t, id) = (table.name(), table.id());
     let rows = entries_of(table, kind, "NEW");
@@ -74,6 +77,8 @@ fn triggers(table: Table, kind: &str) -> String {
          CREATE TRIGGER {t}_meta_insert AFTER INSERT ON {t} BEGIN
            DELETE FROM api_meta WHERE kind = '{kind}' AND id = NEW.{id};
            INSERT OR REPLACE INTO api_meta (kind, id, key, value, created_at, seq) {rows};
+           INSERT INTO api_counts (kind, n) VALUES ('{kind}', 1)
+             ON CONFLICT (kind) DO UPDATE SET n = n + 1;
          END;
          CREATE TRIGGER {t}_meta_update AFTER UPDATE OF doc, seq ON {t}
          WHEN json_extract(OLD.doc, '$.metadata') IS NOT json_extract(NEW.doc, '$.metadata')
@@ -85,15 +90,18 @@ fn triggers(table: Table, kind: &str) -> String {
          END;
          CREATE TRIGGER {t}_meta_delete AFTER DELETE ON {t} BEGIN
            DELETE FROM api_meta WHERE kind = '{kind}' AND id = OLD.{id};
+           UPDATE api_counts SET n = n - 1 WHERE kind = '{kind}';
          END;"
     )
 }
 
 /// Brings a file to this version's search schema (in one transaction): the orders' indexes
 /// (built from the rows there), the side table (filled from the documents there when it is
-/// new) and its triggers. A file written before them keeps its data and is searched the
-/// same way from then on.
+/// new), the numbers of documents (counted again at every open: a process of an older
+/// version may have written since) and the triggers. A file written before them keeps its
+/// data and is searched the same way from then on.
 pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "recursive_triggers", true)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA)?;
     let had_side_table: Option<i64> = tx
@@ -113,6 +121,13 @@ pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         if had_side_table.is_none() {
             backfill(&tx, table, kind)?;
         }
+        tx.execute(
+            &format!(
+                "INSERT OR REPLACE INTO api_counts (kind, n) SELECT '{kind}', count(*) FROM {}",
+                table.name()
+            ),
+            [],
+        )?;
         tx.execute_batch(&triggers(table, kind))?;
     }
     tx.commit()
@@ -204,6 +219,13 @@ pub(super) fn search(
 
 /// How many rows of `table` match `query`.
 pub(super) fn count(conn: &Connection, table: Table, query: &Query) -> rusqlite::Result<u64> {
+    if let (true, Some(kind)) = (query.everything(), table.indexed()) {
+        let n: Option<i64> = conn
+            .prepare_cached("SELECT n FROM api_counts WHERE kind = ?1")?
+            .query_row([kind], |r| r.get(0))
+            .optional()?;
+        return Ok(n.unwrap_or(0).max(0) as u64);
+    }
     let Some(stmt) = statement(conn, table, query, Mode::Count)? else {
         return Ok(0);
     };
