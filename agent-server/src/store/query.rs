@@ -10,8 +10,9 @@
 //! counts read only that index, and a page in the default order (`created_at`) reads its
 //! entries in order. Entries that are objects, arrays or long values are checked on the
 //! rows the other filters leave (on PostgreSQL with `@>` on the `jsonb` metadata, which a
-//! GIN index serves). The same triggers keep the number of threads and of assistants, so
-//! an unfiltered count (a page's total) reads one row.
+//! GIN index serves). The same triggers keep the number of threads and of assistants, and of
+//! each kept entry's documents, so the count of all of them, or of one entry (one user's
+//! threads; a page's total too) reads one row.
 
 use serde_json::{Map, Value};
 
@@ -217,6 +218,24 @@ impl Query {
             && self.ids.is_none()
             && self.fields.is_empty()
             && self.name.is_none()
+    }
+
+    /// The one metadata entry that is all the query asks (its count is kept).
+    pub(crate) fn counted_pair(&self, table: Table) -> Option<Pair> {
+        let required = self.required(table);
+        let only_metadata = Query {
+            metadata: Map::new(),
+            owner: None,
+            or_system: false,
+            ..self.clone()
+        }
+        .everything();
+        match (&required.pairs[..], only_metadata, self.or_system) {
+            ([pair], true, false) if required.checked.is_empty() && !required.impossible => {
+                Some(pair.clone())
+            }
+            _ => None,
+        }
     }
 
     /// The metadata entries every match must have: the filter's and the scope's (when the

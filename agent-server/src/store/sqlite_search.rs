@@ -30,6 +30,29 @@ CREATE INDEX IF NOT EXISTS crons_by_created ON api_crons (json_extract(doc, '$.c
 CREATE TABLE IF NOT EXISTS api_counts (kind TEXT PRIMARY KEY, n INTEGER NOT NULL);
 ";
 
+/// The number of documents with each kept metadata entry, kept by triggers on the side table.
+const ENTRY_COUNTS: &str = "
+CREATE TABLE api_meta_counts (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+    n INTEGER NOT NULL, PRIMARY KEY (kind, key, value)) WITHOUT ROWID;
+INSERT INTO api_meta_counts (kind, key, value, n)
+    SELECT kind, key, value, count(*) FROM api_meta GROUP BY kind, key, value;
+";
+
+const ENTRY_TRIGGERS: &str = "
+DROP TRIGGER IF EXISTS api_meta_counted;
+DROP TRIGGER IF EXISTS api_meta_uncounted;
+CREATE TRIGGER api_meta_counted AFTER INSERT ON api_meta BEGIN
+    INSERT INTO api_meta_counts (kind, key, value, n) VALUES (NEW.kind, NEW.key, NEW.value, 1)
+        ON CONFLICT (kind, key, value) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER api_meta_uncounted AFTER DELETE ON api_meta BEGIN
+    UPDATE api_meta_counts SET n = n - 1
+        WHERE kind = OLD.kind AND key = OLD.key AND value = OLD.value;
+    DELETE FROM api_meta_counts
+        WHERE kind = OLD.kind AND key = OLD.key AND value = OLD.value AND n <= 0;
+END;
+";
+
 const SIDE_TABLE: &str = "
 CREATE TABLE api_meta (kind TEXT NOT NULL, id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
     created_at TEXT, seq INTEGER NOT NULL, PRIMARY KEY (kind, id, key)) WITHOUT ROWID;
@@ -130,6 +153,17 @@ pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         )?;
         tx.execute_batch(&triggers(table, kind))?;
     }
+    let had_entry_counts: Option<i64> = tx
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'api_meta_counts'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if had_entry_counts.is_none() {
+        tx.execute_batch(ENTRY_COUNTS)?;
+    }
+    tx.execute_batch(ENTRY_TRIGGERS)?;
     tx.commit()
 }
 
@@ -223,6 +257,19 @@ pub(super) fn count(conn: &Connection, table: Table, query: &Query) -> rusqlite:
         let n: Option<i64> = conn
             .prepare_cached("SELECT n FROM api_counts WHERE kind = ?1")?
             .query_row([kind], |r| r.get(0))
+            .optional()?;
+        return Ok(n.unwrap_or(0).max(0) as u64);
+    }
+    if let (Some(pair), Some(kind)) = (query.counted_pair(table), table.indexed()) {
+        let mut s = Statement::default();
+        let key = s.bind(pair.key);
+        let value = s.canonical(&pair.json);
+        s.sql = format!(
+            "SELECT n FROM api_meta_counts WHERE kind = '{kind}' AND key = {key} AND value = {value}"
+        );
+        let n: Option<i64> = conn
+            .prepare_cached(&s.sql)?
+            .query_row(params_from_iter(s.params.iter()), |r| r.get(0))
             .optional()?;
         return Ok(n.unwrap_or(0).max(0) as u64);
     }
