@@ -2,7 +2,8 @@
 //! ([`graphs`]) and as a hand-written tokio program doing the same work ([`floor`]), and the
 //! report that turns the bench's JSON lines into ratio tables ([`report`]); and the server
 //! bench's load generator ([`load`]) and tables ([`server_report`]), which `src/bin/server_bench.rs`
-//! (`cargo xtask bench server`) runs against our server and langgraph-api; and the store
+//! (`cargo xtask bench server`) runs against our server and langgraph-api, and its reads at
+//! scale ([`scale`], `--scale`); and the store
 //! bench's tables ([`store_report`]) for `src/bin/store_bench.rs` (`cargo xtask bench store`).
 //!
 //! `benches/shapes.rs` is the program `cargo xtask bench` runs (release build, one child
@@ -15,6 +16,7 @@ pub mod load;
 pub mod pg;
 pub mod report;
 pub mod savers;
+pub mod scale;
 pub mod server_report;
 pub mod store_report;
 

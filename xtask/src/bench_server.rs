@@ -10,6 +10,11 @@
 //! `${AGENTGRAPH_CACHE:-~/.cache/agentgraph}/langgraph-api-0.16.7` (pip, PyPI); when it cannot be
 //! installed the run goes on without it and says so. Files: `<target dir>/bench/server.json`
 //! (the numbers), `server.md` (the tables), `server-work/` (the servers' logs and SQLite file).
+//!
+//! `--scale` measures reads at scale instead (`agent_bench::scale`): each server filled through
+//! its API with 10,000 and then 200,000 threads (`--sizes`), a page of one user's threads, their
+//! count and a page of all threads timed at each size, langgraph-api at the smallest; files
+//! `server-scale.json` and `server-scale.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,7 +23,7 @@ use xtask::sourcegen::{display_path, project_root};
 
 use crate::{bench, shell};
 
-const USAGE: &str = "usage: cargo xtask bench server [--no-vs-langgraph] [--quick] [--concurrency N] [--seconds N] [--warmup-seconds N] [--stream-runs N] [--threads N] [--client-threads N]";
+const USAGE: &str = "usage: cargo xtask bench server [--no-vs-langgraph] [--quick] [--concurrency N] [--seconds N] [--warmup-seconds N] [--stream-runs N] [--threads N] [--client-threads N] [--scale [--sizes N,N..] [--reads N]]";
 
 /// The peer's pins.
 const LANGGRAPH_API: &str = "0.16.7";
@@ -32,17 +37,24 @@ const PASSED: &[&str] = &[
     "--stream-runs",
     "--threads",
     "--client-threads",
+    "--sizes",
+    "--reads",
 ];
 
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut vs_langgraph = true;
+    let mut scale = false;
     let mut passed = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--vs-langgraph" => vs_langgraph = true,
             "--no-vs-langgraph" => vs_langgraph = false,
+            "--scale" => {
+                scale = true;
+                passed.push(arg.clone());
+            }
             "--quick" => passed.extend(
                 [
                     "--seconds",
@@ -88,13 +100,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     shell::run(cmd)?;
 
     let mut notes = Vec::new();
+    let name = if scale { "server-scale" } else { "server" };
+    let json = dir.join(format!("{name}.json"));
     let mut bench_args: Vec<String> = vec![
         "--ours".into(),
         path_arg(&target.join("release/examples/reference")),
         "--out".into(),
-        path_arg(&dir.join("server.json")),
+        path_arg(&json),
         "--work".into(),
-        path_arg(&dir.join("server-work")),
+        path_arg(&dir.join(format!("{name}-work"))),
     ];
     if vs_langgraph {
         match langgraph_venv() {
@@ -137,13 +151,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(format!("server_bench failed ({})", output.status));
     }
     println!("{tables}");
-    let path = dir.join("server.md");
+    let path = dir.join(format!("{name}.md"));
     std::fs::write(&path, tables.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", display_path(&path)))?;
     eprintln!(
         "(also in {}; JSON in {})",
         display_path(&path),
-        display_path(&dir.join("server.json"))
+        display_path(&json)
     );
     Ok(())
 }

@@ -6,6 +6,12 @@
 //! URL is given, on a fresh database with one and with two instances (the load split between
 //! them). Writes the JSON to `--out` and prints the tables. `cargo xtask bench server` builds
 //! what it needs and runs it.
+//!
+//! With `--scale`, the reads at scale instead (see `agent_bench::scale`): each deployment
+//! (ours on SQLite and on PostgreSQL with one instance, langgraph-api at the smallest size
+//! only) is filled through its API to each of `--sizes` in turn and the reads timed at each.
+//! On PostgreSQL the database is vacuumed and analyzed after each fill, as autovacuum does
+//! within a minute of such writes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,7 +21,7 @@ use agent_bench::pg::{create_database, drop_database, with_database};
 use agent_bench::{load, server_report};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: server_bench --ours PATH [--langgraph PATH --langgraph-config PATH] [--note TEXT].. [--postgres URL] [--concurrency N] [--seconds N] [--warmup-seconds N] [--stream-runs N] [--threads N] [--client-threads N] [--commit TEXT] --out FILE --work DIR";
+const USAGE: &str = "usage: server_bench --ours PATH [--langgraph PATH --langgraph-config PATH] [--note TEXT].. [--postgres URL] [--concurrency N] [--seconds N] [--warmup-seconds N] [--stream-runs N] [--threads N] [--client-threads N] [--scale [--sizes N,N..] [--reads N]] [--commit TEXT] --out FILE --work DIR";
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -31,6 +37,12 @@ struct Args {
     stream_runs: usize,
     threads: usize,
     client_threads: usize,
+    /// The reads at scale instead of the load scenarios.
+    scale: bool,
+    /// Thread counts the reads are timed at (ascending).
+    sizes: Vec<usize>,
+    /// Reads timed per read and size.
+    reads: usize,
     commit: Option<String>,
     out: PathBuf,
     work: PathBuf,
@@ -54,6 +66,9 @@ fn parse() -> Result<Args, Error> {
         stream_runs: 100,
         threads: 10_000,
         client_threads: 1,
+        scale: false,
+        sizes: vec![10_000, 200_000],
+        reads: 300,
         commit: None,
         out: PathBuf::new(),
         work: PathBuf::new(),
@@ -76,6 +91,14 @@ fn parse() -> Result<Args, Error> {
             "--stream-runs" => args.stream_runs = value()?.parse()?,
             "--threads" => args.threads = value()?.parse()?,
             "--client-threads" => args.client_threads = value()?.parse()?,
+            "--scale" => args.scale = true,
+            "--sizes" => {
+                args.sizes = value()?
+                    .split(',')
+                    .map(|n| n.trim().replace('_', "").parse())
+                    .collect::<Result<_, _>>()?;
+            }
+            "--reads" => args.reads = value()?.parse()?,
             "--commit" => args.commit = Some(value()?),
             "--out" => out = Some(PathBuf::from(value()?)),
             "--work" => work = Some(PathBuf::from(value()?)),
@@ -94,6 +117,9 @@ fn parse() -> Result<Args, Error> {
     args.work = std::path::absolute(work.ok_or(USAGE)?)?;
     if args.concurrency == 0 || args.client_threads == 0 {
         return Err("--concurrency and --client-threads must be at least 1".into());
+    }
+    if args.sizes.is_empty() || !args.sizes.is_sorted() || args.reads == 0 {
+        return Err("--sizes must be ascending and --reads at least 1".into());
     }
     Ok(args)
 }
@@ -126,10 +152,12 @@ fn main() -> Result<(), Error> {
             store: Store::Postgres,
             instances: 1,
         });
-        deployments.push(Deployment::Ours {
-            store: Store::Postgres,
-            instances: 2,
-        });
+        if !args.scale {
+            deployments.push(Deployment::Ours {
+                store: Store::Postgres,
+                instances: 2,
+            });
+        }
     } else {
         notes.push(
             "PostgreSQL: not measured (`AGENTGRAPH_POSTGRES_URL` is not set; `source .ci/services/postgres.sh` starts a server).".to_owned(),
@@ -146,6 +174,35 @@ fn main() -> Result<(), Error> {
             }
         }
         rows.push(row);
+    }
+    if args.scale {
+        let report = json!({
+            "commit": args.commit,
+            "machine": machine(),
+            "load_before": load_before,
+            "load_after": load_average(),
+            "settings": {
+                "sizes": args.sizes,
+                "reads": args.reads,
+                "fill_concurrency": args.concurrency,
+            },
+            "rows": rows,
+            "notes": notes,
+        });
+        std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
+        println!(
+            "Machine: {}; load average (1, 5, 15 min) {} before, {} after{}.\n",
+            report["machine"].as_str().unwrap_or("?"),
+            load_before,
+            report["load_after"].as_str().unwrap_or("?"),
+            args.commit
+                .as_deref()
+                .map(|c| format!("; commit {c}"))
+                .unwrap_or_default(),
+        );
+        print!("{}", agent_bench::scale::render(&report));
+        eprintln!("(JSON in {})", args.out.display());
+        return Ok(());
     }
     let report = json!({
         "commit": args.commit,
@@ -224,6 +281,13 @@ async fn measure(args: &Args, deployment: &Deployment, row: &mut Value) -> Resul
     let mut servers = Vec::new();
     let started = start(args, deployment, &mut database, &mut servers).await;
     let result = match started {
+        Ok(()) if args.scale => {
+            let db = database
+                .as_ref()
+                .map(|(admin, name)| with_database(admin, name));
+            let peer = matches!(deployment, Deployment::LangGraph { .. });
+            scale(args, &servers, db.as_deref(), peer, row).await
+        }
         Ok(()) => scenarios(args, &servers, row).await,
         Err(e) => Err(e),
     };
@@ -363,6 +427,63 @@ async fn scenarios(args: &Args, servers: &[Server], row: &mut Value) -> Result<(
         "after_kib": after,
         "created": created,
     });
+    Ok(())
+}
+
+/// The reads at scale: filled to each size in turn (langgraph-api: the smallest only), the
+/// reads timed at each.
+async fn scale(
+    args: &Args,
+    servers: &[Server],
+    postgres: Option<&str>,
+    peer: bool,
+    row: &mut Value,
+) -> Result<(), Error> {
+    use agent_bench::scale;
+    let url = &servers.first().ok_or("no server")?.url;
+    let client = load::client(args.concurrency)?;
+    let sizes = if peer {
+        &args.sizes[..1]
+    } else {
+        &args.sizes[..]
+    };
+    let mut made = 0;
+    let mut reads = serde_json::Map::new();
+    let mut fills = serde_json::Map::new();
+    for &size in sizes {
+        eprintln!("   filling to {size} threads");
+        let start = Instant::now();
+        let (n, error) = scale::fill(&client, url, made, size, args.concurrency).await;
+        let seconds = start.elapsed().as_secs_f64();
+        eprintln!(
+            "   {n} threads in {seconds:.1} s ({:.0}/s)",
+            n as f64 / seconds.max(1e-9)
+        );
+        if let Some(e) = error {
+            return Err(format!("filling to {size} threads: {e}").into());
+        }
+        made = size;
+        fills.insert(size.to_string(), json!({"threads": n, "seconds": seconds}));
+        if let Some(db) = postgres {
+            agent_bench::pg::vacuum_analyze(db).await?;
+        }
+        let mut at = serde_json::Map::new();
+        for read in scale::READS {
+            let timed = scale::time(&client, url, read, size, 30, args.reads).await;
+            eprintln!(
+                "   {size}: {}: p50 {:.3} ms, mean {:.3} ms, p99 {:.3} ms, {} errors",
+                read.name(),
+                timed.latency.p50_ms,
+                timed.mean_ms,
+                timed.latency.p99_ms,
+                timed.errors
+            );
+            at.insert(read.name().to_owned(), serde_json::to_value(&timed)?);
+        }
+        reads.insert(size.to_string(), Value::Object(at));
+    }
+    row["fills"] = Value::Object(fills);
+    row["reads"] = Value::Object(reads);
     Ok(())
 }
 

@@ -769,6 +769,12 @@ impl Checkpointer for SqliteSaver {
                 ));
             }
             sql.push_str(" ORDER BY id DESC");
+            // A page read in the key's order: without a metadata filter (checked below) the
+            // statement stops at the page's end; with one, the loop stops once it is full.
+            if let (Some(limit), true) = (filter.limit, filter.metadata.is_empty()) {
+                args.push(Box::new(limit.min(i64::MAX as usize) as i64));
+                sql.push_str(&format!(" LIMIT ?{}", args.len()));
+            }
             let mut stmt = c.prepare(&sql).map_err(err)?;
             let rows = stmt
                 .query_map(

@@ -121,6 +121,15 @@ impl Grant {
         }
     }
 
+    /// The metadata entries what the caller sees must have (`None`: anything), for the
+    /// store's searches to filter by.
+    pub(crate) fn scope(&self) -> Option<Map<String, Value>> {
+        match self {
+            Grant::All => None,
+            Grant::Scoped(scope) => Some(scope.metadata.clone()),
+        }
+    }
+
     /// Stamps the scope into the metadata of what is being created or changed (so a patch
     /// cannot hand a resource to someone else).
     pub(crate) fn stamp(&self, metadata: &mut Map<String, Value>) {

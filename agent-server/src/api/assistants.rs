@@ -19,11 +19,11 @@ use super::models::assistants::{
 };
 use super::models::runs::ConfigBody;
 use super::models::{Body, ErrorResponse, IfExists, Object, Params, as_value, typed};
-use super::paging::{Paging, contains, page_of, select};
+use super::paging::{Paging, contains, select};
 use super::{App, Caller, Grant, Shared, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
-use crate::store::Kind;
+use crate::store::{self, Kind};
 use crate::time::now_iso;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
@@ -349,17 +349,20 @@ async fn remove(
         let threads = app
             .grant(&caller, Resource::Threads, Verb::Delete, &doc)
             .await?;
-        for thread in app.store.all(Kind::Thread).await? {
-            if thread["metadata"]["assistant_id"] == id.as_str()
-                && threads.admits(&thread["metadata"])
-            {
-                let tid = thread["thread_id"].as_str().unwrap_or_default();
-                app.runs.stop_thread(tid).await?;
-                app.store.delete(Kind::Thread, tid).await?;
-                if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
-                    g.delete_thread(tid).await?;
-                }
+        let mut metadata = Map::new();
+        metadata.insert("assistant_id".into(), id.clone().into());
+        let query = store::Query {
+            metadata,
+            owner: threads.scope(),
+            ..store::Query::default()
+        };
+        for thread in app.store.search(Kind::Thread, &query).await? {
+            let tid = thread["thread_id"].as_str().unwrap_or_default();
+            app.runs.stop_thread(tid).await?;
+            if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
+                g.delete_thread(tid).await?;
             }
+            app.store.delete(Kind::Thread, tid).await?;
         }
     }
     app.store.delete(Kind::Assistant, &id).await?;
@@ -373,32 +376,29 @@ struct Filter<'a> {
     metadata: Option<&'a Object>,
 }
 
+/// What a search or count body asks for, within what the caller may see (the served
+/// graphs' own assistants are everyone's).
 async fn matching(
     app: &App,
     caller: &Caller,
     request: Value,
     filter: Filter<'_>,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<store::Query, ApiError> {
     let grant = app
         .grant(caller, Resource::Assistants, Verb::Search, &request)
         .await?;
-    let name = filter.name.map(str::to_lowercase);
-    Ok(app
-        .store
-        .all(Kind::Assistant)
-        .await?
-        .into_iter()
-        .filter(|a| visible(&grant, a))
-        .filter(|a| filter.graph_id.is_none_or(|g| a["graph_id"] == g))
-        .filter(|a| {
-            name.as_deref().is_none_or(|n| {
-                a["name"]
-                    .as_str()
-                    .is_some_and(|s| s.to_lowercase().contains(n))
-            })
-        })
-        .filter(|a| filter.metadata.is_none_or(|m| contains(&a["metadata"], m)))
-        .collect())
+    let mut fields = Map::new();
+    if let Some(graph_id) = filter.graph_id {
+        fields.insert("graph_id".into(), graph_id.into());
+    }
+    Ok(store::Query {
+        metadata: filter.metadata.cloned().unwrap_or_default(),
+        owner: grant.scope(),
+        or_system: true,
+        fields,
+        name: filter.name.map(str::to_owned),
+        ..store::Query::default()
+    })
 }
 
 /// Search assistants.
@@ -415,23 +415,24 @@ async fn search(
         name: body.name.as_deref(),
         metadata: body.metadata.as_ref(),
     };
-    let found = matching(&app, &caller, as_value(&body), filter).await?;
+    let query = matching(&app, &caller, as_value(&body), filter).await?;
     let fields: Option<Vec<String>> = body.select.as_ref().map(|s| {
         s.iter()
             .filter_map(|f| as_value(f).as_str().map(str::to_owned))
             .collect()
     });
-    let (headers, page) = page_of(
-        &app.limits,
-        found,
-        Paging {
-            page: body.page,
-            sort_by: body.sort_by.unwrap_or_default().field(),
-            order: body.sort_order.unwrap_or_default(),
-            select: None,
-        },
+    let paging = Paging {
+        page: body.page,
+        sort_by: body.sort_by.unwrap_or_default().field(),
+        order: body.sort_order.unwrap_or_default(),
+        select: None,
+    };
+    let (paged, offset, limit) = paging.query(&app.limits, &query)?;
+    let (found, total) = tokio::try_join!(
+        app.store.search(Kind::Assistant, &paged),
+        app.store.count(Kind::Assistant, &query),
     )?;
-    let page = page
+    let page = found
         .into_iter()
         .map(|doc| {
             Ok(select(
@@ -440,6 +441,7 @@ async fn search(
             ))
         })
         .collect::<Result<Vec<Value>, ApiError>>()?;
+    let (headers, page) = paging.respond(page, total, offset, limit);
     Ok((headers, Json(page)))
 }
 
@@ -451,17 +453,14 @@ async fn count(
     State(app): Shared,
     caller: Caller,
     Body(body): Body<AssistantCountRequest>,
-) -> Result<Json<usize>, ApiError> {
+) -> Result<Json<u64>, ApiError> {
     let filter = Filter {
         graph_id: body.graph_id.as_deref(),
         name: body.name.as_deref(),
         metadata: body.metadata.as_ref(),
     };
-    Ok(Json(
-        matching(&app, &caller, as_value(&body), filter)
-            .await?
-            .len(),
-    ))
+    let query = matching(&app, &caller, as_value(&body), filter).await?;
+    Ok(Json(app.store.count(Kind::Assistant, &query).await?))
 }
 
 fn served(app: &App, doc: &Value) -> Result<Arc<dyn crate::graph::ServedGraph>, ApiError> {

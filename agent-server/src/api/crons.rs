@@ -24,7 +24,7 @@ use super::models::crons::{
 };
 use super::models::runs::RunCreate;
 use super::models::{Body, ErrorResponse, Object, as_value, from_value, typed};
-use super::paging::{Paging, contains, page_of, select};
+use super::paging::{Paging, select};
 use super::runs::{check_run_fields, queue};
 use super::threads::found as thread_found;
 use super::{App, Caller, Shared, uuid_path};
@@ -33,6 +33,7 @@ use crate::error::ApiError;
 use crate::limits::too_many;
 use crate::runs::cron::{Schedule, advance, next_run};
 use crate::runs::webhook;
+use crate::store;
 use crate::time::{Clock, iso_ms, now_iso, parse_ms};
 
 /// When the scheduler looks for due crons, and by which clock.
@@ -126,14 +127,22 @@ async fn make(
     let grant = app
         .grant(caller, Resource::Crons, Verb::Create, &as_value(&body))
         .await?;
+    let mut mine = Map::new();
+    mine.insert(
+        "user_id".into(),
+        caller
+            .user
+            .as_ref()
+            .map_or(Value::Null, |u| u.identity.clone().into()),
+    );
     let owned = app
         .store
-        .crons()
-        .await?
-        .iter()
-        .filter(|c| c["user_id"].as_str().unwrap_or_default() == caller.bucket())
-        .count();
-    if owned >= app.limits.crons_per_user {
+        .count_crons(&store::Query {
+            fields: mine,
+            ..store::Query::default()
+        })
+        .await?;
+    if owned >= app.limits.crons_per_user as u64 {
         return Err(too_many(format!(
             "this user has {owned} crons, the most this server keeps per user; delete one first"
         )));
@@ -344,7 +353,7 @@ async fn matching(
     caller: &Caller,
     request: Value,
     filter: Filter<'_>,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<store::Query, ApiError> {
     let grant = app
         .grant(caller, Resource::Crons, Verb::Search, &request)
         .await?;
@@ -358,22 +367,22 @@ async fn matching(
         }),
         _ => None,
     };
-    let thread = filter.thread_id.filter(|t| !t.is_empty());
-    Ok(app
-        .store
-        .crons()
-        .await?
-        .into_iter()
-        .filter(|c| grant.admits(&c["metadata"]))
-        .filter(|c| {
-            assistant
-                .as_ref()
-                .is_none_or(|a| c["assistant_id"] == a.as_str())
-        })
-        .filter(|c| thread.is_none_or(|t| c["thread_id"] == t))
-        .filter(|c| filter.enabled.is_none_or(|e| c["enabled"] == e))
-        .filter(|c| filter.metadata.is_none_or(|m| contains(&c["metadata"], m)))
-        .collect())
+    let mut fields = Map::new();
+    if let Some(assistant) = assistant {
+        fields.insert("assistant_id".into(), assistant.into());
+    }
+    if let Some(thread) = filter.thread_id.filter(|t| !t.is_empty()) {
+        fields.insert("thread_id".into(), thread.into());
+    }
+    if let Some(enabled) = filter.enabled {
+        fields.insert("enabled".into(), enabled.into());
+    }
+    Ok(store::Query {
+        metadata: filter.metadata.cloned().unwrap_or_default(),
+        owner: grant.scope(),
+        fields,
+        ..store::Query::default()
+    })
 }
 
 /// Search crons.
@@ -390,21 +399,23 @@ async fn search(
         enabled: body.enabled,
         metadata: body.metadata.as_ref(),
     };
-    let found = matching(&app, &caller, as_value(&body), filter).await?;
-    let (headers, page) = page_of(
-        &app.limits,
-        found,
-        Paging {
-            page: body.page,
-            sort_by: body.sort_by.unwrap_or_default().field(),
-            order: body.sort_order.unwrap_or_default(),
-            select: None,
-        },
+    let query = matching(&app, &caller, as_value(&body), filter).await?;
+    let paging = Paging {
+        page: body.page,
+        sort_by: body.sort_by.unwrap_or_default().field(),
+        order: body.sort_order.unwrap_or_default(),
+        select: None,
+    };
+    let (paged, offset, limit) = paging.query(&app.limits, &query)?;
+    let (found, total) = tokio::try_join!(
+        app.store.search_crons(&paged),
+        app.store.count_crons(&query),
     )?;
-    let page = page
+    let page = found
         .into_iter()
         .map(|doc| Ok(select(as_value(&public(doc)?), body.select.as_deref())))
         .collect::<Result<Vec<Value>, ApiError>>()?;
+    let (headers, page) = paging.respond(page, total, offset, limit);
     Ok((headers, Json(page)))
 }
 
@@ -415,18 +426,15 @@ async fn count(
     State(app): Shared,
     caller: Caller,
     Body(body): Body<CronCountRequest>,
-) -> Result<Json<usize>, ApiError> {
+) -> Result<Json<u64>, ApiError> {
     let filter = Filter {
         assistant_id: body.assistant_id.as_deref(),
         thread_id: body.thread_id.as_deref(),
         enabled: body.enabled,
         metadata: body.metadata.as_ref(),
     };
-    Ok(Json(
-        matching(&app, &caller, as_value(&body), filter)
-            .await?
-            .len(),
-    ))
+    let query = matching(&app, &caller, as_value(&body), filter).await?;
+    Ok(Json(app.store.count_crons(&query).await?))
 }
 
 /// The run body of a tick of `cron`: its payload without the cron's own settings, its

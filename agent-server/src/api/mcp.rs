@@ -116,15 +116,19 @@ impl Tools {
             .grant(caller, Resource::Assistants, Verb::Search, &Value::Null)
             .await
             .map_err(|e| ErrorData::invalid_request(e.detail, None))?;
-        let mut all = self
+        let visible = crate::store::Query {
+            owner: grant.scope(),
+            or_system: true,
+            sort_by: Some("created_at".into()),
+            descending: true,
+            ..crate::store::Query::default()
+        };
+        let all = self
             .app
             .store
-            .all(Kind::Assistant)
+            .search(Kind::Assistant, &visible)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        all.retain(|a| super::assistants::visible(&grant, a));
-        all.sort_by_key(|a| a["created_at"].to_string());
-        all.reverse();
         Ok(all
             .into_iter()
             .filter(|a| {

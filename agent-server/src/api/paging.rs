@@ -1,10 +1,12 @@
-//! Reading what every resource shares: path ids, metadata containment, and pages of a
-//! search (sorted, cut, with LangGraph's pagination headers).
+//! Reading what every resource shares: path ids, metadata containment, and the page a search
+//! asks for (the store sorts, pages and counts, see [`crate::store::Query`]; this answers
+//! with LangGraph's pagination headers).
 
 use axum::http::{HeaderMap, HeaderValue};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::store::Query;
 
 /// A path id that must be a UUID (`what`: "thread", "assistant", "run").
 pub(crate) fn uuid_path(what: &str, id: &str) -> Result<String, ApiError> {
@@ -27,41 +29,48 @@ pub(crate) struct Paging<'a> {
     pub(crate) select: Option<&'a [String]>,
 }
 
-/// The page `paging` asks of `items`, with LangGraph's pagination headers.
-pub(crate) fn page_of(
-    limits: &crate::limits::Limits,
-    mut items: Vec<Value>,
-    paging: Paging<'_>,
-) -> Result<(HeaderMap, Vec<Value>), ApiError> {
-    let (limit, offset) = limits.page(
-        usize::try_from(paging.page.limit).unwrap_or(usize::MAX),
-        usize::try_from(paging.page.offset).unwrap_or(usize::MAX),
-    )?;
-    let key = |v: &Value| {
-        v.get(paging.sort_by)
-            .map(Value::to_string)
-            .unwrap_or_default()
-    };
-    items.sort_by_key(key);
-    if paging.order == super::models::SortOrder::Desc {
-        items.reverse();
+impl Paging<'_> {
+    /// `query` asking the store for this page (the limit and offset checked against the
+    /// server's limits), and the page's offset and limit for [`pagination`].
+    pub(crate) fn query(
+        &self,
+        limits: &crate::limits::Limits,
+        query: &Query,
+    ) -> Result<(Query, usize, usize), ApiError> {
+        let (limit, offset) = limits.page(
+            usize::try_from(self.page.limit).unwrap_or(usize::MAX),
+            usize::try_from(self.page.offset).unwrap_or(usize::MAX),
+        )?;
+        let paged = Query {
+            sort_by: Some(self.sort_by.to_owned()),
+            descending: self.order == super::models::SortOrder::Desc,
+            limit: Some(limit),
+            offset,
+            ..query.clone()
+        };
+        Ok((paged, offset, limit))
     }
-    let total = items.len();
-    let page: Vec<Value> = items
-        .into_iter()
-        .skip(offset)
-        .take(limit)
-        .map(|v| select(v, paging.select))
-        .collect();
-    Ok((pagination(total, offset, limit), page))
+
+    /// The page's items (only the `select` fields) with LangGraph's pagination headers.
+    pub(crate) fn respond(
+        &self,
+        items: Vec<Value>,
+        total: u64,
+        offset: usize,
+        limit: usize,
+    ) -> (HeaderMap, Vec<Value>) {
+        let page = items.into_iter().map(|v| select(v, self.select)).collect();
+        (pagination(total, offset, limit), page)
+    }
 }
 
 /// `x-pagination-total` and, when more follow, `x-pagination-next`.
-pub(crate) fn pagination(total: usize, offset: usize, limit: usize) -> HeaderMap {
+pub(crate) fn pagination(total: u64, offset: usize, limit: usize) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert("x-pagination-total", HeaderValue::from(total));
-    if offset + limit < total {
-        headers.insert("x-pagination-next", HeaderValue::from(offset + limit));
+    let next = offset.saturating_add(limit) as u64;
+    if next < total {
+        headers.insert("x-pagination-next", HeaderValue::from(next));
     }
     headers
 }

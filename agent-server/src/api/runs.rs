@@ -30,7 +30,7 @@ use crate::error::ApiError;
 use crate::graph::ApiMode;
 use crate::limits::too_many;
 use crate::runs::{CancelAction, RunChannel};
-use crate::store::Kind;
+use crate::store::{self, Kind};
 use crate::time::now_iso;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
@@ -660,15 +660,23 @@ async fn list(
     let status = q.status.as_deref().filter(|s| !s.is_empty());
     let wanted: Vec<String> = q.select.into_iter().filter(|f| !f.is_empty()).collect();
     let fields = (!wanted.is_empty()).then_some(wanted.as_slice());
-    let mut runs = app
+    let mut of_thread = serde_json::Map::new();
+    of_thread.insert("thread_id".into(), doc["thread_id"].clone());
+    let runs = app
         .store
-        .runs_of(doc["thread_id"].as_str().unwrap_or_default())
+        .search(
+            Kind::Run,
+            &store::Query {
+                fields: of_thread,
+                status: status.map(str::to_owned),
+                descending: true,
+                limit: Some(limit),
+                offset,
+                ..store::Query::default()
+            },
+        )
         .await?;
-    runs.reverse();
     runs.iter()
-        .filter(|r| status.is_none_or(|s| r["status"] == s))
-        .skip(offset)
-        .take(limit)
         .map(|r| Ok(select(as_value(&public(r)?), fields)))
         .collect::<Result<_, _>>()
         .map(Json)
@@ -926,13 +934,16 @@ async fn cancel_many(
                 CancelStatus::Running => &["running"],
                 CancelStatus::All => &["pending", "running"],
             };
-            app.store
-                .all(Kind::Run)
-                .await?
-                .into_iter()
-                .filter(|r| r["status"].as_str().is_some_and(|st| wanted.contains(&st)))
-                .filter(|r| grant.admits(&r["metadata"]))
-                .collect()
+            let mut found = Vec::new();
+            for status in wanted {
+                let query = store::Query {
+                    status: Some((*status).to_owned()),
+                    owner: grant.scope(),
+                    ..store::Query::default()
+                };
+                found.extend(app.store.search(Kind::Run, &query).await?);
+            }
+            found
         }
         (None, Some(t)) => app
             .store

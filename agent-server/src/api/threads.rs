@@ -19,13 +19,13 @@ use super::models::threads::{
     ThreadStateUpdateResponse, TtlStrategyName,
 };
 use super::models::{Body, ErrorResponse, IfExists, Params, as_value, typed};
-use super::paging::{Paging, contains, page_of, select};
+use super::paging::{Paging, select};
 use super::retention::{self, ThreadTtl, TtlStrategy};
 use super::{App, Caller, Shared, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
 use crate::graph::ServedGraph;
-use crate::store::Kind;
+use crate::store::{self, Kind};
 use crate::time::now_iso;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
@@ -265,12 +265,13 @@ struct Filter<'a> {
     status: Option<&'static str>,
 }
 
+/// What a search or count body asks for, within what the caller may see.
 async fn matching(
     app: &App,
     caller: &Caller,
     request: Value,
     filter: Filter<'_>,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<store::Query, ApiError> {
     let grant = app
         .grant(caller, Resource::Threads, Verb::Search, &request)
         .await?;
@@ -278,21 +279,14 @@ async fn matching(
         .ids
         .map(|ids| ids.iter().map(|i| uuid_path("thread", i)).collect())
         .transpose()?;
-    Ok(app
-        .store
-        .all(Kind::Thread)
-        .await?
-        .into_iter()
-        .filter(|t| grant.admits(&t["metadata"]))
-        .filter(|t| filter.metadata.is_none_or(|m| contains(&t["metadata"], m)))
-        .filter(|t| filter.values.is_none_or(|v| contains(&t["values"], v)))
-        .filter(|t| filter.status.is_none_or(|s| t["status"] == s))
-        .filter(|t| {
-            ids.as_ref()
-                .is_none_or(|ids| ids.iter().any(|i| t["thread_id"] == i.as_str()))
-        })
-        .map(|t| retention::public(t, false))
-        .collect())
+    Ok(store::Query {
+        metadata: filter.metadata.cloned().unwrap_or_default(),
+        owner: grant.scope(),
+        values: filter.values.cloned().unwrap_or_default(),
+        status: filter.status.map(str::to_owned),
+        ids,
+        ..store::Query::default()
+    })
 }
 
 /// Search threads.
@@ -310,25 +304,27 @@ async fn search(
         values: body.values.as_ref(),
         status: body.status.map(|s| s.as_str()),
     };
-    let found = matching(&app, &caller, as_value(&body), filter).await?;
+    let query = matching(&app, &caller, as_value(&body), filter).await?;
     let fields: Option<Vec<String>> = body.select.as_ref().map(|s| {
         s.iter()
             .filter_map(|f| as_value(f).as_str().map(str::to_owned))
             .collect()
     });
-    let (headers, page) = page_of(
-        &app.limits,
-        found,
-        Paging {
-            page: body.page,
-            sort_by: body.sort_by.unwrap_or_default().field(),
-            order: body.sort_order.unwrap_or_default(),
-            select: None,
-        },
+    let paging = Paging {
+        page: body.page,
+        sort_by: body.sort_by.unwrap_or_default().field(),
+        order: body.sort_order.unwrap_or_default(),
+        select: None,
+    };
+    let (paged, offset, limit) = paging.query(&app.limits, &query)?;
+    let (found, total) = tokio::try_join!(
+        app.store.search(Kind::Thread, &paged),
+        app.store.count(Kind::Thread, &query),
     )?;
-    let page = page
+    let page = found
         .into_iter()
         .map(|doc| {
+            let doc = retention::public(doc, false);
             let extracted = extract.as_ref().map(|e| e.of(&doc));
             let out = select(as_value(&typed::<Thread>(doc)?), fields.as_deref());
             // `extracted` is kept whatever `select` says: it was asked for.
@@ -341,6 +337,7 @@ async fn search(
             })
         })
         .collect::<Result<Vec<Value>, ApiError>>()?;
+    let (headers, page) = paging.respond(page, total, offset, limit);
     Ok((headers, Json(page)))
 }
 
@@ -443,18 +440,15 @@ async fn count(
     State(app): Shared,
     caller: Caller,
     Body(body): Body<ThreadCountRequest>,
-) -> Result<Json<usize>, ApiError> {
+) -> Result<Json<u64>, ApiError> {
     let filter = Filter {
         ids: None,
         metadata: body.metadata.as_ref(),
         values: body.values.as_ref(),
         status: body.status.map(|s| s.as_str()),
     };
-    Ok(Json(
-        matching(&app, &caller, as_value(&body), filter)
-            .await?
-            .len(),
-    ))
+    let query = matching(&app, &caller, as_value(&body), filter).await?;
+    Ok(Json(app.store.count(Kind::Thread, &query).await?))
 }
 
 /// Copy a thread: a new thread with its checkpoints.

@@ -11,7 +11,10 @@
 //! instances look.
 
 mod postgres;
+mod postgres_search;
+pub mod query;
 mod sqlite;
+mod sqlite_search;
 
 use std::time::Duration;
 
@@ -20,6 +23,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub use postgres::PostgresStore;
+pub use query::Query;
 pub use sqlite::SqliteStore;
 
 /// A storage failure, with the operation that failed.
@@ -254,8 +258,13 @@ pub trait RunStore: Send + Sync + 'static {
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
     /// One document.
     async fn get(&self, kind: Kind, id: &str) -> StoreResult<Option<Value>>;
-    /// Every document of a kind, oldest first (searches filter these).
+    /// Every document of a kind, oldest first.
     async fn all(&self, kind: Kind) -> StoreResult<Vec<Value>>;
+    /// The documents of a kind that `query` asks for: filtered, sorted and paged by the
+    /// database.
+    async fn search(&self, kind: Kind, query: &Query) -> StoreResult<Vec<Value>>;
+    /// How many documents of a kind match `query` (its order and page aside).
+    async fn count(&self, kind: Kind, query: &Query) -> StoreResult<u64>;
     /// How many runs the store holds in each status (`/metrics`), counted by the database.
     async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>>;
     /// Whether the database answers (`/ok?check_db=1`): one trivial read of the runs'
@@ -353,8 +362,12 @@ pub trait RunStore: Send + Sync + 'static {
     async fn put_cron(&self, doc: &Value, next_run_ms: Option<i64>) -> StoreResult<()>;
     /// One cron.
     async fn get_cron(&self, cron_id: &str) -> StoreResult<Option<Value>>;
-    /// Every cron, oldest first (searches filter these).
+    /// Every cron, oldest first.
     async fn crons(&self) -> StoreResult<Vec<Value>>;
+    /// The crons that `query` asks for (as [`search`](Self::search)).
+    async fn search_crons(&self, query: &Query) -> StoreResult<Vec<Value>>;
+    /// How many crons match `query`.
+    async fn count_crons(&self, query: &Query) -> StoreResult<u64>;
     /// Deletes a cron; whether it existed.
     async fn delete_cron(&self, cron_id: &str) -> StoreResult<bool>;
     /// Takes the crons due at `now_ms` (at most 100), moves each on with `advance` in the

@@ -21,8 +21,11 @@ use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::postgres_search::{self, Mode};
+use super::query::Table;
 use super::{
-    Claim, CronAdvance, Enqueued, Kind, Notice, PING, Queueing, RUN_COUNTS, RunStore, StoreError,
+    Claim, CronAdvance, Enqueued, Kind, Notice, PING, Query, Queueing, RUN_COUNTS, RunStore,
+    StoreError,
     StoreResult, StoredEvent, ThreadEnd, Token,
 };
 
@@ -112,8 +115,74 @@ impl PostgresStore {
             .await
             .map_err(failed("migrate"))?;
         tx.batch_execute(SCHEMA).await.map_err(failed("migrate"))?;
+        let side_table_is_new: bool = tx
+            .query_one("SELECT to_regclass('api_meta') IS NULL", &[])
+            .await
+            .map_err(failed("migrate"))?
+            .get(0);
+        let with_head: Vec<String> = tx
+            .query(
+                "SELECT table_name::text FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND column_name = 'head'",
+                &[],
+            )
+            .await
+            .map_err(failed("migrate"))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        tx.batch_execute(&postgres_search::migration(side_table_is_new, &with_head))
+            .await
+            .map_err(failed("migrate"))?;
         tx.commit().await.map_err(failed("migrate"))?;
         Ok(store)
+    }
+
+    /// The documents of `table` that `query` asks for.
+    async fn search_in(&self, table: Table, query: &Query) -> StoreResult<Vec<Value>> {
+        let stmt = postgres_search::statement(table, query, Mode::Rows)
+            .map_err(|e| StoreError::failed("search", e))?;
+        let Some(stmt) = stmt else {
+            return Ok(Vec::new());
+        };
+        let c = self.client("search").await?;
+        let rows = c
+            .query_typed(&stmt.sql, &stmt.params())
+            .await
+            .map_err(failed("search"))?;
+        Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    /// How many documents of `table` match `query`.
+    async fn count_in(&self, table: Table, query: &Query) -> StoreResult<u64> {
+        if let (true, Some(kind)) = (query.everything(), table.indexed()) {
+            let c = self.client("count").await?;
+            let counted = c
+                .prepare_cached(postgres_search::COUNTED)
+                .await
+                .map_err(failed("count"))?;
+            let row = c
+                .query_one(&counted, &[&kind])
+                .await
+                .map_err(failed("count"))?;
+            if row.get::<_, i64>(1) > postgres_search::FOLD_AFTER
+                && let Err(e) = c.execute(postgres_search::FOLD, &[&kind]).await
+            {
+                tracing::warn!(error = %e, "could not fold the changes of a count");
+            }
+            return Ok(row.get::<_, i64>(0).max(0) as u64);
+        }
+        let stmt = postgres_search::statement(table, query, Mode::Count)
+            .map_err(|e| StoreError::failed("count", e))?;
+        let Some(stmt) = stmt else {
+            return Ok(0);
+        };
+        let c = self.client("count").await?;
+        let row = c
+            .query_typed_one(&stmt.sql, &stmt.params())
+            .await
+            .map_err(failed("count"))?;
+        Ok(row.get::<_, i64>(0).max(0) as u64)
     }
 
     async fn client(&self, op: &'static str) -> StoreResult<deadpool_postgres::Object> {
@@ -339,6 +408,14 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("list"))?;
         Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn search(&self, kind: Kind, query: &Query) -> StoreResult<Vec<Value>> {
+        self.search_in(Table::from(kind), query).await
+    }
+
+    async fn count(&self, kind: Kind, query: &Query) -> StoreResult<u64> {
+        self.count_in(Table::from(kind), query).await
     }
 
     async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>> {
@@ -907,6 +984,14 @@ impl RunStore for PostgresStore {
             .await
             .map_err(failed("list crons"))?;
         Ok(rows.iter().map(|r| parse(r.get::<_, &str>(0))).collect())
+    }
+
+    async fn search_crons(&self, query: &Query) -> StoreResult<Vec<Value>> {
+        self.search_in(Table::Crons, query).await
+    }
+
+    async fn count_crons(&self, query: &Query) -> StoreResult<u64> {
+        self.count_in(Table::Crons, query).await
     }
 
     async fn delete_cron(&self, cron_id: &str) -> StoreResult<bool> {

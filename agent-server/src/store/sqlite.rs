@@ -13,9 +13,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::query::Table;
 use super::{
-    Claim, CronAdvance, Enqueued, Kind, PING, Queueing, RUN_COUNTS, RunStore, StoreError,
-    StoreResult, ThreadEnd, Token,
+    Claim, CronAdvance, Enqueued, Kind, PING, Query, Queueing, RUN_COUNTS, RunStore, StoreError,
+    StoreResult, ThreadEnd, Token, sqlite_search,
 };
 
 fn failed(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -56,7 +57,7 @@ pub struct SqliteStore {
     seq: Arc<Seq>,
 }
 
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS api_assistants (assistant_id TEXT PRIMARY KEY, doc TEXT NOT NULL, seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS api_assistant_versions (assistant_id TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (assistant_id, version));
 CREATE TABLE IF NOT EXISTS api_threads (thread_id TEXT PRIMARY KEY, doc TEXT NOT NULL, seq INTEGER NOT NULL);
@@ -111,6 +112,9 @@ impl SqliteStore {
         )
         .map_err(failed("db config"))?;
         conn.execute_batch(SCHEMA).map_err(failed("schema"))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        sqlite_search::functions(&conn).map_err(failed("functions"))?;
+        sqlite_search::migrate(&mut conn).map_err(failed("migrate"))?;
         let requeued: Vec<(String, String)> = {
             let mut stmt = conn
                 .prepare("SELECT run_id, doc FROM api_runs WHERE status = 'running'")
@@ -468,6 +472,22 @@ impl RunStore for SqliteStore {
         Ok(parse(rows))
     }
 
+    async fn search(&self, kind: Kind, query: &Query) -> StoreResult<Vec<Value>> {
+        let query = query.clone();
+        self.with("search", move |c| {
+            sqlite_search::search(c, Table::from(kind), &query)
+        })
+        .await
+    }
+
+    async fn count(&self, kind: Kind, query: &Query) -> StoreResult<u64> {
+        let query = query.clone();
+        self.with("count", move |c| {
+            sqlite_search::count(c, Table::from(kind), &query)
+        })
+        .await
+    }
+
     async fn run_counts(&self) -> StoreResult<Vec<(String, u64)>> {
         self.blocking("count runs", |c| {
             let mut stmt = c.prepare_cached(RUN_COUNTS)?;
@@ -733,6 +753,22 @@ impl RunStore for SqliteStore {
             })
             .await?;
         Ok(parse(rows))
+    }
+
+    async fn search_crons(&self, query: &Query) -> StoreResult<Vec<Value>> {
+        let query = query.clone();
+        self.with("search crons", move |c| {
+            sqlite_search::search(c, Table::Crons, &query)
+        })
+        .await
+    }
+
+    async fn count_crons(&self, query: &Query) -> StoreResult<u64> {
+        let query = query.clone();
+        self.with("count crons", move |c| {
+            sqlite_search::count(c, Table::Crons, &query)
+        })
+        .await
     }
 
     async fn delete_cron(&self, cron_id: &str) -> StoreResult<bool> {
