@@ -33,7 +33,9 @@ async fn traces(State(received): State<Shared>, body: Bytes) -> &'static str {
     for resource_spans in request.resource_spans {
         if let Some(resource) = resource_spans.resource {
             for kv in resource.attributes {
-                received.resource.insert(kv.key, text(kv.value.and_then(|v| v.value)));
+                received
+                    .resource
+                    .insert(kv.key, text(kv.value.and_then(|v| v.value)));
             }
         }
         for scope in resource_spans.scope_spans {
@@ -48,7 +50,9 @@ async fn metrics(State(received): State<Shared>, body: Bytes) -> &'static str {
     let mut received = received.lock().unwrap();
     for resource in request.resource_metrics {
         for scope in resource.scope_metrics {
-            received.metrics.extend(scope.metrics.into_iter().map(|m| m.name));
+            received
+                .metrics
+                .extend(scope.metrics.into_iter().map(|m| m.name));
         }
     }
     ""
@@ -121,8 +125,14 @@ async fn agent_run_exports_one_trace_of_run_steps_nodes_and_calls() {
     let runs = named("invoke_agent tool-router");
     assert_eq!(runs.len(), 1, "{spans:#?}");
     let run_span = runs[0];
-    assert!(run_span.parent_span_id.is_empty(), "the run is the trace's root");
-    assert_eq!(attr(run_span, "gen_ai.operation.name").as_deref(), Some("invoke_agent"));
+    assert!(
+        run_span.parent_span_id.is_empty(),
+        "the run is the trace's root"
+    );
+    assert_eq!(
+        attr(run_span, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
     assert_eq!(attr(run_span, "agentgraph.steps").as_deref(), Some("3"));
 
     let steps = named("step");
@@ -131,9 +141,15 @@ async fn agent_run_exports_one_trace_of_run_steps_nodes_and_calls() {
     for node in ["router", "tool_executor", "generator"] {
         let found = named(node);
         assert_eq!(found.len(), 1, "{node}");
-        assert!(steps.iter().any(|s| found[0].parent_span_id == s.span_id), "{node} under a step");
+        assert!(
+            steps.iter().any(|s| found[0].parent_span_id == s.span_id),
+            "{node} under a step"
+        );
     }
-    let chats: Vec<&Span> = spans.iter().filter(|s| s.name.starts_with("chat ")).collect();
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
     assert!(chats.len() >= 2, "the router's and the generator's calls");
     for chat in &chats {
         assert!(attr(chat, "gen_ai.usage.input_tokens").is_some());
@@ -147,16 +163,27 @@ async fn agent_run_exports_one_trace_of_run_steps_nodes_and_calls() {
         .filter(|s| s.name.starts_with("execute_tool "))
         .collect();
     assert_eq!(tools.len(), 1);
-    assert_eq!(attr(tools[0], "gen_ai.tool.name").as_deref(), Some("datetime"));
+    assert_eq!(
+        attr(tools[0], "gen_ai.tool.name").as_deref(),
+        Some("datetime")
+    );
     assert!(under(tools[0], named("tool_executor")[0]));
 
     // The metrics went with them.
     assert!(
-        received.metrics.iter().any(|m| m == "gen_ai.client.token.usage"),
+        received
+            .metrics
+            .iter()
+            .any(|m| m == "gen_ai.client.token.usage"),
         "{:?}",
         received.metrics
     );
-    assert!(received.metrics.iter().any(|m| m == "agentgraph.run.duration"));
+    assert!(
+        received
+            .metrics
+            .iter()
+            .any(|m| m == "agentgraph.run.duration")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,7 +31,9 @@ fn keep(received: &Shared, request: ExportTraceServiceRequest) {
     let mut received = received.lock().unwrap();
     for resource in request.resource_spans {
         for scope in resource.scope_spans {
-            received.spans.extend(scope.spans.into_iter().map(|s| s.name));
+            received
+                .spans
+                .extend(scope.spans.into_iter().map(|s| s.name));
         }
     }
 }

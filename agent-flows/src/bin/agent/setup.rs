@@ -229,6 +229,9 @@ pub fn logging(format: LogFormat) -> Result<agent_otel::OtelGuard, Failure> {
             .boxed(),
     };
     let (otel, guard) = agent_otel::layer().map_err(|e| Failure::message(e.to_string()))?;
-    let _ = tracing_subscriber::registry().with(otel).with(logs).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(otel)
+        .with(logs)
+        .try_init();
     Ok(guard)
 }
