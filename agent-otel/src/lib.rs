@@ -599,6 +599,11 @@ fn signal_url(base: &str, signal: &str) -> String {
     format!("{}/v1/{signal}", base.trim_end_matches('/'))
 }
 
+/// The crate README's example compiles as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
