@@ -7,7 +7,7 @@
 //! | span field | when |
 //! | --- | --- |
 //! | `otel.name` = `chat {model}`, `otel.kind` = `client` | always |
-//! | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model` | always, set when the span opens (samplers see them) |
+//! | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name` (`openai`, `anthropic`, `gcp.gemini`, `ollama`, `scripted`), `gen_ai.request.model` | always, set when the span opens (samplers see them) |
 //! | `gen_ai.request.stream` = `true` | streamed calls |
 //! | `gen_ai.request.temperature`, `gen_ai.request.max_tokens`, `gen_ai.request.seed` | when the call sets them |
 //! | `gen_ai.response.model`, `gen_ai.response.id`, `gen_ai.response.finish_reasons` | from the reply (the one choice's reason, as a string: `tracing` has no arrays) |
@@ -108,7 +108,7 @@ pub(crate) fn call_span(call: &Call<'_>, streaming: bool) -> tracing::Span {
         otel.name = Empty,
         otel.kind = "client",
         gen_ai.operation.name = "chat",
-        gen_ai.provider.name = call.provider,
+        gen_ai.provider.name = provider_name(call.provider),
         gen_ai.request.model = call.model,
         gen_ai.request.stream = Empty,
         gen_ai.request.temperature = Empty,
@@ -375,7 +375,7 @@ where
         otel.name = Empty,
         otel.kind = "client",
         gen_ai.operation.name = "embeddings",
-        gen_ai.provider.name = provider,
+        gen_ai.provider.name = provider_name(provider),
         gen_ai.request.model = model,
         gen_ai.embeddings.dimension.count = Empty,
         agentgraph.embeddings.inputs = i64::try_from(count).unwrap_or(i64::MAX),
@@ -421,6 +421,16 @@ pub(crate) fn error_type(error: &LlmError) -> Cow<'static, str> {
         LlmError::ScriptExhausted { .. } => "script_exhausted",
         _ => "_OTHER",
     })
+}
+
+/// `gen_ai.provider.name` for one of our providers: the conventions' well-known value where
+/// one applies (`gcp.gemini` for Gemini's API at generativelanguage.googleapis.com), else our
+/// name (`openai`, `anthropic`, `ollama`, `scripted`, `offline`).
+fn provider_name(provider: &'static str) -> &'static str {
+    match provider {
+        "gemini" => "gcp.gemini",
+        other => other,
+    }
 }
 
 /// A token count as an attribute (a number: `u64` fields become strings).
