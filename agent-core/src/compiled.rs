@@ -17,6 +17,9 @@ use crate::node_input::InputType;
 use crate::runtime::{AnyContext, ContextType};
 use crate::state::{FieldSet, GraphState};
 
+/// The name of a graph not given one (LangGraph's default).
+pub(crate) const DEFAULT_NAME: &str = "LangGraph";
+
 /// A validated graph, ready to run. Cheap to clone (two `Arc`s); share it across tasks and
 /// requests.
 ///
@@ -30,6 +33,8 @@ pub struct CompiledGraph<S: GraphState, C = ()> {
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
     /// The long-term memory runs of this handle give their nodes (see [`crate::store`]).
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
+    /// The graph's name in traces (see [`with_name`](Self::with_name)).
+    pub(crate) name: Option<Arc<str>>,
     _context: PhantomData<fn() -> C>,
 }
 
@@ -40,6 +45,7 @@ impl<S: GraphState, C> Clone for CompiledGraph<S, C> {
             context: self.context.clone(),
             cache: self.cache.clone(),
             store: self.store.clone(),
+            name: self.name.clone(),
             _context: PhantomData,
         }
     }
@@ -158,6 +164,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             context: Some(context),
             cache: self.cache.clone(),
             store: self.store.clone(),
+            name: self.name.clone(),
             _context: PhantomData,
         }
     }
@@ -171,6 +178,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             context: self.context.clone(),
             cache: Some(cache),
             store: self.store.clone(),
+            name: self.name.clone(),
             _context: PhantomData,
         }
     }
@@ -183,6 +191,21 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let mut graph = self.clone();
         graph.store = Some(store);
         graph
+    }
+
+    /// This graph named `name` (LangGraph's `compile(name=..)`): the name of its runs' spans
+    /// (`invoke_agent {name}`, attribute `gen_ai.agent.name`; see [`crate::telemetry`]), also
+    /// when it runs as a subgraph. Cheap: the compiled graph is shared.
+    pub fn with_name(&self, name: impl Into<Arc<str>>) -> Self {
+        let mut graph = self.clone();
+        graph.name = Some(name.into());
+        graph
+    }
+
+    /// The graph's name: the one given to [`with_name`](Self::with_name), else `LangGraph`
+    /// (LangGraph's default).
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(DEFAULT_NAME)
     }
 
     /// The store runs of this handle get, if one was given.
@@ -570,6 +593,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
         context: None,
         cache: None,
         store: None,
+        name: None,
         _context: PhantomData,
     })
 }

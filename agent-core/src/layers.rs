@@ -226,7 +226,10 @@ impl<S: GraphState> Node<S> for Retry<S> {
             loop {
                 ctx.restart_attempt();
                 match inner.call(state.clone(), ctx.clone()).await {
-                    Ok(output) => return Ok(output),
+                    Ok(output) => {
+                        record_attempts(attempt);
+                        return Ok(output);
+                    }
                     Err(error) => {
                         let paused = matches!(&error, NodeError::Failed(e) if e.is::<crate::interrupt::Interrupted>());
                         let next = if paused {
@@ -235,6 +238,7 @@ impl<S: GraphState> Node<S> for Retry<S> {
                             policy.next_wait(attempt, &error)
                         };
                         let Some(wait) = next else {
+                            record_attempts(attempt);
                             if attempt == 1 {
                                 return Err(error);
                             }
@@ -251,6 +255,12 @@ impl<S: GraphState> Node<S> for Retry<S> {
             }
         })
     }
+}
+
+/// Records on the node's span (the current one: the executor runs each task in its node's
+/// span) how many attempts the call took.
+fn record_attempts(attempts: u32) {
+    tracing::Span::current().record("agentgraph.node.attempts", i64::from(attempts));
 }
 
 pub(crate) struct Timeout<S: GraphState> {

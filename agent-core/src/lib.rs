@@ -87,6 +87,7 @@ mod state;
 mod state_api;
 pub mod store;
 mod stream;
+pub mod telemetry;
 
 pub use agent_macros::{GraphState, node};
 #[cfg(feature = "sqlite")]

@@ -654,6 +654,7 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<
             let start = crate::executor::ChildStart::Snapshot(state);
             let out = crate::executor::Run::run_child(
                 &graph.inner,
+                graph.name(),
                 graph.context.clone(),
                 graph.store.clone(),
                 start,
@@ -700,6 +701,7 @@ where
             let node = ctx.node().to_owned();
             let out = crate::executor::Run::run_child(
                 &graph.inner,
+                graph.name(),
                 graph.context.clone(),
                 graph.store.clone(),
                 start,

@@ -400,7 +400,9 @@ impl<F: FlowSpec> Flow for Entry<F> {
         let mut graph = match saver {
             Some(saver) => F::graph().compile_with(saver)?,
             None => F::graph().compile()?,
-        };
+        }
+        // Its runs' spans are `invoke_agent {flow}`.
+        .with_name(F::NAME);
         if let Some(store) = store {
             graph = graph.with_store(store);
         }

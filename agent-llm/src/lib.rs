@@ -76,6 +76,7 @@ pub use message::{
     ToolMessage, Usage, text_of_blocks,
 };
 pub use model::{BoundModel, ChatModel, ChatModelExt};
+pub use observe::{CAPTURE_CONTENT_ENV, capture_content, set_capture_content};
 pub use options::{CallOptions, ResponseFormat, ToolChoice, ToolSpec, schema_for};
 pub use providers::anthropic::{Anthropic, AnthropicBuilder};
 pub use providers::gemini::{Gemini, GeminiBuilder};

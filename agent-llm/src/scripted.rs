@@ -551,7 +551,13 @@ impl ChatModel for ScriptedModel {
         messages: &[Message],
         options: &CallOptions,
     ) -> Result<ChatResponse, LlmError> {
-        observe::observe_invoke(PROVIDER, &self.name, async {
+        let call = observe::Call {
+            provider: PROVIDER,
+            model: &self.name,
+            messages,
+            options,
+        };
+        observe::observe_invoke(call, async {
             let started = Instant::now();
             let mut reply = self.next_reply(messages, options)?;
             if let Some(delay) = reply.delay.take() {
@@ -569,7 +575,13 @@ impl ChatModel for ScriptedModel {
         messages: &[Message],
         options: &CallOptions,
     ) -> Result<ChatStream, LlmError> {
-        let span = observe::call_span(PROVIDER, &self.name, true);
+        let call = observe::Call {
+            provider: PROVIDER,
+            model: &self.name,
+            messages,
+            options,
+        };
+        let span = observe::call_span(&call, true);
         let started = Instant::now();
         let chunks = match self.next_reply(messages, options) {
             Ok(mut reply) => {
@@ -579,17 +591,11 @@ impl ChatModel for ScriptedModel {
                 reply.into_chunks(&self.name)
             }
             Err(e) => {
-                observe::record_error(&span, PROVIDER, &self.name, &e);
+                observe::record_error(&span, &call, &e);
                 return Err(e);
             }
         };
         let stream = Box::pin(futures::stream::iter(chunks.into_iter().map(Ok)));
-        Ok(observe::observe_stream(
-            PROVIDER,
-            self.name.clone(),
-            span,
-            started,
-            stream,
-        ))
+        Ok(observe::observe_stream(&call, span, started, stream))
     }
 }

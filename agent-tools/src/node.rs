@@ -5,7 +5,9 @@
 //! Failures of single calls — unknown tool, bad arguments, the tool's error, a time-out, a
 //! panic — become error `ToolMessage`s by default so the model can correct itself
 //! ([`HandleErrors`] decides). Per-call timeout and retry are the [`Timeout`] and [`Retry`]
-//! wrappers, applied to each call; every call runs in a `tool_call` tracing span, and its
+//! wrappers, applied to each call; every call runs in an `execute_tool` tracing span (the
+//! OpenTelemetry GenAI conventions' execute-tool span: `execute_tool {tool}`, with the tool's
+//! name, the call id and, on failure, `error.type`), and its
 //! arguments are logged through [`DynTool::redact_args`] (wrap tools in
 //! [`Redacted`](crate::Redacted) to mask secrets).
 //!
@@ -227,7 +229,7 @@ impl ToolNode {
         })
     }
 
-    /// Runs one call like [`invoke`](Self::invoke), traced (span `tool_call`, latency) and,
+    /// Runs one call like [`invoke`](Self::invoke), traced (span `execute_tool`, latency) and,
     /// inside a graph node, shown in the run's event stream (`on_tool_start` /
     /// `on_tool_end`, arguments redacted): for nodes that want the tool's JSON result
     /// rather than a `ToolMessage`.
@@ -236,7 +238,7 @@ impl ToolNode {
         call: &ToolCall,
         ctx: Option<&NodeContext>,
     ) -> Result<Value, ToolError> {
-        let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
+        let span = tool_span(call, &self.registry);
         // A run id only for the event stream: nobody else reads it.
         let run_id = ctx
             .filter(|ctx| ctx.is_streaming(agent_core::StreamMode::Events))
@@ -254,6 +256,7 @@ impl ToolNode {
             )
             .await;
         }
+        let recorded = span.clone();
         let timed = async {
             let started = Instant::now();
             let result = self.invoke(call).await;
@@ -270,6 +273,7 @@ impl ToolNode {
             Some(ctx) => crate::tool_context::with_context(ctx.clone(), timed).await,
             None => timed.await,
         };
+        record_outcome(&recorded, &result);
         if let (Some(ctx), Some(run_id)) = (ctx, &run_id) {
             let (output, is_error) = match &result {
                 Ok(value) => (content_of(value), false),
@@ -363,6 +367,78 @@ impl ToolNode {
             _state: PhantomData,
         })
         .named(TOOLS)
+    }
+}
+
+/// The span of one tool call, per the OpenTelemetry GenAI conventions' execute-tool span:
+/// `execute_tool {tool}` with `gen_ai.operation.name`, `gen_ai.tool.name`,
+/// `gen_ai.tool.call.id`, `gen_ai.tool.description` and `gen_ai.tool.type`; with content
+/// capture on ([`agent_llm::capture_content`]), the arguments (redacted, see
+/// [`DynTool::redact_args`]) and the result. Disabled, and nothing formatted, when nobody
+/// listens.
+fn tool_span(call: &ToolCall, registry: &ToolRegistry) -> tracing::Span {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = tracing::field::Empty,
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        gen_ai.tool.description = tracing::field::Empty,
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
+        "error.type" = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    span.record("otel.name", format!("execute_tool {}", call.name));
+    let tool = registry.get(&call.name);
+    if let Some(tool) = tool {
+        span.record("gen_ai.tool.description", tool.description());
+    }
+    if agent_llm::capture_content() {
+        let args = match tool {
+            Some(tool) => tool.redact_args(&call.args),
+            None => call.args.clone(),
+        };
+        span.record("gen_ai.tool.call.arguments", args.to_string());
+    }
+    span
+}
+
+/// Records how a tool call ended on its span: the result (with content capture on), or the
+/// failure's `error.type` and an error status.
+fn record_outcome(span: &tracing::Span, result: &Result<Value, ToolError>) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(value) => {
+            if agent_llm::capture_content() {
+                span.record("gen_ai.tool.call.result", content_of(value));
+            }
+        }
+        Err(error) => agent_core::telemetry::record_error(span, error_type(error), error),
+    }
+}
+
+/// The `error.type` of a failed tool call: `timeout`, `invalid_arguments`, `unknown_tool`,
+/// `panic`, `tool_error` (the tool's own failure)...; the last attempt's when retries gave
+/// up.
+fn error_type(error: &ToolError) -> &'static str {
+    match error {
+        ToolError::TimedOut { .. } => "timeout",
+        ToolError::RetriesExhausted { last, .. } => error_type(last),
+        ToolError::InvalidArguments { .. } => "invalid_arguments",
+        ToolError::UnknownTool { .. } => "unknown_tool",
+        ToolError::Failed { .. } => "tool_error",
+        ToolError::Panicked { .. } => "panic",
+        ToolError::InvalidOutput { .. } => "invalid_output",
+        _ => "_OTHER",
     }
 }
 

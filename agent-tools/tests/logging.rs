@@ -1,4 +1,4 @@
-//! Tool-call logging: every call runs in a `tool_call` span, and its arguments reach the logs
+//! Tool-call logging: every call runs in an `execute_tool` span, and its arguments reach the logs
 //! only through `DynTool::redact_args`, so a `Redacted` tool (or a `.redacted()` registry)
 //! never logs a secret.
 //!
@@ -80,7 +80,9 @@ async fn logged_arguments_go_through_redaction() {
     assert!(!started[1].contains("hunter2"), "{text}");
     assert!(started[1].contains(r#""password":"[REDACTED]""#), "{text}");
     assert!(
-        started[1].contains("tool_call{tool=login call_id=l}"),
+        started[1].contains("execute_tool{")
+            && started[1].contains(r#"gen_ai.tool.name="login""#)
+            && started[1].contains(r#"gen_ai.tool.call.id="l""#),
         "{text}"
     );
     assert!(text.contains("tool call finished"), "{text}");

@@ -32,6 +32,7 @@ use crate::error::{GraphError, list_names};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::state::GraphState;
 use crate::stream::{CHANNEL_CAPACITY, Emitter, GraphStream, StreamMode, StreamModes};
+use crate::telemetry;
 
 pub(crate) use algo::{Frontier, Task, route};
 pub(crate) use durable::{Durable, Restored, Writer, restore, shared_table, task_id};
@@ -115,15 +116,21 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
         let emitter = Arc::new(Emitter::new(tx.clone(), modes.into()));
         let graph = self.clone();
         let input = input.into();
-        let task = tokio::spawn(async move {
-            match graph.run_with(input, config, Some(emitter)).await {
-                Ok(output) => Some(output),
-                Err(error) => {
-                    let _ = tx.send(Err(error)).await;
-                    None
+        // The run's span nests under the caller's, not under nothing (the spawned task has
+        // no current span of its own).
+        let parent = tracing::Span::current();
+        let task = tokio::spawn(
+            async move {
+                match graph.run_with(input, config, Some(emitter)).await {
+                    Ok(output) => Some(output),
+                    Err(error) => {
+                        let _ = tx.send(Err(error)).await;
+                        None
+                    }
                 }
             }
-        });
+            .instrument(parent),
+        );
         GraphStream {
             rx,
             task: Some(task),
@@ -140,16 +147,19 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
             Some(id) => Arc::from(id.as_str()),
             None => new_run_id(),
         };
-        let span = tracing::info_span!(
-            "graph",
-            run_id = %run_id,
-            thread_id = config.thread_id.as_deref().unwrap_or(""),
+        let span = telemetry::run_span(
+            self.name(),
+            &run_id,
+            config.thread_id.as_deref(),
+            config.durability,
+            false,
         );
         let mut config = config;
         if config.store.is_none() {
             config.store = self.store.clone();
         }
-        async move {
+        let recorded = span.clone();
+        let result = async move {
             let context = self.run_context()?;
             let mut run = Run::open(&self.inner, context, config, run_id, emitter).await?;
             run.cache = self.cache.clone();
@@ -177,10 +187,15 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> CompiledGraph<S, C> {
                 run.graph_event("on_chain_end", serde_json::json!({ "output": output }))
                     .await?;
             }
+            run.record_end(&tracing::Span::current());
             Ok(run.finish())
         }
         .instrument(span)
-        .await
+        .await;
+        if let Err(error) = &result {
+            telemetry::record_error(&recorded, telemetry::graph_error_type(error), error);
+        }
+        result
     }
 }
 
@@ -215,7 +230,7 @@ impl<S: GraphState> Run<'_, S> {
             }
 
             // Run: every task on the state as of the end of the last step.
-            let span = tracing::info_span!("step", step = self.step + 1, tasks = tasks.len());
+            let span = telemetry::step_span(self.step + 1, &tasks, &self.graph.names);
             let (writes, paused) = match self.run_tasks(&tasks).instrument(span).await {
                 Ok(done) => done,
                 Err(error) => {
@@ -322,6 +337,18 @@ impl<S: GraphState> Run<'_, S> {
         self.paused = true;
         let new = self.interrupts.get(known..).unwrap_or_default();
         self.interrupts_emitted(new).await
+    }
+
+    /// Records on the run's `span` how it ended: steps and tasks run, whether it paused.
+    pub(crate) fn record_end(&self, span: &tracing::Span) {
+        if span.is_disabled() {
+            return;
+        }
+        span.record("agentgraph.steps", telemetry::int(self.steps_run));
+        span.record("agentgraph.tasks", telemetry::int(self.tasks_run));
+        if self.paused {
+            span.record("agentgraph.interrupted", true);
+        }
     }
 
     /// The run's output.

@@ -430,7 +430,7 @@ impl<S: GraphState> Run<'_, S> {
             Some(SendArg::Input(input)) => (self.state.clone(), Some(input.clone())),
             None => (self.state.clone(), None),
         };
-        let span = tracing::info_span!("node", node = %name, step);
+        let span = crate::telemetry::node_span(name, step);
         let cached = match (&self.graph.cache_policies[task.node], &self.cache) {
             (Some(policy), Some(cache)) => Some((policy.clone(), cache.clone())),
             _ => None,
@@ -459,8 +459,10 @@ impl<S: GraphState> Run<'_, S> {
                             None,
                         )
                     {
+                        tracing::Span::current().record("agentgraph.cache.hit", true);
                         return Ok(Ok(writes.into_output()));
                     }
+                    tracing::Span::current().record("agentgraph.cache.hit", false);
                     let result = caught(callee.call(input, ctx)).await;
                     if let (Some(key), Ok(Ok(output))) = (&key, &result) {
                         let writes = TaskWrites::new(node, output.clone());
@@ -534,7 +536,8 @@ pub(crate) fn input_of(
     inputs.get(index).copied().flatten()
 }
 
-/// Runs a node's future with panics caught, logging how long it took.
+/// Runs a node's future with panics caught, logging how long it took, and records how it
+/// ended on its span (the current one: the node's).
 async fn caught<S: GraphState>(
     fut: crate::node::BoxFuture<Result<NodeOutput<S>, NodeError>>,
 ) -> Caught<S> {
@@ -548,7 +551,32 @@ async fn caught<S: GraphState>(
             "node finished"
         );
     }
+    if !matches!(result, Ok(Ok(_))) {
+        record_outcome(&tracing::Span::current(), &result);
+    }
     result
+}
+
+/// Records a node call that did not return an output on its span: a pause, or a failure
+/// with its `error.type`.
+fn record_outcome<S: GraphState>(span: &tracing::Span, result: &Caught<S>) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(Ok(_)) => {}
+        Ok(Err(NodeError::Failed(source))) if source.is::<Interrupted>() => {
+            span.record("agentgraph.interrupted", true);
+        }
+        Ok(Err(error)) => {
+            crate::telemetry::record_error(span, crate::telemetry::node_error_type(error), error)
+        }
+        Err(panic) => crate::telemetry::record_error(
+            span,
+            "panic",
+            &format_args!("panicked: {}", panic_message(panic.as_ref())),
+        ),
+    }
 }
 
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {

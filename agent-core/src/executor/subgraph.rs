@@ -24,6 +24,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::checkpoint::{PendingWrite, Source, WriteKind};
 use crate::command::Command;
 use crate::compiled::Graph;
@@ -116,8 +118,39 @@ impl<'g, S: GraphState> Run<'g, S> {
         durable.flush_writes().await
     }
 
-    /// Runs `graph` as the node of `ctx`'s task.
+    /// Runs `graph`, named `name`, as the node of `ctx`'s task, in a run span of its own
+    /// (under the node's).
     pub(crate) async fn run_child(
+        graph: &'g Graph<S>,
+        name: &str,
+        context: Option<AnyContext>,
+        store: Option<Arc<dyn crate::store::Store>>,
+        start: ChildStart<S>,
+        ctx: NodeContext,
+    ) -> Result<ChildOutput<S>, NodeError> {
+        let parent = ctx.config();
+        let span = crate::telemetry::run_span(
+            name,
+            ctx.run_id(),
+            parent.thread_id.as_deref(),
+            parent.durability,
+            true,
+        );
+        let recorded = span.clone();
+        let result = Self::run_child_in(graph, context, store, start, ctx)
+            .instrument(span)
+            .await;
+        if let Err(error) = &result {
+            let interrupted = matches!(error, NodeError::Failed(e) if e.is::<Interrupted>());
+            if !interrupted {
+                let kind = crate::telemetry::node_error_type(error);
+                crate::telemetry::record_error(&recorded, kind, error);
+            }
+        }
+        result
+    }
+
+    async fn run_child_in(
         graph: &'g Graph<S>,
         context: Option<AnyContext>,
         store: Option<Arc<dyn crate::store::Store>>,
@@ -136,6 +169,9 @@ impl<'g, S: GraphState> Run<'g, S> {
             (Some(_), Some(task)) => child_ns(&parent.checkpoint_ns, ctx.node(), task),
             _ => String::new(),
         };
+        if !ns.is_empty() {
+            tracing::Span::current().record("agentgraph.checkpoint.ns", ns.as_str());
+        }
         let config = RunConfig {
             recursion_limit: parent.recursion_limit,
             tags: parent.tags.clone(),
@@ -254,6 +290,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
         run.recorded = records.then_some(recorded);
         let ran = run.run_steps().await;
+        run.record_end(&tracing::Span::current());
         if ran.is_ok() && !run.paused {
             run.forget_owed();
         }

@@ -44,6 +44,10 @@ impl Scratch {
             .env_remove("AGENTGRAPH_JWT_SECRET")
             .env_remove("LLM_FALLBACK")
             .env_remove("RUST_LOG")
+            // Nothing is exported unless a test asks.
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
             .stdin(Stdio::null());
         cmd
     }

@@ -254,6 +254,15 @@ impl<W: EmbeddingsWire> Embeddings for HttpEmbeddings<W> {
     }
 
     async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        let request = self.embed_batches(texts);
+        crate::observe::observe_embed(W::PROVIDER, &self.model, self.dims, texts.len(), request)
+            .await
+    }
+}
+
+impl<W: EmbeddingsWire> HttpEmbeddings<W> {
+    /// The vectors of `texts`, asked for in batches of `batch_size`.
+    async fn embed_batches(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(self.batch_size) {
             let body = self.wire.embeddings_body(&self.model, chunk, self.dims);

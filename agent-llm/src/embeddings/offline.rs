@@ -69,7 +69,9 @@ impl Embeddings for OfflineEmbeddings {
     }
 
     async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
-        Ok(texts.iter().map(|t| self.vector(t)).collect())
+        let vectors = async { Ok(texts.iter().map(|t| self.vector(t)).collect()) };
+        crate::observe::observe_embed("offline", "offline", Some(self.dims), texts.len(), vectors)
+            .await
     }
 }
 

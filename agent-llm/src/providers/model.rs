@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::error::LlmError;
 use crate::message::Message;
@@ -214,7 +215,13 @@ impl<W: Wire> ChatModel for HttpChatModel<W> {
         let model = options.model.as_deref().unwrap_or(&self.model);
         let body = self.wire.request_body(model, messages, options, false);
         let url = self.url(model, false);
-        observe::observe_invoke(W::PROVIDER, model, async {
+        let call = observe::Call {
+            provider: W::PROVIDER,
+            model,
+            messages,
+            options,
+        };
+        observe::observe_invoke(call, async {
             let started = Instant::now();
             let json = self.transport.post_json(&url, &self.headers, &body).await?;
             let mut response = self.wire.parse_response(&json, model, options)?;
@@ -232,24 +239,28 @@ impl<W: Wire> ChatModel for HttpChatModel<W> {
         let model = options.model.clone().unwrap_or_else(|| self.model.clone());
         let body = self.wire.request_body(&model, messages, options, true);
         let url = self.url(&model, true);
-        let span = observe::call_span(W::PROVIDER, &model, true);
+        let call = observe::Call {
+            provider: W::PROVIDER,
+            model: &model,
+            messages,
+            options,
+        };
+        let span = observe::call_span(&call, true);
         let started = Instant::now();
-        let (response, deadline) =
-            match self.transport.post_stream(&url, &self.headers, &body).await {
-                Ok(sent) => sent,
-                Err(e) => {
-                    observe::record_error(&span, W::PROVIDER, &model, &e);
-                    return Err(e);
-                }
-            };
+        let sent = self
+            .transport
+            .post_stream(&url, &self.headers, &body)
+            .instrument(span.clone())
+            .await;
+        let (response, deadline) = match sent {
+            Ok(sent) => sent,
+            Err(e) => {
+                observe::record_error(&span, &call, &e);
+                return Err(e);
+            }
+        };
         let events = self.transport.events(&url, response, W::FRAMING, deadline);
         let stream = decode_events(events, self.wire.decoder(options));
-        Ok(observe::observe_stream(
-            W::PROVIDER,
-            model,
-            span,
-            started,
-            stream,
-        ))
+        Ok(observe::observe_stream(&call, span, started, stream))
     }
 }

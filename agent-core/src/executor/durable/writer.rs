@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt;
+use tracing::Instrument;
 
 use crate::checkpoint::{Checkpointer, StoreOp};
 use crate::error::GraphError;
@@ -107,6 +108,10 @@ struct Queue {
     stored: u64,
     /// The first store that failed; once set, nothing more is stored.
     failure: Option<Failure>,
+    /// The span current where the first of `ops` was queued (the run's, a step's...), when
+    /// spans are recorded: the parent of the span of the batch that stores them, so a
+    /// background store lands in the run's trace.
+    span: Option<tracing::Span>,
 }
 
 /// A failed store: its error, handed to the first caller that asks, and a copy of it for
@@ -216,6 +221,9 @@ impl Writer {
             return queue.queued;
         }
         let before = queue.ops.len();
+        if before == 0 && tracing::level_filters::LevelFilter::current() >= tracing::Level::INFO {
+            queue.span = Some(tracing::Span::current());
+        }
         queue.ops.extend(ops);
         queue.queued += (queue.ops.len() - before) as u64;
         let ticket = queue.queued;
@@ -236,9 +244,11 @@ impl Writer {
         if ops.is_empty() || self.lock().failure.is_some() {
             return;
         }
-        let stored =
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.saver.put_batch_now(&mut ops)));
         let backend = self.saver.backend();
+        let span = crate::telemetry::checkpoint_span(None, backend, &ops);
+        let stored = span.in_scope(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.saver.put_batch_now(&mut ops)))
+        });
         let error = match stored {
             Ok(Some(Ok(()))) => return,
             Ok(Some(Err(error))) => error,
@@ -251,6 +261,7 @@ impl Writer {
                 detail: "the checkpointer panicked while storing".to_owned(),
             },
         };
+        crate::telemetry::checkpoint_failed(&span, &error);
         self.lock().fail(error, backend);
         self.shared.changed.notify_waiters();
     }
@@ -318,29 +329,43 @@ async fn drain(saver: &dyn Checkpointer, shared: &Shared) {
     let abandoned = Abandoned { shared, backend };
     loop {
         gather(shared).await;
-        let ops = {
+        let (ops, parent) = {
             let mut queue = lock(shared);
             if queue.ops.is_empty() || queue.failure.is_some() {
                 queue.draining = false;
+                queue.span = None;
                 std::mem::forget(abandoned);
                 return;
             }
-            std::mem::take(&mut queue.ops)
+            (std::mem::take(&mut queue.ops), queue.span.take())
         };
         let count = ops.len() as u64;
-        let stored = AssertUnwindSafe(saver.put_batch(ops)).catch_unwind().await;
+        // Parented to the span that queued the batch's first op: a drain runs on a task of
+        // its own, with no current span.
+        let span = match &parent {
+            Some(parent) => crate::telemetry::checkpoint_span(Some(parent), backend, &ops),
+            None => tracing::Span::none(),
+        };
+        let stored = AssertUnwindSafe(saver.put_batch(ops))
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
         {
             let mut queue = lock(shared);
             match stored {
                 Ok(Ok(())) => queue.stored += count,
-                Ok(Err(error)) => queue.fail(error, backend),
-                Err(_) => queue.fail(
-                    GraphError::Storage {
+                Ok(Err(error)) => {
+                    crate::telemetry::checkpoint_failed(&span, &error);
+                    queue.fail(error, backend)
+                }
+                Err(_) => {
+                    let error = GraphError::Storage {
                         backend,
                         detail: "the checkpointer panicked while storing".to_owned(),
-                    },
-                    backend,
-                ),
+                    };
+                    crate::telemetry::checkpoint_failed(&span, &error);
+                    queue.fail(error, backend)
+                }
             }
         }
         shared.changed.notify_waiters();

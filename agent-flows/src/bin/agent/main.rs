@@ -64,8 +64,16 @@ impl Failure {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    setup::logging(cli.log_format);
-    match run(cli).await {
+    let result = match setup::logging(cli.log_format) {
+        Ok(telemetry) => {
+            let result = run(cli).await;
+            // The last spans are exported before the program exits.
+            drop(telemetry);
+            result
+        }
+        Err(failure) => Err(failure),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             let mut err = anstream::stderr().lock();

@@ -207,18 +207,31 @@ pub fn history_file() -> Option<PathBuf> {
     Some(dir.join("chat-history.txt"))
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default: warnings), colour only on a terminal.
-pub fn logging(format: LogFormat) {
+/// Logs to stderr, filtered by `RUST_LOG` (default: warnings), colour only on a terminal;
+/// and, when the OpenTelemetry variables name a collector (`OTEL_EXPORTER_OTLP_ENDPOINT`...),
+/// spans and metrics sent there (agent-otel, its own filter: `info` by default). The guard
+/// flushes them: keep it until the program ends.
+pub fn logging(format: LogFormat) -> Result<agent_otel::OtelGuard, Failure> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE);
-    let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder
+    let logs = match format {
+        LogFormat::Json => logs.json().with_filter(filter).boxed(),
+        LogFormat::Text => logs
             .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-            .try_init(),
+            .with_filter(filter)
+            .boxed(),
     };
+    let (otel, guard) = agent_otel::layer().map_err(|e| Failure::message(e.to_string()))?;
+    let _ = tracing_subscriber::registry()
+        .with(otel)
+        .with(logs)
+        .try_init();
+    Ok(guard)
 }
