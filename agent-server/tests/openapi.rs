@@ -184,11 +184,9 @@ fn fetch(dir: &Path, file: &Path) -> Result<(), String> {
         .arg(format!("langgraph-api=={LANGGRAPH_API}"))
         .arg("-d")
         .arg(&wheels))?;
-    let extract = format!(
-        "import glob, zipfile, sys\n\
+    let extract = "import glob, zipfile, sys\n\
          wheel = glob.glob(sys.argv[1] + '/langgraph_api-*.whl')[0]\n\
-         open(sys.argv[2], 'wb').write(zipfile.ZipFile(wheel).read('openapi.json'))\n"
-    );
+         open(sys.argv[2], 'wb').write(zipfile.ZipFile(wheel).read('openapi.json'))\n";
     run(Command::new(venv.join("bin/python"))
         .arg("-c")
         .arg(extract)
