@@ -20,7 +20,7 @@ pub enum OnRunCompleted {
 
 /// `POST /runs/crons` and `POST /threads/{thread_id}/runs/crons`: a schedule and the run it
 /// queues at each tick.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct CronCreate {
     /// A 5-field cron expression (minute hour day-of-month month day-of-week), or `@daily`...
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -50,6 +50,44 @@ pub struct CronCreate {
     /// The run it queues at each tick.
     #[serde(flatten)]
     pub run: RunCreate,
+}
+
+/// A cron's own fields, read apart from its run's so that an error in either names its field
+/// (serde's `flatten` loses the path).
+#[derive(Deserialize)]
+struct CronOwn {
+    schedule: Option<String>,
+    #[serde(default, deserialize_with = "super::present")]
+    timezone: Option<Option<String>>,
+    #[serde(default, deserialize_with = "super::present")]
+    end_time: Option<Option<String>>,
+    enabled: Option<bool>,
+    on_run_completed: Option<OnRunCompleted>,
+}
+
+impl<'de> Deserialize<'de> for CronCreate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let body = serde_json::Map::<String, Value>::deserialize(d)?;
+        let body = Value::Object(body);
+        let own: CronOwn = with_path(&body)?;
+        let run: RunCreate = with_path(&body)?;
+        Ok(CronCreate {
+            schedule: own.schedule,
+            timezone: own.timezone,
+            end_time: own.end_time,
+            enabled: own.enabled,
+            on_run_completed: own.on_run_completed,
+            run,
+        })
+    }
+}
+
+/// `T` read from `body`, an error naming the field it is about.
+fn with_path<T: serde::de::DeserializeOwned, E: serde::de::Error>(body: &Value) -> Result<T, E> {
+    serde_path_to_error::deserialize(body).map_err(|e| match e.path().to_string().as_str() {
+        "." => E::custom(e.inner()),
+        path => E::custom(format!("{path}: {}", e.inner())),
+    })
 }
 
 /// `PATCH /runs/crons/{cron_id}`: its settings and its runs' fields, merged over what it had.
