@@ -69,8 +69,11 @@ impl Client {
     }
 
     async fn page(&self, path: &str, body: Value) -> Page {
-        let resp = self.call(Method::POST, path, Some(body)).await;
-        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        let resp = self.call(Method::POST, path, Some(body.clone())).await;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            panic!("{path} {body}: {status} {}", resp.text().await.unwrap());
+        }
         let header = |name: &str| {
             resp.headers()
                 .get(name)
@@ -180,11 +183,17 @@ async fn threads(api: &Arc<Served>) {
             .await,
         0
     );
+    let missing = uuid::Uuid::new_v4().to_string();
     assert_eq!(
-        c.threads(json!({"metadata": u1, "ids": [ids[0], ids[4], ids[7], "nope"]}))
+        c.threads(json!({"metadata": u1, "ids": [ids[0], ids[4], ids[7], missing]}))
             .await,
         of(&[7, 4])
     );
+    // An id that is not a UUID is refused, as langgraph-api's schema refuses it.
+    let resp = c
+        .call(Method::POST, "/threads/search", Some(json!({"ids": ["nope"]})))
+        .await;
+    assert_eq!(resp.status(), 422);
     let mut sorted = of(&[1, 4, 7, 10]);
     sorted.sort();
     assert_eq!(
