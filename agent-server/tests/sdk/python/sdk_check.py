@@ -949,7 +949,7 @@ async def check_thread_stream_modes(c):
 
     async def until_done(stream_mode, last_event_id):
         parts = []
-        async for p in c.threads.join_stream(tid, stream_mode=stream_mode, last_event_id=last_event_id):
+        async for p in await c.threads.join_stream(tid, stream_mode=stream_mode, last_event_id=last_event_id):
             parts.append(p)
             if p.event == "metadata" and (p.data or {}).get("status") == "run_done":
                 return parts
@@ -964,7 +964,7 @@ async def check_thread_stream_modes(c):
     expect([p.event for p in life] == ["metadata", "metadata"], f"lifecycle: a start and an end: {[(p.event, p.data) for p in life]}")
 
     async def first_state_update():
-        async for p in c.threads.join_stream(tid, stream_mode="state_update"):
+        async for p in await c.threads.join_stream(tid, stream_mode="state_update"):
             if p.event == "state_update":
                 return p
     waiting = asyncio.create_task(first_state_update())
