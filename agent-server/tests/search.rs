@@ -191,7 +191,11 @@ async fn threads(api: &Arc<Served>) {
     );
     // An id that is not a UUID is refused, as langgraph-api's schema refuses it.
     let resp = c
-        .call(Method::POST, "/threads/search", Some(json!({"ids": ["nope"]})))
+        .call(
+            Method::POST,
+            "/threads/search",
+            Some(json!({"ids": ["nope"]})),
+        )
         .await;
     assert_eq!(resp.status(), 422);
     let mut sorted = of(&[1, 4, 7, 10]);
