@@ -99,6 +99,8 @@ fn fuzz(base: &str, name: &str) {
         .arg(examples.to_string())
         .arg("--report-dir")
         .arg(&report)
+        // Its crash cache (`.schemathesis/`) goes with the report, not into the repository.
+        .current_dir(std::env::temp_dir())
         .env("NO_COLOR", "1")
         .output()
         .unwrap();

@@ -331,6 +331,49 @@ async fn threads(api: &Arc<Served>) {
     )
     .await;
     assert_eq!(c.threads(json!({"metadata": u1})).await, of(&[7, 1]));
+    assert_eq!(c.count("/threads/count", json!({"metadata": u1})).await, 2);
+    assert_eq!(c.count("/threads/count", json!({})).await, 11);
+
+    // One user's count is kept, not counted: past a few hundred changes they are folded into
+    // the sum (PostgreSQL), and the count is the same before and after.
+    let bulk = json!({"user": "bulk"});
+    let mut made = Vec::new();
+    for _ in 0..210 {
+        let t = c.post("/threads", json!({"metadata": bulk})).await;
+        made.push(t["thread_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        c.count("/threads/count", json!({"metadata": bulk})).await,
+        210
+    );
+    assert_eq!(
+        c.count("/threads/count", json!({"metadata": bulk})).await,
+        210
+    );
+    c.ok(Method::DELETE, &format!("/threads/{}", made[0]), None)
+        .await;
+    c.ok(
+        Method::PATCH,
+        &format!("/threads/{}", made[1]),
+        Some(json!({"metadata": {"user": "moved"}})),
+    )
+    .await;
+    assert_eq!(
+        c.count("/threads/count", json!({"metadata": bulk})).await,
+        208
+    );
+    assert_eq!(
+        c.count("/threads/count", json!({"metadata": {"user": "moved"}}))
+            .await,
+        1
+    );
+    for id in &made[1..] {
+        c.ok(Method::DELETE, &format!("/threads/{id}"), None).await;
+    }
+    assert_eq!(
+        c.count("/threads/count", json!({"metadata": bulk})).await,
+        0
+    );
     assert_eq!(c.count("/threads/count", json!({})).await, 11);
     let page = c.page("/threads/search", json!({"limit": 11})).await;
     assert_eq!((page.total, page.next), (Some(11), None));

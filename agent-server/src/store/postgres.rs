@@ -170,7 +170,31 @@ impl PostgresStore {
                     Err(e) => tracing::warn!(error = %e, "could not fold the changes of a count"),
                     // Thousands of deleted changes are dead rows every later count reads
                     // until a vacuum: the next count would pay for them, not the folded sum.
-                    Ok(_) if changes > postgres_search::VACUUM_AFTER => self.vacuum_changes(),
+                    Ok(_) if changes > postgres_search::VACUUM_AFTER => {
+                        self.vacuum_changes("api_count_changes")
+                    }
+                    Ok(_) => {}
+                }
+            }
+            return Ok(row.get::<_, i64>(0).max(0) as u64);
+        }
+        if let (Some(pair), Some(kind)) = (query.counted_pair(table), table.indexed()) {
+            let c = self.client("count").await?;
+            let counted = c
+                .prepare_cached(postgres_search::ENTRY_COUNTED)
+                .await
+                .map_err(failed("count"))?;
+            let row = c
+                .query_one(&counted, &[&kind, &pair.key, &pair.json])
+                .await
+                .map_err(failed("count"))?;
+            let changes = row.get::<_, i64>(1);
+            if changes > postgres_search::FOLD_AFTER {
+                match c.execute(postgres_search::ENTRY_FOLD, &[]).await {
+                    Err(e) => tracing::warn!(error = %e, "could not fold the changes of a count"),
+                    Ok(folded) if folded > postgres_search::VACUUM_AFTER as u64 => {
+                        self.vacuum_changes("api_meta_count_changes")
+                    }
                     Ok(_) => {}
                 }
             }
@@ -189,14 +213,14 @@ impl PostgresStore {
         Ok(row.get::<_, i64>(0).max(0) as u64)
     }
 
-    /// Vacuums the counts' change log off the request's path (autovacuum would, a minute or
-    /// more later).
-    fn vacuum_changes(&self) {
+    /// Vacuums a counts' change log (`table`) off the request's path (autovacuum would, a
+    /// minute or more later).
+    fn vacuum_changes(&self, table: &'static str) {
         let pool = self.pool.clone();
         tokio::spawn(async move {
             let vacuumed = match pool.get().await {
                 Ok(c) => c
-                    .batch_execute("VACUUM api_count_changes")
+                    .batch_execute(&format!("VACUUM {table}"))
                     .await
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),

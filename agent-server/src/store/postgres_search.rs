@@ -36,6 +36,7 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
          CREATE TABLE IF NOT EXISTS api_counts (kind TEXT PRIMARY KEY, n BIGINT NOT NULL);
          CREATE TABLE IF NOT EXISTS api_count_changes (kind TEXT NOT NULL, delta INT NOT NULL);\n",
     );
+    sql.push_str(ENTRY_COUNTS);
     for table in [Table::Threads, Table::Assistants, Table::Crons, Table::Runs] {
         let Some(dropped) = dropped(table) else {
             continue;
@@ -126,6 +127,61 @@ pub(super) const COUNTED: &str = "SELECT COALESCE((SELECT n FROM api_counts WHER
 pub(super) const FOLD: &str =
     "WITH folded AS (DELETE FROM api_count_changes WHERE kind = $1 RETURNING delta)
      UPDATE api_counts SET n = n + COALESCE((SELECT sum(delta) FROM folded), 0) WHERE kind = $1";
+
+/// The number of documents with each entry of the side table (one user's threads), kept as
+/// the kinds' are: a sum per entry and a log of changes the side table's trigger appends (so
+/// writers never wait on a counter row), folded into the sums by a count that finds many.
+/// Made, and filled from the side table, when it does not exist yet (under the migration
+/// lock, which holds writers off).
+const ENTRY_COUNTS: &str = "
+DO $m$ BEGIN
+  IF to_regclass('api_meta_counts') IS NULL THEN
+    CREATE TABLE api_meta_counts (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        n BIGINT NOT NULL, PRIMARY KEY (kind, key, value));
+    CREATE TABLE api_meta_count_changes (kind TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, delta INT NOT NULL);
+    CREATE INDEX api_meta_count_changes_by_entry ON api_meta_count_changes (kind, key, value);
+    INSERT INTO api_meta_counts (kind, key, value, n)
+        SELECT kind, key, value, count(*) FROM api_meta GROUP BY kind, key, value;
+  END IF;
+END $m$;
+CREATE OR REPLACE FUNCTION api_meta_counted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  IF TG_OP <> 'INSERT' THEN
+    INSERT INTO api_meta_count_changes VALUES (OLD.kind, OLD.key, OLD.value, -1);
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO api_meta_count_changes VALUES (NEW.kind, NEW.key, NEW.value, 1);
+  END IF;
+  RETURN NULL;
+END $f$;
+DROP TRIGGER IF EXISTS api_meta_counted ON api_meta;
+CREATE TRIGGER api_meta_counted AFTER INSERT OR DELETE ON api_meta
+  FOR EACH ROW EXECUTE FUNCTION api_meta_counted();
+DROP TRIGGER IF EXISTS api_meta_recounted ON api_meta;
+CREATE TRIGGER api_meta_recounted AFTER UPDATE ON api_meta FOR EACH ROW
+  WHEN (OLD.kind IS DISTINCT FROM NEW.kind OR OLD.key IS DISTINCT FROM NEW.key
+        OR OLD.value IS DISTINCT FROM NEW.value)
+  EXECUTE FUNCTION api_meta_counted();
+";
+
+/// The number of documents of a kind with one metadata entry (`$1` kind, `$2` key, `$3`
+/// the value as JSON): the sum and the changes since, and how many changes there are.
+pub(super) const ENTRY_COUNTED: &str = "SELECT
+       COALESCE((SELECT n FROM api_meta_counts
+                 WHERE kind = $1 AND key = $2 AND value = ($3::text)::jsonb::text), 0)
+     + COALESCE((SELECT sum(delta) FROM api_meta_count_changes
+                 WHERE kind = $1 AND key = $2 AND value = ($3::text)::jsonb::text), 0),
+     (SELECT count(*) FROM api_meta_count_changes
+      WHERE kind = $1 AND key = $2 AND value = ($3::text)::jsonb::text)";
+
+/// Folds every entry's changes into the sums (changes written meanwhile stay for the next
+/// fold; two folds at once each take the rows the other did not).
+pub(super) const ENTRY_FOLD: &str = "WITH folded AS (DELETE FROM api_meta_count_changes
+         RETURNING kind, key, value, delta),
+     summed AS (SELECT kind, key, value, sum(delta) AS n FROM folded GROUP BY kind, key, value)
+     INSERT INTO api_meta_counts (kind, key, value, n) SELECT kind, key, value, n FROM summed
+     ON CONFLICT (kind, key, value) DO UPDATE SET n = api_meta_counts.n + EXCLUDED.n";
 
 /// Changes past which a count folds them.
 pub(super) const FOLD_AFTER: i64 = 200;
