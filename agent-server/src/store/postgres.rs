@@ -25,8 +25,7 @@ use super::postgres_search::{self, Mode};
 use super::query::Table;
 use super::{
     Claim, CronAdvance, Enqueued, Kind, Notice, PING, Query, Queueing, RUN_COUNTS, RunStore,
-    StoreError,
-    StoreResult, StoredEvent, ThreadEnd, Token,
+    StoreError, StoreResult, StoredEvent, ThreadEnd, Token,
 };
 
 const CHANNEL: &str = "agentgraph_api";
