@@ -1557,7 +1557,7 @@ async fn card_well_known(
 /// An assistant's A2A agent card, the assistant named by the query.
 #[utoipa::path(get, path = "/.well-known/agent-card.json", tag = "A2A", params(CardQuery),
     responses((status = 200, body = AgentCard), (status = 400, body = CardError),
-        (status = 404, body = CardError)))]
+        (status = 404, body = CardError), (status = 422, body = ErrorResponse)))]
 async fn card_by_query(
     State(app): Shared,
     caller: Caller,
