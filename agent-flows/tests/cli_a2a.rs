@@ -4,7 +4,9 @@
 //! served in the test's process), and an agent served by the official A2A SDK's Python server
 //! (`agent-server/tests/a2a/server.py`, a cached venv from `agent-server/tests/a2a/python.sh`,
 //! so that one runs under CI or with `AGENTGRAPH_A2A_TESTS=1`). Also the errors of an agent
-//! that is not there, of a credential missing, and of a flow that takes no tools. The model is a local fake speaking
+//! that is not there, of a credential missing, and of a flow that takes no tools. And the
+//! other way: a2a-sdk's client talks to every flow `agent serve` serves
+//! (`agent-server/tests/a2a/flows.py`: a send and a stream each). The model is a local fake speaking
 //! OpenAI's chat-completions wire format: it calls the tool it is told to with fixed
 //! arguments, then answers with the tool message it is sent.
 
@@ -329,4 +331,25 @@ fn an_agent_that_is_not_there_and_a_bad_header_are_clear_errors() {
     ]));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("Name: value"), "{}", out.stderr);
+}
+
+#[test]
+fn the_python_a2a_client_talks_to_every_flow_of_agent_serve() {
+    let Some(python) = a2a_python_sdk::a2a_python() else {
+        return;
+    };
+    let s = Scratch::new("a2a-serve-flows");
+    let served = common::serve::serve(&s, &[]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../agent-server/tests/a2a/flows.py"
+    );
+    let status = Command::new(python)
+        .args([script, &served.url])
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the Python A2A client's checks of the flows failed (their output is above)"
+    );
 }
