@@ -36,7 +36,7 @@ pub struct JsonRpcRequest {
 #[serde(untagged)]
 pub enum RpcParams {
     /// `message/send` and `message/stream`.
-    Send(MessageSendParams),
+    Send(Box<MessageSendParams>),
     /// `tasks/get`.
     Query(TaskQueryParams),
     /// `tasks/cancel`.
