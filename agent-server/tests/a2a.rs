@@ -716,3 +716,48 @@ async fn the_body_limit_holds() {
         .await;
     assert_eq!(status, 413);
 }
+
+/// The same on PostgreSQL (its run queue, its cancels, its event mirror): a send, a second
+/// turn on the context, a stream, a question answered, a cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_on_postgres() {
+    let Some(db) = common::fresh_database("agentgraph_a2a").await else {
+        return;
+    };
+    let agent = Agent::start(graphs::server().postgres(db)).await;
+    let first = agent.ok("agent", "message/send", send("on postgres")).await;
+    assert_eq!(first["status"]["state"], "completed", "{first}");
+    let context = first["contextId"].as_str().unwrap();
+    let second = agent
+        .ok("agent", "message/send", on(context, "again"))
+        .await;
+    assert_eq!(second["contextId"], context);
+    assert_eq!(texts(&second["history"])[0], "user: again");
+    let events = agent.stream("agent", on(context, "streamed")).await;
+    let last = &events.last().unwrap()["result"];
+    assert_eq!(last["status"]["state"], "completed", "{events:?}");
+    assert!(
+        events.iter().any(|e| e["result"]["append"] == true),
+        "{events:?}"
+    );
+    let asked = agent.ok("agent", "message/send", on(context, "ask")).await;
+    assert_eq!(asked["status"]["state"], "input-required", "{asked}");
+    let mut m = message("fine");
+    m["taskId"] = asked["id"].clone();
+    let done = agent
+        .ok("agent", "message/send", json!({"message": m}))
+        .await;
+    assert_eq!(answer_of(&done), "human said: fine", "{done}");
+    let mut p = send("sleep 20");
+    p["configuration"] = json!({"blocking": false});
+    let running = agent.ok("agent", "message/send", p).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancelled = agent
+        .ok("agent", "tasks/cancel", json!({"id": running["id"]}))
+        .await;
+    assert_eq!(cancelled["status"]["state"], "canceled");
+    let got = agent
+        .ok("agent", "tasks/get", json!({"id": running["id"]}))
+        .await;
+    assert_eq!(got["status"]["state"], "canceled", "{got}");
+}
