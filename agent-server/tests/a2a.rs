@@ -325,6 +325,25 @@ async fn a_send_runs_the_graph_and_answers_with_the_task() {
 }
 
 #[tokio::test]
+async fn a_long_send_says_it_is_alive_until_its_answer() {
+    let agent = Agent::start(graphs::server()).await;
+    let body =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": send("sleep 2.5")});
+    let text = agent
+        .request(reqwest::Method::POST, "/a2a/agent")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.starts_with('\n'), "a heartbeat first: {text:?}");
+    let out: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(out["result"]["status"]["state"], "completed", "{out}");
+}
+
+#[tokio::test]
 async fn a_conversation_goes_on_in_its_context() {
     let agent = Agent::start(graphs::server()).await;
     let first = agent

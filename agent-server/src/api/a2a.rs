@@ -364,16 +364,22 @@ async fn rpc(
     }
     let params = request.remove("params").unwrap_or_else(|| json!({}));
     let a2a = A2a {
-        app: &app,
-        caller: &caller,
-        assistant_id: &assistant_id,
+        app: app.clone(),
+        caller: caller.clone(),
+        assistant_id: assistant_id.clone(),
     };
     let outcome = match method {
         Method::Stream => match a2a.stream(params, &id, dialect).await {
             Ok(response) => return response,
             Err(f) => Err(f),
         },
-        Method::Send => a2a.send(params).await,
+        Method::Send => {
+            let stopping = app.shutdown.subscribe();
+            return waiting(stopping, async move {
+                let outcome = a2a.send(params).await;
+                reply(&id, outcome.map(|v| in_dialect(v, dialect, true)))
+            });
+        }
         Method::Get => a2a.get(params).await,
         Method::Cancel => a2a.cancel(params).await,
         Method::Card => card(&app, &caller, &assistant_id, &headers)
@@ -381,8 +387,45 @@ async fn rpc(
             .map_err(Fail::from)
             .and_then(|c| serde_json::to_value(c).map_err(|e| Fail::internal(&e.to_string()))),
     };
-    let outcome = outcome.map(|v| in_dialect(v, dialect, method == Method::Send));
+    let outcome = outcome.map(|v| in_dialect(v, dialect, false));
     answer(&id, outcome)
+}
+
+/// How often a long answer says it is alive: a newline before a `message/send`'s JSON (JSON
+/// allows leading whitespace), a comment in a stream. The official client's HTTP client
+/// gives up on a read after 5 s by default.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A JSON answer that may take long (a `message/send` waiting for its run): a newline every
+/// [`HEARTBEAT`] until `answer` is ready, then it; the server stopping first ends it with a
+/// JSON-RPC error (the task goes on: `tasks/get` finds it).
+fn waiting(
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+    answer: impl std::future::Future<Output = Value> + Send + 'static,
+) -> Response {
+    let answer = Box::pin(async move {
+        tokio::select! {
+            v = answer => v,
+            _ = stopping.wait_for(|stop| *stop) => json!({"jsonrpc": "2.0", "id": null, "error": {
+                "code": INTERNAL_ERROR,
+                "message": "The server is stopping; the task goes on: follow it with tasks/get",
+            }}),
+        }
+    });
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let body = futures::stream::unfold(Some((answer, ticker)), |state| async move {
+        let (mut answer, mut ticker) = state?;
+        tokio::select! {
+            v = &mut answer => Some((Ok::<_, std::convert::Infallible>(Bytes::from(v.to_string())), None)),
+            _ = ticker.tick() => Some((Ok(Bytes::from_static(b"\n")), Some((answer, ticker)))),
+        }
+    });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// An A2A 0.3 answer in `dialect` (see [`Dialect`]); `wrap`: a sent message's task, which
@@ -434,10 +477,10 @@ fn params<T: DeserializeOwned>(params: Value) -> Result<T, Fail> {
 }
 
 /// One request's view of the server.
-struct A2a<'a> {
-    app: &'a Arc<App>,
-    caller: &'a Caller,
-    assistant_id: &'a str,
+struct A2a {
+    app: Arc<App>,
+    caller: Caller,
+    assistant_id: String,
 }
 
 /// A message made ready to run: the thread, the run's body, and the task it continues.
@@ -462,10 +505,10 @@ struct Found {
     state: TaskState,
 }
 
-impl A2a<'_> {
+impl A2a {
     /// The assistant (if the caller may run it) and its served graph's schemas.
     async fn assistant(&self) -> Result<(Value, Value), Fail> {
-        let assistant = resolve(self.app, self.caller, self.assistant_id).await?;
+        let assistant = resolve(&self.app, &self.caller, &self.assistant_id).await?;
         let graph_id = assistant["graph_id"].as_str().unwrap_or_default();
         let graph = self
             .app
@@ -626,7 +669,7 @@ impl A2a<'_> {
     async fn send(&self, params: Value) -> Result<Value, Fail> {
         let p = self.prepare(params).await?;
         let (run, channel) =
-            super::runs::queued(self.app, self.caller, Some(&p.context_id), p.body).await?;
+            super::runs::queued(&self.app, &self.caller, Some(&p.context_id), p.body).await?;
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let task_id = p
             .task_id
@@ -679,9 +722,9 @@ impl A2a<'_> {
         let permit = self
             .app
             .streams
-            .open(self.caller, self.app.limits.streams_per_user)?;
+            .open(&self.caller, self.app.limits.streams_per_user)?;
         let (run, channel) =
-            super::runs::queued(self.app, self.caller, Some(&p.context_id), p.body).await?;
+            super::runs::queued(&self.app, &self.caller, Some(&p.context_id), p.body).await?;
         let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
         let task_id = p
             .task_id
@@ -812,13 +855,14 @@ impl A2a<'_> {
                     }
                 })
                 .boxed();
-        Ok(super::sse::sse(
-            self.app,
+        Ok(super::sse::sse_every(
+            &self.app,
             events,
             None,
             false,
             HeaderMap::new(),
             permit,
+            HEARTBEAT,
         ))
     }
 
@@ -845,7 +889,7 @@ impl A2a<'_> {
         {
             return Ok(None);
         }
-        let thread = match thread_found(self.app, self.caller, &context, verb).await {
+        let thread = match thread_found(&self.app, &self.caller, &context, verb).await {
             Ok(t) => t,
             Err(e) if e.status.is_server_error() => return Err(e.into()),
             Err(e) if e.status == StatusCode::FORBIDDEN => return Err(e.into()),
@@ -976,7 +1020,7 @@ impl A2a<'_> {
                 "metadata": {"a2a": {"task_id": found.task_id}},
             });
             let (marker, _) =
-                super::runs::queued(self.app, self.caller, Some(&found.context_id), body).await?;
+                super::runs::queued(&self.app, &self.caller, Some(&found.context_id), body).await?;
             self.app
                 .runs
                 .cancel(&marker, CancelAction::Interrupt)

@@ -9,6 +9,7 @@ Checks, each printed as it passes:
 - a streamed send (message/stream) whose answer arrives in pieces before the whole;
 - a conversation of several turns on one context, and a question back (input-required)
   answered through its task;
+- a send that outlasts the default HTTP client's 5 s read timeout (the server's heartbeats);
 - a cancel of a running task (sent without blocking), and tasks/get after it.
 Exits non-zero on the first failure.
 """
@@ -139,6 +140,13 @@ async def main():
         assert done.id == asked.id and done.status.state == TaskState.completed, done
         assert answer(done) == "human said: yes", done
         ok("a conversation of several turns on one context, an interrupt answered")
+
+        # A send that takes longer than the SDK's default client waits for a read (5 s):
+        # the server's heartbeats keep it waiting.
+        default = await ClientFactory.connect(agent_url, client_config=ClientConfig(streaming=False))
+        slow = await send(default, message("sleep 6"))
+        assert slow.status.state == TaskState.completed, slow
+        ok("a send of 6 s with the SDK's default HTTP client (5 s read timeout)")
 
         # A cancel: sent without waiting, cancelled while it runs.
         running = await send(polling, message("sleep 20"))
