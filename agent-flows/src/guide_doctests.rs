@@ -38,6 +38,7 @@ guide_pages! {
     RunsEnd: "runs-end.md",
     Deploying: "deploying.md",
     McpServer: "mcp-server.md",
+    A2a: "a2a.md",
     WebPage: "web-page.md",
     Observability: "observability.md",
     Differences: "differences.md",

@@ -30,7 +30,9 @@
 //! thread at a time. Crons (scheduled runs) queue their runs there at each tick, and a
 //! run's `webhook` gets its final result when it ends. Each assistant is also an MCP tool at
 //! `/mcp` (streamable HTTP), as LangGraph server exposes it: MCP clients list the graphs and
-//! run them. State travels as JSON through the state's serde; message fields
+//! run them, and an agent of the Agent2Agent protocol at `/a2a/{assistant_id}`, which other
+//! agents (the `a2a-sdk` clients, Google ADK, CrewAI) discover by its card and talk to in
+//! conversations of tasks. State travels as JSON through the state's serde; message fields
 //! (reduced by `add_messages`) speak LangChain's message dicts on the wire.
 
 mod api;
@@ -147,6 +149,7 @@ pub struct ServerBuilder {
     grace: std::time::Duration,
     web_page: bool,
     mcp: bool,
+    a2a: bool,
     memory: Option<Arc<dyn agent_core::store::Store>>,
     store_index: Option<agent_core::store::IndexConfig>,
     clock: Arc<dyn Clock>,
@@ -256,6 +259,14 @@ impl ServerBuilder {
     /// server does; default: on): MCP clients list the graphs and run them statelessly.
     pub fn mcp(mut self, on: bool) -> Self {
         self.mcp = on;
+        self
+    }
+
+    /// Serves every assistant as an agent of the Agent2Agent protocol at
+    /// `/a2a/{assistant_id}`, with its card at `/.well-known/agent-card.json?assistant_id=...`
+    /// (as LangGraph server does; default: on).
+    pub fn a2a(mut self, on: bool) -> Self {
+        self.a2a = on;
         self
     }
 
@@ -593,6 +604,7 @@ impl ServerBuilder {
                 guard: Arc::new(api::guard::Guard { origins, hosts }),
                 web_page: self.web_page,
                 mcp: self.mcp,
+                a2a: self.a2a,
                 memory,
                 scheduling: api::Scheduling {
                     clock: self.clock,
@@ -638,6 +650,7 @@ impl Server {
             grace: std::time::Duration::from_secs(30),
             web_page: true,
             mcp: true,
+            a2a: true,
             memory: None,
             store_index: None,
             clock: Arc::new(SystemClock),

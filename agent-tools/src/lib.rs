@@ -17,6 +17,8 @@
 //! - [`builtin`]: `echo`, `datetime` (IANA zones, DST-aware) and `calculator`.
 //! - `mcp` (feature `mcp`): the tools of MCP servers (stdio or streamable HTTP) as tools
 //!   here, on the official SDK, `rmcp`; see the module docs.
+//! - `a2a` (feature `a2a`): remote agents of the Agent2Agent protocol as tools (their card
+//!   discovered, `message/send` or `message/stream`, a question back as the tool's result).
 //! - [`schema`]: checks arguments against a tool's JSON schema (what MCP tools are checked
 //!   with, having no Rust type).
 //! - [`prebuilt`]: [`create_react_agent`], LangGraph's prebuilt ReAct agent (system prompt,
@@ -79,6 +81,8 @@
 
 extern crate self as agent_tools;
 
+#[cfg(feature = "a2a")]
+pub mod a2a;
 pub mod builtin;
 mod condition;
 mod error;

@@ -5,6 +5,7 @@
 //! the served graphs. What the API adds around them — the origin and host guard, CORS from
 //! the allow-list, the body limit, authentication — is layered here once.
 
+mod a2a;
 mod access;
 mod assistants;
 mod crons;
@@ -64,6 +65,8 @@ pub(crate) struct App {
     pub(crate) web_page: bool,
     /// Whether the assistants are served as MCP tools at `/mcp`.
     pub(crate) mcp: bool,
+    /// Whether the assistants are served as A2A agents (`/a2a/{id}`, their cards).
+    pub(crate) a2a: bool,
     /// The long-term memory store (`/store/*`), the one the served graphs' nodes reach.
     pub(crate) memory: Arc<dyn agent_core::store::Store>,
     /// The crons' clock and how often the scheduler looks.
@@ -137,6 +140,7 @@ fn api() -> utoipa_axum::router::OpenApiRouter<Arc<App>> {
         .merge(runs::routes())
         .merge(crons::routes())
         .merge(memory::routes())
+        .merge(a2a::routes())
 }
 
 /// The API's OpenAPI document, as `/openapi.json` serves it.

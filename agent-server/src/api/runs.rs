@@ -539,6 +539,19 @@ pub(super) async fn stateless_result(
     Ok(start(app, caller, None, body).await?.channel.result().await)
 }
 
+/// Queues a run as `POST /threads/{t}/runs` (or `POST /runs`) does, for `caller`: the run
+/// as queued and its live channel, which A2A's methods follow.
+pub(super) async fn queued(
+    app: &Arc<App>,
+    caller: &Caller,
+    thread: Option<&str>,
+    body: Value,
+) -> Result<(Value, Arc<RunChannel>), ApiError> {
+    let body: RunCreate = from_value(body)?;
+    let s = start(app, caller, thread, body).await?;
+    Ok((s.run, s.channel))
+}
+
 /// A stored run as the API answers with it.
 fn public(run: &Value) -> Result<Run, ApiError> {
     let mut run = run.clone();

@@ -94,7 +94,21 @@ pub(super) fn sse<H: Send + Sync + 'static>(
     headers: HeaderMap,
     hold: H,
 ) -> Response {
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    sse_every(app, events, keep, with_ids, headers, hold, HEARTBEAT)
+}
+
+/// [`sse`] with a heartbeat every `heartbeat` (A2A's: its official client gives up on a read
+/// after 5 s by default).
+pub(super) fn sse_every<H: Send + Sync + 'static>(
+    app: &App,
+    events: BoxStream<'static, LiveEvent>,
+    keep: Option<Vec<String>>,
+    with_ids: bool,
+    headers: HeaderMap,
+    hold: H,
+    heartbeat: Duration,
+) -> Response {
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let state = Sse {
         events,

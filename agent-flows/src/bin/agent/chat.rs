@@ -24,6 +24,14 @@ pub async fn run(flow: &'static dyn Flow, args: &RunArgs) -> Result<(), Failure>
     if let Some((_, tools)) = &mcp {
         env = env.with_tools(tools.iter().cloned());
     }
+    let mcp_names: Vec<String> = mcp
+        .iter()
+        .flat_map(|(_, tools)| tools.iter().map(|t| t.name().to_owned()))
+        .collect();
+    let remote = setup::a2a(args, &mcp_names).await?;
+    if !remote.is_empty() {
+        env = env.with_tools(remote);
+    }
     let saver = setup::saver(args.db.as_deref()).await?;
     let store = setup::store(args.store.as_deref(), args.db.as_deref()).await?;
     let session = flow

@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     about,
     arg_required_else_help = true,
-    after_help = "Examples:\n  agent list\n  agent run tool-router \"¿Qué hora es en Tokio y Londres?\"\n  agent run tool-router \"What time is it in New York?\" --thread demo --json\n  agent run react --mode llm --model ollama:qwen2.5 --mcp \"python my_server.py\" \"add 2 and 3\"\n  agent chat form\n  agent graph tool-router --ascii\n\nModels: --model offline (default: deterministic rules, no key, no server), openai:<model> (OPENAI_API_KEY, OPENAI_BASE_URL for any OpenAI-compatible server), anthropic:<model> (ANTHROPIC_API_KEY), ollama:<model> (OLLAMA_HOST)."
+    after_help = "Examples:\n  agent list\n  agent run tool-router \"¿Qué hora es en Tokio y Londres?\"\n  agent run tool-router \"What time is it in New York?\" --thread demo --json\n  agent run react --mode llm --model ollama:qwen2.5 --mcp \"python my_server.py\" \"add 2 and 3\"\n  agent run react --mode llm --model ollama:qwen2.5 --a2a http://127.0.0.1:8123/a2a/tool-router \"ask the router the time in Lima\"\n  agent chat form\n  agent graph tool-router --ascii\n\nModels: --model offline (default: deterministic rules, no key, no server), openai:<model> (OPENAI_API_KEY, OPENAI_BASE_URL for any OpenAI-compatible server), anthropic:<model> (ANTHROPIC_API_KEY), ollama:<model> (OLLAMA_HOST)."
 )]
 pub struct Cli {
     /// Log format on stderr (filter with RUST_LOG, e.g. RUST_LOG=agent_core=debug).
@@ -250,6 +250,15 @@ pub struct RunArgs {
     /// (`command`/`args`/`env` or `url`/`headers` per server).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+    /// A remote agent of the Agent2Agent protocol that the `react` flow's model may call as
+    /// a tool: its URL (its card at /.well-known/agent-card.json) or its card's URL, such as
+    /// http://127.0.0.1:8123/a2a/tool-router (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub a2a: Vec<String>,
+    /// A header sent to every `--a2a` agent, such as "x-api-key: KEY" or
+    /// "Authorization: Bearer TOKEN" (repeatable; also AGENTGRAPH_A2A_HEADER for one).
+    #[arg(long, value_name = "NAME: VALUE", env = "AGENTGRAPH_A2A_HEADER")]
+    pub a2a_header: Vec<String>,
 }
 
 /// `--stream` modes.

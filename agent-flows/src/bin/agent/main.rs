@@ -206,6 +206,14 @@ async fn run_once(
     if let Some((_, tools)) = &mcp {
         env = env.with_tools(tools.iter().cloned());
     }
+    let mcp_names: Vec<String> = mcp
+        .iter()
+        .flat_map(|(_, tools)| tools.iter().map(|t| t.name().to_owned()))
+        .collect();
+    let remote = setup::a2a(args, &mcp_names).await?;
+    if !remote.is_empty() {
+        env = env.with_tools(remote);
+    }
     let saver = match &args.thread {
         Some(_) => Some(setup::saver(args.db.as_deref()).await?),
         None => None,

@@ -1,6 +1,7 @@
 //! Turning options into what a flow runs with: the model (`--model`), the thread store
 //! (`--db`), the flow's options (`--set`, `--form`, `--mode`...), the MCP servers whose tools
-//! join the flow's (`--mcp`, `--mcp-config`), and logging.
+//! join the flow's (`--mcp`, `--mcp-config`), the remote A2A agents that join them as tools
+//! (`--a2a`), and logging.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -78,6 +79,46 @@ pub async fn mcp(
         .map(|tool| Arc::new(tool) as Arc<dyn DynTool>)
         .collect();
     Ok(Some((servers, tools)))
+}
+
+/// The remote agents `--a2a` names (their cards fetched), each a tool named so that none
+/// shadows one of the react flow's own or of `taken` (the MCP servers' tools). The URLs come
+/// from the command line only.
+pub async fn a2a(args: &RunArgs, taken: &[String]) -> Result<Vec<Arc<dyn DynTool>>, Failure> {
+    if args.a2a.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut headers = Vec::new();
+    for line in &args.a2a_header {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(Failure::usage(format!(
+                "--a2a-header `{}`: write it as \"Name: value\"",
+                line.split(':').next().unwrap_or_default()
+            )));
+        };
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    let configs = args
+        .a2a
+        .iter()
+        .map(|url| {
+            headers.iter().fold(
+                agent_tools::a2a::A2aConfig::new(url.clone()),
+                |config, (name, value)| config.header(name.clone(), value.clone()),
+            )
+        })
+        .collect();
+    agent_flows::react::ensure_tools_registered();
+    let mut names = agent_flows::react::TOOL_REGISTRY.names();
+    names.extend(taken.iter().cloned());
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let tools = agent_tools::a2a::connect_all(configs, &names)
+        .await
+        .map_err(|e| Failure::message(e.to_string()))?;
+    Ok(tools
+        .into_iter()
+        .map(|tool| Arc::new(tool) as Arc<dyn DynTool>)
+        .collect())
 }
 
 /// A name for the server of `--mcp LINE` (a tool's prefix when names collide): the script or

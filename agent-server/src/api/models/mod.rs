@@ -4,6 +4,7 @@
 //! read. Bodies accept what langgraph-api accepts — extra fields are tolerated, as its
 //! schemas allow them — and refuse the rest with its 422 shape, `{"detail": "<field>: why"}`.
 
+pub(crate) mod a2a;
 pub(crate) mod assistants;
 pub(crate) mod crons;
 pub(crate) mod runs;
