@@ -427,9 +427,17 @@ fn threads_can_live_in_postgres() {
     cmd.env("AGENTGRAPH_DB", &url);
     let second = run(cmd);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert_eq!(
-        second.json()["state"]["messages"].as_array().unwrap().len(),
-        4
+    // Both turns are in the thread: "hello" and its answer, then the question, the tool call
+    // (an AI message with tool_calls and the tool's message) and the answer.
+    let messages = second.json()["state"]["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 6, "{messages}");
+    assert!(
+        messages[0]["content"].to_string().contains("hello"),
+        "{messages}"
+    );
+    assert!(
+        messages[2]["content"].to_string().contains("Lima"),
+        "{messages}"
     );
     assert!(!s.path("threads.sqlite").exists(), "nothing went to SQLite");
 }
