@@ -63,7 +63,21 @@ fn tool_router_on_a_real_model() {
     }
     assert!(!report["response"].as_str().unwrap().trim().is_empty());
     assert!(report["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0);
-    assert_eq!(state["messages"].as_array().map(Vec::len), Some(2));
+    // The chat: the question, then (with tools) an AI message with a call per selected tool
+    // and a tool message per call, then the answer.
+    let messages = state["messages"].as_array().unwrap();
+    let calls = if selected.is_empty() {
+        0
+    } else {
+        1 + selected.len()
+    };
+    assert_eq!(messages.len(), 2 + calls, "{messages:?}");
+    assert_eq!(messages[0]["type"], "human");
+    assert_eq!(messages[messages.len() - 1]["type"], "ai");
+    if calls > 0 {
+        let asked = messages[1]["tool_calls"].as_array().map(Vec::len);
+        assert_eq!(asked, Some(selected.len()), "{messages:?}");
+    }
     let _: &Value = &report["thread_id"];
 }
 

@@ -53,7 +53,8 @@ const STEPS: &[Step] = &[
     Step {
         name: "test",
         hint: "fix the failing tests above",
-        run: || cargo(&["test", "--workspace"]),
+        // Every failing test binary in one run, not only the first.
+        run: || cargo(&["test", "--workspace", "--no-fail-fast"]),
     },
     Step {
         name: "codegen",
