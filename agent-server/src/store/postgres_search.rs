@@ -36,7 +36,7 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
          CREATE TABLE IF NOT EXISTS api_counts (kind TEXT PRIMARY KEY, n BIGINT NOT NULL);
          CREATE TABLE IF NOT EXISTS api_count_changes (kind TEXT NOT NULL, delta INT NOT NULL);\n",
     );
-    sql.push_str(ENTRY_COUNTS);
+
     for table in [Table::Threads, Table::Assistants, Table::Crons, Table::Runs] {
         let Some(dropped) = dropped(table) else {
             continue;
@@ -113,6 +113,10 @@ pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String
         "CREATE INDEX IF NOT EXISTS api_threads_by_state_updated ON api_threads (((head ->> 'state_updated_at') COLLATE \"C\"), seq);
          CREATE INDEX IF NOT EXISTS api_threads_by_status ON api_threads ((head ->> 'status'), ((head ->> 'created_at') COLLATE \"C\"), seq);\n",
     );
+    // Last, and its triggers made only with its tables: a start takes no lock on the side
+    // table, which writers reach through the documents' triggers (a lock taken on it before
+    // theirs would deadlock with them).
+    sql.push_str(ENTRY_COUNTS);
     sql
 }
 
@@ -134,17 +138,6 @@ pub(super) const FOLD: &str =
 /// Made, and filled from the side table, when it does not exist yet (under the migration
 /// lock, which holds writers off).
 const ENTRY_COUNTS: &str = "
-DO $m$ BEGIN
-  IF to_regclass('api_meta_counts') IS NULL THEN
-    CREATE TABLE api_meta_counts (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-        n BIGINT NOT NULL, PRIMARY KEY (kind, key, value));
-    CREATE TABLE api_meta_count_changes (kind TEXT NOT NULL, key TEXT NOT NULL,
-        value TEXT NOT NULL, delta INT NOT NULL);
-    CREATE INDEX api_meta_count_changes_by_entry ON api_meta_count_changes (kind, key, value);
-    INSERT INTO api_meta_counts (kind, key, value, n)
-        SELECT kind, key, value, count(*) FROM api_meta GROUP BY kind, key, value;
-  END IF;
-END $m$;
 CREATE OR REPLACE FUNCTION api_meta_counted() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF TG_OP <> 'INSERT' THEN
@@ -155,14 +148,23 @@ BEGIN
   END IF;
   RETURN NULL;
 END $f$;
-DROP TRIGGER IF EXISTS api_meta_counted ON api_meta;
-CREATE TRIGGER api_meta_counted AFTER INSERT OR DELETE ON api_meta
-  FOR EACH ROW EXECUTE FUNCTION api_meta_counted();
-DROP TRIGGER IF EXISTS api_meta_recounted ON api_meta;
-CREATE TRIGGER api_meta_recounted AFTER UPDATE ON api_meta FOR EACH ROW
-  WHEN (OLD.kind IS DISTINCT FROM NEW.kind OR OLD.key IS DISTINCT FROM NEW.key
-        OR OLD.value IS DISTINCT FROM NEW.value)
-  EXECUTE FUNCTION api_meta_counted();
+DO $m$ BEGIN
+  IF to_regclass('api_meta_counts') IS NULL THEN
+    CREATE TABLE api_meta_counts (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        n BIGINT NOT NULL, PRIMARY KEY (kind, key, value));
+    CREATE TABLE api_meta_count_changes (kind TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, delta INT NOT NULL);
+    CREATE INDEX api_meta_count_changes_by_entry ON api_meta_count_changes (kind, key, value);
+    INSERT INTO api_meta_counts (kind, key, value, n)
+        SELECT kind, key, value, count(*) FROM api_meta GROUP BY kind, key, value;
+    CREATE TRIGGER api_meta_counted AFTER INSERT OR DELETE ON api_meta
+      FOR EACH ROW EXECUTE FUNCTION api_meta_counted();
+    CREATE TRIGGER api_meta_recounted AFTER UPDATE ON api_meta FOR EACH ROW
+      WHEN (OLD.kind IS DISTINCT FROM NEW.kind OR OLD.key IS DISTINCT FROM NEW.key
+            OR OLD.value IS DISTINCT FROM NEW.value)
+      EXECUTE FUNCTION api_meta_counted();
+  END IF;
+END $m$;
 ";
 
 /// The number of documents of a kind with one metadata entry (`$1` kind, `$2` key, `$3`
