@@ -80,8 +80,10 @@ fn fuzz(base: &str, name: &str) {
             "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,negative_data_rejection",
             "--phases",
             "examples,coverage,fuzzing",
+            // One worker: two threads of schemathesis on Python 3.11 once failed inside
+            // schemathesis itself ("AST constructor recursion depth mismatch").
             "--workers",
-            "2",
+            "1",
             "--seed",
             "7",
             "--no-color",
