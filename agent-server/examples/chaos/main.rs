@@ -107,12 +107,14 @@ pub struct Accepted {
 struct Instance {
     child: Child,
     url: String,
+    log: PathBuf,
 }
 
 impl Drop for Instance {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 
@@ -133,6 +135,12 @@ fn reference_exe() -> Result<PathBuf, String> {
 
 fn start_instance(db: &str) -> Result<Instance, String> {
     use std::io::BufRead;
+    // Its warnings and errors, kept to say why it did not start.
+    let log = std::env::temp_dir().join(format!(
+        "agentgraph-chaos-instance-{}.log",
+        uuid::Uuid::new_v4()
+    ));
+    let stderr = std::fs::File::create(&log).map_err(|e| e.to_string())?;
     let mut child = Command::new(reference_exe()?)
         .args([
             "--db",
@@ -145,7 +153,7 @@ fn start_instance(db: &str) -> Result<Instance, String> {
         ])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .map_err(|e| e.to_string())?;
     let mut line = String::new();
@@ -153,12 +161,24 @@ fn start_instance(db: &str) -> Result<Instance, String> {
     std::io::BufReader::new(stdout)
         .read_line(&mut line)
         .map_err(|e| e.to_string())?;
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or_else(|| format!("the server did not start: {line:?}"))?
-        .to_owned();
-    Ok(Instance { child, url })
+    let Some(url) = line.trim().strip_prefix("listening on ").map(str::to_owned) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        let tail: String = said
+            .chars()
+            .rev()
+            .take(4000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        return Err(format!(
+            "the server did not start: {line:?}; it said:\n{tail}"
+        ));
+    };
+    Ok(Instance { child, url, log })
 }
 
 fn signal(child: &Child, sig: &str) {

@@ -101,6 +101,34 @@ fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
+/// A failed migration, and whether trying again may pass (it lost a deadlock or a lock wait
+/// to writers).
+struct Migration {
+    error: StoreError,
+    retryable: bool,
+}
+
+impl From<tokio_postgres::Error> for Migration {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let retryable = e
+            .code()
+            .is_some_and(|c| matches!(c.code(), "40P01" | "40001" | "55P03"));
+        Migration {
+            error: failed("migrate")(e),
+            retryable,
+        }
+    }
+}
+
+impl From<StoreError> for Migration {
+    fn from(error: StoreError) -> Self {
+        Migration {
+            error,
+            retryable: false,
+        }
+    }
+}
+
 impl PostgresStore {
     /// The store in the database of `saver` (its pool), listening through `url`.
     pub async fn open(saver: &PostgresSaver, url: &str) -> StoreResult<Self> {
@@ -108,16 +136,50 @@ impl PostgresStore {
             pool: saver.pool().clone(),
             url: url.to_owned(),
         };
-        let mut client = store.client("migrate").await?;
-        let tx = client.transaction().await.map_err(failed("migrate"))?;
+        // A migration that does run (a new version starting next to old ones still writing)
+        // may lose a deadlock to their writes: PostgreSQL rolls it back whole, and it is
+        // tried again.
+        let mut tries = 0;
+        loop {
+            match store.migrate().await {
+                Err(e) if e.retryable && tries < 5 => {
+                    tries += 1;
+                    tracing::warn!(error = %e.error, "the schema migration is tried again");
+                    tokio::time::sleep(Duration::from_millis(100 * tries)).await;
+                }
+                Err(e) => return Err(e.error),
+                Ok(()) => return Ok(store),
+            }
+        }
+    }
+
+    /// Brings the schema to this version's, in one transaction under the migration lock.
+    /// A database already at it (its script recorded in `api_schema` is this version's) is
+    /// left alone: a start takes no lock on the tables writers are using.
+    async fn migrate(&self) -> Result<(), Migration> {
+        let mut client = self.client("migrate").await?;
+        let tx = client.transaction().await.map_err(Migration::from)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .await
-            .map_err(failed("migrate"))?;
-        tx.batch_execute(SCHEMA).await.map_err(failed("migrate"))?;
+            .await?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS api_schema (key TEXT PRIMARY KEY, script TEXT NOT NULL)",
+        )
+        .await?;
+        let current = format!(
+            "{SCHEMA}{}",
+            postgres_search::migration(false, &postgres_search::with_head_all())
+        );
+        let recorded: Option<String> = tx
+            .query_opt("SELECT script FROM api_schema WHERE key = 'api'", &[])
+            .await?
+            .map(|row| row.get(0));
+        if recorded.as_deref() == Some(current.as_str()) {
+            return Ok(tx.commit().await?);
+        }
+        tx.batch_execute(SCHEMA).await?;
         let side_table_is_new: bool = tx
             .query_one("SELECT to_regclass('api_meta') IS NULL", &[])
-            .await
-            .map_err(failed("migrate"))?
+            .await?
             .get(0);
         let with_head: Vec<String> = tx
             .query(
@@ -125,16 +187,19 @@ impl PostgresStore {
                  WHERE table_schema = current_schema() AND column_name = 'head'",
                 &[],
             )
-            .await
-            .map_err(failed("migrate"))?
+            .await?
             .iter()
             .map(|r| r.get(0))
             .collect();
         tx.batch_execute(&postgres_search::migration(side_table_is_new, &with_head))
-            .await
-            .map_err(failed("migrate"))?;
-        tx.commit().await.map_err(failed("migrate"))?;
-        Ok(store)
+            .await?;
+        tx.execute(
+            "INSERT INTO api_schema (key, script) VALUES ('api', $1)
+             ON CONFLICT (key) DO UPDATE SET script = EXCLUDED.script",
+            &[&current],
+        )
+        .await?;
+        Ok(tx.commit().await?)
     }
 
     /// The documents of `table` that `query` asks for.

@@ -21,12 +21,21 @@ fn dropped(table: Table) -> Option<&'static str> {
     }
 }
 
+/// The searched tables that have a `head`, as [`migration`] leaves them.
+pub(super) fn with_head_all() -> Vec<String> {
+    [Table::Threads, Table::Assistants, Table::Crons, Table::Runs]
+        .into_iter()
+        .filter(|t| dropped(*t).is_some())
+        .map(|t| t.name().to_owned())
+        .collect()
+}
+
 /// The side table, and per searched table: its `head`, the indexes of its orders and
-/// metadata, and the triggers that keep the side table. Run at every start under the
-/// migration lock: columns and indexes are added once (a table made before them is
-/// rewritten with its `head`, the side table filled from its documents), triggers made
-/// again so they are always this version's. `with_head`: the tables that have their
-/// `head` already (no table is altered, locking it, at every start).
+/// metadata, and the triggers that keep the side table. Run under the migration lock when
+/// the database's recorded script is not this version's: columns and indexes are added once
+/// (a table made before them is rewritten with its `head`, the side table filled from its
+/// documents), triggers made again so they are this version's. `with_head`: the tables that
+/// have their `head` already (not altered again).
 pub(super) fn migration(side_table_is_new: bool, with_head: &[String]) -> String {
     let mut sql = String::from(
         "CREATE TABLE IF NOT EXISTS api_meta (kind TEXT NOT NULL, id TEXT NOT NULL, key TEXT NOT NULL,
