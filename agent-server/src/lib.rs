@@ -45,6 +45,7 @@ mod runs;
 mod schema;
 pub mod store;
 mod time;
+mod trace;
 mod translate;
 
 use std::collections::BTreeMap;

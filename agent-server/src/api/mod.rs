@@ -124,6 +124,9 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
             guard::check,
         ))
         .layer(cors)
+        // Outermost: every request's span, whatever the layers inside answer (a 401, a 403
+        // from the host guard, a 413) — the route is known here, as routing came first.
+        .layer(middleware::from_fn(crate::trace::http_span))
         .with_state(app)
 }
 

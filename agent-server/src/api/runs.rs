@@ -338,6 +338,14 @@ async fn start(
         },
         "multitask_strategy": f.strategy.as_str(), "created_at": now, "updated_at": now,
     });
+    // The trace it was created in, for whichever instance executes it (never shown).
+    let mut run = run;
+    if let (Some(trace), Some(doc)) = (
+        crate::trace::Carrier::current().to_json(),
+        run.as_object_mut(),
+    ) {
+        doc.insert(crate::trace::FIELD.into(), trace);
+    }
     // The thread is busy from the moment a run is queued on it.
     let meta = thread_doc["metadata"].as_object_mut();
     if let Some(meta) = meta {
