@@ -273,10 +273,16 @@ impl ServerBuilder {
         C: Send + Sync + 'static,
     {
         let context: graph::ContextFn<C> = Arc::new(context);
+        let id = id.into();
+        let name = id.clone();
         self.graphs.push(Pending::new(
-            id.into(),
+            id,
             Box::new(move |saver, memory, schema| {
-                let compiled = graph.compile_with(saver)?.with_store(memory);
+                // Its runs' spans are `invoke_agent {id}` (`gen_ai.agent.name`).
+                let compiled = graph
+                    .compile_with(saver)?
+                    .with_store(memory)
+                    .with_name(name);
                 let mut served = Served::new(compiled, context);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
@@ -307,10 +313,15 @@ impl ServerBuilder {
     {
         let context: graph::ContextFn<C> = Arc::new(context);
         let turn: graph::TurnFn<S::Update> = Arc::new(turn);
+        let id = id.into();
+        let name = id.clone();
         self.graphs.push(Pending::new(
-            id.into(),
+            id,
             Box::new(move |saver, memory, schema| {
-                let compiled = graph.compile_with(saver)?.with_store(memory);
+                let compiled = graph
+                    .compile_with(saver)?
+                    .with_store(memory)
+                    .with_name(name);
                 let mut served = Served::new(compiled, context).with_turns(turn);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);

@@ -120,8 +120,26 @@ impl Carrier {
 
     /// The carrier a run's document keeps (`None` and anything malformed: an empty one).
     pub(crate) fn from_run(run: &Value) -> Carrier {
-        let stored = &run[FIELD];
-        let field = |key: &str, max: usize| stored[key].as_str().and_then(|v| bounded(v, max));
+        Carrier::from_json(&run[FIELD])
+    }
+
+    /// The carrier in a JSON object's `traceparent`, `tracestate` and `baggage` strings (a
+    /// stored run's, an MCP request's `_meta`), each within its bound.
+    pub(crate) fn from_json(stored: &Value) -> Carrier {
+        match stored.as_object() {
+            Some(fields) => Carrier::from_map(fields),
+            None => Carrier::default(),
+        }
+    }
+
+    /// [`from_json`](Self::from_json) of an object's fields.
+    pub(crate) fn from_map(fields: &serde_json::Map<String, Value>) -> Carrier {
+        let field = |key: &str, max: usize| {
+            fields
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(|v| bounded(v, max))
+        };
         Carrier {
             traceparent: field("traceparent", TRACEPARENT_MAX),
             tracestate: field("tracestate", TRACESTATE_MAX),
@@ -215,6 +233,37 @@ tokio::task_local! {
     /// The trace context the request being served came with (read by [`Carrier::current`]
     /// when the request's span has no OpenTelemetry context of its own).
     static INCOMING: Context;
+}
+
+/// Runs `work` (serving one request) in `span`, `carrier` being the context the request came
+/// with (see [`Carrier::current`]): for work that does not run inside [`http_span`]'s task.
+pub(crate) async fn serve_in<T>(
+    carrier: &Carrier,
+    span: tracing::Span,
+    work: impl Future<Output = T>,
+) -> T {
+    INCOMING.scope(carrier.context(), work.instrument(span)).await
+}
+
+/// The server span of an MCP `tools/call` of `tool` (the OpenTelemetry MCP conventions'
+/// names), a child of `carrier` (the call's `_meta` or its HTTP request's headers).
+pub(crate) fn mcp_span(tool: &str, carrier: &Carrier) -> tracing::Span {
+    let span = tracing::info_span!(
+        parent: None,
+        "mcp_call",
+        otel.name = tracing::field::Empty,
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+    );
+    if !span.is_disabled() {
+        if !carrier.is_empty() {
+            let _ = span.set_parent(carrier.context());
+        }
+        span.record("otel.name", format!("tools/call {tool}"));
+    }
+    span
 }
 
 /// The HTTP method as the conventions name it: the known ones, else `_OTHER`.
