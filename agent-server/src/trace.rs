@@ -242,7 +242,9 @@ pub(crate) async fn serve_in<T>(
     span: tracing::Span,
     work: impl Future<Output = T>,
 ) -> T {
-    INCOMING.scope(carrier.context(), work.instrument(span)).await
+    INCOMING
+        .scope(carrier.context(), work.instrument(span))
+        .await
 }
 
 /// The server span of an MCP `tools/call` of `tool` (the OpenTelemetry MCP conventions'

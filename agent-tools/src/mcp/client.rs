@@ -224,7 +224,11 @@ impl McpClient {
             mcp.method.name = "tools/call",
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = tool,
-            network.transport = if self.inner.child.is_some() { "pipe" } else { "tcp" },
+            network.transport = if self.inner.child.is_some() {
+                "pipe"
+            } else {
+                "tcp"
+            },
             "error.type" = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
             otel.status_description = tracing::field::Empty,
@@ -244,7 +248,11 @@ impl McpClient {
         match &result {
             Err(e) => agent_core::telemetry::record_error(&span, super::trace::error_type(e), e),
             Ok(r) if r.is_error == Some(true) => {
-                agent_core::telemetry::record_error(&span, "tool_error", &"the tool answered isError");
+                agent_core::telemetry::record_error(
+                    &span,
+                    "tool_error",
+                    &"the tool answered isError",
+                );
             }
             Ok(_) => {}
         }
