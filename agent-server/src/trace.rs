@@ -179,7 +179,7 @@ impl Carrier {
             return Carrier::of(&cx);
         }
         INCOMING
-            .try_with(|incoming| Carrier::of(incoming))
+            .try_with(Carrier::of)
             .unwrap_or_default()
     }
 
