@@ -178,9 +178,7 @@ impl Carrier {
         if cx.span().span_context().is_valid() {
             return Carrier::of(&cx);
         }
-        INCOMING
-            .try_with(Carrier::of)
-            .unwrap_or_default()
+        INCOMING.try_with(Carrier::of).unwrap_or_default()
     }
 
     /// As a run's document keeps it (`None` when empty).
@@ -327,13 +325,14 @@ pub(crate) async fn http_span(request: Request, next: Next) -> Response {
     let response = INCOMING
         .scope(cx, next.run(request).instrument(span.clone()))
         .await;
+    if span.is_disabled() {
+        return response;
+    }
     let status = response.status();
-    if !span.is_disabled() {
-        span.record("http.response.status_code", i64::from(status.as_u16()));
-        if status.is_server_error() {
-            span.record("error.type", status.as_str());
-            span.record("otel.status_code", "ERROR");
-        }
+    span.record("http.response.status_code", i64::from(status.as_u16()));
+    if status.is_server_error() {
+        span.record("error.type", status.as_str());
+        span.record("otel.status_code", "ERROR");
     }
     let (parts, body) = response.into_parts();
     Response::from_parts(parts, Body::new(Traced { body, _span: span }))
