@@ -5,7 +5,8 @@
 //!   OpenTelemetry HTTP conventions' `http.request.method`, `http.route`,
 //!   `http.response.status_code`, `url.path`, `otel.kind = server`), whose parent is the
 //!   caller's `traceparent` / `tracestate`, with its `baggage`. The span lasts until the
-//!   response's body is sent (an SSE stream's whole life).
+//!   response's body is sent (an SSE stream's whole life). Health probes (`/ok`) and
+//!   metric scrapes (`/metrics`) get none.
 //! - A run keeps the context it was created in ([`Carrier`], in the run's stored document
 //!   under `trace_context`, which the API never shows): the request's span, or, when this
 //!   process exports no spans, the caller's context as it came. Whichever instance executes
@@ -283,15 +284,22 @@ fn method_name(method: &axum::http::Method) -> &'static str {
     }
 }
 
+/// Routes that get no span: health probes and metric scrapes, every few seconds from
+/// machines, would otherwise be most of the traces.
+const UNTRACED: [&str; 2] = ["/ok", "/metrics"];
+
 /// The HTTP server span of each request (see the module docs), a child of the caller's
 /// trace context; the handler runs in it, and the response's body holds it until sent.
 pub(crate) async fn http_span(request: Request, next: Next) -> Response {
-    let incoming = Carrier::from_headers(request.headers());
-    let method = method_name(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned());
+    if route.as_deref().is_some_and(|r| UNTRACED.contains(&r)) {
+        return next.run(request).await;
+    }
+    let incoming = Carrier::from_headers(request.headers());
+    let method = method_name(request.method());
     let span = tracing::info_span!(
         parent: None,
         "http_request",

@@ -438,6 +438,35 @@ async fn trace_headers_that_are_not_ones_are_ignored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_probes_and_metric_scrapes_make_no_span() {
+    harness();
+    let server = Served::start(agent_server::Server::builder().graph("upper", upper())).await;
+    let (probe_trace, _, probe) = caller();
+    let (info_trace, _, info) = caller();
+    for (path, traceparent) in [("/ok", &probe), ("/metrics", &probe), ("/info", &info)] {
+        let response = server
+            .http
+            .get(server.url(path))
+            .header("traceparent", traceparent.as_str())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let _ = response.bytes().await;
+    }
+    // Once `/info`'s span (sent last) is there, the others would be too.
+    wait_for(info_trace, |s| {
+        s.iter().any(|span| span.name == "GET /info")
+    })
+    .await;
+    assert!(
+        spans_of(probe_trace).is_empty(),
+        "{:#?}",
+        spans_of(probe_trace)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_tool_call_carries_its_trace_to_the_server_and_on_to_the_run() {
     harness();
     let server = Served::start(agent_server::Server::builder().graph("upper", upper())).await;
