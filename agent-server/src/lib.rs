@@ -40,6 +40,7 @@ mod error;
 pub mod graph;
 pub mod limits;
 mod messages;
+pub mod recorder;
 mod redact;
 mod runs;
 mod schema;
@@ -65,6 +66,7 @@ pub use auth::{Auth, User};
 pub use error::ApiError;
 pub use graph::{Served, ServedGraph};
 pub use limits::Limits;
+pub use recorder::SpanRecorder;
 pub use runs::Leases;
 pub use store::{PostgresStore, RunStore, SqliteStore};
 pub use time::{Clock, ManualClock, SystemClock};
@@ -153,6 +155,7 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     cron_poll: std::time::Duration,
     webhooks: runs::webhook::WebhookPolicy,
+    recorder: Option<recorder::SpanRecorder>,
 }
 
 impl ServerBuilder {
@@ -392,6 +395,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Answers `GET /threads/{thread_id}/runs/{run_id}/trace` (the web page's trace view)
+    /// from `recorder`, whose [`layer`](SpanRecorder::layer) the program adds to its
+    /// subscriber (`agent serve` does). Without it the route is a 404 that says so.
+    pub fn span_recorder(mut self, recorder: SpanRecorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// Allows webhooks to loopback, private and link-local addresses (default: refused,
     /// so a run's creator cannot make the server call into its own network).
     pub fn allow_private_webhooks(mut self, allow: bool) -> Self {
@@ -612,6 +623,7 @@ impl ServerBuilder {
                 },
                 shutdown: tokio::sync::watch::channel(false).0,
                 thread_ttl: self.thread_ttl,
+                recorder: self.recorder,
             }),
             descriptions,
             body_limit: self.body_limit,
@@ -655,6 +667,7 @@ impl Server {
             clock: Arc::new(SystemClock),
             cron_poll: std::time::Duration::from_secs(1),
             webhooks: runs::webhook::WebhookPolicy::default(),
+            recorder: None,
         }
     }
 

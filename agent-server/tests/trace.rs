@@ -31,6 +31,8 @@ struct Harness {
     spans: InMemorySpanExporter,
     metrics: InMemoryMetricExporter,
     meter_provider: SdkMeterProvider,
+    /// The server's own record of its runs' spans (the trace view's route).
+    recorder: agent_server::SpanRecorder,
 }
 
 fn harness() -> &'static Harness {
@@ -51,12 +53,16 @@ fn harness() -> &'static Harness {
             .build()
             .expect("pipeline");
         std::mem::forget(guard);
-        let subscriber = tracing_subscriber::registry().with(layer);
+        let recorder = agent_server::SpanRecorder::new();
+        let subscriber = tracing_subscriber::registry()
+            .with(layer)
+            .with(recorder.layer());
         tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
         Harness {
             spans,
             metrics,
             meter_provider,
+            recorder,
         }
     })
 }
@@ -187,14 +193,23 @@ async fn receiver() -> (String, Arc<Mutex<Vec<(HeaderMap, Value)>>>) {
     (url, got)
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
+/// A scratch directory, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!(
         "agentgraph-trace-{name}-{}-{}",
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 async fn post_traced(
@@ -219,7 +234,7 @@ async fn a_request_with_a_traceparent_parents_its_run_the_graph_and_the_webhook(
     let server = Served::start(
         agent_server::Server::builder()
             .graph("upper", upper())
-            .sqlite(dir.join("server.db"))
+            .sqlite(dir.0.join("server.db"))
             .allow_private_webhooks(true),
     )
     .await;
@@ -354,7 +369,7 @@ async fn a_queued_run_joins_its_trace_when_it_starts_on_sqlite() {
     let server = Served::start(
         agent_server::Server::builder()
             .graph("upper", upper())
-            .sqlite(dir.join("server.db")),
+            .sqlite(dir.0.join("server.db")),
     )
     .await;
     a_run_started_later_joins_its_trace(&server, None).await;
@@ -602,4 +617,101 @@ async fn the_run_spans_are_metrics_runs_by_status_duration_and_queue_wait() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_route_answers_what_the_server_recorded_of_a_run() {
+    let harness = harness();
+    let server = Served::start(
+        agent_server::Server::builder()
+            .graph("upper", upper())
+            .span_recorder(harness.recorder.clone()),
+    )
+    .await;
+    let (_, thread) = server.post("/threads", json!({})).await;
+    let t = thread["thread_id"].as_str().unwrap();
+    let (status, run) = server
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "upper", "input": {"value": "traced"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    let r = run["run_id"].as_str().unwrap();
+    server.get(&format!("/threads/{t}/runs/{r}/join")).await;
+    // The run's span closes as its worker moves on.
+    let start = Instant::now();
+    let trace = loop {
+        let (status, trace) = server.get(&format!("/threads/{t}/runs/{r}/trace")).await;
+        if status == 200
+            && trace["spans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["name"] == "run upper")
+        {
+            break trace;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{status} {trace}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(trace["run_id"], r);
+    assert_eq!(trace["truncated"], false);
+    let spans = trace["spans"].as_array().unwrap();
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {trace}"))
+    };
+    let run_span = named("run upper");
+    assert!(run_span["parent"].is_null());
+    assert_eq!(run_span["attributes"]["agentgraph.run.status"], "success");
+    let graph = named("invoke_agent upper");
+    assert_eq!(graph["parent"], run_span["id"]);
+    let node = named("upper");
+    assert_eq!(node["attributes"]["agentgraph.node"], "upper");
+    let step = spans.iter().find(|s| s["id"] == node["parent"]).unwrap();
+    assert_eq!(
+        (step["name"].as_str(), &step["parent"]),
+        (Some("step"), &graph["id"])
+    );
+    assert!(
+        spans
+            .iter()
+            .any(|s| s["name"] == "checkpoint sqlite" || s["name"] == "checkpoint memory")
+    );
+    for s in spans {
+        assert!(s["duration_us"].as_i64().unwrap() >= 0, "{s}");
+        assert!(
+            s["start_us"].as_i64().unwrap() >= run_span["start_us"].as_i64().unwrap(),
+            "{s}"
+        );
+    }
+
+    // A run of which nothing is kept, and a server that keeps nothing: 404s that say why.
+    let unknown = uuid::Uuid::new_v4();
+    let (status, body) = server
+        .get(&format!("/threads/{t}/runs/{unknown}/trace"))
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let bare = Served::start(agent_server::Server::builder().graph("upper", upper())).await;
+    let (_, thread) = bare.post("/threads", json!({})).await;
+    let bt = thread["thread_id"].as_str().unwrap();
+    bare.post(
+        &format!("/threads/{bt}/runs/wait"),
+        json!({"assistant_id": "upper", "input": {"value": "x"}}),
+    )
+    .await;
+    let (_, runs) = bare.get(&format!("/threads/{bt}/runs")).await;
+    let br = runs[0]["run_id"].as_str().unwrap();
+    let (status, body) = bare.get(&format!("/threads/{bt}/runs/{br}/trace")).await;
+    assert_eq!(status, 404);
+    assert!(
+        body["detail"].as_str().unwrap().contains("span_recorder"),
+        "{body}"
+    );
 }

@@ -72,6 +72,8 @@ pub(crate) struct App {
     pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
     /// The ttl of threads created without one (`None`: kept until deleted).
     pub(crate) thread_ttl: Option<retention::ThreadTtl>,
+    /// The record of this process's runs' spans (the trace view), when the program keeps one.
+    pub(crate) recorder: Option<crate::recorder::SpanRecorder>,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
