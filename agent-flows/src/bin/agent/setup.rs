@@ -234,11 +234,14 @@ pub fn logging(
     };
     let (otel, guard) = agent_otel::layer().map_err(|e| Failure::message(e.to_string()))?;
     let recorded = recorder.map(|r| {
+        use tracing_subscriber::filter::FilterExt as _;
         let ours = tracing_subscriber::filter::Targets::new().with_targets(
             ["agent_core", "agent_llm", "agent_tools", "agent_server"]
                 .map(|t| (t, tracing::Level::INFO)),
         );
-        r.layer().with_filter(ours)
+        // A request's span is never under a run: not made for the recorder alone.
+        let runs_only = tracing_subscriber::filter::filter_fn(|m| m.name() != "http_request");
+        r.layer().with_filter(ours.and(runs_only))
     });
     let _ = tracing_subscriber::registry()
         .with(otel)
