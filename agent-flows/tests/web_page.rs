@@ -1,6 +1,7 @@
 //! `agent serve`'s web page in a real browser: headless Chromium driven through chromedriver
 //! (WebDriver), against the built binary. The five flows listed and drawn, a chat on
-//! tool-router streamed token by token, a paused run resumed from its form, a checkpoint
+//! tool-router streamed token by token, that run's trace as a waterfall, a paused run resumed
+//! from its form, a checkpoint
 //! forked from a thread's timeline, the orchestrator's tool calls shown with their results.
 //! Each screen is saved to `target/web-screenshots/`.
 //!
@@ -74,6 +75,7 @@ async fn the_page_lists_draws_chats_resumes_and_forks() {
         .run(async move {
             graphs_are_listed_and_drawn(&c, &url).await;
             let thread = chat_streams_an_answer(&c, &url).await;
+            a_runs_trace_is_a_waterfall(&c, &url, &thread).await;
             a_paused_run_resumes_from_its_form(&c, &url).await;
             a_checkpoint_forks_from_the_timeline(&c, &url, &thread).await;
             tool_calls_are_cards_with_their_results(&c, &url).await;
@@ -166,6 +168,94 @@ async fn fits_a_phone(c: &Page, name: &str) {
     );
     shot(c, name).await;
     viewport(c, 1280, 800).await;
+}
+
+/// The chat's run as a waterfall, from the chat's link: the run, its graph, its three steps
+/// with their nodes, the model calls with their tokens, the tool calls and the checkpoint
+/// writes, each a row indented under the span it ran in, every bar within the run's time line;
+/// readable at 360 px. The thread's timeline links to the same trace.
+async fn a_runs_trace_is_a_waterfall(c: &Page, url: &str, thread: &str) {
+    click(c, "#run-line #trace-link").await;
+    until(
+        c,
+        "the trace's rows",
+        "return !!document.querySelector('#trace li.trace-row[data-kind=\"run\"]')",
+    )
+    .await;
+    let rows = c
+        .execute(
+            "return [...document.querySelectorAll('#trace li.trace-row')].map(r => ({
+                 name: r.dataset.name, kind: r.dataset.kind, text: r.textContent,
+                 indent: parseFloat(r.querySelector('.trace-label').style.paddingLeft) || 0,
+                 left: parseFloat(r.querySelector('.trace-bar').style.left),
+                 width: parseFloat(r.querySelector('.trace-bar').style.width)}));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let rows = rows.as_array().unwrap();
+    let of = |kind: &str| -> Vec<&Value> { rows.iter().filter(|r| r["kind"] == kind).collect() };
+    assert_eq!(rows[0]["name"], "run tool-router", "{rows:#?}");
+    assert_eq!(rows[0]["indent"], 0.0);
+    assert_eq!(of("agent").len(), 1, "{rows:#?}");
+    assert_eq!(of("agent")[0]["name"], "invoke_agent tool-router");
+    assert_eq!(of("step").len(), 3, "{rows:#?}");
+    let nodes: Vec<&str> = of("node")
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        nodes,
+        ["router", "tool_executor", "generator"],
+        "in the order they ran"
+    );
+    let models = of("model");
+    assert!(models.len() >= 2, "{rows:#?}");
+    for m in &models {
+        assert!(m["text"].as_str().unwrap().contains("out tokens"), "{m}");
+    }
+    assert!(
+        of("tool")
+            .iter()
+            .all(|r| r["name"] == "execute_tool datetime")
+    );
+    assert!(
+        !of("tool").is_empty() && !of("checkpoint").is_empty(),
+        "{rows:#?}"
+    );
+    let step = of("step")[0]["indent"].as_f64().unwrap();
+    let node = of("node")[0]["indent"].as_f64().unwrap();
+    assert!(node > step, "a node is indented under its step");
+    for r in rows {
+        let (left, width) = (r["left"].as_f64().unwrap(), r["width"].as_f64().unwrap());
+        assert!(left >= 0.0 && width > 0.0 && left + width <= 100.01, "{r}");
+    }
+    shot(c, "trace").await;
+    fits_a_phone(c, "trace-360").await;
+    // The thread's history links each checkpoint to the run that wrote it.
+    c.goto(&format!("{url}/#/threads/{thread}")).await.unwrap();
+    until(
+        c,
+        "the checkpoint's run link",
+        "return !!document.querySelector('#checkpoint #trace-link')",
+    )
+    .await;
+    let href = c
+        .execute(
+            "return document.querySelector('#checkpoint #trace-link').getAttribute('href')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        href.as_str()
+            .unwrap()
+            .starts_with(&format!("#/trace/{thread}/")),
+        "{href}"
+    );
+    // Back to the chat, where the next steps go on.
+    click(c, "a.button[href^=\"#/chat/\"]").await;
+    css(c, "#new-thread").await;
 }
 
 /// A question to tool-router, sent with Enter: the answer streams in as several message

@@ -52,7 +52,8 @@
 //! Metrics: [`MetricsLayer`] turns the same spans into the GenAI conventions' client
 //! histograms (`gen_ai.client.operation.duration`, `gen_ai.client.token.usage`,
 //! `gen_ai.client.operation.time_to_first_chunk`) and agentgraph's own (run, node and tool
-//! durations), exported with the traces to the same collector.
+//! durations; agent-server's runs by status, their duration and queue wait), exported with
+//! the traces to the same collector.
 //!
 //! ## Dependencies, and why
 //!

@@ -13,13 +13,16 @@
 //! | `agentgraph.run.duration` | `s` | root `invoke_agent` spans (not subgraphs) | `gen_ai.agent.name`, `error.type` |
 //! | `agentgraph.node.duration` | `s` | `node` spans | `agentgraph.node`, `error.type` |
 //! | `agentgraph.tool.duration` | `s` | `execute_tool` spans | `gen_ai.tool.name`, `error.type` |
+//! | `agentgraph.server.run.duration` | `s` | agent-server's `run` spans (one per attempt at a queued run) | `agentgraph.graph.id`, `agentgraph.run.status`, `error.type` |
+//! | `agentgraph.server.run.queue_wait` | `s` | the same, first attempts: from the run's creation (or its `after_seconds`) to its start | `agentgraph.graph.id` |
+//! | `agentgraph.server.runs` | `{run}` (counter) | the same, as each ends | `agentgraph.graph.id`, `agentgraph.run.status` (`success`, `error`, `timeout`, `interrupted`, `rolled_back`, `handed_over`, `lease_lost`) |
 //!
 //! The GenAI histograms use the bucket boundaries their conventions advise.
 
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Histogram, Meter};
+use opentelemetry::metrics::{Counter, Histogram, Meter};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Metadata, Subscriber};
@@ -45,6 +48,8 @@ enum Kind {
     Node,
     Model,
     Tool,
+    /// An attempt at a queued run, in agent-server.
+    ServerRun,
 }
 
 impl Kind {
@@ -57,6 +62,7 @@ impl Kind {
             "node" => Some(Kind::Node),
             "chat" | "embeddings" => Some(Kind::Model),
             "execute_tool" => Some(Kind::Tool),
+            "run" if metadata.target().starts_with("agent_server") => Some(Kind::ServerRun),
             _ => None,
         }
     }
@@ -81,6 +87,9 @@ struct Fields {
     node: Option<String>,
     tool: Option<String>,
     subgraph: bool,
+    graph: Option<String>,
+    status: Option<String>,
+    queue_wait: Option<f64>,
     input_tokens: Option<i64>,
     output_tokens: Option<i64>,
     first_chunk: Option<f64>,
@@ -97,6 +106,8 @@ impl Visit for Fields {
             "gen_ai.agent.name" => &mut self.agent,
             "agentgraph.node" => &mut self.node,
             "gen_ai.tool.name" => &mut self.tool,
+            "agentgraph.graph.id" => &mut self.graph,
+            "agentgraph.run.status" => &mut self.status,
             _ => return,
         };
         *slot = Some(value.to_owned());
@@ -115,8 +126,10 @@ impl Visit for Fields {
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        if field.name() == "gen_ai.response.time_to_first_chunk" {
-            self.first_chunk = Some(value);
+        match field.name() {
+            "gen_ai.response.time_to_first_chunk" => self.first_chunk = Some(value),
+            "agentgraph.run.queue_wait" => self.queue_wait = Some(value),
+            _ => {}
         }
     }
 
@@ -145,6 +158,9 @@ struct Instruments {
     run_duration: Histogram<f64>,
     node_duration: Histogram<f64>,
     tool_duration: Histogram<f64>,
+    server_run_duration: Histogram<f64>,
+    queue_wait: Histogram<f64>,
+    server_runs: Counter<u64>,
 }
 
 /// The layer that records metrics from agentgraph's spans (see the module docs).
@@ -185,6 +201,19 @@ impl MetricsLayer {
                     "Duration of a node task (all its attempts).",
                 ),
                 tool_duration: seconds("agentgraph.tool.duration", "Duration of a tool call."),
+                server_run_duration: seconds(
+                    "agentgraph.server.run.duration",
+                    "Duration of an attempt at a queued run, in the server.",
+                ),
+                queue_wait: seconds(
+                    "agentgraph.server.run.queue_wait",
+                    "Time a run waited in the server's queue before it started.",
+                ),
+                server_runs: meter
+                    .u64_counter("agentgraph.server.runs")
+                    .with_unit("{run}")
+                    .with_description("Runs the server ended, by status.")
+                    .build(),
             },
         }
     }
@@ -254,6 +283,23 @@ impl MetricsLayer {
                 push("agentgraph.node", &fields.node);
                 push("error.type", &fields.error_type);
                 i.node_duration.record(seconds, &attributes);
+            }
+            Kind::ServerRun => {
+                let mut attributes = Vec::with_capacity(3);
+                if let Some(graph) = fields.graph {
+                    attributes.push(KeyValue::new("agentgraph.graph.id", graph));
+                }
+                if let Some(wait) = fields.queue_wait {
+                    i.queue_wait.record(wait, &attributes);
+                }
+                if let Some(status) = fields.status {
+                    attributes.push(KeyValue::new("agentgraph.run.status", status));
+                }
+                i.server_runs.add(1, &attributes);
+                if let Some(error) = fields.error_type {
+                    attributes.push(KeyValue::new("error.type", error));
+                }
+                i.server_run_duration.record(seconds, &attributes);
             }
             Kind::Tool => {
                 push("gen_ai.tool.name", &fields.tool);

@@ -42,11 +42,13 @@ mod error;
 pub mod graph;
 pub mod limits;
 mod messages;
+pub mod recorder;
 mod redact;
 mod runs;
 mod schema;
 pub mod store;
 mod time;
+mod trace;
 mod translate;
 
 use std::collections::BTreeMap;
@@ -66,6 +68,7 @@ pub use auth::{Auth, User};
 pub use error::ApiError;
 pub use graph::{Served, ServedGraph};
 pub use limits::Limits;
+pub use recorder::SpanRecorder;
 pub use runs::Leases;
 pub use store::{PostgresStore, RunStore, SqliteStore};
 pub use time::{Clock, ManualClock, SystemClock};
@@ -155,6 +158,7 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     cron_poll: std::time::Duration,
     webhooks: runs::webhook::WebhookPolicy,
+    recorder: Option<recorder::SpanRecorder>,
 }
 
 impl ServerBuilder {
@@ -283,10 +287,16 @@ impl ServerBuilder {
         C: Send + Sync + 'static,
     {
         let context: graph::ContextFn<C> = Arc::new(context);
+        let id = id.into();
+        let name = id.clone();
         self.graphs.push(Pending::new(
-            id.into(),
+            id,
             Box::new(move |saver, memory, schema| {
-                let compiled = graph.compile_with(saver)?.with_store(memory);
+                // Its runs' spans are `invoke_agent {id}` (`gen_ai.agent.name`).
+                let compiled = graph
+                    .compile_with(saver)?
+                    .with_store(memory)
+                    .with_name(name);
                 let mut served = Served::new(compiled, context);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
@@ -317,10 +327,15 @@ impl ServerBuilder {
     {
         let context: graph::ContextFn<C> = Arc::new(context);
         let turn: graph::TurnFn<S::Update> = Arc::new(turn);
+        let id = id.into();
+        let name = id.clone();
         self.graphs.push(Pending::new(
-            id.into(),
+            id,
             Box::new(move |saver, memory, schema| {
-                let compiled = graph.compile_with(saver)?.with_store(memory);
+                let compiled = graph
+                    .compile_with(saver)?
+                    .with_store(memory)
+                    .with_name(name);
                 let mut served = Served::new(compiled, context).with_turns(turn);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
@@ -388,6 +403,14 @@ impl ServerBuilder {
     /// this late.
     pub fn cron_poll(mut self, every: std::time::Duration) -> Self {
         self.cron_poll = every.max(std::time::Duration::from_millis(10));
+        self
+    }
+
+    /// Answers `GET /threads/{thread_id}/runs/{run_id}/trace` (the web page's trace view)
+    /// from `recorder`, whose [`layer`](SpanRecorder::layer) the program adds to its
+    /// subscriber (`agent serve` does). Without it the route is a 404 that says so.
+    pub fn span_recorder(mut self, recorder: SpanRecorder) -> Self {
+        self.recorder = Some(recorder);
         self
     }
 
@@ -612,6 +635,7 @@ impl ServerBuilder {
                 },
                 shutdown: tokio::sync::watch::channel(false).0,
                 thread_ttl: self.thread_ttl,
+                recorder: self.recorder,
             }),
             descriptions,
             body_limit: self.body_limit,
@@ -656,6 +680,7 @@ impl Server {
             clock: Arc::new(SystemClock),
             cron_poll: std::time::Duration::from_secs(1),
             webhooks: runs::webhook::WebhookPolicy::default(),
+            recorder: None,
         }
     }
 

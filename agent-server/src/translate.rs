@@ -481,7 +481,8 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
     let (tx, rx) = tokio::sync::mpsc::channel::<GraphPart>(64);
     let interrupt_before_pause =
         !config.interrupt_before.is_empty() || !config.interrupt_after.is_empty();
-    let task = tokio::spawn(async move {
+    // The graph's run span nests under the span current here (the server's run span).
+    let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
         let input = match input {
             Ok(input) => input,
             Err(failure) => {
@@ -575,7 +576,7 @@ pub(crate) fn async_stream<S: GraphState, C: Send + Sync + 'static>(
             },
         };
         let _ = tx.send(GraphPart::Done(outcome)).await;
-    });
+    }));
     // Dropping the parts stops the run at once: the task driving the graph is aborted, so
     // the graph's stream (and with it the node futures of the step in flight) is dropped at
     // its next await, not when it next has something to send.

@@ -120,3 +120,4 @@ export const editState = (id, values, asNode) => post(`/threads/${id}/state`, as
 export const history = (id) => post(`/threads/${id}/history`, { limit: 200 });
 export const searchThreads = (filter) => post("/threads/search", { limit: 50, sort_by: "updated_at", sort_order: "desc", ...filter });
 export const cancel = (thread, run) => post(`/threads/${thread}/runs/${run}/cancel`);
+export const runTrace = (thread, run) => get(`/threads/${thread}/runs/${run}/trace`);

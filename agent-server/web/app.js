@@ -6,6 +6,7 @@ import { h, fill, errorBox } from "./dom.js";
 import { drawGraph } from "./draw.js";
 import { chatScreen } from "./chat.js";
 import { threadsScreen, threadScreen } from "./threads.js";
+import { traceScreen } from "./trace.js";
 
 const main = document.getElementById("main");
 const keyForm = document.getElementById("key-form");
@@ -38,11 +39,12 @@ async function graphsScreen(root) {
 async function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
   for (const a of document.querySelectorAll("nav a")) {
-    a.setAttribute("aria-current", String(a.dataset.screen === (parts[0] || "graphs") || (a.dataset.screen === "threads" && parts[0] === "threads")));
+    a.setAttribute("aria-current", String(a.dataset.screen === (parts[0] || "graphs") || (a.dataset.screen === "threads" && (parts[0] === "threads" || parts[0] === "trace"))));
   }
   fill(main, h("p", { class: "dim" }, "Loading…"));
   try {
     if (parts[0] === "chat" && parts[1]) await chatScreen(main, parts[1], parts[2]);
+    else if (parts[0] === "trace" && parts[1] && parts[2]) await traceScreen(main, parts[1], parts[2]);
     else if (parts[0] === "threads" && parts[1]) await threadScreen(main, parts[1]);
     else if (parts[0] === "threads") await threadsScreen(main);
     else await graphsScreen(main);

@@ -23,6 +23,8 @@ export async function chatScreen(root, assistantId, threadId) {
 
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", id: "log" });
   const status = h("p", { class: "status", id: "chat-status", "aria-live": "polite" });
+  // The run under way (or the last one): a link to its trace, live while it runs.
+  const runLine = h("p", { class: "run-line dim", id: "run-line" });
   const errors = h("div", { id: "chat-errors" });
   const paused = h("section", { class: "paused", id: "paused", "aria-label": "Paused run", hidden: true });
   const input = h("textarea", { id: "message", rows: 2, placeholder: "Ask something… (Enter sends, Shift+Enter for a new line)", required: true });
@@ -45,7 +47,7 @@ export async function chatScreen(root, assistantId, threadId) {
         h("div", { class: "chat-head" },
           h("h1", { id: "chat-title" }, `Chat with ${name}`),
           h("a", { href: `#/chat/${assistantId}`, class: "button", id: "new-thread" }, "New thread")),
-        threadLine, log, paused, errors, status, composer),
+        threadLine, log, paused, errors, status, runLine, composer),
       h("aside", { class: "side", "aria-label": "Graph and settings" },
         h("h2", {}, "Graph"), h("div", { class: "drawing" }, svg),
         h("h2", {}, "Settings"), settings, breakpoints)));
@@ -68,6 +70,12 @@ export async function chatScreen(root, assistantId, threadId) {
   }
 
   function fail(e) { errors.append(errorBox(e.message || String(e))); }
+
+  function showRun(id) {
+    if (!id || !threadId) return;
+    fill(runLine, "Run ", h("span", { class: "mono" }, short(id)), " · ",
+      h("a", { id: "trace-link", href: `#/trace/${threadId}/${id}` }, "see its trace"));
+  }
 
   function render() {
     frame = 0;
@@ -141,6 +149,7 @@ export async function chatScreen(root, assistantId, threadId) {
     paused.hidden = true;
     running = true; stopped = false; send.disabled = true;
     fill(status, "Running…");
+    fill(runLine);
     unmark(svg);
     log.dataset.streamedChunks = "0";
     try {
@@ -157,6 +166,7 @@ export async function chatScreen(root, assistantId, threadId) {
       if (stops.length) body.interrupt_before = stops;
       const started = await api.streamRun(threadId, body, onEvent);
       runId = runId || started.runId;
+      showRun(runId);
       // Stop works once the run has an id to cancel.
       if (runId && !stopped) stop.disabled = false;
       await started.done;
@@ -179,6 +189,7 @@ export async function chatScreen(root, assistantId, threadId) {
     const kind = event.split("|")[0];
     if (kind === "metadata" && data && data.run_id) {
       runId = data.run_id;
+      showRun(runId);
       if (running && !stopped) stop.disabled = false;
     }
     else if (kind === "values" && data && Array.isArray(data.messages)) { messages = data.messages; later(); }

@@ -144,6 +144,8 @@ export async function threadScreen(root, threadId) {
       h("p", { class: "dim" }, `step ${meta.step ?? "?"} · ${meta.source || ""} · ${when(c.created_at)}`,
         (c.next || []).length ? ` · next: ${c.next.join(", ")}` : "",
         c.parent_checkpoint ? ` · parent ${short(c.parent_checkpoint.checkpoint_id)}` : ""),
+      meta.run_id ? h("p", {}, "Written by run ", h("span", { class: "mono" }, short(meta.run_id)), " · ",
+        h("a", { id: "trace-link", href: `#/trace/${threadId}/${meta.run_id}` }, "see its trace")) : null,
       h("h3", {}, "State"), h("div", { class: "tree", id: "state-tree" }, jsonFields(c.values ?? null, 2)),
       h("h3", {}, c.writes && c.writes.nodes.length ? `Writes of this step (by ${c.writes.nodes.join(", ")})` : "Writes of this step"),
       h("div", { class: "tree", id: "writes-tree" }, c.writes ? jsonFields(c.writes.values, 2) : h("p", { class: "empty" }, "None (the thread's first checkpoint).")),

@@ -287,7 +287,24 @@ impl rmcp::ServerHandler for Tools {
             .cloned();
         let run_context = from_params.or(from_meta);
         let caller = caller_of(&context)?;
-        self.call(&caller, request, run_context)
+        // The caller's trace: in `_meta` (where MCP clients put it, SEP-414), else in the
+        // HTTP request's headers.
+        let meta = request
+            .meta
+            .as_ref()
+            .map(|m| &m.0.0)
+            .filter(|m| m.contains_key("traceparent"))
+            .or(Some(&context.meta.0.0).filter(|m| m.contains_key("traceparent")));
+        let carrier = match meta {
+            Some(meta) => crate::trace::Carrier::from_map(meta),
+            None => context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .map(|parts| crate::trace::Carrier::from_headers(&parts.headers))
+                .unwrap_or_default(),
+        };
+        let span = crate::trace::mcp_span(&request.name, &carrier);
+        crate::trace::serve_in(&carrier, span, self.call(&caller, request, run_context))
             .await
             .map(Into::into)
     }

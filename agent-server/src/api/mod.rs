@@ -75,6 +75,8 @@ pub(crate) struct App {
     pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
     /// The ttl of threads created without one (`None`: kept until deleted).
     pub(crate) thread_ttl: Option<retention::ThreadTtl>,
+    /// The record of this process's runs' spans (the trace view), when the program keeps one.
+    pub(crate) recorder: Option<crate::recorder::SpanRecorder>,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -127,6 +129,9 @@ pub(crate) fn router(app: Arc<App>, body_limit: usize) -> Router {
             guard::check,
         ))
         .layer(cors)
+        // Outermost: every request's span, whatever the layers inside answer (a 401, a 403
+        // from the host guard, a 413) — the route is known here, as routing came first.
+        .layer(middleware::from_fn(crate::trace::http_span))
         .with_state(app)
 }
 

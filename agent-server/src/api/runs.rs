@@ -16,7 +16,7 @@ use super::assistants::resolve;
 use super::models::runs::{
     CancelActionName, CancelManyQuery, CancelQuery, CancelStatus, IfNotExists, JoinQuery,
     JoinStreamQuery, MultitaskStrategy, Nodes, OnCompletion, OnDisconnect, Run, RunCreate,
-    RunListQuery, RunsCancel,
+    RunListQuery, RunTrace, RunsCancel,
 };
 use super::models::{
     Body, ErrorResponse, ListBody, Params, StreamEvent, as_value, from_value, typed,
@@ -39,6 +39,7 @@ pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(stream))
         .routes(routes!(wait))
         .routes(routes!(read, remove))
+        .routes(routes!(trace))
         .routes(routes!(join))
         .routes(routes!(join_stream))
         .routes(routes!(cancel))
@@ -338,6 +339,14 @@ async fn start(
         },
         "multitask_strategy": f.strategy.as_str(), "created_at": now, "updated_at": now,
     });
+    // The trace it was created in, for whichever instance executes it (never shown).
+    let mut run = run;
+    if let (Some(trace), Some(doc)) = (
+        crate::trace::Carrier::current().to_json(),
+        run.as_object_mut(),
+    ) {
+        doc.insert(crate::trace::FIELD.into(), trace);
+    }
     // The thread is busy from the moment a run is queued on it.
     let meta = thread_doc["metadata"].as_object_mut();
     if let Some(meta) = meta {
@@ -652,6 +661,37 @@ async fn read(
     Ok(Json(public(
         &run_of(&app, &caller, &t, &r, Verb::Read).await?,
     )?))
+}
+
+/// What a run did: its spans as the server that executed it recorded them (agentgraph's
+/// own route, for the web page's trace view). A 404 when this server keeps no record of it
+/// (it ran on another instance, before a restart, long ago, or the server keeps none).
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}/trace", tag = "Thread runs",
+    params(("thread_id" = String, Path, format = Uuid), ("run_id" = String, Path, format = Uuid)),
+    responses((status = 200, body = RunTrace), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)))]
+async fn trace(
+    State(app): Shared,
+    caller: Caller,
+    Path((t, r)): Path<(String, String)>,
+) -> Result<Json<RunTrace>, ApiError> {
+    let run = run_of(&app, &caller, &t, &r, Verb::Read).await?;
+    let run_id = run["run_id"].as_str().unwrap_or_default().to_owned();
+    let Some(recorder) = &app.recorder else {
+        return Err(ApiError::not_found(
+            "This server keeps no record of its runs' spans (Server::builder().span_recorder(...) turns it on; agent serve does).",
+        ));
+    };
+    match recorder.run(&run_id) {
+        Some(record) => Ok(Json(RunTrace {
+            run_id,
+            spans: record.spans,
+            truncated: record.truncated,
+        })),
+        None => Err(ApiError::not_found(format!(
+            "No trace of run {run_id} is kept here: it ran on another instance, before this server started, or among the oldest."
+        ))),
+    }
 }
 
 /// List a thread's runs, newest first.

@@ -55,6 +55,7 @@ const ASSETS: &[Asset] = &[
     asset!("chat.js", js),
     asset!("threads.js", js),
     asset!("dom.js", js),
+    asset!("trace.js", js),
 ];
 
 pub(super) fn routes() -> Router<Arc<App>> {

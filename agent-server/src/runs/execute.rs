@@ -15,6 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument as _;
 
 use super::{CancelAction, Next, Registered, RunChannel, Runs, Stop};
 use crate::error::ApiError;
@@ -252,8 +253,19 @@ impl Runs {
     }
 
     /// Executes a claimed run to its end, renewing its lease meanwhile; a stop ends it at
-    /// once. Returns what its end claimed for this worker.
-    pub(super) async fn execute(self: &Arc<Self>, mut run: Value, registered: Registered) -> Next {
+    /// once. Returns what its end claimed for this worker. Everything it does is in its
+    /// `run` span, a child of the trace it was created in (see `crate::trace`).
+    pub(super) async fn execute(self: &Arc<Self>, run: Value, registered: Registered) -> Next {
+        let graph_id = run["kwargs"]["config"]["configurable"]["graph_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let attempt = run["attempt"].as_i64().unwrap_or(1);
+        let span = crate::trace::run_span(&run, &graph_id, attempt, now_ms());
+        self.execute_attempt(run, registered).instrument(span).await
+    }
+
+    async fn execute_attempt(self: &Arc<Self>, mut run: Value, registered: Registered) -> Next {
         let Registered {
             stop: mut stops,
             gate,
@@ -380,6 +392,7 @@ impl Runs {
             // Another instance took the run over (this one was cut off from the database
             // for longer than the lease): stop without writing; the new owner finishes it.
             tracing::warn!(run_id, "lost the run's lease; another instance has it");
+            ended_as("lease_lost");
             return Next::Unknown;
         }
         let values_now = || async {
@@ -392,7 +405,10 @@ impl Runs {
                 .unwrap_or(Value::Null)
         };
         match (stopped, outcome) {
-            (Some(Stop::Handover), _) => Next::Unknown,
+            (Some(Stop::Handover), _) => {
+                ended_as("handed_over");
+                Next::Unknown
+            }
             (Some(Stop::Cancel(CancelAction::Rollback)), _) => {
                 self.roll_back(&run, &channel, &token, started).await
             }
@@ -444,6 +460,7 @@ impl Runs {
                     if self.store.shared() && f.error == "Storage" {
                         tracing::warn!(run_id, error = %f.message, "the run's storage failed; handing it back to the queue");
                         let _ = self.store.renew(&run_id, &token, Duration::ZERO).await;
+                        ended_as("handed_over");
                         return Next::Unknown;
                     }
                     channel.emit("error", &f.to_json());
@@ -534,6 +551,9 @@ impl Runs {
         // What clients read of a failure (the run, the thread, `/wait`, the webhook).
         let end = end.scrubbed();
         let status = end.status();
+        if let End::Error(f) | End::Timeout(f) = &end {
+            agent_core::telemetry::record_error(&tracing::Span::current(), &f.error, &f.message);
+        }
         run["status"] = status.into();
         run["updated_at"] = now_iso().into();
         // Stateless runs clean up their thread unless asked to keep it: its checkpoints
@@ -664,6 +684,7 @@ impl Runs {
     }
 
     fn count(&self, status: &str, started: i64) {
+        ended_as(status);
         if let Ok(mut m) = self.metrics.finished.lock() {
             *m.entry(status.to_owned()).or_default() += 1;
         }
@@ -768,6 +789,13 @@ impl Runs {
         thread["state_updated_at"] = now.into();
         Ok(Some(thread))
     }
+}
+
+/// Records how the run's attempt ended on its span (`agentgraph.run.status`: `success`,
+/// `error`, `timeout`, `interrupted`, `rolled_back`, or `handed_over` / `lease_lost` for an
+/// attempt another one finishes).
+fn ended_as(status: &str) {
+    tracing::Span::current().record("agentgraph.run.status", status);
 }
 
 /// What recording a run's end did.

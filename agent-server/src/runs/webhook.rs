@@ -18,10 +18,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use opentelemetry::trace::TraceContextExt as _;
 use serde_json::Value;
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::graph::Failure;
 use crate::time::{iso_ms, now_iso};
+use crate::trace::Carrier;
 
 /// How webhooks are sent.
 #[derive(Debug, Clone)]
@@ -182,6 +186,7 @@ pub fn payload(run: &Value, started_ms: i64, values: &Value, error: Option<&Fail
     let mut body = run.clone();
     if let Some(o) = body.as_object_mut() {
         o.remove("attempt");
+        o.remove(crate::trace::FIELD);
         o.insert("run_started_at".into(), iso_ms(started_ms).into());
         o.insert("run_ended_at".into(), now_iso().into());
         o.insert("webhook_sent_at".into(), now_iso().into());
@@ -201,18 +206,68 @@ impl WebhookPolicy {
 }
 
 /// Sends `body` to `url` on a task of its own, retrying as `policy` says; failures are
-/// logged.
+/// logged. Each try is a client span under the span current here (the run's), and carries
+/// its trace context in `traceparent` (see `crate::trace`).
 pub fn deliver(policy: Arc<WebhookPolicy>, url: String, body: Value) {
     policy.in_flight.fetch_add(1, Ordering::Relaxed);
+    let trace = Trace {
+        parent: tracing::Span::current(),
+        fallback: Carrier::current(),
+    };
     tokio::spawn(async move {
-        if let Err(e) = send(&policy, &url, &body).await {
+        if let Err(e) = send(&policy, &url, &body, &trace).await {
             tracing::warn!(webhook = url, run_id = %body["run_id"], error = e, "webhook not delivered");
         }
         policy.in_flight.fetch_sub(1, Ordering::Relaxed);
     });
 }
 
-async fn send(policy: &WebhookPolicy, url: &str, body: &Value) -> Result<(), String> {
+/// The trace a delivery belongs to: the run's span, and the context that goes out when no
+/// span is exported (the run's own).
+struct Trace {
+    parent: tracing::Span,
+    fallback: Carrier,
+}
+
+impl Trace {
+    /// The client span of try `attempt` to `target`.
+    fn span(&self, target: &Target, attempt: u32) -> tracing::Span {
+        let span = tracing::info_span!(
+            parent: &self.parent,
+            "webhook",
+            otel.name = "POST",
+            otel.kind = "client",
+            http.request.method = "POST",
+            server.address = target.host.as_str(),
+            server.port = i64::from(target.url.port_or_known_default().unwrap_or(80)),
+            http.request.resend_count = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        if attempt > 1 {
+            span.record("http.request.resend_count", i64::from(attempt - 1));
+        }
+        span
+    }
+
+    /// The headers that carry `span`'s context (or the run's, when it has none).
+    fn carrier(&self, span: &tracing::Span) -> Carrier {
+        let cx = span.context();
+        if cx.span().span_context().is_valid() {
+            Carrier::of(&cx)
+        } else {
+            self.fallback.clone()
+        }
+    }
+}
+
+async fn send(
+    policy: &WebhookPolicy,
+    url: &str,
+    body: &Value,
+    trace: &Trace,
+) -> Result<(), String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut wait = policy.backoff;
     let mut last = String::new();
@@ -230,7 +285,32 @@ async fn send(policy: &WebhookPolicy, url: &str, body: &Value) -> Result<(), Str
             .resolve_to_addrs(&target.host, &target.addrs)
             .build()
             .map_err(|e| format!("building the HTTP client: {e}"))?;
-        match client.post(target.url).json(body).send().await {
+        let span = trace.span(&target, attempt);
+        let mut request = client.post(target.url).json(body);
+        for (name, value) in trace.carrier(&span).headers() {
+            request = request.header(name, value);
+        }
+        let sent = request.send().instrument(span.clone()).await;
+        match &sent {
+            Ok(r) => {
+                span.record("http.response.status_code", i64::from(r.status().as_u16()));
+                if !r.status().is_success() {
+                    span.record("error.type", r.status().as_str());
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+            Err(e) => {
+                let kind = if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "connection"
+                };
+                span.record("error.type", kind);
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        drop(span);
+        match sent {
             Ok(r) if r.status().is_success() => return Ok(()),
             Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
                 last = format!("answered {}", r.status());

@@ -27,6 +27,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
+use tracing::Instrument as _;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::error::McpError;
@@ -206,17 +207,56 @@ impl McpClient {
 
     /// Calls the tool the server calls `tool` with `arguments` (an object), returning the
     /// server's result as is (`isError` included); [`McpTool`] is the model-facing form.
+    ///
+    /// The call is a client span (`tools/call {tool}`, the OpenTelemetry MCP conventions'
+    /// `mcp.method.name`, `gen_ai.tool.name`, `network.transport`), and its trace context
+    /// goes to the server in `params._meta` (`traceparent`, `tracestate`, `baggage`: the
+    /// conventions' carrier, MCP's SEP-414), so a server that reads it joins the trace.
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, McpError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        self.request(
-            &format!("tools/call `{tool}`"),
-            self.inner.peer.call_tool(params),
-        )
-        .await
+        let span = tracing::info_span!(
+            "mcp_call",
+            otel.name = tracing::field::Empty,
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool,
+            network.transport = if self.inner.child.is_some() {
+                "pipe"
+            } else {
+                "tcp"
+            },
+            "error.type" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+        );
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if !span.is_disabled() {
+            span.record("otel.name", format!("tools/call {tool}"));
+            params.meta = super::trace::meta_of(&span);
+        }
+        let result = self
+            .request(
+                &format!("tools/call `{tool}`"),
+                self.inner.peer.call_tool(params),
+            )
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Err(e) => agent_core::telemetry::record_error(&span, super::trace::error_type(e), e),
+            Ok(r) if r.is_error == Some(true) => {
+                agent_core::telemetry::record_error(
+                    &span,
+                    "tool_error",
+                    &"the tool answered isError",
+                );
+            }
+            Ok(_) => {}
+        }
+        result
     }
 
     /// Ends the session: the connection is closed, a stdio server is given a moment to exit

@@ -73,6 +73,7 @@ mod client;
 mod config;
 mod error;
 mod tool;
+mod trace;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

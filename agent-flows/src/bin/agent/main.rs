@@ -64,9 +64,11 @@ impl Failure {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match setup::logging(cli.log_format) {
+    // `agent serve` keeps its runs' spans for the web page's trace view.
+    let recorder = matches!(cli.command, Command::Serve(_)).then(agent_server::SpanRecorder::new);
+    let result = match setup::logging(cli.log_format, recorder.as_ref()) {
         Ok(telemetry) => {
-            let result = run(cli).await;
+            let result = run(cli, recorder).await;
             // The last spans are exported before the program exits.
             drop(telemetry);
             result
@@ -83,7 +85,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Failure> {
+async fn run(cli: Cli, recorder: Option<agent_server::SpanRecorder>) -> Result<(), Failure> {
     match cli.command {
         Command::List { json } => {
             list(json);
@@ -115,7 +117,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let flow = flow_named(&flow)?;
             chat::run(flow, &run).await
         }
-        Command::Serve(args) => serve::run(&args).await,
+        Command::Serve(args) => serve::run(&args, recorder).await,
         Command::Memory { action, store, db } => memory::run(action, store, db).await,
     }
 }

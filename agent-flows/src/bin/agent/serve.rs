@@ -20,7 +20,10 @@ use crate::cli::ServeArgs;
 /// names another.
 const JWT_SECRET_ENV: &str = "AGENTGRAPH_JWT_SECRET";
 
-pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
+pub async fn run(
+    args: &ServeArgs,
+    recorder: Option<agent_server::SpanRecorder>,
+) -> Result<(), Failure> {
     let config = match &args.config {
         Some(path) => ServeConfig::load(path).map_err(Failure::runtime)?,
         None => ServeConfig::default(),
@@ -96,6 +99,9 @@ pub async fn run(args: &ServeArgs) -> Result<(), Failure> {
             args.allow_private_webhooks || server.allow_private_webhooks == Some(true),
         )
         .limits(config.limits.clone());
+    if let Some(recorder) = recorder {
+        builder = builder.span_recorder(recorder);
+    }
     let shown = if postgres {
         builder = builder.postgres(db.clone());
         "PostgreSQL".to_owned()

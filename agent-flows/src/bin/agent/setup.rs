@@ -251,8 +251,12 @@ pub fn history_file() -> Option<PathBuf> {
 /// Logs to stderr, filtered by `RUST_LOG` (default: warnings), colour only on a terminal;
 /// and, when the OpenTelemetry variables name a collector (`OTEL_EXPORTER_OTLP_ENDPOINT`...),
 /// spans and metrics sent there (agent-otel, its own filter: `info` by default). The guard
-/// flushes them: keep it until the program ends.
-pub fn logging(format: LogFormat) -> Result<agent_otel::OtelGuard, Failure> {
+/// flushes them: keep it until the program ends. With `recorder` (`agent serve`), the spans of
+/// each run are also kept for the web page's trace view (agentgraph's own, at `info`).
+pub fn logging(
+    format: LogFormat,
+    recorder: Option<&agent_server::SpanRecorder>,
+) -> Result<agent_otel::OtelGuard, Failure> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -270,8 +274,19 @@ pub fn logging(format: LogFormat) -> Result<agent_otel::OtelGuard, Failure> {
             .boxed(),
     };
     let (otel, guard) = agent_otel::layer().map_err(|e| Failure::message(e.to_string()))?;
+    let recorded = recorder.map(|r| {
+        use tracing_subscriber::filter::FilterExt as _;
+        let ours = tracing_subscriber::filter::Targets::new().with_targets(
+            ["agent_core", "agent_llm", "agent_tools", "agent_server"]
+                .map(|t| (t, tracing::Level::INFO)),
+        );
+        // A request's span is never under a run: not made for the recorder alone.
+        let runs_only = tracing_subscriber::filter::filter_fn(|m| m.name() != "http_request");
+        r.layer().with_filter(ours.and(runs_only))
+    });
     let _ = tracing_subscriber::registry()
         .with(otel)
+        .with(recorded)
         .with(logs)
         .try_init();
     Ok(guard)

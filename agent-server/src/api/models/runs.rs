@@ -360,3 +360,17 @@ pub struct JoinStreamQuery {
     #[serde(default)]
     pub stream_mode: Vec<String>,
 }
+
+/// What a run did, as the server that executed it recorded it: agentgraph's own route (the
+/// web page's trace view), not langgraph-api's.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RunTrace {
+    /// The run.
+    #[schema(format = Uuid)]
+    pub run_id: String,
+    /// Its spans (the run, its graph, steps, nodes, model and tool calls, checkpoint
+    /// writes), in the order they ended; `parent` links them into a tree.
+    pub spans: Vec<crate::recorder::RecordedSpan>,
+    /// Whether spans were left out (a run of more than 5,000).
+    pub truncated: bool,
+}
