@@ -19,7 +19,7 @@ use super::models::assistants::{
 };
 use super::models::runs::ConfigBody;
 use super::models::{Body, ErrorResponse, IfExists, Object, Params, as_value, typed};
-use super::paging::{Paging, contains, select};
+use super::paging::{Paging, Searched, contains, field_names, select};
 use super::{App, Caller, Grant, Shared, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
@@ -416,23 +416,15 @@ async fn search(
         metadata: body.metadata.as_ref(),
     };
     let query = matching(&app, &caller, as_value(&body), filter).await?;
-    let fields: Option<Vec<String>> = body.select.as_ref().map(|s| {
-        s.iter()
-            .filter_map(|f| as_value(f).as_str().map(str::to_owned))
-            .collect()
-    });
-    let paging = Paging {
+    let fields = field_names(body.select.as_ref());
+    let (docs, found) = Paging {
         page: body.page,
         sort_by: body.sort_by.unwrap_or_default().field(),
         order: body.sort_order.unwrap_or_default(),
-        select: None,
-    };
-    let (paged, offset, limit) = paging.query(&app.limits, &query)?;
-    let (found, total) = tokio::try_join!(
-        app.store.search(Kind::Assistant, &paged),
-        app.store.count(Kind::Assistant, &query),
-    )?;
-    let page = found
+    }
+    .fetch(&app, Searched::Docs(Kind::Assistant), &query)
+    .await?;
+    let page = docs
         .into_iter()
         .map(|doc| {
             Ok(select(
@@ -441,8 +433,7 @@ async fn search(
             ))
         })
         .collect::<Result<Vec<Value>, ApiError>>()?;
-    let (headers, page) = paging.respond(page, total, offset, limit);
-    Ok((headers, Json(page)))
+    Ok(found.respond(page))
 }
 
 /// Count assistants.

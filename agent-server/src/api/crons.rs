@@ -24,7 +24,7 @@ use super::models::crons::{
 };
 use super::models::runs::RunCreate;
 use super::models::{Body, ErrorResponse, Object, as_value, from_value, typed};
-use super::paging::{Paging, select};
+use super::paging::{Paging, Searched, select};
 use super::runs::{check_run_fields, queue};
 use super::threads::found as thread_found;
 use super::{App, Caller, Shared, uuid_path};
@@ -400,23 +400,18 @@ async fn search(
         metadata: body.metadata.as_ref(),
     };
     let query = matching(&app, &caller, as_value(&body), filter).await?;
-    let paging = Paging {
+    let (docs, found) = Paging {
         page: body.page,
         sort_by: body.sort_by.unwrap_or_default().field(),
         order: body.sort_order.unwrap_or_default(),
-        select: None,
-    };
-    let (paged, offset, limit) = paging.query(&app.limits, &query)?;
-    let (found, total) = tokio::try_join!(
-        app.store.search_crons(&paged),
-        app.store.count_crons(&query),
-    )?;
-    let page = found
+    }
+    .fetch(&app, Searched::Crons, &query)
+    .await?;
+    let page = docs
         .into_iter()
         .map(|doc| Ok(select(as_value(&public(doc)?), body.select.as_deref())))
         .collect::<Result<Vec<Value>, ApiError>>()?;
-    let (headers, page) = paging.respond(page, total, offset, limit);
-    Ok((headers, Json(page)))
+    Ok(found.respond(page))
 }
 
 /// Count crons.

@@ -19,7 +19,7 @@ use super::models::threads::{
     ThreadStateUpdateResponse, TtlStrategyName,
 };
 use super::models::{Body, ErrorResponse, IfExists, Params, as_value, typed};
-use super::paging::{Paging, select};
+use super::paging::{Paging, Searched, field_names, select};
 use super::retention::{self, ThreadTtl, TtlStrategy};
 use super::{App, Caller, Shared, uuid_path};
 use crate::auth::{Resource, Verb};
@@ -305,23 +305,15 @@ async fn search(
         status: body.status.map(|s| s.as_str()),
     };
     let query = matching(&app, &caller, as_value(&body), filter).await?;
-    let fields: Option<Vec<String>> = body.select.as_ref().map(|s| {
-        s.iter()
-            .filter_map(|f| as_value(f).as_str().map(str::to_owned))
-            .collect()
-    });
-    let paging = Paging {
+    let fields = field_names(body.select.as_ref());
+    let (docs, found) = Paging {
         page: body.page,
         sort_by: body.sort_by.unwrap_or_default().field(),
         order: body.sort_order.unwrap_or_default(),
-        select: None,
-    };
-    let (paged, offset, limit) = paging.query(&app.limits, &query)?;
-    let (found, total) = tokio::try_join!(
-        app.store.search(Kind::Thread, &paged),
-        app.store.count(Kind::Thread, &query),
-    )?;
-    let page = found
+    }
+    .fetch(&app, Searched::Docs(Kind::Thread), &query)
+    .await?;
+    let page = docs
         .into_iter()
         .map(|doc| {
             let doc = retention::public(doc, false);
@@ -337,8 +329,7 @@ async fn search(
             })
         })
         .collect::<Result<Vec<Value>, ApiError>>()?;
-    let (headers, page) = paging.respond(page, total, offset, limit);
-    Ok((headers, Json(page)))
+    Ok(found.respond(page))
 }
 
 /// A search's `extract`: names, each with the path of a value in the thread.
