@@ -264,7 +264,11 @@ impl Checker {
             }
             if action == "rollback" && last_write.get(run).is_some_and(|(_, w)| *w == "checkpoint")
             {
-                wrong.push(format!("2. run {run} was rolled back but left checkpoints"));
+                let status = statuses.get(run).map_or("gone", String::as_str);
+                let at = last_write.get(run).map_or(0, |(at, _)| at - acked);
+                wrong.push(format!(
+                    "2. run {run} was rolled back but left checkpoints (it is {status}; its last one committed {at} ms after the cancel was acknowledged)"
+                ));
             }
         }
 

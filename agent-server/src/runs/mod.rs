@@ -623,13 +623,9 @@ impl Runs {
                     return Ok(true);
                 }
                 // Claimed meanwhile: it is running now.
-                self.stop_running(&id, why).await?;
-                Ok(true)
+                self.stop_running(&id, why).await
             }
-            Some("running") => {
-                self.stop_running(&id, why).await?;
-                Ok(true)
-            }
+            Some("running") => self.stop_running(&id, why).await,
             _ => Ok(false),
         }
     }
@@ -637,15 +633,22 @@ impl Runs {
     /// Stops a running run and returns once it writes nothing more: here, its gate closed
     /// (the writes under way done); on another instance, its row marked (each checkpoint and
     /// event it writes holds that row and is refused once marked, so the mark waits for the
-    /// writes under way and stops every later one), then that instance told.
-    async fn stop_running(&self, id: &str, why: Stop) -> Result<(), ApiError> {
+    /// writes under way and stops every later one), then that instance told. Whether there
+    /// was a run to stop: one that ended meanwhile is not (the client is told so, not that
+    /// a run which kept its writes was cancelled).
+    async fn stop_running(self: &Arc<Self>, id: &str, why: Stop) -> Result<bool, ApiError> {
         if self.store.shared() {
-            self.store.request_cancel(id, why.name()).await?;
-        }
-        if self.store.shared() {
+            if !self.store.request_cancel(id, why.name()).await? {
+                // Not running any more: ended, or queued again after its instance stopped
+                // (then stopped as a pending run is).
+                return match self.store.get(Kind::Run, id).await? {
+                    Some(run) if run["status"] == "pending" => Box::pin(self.stop(&run, why)).await,
+                    _ => Ok(false),
+                };
+            }
             if let Some(gate) = self.stop_local(id, why) {
                 gate.close().await;
-                return Ok(());
+                return Ok(true);
             }
             // Another instance's (its row marked above stops its writes); told, to stop now.
             self.store
@@ -656,10 +659,21 @@ impl Runs {
                 .await?;
         } else if let Some(gate) = self.stop_here_or_early(id, why) {
             gate.close().await;
+        } else if !self
+            .store
+            .get(Kind::Run, id)
+            .await?
+            .is_some_and(|r| matches!(r["status"].as_str(), Some("pending" | "running")))
+        {
+            // Ended meanwhile: the stop kept for it is for nobody.
+            if let Ok(mut early) = self.early_cancels.lock() {
+                early.remove(id);
+            }
+            return Ok(false);
         }
         // Otherwise claimed here a moment ago and not started: it finds the stop as it
         // starts, before its graph does (nothing is written).
-        Ok(())
+        Ok(true)
     }
 
     /// Stops every run of a thread being deleted (pending ones end, running ones stop and

@@ -328,8 +328,9 @@ pub trait RunStore: Send + Sync + 'static {
     }
     /// Marks `doc` (a pending run) `interrupted` if it is still pending; whether it was.
     async fn cancel_pending(&self, doc: &Value) -> StoreResult<bool>;
-    /// Asks the owner of a running run to stop it.
-    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<()>;
+    /// Asks the owner of a running run to stop it; whether it was running (a store of one
+    /// process says yes: the run's own channel carries the stop).
+    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<bool>;
     /// Whether other processes use this store: then a run's events and result are stored
     /// for them, and notices go through the database.
     fn shared(&self) -> bool {

@@ -579,20 +579,29 @@ impl RunStore for PostgresStore {
                 .map_err(failed("delete"))?;
             }
             Kind::Thread => {
-                // Its runs with their stored events and results: nothing of it is left.
+                // Its runs with their stored events and results: nothing of it is left. The
+                // runs go first: their delete waits for a run's writer holding its row (one
+                // queued meanwhile is not among those locked above), so the events it
+                // committed are seen by the deletes after, and no writer passes its fence
+                // again.
+                let runs: Vec<String> = tx
+                    .query(
+                        "DELETE FROM api_runs WHERE thread_id = $1 RETURNING run_id",
+                        &[&id],
+                    )
+                    .await
+                    .map_err(failed("delete"))?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
                 for table in ["api_run_events", "api_run_results"] {
                     tx.execute(
-                        &format!(
-                            "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM api_runs WHERE thread_id = $1)"
-                        ),
-                        &[&id],
+                        &format!("DELETE FROM {table} WHERE run_id = ANY($1)"),
+                        &[&runs],
                     )
                     .await
                     .map_err(failed("delete"))?;
                 }
-                tx.execute("DELETE FROM api_runs WHERE thread_id = $1", &[&id])
-                    .await
-                    .map_err(failed("delete"))?;
                 tx.execute("DELETE FROM api_crons WHERE thread_id = $1", &[&id])
                     .await
                     .map_err(failed("delete"))?;
@@ -871,7 +880,8 @@ impl RunStore for PostgresStore {
         let tx = c.transaction().await.map_err(failed("requeue"))?;
         let rows = tx
             .query(
-                "SELECT run_id, doc FROM api_runs WHERE status = 'running' AND lease_until < now()
+                "SELECT run_id, doc, cancel IS NOT NULL FROM api_runs
+                 WHERE status = 'running' AND lease_until < now()
                  FOR UPDATE SKIP LOCKED",
                 &[],
             )
@@ -884,7 +894,11 @@ impl RunStore for PostgresStore {
             let attempt = doc["attempt"].as_i64().unwrap_or(1) + 1;
             doc["attempt"] = attempt.into();
             doc["updated_at"] = crate::time::now_iso().into();
-            let status = if attempt > max_attempts {
+            // A run whose stop was asked for is queued again whatever its attempts: the
+            // next claim applies the stop before its graph runs (a rollback's deletes
+            // included), as the client who was told it is stopped expects.
+            let stopping: bool = row.get(2);
+            let status = if attempt > max_attempts && !stopping {
                 "error"
             } else {
                 "pending"
@@ -937,15 +951,16 @@ impl RunStore for PostgresStore {
         Ok(n > 0)
     }
 
-    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<()> {
+    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<bool> {
         let c = self.client("cancel").await?;
-        c.execute(
-            "UPDATE api_runs SET cancel = $2 WHERE run_id = $1 AND status = 'running'",
-            &[&run_id, &action],
-        )
-        .await
-        .map_err(failed("cancel"))?;
-        Ok(())
+        let n = c
+            .execute(
+                "UPDATE api_runs SET cancel = $2 WHERE run_id = $1 AND status = 'running'",
+                &[&run_id, &action],
+            )
+            .await
+            .map_err(failed("cancel"))?;
+        Ok(n > 0)
     }
 
     fn shared(&self) -> bool {
@@ -1013,14 +1028,27 @@ impl RunStore for PostgresStore {
     }
 
     async fn put_result(&self, run_id: &str, body: &Value) -> StoreResult<()> {
-        let c = self.client("put result").await?;
-        c.execute(
-            "INSERT INTO api_run_results (run_id, body) VALUES ($1, $2)
-             ON CONFLICT (run_id) DO UPDATE SET body = EXCLUDED.body, finished_at = now()",
-            &[&run_id, &body.to_string()],
-        )
-        .await
-        .map_err(failed("put result"))?;
+        let mut c = self.client("put result").await?;
+        let tx = c.transaction().await.map_err(failed("put result"))?;
+        // Only for a run still there, held to the commit: a run deleted meanwhile (its
+        // thread's delete) leaves no result behind.
+        let there = tx
+            .query_opt(
+                "SELECT 1 FROM api_runs WHERE run_id = $1 FOR SHARE",
+                &[&run_id],
+            )
+            .await
+            .map_err(failed("put result"))?;
+        if there.is_some() {
+            tx.execute(
+                "INSERT INTO api_run_results (run_id, body) VALUES ($1, $2)
+                 ON CONFLICT (run_id) DO UPDATE SET body = EXCLUDED.body, finished_at = now()",
+                &[&run_id, &body.to_string()],
+            )
+            .await
+            .map_err(failed("put result"))?;
+        }
+        tx.commit().await.map_err(failed("put result"))?;
         Ok(())
     }
 

@@ -707,9 +707,9 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn request_cancel(&self, _run_id: &str, _action: &str) -> StoreResult<()> {
+    async fn request_cancel(&self, _run_id: &str, _action: &str) -> StoreResult<bool> {
         // The run executes in this process: its channel carries the cancel.
-        Ok(())
+        Ok(true)
     }
 
     async fn put_cron(&self, doc: &Value, next_run_ms: Option<i64>) -> StoreResult<()> {
