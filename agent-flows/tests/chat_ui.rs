@@ -318,7 +318,49 @@ async fn chat_with(c: &Page, page: &str, api: &str, flow: &str, turns: &[Turn]) 
         shot(c, &format!("chat-ui-{flow}-{}", i + 1)).await;
     }
     let now = read(c).await;
-    check_no_flash(flow, &now);
+    check_no_flash(flow, &now, 0);
+
+    // The last answer regenerated, as Agent Chat UI's button does it: a run from the
+    // checkpoint before that answer (the parent of the state it was first seen in). The
+    // branch holds the same turn with a new answer.
+    let last = turns.last().unwrap();
+    let old = shown(&now);
+    let frames_before = now["frames"].as_array().map_or(0, Vec::len);
+    let seen_before = now["seen"].as_array().map_or(0, Vec::len);
+    click(c, "#messages .msg:last-child .regenerate").await;
+    idle_after(
+        c,
+        &format!("{flow}: the regenerated answer"),
+        turns.len() + 1,
+    )
+    .await;
+    let now = read(c).await;
+    assert_eq!(s(&now["error"]), "", "{flow}: {now:#}");
+    check_turn(flow, last, &now, frames_before);
+    check_no_flash(flow, &now, seen_before);
+    let new = shown(&now);
+    assert_eq!(
+        new.len(),
+        old.len(),
+        "{flow}: the same turns after a regenerate"
+    );
+    assert_eq!(
+        new[..new.len() - 1]
+            .iter()
+            .filter(|m| m.0 == "human")
+            .collect::<Vec<_>>(),
+        old[..old.len() - 1]
+            .iter()
+            .filter(|m| m.0 == "human")
+            .collect::<Vec<_>>(),
+        "{flow}: the same questions after a regenerate"
+    );
+    assert_ne!(
+        new.last().unwrap().1,
+        old.last().unwrap().1,
+        "{flow}: the regenerated answer is a new message"
+    );
+    shot(c, &format!("chat-ui-{flow}-regenerated")).await;
     let thread = s(&now["thread"]).to_owned();
     assert!(!thread.is_empty(), "{flow}: the thread id is in the page");
 
@@ -355,7 +397,7 @@ async fn chat_with(c: &Page, page: &str, api: &str, flow: &str, turns: &[Turn]) 
         before,
         "{flow}: the history after a reload is the conversation"
     );
-    check_no_flash(flow, &after);
+    check_no_flash(flow, &after, 0);
     shot(c, &format!("chat-ui-{flow}-reloaded")).await;
 }
 
@@ -527,16 +569,17 @@ fn check_turn(flow: &str, t: &Turn, page: &Value, frames_before: usize) {
     );
 }
 
-/// Nothing a message ever showed was an internal model call's output, and no message showed
-/// up that the conversation does not keep (a flash: shown while streaming, then gone).
-fn check_no_flash(flow: &str, page: &Value) {
+/// Nothing a message ever showed (since the `from`th text the page recorded) was an internal
+/// model call's output, and no message showed up that the conversation does not keep (a
+/// flash: shown while streaming, then gone).
+fn check_no_flash(flow: &str, page: &Value, from: usize) {
     let kept: BTreeSet<&str> = page["msgs"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| s(&m["id"]))
         .collect();
-    let seen = page["seen"].as_array().unwrap();
+    let seen = &page["seen"].as_array().unwrap()[from..];
     assert!(!seen.is_empty(), "{flow}: the observer saw the messages");
     for entry in seen {
         let text = s(&entry["text"]);
@@ -579,7 +622,7 @@ async fn an_interrupt_is_resumed(c: &Page, page: &str, api: &str) {
             .any(|m| m["id"] == sent["id"] && m["type"] == "human"),
         "{now:#}"
     );
-    check_no_flash("agent", &now);
+    check_no_flash("agent", &now, 0);
     shot(c, "chat-ui-interrupt").await;
 
     c.refresh().await.unwrap();
@@ -606,7 +649,7 @@ async fn an_interrupt_is_resumed(c: &Page, page: &str, api: &str) {
     .await;
     let done = read(c).await;
     assert_eq!(s(&done["error"]), "", "{done:#}");
-    check_no_flash("agent", &done);
+    check_no_flash("agent", &done, 0);
     shot(c, "chat-ui-resumed").await;
 }
 
@@ -629,8 +672,9 @@ async fn the_observer_sees_a_flash(c: &Page, page: &str, api: &str) {
         // The checks panic on a leak; their message is not this test's failure.
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let page_checks =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_no_flash(graph, &now)));
+        let page_checks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_no_flash(graph, &now, 0)
+        }));
         assert_eq!(
             page_checks.is_err(),
             leaks,

@@ -6,5 +6,15 @@ import react from "@vitejs/plugin-react";
 export default defineConfig({
   plugins: [react()],
   logLevel: "warn",
-  build: { sourcemap: false, chunkSizeWarningLimit: 4096 },
+  build: {
+    sourcemap: false,
+    chunkSizeWarningLimit: 4096,
+    rollupOptions: {
+      // zod's comments that Rollup drops (a note on every build, nothing wrong).
+      onwarn(warning, warn) {
+        if (warning.code === "INVALID_ANNOTATION" && warning.id?.includes("node_modules")) return;
+        warn(warning);
+      },
+    },
+  },
 });

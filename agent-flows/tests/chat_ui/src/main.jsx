@@ -4,6 +4,7 @@
 // human message sent with the client's id and content blocks, `streamMode: ["values"]`,
 // `streamSubgraphs`, `streamResumable`, optimistic values, dangling tool calls answered before
 // a send, tool calls drawn from an AI message's `tool_calls` with their ToolMessages, an
+// answer regenerated from the checkpoint before it (its first seen state's parent), an
 // interrupt shown and resumed with a `Command`, the thread list searched by `graph_id`.
 //
 // What the test reads (tests/chat_ui.rs): the DOM (`.msg[data-type][data-id] .text`,
@@ -152,6 +153,23 @@ function Message({ m, index, stream }) {
       data-name={m.name ?? undefined}
     >
       <div className="text">{textOf(m.content)}</div>
+      {type === "ai" && calls.length === 0 ? (
+        <button
+          className="regenerate"
+          type="button"
+          disabled={stream.isLoading}
+          onClick={() =>
+            stream.submit(undefined, {
+              checkpoint: meta?.firstSeenState?.parent_checkpoint,
+              streamMode: ["values"],
+              streamSubgraphs: true,
+              streamResumable: true,
+            })
+          }
+        >
+          Regenerate
+        </button>
+      ) : null}
       {calls.map((c) => (
         <div className="tool-call" key={c.id ?? c.name} data-id={c.id ?? ""} data-name={c.name}>
           <b>{c.name}</b> <code className="args">{JSON.stringify(c.args)}</code>
