@@ -2,12 +2,17 @@
 # Builds the useStream chat page (this directory) with Vite and prints the directory of the
 # built page. npm packages come from the committed lock (`npm ci`), installed once into
 #   ${AGENTGRAPH_CACHE:-$HOME/.cache/agentgraph}/chat-ui-<sdk version>
-# and a build is kept there under the hash of the lock and the sources, so a second run
+# and each build is kept there under the hash of the lock and the sources, so a second run
 # builds nothing. Env: NPM (default npm).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${AGENTGRAPH_CACHE:-$HOME/.cache/agentgraph}
 NPM=${NPM:-npm}
+mkdir -p "$CACHE"
+# One build at a time (worktrees share the cache); a page once built is never removed, so a
+# test still serving it is not disturbed.
+exec 9>"$CACHE/chat-ui.lock"
+flock 9
 ver=$(node -p "require('$HERE/package-lock.json').packages['node_modules/@langchain/langgraph-sdk'].version")
 dir="$CACHE/chat-ui-$ver"
 lock_sum=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
@@ -23,8 +28,9 @@ src_sum=$(cd "$HERE" && cat package-lock.json index.html vite.config.js src/* | 
 out="$dir/dist-$src_sum"
 if [ ! -f "$out/index.html" ]; then
   echo "== building the chat page into $out (vite build)" >&2
-  rm -rf "$dir/index.html" "$dir/vite.config.js" "$dir/src" "$dir"/dist-*
+  rm -rf "$dir/index.html" "$dir/vite.config.js" "$dir/src" "$out.tmp"
   cp -r "$HERE/index.html" "$HERE/vite.config.js" "$HERE/src" "$dir/"
-  (cd "$dir" && node_modules/.bin/vite build --outDir "$out" --emptyOutDir >&2)
+  (cd "$dir" && node_modules/.bin/vite build --outDir "$out.tmp" --emptyOutDir >&2)
+  mv "$out.tmp" "$out"
 fi
 echo "$out"
