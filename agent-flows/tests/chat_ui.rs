@@ -263,7 +263,7 @@ return {
   threads: [...document.querySelectorAll('#threads a')].map(a => a.dataset.thread),
   msgs: [...document.querySelectorAll('#messages .msg')].map(e => ({
     type: e.dataset.type, id: e.dataset.id, text: e.querySelector('.text').textContent,
-    streamed: e.dataset.streamed, tool_call_id: e.dataset.toolCallId ?? null,
+    streamed: e.dataset.streamed, content: e.dataset.content, tool_call_id: e.dataset.toolCallId ?? null,
     calls: [...e.querySelectorAll('.tool-call')].map(t => ({id: t.dataset.id, name: t.dataset.name})),
   })),
   seen: window.__seen, frames: window.__frames, sent: window.__sent, dangling: window.__dangling,
@@ -401,8 +401,9 @@ async fn chat_with(c: &Page, page: &str, api: &str, flow: &str, turns: &[Turn]) 
     shot(c, &format!("chat-ui-{flow}-reloaded")).await;
 }
 
-/// The messages as shown: type, id, text, tool calls and the call a ToolMessage answers.
-fn shown(page: &Value) -> Vec<(String, String, String, Vec<String>, String)> {
+/// The messages as shown: type, id, text, tool calls, the call a ToolMessage answers, and
+/// whether the content is a string or blocks.
+fn shown(page: &Value) -> Vec<(String, String, String, Vec<String>, String, String)> {
     page["msgs"]
         .as_array()
         .unwrap()
@@ -419,6 +420,7 @@ fn shown(page: &Value) -> Vec<(String, String, String, Vec<String>, String)> {
                     .map(|c| format!("{}:{}", s(&c["name"]), s(&c["id"])))
                     .collect(),
                 s(&m["tool_call_id"]).to_owned(),
+                s(&m["content"]).to_owned(),
             )
         })
         .collect()
@@ -445,6 +447,10 @@ fn check_turn(flow: &str, t: &Turn, page: &Value, frames_before: usize) {
         .unwrap_or_else(|| panic!("{flow}: the human message keeps the client's id: {page:#}"));
     assert_eq!(msgs[at]["type"], "human", "{flow}");
     assert_eq!(msgs[at]["text"], sent["text"], "{flow}: the human text");
+    assert_eq!(
+        msgs[at]["content"], "blocks",
+        "{flow}: the human message keeps its content blocks"
+    );
     let turn = &msgs[at + 1..];
     let answer = turn
         .last()

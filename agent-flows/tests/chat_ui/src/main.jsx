@@ -149,6 +149,7 @@ function Message({ m, index, stream }) {
       data-id={m.id ?? ""}
       data-key={m.id ?? `index-${index}`}
       data-streamed={meta?.streamMetadata ? "yes" : "no"}
+      data-content={Array.isArray(m.content) ? "blocks" : typeof m.content}
       data-tool-call-id={type === "tool" ? m.tool_call_id : undefined}
       data-name={m.name ?? undefined}
     >
