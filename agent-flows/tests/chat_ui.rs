@@ -319,6 +319,21 @@ async fn chat_with(c: &Page, page: &str, api: &str, flow: &str, turns: &[Turn]) 
     }
     let now = read(c).await;
     check_no_flash(flow, &now, 0);
+    // The follow-up went to the same thread: both questions are in it, in order.
+    let humans: Vec<&Value> = now["msgs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "human")
+        .map(|m| &m["id"])
+        .collect();
+    let sent: Vec<&Value> = now["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["id"])
+        .collect();
+    assert_eq!(humans, sent, "{flow}: one thread holds both questions");
 
     // The last answer regenerated, as Agent Chat UI's button does it: a run from the
     // checkpoint before that answer (the parent of the state it was first seen in). The
@@ -515,9 +530,14 @@ fn check_turn(flow: &str, t: &Turn, page: &Value, frames_before: usize) {
     let frames = &page["frames"].as_array().unwrap()[frames_before..];
     let mut chunks: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for f in frames {
-        if !s(&f["event"]).starts_with("messages") || f["id"].is_null() {
+        if !s(&f["event"]).starts_with("messages") {
             continue;
         }
+        // A chunk without an id is one the hook drops ("No message ID found for chunk").
+        assert!(
+            !s(&f["id"]).is_empty(),
+            "{flow}: a streamed message without an id: {f}"
+        );
         let kind = s(&f["type"]);
         if kind == "ai" || kind == "AIMessageChunk" {
             assert!(
