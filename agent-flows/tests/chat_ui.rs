@@ -9,13 +9,16 @@
 //! thread; each answer becomes visible, streamed token by token where a model writes it
 //! (the chunks' id is the id of the message the thread keeps, their text adds up to it); tool
 //! calls are drawn where the flow uses tools (an AI message's `tool_calls`, each answered by
-//! its ToolMessage); the human message keeps the client's id and text; no message ever shows
-//! an internal model call's output (every text each message showed is recorded over time by a
-//! MutationObserver: none is a router's or classifier's JSON, and no message appears that the
-//! thread does not keep); the thread is in the thread list, and after a reload the history
-//! shows the same messages. No flow calls `interrupt()`, so the interrupt is the reference
-//! graph's (`agent-server/examples/reference`, as the SDK checks serve it): shown, still shown
-//! after a reload, resumed with a `Command`.
+//! its ToolMessage); the human message keeps the client's id, text and content blocks; no
+//! streamed message lacks an id; no message ever shows an internal model call's output (every
+//! text each message showed is recorded over time by a MutationObserver: none is a router's or
+//! classifier's JSON, and no message appears that the thread does not keep); the last answer
+//! regenerated (a run from the checkpoint before it) is the same turn with a new answer; the
+//! thread is in the thread list, and after a reload the history shows the same messages.
+//! A router graph of the test's own whose model call is not `nostream` is the control: the
+//! same checks see its JSON flash. No flow calls `interrupt()`, so the interrupt is the
+//! reference graph's (`agent-server/examples/reference`, as the SDK checks serve it, here in
+//! process): shown, still shown after a reload, resumed with a `Command`.
 //!
 //! It installs npm packages on first use, so it runs under CI (`CI` set) or with
 //! `AGENTGRAPH_SDK_CHECKS=1`, like the SDK checks, and needs Chromium and chromedriver like the
