@@ -21,7 +21,7 @@
 //! process): shown, still shown after a reload, resumed with a `Command`.
 //!
 //! It installs npm packages on first use, so it runs under CI (`CI` set) or with
-//! `AGENTGRAPH_SDK_CHECKS=1`, like the SDK checks, and needs Chromium and chromedriver like the
+//! `AGENTGRAPH_CHAT_UI_TESTS=1`, like the SDK checks, and needs Chromium and chromedriver like the
 //! web page's tests. Screens are saved to `target/web-screenshots/chat-ui-*.png`.
 
 mod common;
@@ -43,9 +43,9 @@ use common::serve::serve;
 use serde_json::Value;
 
 fn wanted() -> bool {
-    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_SDK_CHECKS").is_none() {
+    if std::env::var_os("CI").is_none() && std::env::var_os("AGENTGRAPH_CHAT_UI_TESTS").is_none() {
         eprintln!(
-            "skipped: set AGENTGRAPH_SDK_CHECKS=1 to install the chat page's npm packages and run it (CI does)"
+            "skipped: set AGENTGRAPH_CHAT_UI_TESTS=1 to install the chat page's npm packages and run it (CI does)"
         );
         return false;
     }
