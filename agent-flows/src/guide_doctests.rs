@@ -40,6 +40,7 @@ guide_pages! {
     McpServer: "mcp-server.md",
     A2a: "a2a.md",
     WebPage: "web-page.md",
+    ChatUis: "chat-uis.md",
     Observability: "observability.md",
     Differences: "differences.md",
     Migrating: "migrating.md",
