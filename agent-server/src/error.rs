@@ -84,7 +84,9 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreErrorKind::Unavailable => ApiError::unavailable(format!(
                 "{e}; the database is unavailable, try again shortly"
             )),
-            crate::store::StoreErrorKind::Fenced => ApiError::conflict(e.to_string()),
+            crate::store::StoreErrorKind::Fenced | crate::store::StoreErrorKind::StopAsked => {
+                ApiError::conflict(e.to_string())
+            }
             crate::store::StoreErrorKind::Failed => ApiError::internal(e.to_string()),
         }
     }

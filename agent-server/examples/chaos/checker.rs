@@ -14,6 +14,10 @@
 //! 5. no thread is left `busy`;
 //! 6. every request got an answer below 500, or a 503 while the database was down, and
 //!    none hung.
+//!
+//! A request whose answer was lost (its instance stopped, or the database went away as it
+//! committed) proves nothing either way: a thread whose delete, or a run whose rollback, got
+//! no answer is required neither kept nor gone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -175,6 +179,8 @@ impl Checker {
             .map_err(|e| e.to_string())?;
         let statuses = self.statuses().await?;
         let deleted: BTreeSet<&str> = obs.deleted.iter().map(|(t, _)| t.as_str()).collect();
+        // Deleted or not (the delete's answer was lost): neither kept nor gone is wrong.
+        let unsure: BTreeSet<&str> = obs.maybe_deleted.iter().map(String::as_str).collect();
         let rolled_back: BTreeSet<&str> = obs
             .cancels
             .iter()
@@ -201,7 +207,9 @@ impl Checker {
                 Some(_) => {}
                 None => {
                     let explained = rolled_back.contains(a.run_id.as_str())
+                        || obs.maybe_rolled_back.contains(&a.run_id)
                         || deleted.contains(a.thread_id.as_str())
+                        || unsure.contains(a.thread_id.as_str())
                         || rollback_until
                             .get(a.thread_id.as_str())
                             .is_some_and(|&at| at > a.sent_ms);
@@ -329,14 +337,18 @@ impl Checker {
         let rolled_tags: BTreeSet<&str> = obs
             .accepted
             .iter()
-            .filter(|a| gone.contains(&a.run_id) && !deleted.contains(a.thread_id.as_str()))
+            .filter(|a| {
+                gone.contains(&a.run_id)
+                    && !deleted.contains(a.thread_id.as_str())
+                    && !unsure.contains(a.thread_id.as_str())
+            })
             .map(|a| a.tag.as_str())
             .collect();
         let live: BTreeSet<&str> = obs
             .accepted
             .iter()
             .map(|a| a.thread_id.as_str())
-            .filter(|t| !deleted.contains(t))
+            .filter(|t| !deleted.contains(t) && !unsure.contains(t))
             .collect();
         let mut applied = 0;
         for t in &live {

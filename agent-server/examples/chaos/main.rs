@@ -80,6 +80,11 @@ pub struct Observations {
     pub cancels: Vec<(String, String, i64)>,
     /// Threads deleted: thread, when acknowledged.
     pub deleted: Vec<(String, i64)>,
+    /// Threads whose delete got no answer (its instance stopped or the database went away
+    /// as it committed): deleted or not, nothing is asserted of them.
+    pub maybe_deleted: Vec<String>,
+    /// Runs whose rollback got no answer: rolled back or not.
+    pub maybe_rolled_back: Vec<String>,
     /// When the database was down: (from, to).
     pub outages: Vec<(i64, i64)>,
     /// Requests that got no answer in time (a join that hangs).
@@ -360,23 +365,40 @@ async fn client_loop(c: Arc<Client>, threads: Arc<Threads>, until: Instant) {
                     "/threads/{}/runs/{}/cancel?action={action}",
                     run.thread_id, run.run_id
                 );
-                if let Some((status, _)) = c.send(reqwest::Method::POST, &path, None).await
-                    && status < 300
-                    && let Ok(mut o) = c.obs.lock()
-                {
-                    o.cancels
-                        .push((run.run_id.clone(), action.to_owned(), now_ms()));
+                let answer = c.send(reqwest::Method::POST, &path, None).await;
+                if let Ok(mut o) = c.obs.lock() {
+                    match answer {
+                        Some((status, _)) if status < 300 => {
+                            o.cancels
+                                .push((run.run_id.clone(), action.to_owned(), now_ms()))
+                        }
+                        None | Some((500.., _)) if action == "rollback" => {
+                            o.maybe_rolled_back.push(run.run_id.clone())
+                        }
+                        _ => {}
+                    }
                 }
             }
             60..=61 => {
-                if let Some((204, _)) = c
+                match c
                     .send(reqwest::Method::DELETE, &format!("/threads/{thread}"), None)
                     .await
                 {
-                    if let Ok(mut o) = c.obs.lock() {
-                        o.deleted.push((thread.clone(), now_ms()));
+                    Some((204, _)) => {
+                        if let Ok(mut o) = c.obs.lock() {
+                            o.deleted.push((thread.clone(), now_ms()));
+                        }
+                        threads.replace(&c, &thread).await;
                     }
-                    threads.replace(&c, &thread).await;
+                    // No answer, or a failure that may have come after the commit: the
+                    // thread may be gone; it is used no more.
+                    None | Some((500.., _)) => {
+                        if let Ok(mut o) = c.obs.lock() {
+                            o.maybe_deleted.push(thread.clone());
+                        }
+                        threads.replace(&c, &thread).await;
+                    }
+                    Some(_) => {}
                 }
             }
             62..=74 => {

@@ -609,6 +609,30 @@ impl Runs {
                 }
                 return Next::Unknown;
             }
+            // Its client was told the run is stopped (the stop came as its graph ended): it
+            // ends as a stop does, rolled back or interrupted, whatever the graph did.
+            Recorded::Stop(Stop::Cancel(CancelAction::Rollback)) => {
+                return self.roll_back(run, channel, token, started).await;
+            }
+            Recorded::Stop(_) => {
+                let failure = Failure {
+                    error: "UserInterrupt".into(),
+                    message: format!(
+                        "interrupt requested via POST /threads/{thread_id}/runs/{run_id}/cancel"
+                    ),
+                };
+                let end = End::Interrupted(failure);
+                return Box::pin(self.conclude(
+                    run,
+                    channel,
+                    token,
+                    values,
+                    Vec::new(),
+                    end,
+                    started,
+                ))
+                .await;
+            }
         };
         if temporary
             && let Some(graph) = self.graph_of(run)
@@ -651,6 +675,9 @@ impl Runs {
             {
                 Ok(next) => return Recorded::Done(next),
                 Err(e) if e.is_fenced() => return Recorded::Fenced,
+                Err(e) if e.asked_stop().is_some() => {
+                    return Recorded::Stop(Stop::parse(e.asked_stop().unwrap_or_default()));
+                }
                 Err(e) => {
                     tracing::warn!(run_id, error = %e, "recording the run's end failed; trying again");
                     tokio::time::sleep(wait).await;
@@ -675,7 +702,9 @@ impl Runs {
                         tracing::info!(run_id, "the run's end is recorded");
                         return;
                     }
-                    Err(e) if e.is_fenced() => return,
+                    // Fenced, or a stop asked for meanwhile: the worker that applies it (or
+                    // the run's next owner) records the end.
+                    Err(e) if e.is_fenced() || e.asked_stop().is_some() => return,
                     Err(e) => tracing::warn!(run_id, error = %e, "recording the run's end failed"),
                 }
             }
@@ -804,6 +833,8 @@ enum Recorded {
     Done(Option<Value>),
     /// Refused: the run is not this worker's claim any more.
     Fenced,
+    /// Refused: a stop was asked for the run as it ended; it ends as the stop says.
+    Stop(Stop),
     /// Not written yet: a task keeps trying.
     Later,
 }

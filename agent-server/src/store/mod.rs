@@ -49,6 +49,9 @@ pub enum StoreErrorKind {
     /// A write of a run that is no longer the writer's (taken over, ended, deleted, or its
     /// thread deleted): refused, nothing written.
     Fenced,
+    /// A run's end written as its graph ended while a stop was asked for it (a cancel its
+    /// client was told of): refused, the run ends as the stop says (`message`: the stop).
+    StopAsked,
 }
 
 impl StoreError {
@@ -82,6 +85,20 @@ impl StoreError {
     /// Whether the write was refused by the run's fence.
     pub fn is_fenced(&self) -> bool {
         self.kind == StoreErrorKind::Fenced
+    }
+
+    /// A run's end refused because a stop was asked for the run (`action`: its name).
+    pub fn stop_asked(op: &'static str, action: String) -> Self {
+        StoreError {
+            op,
+            message: action,
+            kind: StoreErrorKind::StopAsked,
+        }
+    }
+
+    /// The stop asked for, when this refused a run's end for it.
+    pub fn asked_stop(&self) -> Option<&str> {
+        (self.kind == StoreErrorKind::StopAsked).then_some(self.message.as_str())
     }
 }
 

@@ -753,20 +753,33 @@ impl RunStore for PostgresStore {
         let tx = c.transaction().await.map_err(failed("finish run"))?;
         let (run_id, _, status, text) = run_row(run);
         // The fence: the run's row changes only while it is this claim's (not taken over,
-        // not deleted with its thread); the row stays locked to the commit.
+        // not deleted with its thread), and a stop asked for it meanwhile is the run's end
+        // (its client was told so), not the graph's (`interrupted` is a stop's end); the
+        // row stays locked to the commit.
         let held = tx
             .execute(
                 &format!(
                     "UPDATE api_runs SET status = $4, doc = $5, owner = NULL, lease_until = NULL,
-                       cancel = NULL WHERE {HELD}"
+                       cancel = NULL WHERE {HELD} AND (cancel IS NULL OR $4 = 'interrupted')"
                 ),
                 &[&run_id, &token.owner, &token.attempt, &status, &text],
             )
             .await
             .map_err(failed("finish run"))?;
         if held == 0 {
+            let asked: Option<String> = tx
+                .query_opt(
+                    &format!("SELECT cancel FROM api_runs WHERE {HELD}"),
+                    &[&run_id, &token.owner, &token.attempt],
+                )
+                .await
+                .map_err(failed("finish run"))?
+                .and_then(|row| row.get(0));
             tx.rollback().await.map_err(failed("finish run"))?;
-            return Err(StoreError::fenced("finish run"));
+            return Err(match asked {
+                Some(action) => StoreError::stop_asked("finish run", action),
+                None => StoreError::fenced("finish run"),
+            });
         }
         match &thread {
             ThreadEnd::Delete(id) => {
