@@ -276,10 +276,12 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
     let saver = PostgresSaver::connect(&url).await.unwrap();
     let store = Arc::new(PostgresStore::open(&saver, &url).await.unwrap());
     queue_semantics(store.clone()).await;
+    // A result of a run that is gone (r1, with its thread) is not kept.
     store
         .put_result("r1", &json!({"done": true}))
         .await
         .unwrap();
+    assert!(store.result("r1").await.unwrap().is_none());
     // Events of a run no longer running (r1 ended) are refused: only its claim writes them.
     let refused = store
         .append_events(
@@ -315,6 +317,10 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
         )
         .await
         .unwrap();
+    store
+        .put_result("r9", &json!({"done": true}))
+        .await
+        .unwrap();
     // Kept while they may be followed...
     assert_eq!(
         store
@@ -323,9 +329,9 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
             .unwrap(),
         0
     );
-    assert!(store.result("r1").await.unwrap().is_some());
+    assert!(store.result("r9").await.unwrap().is_some());
     assert_eq!(store.events_after("r9", -1).await.unwrap().len(), 1);
-    // ...and forgotten after (r1's and the results the runs' ends stored).
+    // ...and forgotten after (r9's and the results the runs' ends stored).
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert!(
         store
@@ -334,7 +340,8 @@ async fn postgres_queue_claims_at_once_only_an_idle_threads_run_and_sweeps_old_r
             .unwrap()
             >= 1
     );
-    assert!(store.result("r1").await.unwrap().is_none());
+    assert!(store.result("r9").await.unwrap().is_none());
+    assert!(store.events_after("r9", -1).await.unwrap().is_empty());
 }
 
 /// A run whose instance keeps dying is given up after its last attempt, and its thread is

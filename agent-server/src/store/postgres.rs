@@ -220,50 +220,25 @@ impl PostgresStore {
     /// How many documents of `table` match `query`.
     async fn count_in(&self, table: Table, query: &Query) -> StoreResult<u64> {
         if let (true, Some(kind)) = (query.everything(), table.indexed()) {
-            let c = self.client("count").await?;
-            let counted = c
-                .prepare_cached(postgres_search::COUNTED)
-                .await
-                .map_err(failed("count"))?;
-            let row = c
-                .query_one(&counted, &[&kind])
-                .await
-                .map_err(failed("count"))?;
-            let changes = row.get::<_, i64>(1);
-            if changes > postgres_search::FOLD_AFTER {
-                match c.execute(postgres_search::FOLD, &[&kind]).await {
-                    Err(e) => tracing::warn!(error = %e, "could not fold the changes of a count"),
-                    // Thousands of deleted changes are dead rows every later count reads
-                    // until a vacuum: the next count would pay for them, not the folded sum.
-                    Ok(_) if changes > postgres_search::VACUUM_AFTER => {
-                        self.vacuum_changes("api_count_changes")
-                    }
-                    Ok(_) => {}
-                }
-            }
-            return Ok(row.get::<_, i64>(0).max(0) as u64);
+            return self
+                .kept_count(
+                    (postgres_search::COUNTED, &[&kind]),
+                    (postgres_search::FOLD, &[&kind]),
+                    "api_count_changes",
+                )
+                .await;
         }
         if let (Some(pair), Some(kind)) = (query.counted_pair(table), table.indexed()) {
-            let c = self.client("count").await?;
-            let counted = c
-                .prepare_cached(postgres_search::ENTRY_COUNTED)
-                .await
-                .map_err(failed("count"))?;
-            let row = c
-                .query_one(&counted, &[&kind, &pair.key, &pair.json])
-                .await
-                .map_err(failed("count"))?;
-            let changes = row.get::<_, i64>(1);
-            if changes > postgres_search::FOLD_AFTER {
-                match c.execute(postgres_search::ENTRY_FOLD, &[]).await {
-                    Err(e) => tracing::warn!(error = %e, "could not fold the changes of a count"),
-                    Ok(folded) if folded > postgres_search::VACUUM_AFTER as u64 => {
-                        self.vacuum_changes("api_meta_count_changes")
-                    }
-                    Ok(_) => {}
-                }
-            }
-            return Ok(row.get::<_, i64>(0).max(0) as u64);
+            return self
+                .kept_count(
+                    (
+                        postgres_search::ENTRY_COUNTED,
+                        &[&kind, &pair.key, &pair.json],
+                    ),
+                    (postgres_search::ENTRY_FOLD, &[]),
+                    "api_meta_count_changes",
+                )
+                .await;
         }
         let stmt = postgres_search::statement(table, query, Mode::Count)
             .map_err(|e| StoreError::failed("count", e))?;
@@ -275,6 +250,36 @@ impl PostgresStore {
             .query_typed_one(&stmt.sql, &stmt.params())
             .await
             .map_err(failed("count"))?;
+        Ok(row.get::<_, i64>(0).max(0) as u64)
+    }
+
+    /// A count kept by the triggers: `counted` reads the sum and the changes since (and how
+    /// many there are); past [`postgres_search::FOLD_AFTER`] changes, `fold` folds them into
+    /// the sum, and past [`postgres_search::VACUUM_AFTER`] their `log` is vacuumed.
+    async fn kept_count(
+        &self,
+        counted: (&str, &[&(dyn tokio_postgres::types::ToSql + Sync)]),
+        fold: (&str, &[&(dyn tokio_postgres::types::ToSql + Sync)]),
+        log: &'static str,
+    ) -> StoreResult<u64> {
+        let c = self.client("count").await?;
+        let statement = c.prepare_cached(counted.0).await.map_err(failed("count"))?;
+        let row = c
+            .query_one(&statement, counted.1)
+            .await
+            .map_err(failed("count"))?;
+        let changes = row.get::<_, i64>(1);
+        if changes > postgres_search::FOLD_AFTER {
+            match c.execute(fold.0, fold.1).await {
+                Err(e) => tracing::warn!(error = %e, "could not fold the changes of a count"),
+                // Thousands of deleted changes are dead rows every later count reads until a
+                // vacuum: the next count would pay for them, not the folded sum.
+                Ok(folded) if changes.max(folded as i64) > postgres_search::VACUUM_AFTER => {
+                    self.vacuum_changes(log)
+                }
+                Ok(_) => {}
+            }
+        }
         Ok(row.get::<_, i64>(0).max(0) as u64)
     }
 
