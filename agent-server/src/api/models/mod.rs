@@ -7,6 +7,7 @@
 pub(crate) mod a2a;
 pub(crate) mod assistants;
 pub(crate) mod crons;
+pub(crate) mod protocol;
 pub(crate) mod runs;
 pub(crate) mod store;
 pub(crate) mod system;
