@@ -63,6 +63,8 @@ pub(super) struct Converter {
     open: Vec<Vec<String>>,
     streaming: HashMap<Vec<String>, Streaming>,
     interrupts: HashSet<String>,
+    /// Subgraphs' pauses seen before the root's: namespace, value.
+    held: Vec<(Vec<String>, Value)>,
     /// Set once the run's terminal lifecycle event went out.
     ended: bool,
     /// Tool calls asked for: id → (name, args).
@@ -82,6 +84,7 @@ impl Converter {
             open: Vec::new(),
             streaming: HashMap::new(),
             interrupts: HashSet::new(),
+            held: Vec::new(),
             ended: false,
             asked: HashMap::new(),
             tools_started: HashSet::new(),
@@ -267,11 +270,21 @@ impl Converter {
     }
 
     /// `input.requested` for each interrupt not announced yet, then the root's
-    /// `interrupted` (once).
+    /// `interrupted` (once). A subgraph's pause is announced with the id its thread records
+    /// (the root's, which comes as the run pauses), in the namespace it was first seen in.
     fn interrupted(&mut self, out: &mut Vec<Raw>, ns: &[String], list: &Value, ts: i64) {
         let Some(list) = list.as_array() else {
             return;
         };
+        if !ns.is_empty() {
+            for i in list {
+                let value = i.get("value").cloned().unwrap_or(Value::Null);
+                if !self.held.iter().any(|(n, v)| n == ns && *v == value) {
+                    self.held.push((ns.to_vec(), value));
+                }
+            }
+            return;
+        }
         let mut any = false;
         for i in list {
             let id = i["id"].as_str().unwrap_or_default().to_owned();
@@ -280,8 +293,12 @@ impl Converter {
             }
             any = true;
             let value = i.get("value").cloned().unwrap_or(Value::Null);
+            let at = match self.held.iter().position(|(_, v)| *v == value) {
+                Some(k) => self.held.remove(k).0,
+                None => Vec::new(),
+            };
             let data = json!({"interrupt_id": id, "payload": value, "value": value});
-            self.emit(out, "input.requested", ns, data, None, ts);
+            self.emit(out, "input.requested", &at, data, None, ts);
         }
         if any {
             self.finish_all(out, ts);
@@ -589,24 +606,20 @@ mod tests {
     #[test]
     fn an_interrupt_is_announced_once_and_ends_the_run() {
         let mut c = Converter::new("r", "agent");
+        let inner = json!([{"id": "inner", "value": {"question": "ok?"}}]);
+        let a = c.push(&ev("updates|sub:t1", json!({"__interrupt__": inner})), 1);
+        assert_eq!(methods(&a), ["lifecycle:running", "lifecycle:started"]);
+        // The thread's id, in the namespace the pause was first seen in.
         let intr = json!([{"id": "i1", "value": {"question": "ok?"}}]);
-        let a = c.push(
-            &ev("updates|sub:t1", json!({"__interrupt__": intr.clone()})),
-            1,
-        );
+        let b = c.push(&ev("updates", json!({"__interrupt__": intr.clone()})), 2);
         assert_eq!(
-            methods(&a),
-            [
-                "lifecycle:running",
-                "lifecycle:started",
-                "input.requested",
-                "lifecycle:completed",
-                "lifecycle:interrupted"
-            ]
+            methods(&b),
+            ["input.requested", "lifecycle:completed", "lifecycle:interrupted"]
         );
-        assert_eq!(a[2].namespace, ["sub:t1"]);
-        assert_eq!(a[2].data["payload"], a[2].data["value"]);
-        assert!(c.push(&ev("values", json!({"__interrupt__": intr})), 2).is_empty());
+        assert_eq!(b[0].namespace, ["sub:t1"]);
+        assert_eq!(b[0].data["interrupt_id"], "i1");
+        assert_eq!(b[0].data["payload"], b[0].data["value"]);
+        assert!(c.push(&ev("values", json!({"__interrupt__": intr})), 3).is_empty());
         assert!(c.end(Ending::Completed, 3).is_empty());
     }
 
