@@ -194,7 +194,8 @@ pub fn tools() -> StateGraph<State, Context> {
             .tool_calls
             .iter()
             .map(|call| {
-                let sum = call.args["a"].as_i64().unwrap_or(0) + call.args["b"].as_i64().unwrap_or(0);
+                let sum =
+                    call.args["a"].as_i64().unwrap_or(0) + call.args["b"].as_i64().unwrap_or(0);
                 Message::Tool(agent_llm::ToolMessage {
                     tool_call_id: call.id.clone(),
                     name: Some(call.name.clone()),

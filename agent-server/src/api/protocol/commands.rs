@@ -44,7 +44,11 @@ pub(super) fn success(id: i64, result: Value, seq: u64) -> ProtocolResponse {
     })
 }
 
-pub(super) fn error(id: Option<i64>, code: ProtocolErrorCode, message: impl Into<String>) -> ProtocolResponse {
+pub(super) fn error(
+    id: Option<i64>,
+    code: ProtocolErrorCode,
+    message: impl Into<String>,
+) -> ProtocolResponse {
     ProtocolResponse::Error(ProtocolError {
         kind: ErrorType::Error,
         id,
@@ -113,7 +117,9 @@ async fn start(
     };
     let mut config = params["config"].as_object().cloned().unwrap_or_default();
     let mut checkpoint_id = None;
-    if let Some(c) = config.get_mut("configurable").and_then(Value::as_object_mut)
+    if let Some(c) = config
+        .get_mut("configurable")
+        .and_then(Value::as_object_mut)
         && let Some(cp) = c.remove("checkpoint_id")
     {
         match cp.as_str().filter(|s| !s.is_empty()) {
@@ -135,8 +141,7 @@ async fn start(
         .unwrap_or("enqueue");
     let input = params.get("input").cloned().unwrap_or(Value::Null);
     // Input sent to a thread paused at an interrupt answers it.
-    let (input, command) = if !input.is_null() && pending_interrupts(app, thread_id, false).await
-    {
+    let (input, command) = if !input.is_null() && pending_interrupts(app, thread_id, false).await {
         (Value::Null, json!({"resume": input}))
     } else {
         (input, Value::Null)
@@ -150,7 +155,16 @@ async fn start(
         "checkpoint_id": checkpoint_id,
         "multitask_strategy": strategy,
     });
-    queue(app, caller, thread_id, id, body, seq, |run| json!({"run_id": run["run_id"]})).await
+    queue(
+        app,
+        caller,
+        thread_id,
+        id,
+        body,
+        seq,
+        |run| json!({"run_id": run["run_id"]}),
+    )
+    .await
 }
 
 /// Queues a protocol run from `body` (a run's fields without the protocol's own).
@@ -189,13 +203,26 @@ async fn queue(
 
 /// The thread's recorded interrupts: interrupt id → namespace (of its task). With `wait`,
 /// a busy thread is looked at again until it settles (its run may be recording its pause).
-async fn interrupts_of(app: &App, thread_id: &str, wait: bool) -> Option<(Value, Map<String, Value>)> {
+async fn interrupts_of(
+    app: &App,
+    thread_id: &str,
+    wait: bool,
+) -> Option<(Value, Map<String, Value>)> {
     let deadline = tokio::time::Instant::now() + SETTLE;
     loop {
-        let doc = app.store.get(Kind::Thread, thread_id).await.ok().flatten()?;
+        let doc = app
+            .store
+            .get(Kind::Thread, thread_id)
+            .await
+            .ok()
+            .flatten()?;
         let busy = doc["status"] == "busy";
         let mut found = Map::new();
-        for list in doc["interrupts"].as_object().into_iter().flat_map(|m| m.values()) {
+        for list in doc["interrupts"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
             for i in list.as_array().into_iter().flatten() {
                 if let Some(id) = i["id"].as_str() {
                     found.insert(id.to_owned(), i.clone());
@@ -233,7 +260,10 @@ async fn respond(
                 return invalid(id, "input.respond responses entries must be objects.");
             }
             if list.iter().any(|r| !r["interrupt_id"].is_string()) {
-                return invalid(id, "input.respond responses entries require an interrupt_id.");
+                return invalid(
+                    id,
+                    "input.respond responses entries require an interrupt_id.",
+                );
             }
             list.iter().collect()
         }
@@ -250,7 +280,10 @@ async fn respond(
                 .as_array()
                 .is_some_and(|l| l.iter().all(Value::is_string))
         {
-            return invalid(id, "input.respond requires namespace to be a list of strings.");
+            return invalid(
+                id,
+                "input.respond requires namespace to be a list of strings.",
+            );
         }
     }
     let Some((doc, pending)) = interrupts_of(app, thread_id, true).await else {

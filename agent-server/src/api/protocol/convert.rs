@@ -149,9 +149,7 @@ impl Converter {
             .filter(|o| {
                 o.len() > parent.len()
                     && o.starts_with(parent)
-                    && node.is_none_or(|n| {
-                        o[parent.len()].split(':').next() == Some(n)
-                    })
+                    && node.is_none_or(|n| o[parent.len()].split(':').next() == Some(n))
             })
             .cloned()
             .collect();
@@ -164,7 +162,12 @@ impl Converter {
                 .and_then(|s| s.split(':').next())
                 .unwrap_or_default()
                 .to_owned();
-            self.lifecycle(out, &ns, json!({"event": "completed", "graph_name": name}), ts);
+            self.lifecycle(
+                out,
+                &ns,
+                json!({"event": "completed", "graph_name": name}),
+                ts,
+            );
         }
     }
 
@@ -523,7 +526,9 @@ impl Converter {
             let parsed = if args.trim().is_empty() {
                 Some(json!({}))
             } else {
-                serde_json::from_str::<Value>(args).ok().filter(Value::is_object)
+                serde_json::from_str::<Value>(args)
+                    .ok()
+                    .filter(Value::is_object)
             };
             let block = match parsed {
                 Some(args) => json!({"type": "tool_call", "id": id, "name": name, "args": args}),
@@ -614,12 +619,19 @@ mod tests {
         let b = c.push(&ev("updates", json!({"__interrupt__": intr.clone()})), 2);
         assert_eq!(
             methods(&b),
-            ["input.requested", "lifecycle:completed", "lifecycle:interrupted"]
+            [
+                "input.requested",
+                "lifecycle:completed",
+                "lifecycle:interrupted"
+            ]
         );
         assert_eq!(b[0].namespace, ["sub:t1"]);
         assert_eq!(b[0].data["interrupt_id"], "i1");
         assert_eq!(b[0].data["payload"], b[0].data["value"]);
-        assert!(c.push(&ev("values", json!({"__interrupt__": intr})), 3).is_empty());
+        assert!(
+            c.push(&ev("values", json!({"__interrupt__": intr})), 3)
+                .is_empty()
+        );
         assert!(c.end(Ending::Completed, 3).is_empty());
     }
 

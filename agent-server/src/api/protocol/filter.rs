@@ -84,34 +84,38 @@ impl Filter {
         } else {
             method
         };
-        let by_channel = self.channels.iter().any(|c| match c.strip_prefix("custom:") {
-            Some(name) => channel == "custom" && data["name"].as_str() == Some(name),
-            None => c == channel,
-        });
+        let by_channel = self
+            .channels
+            .iter()
+            .any(|c| match c.strip_prefix("custom:") {
+                Some(name) => channel == "custom" && data["name"].as_str() == Some(name),
+                None => c == channel,
+            });
         if !by_channel {
             return false;
         }
         self.namespaces.is_empty()
             || self.namespaces.iter().any(|p| {
-                prefix_of(p, namespace)
-                    && self
-                        .depth
-                        .is_none_or(|d| namespace.len() - p.len() <= d)
+                prefix_of(p, namespace) && self.depth.is_none_or(|d| namespace.len() - p.len() <= d)
             })
     }
 }
 
 fn valid(channel: &str) -> bool {
-    CHANNELS.contains(&channel) || channel.strip_prefix("custom:").is_some_and(|n| !n.is_empty())
+    CHANNELS.contains(&channel)
+        || channel
+            .strip_prefix("custom:")
+            .is_some_and(|n| !n.is_empty())
 }
 
 /// Whether `prefix` starts `ns`: segment by segment equal, or a segment without `:` naming
 /// the node of any task (`sub` matches `sub:<task>`).
 fn prefix_of(prefix: &[String], ns: &[String]) -> bool {
     prefix.len() <= ns.len()
-        && prefix.iter().zip(ns).all(|(p, n)| {
-            p == n || (!p.contains(':') && n.split(':').next() == Some(p.as_str()))
-        })
+        && prefix
+            .iter()
+            .zip(ns)
+            .all(|(p, n)| p == n || (!p.contains(':') && n.split(':').next() == Some(p.as_str())))
 }
 
 #[cfg(test)]
@@ -131,13 +135,16 @@ mod tests {
         assert!(f.wants("messages", &[], &json!({})));
         assert!(!f.wants("messages", &ns(&["sub:1"]), &json!({})));
         assert!(!f.wants("values", &[], &json!({})));
-        let f = Filter::read(&json!({"channels": ["lifecycle", "input"], "namespaces": [["sub"], 3]}))
-            .ok()
-            .unwrap();
+        let f =
+            Filter::read(&json!({"channels": ["lifecycle", "input"], "namespaces": [["sub"], 3]}))
+                .ok()
+                .unwrap();
         assert!(f.wants("lifecycle", &ns(&["sub:1", "x:2"]), &json!({})));
         assert!(f.wants("input.requested", &ns(&["sub:1"]), &json!({})));
         assert!(!f.wants("lifecycle", &[], &json!({})));
-        let f = Filter::read(&json!({"channels": ["custom:progress"]})).ok().unwrap();
+        let f = Filter::read(&json!({"channels": ["custom:progress"]}))
+            .ok()
+            .unwrap();
         assert!(f.wants("custom", &[], &json!({"name": "progress"})));
         assert!(!f.wants("custom", &[], &json!({"payload": 1})));
     }

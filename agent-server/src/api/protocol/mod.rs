@@ -52,12 +52,19 @@ pub(super) fn routes() -> OpenApiRouter<Arc<App>> {
 async fn readable(app: &App, caller: &Caller, id: &str) -> Result<(String, Grant), ApiError> {
     let id = uuid_path("thread", id)?;
     let grant = app
-        .grant(caller, Resource::Threads, Verb::Read, &json!({"thread_id": id}))
+        .grant(
+            caller,
+            Resource::Threads,
+            Verb::Read,
+            &json!({"thread_id": id}),
+        )
         .await?;
     if let Some(doc) = app.store.get(crate::store::Kind::Thread, &id).await?
         && !grant.admits(&doc["metadata"])
     {
-        return Err(ApiError::not_found(format!("Thread with ID {id} not found")));
+        return Err(ApiError::not_found(format!(
+            "Thread with ID {id} not found"
+        )));
     }
     Ok((id, grant))
 }
@@ -80,7 +87,9 @@ fn envelope(p: &Placed) -> ProtocolEvent {
 
 fn refused(r: Refused) -> ApiError {
     match r {
-        Refused::Empty => ApiError::bad_request("channels is required and must be a non-empty array"),
+        Refused::Empty => {
+            ApiError::bad_request("channels is required and must be a non-empty array")
+        }
         Refused::Unknown(list) => ApiError::bad_request(format!(
             "channels contains unsupported entries: {}. Allowed: values, updates, messages, tools, custom, lifecycle, input, tasks, or any `custom:<name>`.",
             list.join(", ")
@@ -114,19 +123,27 @@ async fn command(
         Ok(c) => c,
         Err(e) => return Ok((StatusCode::BAD_REQUEST, axum::Json(e)).into_response()),
     };
-    let params = value.get("params").filter(|p| p.is_object()).cloned().unwrap_or(json!({}));
-    let answer = match commands::run_command(&app, &caller, &thread_id, id, &method, &params, 0).await
-    {
-        Some(a) => a,
-        None => http_only(id, &method),
-    };
+    let params = value
+        .get("params")
+        .filter(|p| p.is_object())
+        .cloned()
+        .unwrap_or(json!({}));
+    let answer =
+        match commands::run_command(&app, &caller, &thread_id, id, &method, &params, 0).await {
+            Some(a) => a,
+            None => http_only(id, &method),
+        };
     Ok(axum::Json(answer).into_response())
 }
 
 /// A command's id and method, or the error answer to an envelope that is not one.
 fn envelope_of(value: &Value) -> Result<(i64, String), ProtocolResponse> {
     let id = value.get("id").and_then(Value::as_i64);
-    match (value.is_object(), id, value.get("method").and_then(Value::as_str)) {
+    match (
+        value.is_object(),
+        id,
+        value.get("method").and_then(Value::as_str),
+    ) {
         (true, Some(id), Some(m)) if value["id"].is_i64() || value["id"].is_u64() => {
             Ok((id, m.to_owned()))
         }
@@ -195,5 +212,12 @@ async fn events(
                 data: data.into(),
             }
         });
-    Ok(sse::sse(&app, events.boxed(), None, true, HeaderMap::new(), permit))
+    Ok(sse::sse(
+        &app,
+        events.boxed(),
+        None,
+        true,
+        HeaderMap::new(),
+        permit,
+    ))
 }

@@ -59,10 +59,7 @@ pub(super) fn follow(app: Arc<App>, thread_id: String, grant: Grant) -> BoxStrea
         current: None,
         pending: VecDeque::new(),
     };
-    futures::stream::unfold(tape, |mut t| async move {
-        t.next().await.map(|p| (p, t))
-    })
-    .boxed()
+    futures::stream::unfold(tape, |mut t| async move { t.next().await.map(|p| (p, t)) }).boxed()
 }
 
 /// The millisecond time in a run event's id (`<ms>-<n>`), or now.
