@@ -138,7 +138,11 @@ async fn a_started_run_streams_its_tokens_tool_calls_and_end_and_replays_after_s
         .map(|(_, e)| e["seq"].as_u64().unwrap())
         .collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
-    assert!(events.iter().all(|(id, e)| id.parse::<u64>().ok() == e["seq"].as_u64()));
+    assert!(
+        events
+            .iter()
+            .all(|(id, e)| id.parse::<u64>().ok() == e["seq"].as_u64())
+    );
     let kinds: Vec<String> = events
         .iter()
         .map(|(_, e)| {
@@ -401,6 +405,14 @@ async fn another_users_thread_is_not_there_and_other_origins_cannot_open_the_soc
         .unwrap();
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"], "unknown_error", "{v}");
+    assert!(v["message"].as_str().unwrap().starts_with("404: "), "{v}");
+    // Nor does an answer to one of its interrupts tell Bob anything of it.
+    let respond = json!({"id": 2, "method": "input.respond",
+        "params": {"interrupt_id": "x", "response": 1}});
+    let r = post(Some("bob"), format!("/threads/{t}/commands"), respond)
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
     assert!(v["message"].as_str().unwrap().starts_with("404: "), "{v}");
     let ws_url = format!(
         "{}/threads/{t}/stream/events",

@@ -78,6 +78,12 @@ pub(super) async fn run_command(
     params: &Value,
     seq: u64,
 ) -> Option<ProtocolResponse> {
+    if matches!(method, "run.start" | "input.respond")
+        && let Err(e) = super::readable(app, caller, thread_id).await
+    {
+        // Another user's thread: as if it did not exist, before anything of it is read.
+        return Some(refused(id, &e));
+    }
     Some(match method {
         "run.start" => start(app, caller, thread_id, id, params, seq).await,
         "input.respond" => respond(app, caller, thread_id, id, params, seq).await,
@@ -100,7 +106,7 @@ fn refused(id: i64, e: &ApiError) -> ProtocolResponse {
     error(
         Some(id),
         ProtocolErrorCode::UnknownError,
-        format!("{}: {}", e.status.as_u16(), e.detail),
+        format!("{}: {}", e.status.as_u16(), crate::redact::scrub(&e.detail)),
     )
 }
 
