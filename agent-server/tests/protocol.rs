@@ -312,6 +312,11 @@ async fn refusals_are_typed() {
             json!({"assistant_id": "nope"}),
             "unknown_error",
         ),
+        (
+            "run.start",
+            json!({"assistant_id": "agent", "config": {"configurable": {"checkpoint_id": "x"}}}),
+            "invalid_argument",
+        ),
     ] {
         let (status, v) = command(
             &api,

@@ -66,7 +66,7 @@ struct Connection {
     events: BoxStream<'static, Placed>,
     /// What the connection read of the thread, for subscriptions to come.
     kept: VecDeque<Placed>,
-    /// Seqs sent.
+    /// Seqs sent (those still in `kept`, and a few older).
     sent: HashSet<u64>,
     subscriptions: BTreeMap<String, Filter>,
     /// The highest seq read.
@@ -102,6 +102,12 @@ impl Connection {
                         let wanted = self.wanted(&p);
                         if self.kept.len() >= KEPT {
                             self.kept.pop_front();
+                            // What left the window cannot be sent again: forget it.
+                            if self.sent.len() > 2 * KEPT
+                                && let Some(first) = self.kept.front().map(|p| p.seq)
+                            {
+                                self.sent.retain(|s| *s >= first);
+                            }
                         }
                         self.kept.push_back(p.clone());
                         if wanted && !self.deliver(&p).await {

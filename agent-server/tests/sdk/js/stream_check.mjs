@@ -68,9 +68,13 @@ async function tokens(transport) {
   await withThread(
     "agent",
     async (thread) => {
-      // A projection asked for before the run sees all of it (one asked for later joins the
-      // shared stream after what it already read).
+      // Projections asked for before the run see all of it: one asked for later widens the
+      // shared stream, which rotates and goes on after what the stream already read (and a
+      // projection whose events come after the run's end stays paused). Their subscriptions
+      // are made on a later tick.
       const messages = thread.messages;
+      const output = thread.output;
+      await sleep(200);
       await thread.run.start({ input: human("hello js") });
       const reads = [];
       for await (const m of messages) {
@@ -86,7 +90,7 @@ async function tokens(transport) {
       const [pieces] = await within(10000, Promise.all(reads), "the message's text");
       expect(pieces.length > 1, `the answer should come token by token: ${short(pieces)}`);
       expect(pieces.join("") === "echo: hello js", `the streamed text: ${short(pieces)}`);
-      const final = await within(10000, thread.output, "thread.output");
+      const final = await within(10000, output, "thread.output");
       expect(texts(final, "ai")[0] === "echo: hello js", `thread.output: ${short(final)}`);
     },
     transport,
@@ -99,6 +103,8 @@ check("tokens_websocket", () => tokens("websocket"));
 check("tool_calls", () =>
   withThread("tools", async (thread) => {
     const toolCalls = thread.toolCalls;
+    const output = thread.output;
+    await sleep(200);
     await thread.run.start({ input: human("add 2 and 40") });
     let call;
     for await (const tc of toolCalls) {
@@ -107,10 +113,10 @@ check("tool_calls", () =>
     }
     expect(call, "thread.toolCalls yielded nothing");
     expect(call.name === "add" && call.input?.a === 2 && call.input?.b === 40, `the call: ${short({ name: call.name, input: call.input })}`);
-    const output = await within(10000, call.output, "the tool's output");
-    const content = typeof output === "object" && output !== null ? (output.content ?? output.kwargs?.content) : output;
-    expect(String(content) === "42", `the tool's output: ${short(output)}`);
-    const final = await within(10000, thread.output, "thread.output");
+    const result = await within(10000, call.output, "the tool's output");
+    const content = typeof result === "object" && result !== null ? (result.content ?? result.kwargs?.content) : result;
+    expect(String(content) === "42", `the tool's output: ${short(result)}`);
+    const final = await within(10000, output, "thread.output");
     expect(texts(final, "ai").at(-1) === "the sum is 42", `the final answer: ${short(final)}`);
   }),
 );
@@ -146,6 +152,8 @@ check("interrupt_respond_websocket", () => interruptRespond("websocket"));
 check("subgraph_namespace", () =>
   withThread("agent", async (thread) => {
     const sub = await thread.subscribe(["lifecycle", "values"], { namespaces: [["sub"]] });
+    const output = thread.output;
+    await sleep(200);
     await thread.run.start({ input: human("go") });
     const events = [];
     await within(
@@ -164,13 +172,15 @@ check("subgraph_namespace", () =>
       events.some((e) => e.method === "values" && texts(e.params.data).includes("from inner subgraph node")),
       `the subgraph's values: ${short(events)}`,
     );
-    await within(10000, thread.output, "thread.output");
+    await within(10000, output, "thread.output");
   }),
 );
 
 check("subgraph_handles", () =>
   withThread("agent", async (thread) => {
     const subgraphs = thread.subgraphs;
+    const output = thread.output;
+    await sleep(200);
     await thread.run.start({ input: human("go") });
     let found;
     await within(
@@ -184,14 +194,16 @@ check("subgraph_handles", () =>
       "thread.subgraphs",
     );
     expect(found && found.name === "sub" && found.namespace[0].startsWith("sub:"), `thread.subgraphs: ${short({ name: found?.name, ns: found?.namespace })}`);
-    await within(10000, thread.output, "thread.output");
+    await within(10000, output, "thread.output");
   }),
 );
 
 check("reconnect_since", () =>
   withThread("agent", async (thread) => {
+    const output = thread.output;
+    await sleep(200);
     await thread.run.start({ input: human("hi") });
-    await within(10000, thread.output, "thread.output");
+    await within(10000, output, "thread.output");
     const tid = thread.threadId;
     const read = async (body, n) => {
       const ctl = new AbortController();
