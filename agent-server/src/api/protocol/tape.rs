@@ -53,12 +53,10 @@ const BUFFER: usize = 256;
 /// The thread's events from its first kept run on, live; ends when the thread turns out to
 /// be another user's, or is deleted after it existed.
 ///
-/// The tape runs on a task of its own and hands its events over a bounded channel: a reader
-/// that stops reading (a client that does not read its socket, whose response body is then
-/// not polled) must not leave a store call of the tape half done — a lock of the store's
-/// granted to a future nobody polls would stop every other request.
+/// The tape runs on a task of its own ([`detached`](crate::api::sse::detached)): a reader
+/// that stops reading must not leave one of its store calls half done.
 pub(super) fn follow(app: Arc<App>, thread_id: String, grant: Grant) -> BoxStream<'static, Placed> {
-    let mut tape = Tape {
+    let tape = Tape {
         app,
         thread_id,
         grant,
@@ -67,20 +65,9 @@ pub(super) fn follow(app: Arc<App>, thread_id: String, grant: Grant) -> BoxStrea
         current: None,
         pending: VecDeque::new(),
     };
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Placed>(BUFFER);
-    tokio::spawn(async move {
-        loop {
-            let placed = tokio::select! {
-                p = tape.next() => p,
-                () = tx.closed() => return,
-            };
-            let Some(p) = placed else { return };
-            if tx.send(p).await.is_err() {
-                return;
-            }
-        }
-    });
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
+    let events =
+        futures::stream::unfold(tape, |mut t| async move { t.next().await.map(|p| (p, t)) });
+    crate::api::sse::detached(events.boxed(), BUFFER)
 }
 
 /// The millisecond time in a run event's id (`<ms>-<n>`), or now.
