@@ -344,6 +344,24 @@ async fn refusals_are_typed() {
         assert_eq!(status, 400, "{body}: {v}");
         assert!(v["detail"].is_string(), "{v}");
     }
+    // Text PostgreSQL could not store is refused before anything is queued.
+    let (_, v) = command(
+        &api,
+        &t,
+        json!({"id": 8, "method": "run.start",
+            "params": {"assistant_id": "agent", "input": human("nul \u{0} here")}}),
+    )
+    .await;
+    assert_eq!(v["error"], "invalid_argument", "{v}");
+    // A body over the limit is the API's 413, on both routes.
+    let small = Served::start(graphs::server().body_limit(2048)).await;
+    for path in ["commands", "stream/events"] {
+        let big = json!({"id": 1, "method": "run.start", "channels": ["values"],
+            "params": {"input": "x".repeat(4096)}});
+        let (status, v) = small.post(&format!("/threads/{t}/{path}"), big).await;
+        assert_eq!(status, 413, "{path}: {v}");
+        assert!(v["detail"].is_string(), "{v}");
+    }
     // `reject` on a busy thread: the queue's own refusal, as langgraph-api words it.
     let start = |id: i64, text: &str, strategy: &str| {
         json!({"id": id, "method": "run.start", "params": {"assistant_id": "agent",

@@ -39,6 +39,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
+/// A body as its bytes, for routes that read their JSON their own way (the streaming
+/// protocol's, whose refusals have shapes of their own), with the same 413 as every body.
+pub(crate) struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        body_bytes(req, state).await.map(RawBody)
+    }
+}
+
 /// Typed query parameters: a query that does not fit is a 422 naming the parameter.
 pub(crate) struct Params<T>(pub T);
 

@@ -191,15 +191,9 @@ async fn queue(
         o.insert("on_completion".into(), "keep".into());
         o.insert("if_not_exists".into(), "create".into());
     }
-    let body: RunCreate = match serde_json::from_value(body) {
+    let body: RunCreate = match crate::api::models::from_value(body) {
         Ok(b) => b,
-        Err(e) => {
-            return error(
-                Some(id),
-                ProtocolErrorCode::InvalidArgument,
-                format!("invalid run parameters: {e}"),
-            );
-        }
+        Err(e) => return error(Some(id), ProtocolErrorCode::InvalidArgument, e.detail),
     };
     match crate::api::runs::queue(app, caller, Some(thread_id), body).await {
         Ok(run) => success(id, result(&run), seq),

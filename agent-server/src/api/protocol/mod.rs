@@ -17,7 +17,6 @@ mod tape;
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -26,11 +25,11 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::models::ErrorResponse;
 use super::models::protocol::{
     EventType, ProtocolCommand, ProtocolError, ProtocolErrorCode, ProtocolEvent,
     ProtocolEventParams, ProtocolEventStreamRequest, ProtocolResponse,
 };
+use super::models::{ErrorResponse, RawBody};
 use super::{App, Caller, Grant, Shared, sse, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
@@ -113,7 +112,7 @@ async fn command(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let thread_id = uuid_path("thread", &id)?;
     let Ok(value) = serde_json::from_slice::<Value>(&body) else {
@@ -190,7 +189,7 @@ async fn events(
     State(app): Shared,
     caller: Caller,
     Path(id): Path<String>,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return Err(ApiError::bad_request("Invalid JSON body"));
