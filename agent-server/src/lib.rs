@@ -636,6 +636,7 @@ impl ServerBuilder {
                 shutdown: tokio::sync::watch::channel(false).0,
                 thread_ttl: self.thread_ttl,
                 recorder: self.recorder,
+                body_limit: self.body_limit,
             }),
             descriptions,
             body_limit: self.body_limit,

@@ -306,6 +306,11 @@ fn not_served_markdown() -> String {
             p.name, p.method, p.path, p.reason
         ));
     }
+    if list.operation.is_empty() && list.property.is_empty() {
+        out.push_str(&format!(
+            "- none: every operation and request field of langgraph-api {LANGGRAPH_API}'s document is served\n"
+        ));
+    }
     out.push_str("<!-- not-served:end -->");
     out
 }

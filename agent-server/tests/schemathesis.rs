@@ -93,11 +93,12 @@ fn fuzz(base: &str, name: &str) {
             "none",
             "--suppress-health-check",
             "all",
-            // Streams that stay open until the client leaves, and MCP and A2A's JSON-RPC (their
-            // own protocols, which answer a request that does not fit with a JSON-RPC error in
-            // a 200; tests/a2a.rs and the a2a-sdk client check that endpoint).
+            // Streams that stay open until the client leaves, and MCP, A2A's JSON-RPC and the
+            // streaming protocol's commands (their own protocols, which answer a request that
+            // does not fit with an error in a 200; tests/a2a.rs, tests/protocol.rs and the
+            // SDKs check those endpoints).
             "--exclude-path-regex",
-            r"^/threads/\{thread_id\}/stream$|^/mcp|^/a2a/\{assistant_id\}$",
+            r"^/threads/\{thread_id\}/stream(/events)?$|^/threads/\{thread_id\}/commands$|^/mcp|^/a2a/\{assistant_id\}$",
             "--max-examples",
         ])
         .arg(examples.to_string())

@@ -154,6 +154,73 @@ pub fn simple() -> StateGraph<Simple> {
         .add_edge("upper", END)
 }
 
+/// `tools` (the streaming protocol's checks): a model that asks for the `add` tool with the
+/// two numbers of the question (streamed as tool-call chunks), the tool node answering with a
+/// tool message, then the model's streamed answer `the sum is N`.
+pub fn tools() -> StateGraph<State, Context> {
+    async fn model(state: Arc<State>, ctx: NodeContext) -> Result<StateUpdate, BoxError> {
+        let model = ScriptedModel::from_fn(|messages: &[Message]| match messages.last() {
+            Some(Message::Tool(t)) => Reply::text(format!("the sum is {}", t.content)),
+            _ => {
+                let text = messages
+                    .iter()
+                    .rev()
+                    .find_map(|m| match m {
+                        Message::Human(h) => Some(h.content.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                let n: Vec<i64> = text
+                    .split(|c: char| !c.is_ascii_digit() && c != '-')
+                    .filter_map(|w| w.parse().ok())
+                    .collect();
+                Reply::tool_call_with_id(
+                    format!("call-{}", messages.len()),
+                    "add",
+                    json!({"a": n.first().copied().unwrap_or(0), "b": n.get(1).copied().unwrap_or(0)}),
+                )
+            }
+        })
+        .with_name("fake-tool-model")
+        .without_recording();
+        let reply = invoke_in_node(&model, &state.messages, &CallOptions::default(), &ctx).await?;
+        Ok(StateUpdate::default().messages(vec![Message::Ai(reply.message)]))
+    }
+    async fn run_tools(state: Arc<State>) -> StateUpdate {
+        let Some(Message::Ai(ai)) = state.messages.last() else {
+            return StateUpdate::default();
+        };
+        let results: Vec<Message> = ai
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let sum =
+                    call.args["a"].as_i64().unwrap_or(0) + call.args["b"].as_i64().unwrap_or(0);
+                Message::Tool(agent_llm::ToolMessage {
+                    tool_call_id: call.id.clone(),
+                    name: Some(call.name.clone()),
+                    content: sum.to_string(),
+                    ..agent_llm::ToolMessage::default()
+                })
+            })
+            .collect();
+        StateUpdate::default().messages(results)
+    }
+    StateGraph::<State, Context>::with_context_type()
+        .add_node("model", model)
+        .add_node("tools", run_tools)
+        .add_edge(START, "model")
+        .add_conditional_edges(
+            "model",
+            |s: &State| match s.messages.last() {
+                Some(Message::Ai(ai)) if !ai.tool_calls.is_empty() => "tools".to_owned(),
+                _ => END.to_owned(),
+            },
+            vec!["tools", END],
+        )
+        .add_edge("tools", "model")
+}
+
 /// A server with both graphs.
 pub fn server() -> agent_server::ServerBuilder {
     agent_server::Server::builder()

@@ -1,7 +1,8 @@
 //! Serves the reference graphs (see `graphs.rs`) on the LangGraph API:
 //! `cargo run -p agent-server --example reference -- [--port N] [--db PATH|postgres://...]
-//! [--lease-ms N] [--workers N] [--with-slow]`. Prints `listening on http://HOST:PORT` once it accepts
-//! connections. `--with-slow` adds the `slow` graph the fault tests use.
+//! [--lease-ms N] [--workers N] [--with-slow] [--with-tools]`. Prints `listening on http://HOST:PORT` once it accepts
+//! connections. `--with-slow` adds the `slow` graph the fault tests use, `--with-tools` the `tools` graph of the
+//! streaming protocol's checks.
 
 mod graphs;
 
@@ -11,6 +12,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut db = None;
     let mut lease = None;
     let mut slow = false;
+    let mut tools = false;
     let mut workers = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -32,9 +34,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )
             }
             "--with-slow" => slow = true,
+            "--with-tools" => tools = true,
             other => {
                 return Err(format!(
-                    "unknown argument {other}; use --port N, --db PATH|URL, --lease-ms N, --workers N, --with-slow"
+                    "unknown argument {other}; use --port N, --db PATH|URL, --lease-ms N, --workers N, --with-slow, --with-tools"
                 )
                 .into());
             }
@@ -43,6 +46,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut builder = graphs::server();
     if slow {
         builder = builder.graph("slow", graphs::slow());
+    }
+    if tools {
+        builder = builder.graph("tools", graphs::tools());
     }
     match db {
         Some(url) if url.starts_with("postgres") => builder = builder.postgres(url),

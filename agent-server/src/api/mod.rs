@@ -16,6 +16,7 @@ mod mcp;
 mod memory;
 pub(crate) mod models;
 mod paging;
+mod protocol;
 pub(crate) mod retention;
 mod runs;
 mod sse;
@@ -77,6 +78,8 @@ pub(crate) struct App {
     pub(crate) thread_ttl: Option<retention::ThreadTtl>,
     /// The record of this process's runs' spans (the trace view), when the program keeps one.
     pub(crate) recorder: Option<crate::recorder::SpanRecorder>,
+    /// The largest request body (and WebSocket message) taken.
+    pub(crate) body_limit: usize,
 }
 
 pub(crate) type Shared = State<Arc<App>>;
@@ -146,6 +149,7 @@ fn api() -> utoipa_axum::router::OpenApiRouter<Arc<App>> {
         .merge(crons::routes())
         .merge(memory::routes())
         .merge(a2a::routes())
+        .merge(protocol::routes())
 }
 
 /// The API's OpenAPI document, as `/openapi.json` serves it.

@@ -20,6 +20,31 @@ use crate::runs::{CancelAction, LiveEvent, RunChannel, Runs};
 /// How often an idle stream says it is alive.
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(5);
 
+/// `events` driven on a task of its own, handed over a bounded channel. A stream whose
+/// items come from the store must not be polled only by a response body: a client that
+/// stops reading stops the body's polling, and a store lock granted meanwhile to the
+/// stream's pending call would be held by a future nobody polls, stopping every request.
+/// The task ends when the reader goes away (or the stream ends).
+pub(super) fn detached<T: Send + 'static>(
+    mut events: BoxStream<'static, T>,
+    buffer: usize,
+) -> BoxStream<'static, T> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<T>(buffer);
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::select! {
+                e = events.next() => e,
+                () = tx.closed() => return,
+            };
+            let Some(e) = next else { return };
+            if tx.send(e).await.is_err() {
+                return;
+            }
+        }
+    });
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
+}
+
 /// Cancels the run when the client goes away before it ended (`on_disconnect: cancel`).
 pub(super) struct CancelOnDrop {
     pub(super) runs: Arc<Runs>,

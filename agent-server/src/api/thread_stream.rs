@@ -287,7 +287,8 @@ pub(super) async fn stream(
     });
     Ok(sse::sse(
         &app,
-        events.boxed(),
+        // It reads the store: on a task of its own, whether the client reads or not.
+        sse::detached(events.boxed(), 64),
         None,
         true,
         HeaderMap::new(),

@@ -7,6 +7,7 @@
 pub(crate) mod a2a;
 pub(crate) mod assistants;
 pub(crate) mod crons;
+pub(crate) mod protocol;
 pub(crate) mod runs;
 pub(crate) mod store;
 pub(crate) mod system;
@@ -35,6 +36,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         parse(&body_bytes(req, state).await?).map(Body)
+    }
+}
+
+/// A body as its bytes, for routes that read their JSON their own way (the streaming
+/// protocol's, whose refusals have shapes of their own), with the same 413 as every body.
+pub(crate) struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        body_bytes(req, state).await.map(RawBody)
     }
 }
 
