@@ -1,0 +1,1 @@
+"""agentgraph: LangGraph's API, run by agentgraph's Rust runtime (agent-core)."""

@@ -1,0 +1,130 @@
+//! Python functions as agent-core nodes and routers.
+//!
+//! A sync node runs on tokio's blocking pool (a thread of its own, sharing only the GIL with
+//! the others), so a step's parallel nodes overlap wherever they release the GIL (I/O,
+//! `time.sleep`, C extensions). An async node is awaited on the caller's asyncio loop under
+//! `ainvoke`/`astream` (the loop is the run's, from [`crate::runs`]); under `invoke`/`stream`
+//! it runs to completion with `asyncio.run` on a blocking thread.
+
+use std::sync::Arc;
+
+use agent_core::{BoxError, IntoNode, NodeContext, NodeOutput, NodeSpec, Route};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use crate::runs;
+use crate::schema::Schema;
+use crate::state::{PyState, PyUpdate};
+
+/// A Python node as `compile` got it.
+pub struct PyNode {
+    /// The callable.
+    pub func: Py<PyAny>,
+    /// Whether it takes `config` (its signature says so; the Python side looks).
+    pub takes_config: bool,
+    /// Whether it is a coroutine function.
+    pub is_async: bool,
+    /// The graph's schema.
+    pub schema: Arc<Schema>,
+}
+
+type NodeResult = Result<NodeOutput<PyState>, BoxError>;
+
+/// The node as agent-core runs it.
+pub fn node_spec(node: PyNode) -> NodeSpec<PyState> {
+    let node = Arc::new(node);
+    (move |state: Arc<PyState>, ctx: NodeContext| {
+        let node = node.clone();
+        async move { run(node, state, ctx).await }
+    })
+    .into_node()
+}
+
+async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeResult {
+    let entry = runs::lookup(ctx.run_id());
+    let locals = entry.as_ref().and_then(|e| e.locals.clone());
+    if let (true, Some(locals)) = (node.is_async, locals) {
+        let future = Python::attach(|py| {
+            let coroutine = call(py, &node, &state, entry.as_deref())?;
+            pyo3_async_runtimes::into_future_with_locals(&locals, coroutine)
+        })?;
+        let out = future.await?;
+        return Ok(Python::attach(|py| output(py, &node.schema, out.bind(py)))?);
+    }
+    let blocking = tokio::task::spawn_blocking(move || {
+        Python::attach(|py| {
+            let mut out = call(py, &node, &state, entry.as_deref())?;
+            if node.is_async {
+                out = py.import("asyncio")?.call_method1("run", (out,))?;
+            }
+            output(py, &node.schema, &out)
+        })
+    });
+    Ok(blocking.await??)
+}
+
+/// Calls the function with the state dict (and the run's config if it takes one).
+fn call<'py>(
+    py: Python<'py>,
+    node: &PyNode,
+    state: &PyState,
+    entry: Option<&runs::RunEntry>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dict = state.to_dict(py, &node.schema)?;
+    let func = node.func.bind(py);
+    if node.takes_config {
+        let config = match entry {
+            Some(entry) => entry.config.bind(py).clone(),
+            None => PyDict::new(py).into_any(),
+        };
+        func.call1((dict, config))
+    } else {
+        func.call1((dict,))
+    }
+}
+
+/// What a node returned, as agent-core's output.
+fn output(
+    py: Python<'_>,
+    schema: &Arc<Schema>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<NodeOutput<PyState>> {
+    if out.is_none() {
+        return Ok(NodeOutput::Update(PyUpdate::default()));
+    }
+    if let Ok(dict) = out.cast::<PyDict>() {
+        return Ok(NodeOutput::Update(PyUpdate::from_dict(schema, dict)?));
+    }
+    let errors = py.import("agentgraph.errors")?;
+    let class = errors.getattr("InvalidUpdateError")?;
+    Err(PyErr::from_value(
+        class.call1((format!("Expected dict, got {}", out.repr()?),))?,
+    ))
+}
+
+/// A router: the Python path function returns the destinations, already through its path
+/// map (the Python side applies it, so any hashable key works as in LangGraph).
+pub fn router(
+    path: Py<PyAny>,
+    schema: Arc<Schema>,
+) -> impl Fn(&PyState) -> Route<PyState> + Send + Sync + 'static {
+    move |state: &PyState| {
+        Python::attach(|py| -> PyResult<Route<PyState>> {
+            let dict = state.to_dict(py, &schema)?;
+            let out = path.bind(py).call1((dict,))?;
+            let names: Vec<String> = if let Ok(list) = out.cast::<PyList>() {
+                list.extract()?
+            } else if let Ok(tuple) = out.cast::<PyTuple>() {
+                tuple.extract()?
+            } else {
+                vec![out.extract()?]
+            };
+            let mut route = Route { goto: Vec::new() };
+            for name in names {
+                route = route.and(name);
+            }
+            Ok(route)
+        })
+        .unwrap_or_else(|error| Route::to(runs::stash_error(error)))
+    }
+}
