@@ -7,7 +7,7 @@ use agent_core::{
     StreamPart,
 };
 use futures::StreamExt;
-use pyo3::exceptions::{PyStopAsyncIteration, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -196,7 +196,7 @@ impl NativeGraph {
         let (input, run, guard) = self.start(&input, &config, Some(locals))?;
         let graph = self.graph.clone();
         let schema = self.schema.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::bridge::spawn(py, async move {
             let result = graph.invoke(input, run).await;
             drop(guard);
             Python::attach(|py| match result {
@@ -299,16 +299,15 @@ impl NativeStream {
         part_to_py(py, part, &self.schema, self.tagged)
     }
 
-    /// The next part, awaitable; raises `StopAsyncIteration` at the end.
+    /// The next part, awaitable; `None` at the end.
     fn anext<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner.clone();
         let schema = self.schema.clone();
         let tagged = self.tagged;
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::bridge::spawn(py, async move {
             let part = next_part(&inner).await;
-            Python::attach(|py| match part_to_py(py, part, &schema, tagged)? {
-                Some(chunk) => Ok(chunk),
-                None => Err(PyStopAsyncIteration::new_err(())),
+            Python::attach(|py| {
+                Ok(part_to_py(py, part, &schema, tagged)?.unwrap_or_else(|| py.None()))
             })
         })
     }

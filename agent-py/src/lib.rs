@@ -32,6 +32,7 @@
 //! - **Errors** ([`errors`]): a node's exception is re-raised as itself; agent-core's run
 //!   errors become LangGraph's exception classes (`agentgraph.errors`).
 
+mod bridge;
 mod errors;
 mod graph;
 mod nodes;
@@ -47,6 +48,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;

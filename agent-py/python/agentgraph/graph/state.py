@@ -215,9 +215,5 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         stream = self._native.stream(input, dict(config or {}), modes, tagged, True)
-        while True:
-            try:
-                part = await stream.anext()
-            except StopAsyncIteration:
-                return
+        while (part := await stream.anext()) is not None:
             yield part
