@@ -98,10 +98,10 @@ fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
         if let Some(thread) = configurable.get_item("thread_id")? {
             run = run.thread_id(thread.str()?.to_string());
         }
-        if let Some(checkpoint) = configurable.get_item("checkpoint_id")? {
-            if !checkpoint.is_none() {
-                run = run.checkpoint_id(checkpoint.extract::<String>()?);
-            }
+        if let Some(checkpoint) = configurable.get_item("checkpoint_id")?
+            && !checkpoint.is_none()
+        {
+            run = run.checkpoint_id(checkpoint.extract::<String>()?);
         }
     }
     let run_id = match config.get_item("run_id")? {
