@@ -3,19 +3,20 @@
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, GraphError, GraphStream, Input, PathMap, RunConfig, StateGraph, StreamMode,
-    StreamPart,
+    CompiledGraph, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap, RunConfig,
+    RunOutput, StateGraph, StreamMode, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::errors::to_py_err;
 use crate::nodes::{PyNode, node_spec, router};
 use crate::runs::{RunEntry, RunGuard};
 use crate::saver::NativeSaver;
 use crate::schema::Schema;
+use crate::scope::from_json;
 use crate::state::{PyState, PyUpdate};
 use crate::value::PyValue;
 
@@ -130,6 +131,9 @@ impl NativeGraph {
         if input.is_none() {
             return Ok(Input::Continue);
         }
+        if let Some(command) = crate::command::from_py(input.py(), &self.schema, input)? {
+            return Ok(Input::Command(command));
+        }
         let dict = input.cast::<PyDict>().map_err(|_| {
             PyValueError::new_err(format!(
                 "the input must be a dict, got {}",
@@ -180,7 +184,7 @@ impl NativeGraph {
             out
         });
         match result {
-            Ok(output) => Ok(output.state.to_dict(py, &self.schema)?.into_any().unbind()),
+            Ok(output) => output_dict(py, &output, &self.schema),
             Err(error) => Err(to_py_err(py, error, &self.schema)),
         }
     }
@@ -200,10 +204,54 @@ impl NativeGraph {
             let result = graph.invoke(input, run).await;
             drop(guard);
             Python::attach(|py| match result {
-                Ok(output) => Ok(output.state.to_dict(py, &schema)?.into_any().unbind()),
+                Ok(output) => output_dict(py, &output, &schema),
                 Err(error) => Err(to_py_err(py, error, &schema)),
             })
         })
+    }
+
+    /// The thread's latest checkpoint (or `config`'s `checkpoint_id`) as
+    /// `(values, next, configurable, metadata, created_at_ms, parent_configurable, interrupts)`,
+    /// or `None` for a thread with none.
+    fn get_state(
+        &self,
+        py: Python<'_>,
+        config: Bound<'_, PyDict>,
+    ) -> PyResult<Option<Py<PyTuple>>> {
+        let run = run_config(&config)?;
+        let graph = self.graph.clone();
+        let snapshot = py
+            .detach(move || {
+                pyo3_async_runtimes::tokio::get_runtime().block_on(graph.get_state(&run))
+            })
+            .map_err(|error| to_py_err(py, error, &self.schema))?;
+        let Some(snapshot) = snapshot else {
+            return Ok(None);
+        };
+        let configurable = |config: &RunConfig| -> PyResult<Bound<'_, PyDict>> {
+            let dict = PyDict::new(py);
+            dict.set_item("thread_id", config.thread_id.as_deref())?;
+            dict.set_item("checkpoint_ns", &config.checkpoint_ns)?;
+            dict.set_item("checkpoint_id", config.checkpoint_id.as_deref())?;
+            Ok(dict)
+        };
+        let parent = match &snapshot.parent_config {
+            Some(parent) => configurable(parent)?.into_any(),
+            None => py.None().into_bound(py),
+        };
+        let tuple = PyTuple::new(
+            py,
+            [
+                snapshot.values.to_dict(py, &self.schema)?.into_any(),
+                PyTuple::new(py, &snapshot.next)?.into_any(),
+                configurable(&snapshot.config)?.into_any(),
+                from_json(py, &snapshot.metadata)?,
+                snapshot.created_at_ms.into_pyobject(py)?.into_any(),
+                parent,
+                PyTuple::new(py, interrupts_list(py, &snapshot.interrupts)?)?.into_any(),
+            ],
+        )?;
+        Ok(Some(tuple.unbind()))
     }
 
     /// Starts a run whose parts are read with `next` / `anext`.
@@ -233,6 +281,29 @@ impl NativeGraph {
             _guard: Arc::new(guard),
         })
     }
+}
+
+/// What `invoke` returns: the state dict, and LangGraph's `__interrupt__` list if it paused.
+fn output_dict(
+    py: Python<'_>,
+    output: &RunOutput<PyState>,
+    schema: &Schema,
+) -> PyResult<Py<PyAny>> {
+    let dict = output.state.to_dict(py, schema)?;
+    if !output.interrupts.is_empty() {
+        dict.set_item(INTERRUPT, interrupts_list(py, &output.interrupts)?)?;
+    }
+    Ok(dict.into_any().unbind())
+}
+
+/// `[Interrupt(value=..., id=...), ...]`.
+fn interrupts_list<'py>(py: Python<'py>, interrupts: &[Interrupt]) -> PyResult<Bound<'py, PyList>> {
+    let class = py.import("agentgraph.types")?.getattr("Interrupt")?;
+    let list = PyList::empty(py);
+    for interrupt in interrupts {
+        list.append(class.call1((from_json(py, &interrupt.value)?, &interrupt.id))?)?;
+    }
+    Ok(list)
 }
 
 /// A run's stream: `__next__` blocks (without the GIL), `anext()` is awaitable.

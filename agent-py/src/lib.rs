@@ -33,12 +33,14 @@
 //!   errors become LangGraph's exception classes (`agentgraph.errors`).
 
 mod bridge;
+mod command;
 mod errors;
 mod graph;
 mod nodes;
 mod runs;
 mod saver;
 mod schema;
+mod scope;
 mod state;
 mod value;
 
@@ -52,5 +54,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;
+    m.add_class::<scope::NodeScope>()?;
     Ok(())
 }

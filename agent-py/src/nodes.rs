@@ -14,6 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::runs;
 use crate::schema::Schema;
+use crate::scope::NodeScope;
 use crate::state::{PyState, PyUpdate};
 
 /// A Python node as `compile` got it.
@@ -43,44 +44,71 @@ pub fn node_spec(node: PyNode) -> NodeSpec<PyState> {
 async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeResult {
     let entry = runs::lookup(ctx.run_id());
     let locals = entry.as_ref().and_then(|e| e.locals.clone());
-    if let (true, Some(locals)) = (node.is_async, locals) {
+    let scope = Arc::new(Python::attach(|py| Py::new(py, NodeScope::new(ctx)))?);
+    let result = if let (true, Some(locals)) = (node.is_async, locals) {
         let future = Python::attach(|py| {
-            let coroutine = call(py, &node, &state, entry.as_deref())?;
+            let coroutine = call(py, &node, &scope, &state, entry.as_deref())?;
             pyo3_async_runtimes::into_future_with_locals(&locals, coroutine)
         })?;
-        let out = future.await?;
-        return Ok(Python::attach(|py| output(py, &node.schema, out.bind(py)))?);
-    }
-    let blocking = tokio::task::spawn_blocking(move || {
-        Python::attach(|py| {
-            let mut out = call(py, &node, &state, entry.as_deref())?;
-            if node.is_async {
-                out = py.import("asyncio")?.call_method1("run", (out,))?;
-            }
-            output(py, &node.schema, &out)
+        match future.await {
+            Ok(out) => Python::attach(|py| output(py, &node.schema, out.bind(py))),
+            Err(error) => Err(error),
+        }
+    } else {
+        let (node, scope) = (node.clone(), scope.clone());
+        tokio::task::spawn_blocking(move || {
+            Python::attach(|py| {
+                let mut out = call(py, &node, &scope, &state, entry.as_deref())?;
+                if node.is_async {
+                    out = py.import("asyncio")?.call_method1("run", (out,))?;
+                }
+                output(py, &node.schema, &out)
+            })
         })
-    });
-    Ok(blocking.await??)
+        .await?
+    };
+    result.map_err(|error| paused(&scope, error))
 }
 
-/// Calls the function with the state dict (and the run's config if it takes one).
+/// The node's error for agent-core: the pause `interrupt()` asked for, or the exception.
+fn paused(scope: &Py<NodeScope>, error: PyErr) -> BoxError {
+    let is_interrupt = Python::attach(|py| {
+        py.import("agentgraph.errors")
+            .and_then(|m| m.getattr("GraphInterrupt"))
+            .is_ok_and(|class| error.is_instance(py, &class))
+    });
+    match scope.get().take_pending() {
+        Some(interrupted) if is_interrupt => Box::new(interrupted),
+        _ => Box::new(error),
+    }
+}
+
+/// Calls the function through `agentgraph._runtime` (its scope current), with the state dict
+/// (and the run's config if it takes one); an async function gives its coroutine.
 fn call<'py>(
     py: Python<'py>,
     node: &PyNode,
+    scope: &Py<NodeScope>,
     state: &PyState,
     entry: Option<&runs::RunEntry>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let dict = state.to_dict(py, &node.schema)?;
-    let func = node.func.bind(py);
-    if node.takes_config {
+    let args = if node.takes_config {
         let config = match entry {
             Some(entry) => entry.config.bind(py).clone(),
             None => PyDict::new(py).into_any(),
         };
-        func.call1((dict, config))
+        PyTuple::new(py, [dict.into_any(), config])?
     } else {
-        func.call1((dict,))
-    }
+        PyTuple::new(py, [dict.into_any()])?
+    };
+    let runtime = py.import("agentgraph._runtime")?;
+    let via = if node.is_async {
+        "call_async"
+    } else {
+        "call_sync"
+    };
+    runtime.call_method1(via, (scope.bind(py), node.func.bind(py), args))
 }
 
 /// What a node returned, as agent-core's output.
@@ -94,6 +122,9 @@ fn output(
     }
     if let Ok(dict) = out.cast::<PyDict>() {
         return Ok(NodeOutput::Update(PyUpdate::from_dict(schema, dict)?));
+    }
+    if let Some(command) = crate::command::from_py(py, schema, out)? {
+        return Ok(NodeOutput::Command(command));
     }
     let errors = py.import("agentgraph.errors")?;
     let class = errors.getattr("InvalidUpdateError")?;

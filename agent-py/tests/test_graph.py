@@ -167,3 +167,35 @@ def test_memory_saver_keeps_a_thread():
     graph.invoke({"topic": "a"}, config)
     out = graph.invoke({"topic": "b"}, config)
     assert out["notes"] == ["plan: a", "docs", "web", "plan: b", "docs", "web"]
+
+
+def test_interrupt_outside_a_node():
+    from agentgraph.types import interrupt
+
+    with pytest.raises(RuntimeError, match="inside a graph's node"):
+        interrupt("x")
+
+
+def test_interrupt_and_resume_in_an_async_run():
+    from agentgraph.types import Command, interrupt
+
+    class S(TypedDict):
+        answer: str
+
+    async def ask(state):
+        return {"answer": interrupt("name?")}
+
+    builder = StateGraph(S)
+    builder.add_node("ask", ask)
+    builder.set_entry_point("ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "x"}}
+
+    async def main():
+        first = await graph.ainvoke({"answer": ""}, config)
+        return first, await graph.ainvoke(Command(resume="ana"), config)
+
+    first, second = asyncio.run(main())
+    assert [i.value for i in first["__interrupt__"]] == ["name?"]
+    assert second == {"answer": "ana"}
+    assert graph.get_state(config).next == ()

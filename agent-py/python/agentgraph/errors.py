@@ -7,3 +7,7 @@ class GraphRecursionError(RecursionError):
 
 class InvalidUpdateError(Exception):
     """A node wrote what the state cannot take (two values for a last-value key in a step)."""
+
+
+class GraphInterrupt(Exception):
+    """Raised inside a node by `interrupt()` to pause the run; the runtime catches it."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, Optional, Union
+from datetime import datetime, timezone
+from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
 from agentgraph.constants import END, START
@@ -177,6 +178,36 @@ def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[
     return list(stream_mode), True
 
 
+class StateSnapshot(NamedTuple):
+    """A thread's state at a checkpoint (LangGraph's `StateSnapshot`)."""
+
+    values: dict
+    next: tuple
+    config: dict
+    metadata: Optional[dict]
+    created_at: Optional[str]
+    parent_config: Optional[dict]
+    tasks: tuple
+    interrupts: tuple
+
+
+def _snapshot(raw: Optional[tuple], config: dict) -> StateSnapshot:
+    if raw is None:
+        return StateSnapshot({}, (), config, None, None, None, (), ())
+    values, next_, configurable, metadata, created_ms, parent, interrupts = raw
+    created_at = datetime.fromtimestamp(created_ms / 1000, tz=timezone.utc).isoformat()
+    return StateSnapshot(
+        values,
+        next_,
+        {"configurable": configurable},
+        metadata,
+        created_at,
+        {"configurable": parent} if parent is not None else None,
+        (),
+        interrupts,
+    )
+
+
 class CompiledStateGraph:
     """The runnable graph (LangGraph's `CompiledStateGraph`)."""
 
@@ -191,6 +222,14 @@ class CompiledStateGraph:
 
     async def ainvoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
         return await self._native.ainvoke(input, dict(config or {}))
+
+    def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
+        return _snapshot(self._native.get_state(dict(config)), config)
+
+    async def aget_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
+        import asyncio
+
+        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
 
     def stream(
         self,
