@@ -1,5 +1,6 @@
 //! A compiled Python graph and its runs: `invoke`, `stream` and their async forms.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_core::{
@@ -274,8 +275,14 @@ impl NativeGraph {
         let (input, run, guard) = self.start(&input, &config, locals)?;
         let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
         let stream = self.graph.stream(input, run, modes.as_slice());
+        let cursor = Cursor {
+            stream: Some(stream),
+            tail: VecDeque::new(),
+            values: modes.contains(&StreamMode::Values),
+            updates: modes.contains(&StreamMode::Updates),
+        };
         Ok(NativeStream {
-            inner: Arc::new(tokio::sync::Mutex::new(Some(stream))),
+            inner: Arc::new(tokio::sync::Mutex::new(cursor)),
             schema: self.schema.clone(),
             tagged,
             _guard: Arc::new(guard),
@@ -309,22 +316,63 @@ fn interrupts_list<'py>(py: Python<'py>, interrupts: &[Interrupt]) -> PyResult<B
 /// A run's stream: `__next__` blocks (without the GIL), `anext()` is awaitable.
 #[pyclass(frozen, name = "NativeStream", module = "agentgraph._native")]
 pub struct NativeStream {
-    inner: Arc<tokio::sync::Mutex<Option<GraphStream<PyState>>>>,
+    inner: Arc<tokio::sync::Mutex<Cursor>>,
     schema: Arc<Schema>,
     tagged: bool,
     _guard: Arc<RunGuard>,
 }
 
-type Next = Option<Result<StreamPart<PyState>, GraphError>>;
+/// Where a stream is: agent-core's parts, then the chunks LangGraph adds when the run paused.
+struct Cursor {
+    stream: Option<GraphStream<PyState>>,
+    tail: VecDeque<Next>,
+    values: bool,
+    updates: bool,
+}
 
-async fn next_part(inner: &tokio::sync::Mutex<Option<GraphStream<PyState>>>) -> Next {
-    let mut guard = inner.lock().await;
-    let stream = guard.as_mut()?;
-    let next = stream.next().await;
-    if next.is_none() {
-        *guard = None;
+/// One item for Python.
+enum Next {
+    Part(StreamPart<PyState>),
+    /// `updates`: `{"__interrupt__": (Interrupt, ...)}`.
+    Interrupts(Vec<Interrupt>),
+    /// `values`: the last state with `__interrupt__` added.
+    PausedValues(PyState, Vec<Interrupt>),
+    Failed(GraphError),
+    End,
+}
+
+async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
+    let mut cursor = inner.lock().await;
+    if let Some(next) = cursor.tail.pop_front() {
+        return next;
     }
-    next
+    let Some(stream) = cursor.stream.as_mut() else {
+        return Next::End;
+    };
+    match stream.next().await {
+        Some(Ok(part)) => return Next::Part(part),
+        Some(Err(error)) => return Next::Failed(error),
+        None => {}
+    }
+    // The run ended: LangGraph reports a pause in the stream itself (updates first).
+    let Some(stream) = cursor.stream.take() else {
+        return Next::End;
+    };
+    if let Ok(output) = stream.into_output().await
+        && !output.interrupts.is_empty()
+    {
+        if cursor.updates {
+            cursor
+                .tail
+                .push_back(Next::Interrupts(output.interrupts.clone()));
+        }
+        if cursor.values {
+            cursor
+                .tail
+                .push_back(Next::PausedValues(output.state, output.interrupts));
+        }
+    }
+    cursor.tail.pop_front().unwrap_or(Next::End)
 }
 
 /// A part as LangGraph yields it: the chunk, or `(mode, chunk)` when several modes were asked.
@@ -335,9 +383,21 @@ fn part_to_py(
     tagged: bool,
 ) -> PyResult<Option<Py<PyAny>>> {
     let part = match part {
-        None => return Ok(None),
-        Some(Err(error)) => return Err(to_py_err(py, error, schema)),
-        Some(Ok(part)) => part,
+        Next::End => return Ok(None),
+        Next::Failed(error) => return Err(to_py_err(py, error, schema)),
+        Next::Interrupts(interrupts) => {
+            let dict = PyDict::new(py);
+            let list = interrupts_list(py, &interrupts)?;
+            dict.set_item(INTERRUPT, PyTuple::new(py, list)?)?;
+            return tag(py, tagged, "updates", dict.into_any());
+        }
+        Next::PausedValues(state, interrupts) => {
+            let dict = state.to_dict(py, schema)?;
+            let list = interrupts_list(py, &interrupts)?;
+            dict.set_item(INTERRUPT, PyTuple::new(py, list)?)?;
+            return tag(py, tagged, "values", dict.into_any());
+        }
+        Next::Part(part) => part,
     };
     let (mode, chunk) = match part {
         StreamPart::Values(state) => ("values", state.to_dict(py, schema)?.into_any()),
@@ -349,6 +409,16 @@ fn part_to_py(
         // Other modes are refused when the stream starts.
         _ => return Ok(Some(py.None())),
     };
+    tag(py, tagged, mode, chunk)
+}
+
+/// `chunk`, or `(mode, chunk)` when several modes were asked.
+fn tag(
+    py: Python<'_>,
+    tagged: bool,
+    mode: &str,
+    chunk: Bound<'_, PyAny>,
+) -> PyResult<Option<Py<PyAny>>> {
     if tagged {
         Ok(Some(
             PyTuple::new(py, [mode.into_pyobject(py)?.into_any(), chunk])?

@@ -67,20 +67,28 @@ async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeRe
         })
         .await?
     };
+    scope.get().close();
     result.map_err(|error| paused(&scope, error))
 }
 
 /// The node's error for agent-core: the pause `interrupt()` asked for, or the exception.
+///
+/// A `GraphInterrupt` is dropped here under the GIL: dropped without it, its traceback (and
+/// whatever its frames hold) would wait for the next thread to take the GIL.
 fn paused(scope: &Py<NodeScope>, error: PyErr) -> BoxError {
-    let is_interrupt = Python::attach(|py| {
-        py.import("agentgraph.errors")
+    Python::attach(|py| {
+        let is_interrupt = py
+            .import("agentgraph.errors")
             .and_then(|m| m.getattr("GraphInterrupt"))
-            .is_ok_and(|class| error.is_instance(py, &class))
-    });
-    match scope.get().take_pending() {
-        Some(interrupted) if is_interrupt => Box::new(interrupted),
-        _ => Box::new(error),
-    }
+            .is_ok_and(|class| error.is_instance(py, &class));
+        match scope.get().take_pending() {
+            Some(interrupted) if is_interrupt => {
+                drop(error);
+                Box::new(interrupted) as BoxError
+            }
+            _ => Box::new(error),
+        }
+    })
 }
 
 /// Calls the function through `agentgraph._runtime` (its scope current), with the state dict

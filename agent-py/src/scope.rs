@@ -13,7 +13,9 @@ use pyo3::prelude::*;
 /// The node's context, handed to `agentgraph._runtime` around each call.
 #[pyclass(frozen, name = "NodeScope", module = "agentgraph._native")]
 pub struct NodeScope {
-    ctx: NodeContext,
+    /// `None` once the call returned: Python may keep the scope (a traceback's frame holds
+    /// it), and the context must not outlive the run (it holds the run's stream open).
+    ctx: Mutex<Option<NodeContext>>,
     pending: Mutex<Option<Interrupted>>,
 }
 
@@ -21,9 +23,26 @@ impl NodeScope {
     /// The scope of one node call.
     pub fn new(ctx: NodeContext) -> Self {
         NodeScope {
-            ctx,
+            ctx: Mutex::new(Some(ctx)),
             pending: Mutex::new(None),
         }
+    }
+
+    /// Ends the scope: drops the node's context.
+    pub fn close(&self) {
+        if let Ok(mut ctx) = self.ctx.lock() {
+            *ctx = None;
+        }
+    }
+
+    fn ctx(&self) -> PyResult<NodeContext> {
+        self.ctx
+            .lock()
+            .ok()
+            .and_then(|ctx| ctx.clone())
+            .ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err("this node's call has already returned")
+            })
     }
 
     /// The pause `interrupt()` asked for, if the node raised on it.
@@ -36,7 +55,7 @@ impl NodeScope {
 impl NodeScope {
     /// The resume value, or raises `GraphInterrupt` to pause.
     fn interrupt(&self, py: Python<'_>, value: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match self.ctx.interrupt(to_json(&value)?) {
+        match self.ctx()?.interrupt(to_json(&value)?) {
             Ok(answer) => Ok(from_json(py, &answer)?.unbind()),
             Err(interrupted) => {
                 if let Ok(mut pending) = self.pending.lock() {
@@ -50,14 +69,14 @@ impl NodeScope {
 
     /// The node's name.
     #[getter]
-    fn node(&self) -> String {
-        self.ctx.node().to_owned()
+    fn node(&self) -> PyResult<String> {
+        Ok(self.ctx()?.node().to_owned())
     }
 
     /// The super-step.
     #[getter]
-    fn step(&self) -> i64 {
-        self.ctx.step()
+    fn step(&self) -> PyResult<i64> {
+        Ok(self.ctx()?.step())
     }
 }
 

@@ -14,6 +14,7 @@ class Interrupt:
 
     value: Any
     id: str
+    response_schema: Any = None
 
 
 @dataclass
