@@ -192,3 +192,83 @@ impl GraphState for PyState {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::LAST_VALUE_SLOTS;
+
+    fn schema(py: Python<'_>) -> Arc<Schema> {
+        let add = py.import("operator").unwrap().getattr("add").unwrap();
+        let empty = PyValue::new(pyo3::types::PyList::empty(py).into_any());
+        Schema::new(vec![
+            ("topic".into(), None, None),
+            ("notes".into(), Some(add.unbind()), Some(empty)),
+            ("other".into(), None, None),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn keys_take_slots_of_their_kind() {
+        Python::initialize();
+        Python::attach(|py| {
+            let schema = schema(py);
+            let slots: Vec<usize> = schema.keys.iter().map(|k| k.slot).collect();
+            assert_eq!(slots, [0, LAST_VALUE_SLOTS, 1]);
+            assert_eq!(schema.key_of_field("reduced_0"), Some("notes"));
+            assert_eq!(schema.key_of_field("value_1"), Some("other"));
+            assert!(PyState::last_value_fields().contains(0));
+            assert!(!PyState::last_value_fields().contains(LAST_VALUE_SLOTS));
+        });
+    }
+
+    #[test]
+    fn reducer_keys_fold_from_their_initial_value() {
+        Python::initialize();
+        Python::attach(|py| {
+            let schema = schema(py);
+            let update = |code: &str| {
+                let dict = py
+                    .eval(&std::ffi::CString::new(code).unwrap(), None, None)
+                    .unwrap();
+                PyUpdate::from_dict(&schema, dict.cast::<PyDict>().unwrap()).unwrap()
+            };
+            let mut state = <PyState as StateDefault>::default();
+            // A reducer key shows its initial value before any write, as LangGraph's.
+            assert_eq!(
+                state.to_dict(py, &schema).unwrap().to_string(),
+                "{'notes': []}"
+            );
+            state
+                .apply(update("{'topic': 'a', 'notes': [1], 'unknown': 0}"))
+                .unwrap();
+            state.apply(update("{'notes': [2], 'topic': 'b'}")).unwrap();
+            let out = state.to_dict(py, &schema).unwrap();
+            assert_eq!(out.to_string(), "{'topic': 'b', 'notes': [1, 2]}");
+            let failing = update("{'notes': 3}");
+            let error = state.apply(failing).unwrap_err();
+            assert_eq!(error.field, "reduced_0");
+        });
+    }
+
+    #[test]
+    fn an_update_survives_serialization() {
+        Python::initialize();
+        let (bytes, expected) = Python::attach(|py| {
+            let schema = schema(py);
+            let dict = PyDict::new(py);
+            dict.set_item("topic", "t").unwrap();
+            let update = PyUpdate::from_dict(&schema, &dict).unwrap();
+            (rmp_serde::to_vec(&update).unwrap(), schema)
+        });
+        let back: PyUpdate = rmp_serde::from_slice(&bytes).unwrap();
+        Python::attach(|py| {
+            assert_eq!(back.schema.as_ref().map(|s| s.id), Some(expected.id));
+            assert_eq!(
+                back.to_py(py, &expected).unwrap().to_string(),
+                "{'topic': 't'}"
+            );
+        });
+    }
+}
