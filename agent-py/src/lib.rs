@@ -23,7 +23,8 @@
 //!   and lose types (messages, dataclasses). Values are serialized only for a checkpointer,
 //!   with `pickle` for now; LangGraph's own format (msgpack with its extension types, as
 //!   `JsonPlusSerializer` writes) is the next step, so savers are shared with LangGraph.
-//! - **Nodes** (`nodes`): a sync function runs on tokio's blocking pool, an async one is
+//! - **Nodes** (`nodes`): a sync function runs in `block_in_place` on a tokio worker (its
+//!   other tasks move away; parallel nodes overlap outside the GIL), an async one is
 //!   awaited on the caller's asyncio loop (`pyo3-async-runtimes`). The state dict a node gets
 //!   is built per call from the slots; its returned dict becomes a `state::PyUpdate`.
 //! - **Routers** run under the GIL in agent-core's barrier; their exceptions leave agent-core

@@ -199,3 +199,21 @@ def test_interrupt_and_resume_in_an_async_run():
     assert [i.value for i in first["__interrupt__"]] == ["name?"]
     assert second == {"answer": "ana"}
     assert graph.get_state(config).next == ()
+
+
+def test_parallel_sync_nodes_overlap_outside_the_gil():
+    import time
+
+    def sleeper(state):
+        time.sleep(0.2)
+        return {"notes": ["z"]}
+
+    builder = StateGraph(State)
+    for i in range(6):
+        builder.add_node(f"s{i}", sleeper)
+        builder.add_edge(START, f"s{i}")
+    graph = builder.compile()
+    started = time.perf_counter()
+    assert graph.invoke({"topic": "t"})["notes"] == ["z"] * 6
+    # One after the other would take 1.2 s.
+    assert time.perf_counter() - started < 0.9
