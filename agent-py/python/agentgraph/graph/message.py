@@ -1,6 +1,7 @@
 """`add_messages`: LangChain's messages when langchain-core is there, plain dicts otherwise.
 
-A stand-in until the Rust `add_messages` of agent-llm is wired: merge by id, append new.
+A stand-in until the Rust `add_messages` of agent-llm is wired: merge by id, append new,
+`RemoveMessage(id)` deletes, `RemoveMessage(REMOVE_ALL_MESSAGES)` starts over.
 """
 
 from typing import Annotated, Any, TypedDict
@@ -31,15 +32,33 @@ def add_messages(left: Any, right: Any) -> list:
                 message["id"] = str(uuid.uuid4())
             else:
                 message.id = str(uuid.uuid4())
+    if any(_is_remove(m) and _id(m) == REMOVE_ALL_MESSAGES for m in right):
+        last = max(i for i, m in enumerate(right) if _is_remove(m) and _id(m) == REMOVE_ALL_MESSAGES)
+        return right[last + 1 :]
     merged = list(left)
     index = {_id(m): i for i, m in enumerate(merged)}
+    removed = set()
     for message in right:
-        if _id(message) in index:
-            merged[index[_id(message)]] = message
+        key = _id(message)
+        if key in index:
+            if _is_remove(message):
+                removed.add(key)
+            else:
+                removed.discard(key)
+                merged[index[key]] = message
         else:
-            index[_id(message)] = len(merged)
+            if _is_remove(message):
+                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{key}')")
+            index[key] = len(merged)
             merged.append(message)
-    return merged
+    return [m for m in merged if _id(m) not in removed]
+
+
+REMOVE_ALL_MESSAGES = "__remove_all__"
+
+
+def _is_remove(message: Any) -> bool:
+    return type(message).__name__ == "RemoveMessage"
 
 
 class MessagesState(TypedDict):
