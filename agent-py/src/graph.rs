@@ -41,7 +41,8 @@ pub struct NativeGraph {
 
 /// Builds agent-core's graph from what the Python `StateGraph` recorded.
 #[pyfunction]
-#[pyo3(signature = (schema, nodes, edges, branches, checkpointer=None))]
+#[pyo3(signature = (schema, nodes, edges, branches, checkpointer=None, interrupt_before=Vec::new(), interrupt_after=Vec::new()))]
+#[allow(clippy::too_many_arguments)] // LangGraph's `compile` keywords, one each
 pub fn compile(
     py: Python<'_>,
     schema: Vec<KeySpec>,
@@ -49,6 +50,8 @@ pub fn compile(
     edges: Vec<(Vec<String>, String)>,
     branches: Vec<BranchDef>,
     checkpointer: Option<PyRef<'_, NativeSaver>>,
+    interrupt_before: Vec<String>,
+    interrupt_after: Vec<String>,
 ) -> PyResult<NativeGraph> {
     let spec = schema
         .into_iter()
@@ -81,6 +84,9 @@ pub fn compile(
         };
         builder = builder.add_conditional_edges(source, router(path, schema.clone()), path_map);
     }
+    builder = builder
+        .interrupt_before(interrupt_before)
+        .interrupt_after(interrupt_after);
     let compiled = match checkpointer {
         Some(saver) => builder.compile_with(saver.saver.clone()),
         None => builder.compile(),
@@ -358,9 +364,15 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     let Some(stream) = cursor.stream.take() else {
         return Next::End;
     };
-    if let Ok(output) = stream.into_output().await
-        && !output.interrupts.is_empty()
-    {
+    let Ok(output) = stream.into_output().await else {
+        return Next::End;
+    };
+    if output.interrupts.is_empty() && !output.next.is_empty() && cursor.updates {
+        // A static breakpoint (`interrupt_before`/`interrupt_after`): LangGraph streams an
+        // empty `__interrupt__` update.
+        cursor.tail.push_back(Next::Interrupts(Vec::new()));
+    }
+    if !output.interrupts.is_empty() {
         if cursor.updates {
             cursor
                 .tail

@@ -156,7 +156,14 @@ class StateGraph:
     def set_conditional_entry_point(self, path: Callable, path_map: Optional[Union[dict, list]] = None) -> "StateGraph":
         return self.add_conditional_edges(START, path, path_map)
 
-    def compile(self, checkpointer: Any = None, **_: Any) -> "CompiledStateGraph":
+    def compile(
+        self,
+        checkpointer: Any = None,
+        *,
+        interrupt_before: Optional[Sequence[str]] = None,
+        interrupt_after: Optional[Sequence[str]] = None,
+        **_: Any,
+    ) -> "CompiledStateGraph":
         nodes = [
             (name, action, _takes_config(action), _is_async(action))
             for name, action in self.nodes.items()
@@ -165,7 +172,13 @@ class StateGraph:
         if checkpointer and saver is None:
             raise TypeError(f"agentgraph takes its own checkpointers for now, not {checkpointer!r}")
         native = _native.compile(
-            _schema_keys(self.state_schema), nodes, self.edges, self.branches, saver
+            _schema_keys(self.state_schema),
+            nodes,
+            self.edges,
+            self.branches,
+            saver,
+            list(interrupt_before or ()),
+            list(interrupt_after or ()),
         )
         return CompiledStateGraph(native, self)
 
