@@ -14,6 +14,7 @@ mod docs;
 mod llm_server;
 mod shell;
 mod tidy;
+mod wheel;
 
 use std::process::ExitCode;
 
@@ -63,6 +64,12 @@ const COMMANDS: &[Command] = &[
         args: "",
         about: "build once (cached) and start llama-server with SmolLM2-135M and aimock for agent-llm's end-to-end tests; prints their URLs",
         run: llm_server::run,
+    },
+    Command {
+        name: "wheel",
+        args: "",
+        about: "the `agentgraph` Python package (agent-py) as an abi3 wheel, built in release by maturin (from a cached venv) into <target dir>/wheels",
+        run: wheel::run,
     },
     Command {
         name: "ci",

@@ -416,6 +416,8 @@ pub trait Checkpointer: Send + Sync + 'static {
 }
 
 /// Blobs that a set of checkpoints needs: their versions plus the delta bases, transitively.
+/// (Only the PostgreSQL saver prunes by it.)
+#[cfg(feature = "postgres")]
 pub(crate) fn needed_blobs<'a>(
     wanted: impl IntoIterator<Item = (String, String)>,
     base_of: impl Fn(&str, &str) -> Option<&'a (String, u64)>,

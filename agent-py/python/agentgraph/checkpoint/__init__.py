@@ -1,0 +1,1 @@
+"""Checkpointers: agent-core's savers."""

@@ -1,0 +1,38 @@
+"""LangGraph's `langgraph.types`: `Command`, `interrupt`, `Interrupt`, `StreamMode`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Optional, Sequence, Union
+
+StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
+
+
+@dataclass
+class Interrupt:
+    """A pause: what the node passed to `interrupt()`, and the pause's id."""
+
+    value: Any
+    id: str
+    response_schema: Any = None
+
+
+@dataclass
+class Command:
+    """Resume a paused run (`resume`), or, returned by a node, update and route at once."""
+
+    graph: Optional[str] = None
+    update: Optional[Any] = None
+    resume: Optional[Any] = None
+    goto: Union[str, Sequence[str]] = ()
+
+    PARENT: ClassVar[str] = "__parent__"
+
+
+def interrupt(value: Any) -> Any:
+    """Pauses the run for a human: the first time, the run stops and the caller gets `value`
+    under `__interrupt__`; once resumed with `Command(resume=answer)`, the node runs again and
+    this returns `answer`. Values cross as JSON for now."""
+    from agentgraph._runtime import current
+
+    return current().interrupt(value)

@@ -1,0 +1,274 @@
+//! The Python state as an agent-core [`GraphState`]: values by slot, reducers from the schema.
+
+use std::sync::Arc;
+
+use agent_core::{FieldInfo, FieldSet, GraphState, ReducerError, StateDefault};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde::{Deserialize, Serialize};
+
+use crate::schema::{FIELDS, LAST_VALUE_SLOTS, Schema};
+use crate::value::PyValue;
+
+/// A graph's state: one optional Python object per slot.
+///
+/// It starts without a schema (agent-core builds initial states with
+/// [`StateDefault::default`], which takes no argument); the first update applied brings it.
+#[derive(Clone, Debug, Default)]
+pub struct PyState {
+    pub(crate) schema: Option<Arc<Schema>>,
+    pub(crate) slots: Vec<Option<PyValue>>,
+}
+
+/// A node's partial update: the slots it writes, in the order written.
+#[derive(Clone, Debug, Default)]
+pub struct PyUpdate {
+    pub(crate) schema: Option<Arc<Schema>>,
+    pub(crate) writes: Vec<(u8, PyValue)>,
+}
+
+impl Serialize for PyUpdate {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (self.schema.as_ref().map(|s| s.id), &self.writes).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for PyUpdate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (id, writes): (Option<u32>, Vec<(u8, PyValue)>) =
+            Deserialize::deserialize(deserializer)?;
+        let schema = match id {
+            Some(id) => Some(Schema::lookup(id).ok_or_else(|| {
+                serde::de::Error::custom(format!("no live graph has state schema {id}"))
+            })?),
+            None => None,
+        };
+        Ok(PyUpdate { schema, writes })
+    }
+}
+
+impl StateDefault for PyState {
+    fn default() -> Self {
+        Default::default()
+    }
+}
+
+impl PyState {
+    /// The value of a slot, or its key's initial value.
+    fn value(&self, schema: &Schema, slot: usize) -> Option<PyValue> {
+        match self.slots.get(slot).cloned().flatten() {
+            Some(value) => Some(value),
+            None => schema.key_of_slot(slot).and_then(|key| key.initial.clone()),
+        }
+    }
+
+    /// The state as LangGraph shows it: a dict of the keys that have a value, in schema order.
+    pub fn to_dict<'py>(&self, py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for key in &schema.keys {
+            if let Some(value) = self.value(schema, key.slot) {
+                dict.set_item(&key.name, value.bind(py))?;
+            }
+        }
+        Ok(dict)
+    }
+}
+
+impl PyUpdate {
+    /// The update a dict writes; keys outside the schema are ignored, as LangGraph does.
+    pub fn from_dict(schema: &Arc<Schema>, dict: &Bound<'_, PyDict>) -> PyResult<PyUpdate> {
+        let mut writes = Vec::with_capacity(dict.len());
+        for (key, value) in dict.iter() {
+            let name: String = key.extract()?;
+            if let Some(&index) = schema.by_name.get(&name) {
+                writes.push((schema.keys[index].slot as u8, PyValue::new(value)));
+            }
+        }
+        Ok(PyUpdate {
+            schema: Some(schema.clone()),
+            writes,
+        })
+    }
+
+    /// The update as LangGraph's `updates` mode shows it (`None` when it writes nothing).
+    pub fn to_py<'py>(&self, py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyAny>> {
+        if self.writes.is_empty() {
+            return Ok(py.None().into_bound(py));
+        }
+        let dict = PyDict::new(py);
+        for (slot, value) in &self.writes {
+            if let Some(key) = schema.key_of_slot(*slot as usize) {
+                dict.set_item(&key.name, value.bind(py))?;
+            }
+        }
+        Ok(dict.into_any())
+    }
+}
+
+impl GraphState for PyState {
+    type Update = PyUpdate;
+
+    fn fields() -> &'static [FieldInfo] {
+        &FIELDS
+    }
+
+    fn writes(update: &PyUpdate) -> FieldSet {
+        let mut set = FieldSet::EMPTY;
+        for (slot, _) in &update.writes {
+            set.insert(*slot as usize);
+        }
+        set
+    }
+
+    fn apply(&mut self, update: PyUpdate) -> Result<(), ReducerError> {
+        let Some(schema) = update.schema.or_else(|| self.schema.clone()) else {
+            return Ok(());
+        };
+        if self.schema.is_none() {
+            self.schema = Some(schema.clone());
+        }
+        for (slot, value) in update.writes {
+            let slot = slot as usize;
+            if self.slots.len() <= slot {
+                self.slots.resize(slot + 1, None);
+            }
+            let reducer = schema
+                .key_of_slot(slot)
+                .and_then(|key| key.reducer.as_ref());
+            let next = match (reducer, self.value(&schema, slot)) {
+                (Some(reducer), Some(current)) if slot >= LAST_VALUE_SLOTS => {
+                    Python::attach(|py| -> PyResult<PyValue> {
+                        let out = reducer.bind(py).call1((current.bind(py), value.bind(py)))?;
+                        Ok(PyValue::new(out))
+                    })
+                    .map_err(|error| ReducerError {
+                        field: FIELDS[slot].name,
+                        reducer: "python",
+                        source: Box::new(error),
+                    })?
+                }
+                _ => value,
+            };
+            self.slots[slot] = Some(next);
+        }
+        Ok(())
+    }
+
+    fn into_update(self) -> PyUpdate {
+        let writes = self
+            .slots
+            .into_iter()
+            .enumerate()
+            .filter_map(|(slot, value)| value.map(|v| (slot as u8, v)))
+            .collect();
+        PyUpdate {
+            schema: self.schema,
+            writes,
+        }
+    }
+
+    fn serialize_field<S: serde::Serializer>(
+        &self,
+        index: usize,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        self.slots
+            .get(index)
+            .cloned()
+            .flatten()
+            .serialize(serializer)
+    }
+
+    fn deserialize_field<'de, D: serde::Deserializer<'de>>(
+        &mut self,
+        index: usize,
+        deserializer: D,
+    ) -> Result<(), D::Error> {
+        let value: Option<PyValue> = Deserialize::deserialize(deserializer)?;
+        if self.slots.len() <= index {
+            self.slots.resize(index + 1, None);
+        }
+        self.slots[index] = value;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::LAST_VALUE_SLOTS;
+
+    fn schema(py: Python<'_>) -> Arc<Schema> {
+        let add = py.import("operator").unwrap().getattr("add").unwrap();
+        let empty = PyValue::new(pyo3::types::PyList::empty(py).into_any());
+        Schema::new(vec![
+            ("topic".into(), None, None),
+            ("notes".into(), Some(add.unbind()), Some(empty)),
+            ("other".into(), None, None),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn keys_take_slots_of_their_kind() {
+        Python::initialize();
+        Python::attach(|py| {
+            let schema = schema(py);
+            let slots: Vec<usize> = schema.keys.iter().map(|k| k.slot).collect();
+            assert_eq!(slots, [0, LAST_VALUE_SLOTS, 1]);
+            assert_eq!(schema.key_of_field("reduced_0"), Some("notes"));
+            assert_eq!(schema.key_of_field("value_1"), Some("other"));
+            assert!(PyState::last_value_fields().contains(0));
+            assert!(!PyState::last_value_fields().contains(LAST_VALUE_SLOTS));
+        });
+    }
+
+    #[test]
+    fn reducer_keys_fold_from_their_initial_value() {
+        Python::initialize();
+        Python::attach(|py| {
+            let schema = schema(py);
+            let update = |code: &str| {
+                let dict = py
+                    .eval(&std::ffi::CString::new(code).unwrap(), None, None)
+                    .unwrap();
+                PyUpdate::from_dict(&schema, dict.cast::<PyDict>().unwrap()).unwrap()
+            };
+            let mut state = <PyState as StateDefault>::default();
+            // A reducer key shows its initial value before any write, as LangGraph's.
+            assert_eq!(
+                state.to_dict(py, &schema).unwrap().to_string(),
+                "{'notes': []}"
+            );
+            state
+                .apply(update("{'topic': 'a', 'notes': [1], 'unknown': 0}"))
+                .unwrap();
+            state.apply(update("{'notes': [2], 'topic': 'b'}")).unwrap();
+            let out = state.to_dict(py, &schema).unwrap();
+            assert_eq!(out.to_string(), "{'topic': 'b', 'notes': [1, 2]}");
+            let failing = update("{'notes': 3}");
+            let error = state.apply(failing).unwrap_err();
+            assert_eq!(error.field, "reduced_0");
+        });
+    }
+
+    #[test]
+    fn an_update_survives_serialization() {
+        Python::initialize();
+        let (bytes, expected) = Python::attach(|py| {
+            let schema = schema(py);
+            let dict = PyDict::new(py);
+            dict.set_item("topic", "t").unwrap();
+            let update = PyUpdate::from_dict(&schema, &dict).unwrap();
+            (rmp_serde::to_vec(&update).unwrap(), schema)
+        });
+        let back: PyUpdate = rmp_serde::from_slice(&bytes).unwrap();
+        Python::attach(|py| {
+            assert_eq!(back.schema.as_ref().map(|s| s.id), Some(expected.id));
+            assert_eq!(
+                back.to_py(py, &expected).unwrap().to_string(),
+                "{'topic': 't'}"
+            );
+        });
+    }
+}
