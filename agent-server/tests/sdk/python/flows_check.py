@@ -18,9 +18,10 @@ import argparse
 import asyncio
 import sys
 import time
-import traceback
 
 from langgraph_sdk import get_client
+
+from checks import expect, run_one, short
 
 # flow -> the two turns: (question, uses tools, the answer written by a model token by token)
 FLOWS = {
@@ -34,20 +35,6 @@ FLOWS = {
     "react": [("¿Cuánto es 12*(3+4) y qué hora es en Tokio?", True, False),
               ("Repite: hola", True, False)],
 }
-
-
-class CheckFailed(AssertionError):
-    pass
-
-
-def expect(cond, msg):
-    if not cond:
-        raise CheckFailed(msg)
-
-
-def short(x, n=300):
-    s = repr(x)
-    return s if len(s) <= n else s[:n] + "..."
 
 
 def internal(text):
@@ -110,23 +97,6 @@ def flow_check(flow, turns):
                 before = len(humans)
     run.__name__ = flow
     return run
-
-
-async def run_one(name, fn, client, timeout, results):
-    t0 = time.monotonic()
-    try:
-        await asyncio.wait_for(fn(client), timeout)
-        line, ok = f"ok {name} ({time.monotonic() - t0:.1f}s)", True
-    except CheckFailed as e:
-        line, ok = f"FAIL {name}: {e}", False
-    except asyncio.TimeoutError:
-        line, ok = f"FAIL {name}: did not finish within {timeout}s", False
-    except Exception as e:
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next((f"line {f.lineno}" for f in reversed(tb) if f.filename == __file__), "")
-        line, ok = f"FAIL {name}: {type(e).__name__}: {short(str(e), 400)} {where}".rstrip(), False
-    print(line, flush=True)
-    results.append((name, ok))
 
 
 async def main():

@@ -16,33 +16,20 @@ import asyncio
 import re
 import sys
 import time
-import traceback
 import uuid
 
 from langgraph_sdk import get_client
+
+from checks import CheckFailed, expect, run_one, short
 
 TAG = uuid.uuid4().hex  # marks every thread / assistant this run makes
 CHECKS = []
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
-class CheckFailed(AssertionError):
-    pass
-
-
 def check(fn):
     CHECKS.append((fn.__name__.removeprefix("check_"), fn))
     return fn
-
-
-def expect(cond, msg):
-    if not cond:
-        raise CheckFailed(msg)
-
-
-def short(x, n=300):
-    s = repr(x)
-    return s if len(s) <= n else s[:n] + "..."
 
 
 def http_status(exc):
@@ -1039,22 +1026,6 @@ check(check_crons_fire)
 
 
 # ---------------------------------------------------------------- driver
-
-async def run_one(name, fn, client, timeout, results):
-    t0 = time.monotonic()
-    try:
-        await asyncio.wait_for(fn(client), max(timeout, getattr(fn, "timeout", 0.0)))
-        line, ok = f"ok {name} ({time.monotonic() - t0:.1f}s)", True
-    except CheckFailed as e:
-        line, ok = f"FAIL {name}: {e}", False
-    except asyncio.TimeoutError:
-        line, ok = f"FAIL {name}: did not finish within {timeout}s", False
-    except Exception as e:
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next((f"line {f.lineno}" for f in reversed(tb) if f.filename == __file__), "")
-        line, ok = f"FAIL {name}: {type(e).__name__}: {short(str(e), 400)} {where}".rstrip(), False
-    print(line, flush=True)
-    results.append((name, ok))
 
 
 async def main():

@@ -18,32 +18,19 @@ import asyncio
 import json
 import sys
 import time
-import traceback
 import uuid
 
 import httpx
 from langgraph_sdk import get_client, get_sync_client
 
+from checks import expect, run_one, short
+
 CHECKS = []
-
-
-class CheckFailed(AssertionError):
-    pass
 
 
 def check(fn):
     CHECKS.append((fn.__name__.removeprefix("check_"), fn))
     return fn
-
-
-def expect(cond, msg):
-    if not cond:
-        raise CheckFailed(msg)
-
-
-def short(x, n=300):
-    s = repr(x)
-    return s if len(s) <= n else s[:n] + "..."
 
 
 def human(text):
@@ -257,23 +244,6 @@ async def check_sync_client(c):
 
 URL = ""
 HEADERS = {}
-
-
-async def run_one(name, fn, client, timeout, results):
-    t0 = time.monotonic()
-    try:
-        await asyncio.wait_for(fn(client), timeout)
-        line, ok = f"ok {name} ({time.monotonic() - t0:.1f}s)", True
-    except CheckFailed as e:
-        line, ok = f"FAIL {name}: {e}", False
-    except asyncio.TimeoutError:
-        line, ok = f"FAIL {name}: did not finish within {timeout}s", False
-    except Exception as e:
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next((f"line {f.lineno}" for f in reversed(tb) if f.filename == __file__), "")
-        line, ok = f"FAIL {name}: {type(e).__name__}: {short(str(e), 400)} {where}".rstrip(), False
-    print(line, flush=True)
-    results.append((name, ok))
 
 
 async def main():
