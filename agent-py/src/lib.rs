@@ -48,6 +48,7 @@ mod command;
 mod errors;
 mod graph;
 mod nodes;
+mod outbox;
 mod runs;
 mod saver;
 mod schema;

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
+from agentgraph._stream import StreamState
 from agentgraph.constants import END, START
 
 
@@ -63,13 +64,6 @@ def _schema_keys(schema: type) -> list[tuple[str, Optional[Callable], Any]]:
             reducer = _reducer(hint.__metadata__)
         keys.append((name, reducer, _initial(base) if reducer is not None else None))
     return keys
-
-
-def _takes_config(func: Callable) -> bool:
-    try:
-        return "config" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _is_async(func: Callable) -> bool:
@@ -164,8 +158,11 @@ class StateGraph:
         interrupt_after: Optional[Sequence[str]] = None,
         **_: Any,
     ) -> "CompiledStateGraph":
+        from agentgraph._runtime import NodeCall
+
+        # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for.
         nodes = [
-            (name, action, _takes_config(action), _is_async(action))
+            (name, NodeCall(action), True, _is_async(action))
             for name, action in self.nodes.items()
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
@@ -181,6 +178,14 @@ class StateGraph:
             list(interrupt_after or ()),
         )
         return CompiledStateGraph(native, self)
+
+
+def _run_config(config: Optional[dict], context: Any) -> dict:
+    """The caller's config, with the run's `context` where nodes find it (a private key)."""
+    config = dict(config or {})
+    if context is not None:
+        config["configurable"] = {**config.get("configurable", {}), "__agentgraph_context__": context}
+    return config
 
 
 def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[list[str], bool]:
@@ -230,11 +235,13 @@ class CompiledStateGraph:
         self._native = native
         self.builder = builder
 
-    def invoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        return self._native.invoke(input, dict(config or {}))
+    def invoke(self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any) -> Any:
+        return self._native.invoke(input, _run_config(config, context))
 
-    async def ainvoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        return await self._native.ainvoke(input, dict(config or {}))
+    async def ainvoke(
+        self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any
+    ) -> Any:
+        return await self._native.ainvoke(input, _run_config(config, context))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config)
@@ -250,10 +257,12 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        context: Any = None,
         **_: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged)
+        state = StreamState(modes)
+        stream = self._native.stream(input, _run_config(config, context), modes, tagged, state)
         while (part := stream.next()) is not None:
             yield part
 
@@ -263,9 +272,11 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        context: Any = None,
         **_: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged, True)
+        state = StreamState(modes)
+        stream = self._native.stream(input, _run_config(config, context), modes, tagged, state, True)
         while (part := await stream.anext()) is not None:
             yield part
