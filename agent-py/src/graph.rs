@@ -675,6 +675,7 @@ fn traced_to_py<'py>(
     let fields = PyDict::new(py);
     fields.set_item("run_id", &facts.run_id)?;
     fields.set_item("thread_id", facts.thread_id.as_deref())?;
+    fields.set_item("stream", facts.outbox.state.bind(py))?;
     let state = |state: &Option<Arc<PyState>>| -> PyResult<Bound<'py, PyAny>> {
         match state {
             Some(state) => Ok(state.to_dict(py, schema)?.into_any()),

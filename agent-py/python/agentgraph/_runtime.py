@@ -22,8 +22,9 @@ class NodeCall:
     """A node's function and what its signature asks to be injected (LangGraph's rule:
     `config` by name; `writer` by name when unannotated or `StreamWriter`; `runtime` by name)."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable, triggers: tuple[str, ...] = ()) -> None:
         self.fn = fn
+        self.triggers = triggers
         self.inject: tuple[str, ...] = _injected(fn)
 
     def kwargs(self, scope: Any, config: dict) -> dict:
@@ -92,7 +93,7 @@ def _exit(tokens: list) -> None:
 def _prepare(scope: Any, node: Any, state: Any, run_config: dict) -> tuple[Callable, dict, dict, Any]:
     from agentgraph import _stream
 
-    config = _stream.node_config(scope, run_config)
+    config = _stream.node_config(scope, run_config, getattr(node, "triggers", None))
     if isinstance(node, NodeCall):
         return node.fn, node.kwargs(scope, config), config, scope.stream_state
     return node, {}, config, scope.stream_state

@@ -40,7 +40,7 @@ def task_id(run_id: str, step: int, node: str) -> str:
     return str(uuid.uuid5(_TASK_IDS, f"{run_id}|{step}|{node}"))
 
 
-def node_config(scope: Any, run_config: dict) -> dict:
+def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) -> dict:
     """The config a task runs with (LangGraph's keys; ids are agentgraph's own)."""
     node, step = scope.node, scope.step
     ns = f"{node}:{task_id(scope.run_id, step, node)}"
@@ -51,7 +51,7 @@ def node_config(scope: Any, run_config: dict) -> dict:
     metadata.update(
         langgraph_step=step,
         langgraph_node=node,
-        langgraph_triggers=(f"branch:to:{node}",),
+        langgraph_triggers=triggers or (f"branch:to:{node}",),
         langgraph_path=("__pregel_pull", node),
         langgraph_checkpoint_ns=ns,
     )
@@ -76,8 +76,9 @@ def _with_handler(callbacks: Any, handler: Any) -> Any:
 class StreamState:
     """One stream's Python state: its modes, and the `messages` handler."""
 
-    def __init__(self, modes: Sequence[str]) -> None:
+    def __init__(self, modes: Sequence[str], triggers: Optional[dict] = None) -> None:
         self.modes = tuple(modes)
+        self.triggers = triggers or {}
         self.messages = "messages" in self.modes
         self.tasks = "tasks" in self.modes or "debug" in self.modes
         self.handler = MessagesHandler() if self.messages else None
@@ -200,7 +201,7 @@ def chunk(kind: str, fields: dict) -> tuple[int, str, dict]:
             "id": task_id(run_id, step, node),
             "name": node,
             "input": fields["input"],
-            "triggers": (f"branch:to:{node}",),
+            "triggers": fields["stream"].triggers.get(node, (f"branch:to:{node}",)),
         }
     elif kind == "task_result":
         node = fields["node"]

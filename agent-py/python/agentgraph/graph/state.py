@@ -161,8 +161,9 @@ class StateGraph:
         from agentgraph._runtime import NodeCall
 
         # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for.
+        triggers = self._triggers()
         nodes = [
-            (name, NodeCall(action), True, _is_async(action))
+            (name, NodeCall(action, triggers[name]), True, _is_async(action))
             for name, action in self.nodes.items()
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
@@ -177,7 +178,16 @@ class StateGraph:
             list(interrupt_before or ()),
             list(interrupt_after or ()),
         )
-        return CompiledStateGraph(native, self)
+        return CompiledStateGraph(native, self, triggers)
+
+    def _triggers(self) -> dict[str, tuple[str, ...]]:
+        """Each node's trigger channels as LangGraph names them (its tasks show them):
+        `branch:to:<node>`, and `join:<a>+<b>:<node>` for each join edge into it."""
+        channels: dict[str, list[str]] = {name: [f"branch:to:{name}"] for name in self.nodes}
+        for sources, target in self.edges:
+            if len(sources) > 1 and target in channels:
+                channels[target].append(f"join:{'+'.join(sources)}:{target}")
+        return {name: tuple(sorted(names)) for name, names in channels.items()}
 
 
 def _run_config(config: Optional[dict], context: Any) -> dict:
@@ -231,9 +241,10 @@ class CompiledStateGraph:
 
     stream_mode = "updates"
 
-    def __init__(self, native: Any, builder: StateGraph) -> None:
+    def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
         self.builder = builder
+        self._node_triggers = triggers
 
     def invoke(self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any) -> Any:
         return self._native.invoke(input, _run_config(config, context))
@@ -261,7 +272,7 @@ class CompiledStateGraph:
         **_: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        state = StreamState(modes)
+        state = StreamState(modes, self._node_triggers)
         stream = self._native.stream(input, _run_config(config, context), modes, tagged, state)
         while (part := stream.next()) is not None:
             yield part
@@ -276,7 +287,7 @@ class CompiledStateGraph:
         **_: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        state = StreamState(modes)
+        state = StreamState(modes, self._node_triggers)
         stream = self._native.stream(input, _run_config(config, context), modes, tagged, state, True)
         while (part := await stream.anext()) is not None:
             yield part
