@@ -319,6 +319,8 @@ impl NativeGraph {
             checkpoint: None,
             held: None,
             results: Vec::new(),
+            paused: Vec::new(),
+            outbox: outbox.clone(),
         };
         Ok(NativeStream {
             inner: Arc::new(tokio::sync::Mutex::new(cursor)),
@@ -401,6 +403,9 @@ struct Cursor {
     held: Option<Traced>,
     /// Task results waiting for their task's update (see `Cursor::read`).
     results: Vec<Traced>,
+    /// Results of tasks that paused, waiting for the run's end.
+    paused: Vec<Traced>,
+    outbox: Arc<Outbox>,
 }
 
 /// A `tasks`, `checkpoints` or `debug` item, before it meets Python.
@@ -414,6 +419,8 @@ enum Traced {
         step: i64,
         node: String,
         error: Option<String>,
+        /// Its pause's interrupts, when it paused.
+        interrupts: Vec<Interrupt>,
     },
     Checkpoint {
         step: i64,
@@ -472,7 +479,19 @@ impl Cursor {
                 step, node, error, ..
             }) => {
                 if wants.tasks || wants.debug {
-                    self.results.push(Traced::Result { step, node, error });
+                    let paused = self.outbox.is_paused(step, &node);
+                    let result = Traced::Result {
+                        step,
+                        node,
+                        error,
+                        interrupts: Vec::new(),
+                    };
+                    // LangGraph shows a paused task's result after the run's interrupts.
+                    if paused {
+                        self.paused.push(result);
+                    } else {
+                        self.results.push(result);
+                    }
                 }
             }
             StreamPart::Debug(DebugEvent::Checkpoint {
@@ -605,6 +624,25 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
                 .tail
                 .push_back(Next::Interrupts(output.interrupts.clone()));
         }
+        for result in std::mem::take(&mut cursor.paused) {
+            if let Traced::Result {
+                step, node, error, ..
+            } = result
+            {
+                let interrupts = output
+                    .interrupts
+                    .iter()
+                    .filter(|i| i.node == node)
+                    .cloned()
+                    .collect();
+                cursor.trace(Traced::Result {
+                    step,
+                    node,
+                    error,
+                    interrupts,
+                });
+            }
+        }
         if cursor.values {
             cursor
                 .tail
@@ -690,16 +728,18 @@ fn traced_to_py<'py>(
             fields.set_item("input", state(input)?)?;
             "task"
         }
-        Traced::Result { step, node, error } => {
+        Traced::Result {
+            step,
+            node,
+            error,
+            interrupts,
+        } => {
             fields.set_item("step", step)?;
             fields.set_item("node", node)?;
             fields.set_item("error", error.as_deref())?;
-            // The Python node kept what it returned (a failed one returned nothing).
-            let result = match facts.outbox.result(py, *step, node) {
-                Some(result) => result.into_bound(py),
-                None => PyDict::new(py).into_any(),
-            };
-            fields.set_item("result", result)?;
+            // How the Python node ended, as it kept it.
+            fields.set_item("outcome", facts.outbox.result(py, *step, node))?;
+            fields.set_item("interrupts", interrupts_list(py, interrupts)?)?;
             "task_result"
         }
         Traced::Checkpoint {

@@ -11,7 +11,7 @@
 //! A stream's outbox lives as long as its `NativeStream` (objects never taken, because the
 //! consumer stopped early, go with it). Nodes find it by run id.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -24,8 +24,10 @@ const TICKET: &str = "__agentgraph_object__";
 pub struct Outbox {
     objects: Mutex<HashMap<u64, Py<PyAny>>>,
     next: AtomicU64,
-    /// Task results by `(step, node)`, for the `tasks`/`debug` modes.
+    /// Task outcomes by `(step, node)`, for the `tasks`/`debug` modes.
     results: Mutex<HashMap<(i64, String), Py<PyAny>>>,
+    /// Tasks that paused on `interrupt()`.
+    paused: Mutex<HashSet<(i64, String)>>,
     /// The stream modes asked for, by LangGraph's names.
     pub modes: Vec<String>,
     /// The stream's Python state (`agentgraph._stream.StreamState`: the messages handler).
@@ -39,6 +41,7 @@ impl Outbox {
             objects: Mutex::default(),
             next: AtomicU64::new(0),
             results: Mutex::default(),
+            paused: Mutex::default(),
             modes,
             state,
         }
@@ -59,11 +62,25 @@ impl Outbox {
         self.objects.lock().ok()?.remove(&id)
     }
 
-    /// Keeps what a task returned, for its `task_result`.
+    /// Keeps how a task ended (`{"result": ...}` or `{"error": ...}`), for its `task_result`.
     pub fn put_result(&self, step: i64, node: String, result: Py<PyAny>) {
         if let Ok(mut results) = self.results.lock() {
             results.insert((step, node), result);
         }
+    }
+
+    /// Notes that the task `node` of `step` paused.
+    pub fn put_paused(&self, step: i64, node: String) {
+        if let Ok(mut paused) = self.paused.lock() {
+            paused.insert((step, node));
+        }
+    }
+
+    /// Whether the task `node` of `step` paused.
+    pub fn is_paused(&self, step: i64, node: &str) -> bool {
+        self.paused
+            .lock()
+            .is_ok_and(|paused| paused.contains(&(step, node.to_owned())))
     }
 
     /// What the task `node` of `step` returned, if it returned (kept while the stream lives:

@@ -158,11 +158,21 @@ impl NodeScope {
         Ok(())
     }
 
-    /// Keeps what the task returned, for the `tasks` and `debug` modes.
-    fn task_result(&self, result: Py<PyAny>) -> PyResult<()> {
+    /// Keeps how the task ended (`{"result": ...}` or `{"error": ...}`), for the `tasks` and
+    /// `debug` modes.
+    fn task_result(&self, outcome: Py<PyAny>) -> PyResult<()> {
         if let Some(outbox) = &self.outbox {
             let ctx = self.ctx()?;
-            outbox.put_result(ctx.step(), ctx.node().to_owned(), result);
+            outbox.put_result(ctx.step(), ctx.node().to_owned(), outcome);
+        }
+        Ok(())
+    }
+
+    /// Notes that the task paused (its result shows its interrupts, after the run's).
+    fn task_paused(&self) -> PyResult<()> {
+        if let Some(outbox) = &self.outbox {
+            let ctx = self.ctx()?;
+            outbox.put_paused(ctx.step(), ctx.node().to_owned());
         }
         Ok(())
     }

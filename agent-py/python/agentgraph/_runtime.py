@@ -113,9 +113,14 @@ def call_sync(scope, node, args):
     try:
         if stream is not None:
             stream.node_start(scope, config, state)
-        out = fn(state, **kwargs)
-        if inspect.iscoroutine(out):
-            out = asyncio.run(out)
+        try:
+            out = fn(state, **kwargs)
+            if inspect.iscoroutine(out):
+                out = asyncio.run(out)
+        except BaseException as error:
+            if stream is not None:
+                stream.node_failed(scope, error)
+            raise
         _after(scope, stream, config, state, out)
         return out
     finally:
@@ -129,7 +134,12 @@ async def call_async(scope, node, args):
     _enter(scope, config)
     if stream is not None:
         stream.node_start(scope, config, state)
-    out = await fn(state, **kwargs)
+    try:
+        out = await fn(state, **kwargs)
+    except BaseException as error:
+        if stream is not None:
+            stream.node_failed(scope, error)
+        raise
     _after(scope, stream, config, state, out)
     return out
 

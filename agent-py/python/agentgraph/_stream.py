@@ -93,7 +93,15 @@ class StreamState:
             meta = _node_meta(meta)
             self.handler.node_output(scope, meta, out)
         if self.tasks:
-            scope.task_result(_task_result(out))
+            scope.task_result({"result": _task_result(out)})
+
+    def node_failed(self, scope: Any, error: BaseException) -> None:
+        if not self.tasks:
+            return
+        if type(error).__name__ == "GraphInterrupt":
+            scope.task_paused()
+        else:
+            scope.task_result({"error": error})
 
 
 def _node_meta(metadata: dict) -> dict:
@@ -205,13 +213,16 @@ def chunk(kind: str, fields: dict) -> tuple[int, str, dict]:
         }
     elif kind == "task_result":
         node = fields["node"]
-        error = fields.get("error")
+        outcome = fields.get("outcome") or {}
         payload = {
             "id": task_id(run_id, step, node),
             "name": node,
-            "error": error,
-            "result": fields.get("result") if error is None else None,
-            "interrupts": [],
+            "error": outcome.get("error", fields.get("error")),
+            "result": outcome.get("result", {}),
+            "interrupts": [
+                {"value": i.value, "id": i.id, "response_schema": i.response_schema}
+                for i in fields.get("interrupts", ())
+            ],
         }
     else:
         next_ = list(fields["next"])

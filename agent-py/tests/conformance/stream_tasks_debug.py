@@ -3,6 +3,7 @@
 
 import operator
 import re
+import time
 from typing import Annotated, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -25,11 +26,17 @@ def normalise(parts):
     return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", same, text)
 
 
+def slow_c(state):
+    # b and c run in parallel: c finishing last keeps the order of their results fixed.
+    time.sleep(0.05)
+    return {"log": ["c"]}
+
+
 def build(checkpointer=None):
     builder = StateGraph(S)
     builder.add_node("a", lambda s: {"x": s["x"] + 1, "log": ["a"]})
     builder.add_node("b", lambda s: {"log": ["b"]})
-    builder.add_node("c", lambda s: {"log": ["c"]})
+    builder.add_node("c", slow_c)
     builder.add_node("d", lambda s: {"x": 10})
     builder.add_edge(START, "a")
     builder.add_edge("a", "b")
@@ -51,3 +58,39 @@ for i, mode in enumerate(["checkpoints", "debug", ["checkpoints", "tasks", "valu
 # Every mode at once.
 modes = ["values", "updates", "custom", "messages", "tasks", "checkpoints", "debug"]
 print(normalise(list(saved.stream({"x": 2}, {"configurable": {"thread_id": "all"}}, stream_mode=modes))))
+
+# A task that pauses shows its interrupts after the run's; a failing one its exception.
+from langgraph.types import interrupt  # noqa: E402
+
+
+def opaque(parts):
+    text = re.sub(r"'timestamp': '[^']*'", "'timestamp': <ts>", repr(parts))
+    text = re.sub(r"(id=|'id': )'[^']*'", r"\1<id>", text)
+    return re.sub(r"'checkpoint_id': '[^']*'", "'checkpoint_id': <id>", text)
+
+
+def ask(state):
+    return {"x": interrupt("how many?")}
+
+
+def boom(state):
+    raise ValueError("bad input")
+
+
+builder = StateGraph(S)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+paused = builder.compile(checkpointer=InMemorySaver())
+config = {"configurable": {"thread_id": "pause"}}
+print(opaque(list(paused.stream({"x": 0}, config, stream_mode=["tasks", "updates", "debug"]))))
+
+builder = StateGraph(S)
+builder.add_node("boom", boom)
+builder.add_edge(START, "boom")
+parts = []
+try:
+    for part in builder.compile().stream({"x": 0}, stream_mode=["tasks", "debug"]):
+        parts.append(part)
+except ValueError as error:
+    print("raised", repr(error))
+print(opaque(parts))
