@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, DebugEvent, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap, RunConfig,
-    RunOutput, StateGraph, StreamMode, StreamPart,
+    CompiledGraph, DebugEvent, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap,
+    RunConfig, RunOutput, StateGraph, StreamMode, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
@@ -463,7 +463,8 @@ impl Cursor {
         if let StreamPart::Updates { node, update } = part {
             // LangGraph shows a task's result after its update.
             let node_name = node.clone();
-            self.tail.push_back(Next::Part(StreamPart::Updates { node, update }));
+            self.tail
+                .push_back(Next::Part(StreamPart::Updates { node, update }));
             self.release_results(Some(&node_name));
             return;
         }

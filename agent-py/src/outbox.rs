@@ -87,7 +87,9 @@ impl Outbox {
     /// `tasks` and `debug` both show it).
     pub fn result(&self, py: Python<'_>, step: i64, node: &str) -> Option<Py<PyAny>> {
         let results = self.results.lock().ok()?;
-        results.get(&(step, node.to_owned())).map(|r| r.clone_ref(py))
+        results
+            .get(&(step, node.to_owned()))
+            .map(|r| r.clone_ref(py))
     }
 }
 
