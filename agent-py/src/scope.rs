@@ -124,6 +124,13 @@ impl NodeScope {
         Ok(self.ctx()?.run_id().to_owned())
     }
 
+    /// The task's id (see [`task_id`]).
+    #[getter]
+    fn task_id(&self) -> PyResult<String> {
+        let ctx = self.ctx()?;
+        Ok(task_id(ctx.run_id(), ctx.step(), ctx.node()))
+    }
+
     /// The stream modes asked for (empty: not a stream).
     #[getter]
     fn modes(&self) -> Vec<String> {
@@ -176,6 +183,28 @@ impl NodeScope {
         }
         Ok(())
     }
+}
+
+/// A task's id as the `tasks`/`debug` modes and `checkpoint_ns` show it: uuid-shaped, the
+/// same for a run's step and node wherever it is asked (its start, its result, the checkpoint
+/// that plans it). Not LangGraph's (its ids hash its checkpoint), nor stable across builds.
+#[pyfunction]
+pub fn task_id(run_id: &str, step: i64, node: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        (salt, run_id, step, node).hash(&mut hasher);
+        hasher.finish()
+    };
+    let (high, low) = (half(0), half(1));
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xffff,
+        low >> 48,
+        low & 0xffff_ffff_ffff
+    )
 }
 
 /// A Python value as JSON (through `json.dumps`: what interrupts and resumes carry).

@@ -1,21 +1,32 @@
-"""What the native module calls around a node: the node's scope current (for `interrupt()`,
+"""What the native module calls around a node: the node's task current (for `interrupt()`,
 `get_stream_writer()`, `get_config()`), its config built as LangGraph builds a task's, and
-the arguments its signature asks for (`config`, `writer`, `runtime`)."""
+the arguments its signature asks for (`config`, `writer`, `runtime`).
+
+This runs for every node call, so it does no more than the call needs: the task's config is
+built only when something reads it (the node takes `config`, the stream wants `messages`,
+LangChain is loaded and may read its config variable, `get_config()`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import inspect
-from typing import Any, Callable
+import sys
+from typing import Any, Callable, Optional
 
-_scope: contextvars.ContextVar = contextvars.ContextVar("agentgraph_node_scope")
-_config: contextvars.ContextVar = contextvars.ContextVar("agentgraph_node_config")
+from agentgraph import _stream
 
-try:  # LangChain's own config variable: a chat model called without a config finds ours.
-    from langchain_core.runnables.config import var_child_runnable_config as _lc_config
-except ImportError:  # pragma: no cover (langchain-core is a dependency)
-    _lc_config = None
+_task: contextvars.ContextVar = contextvars.ContextVar("agentgraph_task")
+
+_LC_CONFIG = "langchain_core.runnables.config"
+
+
+def _lc_config() -> Optional[contextvars.ContextVar]:
+    """LangChain's config variable (a chat model called without a config reads it), when
+    LangChain is loaded: a program that never imports it pays nothing."""
+    module = sys.modules.get(_LC_CONFIG)
+    return getattr(module, "var_child_runnable_config", None) if module is not None else None
 
 
 class NodeCall:
@@ -27,21 +38,35 @@ class NodeCall:
         self.triggers = triggers
         self.inject: tuple[str, ...] = _injected(fn)
 
-    def kwargs(self, scope: Any, config: dict) -> dict:
+
+class Task:
+    """A running node: its scope (native), the run's config, its own config once built."""
+
+    __slots__ = ("scope", "run_config", "triggers", "_config")
+
+    def __init__(self, scope: Any, run_config: dict, triggers: Optional[tuple]) -> None:
+        self.scope = scope
+        self.run_config = run_config
+        self.triggers = triggers
+        self._config: Optional[dict] = None
+
+    def config(self) -> dict:
+        if self._config is None:
+            self._config = _stream.node_config(self.scope, self.run_config, self.triggers)
+        return self._config
+
+    def kwargs(self, names: tuple[str, ...]) -> dict:
         out: dict[str, Any] = {}
-        for name in self.inject:
+        for name in names:
             if name == "config":
-                out[name] = config
+                out[name] = self.config()
             elif name == "writer":
-                out[name] = _writer(scope)
+                out[name] = _writer(self.scope)
             elif name == "runtime":
                 from agentgraph.runtime import Runtime
 
-                out[name] = Runtime(
-                    context=config.get("configurable", {}).get("__agentgraph_context__"),
-                    store=None,
-                    stream_writer=_writer(scope),
-                )
+                context = (self.run_config.get("configurable") or {}).get(_stream.CONTEXT_KEY)
+                out[name] = Runtime(context=context, store=None, stream_writer=_writer(self.scope))
         return out
 
 
@@ -78,11 +103,23 @@ def _no_op(_chunk: Any) -> None:
     pass
 
 
-def _enter(scope: Any, config: dict) -> list:
-    tokens = [(_scope, _scope.set(scope)), (_config, _config.set(config))]
-    if _lc_config is not None:
-        tokens.append((_lc_config, _lc_config.set(config)))
-    return tokens
+def _start(scope: Any, node: Any, run_config: dict) -> tuple[Task, Any, Callable, dict, list]:
+    """The task, the stream's state, the function, its injected arguments; the variables set."""
+    fn, names, triggers = (node.fn, node.inject, node.triggers) if isinstance(node, NodeCall) else (node, (), None)
+    task = Task(scope, run_config, triggers)
+    stream = scope.stream_state
+    tokens = [(_task, _task.set(task))]
+    lc = _lc_config()
+    if lc is not None or (stream is not None and stream.messages):
+        lc = lc or _lc_config_imported()
+        tokens.append((lc, lc.set(task.config())))
+    return task, stream, fn, task.kwargs(names) if names else {}, tokens
+
+
+def _lc_config_imported() -> contextvars.ContextVar:
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    return var_child_runnable_config
 
 
 def _exit(tokens: list) -> None:
@@ -90,68 +127,54 @@ def _exit(tokens: list) -> None:
         var.reset(token)
 
 
-def _prepare(scope: Any, node: Any, state: Any, run_config: dict) -> tuple[Callable, dict, dict, Any]:
-    from agentgraph import _stream
-
-    config = _stream.node_config(scope, run_config, getattr(node, "triggers", None))
-    if isinstance(node, NodeCall):
-        return node.fn, node.kwargs(scope, config), config, scope.stream_state
-    return node, {}, config, scope.stream_state
-
-
-def _after(scope: Any, stream: Any, config: dict, state: Any, out: Any) -> None:
-    if stream is not None:
-        stream.node_done(scope, config, out)
-
-
 def call_sync(scope, node, args):
-    """Calls a sync node with its scope current (this thread's context, reset after); an
-    async function runs to completion with `asyncio.run` (the scope still current)."""
+    """Calls a sync node with its task current (this thread's context, reset after); an
+    async function runs to completion with `asyncio.run` (the task still current)."""
     state, run_config = args
-    fn, kwargs, config, stream = _prepare(scope, node, state, run_config)
-    tokens = _enter(scope, config)
+    task, stream, fn, kwargs, tokens = _start(scope, node, run_config)
     try:
         if stream is not None:
-            stream.node_start(scope, config, state)
+            stream.node_start(task, state)
         try:
             out = fn(state, **kwargs)
             if inspect.iscoroutine(out):
                 out = asyncio.run(out)
         except BaseException as error:
             if stream is not None:
-                stream.node_failed(scope, error)
+                stream.node_failed(task, error)
             raise
-        _after(scope, stream, config, state, out)
+        if stream is not None:
+            stream.node_done(task, out)
         return out
     finally:
         _exit(tokens)
 
 
 async def call_async(scope, node, args):
-    """Awaits an async node with its scope current (the task's own context)."""
+    """Awaits an async node with its task current (the asyncio task's own context)."""
     state, run_config = args
-    fn, kwargs, config, stream = _prepare(scope, node, state, run_config)
-    _enter(scope, config)
+    task, stream, fn, kwargs, _tokens = _start(scope, node, run_config)
     if stream is not None:
-        stream.node_start(scope, config, state)
+        stream.node_start(task, state)
     try:
         out = await fn(state, **kwargs)
     except BaseException as error:
         if stream is not None:
-            stream.node_failed(scope, error)
+            stream.node_failed(task, error)
         raise
-    _after(scope, stream, config, state, out)
+    if stream is not None:
+        stream.node_done(task, out)
     return out
+
+
+def current_task() -> Optional[Task]:
+    """The running node's task, or `None` outside a node."""
+    return _task.get(None)
 
 
 def current():
     """The running node's scope."""
-    try:
-        return _scope.get()
-    except LookupError:
-        raise RuntimeError("interrupt() can only be called from inside a graph's node") from None
-
-
-def current_config():
-    """The running node's config, or `None` outside a node."""
-    return _config.get(None)
+    task = _task.get(None)
+    if task is None:
+        raise RuntimeError("interrupt() can only be called from inside a graph's node")
+    return task.scope

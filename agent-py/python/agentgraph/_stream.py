@@ -18,32 +18,20 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-try:
-    from langchain_core.callbacks import BaseCallbackHandler
-    from langchain_core.messages import BaseMessage
-    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
-except ImportError:  # pragma: no cover (langchain-core is a dependency)
-    BaseCallbackHandler = object  # type: ignore[assignment,misc]
-    BaseMessage = ChatGeneration = ChatGenerationChunk = ()  # type: ignore[assignment,misc]
-
-try:  # what makes a chat model's `invoke` stream to its callbacks
-    from langchain_core.tracers._streaming import _StreamingCallbackHandler
-except ImportError:  # pragma: no cover
-    _StreamingCallbackHandler = object  # type: ignore[assignment,misc]
+from agentgraph import _native
 
 NOSTREAM = "nostream"
-_TASK_IDS = uuid.UUID("6ba7b812-9dad-11d1-80b4-00c04fd430c8")
+CONTEXT_KEY = "__agentgraph_context__"
+"""Where `invoke(..., context=...)` travels in the run's `configurable` (private, as
+LangGraph's own `__pregel_*` keys there)."""
 
-
-def task_id(run_id: str, step: int, node: str) -> str:
-    """A task's id: the same for its start, its result and the checkpoint that plans it."""
-    return str(uuid.uuid5(_TASK_IDS, f"{run_id}|{step}|{node}"))
+task_id = _native.task_id
 
 
 def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) -> dict:
     """The config a task runs with (LangGraph's keys; ids are agentgraph's own)."""
     node, step = scope.node, scope.step
-    ns = f"{node}:{task_id(scope.run_id, step, node)}"
+    ns = f"{node}:{scope.task_id}"
     configurable = dict(run_config.get("configurable") or {})
     metadata = dict(run_config.get("metadata") or {})
     if "thread_id" in configurable and "thread_id" not in metadata:
@@ -81,27 +69,25 @@ class StreamState:
         self.triggers = triggers or {}
         self.messages = "messages" in self.modes
         self.tasks = "tasks" in self.modes or "debug" in self.modes
-        self.handler = MessagesHandler() if self.messages else None
+        self.handler = _handler_class()() if self.messages else None
 
-    def node_start(self, scope: Any, config: dict, state: Any) -> None:
+    def node_start(self, task: Any, state: Any) -> None:
         if self.handler is not None:
             self.handler.seen_in(state)
 
-    def node_done(self, scope: Any, config: dict, out: Any) -> None:
+    def node_done(self, task: Any, out: Any) -> None:
         if self.handler is not None:
-            meta = {**config["metadata"]}
-            meta = _node_meta(meta)
-            self.handler.node_output(scope, meta, out)
+            self.handler.node_output(_node_meta(task.config()["metadata"]), out)
         if self.tasks:
-            scope.task_result({"result": _task_result(out)})
+            task.scope.task_result({"result": _task_result(out)})
 
-    def node_failed(self, scope: Any, error: BaseException) -> None:
+    def node_failed(self, task: Any, error: BaseException) -> None:
         if not self.tasks:
             return
         if type(error).__name__ == "GraphInterrupt":
-            scope.task_paused()
+            task.scope.task_paused()
         else:
-            scope.task_result({"error": error})
+            task.scope.task_result({"error": error})
 
 
 def _node_meta(metadata: dict) -> dict:
@@ -119,74 +105,97 @@ def _task_result(out: Any) -> dict:
     return dict(update) if isinstance(update, dict) else {}
 
 
-def _messages_in(value: Any):
-    if isinstance(value, BaseMessage):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            if isinstance(item, BaseMessage):
-                yield item
-            elif isinstance(item, Sequence) and not isinstance(item, str):
-                yield from (m for m in item if isinstance(m, BaseMessage))
-    elif isinstance(value, Sequence) and not isinstance(value, str):
-        yield from (m for m in value if isinstance(m, BaseMessage))
+_HANDLER: Optional[type] = None
 
 
-class MessagesHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[misc]
-    """LangChain callbacks to the `messages` stream mode (run inline, on the node's thread)."""
+def _handler_class() -> type:
+    """The `messages` handler's class, made on first use (LangChain loads only then)."""
+    global _HANDLER
+    if _HANDLER is None:
+        _HANDLER = _make_handler_class()
+    return _HANDLER
 
-    run_inline = True
 
-    def __init__(self) -> None:
-        self.runs: dict[Any, dict] = {}
-        self.seen: set = set()
+def _make_handler_class() -> type:
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.messages import BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
 
-    def _emit(self, message: Any, meta: dict, dedupe: bool = False) -> None:
-        from agentgraph._runtime import current
+    try:  # what makes a chat model's `invoke` stream to its callbacks
+        from langchain_core.tracers._streaming import _StreamingCallbackHandler
+    except ImportError:  # pragma: no cover
+        _StreamingCallbackHandler = object
 
-        if dedupe and message.id in self.seen:
-            return
-        if message.id is None:
-            message.id = str(uuid.uuid4())
-        self.seen.add(message.id)
-        current().emit((message, meta), True)
+    def messages_in(value: Any):
+        if isinstance(value, BaseMessage):
+            yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                if isinstance(item, BaseMessage):
+                    yield item
+                elif isinstance(item, Sequence) and not isinstance(item, str):
+                    yield from (m for m in item if isinstance(m, BaseMessage))
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            yield from (m for m in value if isinstance(m, BaseMessage))
 
-    def seen_in(self, state: Any) -> None:
-        for message in _messages_in(state):
-            if message.id is not None:
-                self.seen.add(message.id)
+    class MessagesHandler(BaseCallbackHandler, _StreamingCallbackHandler):
+        """LangChain callbacks to the `messages` stream mode (run inline, on the node's
+        thread, whose task is current)."""
 
-    def node_output(self, scope: Any, meta: dict, out: Any) -> None:
-        if type(out).__name__ == "Command":
-            out = out.update
-        for message in list(_messages_in(out)):
-            self._emit(message, meta, dedupe=True)
+        run_inline = True
 
-    # LangChain's streaming-handler protocol: outputs pass through untouched.
-    def tap_output_iter(self, run_id, output):
-        return output
+        def __init__(self) -> None:
+            self.runs: dict[Any, dict] = {}
+            self.seen: set = set()
 
-    def tap_output_aiter(self, run_id, output):
-        return output
+        def _emit(self, message: Any, meta: dict, dedupe: bool = False) -> None:
+            from agentgraph._runtime import current
 
-    def on_chat_model_start(self, serialized, messages, *, run_id, tags=None, metadata=None, **_):
-        if metadata and NOSTREAM not in (tags or ()):
-            self.runs[run_id] = metadata
+            if dedupe and message.id in self.seen:
+                return
+            if message.id is None:
+                message.id = str(uuid.uuid4())
+            self.seen.add(message.id)
+            current().emit((message, meta), True)
 
-    def on_llm_new_token(self, token, *, chunk=None, run_id, **_):
-        meta = self.runs.get(run_id)
-        if meta is not None and isinstance(chunk, ChatGenerationChunk):
-            self._emit(chunk.message, meta)
+        def seen_in(self, state: Any) -> None:
+            for message in messages_in(state):
+                if message.id is not None:
+                    self.seen.add(message.id)
 
-    def on_llm_end(self, response, *, run_id, **_):
-        meta = self.runs.pop(run_id, None)
-        if meta is not None and response.generations and response.generations[0]:
-            generation = response.generations[0][0]
-            if isinstance(generation, ChatGeneration):
-                self._emit(generation.message, meta, dedupe=True)
+        def node_output(self, meta: dict, out: Any) -> None:
+            if type(out).__name__ == "Command":
+                out = out.update
+            for message in list(messages_in(out)):
+                self._emit(message, meta, dedupe=True)
 
-    def on_llm_error(self, error, *, run_id, **_):
-        self.runs.pop(run_id, None)
+        # LangChain's streaming-handler protocol: outputs pass through untouched.
+        def tap_output_iter(self, run_id, output):
+            return output
+
+        def tap_output_aiter(self, run_id, output):
+            return output
+
+        def on_chat_model_start(self, serialized, messages, *, run_id, tags=None, metadata=None, **_):
+            if metadata and NOSTREAM not in (tags or ()):
+                self.runs[run_id] = metadata
+
+        def on_llm_new_token(self, token, *, chunk=None, run_id, **_):
+            meta = self.runs.get(run_id)
+            if meta is not None and isinstance(chunk, ChatGenerationChunk):
+                self._emit(chunk.message, meta)
+
+        def on_llm_end(self, response, *, run_id, **_):
+            meta = self.runs.pop(run_id, None)
+            if meta is not None and response.generations and response.generations[0]:
+                generation = response.generations[0][0]
+                if isinstance(generation, ChatGeneration):
+                    self._emit(generation.message, meta, dedupe=True)
+
+        def on_llm_error(self, error, *, run_id, **_):
+            self.runs.pop(run_id, None)
+
+    return MessagesHandler
 
 
 def _now() -> str:

@@ -9,12 +9,12 @@ from agentgraph.types import StreamWriter
 
 def get_config() -> dict:
     """The running node's config (LangGraph's keys: `metadata`, `configurable`, ...)."""
-    from agentgraph._runtime import current_config
+    from agentgraph._runtime import current_task
 
-    config = current_config()
-    if config is None:
+    task = current_task()
+    if task is None:
         raise RuntimeError("Called get_config outside of a runnable context")
-    return config
+    return task.config()
 
 
 def get_stream_writer() -> StreamWriter:

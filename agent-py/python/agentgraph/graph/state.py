@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
-from agentgraph._stream import StreamState
+from agentgraph._stream import CONTEXT_KEY, StreamState
 from agentgraph.constants import END, START
 
 
@@ -194,7 +194,7 @@ def _run_config(config: Optional[dict], context: Any) -> dict:
     """The caller's config, with the run's `context` where nodes find it (a private key)."""
     config = dict(config or {})
     if context is not None:
-        config["configurable"] = {**config.get("configurable", {}), "__agentgraph_context__": context}
+        config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
     return config
 
 
