@@ -1,6 +1,7 @@
 """`tasks`, `checkpoints` and `debug`, normalised: ids and timestamps are each runtime's own
 (shown as the order they first appear in), the rest compared exactly."""
 
+import asyncio
 import operator
 import re
 import time
@@ -58,6 +59,16 @@ for i, mode in enumerate(["checkpoints", "debug", ["checkpoints", "tasks", "valu
 # Every mode at once.
 modes = ["values", "updates", "custom", "messages", "tasks", "checkpoints", "debug"]
 print(normalise(list(saved.stream({"x": 2}, {"configurable": {"thread_id": "all"}}, stream_mode=modes))))
+
+
+
+async def main():
+    config = {"configurable": {"thread_id": "async"}}
+    modes = ["tasks", "checkpoints", "updates"]
+    print("async", normalise([part async for part in saved.astream({"x": 3}, config, stream_mode=modes)]))
+
+
+asyncio.run(main())
 
 # A task that pauses shows its interrupts after the run's; a failing one its exception.
 from langgraph.types import interrupt  # noqa: E402
