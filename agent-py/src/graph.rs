@@ -284,7 +284,7 @@ impl NativeGraph {
     }
 
     /// Starts a run whose parts are read with `next` / `anext`.
-    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false))]
+    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false, parent_checkpoint=None))]
     #[allow(clippy::too_many_arguments)] // what `stream` and `astream` hand over
     fn stream(
         &self,
@@ -295,6 +295,7 @@ impl NativeGraph {
         tagged: bool,
         state: Py<PyAny>,
         is_async: bool,
+        parent_checkpoint: Option<String>,
     ) -> PyResult<NativeStream> {
         let (core_modes, wants) = stream_modes(&modes)?;
         let locals = if is_async {
@@ -316,7 +317,8 @@ impl NativeGraph {
             updates: wants.updates,
             wants,
             state: None,
-            checkpoint: None,
+            // A resumed run's first checkpoint follows the one it resumes from.
+            checkpoint: parent_checkpoint,
             held: None,
             results: Vec::new(),
             paused: Vec::new(),

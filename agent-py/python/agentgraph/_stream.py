@@ -254,3 +254,47 @@ def chunk(kind: str, fields: dict) -> tuple[int, str, dict]:
 def debug(step: int, kind: str, payload: dict) -> dict:
     """A `debug` item: LangGraph's envelope around a task, result or checkpoint."""
     return {"step": step, "timestamp": _now(), "type": kind, "payload": payload}
+
+
+def resumed(graph: Any, input: Any, run_config: dict, modes: Sequence[str], tagged: bool) -> tuple[list, Optional[str]]:
+    """What a resumed run streams first in `checkpoints`/`debug`: the checkpoint it resumes
+    from (LangGraph shows it again, its tasks' interrupts in), and that checkpoint's id (the
+    parent of the run's first). Nothing for a run from an input."""
+    if not ({"checkpoints", "debug"} & set(modes)):
+        return [], None
+    if input is not None and type(input).__name__ != "Command":
+        return [], None
+    if (run_config.get("configurable") or {}).get("thread_id") is None:
+        return [], None
+    snapshot = graph.get_state(run_config)
+    if snapshot.created_at is None:
+        return [], None
+    run_config.setdefault("run_id", str(uuid.uuid4()))
+    metadata = snapshot.metadata or {}
+    step = metadata.get("step", -1)
+    configurable = snapshot.config["configurable"]
+
+    def interrupts_of(name: str) -> tuple:
+        # agent-core's interrupt ids end in `<node>#<index>`.
+        mine = [i for i in snapshot.interrupts if len(snapshot.next) == 1 or f":{name}#" in i.id]
+        return tuple({"value": i.value, "id": i.id, "response_schema": i.response_schema} for i in mine)
+
+    payload = {
+        "config": _configurable(configurable.get("thread_id"), configurable.get("checkpoint_id")),
+        "parent_config": snapshot.parent_config,
+        "values": snapshot.values,
+        "metadata": {"source": metadata.get("source"), "step": step, "parents": metadata.get("parents", {})},
+        "next": list(snapshot.next),
+        "tasks": [
+            {"id": task_id(run_config["run_id"], step + 1, name), "name": name, "interrupts": interrupts_of(name), "state": None}
+            for name in snapshot.next
+        ],
+    }
+    parts: list = []
+    if "checkpoints" in modes:
+        parts.append(("checkpoints", payload))
+    if "debug" in modes:
+        parts.append(("debug", debug(step, "checkpoint", payload)))
+    if not tagged:
+        parts = [chunk for _, chunk in parts]
+    return parts, configurable.get("checkpoint_id")

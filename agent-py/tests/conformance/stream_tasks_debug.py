@@ -105,3 +105,12 @@ try:
 except ValueError as error:
     print("raised", repr(error))
 print(opaque(parts))
+
+# Resumed, the run first shows the checkpoint it resumes from.
+from langgraph.types import Command  # noqa: E402
+
+resume_modes = ["checkpoints", "tasks", "updates", "debug"]
+resumed = normalise(list(paused.stream(Command(resume=7), config, stream_mode=resume_modes)))
+# Interrupt ids are each runtime's own.
+print(re.sub(r"('value': 'how many\?', 'id': )'[^']*'", r"\1<interrupt id>", resumed))
+print(normalise(list(paused.stream({"x": 1}, {"configurable": {"thread_id": "again"}}, stream_mode="checkpoints")))[:80])

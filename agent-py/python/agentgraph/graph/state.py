@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
-from agentgraph._stream import CONTEXT_KEY, StreamState
+from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
 from agentgraph.constants import END, START
 
 
@@ -273,7 +273,10 @@ class CompiledStateGraph:
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        stream = self._native.stream(input, _run_config(config, context), modes, tagged, state)
+        run_config = _run_config(config, context)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(input, run_config, modes, tagged, state, False, parent)
+        yield from first
         while (part := stream.next()) is not None:
             yield part
 
@@ -288,6 +291,10 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        stream = self._native.stream(input, _run_config(config, context), modes, tagged, state, True)
+        run_config = _run_config(config, context)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(input, run_config, modes, tagged, state, True, parent)
+        for part in first:
+            yield part
         while (part := await stream.anext()) is not None:
             yield part
