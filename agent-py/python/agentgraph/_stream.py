@@ -47,15 +47,20 @@ def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) 
     config = {**run_config, "metadata": metadata, "configurable": configurable}
     stream = scope.stream_state
     if stream is not None and stream.messages:
-        config["callbacks"] = _with_handler(run_config.get("callbacks"), stream.handler)
+        config["callbacks"] = _with_handler(run_config.get("callbacks"), stream.handler, run_config.get("tags"))
     return config
 
 
-def _with_handler(callbacks: Any, handler: Any) -> Any:
-    if callbacks is None:
-        return [handler]
-    if isinstance(callbacks, list):
-        return [*callbacks, handler]
+def _with_handler(callbacks: Any, handler: Any, tags: Optional[list]) -> Any:
+    """The task's callbacks: the caller's and the `messages` handler, in a manager that
+    passes the run's tags on to what the node calls (a model called with a config of its own
+    keeps them, as under LangGraph, whose task callbacks are such a manager)."""
+    from langchain_core.callbacks import CallbackManager
+
+    if callbacks is None or isinstance(callbacks, list):
+        handlers = [*(callbacks or ()), handler]
+        tags = list(tags or ())
+        return CallbackManager(handlers, handlers, tags=tags, inheritable_tags=tags)
     manager = callbacks.copy()
     manager.add_handler(handler, inherit=True)
     return manager
@@ -178,6 +183,10 @@ def _make_handler_class() -> type:
 
         def on_chat_model_start(self, serialized, messages, *, run_id, tags=None, metadata=None, **_):
             if metadata and NOSTREAM not in (tags or ()):
+                # LangGraph shows the call's tags, less its sequences' bookkeeping ones.
+                shown = [t for t in tags or () if not t.startswith("seq:step")]
+                if shown:
+                    metadata["tags"] = shown
                 self.runs[run_id] = metadata
 
         def on_llm_new_token(self, token, *, chunk=None, run_id, **_):

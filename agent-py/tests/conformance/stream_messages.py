@@ -97,3 +97,21 @@ builder = StateGraph(MessagesState)
 builder.add_node("quiet", quiet)
 builder.add_edge(START, "quiet")
 print(show(builder.compile().stream(inputs, stream_mode="messages")))
+
+# The run's tags and metadata reach the chunks' metadata, with a call's own tags.
+def tagged(state):
+    return {"messages": [model("x y", "t1").invoke(state["messages"], {"tags": ["mine"]})]}
+
+
+def with_config(state, config):
+    return {"messages": [model("z", "t2").invoke(state["messages"], config)]}
+
+
+builder = StateGraph(MessagesState)
+builder.add_node("tagged", tagged)
+builder.add_node("with_config", with_config)
+builder.add_edge(START, "tagged")
+builder.add_edge("tagged", "with_config")
+run = {"tags": ["run"], "metadata": {"who": "me"}, "configurable": {"thread_id": "t-2", "user": "u"}}
+for message, meta in builder.compile().stream(inputs, run, stream_mode="messages"):
+    print(message.content, meta.get("tags"), meta.get("who"), meta.get("user"), meta.get("thread_id"))
