@@ -114,3 +114,15 @@ resumed = normalise(list(paused.stream(Command(resume=7), config, stream_mode=re
 # Interrupt ids are each runtime's own.
 print(re.sub(r"('value': 'how many\?', 'id': )'[^']*'", r"\1<interrupt id>", resumed))
 print(normalise(list(paused.stream({"x": 1}, {"configurable": {"thread_id": "again"}}, stream_mode="checkpoints")))[:80])
+
+# A breakpoint, and the run continued from it.
+builder = StateGraph(S)
+builder.add_node("a", lambda s: {"log": ["a"]})
+builder.add_node("b", lambda s: {"log": ["b"]})
+builder.add_edge(START, "a")
+builder.add_edge("a", "b")
+stopped = builder.compile(checkpointer=InMemorySaver(), interrupt_before=["b"])
+config = {"configurable": {"thread_id": "breakpoint"}}
+modes = ["tasks", "checkpoints", "updates"]
+print(normalise(list(stopped.stream({"x": 0}, config, stream_mode=modes))))
+print(normalise(list(stopped.stream(None, config, stream_mode=modes))))
