@@ -42,12 +42,26 @@
 //!   cannot race the interpreter's finalization.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
+//! - **A task's config and arguments** (`agentgraph._runtime`, `agentgraph._stream`): each node
+//!   call gets the config LangGraph builds for a task (`langgraph_*` metadata, the task's
+//!   `checkpoint_ns`), set as LangChain's config context variable too, and the arguments its
+//!   signature names (`config`, `writer`, `runtime`).
+//! - **Stream modes from Python** (`outbox`): `custom` items and `messages` chunks are Python
+//!   objects; they travel agent-core's own `custom`/`messages` parts as tickets to the
+//!   stream's outbox, so their order against the other parts is agent-core's. A sync node
+//!   waits for room in the channel (without the GIL); an async node queues, and its wrapper
+//!   forwards while it runs (it shares the caller's loop, which must not block). `messages`
+//!   comes from a LangChain callback handler in the task's config. `tasks`, `checkpoints` and
+//!   `debug` are built from agent-core's `debug` parts, the state (from `values` parts the
+//!   stream reads for itself) and what the node wrapper kept of each task's end, reordered
+//!   as LangGraph shows them (a task's result after its update).
 
 mod bridge;
 mod command;
 mod errors;
 mod graph;
 mod nodes;
+mod outbox;
 mod runs;
 mod saver;
 mod schema;
@@ -62,6 +76,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;

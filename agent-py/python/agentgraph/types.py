@@ -1,9 +1,13 @@
-"""LangGraph's `langgraph.types`: `Command`, `interrupt`, `Interrupt`, `StreamMode`."""
+"""LangGraph's `langgraph.types`: `Command`, `interrupt`, `Interrupt`, `StreamMode`,
+`StreamWriter`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, Union
+
+StreamWriter = Callable[[Any], None]
+"""What `get_stream_writer()` returns and a node's `writer` parameter is."""
 
 StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
 

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
+from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
 from agentgraph.constants import END, START
 
 
@@ -63,13 +64,6 @@ def _schema_keys(schema: type) -> list[tuple[str, Optional[Callable], Any]]:
             reducer = _reducer(hint.__metadata__)
         keys.append((name, reducer, _initial(base) if reducer is not None else None))
     return keys
-
-
-def _takes_config(func: Callable) -> bool:
-    try:
-        return "config" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _is_async(func: Callable) -> bool:
@@ -164,8 +158,12 @@ class StateGraph:
         interrupt_after: Optional[Sequence[str]] = None,
         **_: Any,
     ) -> "CompiledStateGraph":
+        from agentgraph._runtime import NodeCall
+
+        # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for.
+        triggers = self._triggers()
         nodes = [
-            (name, action, _takes_config(action), _is_async(action))
+            (name, NodeCall(action, triggers[name]), True, _is_async(action))
             for name, action in self.nodes.items()
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
@@ -180,7 +178,24 @@ class StateGraph:
             list(interrupt_before or ()),
             list(interrupt_after or ()),
         )
-        return CompiledStateGraph(native, self)
+        return CompiledStateGraph(native, self, triggers)
+
+    def _triggers(self) -> dict[str, tuple[str, ...]]:
+        """Each node's trigger channels as LangGraph names them (its tasks show them):
+        `branch:to:<node>`, and `join:<a>+<b>:<node>` for each join edge into it."""
+        channels: dict[str, list[str]] = {name: [f"branch:to:{name}"] for name in self.nodes}
+        for sources, target in self.edges:
+            if len(sources) > 1 and target in channels:
+                channels[target].append(f"join:{'+'.join(sources)}:{target}")
+        return {name: tuple(sorted(names)) for name, names in channels.items()}
+
+
+def _run_config(config: Optional[dict], context: Any) -> dict:
+    """The caller's config, with the run's `context` where nodes find it (a private key)."""
+    config = dict(config or {})
+    if context is not None:
+        config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
+    return config
 
 
 def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[list[str], bool]:
@@ -226,15 +241,18 @@ class CompiledStateGraph:
 
     stream_mode = "updates"
 
-    def __init__(self, native: Any, builder: StateGraph) -> None:
+    def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
         self.builder = builder
+        self._node_triggers = triggers
 
-    def invoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        return self._native.invoke(input, dict(config or {}))
+    def invoke(self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any) -> Any:
+        return self._native.invoke(input, _run_config(config, context))
 
-    async def ainvoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        return await self._native.ainvoke(input, dict(config or {}))
+    async def ainvoke(
+        self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any
+    ) -> Any:
+        return await self._native.ainvoke(input, _run_config(config, context))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config)
@@ -250,10 +268,15 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        context: Any = None,
         **_: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged)
+        state = StreamState(modes, self._node_triggers)
+        run_config = _run_config(config, context)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(input, run_config, modes, tagged, state, False, parent)
+        yield from first
         while (part := stream.next()) is not None:
             yield part
 
@@ -263,9 +286,15 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        context: Any = None,
         **_: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged, True)
+        state = StreamState(modes, self._node_triggers)
+        run_config = _run_config(config, context)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(input, run_config, modes, tagged, state, True, parent)
+        for part in first:
+            yield part
         while (part := await stream.anext()) is not None:
             yield part
