@@ -15,7 +15,6 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::errors::to_py_err;
 use crate::nodes::{PyNode, node_spec, router};
 use crate::runs::{RunEntry, RunGuard};
-use crate::saver::NativeSaver;
 use crate::schema::Schema;
 use crate::scope::from_json;
 use crate::state::{PyState, PyUpdate};
@@ -49,7 +48,7 @@ pub fn compile(
     nodes: Vec<NodeDef>,
     edges: Vec<(Vec<String>, String)>,
     branches: Vec<BranchDef>,
-    checkpointer: Option<PyRef<'_, NativeSaver>>,
+    checkpointer: Option<Bound<'_, PyAny>>,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
 ) -> PyResult<NativeGraph> {
@@ -88,7 +87,7 @@ pub fn compile(
         .interrupt_before(interrupt_before)
         .interrupt_after(interrupt_after);
     let compiled = match checkpointer {
-        Some(saver) => builder.compile_with(saver.saver.clone()),
+        Some(saver) => builder.compile_with(crate::saver::checkpointer(saver, &schema)),
         None => builder.compile(),
     };
     let graph = compiled.map_err(|error| to_py_err(py, error, &schema))?;

@@ -47,6 +47,7 @@ mod bridge;
 mod command;
 mod errors;
 mod graph;
+mod langgraph_saver;
 mod nodes;
 mod runs;
 mod saver;

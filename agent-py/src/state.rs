@@ -256,6 +256,7 @@ mod tests {
     fn an_update_survives_serialization() {
         Python::initialize();
         let (bytes, expected) = Python::attach(|py| {
+            crate::value::testing::stand_in_serde(py);
             let schema = schema(py);
             let dict = PyDict::new(py);
             dict.set_item("topic", "t").unwrap();

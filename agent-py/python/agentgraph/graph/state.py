@@ -170,7 +170,10 @@ class StateGraph:
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
         if checkpointer and saver is None:
-            raise TypeError(f"agentgraph takes its own checkpointers for now, not {checkpointer!r}")
+            # A LangGraph `BaseCheckpointSaver`: agent-core stores through its methods.
+            if not all(callable(getattr(checkpointer, m, None)) for m in ("put", "put_writes", "get_tuple", "list")):
+                raise TypeError(f"not a checkpointer: {checkpointer!r}")
+            saver = checkpointer
         native = _native.compile(
             _schema_keys(self.state_schema),
             nodes,

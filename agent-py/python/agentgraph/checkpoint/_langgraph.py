@@ -1,0 +1,130 @@
+"""LangGraph's checkpointers (`BaseCheckpointSaver`) under agent-core: the Python half.
+
+The native adapter (`src/langgraph_saver.rs`) decodes agent-core's checkpoints into Python
+values by key and calls these functions, which speak LangGraph's saver API: a checkpoint is
+LangGraph's dict (`channel_values` by state key, `channel_versions`, `versions_seen`, ...),
+so a LangGraph graph with the same schema reads the thread with `get_state`. What only
+agent-core needs (its encoded body: next tasks, joins; its field versions) rides along under
+one extra key of the checkpoint dict, which LangGraph's savers store with the rest.
+
+agent-core's pending writes (task outputs, interrupts, resume values: encoded bytes) are
+stored as writes to channels named `agentgraph:<kind>:<node>`; a write replaces the task's
+earlier one of its kind, so each is stored under a task id with a time-ordered suffix and the
+newest is read back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+STASH = "agentgraph"
+_PREFIX = "agentgraph:"
+_SEQ = itertools.count()
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: Optional[str] = None) -> dict:
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def put(
+    saver: Any,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    parent_id: Optional[str],
+    created_at_ms: int,
+    metadata: str,
+    values: dict,
+    versions: dict,
+    new_keys: list,
+    body: bytes,
+    fields: dict,
+) -> None:
+    ts = datetime.fromtimestamp(created_at_ms / 1000, tz=timezone.utc).isoformat()
+    checkpoint = {
+        "v": 4,
+        "id": checkpoint_id,
+        "ts": ts,
+        "channel_values": values,
+        "channel_versions": versions,
+        "versions_seen": {},
+        "pending_sends": [],
+        "updated_channels": list(new_keys),
+        STASH: {"body": body, "fields": fields},
+    }
+    saver.put(
+        _config(thread_id, ns, parent_id),
+        checkpoint,
+        json.loads(metadata),
+        {key: versions[key] for key in new_keys},
+    )
+
+
+def put_writes(saver: Any, thread_id: str, ns: str, checkpoint_id: str, writes: list) -> None:
+    config = _config(thread_id, ns, checkpoint_id)
+    for task_id, node, kind, data in writes:
+        seq = f"{time.time_ns():020}{next(_SEQ) % 1_000_000:06}"
+        saver.put_writes(config, [(f"{_PREFIX}{kind}:{node}", data)], f"{task_id}|{seq}")
+
+
+def _writes(pending: Any) -> list:
+    newest: dict = {}
+    for task, channel, value in pending or ():
+        if not (isinstance(channel, str) and channel.startswith(_PREFIX)):
+            continue
+        task_id, _, seq = task.rpartition("|")
+        kind, _, node = channel[len(_PREFIX):].partition(":")
+        key = (task_id, int(kind))
+        if key not in newest or newest[key][0] < seq:
+            newest[key] = (seq, node, value)
+    return [(task, node, kind, bytes(value)) for (task, kind), (_, node, value) in newest.items()]
+
+
+def _record(saved: Any) -> tuple:
+    """A `CheckpointTuple` as the native side reads it."""
+    checkpoint = saved.checkpoint
+    parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    ts = checkpoint.get("ts")
+    created = int(datetime.fromisoformat(ts).timestamp() * 1000) if ts else 0
+    stash = checkpoint.get(STASH)
+    metadata = dict(saved.metadata or {})
+    return (
+        checkpoint["id"],
+        parent,
+        int(metadata.get("step", -1)),
+        created,
+        json.dumps(metadata, default=str),
+        checkpoint.get("channel_values") or {},
+        {k: str(v) for k, v in (checkpoint.get("channel_versions") or {}).items()},
+        None if stash is None else (bytes(stash["body"]), dict(stash["fields"])),
+    )
+
+
+def get(saver: Any, thread_id: str, ns: str, checkpoint_id: Optional[str]) -> Optional[tuple]:
+    saved = saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+    if saved is None:
+        return None
+    return (*_record(saved), _writes(saved.pending_writes))
+
+
+def list_(
+    saver: Any, thread_id: str, ns: str, before: Optional[str], limit: Optional[int], filter: str
+) -> list:
+    found = saver.list(
+        _config(thread_id, ns),
+        filter=json.loads(filter) or None,
+        before=None if before is None else _config(thread_id, ns, before),
+        limit=limit,
+    )
+    return [_record(saved) for saved in found]
+
+
+def delete_thread(saver: Any, thread_id: str) -> None:
+    saver.delete_thread(thread_id)

@@ -1,0 +1,120 @@
+"""LangGraph's own checkpointers under agentgraph: `compile(checkpointer=<BaseCheckpointSaver>)`.
+
+What agentgraph stores through them is LangGraph's checkpoint dict, so a LangGraph graph of
+the same schema reads the thread."""
+
+import operator
+import subprocess
+import sys
+import textwrap
+from typing import Annotated, TypedDict
+
+import pytest
+
+import agentgraph.graph as ag
+from agentgraph.types import Command as AgCommand
+from agentgraph.types import interrupt as ag_interrupt
+
+lg_graph = pytest.importorskip("langgraph.graph")
+lg_memory = pytest.importorskip("langgraph.checkpoint.memory")
+
+
+class State(TypedDict):
+    topic: str
+    notes: Annotated[list, operator.add]
+
+
+def build(module, interrupt=None):
+    def plan(state):
+        return {"notes": [f"plan {state['topic']}"]}
+
+    def ask(state):
+        answer = interrupt("ok?") if interrupt else "auto"
+        return {"notes": [f"asked {answer}"]}
+
+    builder = module.StateGraph(State)
+    builder.add_node("plan", plan)
+    builder.add_node("ask", ask)
+    builder.add_edge(module.START, "plan")
+    builder.add_edge("plan", "ask")
+    builder.add_edge("ask", module.END)
+    return builder
+
+
+def test_agentgraph_runs_on_langgraphs_memory_saver_and_langgraph_reads_it():
+    saver = lg_memory.InMemorySaver()
+    graph = build(ag, ag_interrupt).compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"topic": "rust"}, config)
+    assert [i.value for i in out["__interrupt__"]] == ["ok?"]
+    assert graph.get_state(config).next == ("ask",)
+    assert graph.invoke(AgCommand(resume="yes"), config) == {
+        "topic": "rust",
+        "notes": ["plan rust", "asked yes"],
+    }
+    # The thread through LangGraph's own saver API, then a LangGraph graph of the schema.
+    stored = saver.get_tuple(config)
+    assert stored.checkpoint["channel_values"] == {"topic": "rust", "notes": ["plan rust", "asked yes"]}
+    assert stored.metadata["step"] == graph.get_state(config).metadata["step"]
+    theirs = build(lg_graph).compile(checkpointer=saver)
+    state = theirs.get_state(config)
+    assert state.values == {"topic": "rust", "notes": ["plan rust", "asked yes"]}
+    assert state.next == ()
+    history = list(saver.list(config))
+    assert len(history) >= 4
+    assert history[0].checkpoint["id"] == stored.checkpoint["id"]
+
+
+def test_a_second_run_on_the_thread_builds_on_stored_values():
+    saver = lg_memory.InMemorySaver()
+    config = {"configurable": {"thread_id": "t"}}
+    build(ag).compile(checkpointer=saver).invoke({"topic": "a"}, config)
+    # A new compiled graph (a new adapter): the values come back from the saver.
+    out = build(ag).compile(checkpointer=saver).invoke({"topic": "b"}, config)
+    assert out["notes"] == ["plan a", "asked auto", "plan b", "asked auto"]
+    assert saver.get_tuple(config).checkpoint["channel_values"]["notes"] == out["notes"]
+
+
+READ_BY_LANGGRAPH = textwrap.dedent(
+    """
+    import operator, sys
+    from typing import Annotated, TypedDict
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        topic: str
+        notes: Annotated[list, operator.add]
+
+    builder = StateGraph(State)
+    builder.add_node("plan", lambda s: {"notes": ["plan"]})
+    builder.add_node("ask", lambda s: {"notes": ["ask"]})
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "ask")
+    builder.add_edge("ask", END)
+    with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
+        state = builder.compile(checkpointer=saver).get_state({"configurable": {"thread_id": "t"}})
+        print(state.values, state.next, state.metadata["step"])
+    """
+)
+
+
+def test_a_thread_written_through_langgraphs_sqlite_saver_is_read_by_langgraph(tmp_path):
+    lg_sqlite = pytest.importorskip("langgraph.checkpoint.sqlite")
+    db = str(tmp_path / "lg.sqlite")
+    config = {"configurable": {"thread_id": "t"}}
+    with lg_sqlite.SqliteSaver.from_conn_string(db) as saver:
+        graph = build(ag, ag_interrupt).compile(checkpointer=saver)
+        graph.invoke({"topic": "x"}, config)
+        graph.invoke(AgCommand(resume="no"), config)
+        step = graph.get_state(config).metadata["step"]
+    program = tmp_path / "read.py"
+    program.write_text(READ_BY_LANGGRAPH)
+    done = subprocess.run([sys.executable, str(program), db], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{{'topic': 'x', 'notes': ['plan x', 'asked no']}} () {step}"
+
+
+def test_not_a_checkpointer():
+    with pytest.raises(TypeError, match="not a checkpointer"):
+        build(ag).compile(checkpointer=object())
