@@ -73,6 +73,18 @@ pub fn compile(
         };
         builder = builder.add_node(name, node_spec(node));
     }
+    // The joins agent-core makes of these edges, by their distinct sources (for a checkpoint
+    // a LangGraph saver holds).
+    let joins = edges
+        .iter()
+        .filter(|(sources, target)| sources.len() > 1 && target != agent_core::END)
+        .map(|(sources, _)| {
+            let mut distinct = sources.clone();
+            distinct.sort();
+            distinct.dedup();
+            distinct.len()
+        })
+        .collect();
     for (sources, target) in edges {
         builder = builder.add_edge(sources, target);
     }
@@ -87,7 +99,7 @@ pub fn compile(
         .interrupt_before(interrupt_before)
         .interrupt_after(interrupt_after);
     let compiled = match checkpointer {
-        Some(saver) => builder.compile_with(crate::saver::checkpointer(saver, &schema)),
+        Some(saver) => builder.compile_with(crate::saver::checkpointer(saver, &schema, joins)),
         None => builder.compile(),
     };
     let graph = compiled.map_err(|error| to_py_err(py, error, &schema))?;

@@ -29,7 +29,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::schema::Schema;
+use crate::schema::{FIELDS, Schema};
 use crate::value::PyValue;
 
 /// The Python half.
@@ -39,6 +39,9 @@ const HELPERS: &str = "agentgraph.checkpoint._langgraph";
 pub struct LangGraphSaver {
     saver: Py<PyAny>,
     schema: Arc<Schema>,
+    /// The graph's joins, by how many sources each waits for (a LangGraph checkpoint's body
+    /// needs one entry each).
+    joins: Vec<usize>,
     /// The latest version of each (thread, namespace, field) this adapter saw, whole.
     known: Mutex<HashMap<(String, String, String), Known>>,
 }
@@ -52,7 +55,8 @@ struct Known {
 }
 
 /// One checkpoint as the Python half reads it: id, parent, step, created (ms), metadata
-/// (JSON), values by key, versions by key, agent-core's stash (body, versions by field).
+/// (JSON), values by key, versions by key, agent-core's stash (body, versions by field), the
+/// nodes LangGraph would run next.
 type Read = (
     String,
     Option<String>,
@@ -62,7 +66,24 @@ type Read = (
     Py<PyDict>,
     HashMap<String, String>,
     Option<(Vec<u8>, HashMap<String, String>)>,
+    Vec<String>,
 );
+
+/// agent-core's checkpoint body (`codec::Body`, a map by field name) for a checkpoint
+/// LangGraph wrote: its next nodes, no pending sends, joins with no source arrived.
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    format: u32,
+    next: &'a [String],
+    sends: [(); 0],
+    joins: Vec<Vec<bool>>,
+    fields: Vec<&'static str>,
+    writers: [(); 0],
+    input_sends: [(); 0],
+}
+
+/// The body format agent-core reads (`codec::FORMAT`).
+const BODY_FORMAT: u32 = 1;
 
 fn storage(detail: impl std::fmt::Display) -> GraphError {
     GraphError::Storage {
@@ -91,16 +112,22 @@ fn encode(value: &Option<PyValue>) -> Result<Vec<u8>, GraphError> {
 
 impl LangGraphSaver {
     /// Wraps `saver` for a graph of `schema`.
-    pub fn new(saver: Py<PyAny>, schema: Arc<Schema>) -> Self {
+    pub fn new(saver: Py<PyAny>, schema: Arc<Schema>, joins: Vec<usize>) -> Self {
         LangGraphSaver {
             saver,
             schema,
+            joins,
             known: Mutex::new(HashMap::new()),
         }
     }
 
     fn key_of(&self, field: &str) -> Option<String> {
         self.schema.key_of_field(field).map(str::to_owned)
+    }
+
+    fn field_of(&self, key: &str) -> Option<&'static str> {
+        let index = *self.schema.by_name.get(key)?;
+        Some(FIELDS[self.schema.keys[index].slot].name)
     }
 
     fn remember(&self, thread: &str, ns: &str, field: &str, known: Known) {
@@ -185,19 +212,32 @@ impl LangGraphSaver {
         ns: &str,
         read: &Read,
     ) -> Result<(CheckpointRecord, Vec<(String, String)>), GraphError> {
-        let (id, parent, step, created, metadata, _, by_key, stash) = read;
+        let (id, parent, step, created, metadata, _, by_key, stash, next) = read;
         let (body, fields): (Vec<u8>, Vec<(String, String)>) = match stash {
             Some((body, fields)) => (
                 body.clone(),
                 fields.iter().map(|(f, v)| (f.clone(), v.clone())).collect(),
             ),
+            // Written by LangGraph: its values by key, agent-core's body made up.
             None => {
-                return Err(storage(format!(
-                    "checkpoint `{id}` was not written by agentgraph (a LangGraph graph's thread cannot be resumed by agentgraph yet)"
-                )));
+                let fields = by_key
+                    .iter()
+                    .filter_map(|(key, version)| {
+                        Some((self.field_of(key)?.to_owned(), version.clone()))
+                    })
+                    .collect();
+                let body = Body {
+                    format: BODY_FORMAT,
+                    next,
+                    sends: [],
+                    joins: self.joins.iter().map(|&n| vec![false; n]).collect(),
+                    fields: FIELDS.iter().map(|f| f.name).collect(),
+                    writers: [],
+                    input_sends: [],
+                };
+                (rmp_serde::to_vec_named(&body).map_err(storage)?, fields)
             }
         };
-        let _ = by_key;
         let metadata: serde_json::Value = serde_json::from_str(metadata).map_err(storage)?;
         let versions: Versions = fields
             .iter()
@@ -321,9 +361,9 @@ impl Checkpointer for LangGraphSaver {
                 return Ok(None);
             }
             let read: Read = found
-                .get_item(pyo3::types::PySlice::new(py, 0, 8, 1))?
+                .get_item(pyo3::types::PySlice::new(py, 0, 9, 1))?
                 .extract()?;
-            let writes = found.get_item(8)?.extract()?;
+            let writes = found.get_item(9)?.extract()?;
             Ok(Some((read, writes)))
         })
         .map_err(storage)?;
@@ -405,10 +445,7 @@ impl Checkpointer for LangGraphSaver {
         .map_err(storage)?;
         let mut records = Vec::with_capacity(reads.len());
         for read in &reads {
-            // A LangGraph graph's own checkpoints in the same thread are not agentgraph's.
-            if read.7.is_some() {
-                records.push(self.record(thread_id, ns, read)?.0);
-            }
+            records.push(self.record(thread_id, ns, read)?.0);
         }
         Ok(records)
     }

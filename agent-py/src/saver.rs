@@ -20,10 +20,15 @@ pub struct NativeSaver {
 
 /// What `compile(checkpointer=...)` got, as agent-core's checkpointer: one of ours, or any
 /// LangGraph `BaseCheckpointSaver` through the adapter.
-pub fn checkpointer(saver: Bound<'_, PyAny>, schema: &Arc<Schema>) -> Arc<dyn Checkpointer> {
+/// `joins`: how many sources each of the graph's joins waits for.
+pub fn checkpointer(
+    saver: Bound<'_, PyAny>,
+    schema: &Arc<Schema>,
+    joins: Vec<usize>,
+) -> Arc<dyn Checkpointer> {
     match saver.cast::<NativeSaver>() {
         Ok(native) => native.get().saver.clone(),
-        Err(_) => Arc::new(LangGraphSaver::new(saver.unbind(), schema.clone())),
+        Err(_) => Arc::new(LangGraphSaver::new(saver.unbind(), schema.clone(), joins)),
     }
 }
 

@@ -118,3 +118,32 @@ def test_a_thread_written_through_langgraphs_sqlite_saver_is_read_by_langgraph(t
 def test_not_a_checkpointer():
     with pytest.raises(TypeError, match="not a checkpointer"):
         build(ag).compile(checkpointer=object())
+
+
+def test_agentgraph_reads_and_continues_a_thread_langgraph_wrote():
+    from langgraph.types import interrupt as lg_interrupt
+
+    saver = lg_memory.InMemorySaver()
+    config = {"configurable": {"thread_id": "t"}}
+    build(lg_graph).compile(checkpointer=saver).invoke({"topic": "a"}, config)
+    ours = build(ag).compile(checkpointer=saver)
+    state = ours.get_state(config)
+    assert state.values == {"topic": "a", "notes": ["plan a", "asked auto"]}
+    assert state.next == ()
+    assert ours.invoke({"topic": "b"}, config)["notes"] == ["plan a", "asked auto", "plan b", "asked auto"]
+    # And LangGraph goes on from what agentgraph wrote (its versions are LangGraph's numbers).
+    out = build(lg_graph).compile(checkpointer=saver).invoke({"topic": "c"}, config)
+    assert out["notes"] == ["plan a", "asked auto", "plan b", "asked auto", "plan c", "asked auto"]
+
+    # A thread LangGraph paused: agentgraph sees the paused node, runs it again (it asks
+    # again: LangGraph's own pending interrupt is not carried over), and resumes it.
+    paused = {"configurable": {"thread_id": "p"}}
+    build(lg_graph, lg_interrupt).compile(checkpointer=saver).invoke({"topic": "x"}, paused)
+    ours = build(ag, ag_interrupt).compile(checkpointer=saver)
+    assert ours.get_state(paused).next == ("ask",)
+    assert [i.value for i in ours.invoke(None, paused)["__interrupt__"]] == ["ok?"]
+    assert ours.invoke(AgCommand(resume="yes"), paused)["notes"] == ["plan x", "asked yes"]
+    assert build(lg_graph).compile(checkpointer=saver).get_state(paused).values["notes"] == [
+        "plan x",
+        "asked yes",
+    ]

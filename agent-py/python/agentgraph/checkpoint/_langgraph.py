@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import uuid
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -31,6 +32,39 @@ def _config(thread_id: str, ns: str, checkpoint_id: Optional[str] = None) -> dic
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}
+
+
+def _version(version: str) -> str:
+    """An agent-core version (a time-ordered uuid) as LangGraph's savers number them
+    (`"<integer>.<fraction>"`, which their `get_next_version` parses): the same order, so
+    LangGraph can go on with a thread agentgraph wrote. Any other version is kept."""
+    digits = version.replace("-", "")
+    if len(digits) != 32:
+        return version
+    try:
+        high, low = int(digits[:16], 16), int(digits[16:], 16)
+    except ValueError:
+        return version
+    return f"{high:032}.{low % 10**16:016}"
+
+
+def _id(checkpoint_id: Optional[str]) -> Optional[str]:
+    """An agent-core checkpoint id (uuid v7) as LangGraph's ids are made (uuid v6: the
+    timestamp in 100 ns units since 1582, first): savers find a thread's latest checkpoint by
+    the greatest id, so ids of both kinds in one thread must sort by time together. The
+    milliseconds and the sub-millisecond bits make the timestamp, the random bits the rest;
+    the agent-core id itself rides in the stash. Any other id is kept."""
+    try:
+        parsed = uuid.UUID(checkpoint_id) if checkpoint_id else None
+    except ValueError:
+        return checkpoint_id
+    if parsed is None or parsed.version != 7:
+        return checkpoint_id
+    bits = parsed.int
+    ms, sub, rest = bits >> 80, (bits >> 64) & 0xFFF, bits & ((1 << 62) - 1)
+    ticks = (ms + 12_219_292_800_000) * 10_000 + sub
+    high = ((ticks >> 12) << 16) | (6 << 12) | (ticks & 0xFFF)
+    return str(uuid.UUID(int=(high << 64) | (0b10 << 62) | rest))
 
 
 def put(
@@ -50,25 +84,25 @@ def put(
     ts = datetime.fromtimestamp(created_at_ms / 1000, tz=timezone.utc).isoformat()
     checkpoint = {
         "v": 4,
-        "id": checkpoint_id,
+        "id": _id(checkpoint_id),
         "ts": ts,
         "channel_values": values,
-        "channel_versions": versions,
+        "channel_versions": {key: _version(v) for key, v in versions.items()},
         "versions_seen": {},
         "pending_sends": [],
         "updated_channels": list(new_keys),
-        STASH: {"body": body, "fields": fields},
+        STASH: {"id": checkpoint_id, "parent": parent_id, "body": body, "fields": fields},
     }
     saver.put(
-        _config(thread_id, ns, parent_id),
+        _config(thread_id, ns, _id(parent_id)),
         checkpoint,
         json.loads(metadata),
-        {key: versions[key] for key in new_keys},
+        {key: _version(versions[key]) for key in new_keys},
     )
 
 
 def put_writes(saver: Any, thread_id: str, ns: str, checkpoint_id: str, writes: list) -> None:
-    config = _config(thread_id, ns, checkpoint_id)
+    config = _config(thread_id, ns, _id(checkpoint_id))
     for task_id, node, kind, data in writes:
         seq = f"{time.time_ns():020}{next(_SEQ) % 1_000_000:06}"
         saver.put_writes(config, [(f"{_PREFIX}{kind}:{node}", data)], f"{task_id}|{seq}")
@@ -87,31 +121,54 @@ def _writes(pending: Any) -> list:
     return [(task, node, kind, bytes(value)) for (task, kind), (_, node, value) in newest.items()]
 
 
+def _next(checkpoint: dict) -> list:
+    """The nodes a LangGraph checkpoint runs next: those whose edge channel
+    (`branch:to:<node>`) holds a value (a consumed one is dropped) of a version the node has
+    not seen."""
+    values = checkpoint.get("channel_values") or {}
+    versions = checkpoint.get("channel_versions") or {}
+    seen = checkpoint.get("versions_seen") or {}
+    out = []
+    for channel, version in versions.items():
+        if isinstance(channel, str) and channel.startswith("branch:to:") and channel in values:
+            node = channel[len("branch:to:"):]
+            last = seen.get(node, {}).get(channel)
+            if last is None or version > last:
+                out.append(node)
+    return sorted(out)
+
+
 def _record(saved: Any) -> tuple:
     """A `CheckpointTuple` as the native side reads it."""
     checkpoint = saved.checkpoint
-    parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    stash = checkpoint.get(STASH)
+    if stash is None:
+        checkpoint_id = checkpoint["id"]
+        parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    else:
+        checkpoint_id, parent = stash["id"], stash["parent"]
     ts = checkpoint.get("ts")
     created = int(datetime.fromisoformat(ts).timestamp() * 1000) if ts else 0
-    stash = checkpoint.get(STASH)
+    values = checkpoint.get("channel_values") or {}
     metadata = dict(saved.metadata or {})
     return (
-        checkpoint["id"],
+        checkpoint_id,
         parent,
         int(metadata.get("step", -1)),
         created,
         json.dumps(metadata, default=str),
-        checkpoint.get("channel_values") or {},
-        {k: str(v) for k, v in (checkpoint.get("channel_versions") or {}).items()},
+        values,
+        {k: str(v) for k, v in (checkpoint.get("channel_versions") or {}).items() if k in values},
         None if stash is None else (bytes(stash["body"]), dict(stash["fields"])),
+        _next(checkpoint),
     )
 
 
 def get(saver: Any, thread_id: str, ns: str, checkpoint_id: Optional[str]) -> Optional[tuple]:
-    saved = saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+    saved = saver.get_tuple(_config(thread_id, ns, _id(checkpoint_id)))
     if saved is None:
         return None
-    return (*_record(saved), _writes(saved.pending_writes))
+    return (*_record(saved), _writes(saved.pending_writes))  # LangGraph's own writes are not read
 
 
 def list_(
@@ -120,7 +177,7 @@ def list_(
     found = saver.list(
         _config(thread_id, ns),
         filter=json.loads(filter) or None,
-        before=None if before is None else _config(thread_id, ns, before),
+        before=None if before is None else _config(thread_id, ns, _id(before)),
         limit=limit,
     )
     return [_record(saved) for saved in found]
