@@ -147,3 +147,58 @@ def test_agentgraph_reads_and_continues_a_thread_langgraph_wrote():
         "plan x",
         "asked yes",
     ]
+
+
+def test_langgraphs_async_sqlite_saver_under_ainvoke(tmp_path):
+    import asyncio
+
+    aio = pytest.importorskip("langgraph.checkpoint.sqlite.aio")
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def main():
+        async with aio.AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.sqlite")) as saver:
+            graph = build(ag, ag_interrupt).compile(checkpointer=saver)
+            first = await graph.ainvoke({"topic": "z"}, config)
+            out = await graph.ainvoke(AgCommand(resume="ok"), config)
+            theirs = await build(lg_graph).compile(checkpointer=saver).aget_state(config)
+            return [i.value for i in first["__interrupt__"]], out, theirs.values
+
+    asked, out, read = asyncio.run(main())
+    assert asked == ["ok?"]
+    assert out == read == {"topic": "z", "notes": ["plan z", "asked ok"]}
+
+
+def test_a_saver_of_ones_own():
+    """A subclass of agentgraph's `BaseCheckpointSaver` (LangGraph's API) stores the runs."""
+    from agentgraph.checkpoint.base import BaseCheckpointSaver
+    from agentgraph.checkpoint.memory import InMemorySaver
+
+    class Logged(BaseCheckpointSaver):
+        def __init__(self):
+            super().__init__()
+            self.inner = lg_memory.InMemorySaver()
+            self.calls = []
+
+        def get_tuple(self, config):
+            self.calls.append("get_tuple")
+            return self.inner.get_tuple(config)
+
+        def list(self, config, *, filter=None, before=None, limit=None):
+            return self.inner.list(config, filter=filter, before=before, limit=limit)
+
+        def put(self, config, checkpoint, metadata, new_versions):
+            self.calls.append("put")
+            return self.inner.put(config, checkpoint, metadata, new_versions)
+
+        def put_writes(self, config, writes, task_id, task_path=""):
+            self.calls.append("put_writes")
+            self.inner.put_writes(config, writes, task_id, task_path)
+
+    saver = Logged()
+    config = {"configurable": {"thread_id": "t"}}
+    graph = build(ag, ag_interrupt).compile(checkpointer=saver)
+    graph.invoke({"topic": "q"}, config)
+    assert graph.invoke(AgCommand(resume="fine"), config)["notes"] == ["plan q", "asked fine"]
+    assert {"get_tuple", "put", "put_writes"} <= set(saver.calls)
+    assert saver.get(config)["channel_values"]["notes"] == ["plan q", "asked fine"]
+    assert isinstance(InMemorySaver(), BaseCheckpointSaver)

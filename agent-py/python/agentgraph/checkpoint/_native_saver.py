@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from agentgraph.checkpoint import serde as _serde
+from agentgraph.checkpoint.base import BaseCheckpointSaver
 
 
-class NativeCheckpointer:
+class NativeCheckpointer(BaseCheckpointSaver):
     """A checkpointer agent-core runs itself (`compile(checkpointer=...)` hands it over).
 
     `serde` is any `SerializerProtocol` (LangGraph's `JsonPlusSerializer`, an encrypted one,
