@@ -24,7 +24,7 @@ use agent_core::checkpoint::{
     CheckpointMetadata, CheckpointRecord, FieldBlob, LoadedCheckpoint, PendingWrite, Versions,
     WriteKind, field_value_bytes,
 };
-use agent_core::{Checkpointer, GraphError, ListFilter};
+use agent_core::{Checkpointer, GraphError, Interrupt, ListFilter};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
@@ -353,7 +353,11 @@ impl Checkpointer for LangGraphSaver {
         ns: &str,
         checkpoint_id: Option<&str>,
     ) -> Result<LoadedCheckpoint, GraphError> {
-        type Found = (Read, Vec<(String, String, i64, Vec<u8>)>);
+        type Found = (
+            Read,
+            Vec<(String, String, i64, Vec<u8>)>,
+            Vec<(String, String, Vec<String>)>,
+        );
         let found: Option<Found> = Python::attach(|py| -> PyResult<Option<Found>> {
             let found =
                 helper(py, "get")?.call1((self.saver.bind(py), thread_id, ns, checkpoint_id))?;
@@ -364,10 +368,11 @@ impl Checkpointer for LangGraphSaver {
                 .get_item(pyo3::types::PySlice::new(py, 0, 9, 1))?
                 .extract()?;
             let writes = found.get_item(9)?.extract()?;
-            Ok(Some((read, writes)))
+            let interrupts = found.get_item(10)?.extract()?;
+            Ok(Some((read, writes, interrupts)))
         })
         .map_err(storage)?;
-        let Some((read, writes)) = found else {
+        let Some((read, writes, interrupts)) = found else {
             return Ok(LoadedCheckpoint::default());
         };
         let (record, fields) = self.record(thread_id, ns, &read)?;
@@ -405,7 +410,7 @@ impl Checkpointer for LangGraphSaver {
                 data: bytes,
             });
         }
-        let writes = writes
+        let mut writes: Vec<PendingWrite> = writes
             .into_iter()
             .filter_map(|(task_id, node, kind, data)| {
                 Some(PendingWrite {
@@ -416,6 +421,26 @@ impl Checkpointer for LangGraphSaver {
                 })
             })
             .collect();
+        // LangGraph's own interrupts on a checkpoint it wrote, as agent-core stores its.
+        for (task_id, node, values) in interrupts {
+            let list = values
+                .iter()
+                .enumerate()
+                .map(|(index, value)| {
+                    Ok(Interrupt {
+                        id: format!("{task_id}#{index}"),
+                        node: node.clone(),
+                        value: serde_json::from_str(value).map_err(storage)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, GraphError>>()?;
+            writes.push(PendingWrite {
+                task_id,
+                node,
+                kind: WriteKind::Interrupt,
+                data: rmp_serde::to_vec_named(&list).map_err(storage)?,
+            });
+        }
         Ok(LoadedCheckpoint {
             record: Some(record),
             blobs,

@@ -135,13 +135,14 @@ def test_agentgraph_reads_and_continues_a_thread_langgraph_wrote():
     out = build(lg_graph).compile(checkpointer=saver).invoke({"topic": "c"}, config)
     assert out["notes"] == ["plan a", "asked auto", "plan b", "asked auto", "plan c", "asked auto"]
 
-    # A thread LangGraph paused: agentgraph sees the paused node, runs it again (it asks
-    # again: LangGraph's own pending interrupt is not carried over), and resumes it.
+    # A thread LangGraph paused: agentgraph sees the paused node and its interrupt, and
+    # resumes it.
     paused = {"configurable": {"thread_id": "p"}}
     build(lg_graph, lg_interrupt).compile(checkpointer=saver).invoke({"topic": "x"}, paused)
     ours = build(ag, ag_interrupt).compile(checkpointer=saver)
-    assert ours.get_state(paused).next == ("ask",)
-    assert [i.value for i in ours.invoke(None, paused)["__interrupt__"]] == ["ok?"]
+    state = ours.get_state(paused)
+    assert state.next == ("ask",)
+    assert [i.value for i in state.interrupts] == ["ok?"]
     assert ours.invoke(AgCommand(resume="yes"), paused)["notes"] == ["plan x", "asked yes"]
     assert build(lg_graph).compile(checkpointer=saver).get_state(paused).values["notes"] == [
         "plan x",

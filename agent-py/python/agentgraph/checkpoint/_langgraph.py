@@ -168,7 +168,27 @@ def get(saver: Any, thread_id: str, ns: str, checkpoint_id: Optional[str]) -> Op
     saved = saver.get_tuple(_config(thread_id, ns, _id(checkpoint_id)))
     if saved is None:
         return None
-    return (*_record(saved), _writes(saved.pending_writes))  # LangGraph's own writes are not read
+    record = _record(saved)
+    return (*record, _writes(saved.pending_writes), _interrupts(saved, record))
+
+
+def _interrupts(saved: Any, record: tuple) -> list:
+    """The interrupts LangGraph left on a checkpoint it wrote, as agent-core's: the paused
+    task (`<checkpoint>:pull:<node>`, agent-core's task id), its node, and each value as
+    JSON. Only for a single paused node: LangGraph's task ids do not name their node."""
+    from agentgraph.checkpoint.serde import _to_json
+
+    checkpoint_id, stash, nodes = record[0], record[7], record[8]
+    if stash is not None or len(nodes) != 1:
+        return []
+    values = []
+    for _task, channel, value in saved.pending_writes or ():
+        if channel == "__interrupt__":
+            for each in value if isinstance(value, (list, tuple)) else [value]:
+                values.append(json.dumps(_to_json(getattr(each, "value", each))))
+    if not values:
+        return []
+    return [(f"{checkpoint_id}:pull:{nodes[0]}", nodes[0], values)]
 
 
 def list_(
