@@ -225,3 +225,63 @@ def test_postgres_saver():
         saver.delete_thread(config["configurable"]["thread_id"])
         assert graph.get_state(config).metadata is None  # nothing stored any more
     assert values == {"log": [{"n": uuid.UUID(int=1)}]}
+
+
+PARALLEL = textwrap.dedent(
+    """
+    import operator, sys
+    from typing import Annotated, TypedDict
+    from agentgraph.graph import START, StateGraph
+    from agentgraph.types import interrupt, Command
+    from agentgraph.checkpoint.sqlite import SqliteSaver
+
+    class Other(TypedDict):
+        x: int
+
+    class State(TypedDict):
+        log: Annotated[list, operator.add]
+
+    if sys.argv[1] == "resume":
+        # Another graph first: this process numbers its schemas differently.
+        other = StateGraph(Other)
+        other.add_node("n", lambda s: {})
+        other.add_edge(START, "n")
+        kept = other.compile()  # alive: its schema keeps its number
+
+    def fast(state):
+        print("fast ran", flush=True)
+        return {"log": ["fast"]}
+
+    def slow(state):
+        return {"log": [f"slow:{interrupt('go?')}"]}
+
+    builder = StateGraph(State)
+    builder.add_node("fast", fast)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "fast")
+    builder.add_edge(START, "slow")
+    config = {"configurable": {"thread_id": "t"}}
+    with SqliteSaver.from_conn_string(sys.argv[2]) as saver:
+        graph = builder.compile(checkpointer=saver)
+        if sys.argv[1] == "start":
+            print(sorted(graph.invoke({"log": ["in"]}, config)))
+        else:
+            print(graph.invoke(Command(resume="yes"), config))
+    """
+)
+
+
+def test_a_sibling_tasks_output_is_read_by_another_process(tmp_path):
+    """A finished task's output, stored next to its interrupted sibling, is applied when
+    another process (whose schema numbers differ) resumes: `fast` does not run again."""
+    program = tmp_path / "parallel.py"
+    program.write_text(PARALLEL)
+    db = str(tmp_path / "p.sqlite")
+
+    def run(*args):
+        done = subprocess.run([sys.executable, str(program), *args, db], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert run("start") == ["fast ran", "['__interrupt__', 'log']"]
+    assert run("resume") == ["{'log': ['in', 'fast', 'slow:yes']}"]
