@@ -111,3 +111,16 @@ def test_pickle_only_with_pickle_fallback():
     assert Ours(pickle_fallback=True).loads_typed(written) == Plain(1)
     with pytest.raises(NotImplementedError):
         Ours().loads_typed(written)
+
+
+def test_only_langgraphs_class_methods_are_called():
+    import ormsgpack
+
+    from agentgraph.checkpoint.serde import jsonplus as ours
+
+    def method_ext(module, name, arg, method):
+        return ormsgpack.packb(ormsgpack.Ext(ours.EXT_METHOD_SINGLE_ARG, ormsgpack.packb((module, name, arg, method))))
+
+    assert Ours().loads_typed(("msgpack", method_ext("datetime", "datetime", "2024-01-02T00:00:00", "fromisoformat"))) == datetime(2024, 1, 2)
+    # Any other method is not called: the stored argument comes back.
+    assert Ours().loads_typed(("msgpack", method_ext("os", "path", "/", "exists"))) == "/"

@@ -7,8 +7,9 @@ class method, or a Pydantic model's fields). The codes and tuples are LangGraph'
 side reads what the other writes. Pickle is used only where LangGraph's would: with
 `pickle_fallback=True`, for an object msgpack cannot encode.
 
-Loading imports the module a stored value names and calls it, as LangGraph's does by
-default: a checkpoint store must be trusted as much as the code.
+Loading imports the class a stored value names and calls it, as LangGraph's does by default
+(class methods only from LangGraph's short list): a checkpoint store must be trusted as much
+as the code.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ _PACK = (
     | ormsgpack.OPT_PASSTHROUGH_UUID
     | ormsgpack.OPT_REPLACE_SURROGATES
 )
+# The class methods a stored value may name (LangGraph's `SAFE_MSGPACK_METHODS`).
+_METHODS = {("datetime", "datetime", "fromisoformat")}
 _IP = (IPv4Address, IPv4Interface, IPv4Network, IPv6Address, IPv6Interface, IPv6Network)
 
 
@@ -165,6 +168,9 @@ def _ext_hook(code: int, data: bytes) -> Any:
         if code == EXT_CONSTRUCTOR_KW_ARGS:
             return target(**payload)
         if code == EXT_METHOD_SINGLE_ARG:
+            # Only the methods LangGraph's serializer calls (it refuses any other too).
+            if (module, name, parts[3]) not in _METHODS:
+                return payload
             return getattr(target, parts[3])(payload)
         if code in (EXT_PYDANTIC_V1, EXT_PYDANTIC_V2):
             try:
