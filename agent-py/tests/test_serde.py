@@ -124,3 +124,28 @@ def test_only_langgraphs_class_methods_are_called():
     assert Ours().loads_typed(("msgpack", method_ext("datetime", "datetime", "2024-01-02T00:00:00", "fromisoformat"))) == datetime(2024, 1, 2)
     # Any other method is not called: the stored argument comes back.
     assert Ours().loads_typed(("msgpack", method_ext("os", "path", "/", "exists"))) == "/"
+
+
+class Xor:
+    """A toy cipher (CipherProtocol)."""
+
+    def encrypt(self, plaintext):
+        return "xor", bytes(b ^ 0x5A for b in plaintext)
+
+    def decrypt(self, ciphername, ciphertext):
+        assert ciphername == "xor"
+        return bytes(b ^ 0x5A for b in ciphertext)
+
+
+def test_encrypted_serializer_reads_and_writes_langgraphs_format():
+    from agentgraph.checkpoint.serde.encrypted import EncryptedSerializer as OursEncrypted
+
+    theirs = pytest.importorskip("langgraph.checkpoint.serde.encrypted").EncryptedSerializer(Xor())
+    ours = OursEncrypted(Xor())
+    value = {"when": datetime(2024, 1, 1), "tags": {"a"}}
+    written = ours.dumps_typed(value)
+    assert written[0] == "msgpack+xor"
+    assert written == theirs.dumps_typed(value)
+    assert theirs.loads_typed(written) == value == ours.loads_typed(written)
+    # Stored before encryption: read as it is.
+    assert ours.loads_typed(Ours().dumps_typed(value)) == value

@@ -18,4 +18,12 @@ class SerializerProtocol(Protocol):
     def loads_typed(self, data: tuple[str, bytes]) -> Any: ...
 
 
-__all__ = ["SerializerProtocol"]
+class CipherProtocol(Protocol):
+    """Encrypts bytes as `(cipher name, ciphertext)`, and back."""
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]: ...
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes: ...
+
+
+__all__ = ["CipherProtocol", "SerializerProtocol"]
