@@ -285,3 +285,54 @@ def test_a_sibling_tasks_output_is_read_by_another_process(tmp_path):
 
     assert run("start") == ["fast ran", "['__interrupt__', 'log']"]
     assert run("resume") == ["{'log': ['in', 'fast', 'slow:yes']}"]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("AGENTGRAPH_POSTGRES_URL"), reason="AGENTGRAPH_POSTGRES_URL is not set"
+)
+def test_async_postgres_saver_and_another_process(tmp_path):
+    import uuid
+
+    thread = str(uuid.uuid4())
+    program = tmp_path / "pg.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            import asyncio, operator, sys
+            from datetime import date
+            from typing import Annotated, TypedDict
+            from agentgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from agentgraph.graph import START, StateGraph
+
+            class State(TypedDict):
+                log: Annotated[list, operator.add]
+
+            async def node(state):
+                return {"log": [date(2024, 1, len(state["log"]) + 1)]}
+
+            builder = StateGraph(State)
+            builder.add_node("n", node)
+            builder.add_edge(START, "n")
+
+            async def main():
+                async with AsyncPostgresSaver.from_conn_string(sys.argv[1]) as saver:
+                    graph = builder.compile(checkpointer=saver)
+                    out = await graph.ainvoke({"log": []}, {"configurable": {"thread_id": sys.argv[2]}})
+                    print(out["log"])
+
+            asyncio.run(main())
+            """
+        )
+    )
+    url = os.environ["AGENTGRAPH_POSTGRES_URL"]
+    outs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, str(program), url, thread], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        outs.append(done.stdout.strip())
+    assert outs == [
+        "[datetime.date(2024, 1, 1)]",
+        "[datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)]",
+    ]
