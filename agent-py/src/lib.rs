@@ -24,7 +24,8 @@
 //!   in LangGraph's own format: the `(type, bytes)` of the process's serializer
 //!   (`agentgraph.checkpoint.serde`, LangGraph's `JsonPlusSerializer` format by default:
 //!   msgpack with its extension types), so stored values are LangGraph's.
-//! - **Savers** (`saver`): agent-core's memory, SQLite and PostgreSQL savers; or any LangGraph
+//! - **Savers** (`saver`): agent-core's memory, SQLite and PostgreSQL savers (read back for
+//!   LangGraph's `get_tuple`/`list` as a run loads them); or any LangGraph
 //!   `BaseCheckpointSaver` through `langgraph_saver`, which rebuilds each field version whole
 //!   and hands the saver LangGraph's checkpoint dict by state key (agent-core's body rides
 //!   along), so LangGraph and agentgraph read each other's threads.
