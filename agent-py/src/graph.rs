@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap, RunConfig,
-    RunOutput, StateGraph, StreamMode, StreamPart,
+    CompiledGraph, GraphError, GraphStream, INTERRUPT, Input, Interrupt, Namespace, PathMap,
+    RunConfig, RunOutput, StateGraph, StreamMode, StreamModes, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
@@ -35,8 +35,8 @@ type BranchDef = (String, Py<PyAny>, Option<Vec<String>>);
 /// A graph compiled to agent-core.
 #[pyclass(frozen, name = "NativeGraph", module = "agentgraph._native")]
 pub struct NativeGraph {
-    graph: CompiledGraph<PyState>,
-    schema: Arc<Schema>,
+    pub(crate) graph: CompiledGraph<PyState>,
+    pub(crate) schema: Arc<Schema>,
 }
 
 /// Builds agent-core's graph from what the Python `StateGraph` recorded.
@@ -66,6 +66,11 @@ pub fn compile(
     let schema = Schema::new(spec)?;
     let mut builder = StateGraph::<PyState>::new();
     for (name, func, takes_config, is_async) in nodes {
+        if let Ok(child) = func.bind(py).cast::<NativeGraph>() {
+            let node = crate::subgraph::subgraph_node(child.get(), schema.clone());
+            builder = builder.add_node(name, node);
+            continue;
+        }
         let node = PyNode {
             func,
             takes_config,
@@ -250,7 +255,7 @@ impl NativeGraph {
             py,
             [
                 snapshot.values.to_dict(py, &self.schema)?.into_any(),
-                PyTuple::new(py, &snapshot.next)?.into_any(),
+                PyTuple::new(py, next_tasks(&snapshot))?.into_any(),
                 configurable(&snapshot.config)?.into_any(),
                 from_json(py, &snapshot.metadata)?,
                 snapshot.created_at_ms.into_pyobject(py)?.into_any(),
@@ -261,8 +266,10 @@ impl NativeGraph {
         Ok(Some(tuple.unbind()))
     }
 
-    /// Starts a run whose parts are read with `next` / `anext`.
-    #[pyo3(signature = (input, config, modes, tagged, is_async=false))]
+    /// Starts a run whose parts are read with `next` / `anext`; with `subgraphs`, each part
+    /// is `(namespace, chunk)` (`(namespace, mode, chunk)` when `tagged`).
+    #[pyo3(signature = (input, config, modes, tagged, is_async=false, subgraphs=false))]
+    #[allow(clippy::too_many_arguments)] // LangGraph's `stream` keywords, one each
     fn stream(
         &self,
         py: Python<'_>,
@@ -271,8 +278,18 @@ impl NativeGraph {
         modes: Vec<String>,
         tagged: bool,
         is_async: bool,
+        subgraphs: bool,
     ) -> PyResult<NativeStream> {
         let modes = stream_modes(&modes)?;
+        let children = crate::subgraph_stream::Children::new(
+            modes.contains(&StreamMode::Values),
+            modes.contains(&StreamMode::Updates),
+        );
+        let mut native = StreamModes::from(modes.as_slice());
+        if subgraphs {
+            // A paused subgraph reports its interrupts as an `updates` item only.
+            native = native.with_subgraphs().with(StreamMode::Updates);
+        }
         let locals = if is_async {
             Some(pyo3_async_runtimes::tokio::get_current_locals(py)?)
         } else {
@@ -280,20 +297,36 @@ impl NativeGraph {
         };
         let (input, run, guard) = self.start(&input, &config, locals)?;
         let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
-        let stream = self.graph.stream(input, run, modes.as_slice());
+        let stream = self.graph.stream(input, run, native);
         let cursor = Cursor {
             stream: Some(stream),
             tail: VecDeque::new(),
             values: modes.contains(&StreamMode::Values),
             updates: modes.contains(&StreamMode::Updates),
+            children,
         };
         Ok(NativeStream {
             inner: Arc::new(tokio::sync::Mutex::new(cursor)),
             schema: self.schema.clone(),
             tagged,
+            subgraphs,
             _guard: Arc::new(guard),
         })
     }
+}
+
+/// LangGraph's `next`: a name per task still to run (a node sent three `Send`s is there three
+/// times; agent-core's `next` names each node once).
+fn next_tasks(snapshot: &agent_core::StateSnapshot<PyState>) -> Vec<&str> {
+    if snapshot.tasks.is_empty() {
+        return snapshot.next.iter().map(String::as_str).collect();
+    }
+    let start = snapshot.next.iter().filter(|n| *n == agent_core::START);
+    let tasks = snapshot.tasks.iter().filter(|t| !t.finished);
+    start
+        .map(String::as_str)
+        .chain(tasks.map(|t| t.node.as_str()))
+        .collect()
 }
 
 /// What `invoke` returns: the state dict, and LangGraph's `__interrupt__` list if it paused.
@@ -325,6 +358,8 @@ pub struct NativeStream {
     inner: Arc<tokio::sync::Mutex<Cursor>>,
     schema: Arc<Schema>,
     tagged: bool,
+    /// `subgraphs=True`: parts carry their namespace.
+    subgraphs: bool,
     _guard: Arc<RunGuard>,
 }
 
@@ -334,11 +369,15 @@ struct Cursor {
     tail: VecDeque<Next>,
     values: bool,
     updates: bool,
+    /// Subgraphs' parts (with `subgraphs=True`).
+    children: crate::subgraph_stream::Children,
 }
 
 /// One item for Python.
 enum Next {
     Part(StreamPart<PyState>),
+    /// A subgraph's chunk, under its namespace.
+    Child(Namespace, crate::subgraph_stream::ChildChunk),
     /// `updates`: `{"__interrupt__": (Interrupt, ...)}`.
     Interrupts(Vec<Interrupt>),
     /// `values`: the last state with `__interrupt__` added.
@@ -352,13 +391,23 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     if let Some(next) = cursor.tail.pop_front() {
         return next;
     }
-    let Some(stream) = cursor.stream.as_mut() else {
-        return Next::End;
-    };
-    match stream.next().await {
-        Some(Ok(part)) => return Next::Part(part),
-        Some(Err(error)) => return Next::Failed(error),
-        None => {}
+    let cursor = &mut *cursor;
+    while let Some(stream) = cursor.stream.as_mut() {
+        match stream.next().await {
+            Some(Ok(StreamPart::Subgraph { ns, part })) => {
+                let chunks = cursor.children.chunks(&ns, part);
+                let mut chunks = chunks.into_iter().map(|c| Next::Child(ns.clone(), c));
+                if let Some(first) = chunks.next() {
+                    cursor.tail.extend(chunks);
+                    return first;
+                }
+            }
+            // Asked of agent-core only for subgraphs' interrupts.
+            Some(Ok(StreamPart::Updates { .. })) if !cursor.updates => {}
+            Some(Ok(part)) => return Next::Part(part),
+            Some(Err(error)) => return Next::Failed(error),
+            None => break,
+        }
     }
     // The run ended: LangGraph reports a pause in the stream itself (updates first).
     let Some(stream) = cursor.stream.take() else {
@@ -387,8 +436,43 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     cursor.tail.pop_front().unwrap_or(Next::End)
 }
 
-/// A part as LangGraph yields it: the chunk, or `(mode, chunk)` when several modes were asked.
+/// A part as LangGraph yields it: the chunk, or `(mode, chunk)` when several modes were
+/// asked; with `subgraphs=True`, the namespace tuple first.
 fn part_to_py(
+    py: Python<'_>,
+    part: Next,
+    schema: &Schema,
+    tagged: bool,
+    subgraphs: bool,
+) -> PyResult<Option<Py<PyAny>>> {
+    if !subgraphs {
+        return root_part_to_py(py, part, schema, tagged);
+    }
+    let (ns, chunk) = match part {
+        Next::Child(ns, chunk) => {
+            let (mode, chunk) = crate::subgraph_stream::to_py(py, chunk)?;
+            (ns, tag(py, tagged, mode, chunk)?)
+        }
+        part => (
+            Namespace::root(),
+            root_part_to_py(py, part, schema, tagged)?,
+        ),
+    };
+    let Some(chunk) = chunk else {
+        return Ok(None);
+    };
+    let ns = crate::subgraph_stream::namespace(py, &ns)?;
+    let mut items = vec![ns.into_any()];
+    match chunk.bind(py).cast::<PyTuple>() {
+        // `(mode, chunk)` becomes `(namespace, mode, chunk)`.
+        Ok(tuple) if tagged => items.extend(tuple.iter()),
+        _ => items.push(chunk.into_bound(py)),
+    }
+    Ok(Some(PyTuple::new(py, items)?.into_any().unbind()))
+}
+
+/// A part of the graph streamed (or, for `Next::Child`, of a subgraph, without its namespace).
+fn root_part_to_py(
     py: Python<'_>,
     part: Next,
     schema: &Schema,
@@ -397,6 +481,10 @@ fn part_to_py(
     let part = match part {
         Next::End => return Ok(None),
         Next::Failed(error) => return Err(to_py_err(py, error, schema)),
+        Next::Child(_, chunk) => {
+            let (mode, chunk) = crate::subgraph_stream::to_py(py, chunk)?;
+            return tag(py, tagged, mode, chunk);
+        }
         Next::Interrupts(interrupts) => {
             let dict = PyDict::new(py);
             let list = interrupts_list(py, &interrupts)?;
@@ -449,18 +537,18 @@ impl NativeStream {
         let inner = self.inner.clone();
         let part = py
             .detach(move || pyo3_async_runtimes::tokio::get_runtime().block_on(next_part(&inner)));
-        part_to_py(py, part, &self.schema, self.tagged)
+        part_to_py(py, part, &self.schema, self.tagged, self.subgraphs)
     }
 
     /// The next part, awaitable; `None` at the end.
     fn anext<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner.clone();
         let schema = self.schema.clone();
-        let tagged = self.tagged;
+        let (tagged, subgraphs) = (self.tagged, self.subgraphs);
         crate::bridge::spawn(py, async move {
             let part = next_part(&inner).await;
             Python::attach(|py| {
-                Ok(part_to_py(py, part, &schema, tagged)?.unwrap_or_else(|| py.None()))
+                Ok(part_to_py(py, part, &schema, tagged, subgraphs)?.unwrap_or_else(|| py.None()))
             })
         })
     }

@@ -53,6 +53,8 @@ mod saver;
 mod schema;
 mod scope;
 mod state;
+mod subgraph;
+mod subgraph_stream;
 mod value;
 
 use pyo3::prelude::*;
@@ -62,6 +64,8 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
+    m.add_function(wrap_pyfunction!(subgraph::ainvoke_in, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;

@@ -35,7 +35,8 @@ impl NodeScope {
         }
     }
 
-    fn ctx(&self) -> PyResult<NodeContext> {
+    /// The node's context, while its call runs.
+    pub fn context(&self) -> PyResult<NodeContext> {
         self.ctx
             .lock()
             .ok()
@@ -43,6 +44,13 @@ impl NodeScope {
             .ok_or_else(|| {
                 pyo3::exceptions::PyRuntimeError::new_err("this node's call has already returned")
             })
+    }
+
+    /// Keeps a pause for the node's wrapper (a subgraph invoked inside the node paused).
+    pub fn set_pending(&self, interrupted: Interrupted) {
+        if let Ok(mut pending) = self.pending.lock() {
+            *pending = Some(interrupted);
+        }
     }
 
     /// The pause `interrupt()` asked for, if the node raised on it.
@@ -55,7 +63,7 @@ impl NodeScope {
 impl NodeScope {
     /// The resume value, or raises `GraphInterrupt` to pause.
     fn interrupt(&self, py: Python<'_>, value: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match self.ctx()?.interrupt(to_json(&value)?) {
+        match self.context()?.interrupt(to_json(&value)?) {
             Ok(answer) => Ok(from_json(py, &answer)?.unbind()),
             Err(interrupted) => {
                 if let Ok(mut pending) = self.pending.lock() {
@@ -70,13 +78,13 @@ impl NodeScope {
     /// The node's name.
     #[getter]
     fn node(&self) -> PyResult<String> {
-        Ok(self.ctx()?.node().to_owned())
+        Ok(self.context()?.node().to_owned())
     }
 
     /// The super-step.
     #[getter]
     fn step(&self) -> PyResult<i64> {
-        Ok(self.ctx()?.step())
+        Ok(self.context()?.step())
     }
 }
 

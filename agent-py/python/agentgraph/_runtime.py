@@ -20,6 +20,12 @@ async def call_async(scope, fn, args):
     return await fn(*args)
 
 
+def current_scope():
+    """The running node's scope, or `None` outside a node (a graph invoked there is a
+    subgraph of the node's task)."""
+    return _scope.get(None)
+
+
 def current():
     """The running node's scope."""
     try:

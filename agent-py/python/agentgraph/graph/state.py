@@ -14,7 +14,9 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
+from agentgraph._runtime import current_scope
 from agentgraph.constants import END, START
+from agentgraph.types import Send
 
 
 def _reducer(metadata: tuple) -> Optional[Callable]:
@@ -127,11 +129,12 @@ class StateGraph:
         else:
             mapping = destinations = None
 
-        def route(state: dict) -> list[str]:
+        def route(state: dict) -> list:
             result = path(state)
             keys = list(result) if isinstance(result, (list, tuple)) else [result]
             if mapping is not None:
-                return [mapping[key] for key in keys]
+                # A `Send` names its node itself; keys go through the path map.
+                return [key if isinstance(key, Send) else mapping[key] for key in keys]
             return keys
 
         self.branches.append((source, route, destinations))
@@ -165,7 +168,10 @@ class StateGraph:
         **_: Any,
     ) -> "CompiledStateGraph":
         nodes = [
-            (name, action, _takes_config(action), _is_async(action))
+            # A compiled graph is a subgraph node: the native graph runs it as a child run.
+            (name, action._native, False, False)
+            if isinstance(action, CompiledStateGraph)
+            else (name, action, _takes_config(action), _is_async(action))
             for name, action in self.nodes.items()
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
@@ -231,9 +237,16 @@ class CompiledStateGraph:
         self.builder = builder
 
     def invoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
+        scope = current_scope()
+        if scope is not None:
+            # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
+            return _native.invoke_in(self._native, scope, input)
         return self._native.invoke(input, dict(config or {}))
 
     async def ainvoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
+        scope = current_scope()
+        if scope is not None:
+            return await _native.ainvoke_in(self._native, scope, input)
         return await self._native.ainvoke(input, dict(config or {}))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
@@ -250,10 +263,11 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        subgraphs: bool = False,
         **_: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged)
+        stream = self._native.stream(input, dict(config or {}), modes, tagged, subgraphs=subgraphs)
         while (part := stream.next()) is not None:
             yield part
 
@@ -263,9 +277,12 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        subgraphs: bool = False,
         **_: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged, True)
+        stream = self._native.stream(
+            input, dict(config or {}), modes, tagged, True, subgraphs=subgraphs
+        )
         while (part := await stream.anext()) is not None:
             yield part
