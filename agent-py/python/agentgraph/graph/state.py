@@ -240,8 +240,34 @@ class CompiledStateGraph:
         scope = current_scope()
         if scope is not None:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
+            self._check_no_async_inside_a_loop()
             return _native.invoke_in(self._native, scope, input)
         return self._native.invoke(input, dict(config or {}))
+
+    def _async_nodes(self) -> list[str]:
+        names = []
+        for name, action in self.builder.nodes.items():
+            if isinstance(action, CompiledStateGraph):
+                names.extend(action._async_nodes())
+            elif _is_async(action):
+                names.append(name)
+        return names
+
+    def _check_no_async_inside_a_loop(self) -> None:
+        """A sync `invoke` inside an async node blocks the loop its async nodes would be
+        awaited on: refused, as LangGraph refuses async nodes in a sync run."""
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        names = self._async_nodes()
+        if names:
+            raise TypeError(
+                f'No synchronous function provided to "{names[0]}".\nEither initialize with a '
+                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
+            )
 
     async def ainvoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
         scope = current_scope()
