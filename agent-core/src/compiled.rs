@@ -352,6 +352,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
         let target = resolve_target(&edge.target, &describe)?;
         if let Target::Node(t) = target
             && let Some(input) = nodes[t].1.input
+            && !input.or_state
         {
             return Err(GraphError::NeedsInput {
                 node: edge.target.clone(),

@@ -319,6 +319,13 @@ pub struct ParentCommand {
     pub(crate) command: Box<dyn std::any::Any + Send + Sync>,
 }
 
+impl ParentCommand {
+    /// The command, when `S` is the state of the graph whose node returned it.
+    pub fn command<S: crate::state::GraphState>(&self) -> Option<&crate::Command<S>> {
+        self.command.downcast_ref()
+    }
+}
+
 impl std::fmt::Debug for ParentCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParentCommand")

@@ -112,7 +112,7 @@ pub use interrupt::{Interrupt, Interrupted};
 pub use layers::{RetryPolicy, Retryable, backoff_interval};
 pub use node::{
     BoxFuture, IntoInputNode, IntoNode, IntoNodeOutput, Node, NodeError, NodeExt, NodeOutput,
-    NodeSpec, input_node,
+    NodeSpec, SubgraphOutput, input_node,
 };
 pub use node_input::NodeInput;
 pub use report::Report;

@@ -223,6 +223,16 @@ impl<S: GraphState> NodeSpec<S> {
         self
     }
 
+    /// Records that the node takes the state when an edge, a router's key or a `Command`
+    /// goto triggers it, and its own input `I` when a [`Send::input`](crate::Send::input)
+    /// carries one — LangGraph's nodes, which take whatever they are sent. The node reads the
+    /// input with [`NodeContext::input`] (`None`: it runs on the state). For nodes whose
+    /// input type is known only at run time, such as a binding's dynamic values.
+    pub fn with_input_or_state<I: NodeInput>(mut self) -> Self {
+        self.input = Some(InputType::of::<I>().or_state());
+        self
+    }
+
     /// The name of the node's own input type, when it takes one instead of the state.
     pub fn input_type_name(&self) -> Option<&'static str> {
         self.input.map(|ty| ty.name)
@@ -796,6 +806,62 @@ impl<T: GraphState, C: std::marker::Send + Sync + 'static> crate::compiled::Comp
             output: Arc::new(output),
         })
         .with_subgraph(shape)
+    }
+}
+
+/// What a subgraph run inside a node ended with
+/// ([`CompiledGraph::invoke_in`](crate::CompiledGraph::invoke_in)).
+#[non_exhaustive]
+pub struct SubgraphOutput<S: GraphState> {
+    /// The subgraph's state where its run ended.
+    pub state: S,
+    /// A command one of its nodes addressed to its parent ([`Command::to_parent`]): the
+    /// subgraph's run ended there, and the calling node hands it on as its own output
+    /// (addressed to its own graph), as a subgraph node does.
+    pub to_parent: Option<Command<S>>,
+}
+
+impl<S: GraphState + std::fmt::Debug> std::fmt::Debug for SubgraphOutput<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubgraphOutput")
+            .field("state", &self.state)
+            .field("to_parent", &self.to_parent.as_ref().map(|c| &c.goto))
+            .finish()
+    }
+}
+
+impl<T: GraphState, C: std::marker::Send + Sync + 'static> crate::compiled::CompiledGraph<T, C> {
+    /// Runs this graph inside the running node of `ctx`, as that node's subgraph (LangGraph's
+    /// `graph.invoke(..)` called inside a node): `input` is its input, as for `invoke`, and
+    /// the node makes its own update from the output. The run is a child of the node's task,
+    /// as for [`as_node`](Self::as_node): it checkpoints in the parent's saver under the
+    /// task's namespace, streams under it, and an `interrupt()` inside pauses the whole run —
+    /// return the error (it is the task's pause: an [`Interrupted`](crate::Interrupted)); when
+    /// the parent is resumed, the node runs again and this call resumes the subgraph where it
+    /// stopped. One subgraph run per task: a second call in the same task finds the first
+    /// one's checkpoints.
+    pub async fn invoke_in(
+        &self,
+        input: T::Update,
+        ctx: &NodeContext,
+    ) -> Result<SubgraphOutput<T>, BoxError> {
+        let out = crate::executor::Run::run_child(
+            &self.inner,
+            self.name(),
+            self.context.clone(),
+            self.store.clone(),
+            crate::executor::ChildStart::Input(input),
+            ctx.clone(),
+        )
+        .await
+        .map_err(|error| match error {
+            NodeError::Failed(error) => error,
+            other => Box::new(other),
+        })?;
+        Ok(SubgraphOutput {
+            state: out.state,
+            to_parent: out.to_parent,
+        })
     }
 }
 

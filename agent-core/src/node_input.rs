@@ -39,6 +39,9 @@ impl<T> NodeInput for T where
 pub(crate) struct InputType {
     pub(crate) id: TypeId,
     pub(crate) name: &'static str,
+    /// Whether the node also runs on the state, when an edge or a name triggers it
+    /// ([`NodeSpec::with_input_or_state`](crate::NodeSpec::with_input_or_state)).
+    pub(crate) or_state: bool,
     decode: fn(&[u8]) -> Result<AnyInput, String>,
 }
 
@@ -53,7 +56,16 @@ impl InputType {
         InputType {
             id: TypeId::of::<I>(),
             name: std::any::type_name::<I>(),
+            or_state: false,
             decode: |bytes| codec::decode::<I>(bytes).map(AnyInput::new),
+        }
+    }
+
+    /// The same type, for a node that also runs on the state.
+    pub(crate) fn or_state(self) -> Self {
+        InputType {
+            or_state: true,
+            ..self
         }
     }
 

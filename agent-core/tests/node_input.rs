@@ -494,3 +494,112 @@ async fn input_nodes_read_the_runtime_context() {
         .unwrap_err();
     assert!(matches!(err, GraphError::ContextMismatch { .. }), "{err:?}");
 }
+
+/// A node that runs on the state when triggered by name and on a `Topic` when sent one
+/// (LangGraph's nodes, which take whatever they are sent): `with_input_or_state`.
+fn either_node() -> agent_core::NodeSpec<Essay> {
+    use agent_core::IntoNode;
+    (|s: Arc<Essay>, ctx: NodeContext| async move {
+        let paragraph = match ctx.input::<Topic>() {
+            Some(topic) => format!("sent {}", topic.name),
+            None => format!("state with {} topics", s.topics.len()),
+        };
+        EssayUpdate::default().paragraphs(vec![paragraph])
+    })
+    .into_node()
+    .with_input_or_state::<Topic>()
+}
+
+fn either_graph(saver: Option<Arc<dyn Checkpointer>>) -> CompiledGraph<Essay> {
+    let builder = StateGraph::new()
+        .add_node("plan", |_s: Arc<Essay>| async { EssayUpdate::default() })
+        .add_node("write", either_node())
+        .add_edge(START, "plan")
+        // By name (an edge) and by `Send::input` (the router) in the same step.
+        .add_edge("plan", "write")
+        .add_conditional_edges("plan", fan_out, PathMap::any())
+        .add_edge("write", END);
+    match saver {
+        Some(saver) => builder.interrupt_before(["write"]).compile_with(saver),
+        None => builder.compile(),
+    }
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_may_take_its_input_or_the_state() {
+    let expected = ["state with 2 topics", "sent owls", "sent bats"];
+    let out = either_graph(None)
+        .invoke(topics(&["owls", "bats"]), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.paragraphs, expected);
+
+    // Paused before the step: the `Send`s' inputs are stored and decode as `Topic`s again.
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let config = RunConfig::default().thread_id(common::unique("either"));
+    let graph = either_graph(Some(saver.clone()));
+    let out = graph
+        .invoke(topics(&["owls", "bats"]), config.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.next, ["write"]);
+    let state = graph.get_state(&config).await.unwrap().unwrap();
+    assert_eq!(state.tasks.len(), 3);
+    let out = either_graph(Some(saver))
+        .invoke(Input::Continue, config)
+        .await
+        .unwrap();
+    assert_eq!(out.paragraphs, expected);
+
+    // A `Command` goto by name runs it on the state; a `Send` of a state is taken too; one of
+    // another input type is still refused.
+    let graph = StateGraph::new()
+        .add_node(
+            "plan",
+            (|_s: Arc<Essay>| async {
+                Command::goto("write").and_goto(Send::new("write", Essay::default()))
+            })
+            .with_destinations(["write"]),
+        )
+        .add_node("write", either_node())
+        .add_edge(START, "plan")
+        .add_edge("write", END)
+        .compile()
+        .unwrap();
+    let out = graph
+        .invoke(topics(&["owls"]), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.paragraphs,
+        ["state with 1 topics", "state with 0 topics"]
+    );
+    let graph = StateGraph::new()
+        .add_node("plan", |_s: Arc<Essay>| async { EssayUpdate::default() })
+        .add_node("write", either_node())
+        .add_edge(START, "plan")
+        .add_conditional_edges(
+            "plan",
+            |_: &Essay| {
+                Route::default().send_input(
+                    "write",
+                    Review {
+                        paragraph: "p".to_owned(),
+                    },
+                )
+            },
+            ["write"],
+        )
+        .add_edge("write", END)
+        .compile()
+        .unwrap();
+    let err = graph
+        .invoke(Essay::default(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, GraphError::SendInput { found, expected, .. } if found.contains("Review") && expected.contains("Topic")),
+        "{err:?}"
+    );
+}

@@ -447,6 +447,12 @@ async fn a_command_to_the_parent_outside_a_subgraph_is_an_error() {
         error.to_string().contains("not running as a subgraph"),
         "{error}"
     );
+    let agent_core::GraphError::ParentCommand(parent) = &error else {
+        unreachable!()
+    };
+    let command = parent.command::<S>().expect("a command of `S`");
+    assert_eq!(command.goto, [agent_core::Goto::Node("x".to_owned())]);
+    assert!(parent.command::<Joke>().is_none());
 }
 
 #[tokio::test]
@@ -642,4 +648,100 @@ async fn a_retried_subgraph_continues_where_its_failed_attempt_stopped() {
             assert_eq!(calls.load(Ordering::SeqCst), 2, "{name} {durability:?}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A graph invoked inside a node (`CompiledGraph::invoke_in`).
+
+/// A subgraph over `Joke` that asks a human about its subject, then tells the joke.
+fn asking_joke() -> agent_core::CompiledGraph<Joke> {
+    StateGraph::<Joke>::new()
+        .add_node("ask", |s: Arc<Joke>, ctx: NodeContext| async move {
+            let answer: String = ctx.interrupt_as(format!("joke about {}?", s.letters))?;
+            Ok::<_, agent_core::BoxError>(JokeUpdate::default().subject(answer))
+        })
+        .add_node("tell", |s: Arc<Joke>| async move {
+            JokeUpdate::default().lines(vec![format!("joke about {}", s.subject)])
+        })
+        .add_edge(START, "ask")
+        .add_edge("ask", "tell")
+        .add_edge("tell", END)
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graph_invoked_inside_a_node_is_its_subgraph() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let joke = asking_joke();
+    let call = move |s: Arc<S>, ctx: NodeContext| {
+        let (joke, counted) = (joke.clone(), counted.clone());
+        async move {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let input = JokeUpdate::default().letters(s.subject.clone());
+            let out = joke.invoke_in(input, &ctx).await?;
+            assert!(out.to_parent.is_none());
+            Ok::<_, agent_core::BoxError>(SUpdate::default().log(out.state.lines).count(1))
+        }
+    };
+    for (name, saver, durability) in common::backends_and_durabilities().await {
+        let graph = StateGraph::new()
+            .add_node("prep", step("prep"))
+            .add_node("call", call.clone())
+            .add_edge(START, "prep")
+            .add_edge("prep", "call")
+            .add_edge("call", END)
+            .compile_with(saver.clone())
+            .unwrap();
+        let config = RunConfig::default()
+            .thread_id(common::unique("invoke-in"))
+            .durability(durability);
+        let input = SUpdate::default().subject("owls".to_owned());
+        let out = graph.invoke(input, config.clone()).await.unwrap();
+        // The child's question pauses the parent, at the calling node.
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        assert_eq!(out.interrupts[0].value, "joke about owls?", "{name}");
+        assert_eq!(out.next, ["call"], "{name}");
+        assert_eq!(out.log, ["prep:owls"], "{name}");
+        // It checkpointed under the calling task's namespace.
+        let ns = paused_subgraph(&graph, &config).await.checkpoint_ns;
+        assert!(ns.starts_with("call:"), "{name}: {ns}");
+
+        // Resumed: the node runs again and its call resumes the child where it paused.
+        let out = graph
+            .invoke(Command::resume("bats").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert!(out.interrupts.is_empty(), "{name}");
+        assert_eq!(out.log, ["prep:owls", "joke about bats"], "{name}");
+        assert_eq!(out.count, 2, "{name}");
+    }
+    assert!(calls.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+
+    // A command to the parent comes back to the calling node, which hands it on.
+    let agent = handoff_agent();
+    let graph = StateGraph::new()
+        .add_node("agent", move |s: Arc<S>, ctx: NodeContext| {
+            let agent = agent.clone();
+            async move {
+                let out = agent.invoke_in((*s).clone().into_update(), &ctx).await?;
+                let command = out.to_parent.expect("the handoff");
+                assert_eq!(command.graph, agent_core::CommandGraph::Parent);
+                Ok::<_, agent_core::BoxError>(Command {
+                    graph: agent_core::CommandGraph::Current,
+                    ..command
+                })
+            }
+        })
+        .add_node("reviewer", step("reviewer"))
+        .add_edge(START, "agent")
+        .add_edge("reviewer", END)
+        .compile()
+        .unwrap();
+    let out = graph
+        .invoke(S::default(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["handed off", "reviewer"]);
 }

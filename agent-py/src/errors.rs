@@ -47,6 +47,23 @@ pub fn to_py_err(py: Python<'_>, error: GraphError, schema: &Schema) -> PyErr {
                 return err;
             }
         }
+        GraphError::ParentCommand(parent) => {
+            // A root graph's node addressed a parent it does not have: LangGraph's
+            // `ParentCommand` reaches the caller, with the command.
+            if let Some(command) = parent
+                .command::<crate::state::PyState>()
+                .and_then(|command| crate::command::take_parent(py, command))
+            {
+                return match py
+                    .import("agentgraph.errors")
+                    .and_then(|m| m.getattr("ParentCommand"))
+                    .and_then(|class| class.call1((command,)))
+                {
+                    Ok(error) => PyErr::from_value(error),
+                    Err(error) => error,
+                };
+            }
+        }
         GraphError::RecursionLimit { limit, .. } => {
             return error_class(
                 py,

@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, DebugEvent, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap,
-    RunConfig, RunOutput, StateGraph, StreamMode, StreamPart,
+    CompiledGraph, DebugEvent, GraphError, GraphStream, INTERRUPT, Input, Interrupt, Namespace,
+    PathMap, RunConfig, RunOutput, StateGraph, StreamMode, StreamModes, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
@@ -35,8 +35,8 @@ type BranchDef = (String, Py<PyAny>, Option<Vec<String>>);
 /// A graph compiled to agent-core.
 #[pyclass(frozen, name = "NativeGraph", module = "agentgraph._native")]
 pub struct NativeGraph {
-    graph: CompiledGraph<PyState>,
-    schema: Arc<Schema>,
+    pub(crate) graph: CompiledGraph<PyState>,
+    pub(crate) schema: Arc<Schema>,
 }
 
 /// Builds agent-core's graph from what the Python `StateGraph` recorded.
@@ -66,6 +66,11 @@ pub fn compile(
     let schema = Schema::new(spec)?;
     let mut builder = StateGraph::<PyState>::new();
     for (name, func, takes_config, is_async) in nodes {
+        if let Ok(child) = func.bind(py).cast::<NativeGraph>() {
+            let node = crate::subgraph::subgraph_node(child.get(), schema.clone());
+            builder = builder.add_node(name, node);
+            continue;
+        }
         let node = PyNode {
             func,
             takes_config,
@@ -283,7 +288,7 @@ impl NativeGraph {
             py,
             [
                 snapshot.values.to_dict(py, &self.schema)?.into_any(),
-                PyTuple::new(py, &snapshot.next)?.into_any(),
+                PyTuple::new(py, next_tasks(&snapshot))?.into_any(),
                 configurable(&snapshot.config)?.into_any(),
                 from_json(py, &snapshot.metadata)?,
                 snapshot.created_at_ms.into_pyobject(py)?.into_any(),
@@ -294,8 +299,9 @@ impl NativeGraph {
         Ok(Some(tuple.unbind()))
     }
 
-    /// Starts a run whose parts are read with `next` / `anext`.
-    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false, parent_checkpoint=None))]
+    /// Starts a run whose parts are read with `next` / `anext`; with `subgraphs`, each part
+    /// is `(namespace, chunk)` (`(namespace, mode, chunk)` when `tagged`).
+    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false, parent_checkpoint=None, subgraphs=false))]
     #[allow(clippy::too_many_arguments)] // what `stream` and `astream` hand over
     fn stream(
         &self,
@@ -307,8 +313,15 @@ impl NativeGraph {
         state: Py<PyAny>,
         is_async: bool,
         parent_checkpoint: Option<String>,
+        subgraphs: bool,
     ) -> PyResult<NativeStream> {
         let (core_modes, wants) = stream_modes(&modes)?;
+        let children = crate::subgraph_stream::Children::new(wants.values, wants.updates);
+        let mut native = StreamModes::from(core_modes.as_slice());
+        if subgraphs {
+            // A paused subgraph reports its interrupts as an `updates` item only.
+            native = native.with_subgraphs().with(StreamMode::Updates);
+        }
         let locals = if is_async {
             Some(pyo3_async_runtimes::tokio::get_current_locals(py)?)
         } else {
@@ -320,7 +333,7 @@ impl NativeGraph {
         let outbox = Arc::new(Outbox::new(modes, state));
         let outbox_guard = crate::outbox::register(run_id.clone(), outbox.clone());
         let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
-        let stream = self.graph.stream(input, run, core_modes.as_slice());
+        let stream = self.graph.stream(input, run, native);
         let cursor = Cursor {
             stream: Some(stream),
             tail: VecDeque::new(),
@@ -334,6 +347,7 @@ impl NativeGraph {
             results: Vec::new(),
             paused: Vec::new(),
             outbox: outbox.clone(),
+            children,
         };
         Ok(NativeStream {
             inner: Arc::new(tokio::sync::Mutex::new(cursor)),
@@ -344,9 +358,24 @@ impl NativeGraph {
                 thread_id,
                 outbox,
             }),
+            subgraphs,
             _guard: Arc::new((guard, outbox_guard)),
         })
     }
+}
+
+/// LangGraph's `next`: a name per task still to run (a node sent three `Send`s is there three
+/// times; agent-core's `next` names each node once).
+fn next_tasks(snapshot: &agent_core::StateSnapshot<PyState>) -> Vec<&str> {
+    if snapshot.tasks.is_empty() {
+        return snapshot.next.iter().map(String::as_str).collect();
+    }
+    let start = snapshot.next.iter().filter(|n| *n == agent_core::START);
+    let tasks = snapshot.tasks.iter().filter(|t| !t.finished);
+    start
+        .map(String::as_str)
+        .chain(tasks.map(|t| t.node.as_str()))
+        .collect()
 }
 
 /// What `invoke` returns: the state dict, and LangGraph's `__interrupt__` list if it paused.
@@ -379,6 +408,8 @@ pub struct NativeStream {
     schema: Arc<Schema>,
     tagged: bool,
     facts: Arc<RunFacts>,
+    /// `subgraphs=True`: parts carry their namespace.
+    subgraphs: bool,
     _guard: Arc<(RunGuard, OutboxGuard)>,
 }
 
@@ -419,6 +450,8 @@ struct Cursor {
     /// Results of tasks that paused, waiting for the run's end.
     paused: Vec<Traced>,
     outbox: Arc<Outbox>,
+    /// Subgraphs' parts (with `subgraphs=True`).
+    children: crate::subgraph_stream::Children,
 }
 
 /// A `tasks`, `checkpoints` or `debug` item, before it meets Python.
@@ -447,6 +480,8 @@ enum Traced {
 /// One item for Python.
 enum Next {
     Part(StreamPart<PyState>),
+    /// A subgraph's chunk, under its namespace.
+    Child(Namespace, crate::subgraph_stream::ChildChunk),
     /// `updates`: `{"__interrupt__": (Interrupt, ...)}`.
     Interrupts(Vec<Interrupt>),
     /// `values`: the last state with `__interrupt__` added.
@@ -598,11 +633,23 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     if let Some(next) = cursor.tail.pop_front() {
         return next;
     }
+    let cursor = &mut *cursor;
     loop {
         let Some(stream) = cursor.stream.as_mut() else {
             return Next::End;
         };
         match stream.next().await {
+            Some(Ok(StreamPart::Subgraph { ns, part })) => {
+                let chunks = cursor.children.chunks(&ns, part);
+                cursor
+                    .tail
+                    .extend(chunks.into_iter().map(|c| Next::Child(ns.clone(), c)));
+                if let Some(next) = cursor.tail.pop_front() {
+                    return next;
+                }
+            }
+            // Asked of agent-core only for subgraphs' interrupts.
+            Some(Ok(StreamPart::Updates { .. })) if !cursor.updates => {}
             Some(Ok(part)) => {
                 cursor.read(part);
                 if let Some(next) = cursor.tail.pop_front() {
@@ -666,8 +713,44 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     cursor.tail.pop_front().unwrap_or(Next::End)
 }
 
-/// A part as LangGraph yields it: the chunk, or `(mode, chunk)` when several modes were asked.
+/// A part as LangGraph yields it: the chunk, or `(mode, chunk)` when several modes were
+/// asked; with `subgraphs=True`, the namespace tuple first.
 fn part_to_py(
+    py: Python<'_>,
+    part: Next,
+    schema: &Schema,
+    tagged: bool,
+    facts: &RunFacts,
+    subgraphs: bool,
+) -> PyResult<Option<Py<PyAny>>> {
+    if !subgraphs {
+        return root_part_to_py(py, part, schema, tagged, facts);
+    }
+    let (ns, chunk) = match part {
+        Next::Child(ns, chunk) => {
+            let (mode, chunk) = crate::subgraph_stream::to_py(py, chunk)?;
+            (ns, tag(py, tagged, mode, chunk)?)
+        }
+        part => (
+            Namespace::root(),
+            root_part_to_py(py, part, schema, tagged, facts)?,
+        ),
+    };
+    let Some(chunk) = chunk else {
+        return Ok(None);
+    };
+    let ns = crate::subgraph_stream::namespace(py, &ns)?;
+    let mut items = vec![ns.into_any()];
+    match chunk.bind(py).cast::<PyTuple>() {
+        // `(mode, chunk)` becomes `(namespace, mode, chunk)`.
+        Ok(tuple) if tagged => items.extend(tuple.iter()),
+        _ => items.push(chunk.into_bound(py)),
+    }
+    Ok(Some(PyTuple::new(py, items)?.into_any().unbind()))
+}
+
+/// A part of the graph streamed (or, for `Next::Child`, of a subgraph, without its namespace).
+fn root_part_to_py(
     py: Python<'_>,
     part: Next,
     schema: &Schema,
@@ -681,6 +764,10 @@ fn part_to_py(
         }
         Next::End => return Ok(None),
         Next::Failed(error) => return Err(to_py_err(py, error, schema)),
+        Next::Child(_, chunk) => {
+            let (mode, chunk) = crate::subgraph_stream::to_py(py, chunk)?;
+            return tag(py, tagged, mode, chunk);
+        }
         Next::Interrupts(interrupts) => {
             let dict = PyDict::new(py);
             let list = interrupts_list(py, &interrupts)?;
@@ -805,19 +892,20 @@ impl NativeStream {
         let inner = self.inner.clone();
         let part = py
             .detach(move || pyo3_async_runtimes::tokio::get_runtime().block_on(next_part(&inner)));
-        part_to_py(py, part, &self.schema, self.tagged, &self.facts)
+        part_to_py(py, part, &self.schema, self.tagged, &self.facts, self.subgraphs)
     }
 
     /// The next part, awaitable; `None` at the end.
     fn anext<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner.clone();
         let schema = self.schema.clone();
-        let tagged = self.tagged;
+        let (tagged, subgraphs) = (self.tagged, self.subgraphs);
         let facts = self.facts.clone();
         crate::bridge::spawn(py, async move {
             let part = next_part(&inner).await;
             Python::attach(|py| {
-                Ok(part_to_py(py, part, &schema, tagged, &facts)?.unwrap_or_else(|| py.None()))
+                Ok(part_to_py(py, part, &schema, tagged, &facts, subgraphs)?
+                    .unwrap_or_else(|| py.None()))
             })
         })
     }

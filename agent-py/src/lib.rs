@@ -33,6 +33,15 @@
 //!   other tasks move away; parallel nodes overlap outside the GIL), an async one is
 //!   awaited on the caller's asyncio loop (`pyo3-async-runtimes`). The state dict a node gets
 //!   is built per call from the slots; its returned dict becomes a `state::PyUpdate`.
+//! - **`Send`** (`nodes`, `command`): agent-core sends typed inputs only to nodes that
+//!   declare an input type; a Python node takes the state or a `Send`'s argument, so every
+//!   node declares `PyValue` with `NodeSpec::with_input_or_state` and gets the argument
+//!   verbatim (the very object) when a `Send` carries one. Checkpoints keep it like any value.
+//! - **Subgraphs** (`subgraph`, `subgraph_stream`): a compiled graph as a node and a graph
+//!   invoked inside a node both run through agent-core's `CompiledGraph::invoke_in`, a child
+//!   run of the node's task (its checkpoints, stream namespace and pauses are agent-core's).
+//!   Parent and child are one Rust type with different schemas, so state crosses by key name;
+//!   a child's `Command.PARENT` crosses as the Python command, read with the parent's schema.
 //! - **Routers** run under the GIL in agent-core's barrier; their exceptions leave agent-core
 //!   through a target name no node can have (`runs::stash_error`) and are raised as
 //!   themselves.
@@ -75,6 +84,8 @@ mod saver;
 mod schema;
 mod scope;
 mod state;
+mod subgraph;
+mod subgraph_stream;
 mod value;
 
 use pyo3::prelude::*;
@@ -85,6 +96,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
+    m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
+    m.add_function(wrap_pyfunction!(subgraph::ainvoke_in, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;

@@ -9,17 +9,24 @@
 //! An async node is awaited on the caller's asyncio loop under `ainvoke`/`astream` (the
 //! loop is the run's, from [`crate::runs`]); under `invoke`/`stream` it runs to completion
 //! with `asyncio.run` in the same way as a sync node.
+//!
+//! A Python node takes whatever it is sent, as in LangGraph: the state dict when an edge, a
+//! router's key or a `Command` goto runs it, a `Send`'s argument verbatim when a `Send` does.
+//! agent-core checks a `Send`'s input against the node's declared input type, so every Python
+//! node declares [`PyValue`] as an input it takes besides the state
+//! (`NodeSpec::with_input_or_state`) and reads it from its context.
 
 use std::sync::Arc;
 
 use agent_core::{BoxError, IntoNode, NodeContext, NodeOutput, NodeSpec, Route};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::runs;
 use crate::schema::Schema;
 use crate::scope::{Emitted, NodeScope, forward};
 use crate::state::{PyState, PyUpdate};
+use crate::value::PyValue;
 
 /// A Python node as `compile` got it.
 pub struct PyNode {
@@ -43,11 +50,18 @@ pub fn node_spec(node: PyNode) -> NodeSpec<PyState> {
         async move { run(node, state, ctx).await }
     })
     .into_node()
+    .with_input_or_state::<PyValue>()
 }
 
 async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeResult {
     let entry = runs::lookup(ctx.run_id());
     let locals = entry.as_ref().and_then(|e| e.locals.clone());
+    // A `Send`'s argument, else the state.
+    let sent = ctx.input::<PyValue>();
+    let input = Input {
+        state: &state,
+        sent: sent.as_ref(),
+    };
     let outbox = crate::outbox::lookup(ctx.run_id());
     let on_loop = node.is_async && locals.is_some();
     // An async node on the caller's loop queues what it streams (see `scope`).
@@ -63,7 +77,7 @@ async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeRe
     })?);
     let result = if let (true, Some(locals)) = (node.is_async, locals) {
         let future = Python::attach(|py| {
-            let coroutine = call(py, &node, &scope, &state, entry.as_deref())?;
+            let coroutine = call(py, &node, &scope, input, entry.as_deref())?;
             pyo3_async_runtimes::into_future_with_locals(&locals, coroutine)
         })?;
         let awaited = async {
@@ -87,13 +101,22 @@ async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeRe
         tokio::task::block_in_place(|| {
             Python::attach(|py| {
                 // `call_sync` runs an async function to completion with `asyncio.run`.
-                let out = call(py, &node, &scope, &state, entry.as_deref())?;
+                let out = call(py, &node, &scope, input, entry.as_deref())?;
                 output(py, &node.schema, &out)
             })
         })
     };
     scope.get().close();
-    result.map_err(|error| paused(&scope, error))
+    result
+        .or_else(|error| crate::subgraph::parent_command(&node.schema, error))
+        .map_err(|error| paused(&scope, error))
+}
+
+/// What a node is called with: the state, or what a `Send` carried.
+#[derive(Clone, Copy)]
+struct Input<'a> {
+    state: &'a PyState,
+    sent: Option<&'a PyValue>,
 }
 
 /// The node's error for agent-core: the pause `interrupt()` asked for, or the exception.
@@ -117,23 +140,27 @@ fn paused(scope: &Py<NodeScope>, error: PyErr) -> BoxError {
 }
 
 /// Calls the function through `agentgraph._runtime` (its scope current), with the state dict
-/// (and the run's config if it takes one); an async function gives its coroutine.
+/// or a `Send`'s argument (and the run's config if it takes one); an async function gives its
+/// coroutine.
 fn call<'py>(
     py: Python<'py>,
     node: &PyNode,
     scope: &Py<NodeScope>,
-    state: &PyState,
+    input: Input<'_>,
     entry: Option<&runs::RunEntry>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let dict = state.to_dict(py, &node.schema)?;
+    let dict = match input.sent {
+        Some(sent) => sent.bind(py),
+        None => input.state.to_dict(py, &node.schema)?.into_any(),
+    };
     let args = if node.takes_config {
         let config = match entry {
             Some(entry) => entry.config.bind(py).clone(),
             None => PyDict::new(py).into_any(),
         };
-        PyTuple::new(py, [dict.into_any(), config])?
+        PyTuple::new(py, [dict, config])?
     } else {
-        PyTuple::new(py, [dict.into_any()])?
+        PyTuple::new(py, [dict])?
     };
     let runtime = py.import("agentgraph._runtime")?;
     let via = if node.is_async && entry.is_some_and(|e| e.locals.is_some()) {
@@ -166,8 +193,9 @@ fn output(
     ))
 }
 
-/// A router: the Python path function returns the destinations, already through its path
-/// map (the Python side applies it, so any hashable key works as in LangGraph).
+/// A router: the Python path function returns the destinations (node names and `Send`s),
+/// already through its path map (the Python side applies it, so any hashable key works as in
+/// LangGraph).
 pub fn router(
     path: Py<PyAny>,
     schema: Arc<Schema>,
@@ -176,18 +204,9 @@ pub fn router(
         Python::attach(|py| -> PyResult<Route<PyState>> {
             let dict = state.to_dict(py, &schema)?;
             let out = path.bind(py).call1((dict,))?;
-            let names: Vec<String> = if let Ok(list) = out.cast::<PyList>() {
-                list.extract()?
-            } else if let Ok(tuple) = out.cast::<PyTuple>() {
-                tuple.extract()?
-            } else {
-                vec![out.extract()?]
-            };
-            let mut route = Route { goto: Vec::new() };
-            for name in names {
-                route = route.and(name);
-            }
-            Ok(route)
+            Ok(Route {
+                goto: crate::command::gotos(py, &out)?,
+            })
         })
         .unwrap_or_else(|error| Route::to(runs::stash_error(error)))
     }

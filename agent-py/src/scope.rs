@@ -74,7 +74,8 @@ impl NodeScope {
         }
     }
 
-    fn ctx(&self) -> PyResult<NodeContext> {
+    /// The node's context, while its call runs.
+    pub fn context(&self) -> PyResult<NodeContext> {
         self.ctx
             .lock()
             .ok()
@@ -82,6 +83,13 @@ impl NodeScope {
             .ok_or_else(|| {
                 pyo3::exceptions::PyRuntimeError::new_err("this node's call has already returned")
             })
+    }
+
+    /// Keeps a pause for the node's wrapper (a subgraph invoked inside the node paused).
+    pub fn set_pending(&self, interrupted: Interrupted) {
+        if let Ok(mut pending) = self.pending.lock() {
+            *pending = Some(interrupted);
+        }
     }
 
     /// The pause `interrupt()` asked for, if the node raised on it.
@@ -94,7 +102,7 @@ impl NodeScope {
 impl NodeScope {
     /// The resume value, or raises `GraphInterrupt` to pause.
     fn interrupt(&self, py: Python<'_>, value: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match self.ctx()?.interrupt(to_json(&value)?) {
+        match self.context()?.interrupt(to_json(&value)?) {
             Ok(answer) => Ok(from_json(py, &answer)?.unbind()),
             Err(interrupted) => {
                 if let Ok(mut pending) = self.pending.lock() {
@@ -109,25 +117,25 @@ impl NodeScope {
     /// The node's name.
     #[getter]
     fn node(&self) -> PyResult<String> {
-        Ok(self.ctx()?.node().to_owned())
+        Ok(self.context()?.node().to_owned())
     }
 
     /// The super-step.
     #[getter]
     fn step(&self) -> PyResult<i64> {
-        Ok(self.ctx()?.step())
+        Ok(self.context()?.step())
     }
 
     /// The run's id.
     #[getter]
     fn run_id(&self) -> PyResult<String> {
-        Ok(self.ctx()?.run_id().to_owned())
+        Ok(self.context()?.run_id().to_owned())
     }
 
     /// The task's id (see [`task_id`]).
     #[getter]
     fn task_id(&self) -> PyResult<String> {
-        let ctx = self.ctx()?;
+        let ctx = self.context()?;
         Ok(task_id(ctx.run_id(), ctx.step(), ctx.node()))
     }
 
@@ -152,7 +160,7 @@ impl NodeScope {
         let Some(outbox) = &self.outbox else {
             return Ok(());
         };
-        let ctx = self.ctx()?;
+        let ctx = self.context()?;
         let emitted = (message, outbox.put(item));
         if let Ok(queue) = self.queue.lock()
             && let Some(queue) = queue.as_ref()
@@ -169,7 +177,7 @@ impl NodeScope {
     /// `debug` modes.
     fn task_result(&self, outcome: Py<PyAny>) -> PyResult<()> {
         if let Some(outbox) = &self.outbox {
-            let ctx = self.ctx()?;
+            let ctx = self.context()?;
             outbox.put_result(ctx.step(), ctx.node().to_owned(), outcome);
         }
         Ok(())
@@ -178,7 +186,7 @@ impl NodeScope {
     /// Notes that the task paused (its result shows its interrupts, after the run's).
     fn task_paused(&self) -> PyResult<()> {
         if let Some(outbox) = &self.outbox {
-            let ctx = self.ctx()?;
+            let ctx = self.context()?;
             outbox.put_paused(ctx.step(), ctx.node().to_owned());
         }
         Ok(())

@@ -315,6 +315,7 @@ fn needs_no_input<S: GraphState>(
 ) -> Result<(), GraphError> {
     match graph.inputs[node] {
         None => Ok(()),
+        Some(input) if input.or_state => Ok(()),
         Some(input) => Err(GraphError::NeedsInput {
             node: graph.names[node].to_string(),
             input: input.name,
@@ -334,6 +335,7 @@ fn check_send<S: GraphState>(
     let state = || format!("the state `{}`", std::any::type_name::<S>());
     let (expected, found, fix) = match (&graph.inputs[node], arg) {
         (None, SendArg::State(_)) => return Ok(()),
+        (Some(wanted), SendArg::State(_)) if wanted.or_state => return Ok(()),
         (Some(wanted), SendArg::Input(input)) if wanted.id == input.ty.id => return Ok(()),
         (None, SendArg::Input(input)) => (
             state(),

@@ -172,6 +172,13 @@ def current_task() -> Optional[Task]:
     return _task.get(None)
 
 
+def current_scope():
+    """The running node's scope, or `None` outside a node (a graph invoked there is a
+    subgraph of the node's task)."""
+    task = _task.get(None)
+    return None if task is None else task.scope
+
+
 def current():
     """The running node's scope."""
     task = _task.get(None)

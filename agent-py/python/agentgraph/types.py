@@ -1,4 +1,4 @@
-"""LangGraph's `langgraph.types`: `Command`, `interrupt`, `Interrupt`, `StreamMode`,
+"""LangGraph's `langgraph.types`: `Command`, `Send`, `interrupt`, `Interrupt`, `StreamMode`,
 `StreamWriter`."""
 
 from __future__ import annotations
@@ -21,6 +21,28 @@ class Interrupt:
     response_schema: Any = None
 
 
+class Send:
+    """A task for `node` in the next step, run on `arg` instead of the state (map-reduce): a
+    router returns Sends (possibly with node names), or a node's `Command(goto=...)` holds
+    them. Each Send is a task of its own, its writes reduced with the step's others."""
+
+    __slots__ = ("node", "arg", "timeout")
+
+    def __init__(self, node: str, arg: Any, *, timeout: Any = None) -> None:
+        self.node = node
+        self.arg = arg
+        self.timeout = timeout
+
+    def __hash__(self) -> int:
+        return hash((self.node, self.arg))
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Send) and self.node == other.node and self.arg == other.arg
+
+
 @dataclass
 class Command:
     """Resume a paused run (`resume`), or, returned by a node, update and route at once."""
@@ -28,7 +50,7 @@ class Command:
     graph: Optional[str] = None
     update: Optional[Any] = None
     resume: Optional[Any] = None
-    goto: Union[str, Sequence[str]] = ()
+    goto: Union[str, Send, Sequence[Union[str, Send]]] = ()
 
     PARENT: ClassVar[str] = "__parent__"
 

@@ -14,8 +14,10 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
+from agentgraph._runtime import current_scope
 from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
 from agentgraph.constants import END, START
+from agentgraph.types import Send
 
 
 def _reducer(metadata: tuple) -> Optional[Callable]:
@@ -121,11 +123,12 @@ class StateGraph:
         else:
             mapping = destinations = None
 
-        def route(state: dict) -> list[str]:
+        def route(state: dict) -> list:
             result = path(state)
             keys = list(result) if isinstance(result, (list, tuple)) else [result]
             if mapping is not None:
-                return [mapping[key] for key in keys]
+                # A `Send` names its node itself; keys go through the path map.
+                return [key if isinstance(key, Send) else mapping[key] for key in keys]
             return keys
 
         self.branches.append((source, route, destinations))
@@ -163,7 +166,10 @@ class StateGraph:
         # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for.
         triggers = self._triggers()
         nodes = [
-            (name, NodeCall(action, triggers[name]), True, _is_async(action))
+            # A compiled graph is a subgraph node: the native graph runs it as a child run.
+            (name, action._native, False, False)
+            if isinstance(action, CompiledStateGraph)
+            else (name, NodeCall(action, triggers[name]), True, _is_async(action))
             for name, action in self.nodes.items()
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
@@ -253,11 +259,44 @@ class CompiledStateGraph:
         self._node_triggers = triggers
 
     def invoke(self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any) -> Any:
+        scope = current_scope()
+        if scope is not None:
+            # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
+            self._check_no_async_inside_a_loop()
+            return _native.invoke_in(self._native, scope, input)
         return self._native.invoke(input, _run_config(config, context))
+
+    def _async_nodes(self) -> list[str]:
+        names = []
+        for name, action in self.builder.nodes.items():
+            if isinstance(action, CompiledStateGraph):
+                names.extend(action._async_nodes())
+            elif _is_async(action):
+                names.append(name)
+        return names
+
+    def _check_no_async_inside_a_loop(self) -> None:
+        """A sync `invoke` inside an async node blocks the loop its async nodes would be
+        awaited on: refused, as LangGraph refuses async nodes in a sync run."""
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        names = self._async_nodes()
+        if names:
+            raise TypeError(
+                f'No synchronous function provided to "{names[0]}".\nEither initialize with a '
+                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
+            )
 
     async def ainvoke(
         self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any
     ) -> Any:
+        scope = current_scope()
+        if scope is not None:
+            return await _native.ainvoke_in(self._native, scope, input)
         return await self._native.ainvoke(input, _run_config(config, context))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
@@ -275,13 +314,16 @@ class CompiledStateGraph:
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
         context: Any = None,
+        subgraphs: bool = False,
         **_: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
         run_config = _run_config(config, context)
         first, parent = resumed(self, input, run_config, modes, tagged)
-        stream = self._native.stream(input, run_config, modes, tagged, state, False, parent)
+        stream = self._native.stream(
+            input, run_config, modes, tagged, state, False, parent, subgraphs=subgraphs
+        )
         yield from first
         while (part := stream.next()) is not None:
             yield part
@@ -293,13 +335,16 @@ class CompiledStateGraph:
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
         context: Any = None,
+        subgraphs: bool = False,
         **_: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
         run_config = _run_config(config, context)
         first, parent = resumed(self, input, run_config, modes, tagged)
-        stream = self._native.stream(input, run_config, modes, tagged, state, True, parent)
+        stream = self._native.stream(
+            input, run_config, modes, tagged, state, True, parent, subgraphs=subgraphs
+        )
         for part in first:
             yield part
         while (part := await stream.anext()) is not None:
