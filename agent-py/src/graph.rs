@@ -892,7 +892,14 @@ impl NativeStream {
         let inner = self.inner.clone();
         let part = py
             .detach(move || pyo3_async_runtimes::tokio::get_runtime().block_on(next_part(&inner)));
-        part_to_py(py, part, &self.schema, self.tagged, &self.facts, self.subgraphs)
+        part_to_py(
+            py,
+            part,
+            &self.schema,
+            self.tagged,
+            &self.facts,
+            self.subgraphs,
+        )
     }
 
     /// The next part, awaitable; `None` at the end.
