@@ -1,6 +1,7 @@
 """A dataclass as the state schema: nodes and routers get instances (defaults filled in), a
 node may return an instance, and the graph's output is a dict."""
 
+import asyncio
 import operator
 from dataclasses import dataclass, field
 from typing import Annotated, Optional
@@ -68,3 +69,19 @@ wide.add_node("first", first)
 wide.add_edge(START, "first")
 wide.add_conditional_edges("first", lambda s: END if len(s.messages) > 3 else "first")
 print(wide.compile().invoke({"messages": ["hi"]}))
+
+
+@dataclass
+class Counter:
+    x: int = 1
+
+
+async def bump(state: Counter):
+    await asyncio.sleep(0)
+    return {"x": state.x + 1}
+
+
+counter = StateGraph(Counter)
+counter.add_node("bump", bump)
+counter.add_edge(START, "bump")
+print(asyncio.run(counter.compile().ainvoke({})))

@@ -91,3 +91,19 @@ builder.add_node("fourth", fourth, input_schema=In)
 builder.add_edge(START, "fourth")
 builder.add_edge("fourth", END)
 show(builder.compile().invoke({"question": "q", "notes": "x"}))
+
+
+def pick(state: In):
+    seen.append(("pick", state))
+    return END
+
+
+def answer(state: Overall):
+    return {"answer": "a", "notes": "n"}
+
+
+routed = StateGraph(Overall)
+routed.add_node("answer", answer)
+routed.add_edge(START, "answer")
+routed.add_conditional_edges("answer", pick)
+show(routed.compile().invoke({"question": "q"}))
