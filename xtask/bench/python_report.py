@@ -33,7 +33,8 @@ def cells(rows: list[dict]) -> tuple[dict, dict]:
         if row.get("kind") == "storage":
             continue
         if "error" in row:
-            failed.setdefault((row["shape"], row["saver"]), row["error"])
+            reason = row["error"].replace(" (agentgraph.compat is installed)", "")
+            failed.setdefault((row["shape"], row["saver"]), reason)
             continue
         key = (row["api"], row["shape"], row["saver"], row["durability"])
         timed.setdefault(key, []).append(row)
