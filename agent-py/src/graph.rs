@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use agent_core::{
     CompiledGraph, DebugEvent, Durability, GraphError, GraphStream, INTERRUPT, Input, Interrupt,
-    PathMap,
-    RunConfig, RunOutput, StateGraph, StreamMode, StreamPart,
+    PathMap, RunConfig, RunOutput, StateGraph, StreamMode, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
