@@ -119,8 +119,8 @@ def report(theirs: list[dict], ours: list[dict], machine: str = "") -> str:
     ]
     if "census" in notes:
         lines.append(
-            "Some agentgraph cells counted super-steps from the `values` stream (no `debug` "
-            "mode or `subgraphs=True` yet); the timed runs are the same either way."
+            "Some agentgraph cells counted super-steps from the `values` stream (`debug` with "
+            "`subgraphs=True` not there yet); the timed runs are the same either way."
         )
     return "\n".join(lines) + "\n"
 
