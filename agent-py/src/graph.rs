@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, DebugEvent, GraphError, GraphStream, INTERRUPT, Input, Interrupt, Namespace,
-    PathMap, RunConfig, RunOutput, StateGraph, StreamMode, StreamModes, StreamPart,
+    CompiledGraph, DebugEvent, Durability, GraphError, GraphStream, INTERRUPT, Input, Interrupt,
+    Namespace, PathMap, RunConfig, RunOutput, StateGraph, StreamMode, StreamModes, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
@@ -113,8 +113,13 @@ pub fn compile(
 }
 
 /// Reads LangGraph's config dict into agent-core's, with a run id for [`crate::runs`].
+///
+/// `durability=` arrives where LangGraph keeps it, `configurable["__pregel_durability"]`;
+/// without it a run checkpoints in the background (`async`), LangGraph's default.
 fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
-    let mut run = RunConfig::default().recursion_limit(DEFAULT_RECURSION_LIMIT);
+    let mut run = RunConfig::default()
+        .recursion_limit(DEFAULT_RECURSION_LIMIT)
+        .durability(Durability::Async);
     if let Some(limit) = config.get_item("recursion_limit")? {
         run = run.recursion_limit(limit.extract()?);
     }
@@ -122,6 +127,20 @@ fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
         let configurable = configurable.cast::<PyDict>()?;
         if let Some(thread) = configurable.get_item("thread_id")? {
             run = run.thread_id(thread.str()?.to_string());
+        }
+        if let Some(durability) = configurable.get_item("__pregel_durability")?
+            && !durability.is_none()
+        {
+            run = run.durability(match durability.extract::<String>()?.as_str() {
+                "sync" => Durability::Sync,
+                "async" => Durability::Async,
+                "exit" => Durability::Exit,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "durability must be \"sync\", \"async\" or \"exit\", not {other:?}"
+                    )));
+                }
+            });
         }
         if let Some(checkpoint) = configurable.get_item("checkpoint_id")?
             && !checkpoint.is_none()

@@ -16,6 +16,11 @@
 //!   `add_messages` and any function are all just callables there: one path, LangGraph's
 //!   semantics by construction. A reducer key starts from `T()` when that constructs (an empty
 //!   list for `Annotated[list, operator.add]`), as LangGraph's `BinaryOperatorAggregate` does.
+//! - **Schemas.** The keys are the union of every schema a graph names (state, input,
+//!   output, each node's input schema: LangGraph's channels, private state included), read on
+//!   the Python side (`graph/_schema.py`); where a node or router must see fewer keys, or a
+//!   dataclass or Pydantic instance, the Python side wraps its function, so this crate only
+//!   ever hands out and takes state dicts.
 //! - **Values stay Python objects** (`value::PyValue`, an `Arc<Py<PyAny>>`), never converted
 //!   or copied: nodes see the very objects written (LangGraph's semantics, identity included),
 //!   a step's state snapshot is reference-count bumps, and no serializer runs on the hot path.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""LangGraph's side of `cargo xtask bench --vs-langgraph`.
+"""LangGraph's side of `cargo xtask bench --vs-langgraph`, and both sides of `--python`.
 
 The shapes of `agent-flows/benches/shapes` built with LangGraph: the graphs, sizes and payloads
 of LangGraph's own benchmark suite (`libs/langgraph/bench`: sequential, react_agent,
@@ -17,7 +17,14 @@ SqliteSaver (a file; `AsyncSqliteSaver` under the async API).
 The async API on uvloop is what LangGraph's suite times first; `--api sync` times
 `graph.stream`, `--api both` both. Prints one JSON object per line on stdout.
 
-    python langgraph_shapes.py [--quick] [--api async|sync|both] [--shape NAME]... [--saver KIND]...
+With `--agentgraph` (or `AGENTGRAPH_BENCH_COMPAT=1`, which the child processes inherit) the
+very same program runs on agentgraph's Python package, `agentgraph.compat.install()` first, so
+`import langgraph...` gives agentgraph's modules: same shapes, same nodes, same harness. A cell
+that fails (a LangGraph feature agentgraph lacks yet) prints a line with its `error` and the
+run goes on. Where agentgraph cannot stream `debug` with `subgraphs=True` yet, the census
+streams `values` only (super-steps counted from it, tasks unknown) and says so (`census`).
+
+    python langgraph_shapes.py [--agentgraph] [--quick] [--api async|sync|both] [--shape NAME]... [--saver KIND]... [--no-storage]
     python langgraph_shapes.py --storage        # checkpoint bytes of a 100- and 500-turn chat
 """
 
@@ -45,12 +52,25 @@ from uuid import uuid4
 
 warnings.filterwarnings("ignore")
 
+# The agentgraph side: compat installed before anything imports `langgraph`.
+ON_AGENTGRAPH = "--agentgraph" in sys.argv or os.environ.get("AGENTGRAPH_BENCH_COMPAT") == "1"
+if ON_AGENTGRAPH:
+    os.environ["AGENTGRAPH_BENCH_COMPAT"] = "1"
+    import agentgraph.compat  # noqa: E402
+
+    agentgraph.compat.install()
+
 from typing_extensions import TypedDict  # noqa: E402
 
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.constants import END, START  # noqa: E402
 from langgraph.graph import MessagesState, StateGraph  # noqa: E402
-from langgraph.types import Send  # noqa: E402
+try:
+    from langgraph.types import Send  # noqa: E402
+except ImportError:  # agentgraph without `Send` yet: the shapes using it fail, the rest run
+
+    def Send(*_args, **_kwargs):  # noqa: N802 (stands in for the class)
+        raise NotImplementedError("agentgraph has no `Send` yet")
 
 RECURSION_LIMIT = 1_000_000
 # SQLite files of this process, removed when it ends.
@@ -389,8 +409,9 @@ class Census:
 
     def __init__(self) -> None:
         self.steps: set = set()
-        self.tasks = 0
+        self.tasks: Optional[int] = 0
         self.final: dict = {}
+        self.kind = "values+debug"
 
     def see(self, ns, mode, chunk) -> None:
         if mode == "debug" and chunk.get("type") == "task":
@@ -401,6 +422,24 @@ class Census:
 
 
 MODES = ["values", "debug"]
+
+
+def census_unsupported(error: Exception) -> bool:
+    """agentgraph without the `debug` mode or `subgraphs=True` yet (then the census falls
+    back to `values`); any other failure is the shape's."""
+    text = str(error)
+    return ON_AGENTGRAPH and (
+        "stream_mode" in text or "not enough values to unpack" in text or "subgraphs" in text
+    )
+
+
+def values_census(census: Census, chunks: list) -> Census:
+    """The census from `values` chunks only: one per super-step after the input's."""
+    census.kind = "values"
+    census.tasks = None
+    census.steps = {((), i) for i in range(max(len(chunks) - 1, 0))}
+    census.final = chunks[-1] if chunks else {}
+    return census
 
 
 def timed_loop(run_once, seconds: float, min_runs: int, max_runs: int) -> list[float]:
@@ -433,7 +472,7 @@ def record(shape, saver, api, durability, times, census: Census) -> dict:
     low = min(times)
     steps = len(census.steps)
     return {
-        "runner": "langgraph",
+        "runner": runner(),
         "version": langgraph_version(),
         "api": api,
         "shape": shape,
@@ -448,13 +487,26 @@ def record(shape, saver, api, durability, times, census: Census) -> dict:
         "min_us_per_step": round(low / max(steps, 1), 3),
         "peak_rss_kib": peak_rss_kib(),
         "check": check_of(shape, census.final),
+        "census": census.kind,
     }
 
 
-def langgraph_version() -> str:
-    from importlib.metadata import version
+def runner() -> str:
+    return "agentgraph-py" if ON_AGENTGRAPH else "langgraph"
 
-    return version("langgraph")
+
+def langgraph_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentgraph" if ON_AGENTGRAPH else "langgraph")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def failure(shape: str, saver: str, api: str, error: str) -> dict:
+    """A cell that could not run, for the report."""
+    return {"runner": runner(), "api": api, "shape": shape, "saver": saver, "error": error}
 
 
 def run_child(shape: str, saver: str, api: str, quick: bool) -> None:
@@ -464,19 +516,27 @@ def run_child(shape: str, saver: str, api: str, quick: bool) -> None:
     thread = saver != "none"
 
     if api == "sync":
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
         builder, inp = SHAPES[shape]("sync")
         if saver == "none":
             checkpointer = None
         elif saver == "memory":
             checkpointer = InMemorySaver()
         else:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
             checkpointer = SqliteSaver(sqlite3.connect(db_path, check_same_thread=False))
         graph = builder.compile(checkpointer=checkpointer)
         census = Census()
-        for ns, mode, chunk in graph.stream(inp, config(thread), stream_mode=MODES, subgraphs=True):
-            census.see(ns, mode, chunk)
+        try:
+            for ns, mode, chunk in graph.stream(
+                inp, config(thread), stream_mode=MODES, subgraphs=True
+            ):
+                census.see(ns, mode, chunk)
+        except Exception as error:
+            if not census_unsupported(error):
+                raise
+            chunks = list(graph.stream(inp, config(thread), stream_mode="values"))
+            census = values_census(Census(), chunks)
         for durability in durabilities:
 
             def once(durability=durability):
@@ -491,8 +551,6 @@ def run_child(shape: str, saver: str, api: str, quick: bool) -> None:
     import uvloop
 
     async def main() -> None:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
         builder, inp = SHAPES[shape]("async")
         if saver == "none":
             checkpointer = None
@@ -500,14 +558,21 @@ def run_child(shape: str, saver: str, api: str, quick: bool) -> None:
             checkpointer = InMemorySaver()
         else:
             import aiosqlite
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
             checkpointer = AsyncSqliteSaver(await aiosqlite.connect(db_path))
         graph = builder.compile(checkpointer=checkpointer)
         census = Census()
-        async for ns, mode, chunk in graph.astream(
-            inp, config(thread), stream_mode=MODES, subgraphs=True
-        ):
-            census.see(ns, mode, chunk)
+        try:
+            async for ns, mode, chunk in graph.astream(
+                inp, config(thread), stream_mode=MODES, subgraphs=True
+            ):
+                census.see(ns, mode, chunk)
+        except Exception as error:
+            if not census_unsupported(error):
+                raise
+            chunks = [c async for c in graph.astream(inp, config(thread), stream_mode="values")]
+            census = values_census(Census(), chunks)
         for durability in durabilities:
 
             async def once(durability=durability):
@@ -603,6 +668,11 @@ def main() -> int:
     parser.add_argument("--shape", action="append", help="only these shapes (repeatable)")
     parser.add_argument("--saver", action="append", choices=SAVERS, help="only these savers")
     parser.add_argument("--storage", action="store_true", help="only the chat storage sizes")
+    parser.add_argument("--no-storage", action="store_true", help="skip the chat storage sizes")
+    parser.add_argument("--agentgraph", action="store_true", help="run on agentgraph (compat)")
+    parser.add_argument(
+        "--timeout", type=float, default=1800, help="seconds a cell may take before it counts as failed"
+    )
     parser.add_argument(
         "--processes", type=int, default=1, help="child processes per cell (the report keeps the median)"
     )
@@ -612,7 +682,13 @@ def main() -> int:
     if args.child:
         shape, saver, apis = args.child
         for api in apis.split(","):
-            run_child(shape, saver, api, args.quick)
+            try:
+                run_child(shape, saver, api, args.quick)
+            except Exception as error:
+                reason = f"{type(error).__name__}: {error}".splitlines()[0][:240]
+                print(json.dumps(failure(shape, saver, api, reason)), flush=True)
+                print(f"{runner()}: {shape} / {saver} ({api}): {reason}", file=sys.stderr)
+                return 1
         return 0
     if args.storage:
         run_storage()
@@ -634,14 +710,25 @@ def main() -> int:
             cmd = [sys.executable, __file__, "--child", shape, saver, apis]
             if args.quick:
                 cmd.append("--quick")
-            print(f"langgraph: {shape} / {saver} ({apis}){of}", file=sys.stderr, flush=True)
-            done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
-            sys.stdout.write(done.stdout)
+            print(f"{runner()}: {shape} / {saver} ({apis}){of}", file=sys.stderr, flush=True)
+            try:
+                done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)
+                out, code = done.stdout, done.returncode
+            except subprocess.TimeoutExpired as expired:
+                out = expired.stdout or ""
+                out = out.decode() if isinstance(out, bytes) else out
+                code, out = -1, out + json.dumps(
+                    failure(shape, saver, apis, f"timed out after {args.timeout:.0f} s")
+                ) + "\n"
+            if code != 0 and '"error"' not in out:
+                # Died without saying why (a crash): the cell still gets its line.
+                out += json.dumps(failure(shape, saver, apis, f"exit status {code}")) + "\n"
+            sys.stdout.write(out)
             sys.stdout.flush()
-            if done.returncode != 0:
+            if code != 0:
                 failed += 1
-                print(f"langgraph: {shape} / {saver} failed", file=sys.stderr)
-    if not args.shape and not args.saver:
+                print(f"{runner()}: {shape} / {saver} failed", file=sys.stderr)
+    if not args.shape and not args.saver and not args.no_storage and not ON_AGENTGRAPH:
         done = subprocess.run([sys.executable, __file__, "--storage"], stdout=subprocess.PIPE, text=True)
         sys.stdout.write(done.stdout)
         failed += done.returncode != 0

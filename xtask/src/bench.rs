@@ -11,7 +11,8 @@
 //! mimalloc; `--system-alloc` builds it over the system's allocator instead.
 //!
 //! `cargo xtask bench server` is the server bench instead (see `bench_server`), `cargo xtask
-//! bench store` the store bench (see `bench_store`).
+//! bench store` the store bench (see `bench_store`), `cargo xtask bench --python` the shapes
+//! as Python programs on LangGraph and on agentgraph's Python package (see `bench_python`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -20,7 +21,7 @@ use xtask::sourcegen::{display_path, project_root};
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask bench server [..] | cargo xtask bench store [..] | cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
+const USAGE: &str = "usage: cargo xtask bench server [..] | cargo xtask bench store [..] | cargo xtask bench --python [..] | cargo xtask bench [--vs-langgraph] [--quick] [--shape NAME].. [--runtime multi|current] [--api async|sync|both] [--processes N] [--system-alloc]";
 
 /// Runs the command (`bench server ..`: the server bench, `bench_server`).
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -28,6 +29,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("server") => return crate::bench_server::run(&args[1..]),
         Some("store") => return crate::bench_store::run(&args[1..]),
         _ => {}
+    }
+    if args.iter().any(|arg| arg == "--python") {
+        return crate::bench_python::run(args);
     }
     let mut vs_langgraph = false;
     let mut quick = false;

@@ -5,6 +5,7 @@
 //! [`COMMANDS`].
 
 mod bench;
+mod bench_python;
 mod bench_server;
 mod bench_store;
 mod chaos;
@@ -44,7 +45,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "bench",
         args: "[--vs-langgraph] [--quick] | server [--no-vs-langgraph] [--quick] [--scale] | store [--quick] [--items N]",
-        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios. `bench server`: our server against langgraph-api (langgraph dev) under load; `--scale`: thread searches and counts with 10,000 and 200,000 threads. `bench store`: our stores against LangGraph's InMemoryStore and PostgresStore (put, get, filtered and semantic search)",
+        about: "LangGraph's benchmark shapes on agentgraph (release) with every saver and a hand-written floor; --vs-langgraph runs them on langgraph==1.2.22 too and prints the ratios. `bench server`: our server against langgraph-api (langgraph dev) under load; `--scale`: thread searches and counts with 10,000 and 200,000 threads. `bench store`: our stores against LangGraph's InMemoryStore and PostgresStore (put, get, filtered and semantic search). `bench --python`: the shapes as Python programs on langgraph==1.2.22 and on agentgraph's Python package (compat.install()), into <target dir>/bench/python.md",
         run: bench::run,
     },
     Command {

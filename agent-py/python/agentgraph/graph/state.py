@@ -8,7 +8,6 @@ native module, which builds and validates agent-core's graph.
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
@@ -17,55 +16,8 @@ from agentgraph import _native
 from agentgraph._runtime import current_scope
 from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
 from agentgraph.constants import END, START
+from agentgraph.graph import _schema
 from agentgraph.types import Send
-
-
-def _reducer(metadata: tuple) -> Optional[Callable]:
-    """The reducer of `Annotated[T, ...]`: its last metadata item, if a two-argument callable."""
-    if not metadata:
-        return None
-    candidate = metadata[-1]
-    if not callable(candidate):
-        return None
-    try:
-        params = [
-            p
-            for p in inspect.signature(candidate).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):  # builtins without a signature (operator.add has one)
-        return candidate
-    return candidate if len(params) == 2 else None
-
-
-def _initial(typ: Any) -> Any:
-    """What a reducer key starts from: `T()` when it constructs, as LangGraph's channel."""
-    import collections.abc as abc
-
-    origin = typing.get_origin(typ) or typ
-    if origin in (abc.Sequence, abc.MutableSequence):
-        origin = list
-    if origin in (abc.Set, abc.MutableSet):
-        origin = set
-    if origin in (abc.Mapping, abc.MutableMapping):
-        origin = dict
-    try:
-        return origin()
-    except Exception:
-        return None
-
-
-def _schema_keys(schema: type) -> list[tuple[str, Optional[Callable], Any]]:
-    hints = typing.get_type_hints(schema, include_extras=True)
-    keys = []
-    for name, hint in hints.items():
-        reducer = None
-        base = hint
-        if typing.get_origin(hint) is typing.Annotated:
-            base = hint.__origin__
-            reducer = _reducer(hint.__metadata__)
-        keys.append((name, reducer, _initial(base) if reducer is not None else None))
-    return keys
 
 
 def _is_async(func: Callable) -> bool:
@@ -84,14 +36,37 @@ def _node_name(node: Any) -> str:
 class StateGraph:
     """A graph whose nodes read and update a shared state (LangGraph's `StateGraph`)."""
 
-    def __init__(self, state_schema: type, context_schema: Optional[type] = None, **_: Any) -> None:
+    def __init__(
+        self,
+        state_schema: type,
+        context_schema: Optional[type] = None,
+        *,
+        input_schema: Optional[type] = None,
+        output_schema: Optional[type] = None,
+        **kwargs: Any,
+    ) -> None:
+        input_schema = _legacy(kwargs, "input", input_schema)
+        output_schema = _legacy(kwargs, "output", output_schema)
         self.state_schema = state_schema
+        self.input_schema = input_schema or state_schema
+        self.output_schema = output_schema or state_schema
         self.context_schema = context_schema
         self.nodes: dict[str, Callable] = {}
+        # A node's input schema when it is not the state schema (given or annotated).
+        self.node_schemas: dict[str, type] = {}
         self.edges: list[tuple[list[str], str]] = []
         self.branches: list[tuple[str, Callable, Optional[list[str]]]] = []
+        # The input schema each branch's path function is annotated with (or None).
+        self.branch_schemas: list[Optional[type]] = []
 
-    def add_node(self, node: Union[str, Callable], action: Optional[Callable] = None, **_: Any) -> "StateGraph":
+    def add_node(
+        self,
+        node: Union[str, Callable],
+        action: Optional[Callable] = None,
+        *,
+        input_schema: Optional[type] = None,
+        **kwargs: Any,
+    ) -> "StateGraph":
         if not isinstance(node, str):
             node, action = _node_name(node), node
         if action is None:
@@ -101,6 +76,9 @@ class StateGraph:
         if node in (START, END):
             raise ValueError(f"Node `{node}` is reserved.")
         self.nodes[node] = action
+        schema = _legacy(kwargs, "input", input_schema) or _schema.inferred_input(action)
+        if schema is not None:
+            self.node_schemas[node] = schema
         return self
 
     def add_edge(self, start_key: Union[str, list[str]], end_key: str) -> "StateGraph":
@@ -132,6 +110,7 @@ class StateGraph:
             return keys
 
         self.branches.append((source, route, destinations))
+        self.branch_schemas.append(_schema.inferred_input(path))
         return self
 
     def add_sequence(self, nodes: Sequence[Union[Callable, tuple[str, Callable]]]) -> "StateGraph":
@@ -163,34 +142,55 @@ class StateGraph:
     ) -> "CompiledStateGraph":
         from agentgraph._runtime import NodeCall
 
-        # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for.
+        keys = _schema.Keys()
+        for schema in [self.state_schema, self.input_schema, self.output_schema]:
+            keys.add(schema)
+        for schema in [*self.node_schemas.values(), *self.branch_schemas]:
+            if schema is not None:
+                keys.add(schema)
+        # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for,
+        # and reads through the node's schema where that is not the graph's state dict.
         triggers = self._triggers()
-        nodes = [
-            # A compiled graph is a subgraph node: the native graph runs it as a child run.
-            (name, action._native, False, False)
-            if isinstance(action, CompiledStateGraph)
-            else (name, NodeCall(action, triggers[name]), True, _is_async(action))
-            for name, action in self.nodes.items()
-        ]
+        nodes = []
+        for name, action in self.nodes.items():
+            if isinstance(action, CompiledStateGraph):
+                # A compiled graph is a subgraph node: the native graph runs it as a child run.
+                nodes.append((name, action._native, False, False))
+                continue
+            is_async = _is_async(action)
+            call = NodeCall(action, triggers[name])
+            read = _schema.reader(self.node_schemas.get(name, self.state_schema), keys)
+            if read is not None:
+                call.fn = _schema.wrap_node(action, read, is_async)
+            nodes.append((name, call, True, is_async))
+        branches = []
+        for (source, route, destinations), schema in zip(self.branches, self.branch_schemas):
+            schema = schema or self.node_schemas.get(source, self.state_schema)
+            branches.append((source, _schema.wrap_path(route, _schema.reader(schema, keys)), destinations))
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
         if checkpointer and saver is None:
             # A LangGraph `BaseCheckpointSaver`: agent-core stores through its methods.
             if not all(callable(getattr(checkpointer, m, None)) for m in ("put", "put_writes", "get_tuple", "list")):
                 raise TypeError(f"not a checkpointer: {checkpointer!r}")
             saver = checkpointer
-        keys = _schema_keys(self.state_schema)
         if hasattr(checkpointer, "_bind_keys"):  # agentgraph's savers: LangGraph's read API
-            checkpointer._bind_keys([(name, reducer is not None) for name, reducer, _ in keys])
+            checkpointer._bind_keys([(name, reducer is not None) for name, reducer, _ in keys.specs])
         native = _native.compile(
-            keys,
+            keys.specs,
             nodes,
             self.edges,
-            self.branches,
+            branches,
             saver,
             list(interrupt_before or ()),
             list(interrupt_after or ()),
         )
-        return CompiledStateGraph(native, self, triggers)
+        names = frozenset(keys.names)
+        graph = CompiledStateGraph(native, self, triggers)
+        if frozenset(keys.by_schema[self.input_schema]) != names:
+            graph._input_names = frozenset(keys.by_schema[self.input_schema])
+        if keys.by_schema[self.output_schema] != keys.names:
+            graph._output_names = tuple(keys.by_schema[self.output_schema])
+        return graph
 
     def _triggers(self) -> dict[str, tuple[str, ...]]:
         """Each node's trigger channels as LangGraph names them (its tasks show them):
@@ -202,11 +202,28 @@ class StateGraph:
         return {name: tuple(sorted(names)) for name, names in channels.items()}
 
 
-def _run_config(config: Optional[dict], context: Any) -> dict:
-    """The caller's config, with the run's `context` where nodes find it (a private key)."""
+def _legacy(kwargs: dict, name: str, given: Optional[type]) -> Optional[type]:
+    """LangGraph's deprecated `input=`/`output=` keywords, still taken (with its warning)."""
+    if name not in kwargs:
+        return given
+    import warnings
+
+    warnings.warn(
+        f"`{name}` is deprecated and will be removed. Please use `{name}_schema` instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return given or kwargs[name]
+
+
+def _run_config(config: Optional[dict], context: Any, durability: Optional[str] = None) -> dict:
+    """The caller's config, with the run's `context` where nodes find it (a private key) and
+    `durability=` where LangGraph keeps it."""
     config = dict(config or {})
     if context is not None:
         config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
+    if durability is not None:
+        config["configurable"] = {**config.get("configurable", {}), "__pregel_durability": durability}
     return config
 
 
@@ -252,19 +269,43 @@ class CompiledStateGraph:
     """The runnable graph (LangGraph's `CompiledStateGraph`)."""
 
     stream_mode = "updates"
+    # The input schema's keys when they are not all the graph's (input keys outside it are
+    # dropped), and the output schema's when they are not (`invoke` returns only those).
+    _input_names: Optional[frozenset] = None
+    _output_names: Optional[tuple] = None
 
     def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
         self.builder = builder
         self._node_triggers = triggers
 
-    def invoke(self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any) -> Any:
+    def _input(self, input: Any) -> Any:
+        return _schema.input_update(input, self._input_names)
+
+    def _output(self, out: Any) -> Any:
+        if self._output_names is None or not isinstance(out, dict):
+            return out
+        picked = {k: out[k] for k in self._output_names if k in out}
+        if "__interrupt__" in out:
+            picked["__interrupt__"] = out["__interrupt__"]
+        return picked
+
+    def invoke(
+        self,
+        input: Any,
+        config: Optional[dict] = None,
+        *,
+        context: Any = None,
+        durability: Optional[str] = None,
+        **_: Any,
+    ) -> Any:
         scope = current_scope()
         if scope is not None:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
-            return _native.invoke_in(self._native, scope, input)
-        return self._native.invoke(input, _run_config(config, context))
+            return self._output(_native.invoke_in(self._native, scope, self._input(input)))
+        run_config = _run_config(config, context, durability)
+        return self._output(self._native.invoke(self._input(input), run_config))
 
     def _async_nodes(self) -> list[str]:
         names = []
@@ -292,12 +333,19 @@ class CompiledStateGraph:
             )
 
     async def ainvoke(
-        self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any
+        self,
+        input: Any,
+        config: Optional[dict] = None,
+        *,
+        context: Any = None,
+        durability: Optional[str] = None,
+        **_: Any,
     ) -> Any:
         scope = current_scope()
         if scope is not None:
-            return await _native.ainvoke_in(self._native, scope, input)
-        return await self._native.ainvoke(input, _run_config(config, context))
+            return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
+        run_config = _run_config(config, context, durability)
+        return self._output(await self._native.ainvoke(self._input(input), run_config))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config)
@@ -315,11 +363,13 @@ class CompiledStateGraph:
         stream_mode: Union[str, Sequence[str], None] = None,
         context: Any = None,
         subgraphs: bool = False,
+        durability: Optional[str] = None,
         **_: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context)
+        run_config = _run_config(config, context, durability)
+        input = self._input(input)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(
             input, run_config, modes, tagged, state, False, parent, subgraphs=subgraphs
@@ -336,11 +386,13 @@ class CompiledStateGraph:
         stream_mode: Union[str, Sequence[str], None] = None,
         context: Any = None,
         subgraphs: bool = False,
+        durability: Optional[str] = None,
         **_: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context)
+        run_config = _run_config(config, context, durability)
+        input = self._input(input)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(
             input, run_config, modes, tagged, state, True, parent, subgraphs=subgraphs
