@@ -67,6 +67,7 @@ mod saver;
 mod schema;
 mod scope;
 mod state;
+mod store;
 mod value;
 
 use pyo3::prelude::*;
@@ -80,6 +81,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;
+    m.add_class::<store::NativeStore>()?;
     m.add_class::<scope::NodeScope>()?;
     Ok(())
 }

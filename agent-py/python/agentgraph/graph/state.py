@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
-from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
+from agentgraph._stream import CONTEXT_KEY, STORE_KEY, StreamState, resumed
 from agentgraph.constants import END, START
 
 
@@ -156,6 +156,7 @@ class StateGraph:
         *,
         interrupt_before: Optional[Sequence[str]] = None,
         interrupt_after: Optional[Sequence[str]] = None,
+        store: Any = None,
         **_: Any,
     ) -> "CompiledStateGraph":
         from agentgraph._runtime import NodeCall
@@ -178,7 +179,9 @@ class StateGraph:
             list(interrupt_before or ()),
             list(interrupt_after or ()),
         )
-        return CompiledStateGraph(native, self, triggers)
+        compiled = CompiledStateGraph(native, self, triggers)
+        compiled.store = store
+        return compiled
 
     def _triggers(self) -> dict[str, tuple[str, ...]]:
         """Each node's trigger channels as LangGraph names them (its tasks show them):
@@ -190,11 +193,14 @@ class StateGraph:
         return {name: tuple(sorted(names)) for name, names in channels.items()}
 
 
-def _run_config(config: Optional[dict], context: Any) -> dict:
-    """The caller's config, with the run's `context` where nodes find it (a private key)."""
+def _run_config(config: Optional[dict], context: Any, store: Any = None) -> dict:
+    """The caller's config, with the run's `context` and the graph's store where nodes find
+    them (private keys)."""
     config = dict(config or {})
     if context is not None:
         config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
+    if store is not None:
+        config["configurable"] = {**config.get("configurable", {}), STORE_KEY: store}
     return config
 
 
@@ -240,6 +246,7 @@ class CompiledStateGraph:
     """The runnable graph (LangGraph's `CompiledStateGraph`)."""
 
     stream_mode = "updates"
+    store: Any = None
 
     def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
@@ -247,12 +254,12 @@ class CompiledStateGraph:
         self._node_triggers = triggers
 
     def invoke(self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any) -> Any:
-        return self._native.invoke(input, _run_config(config, context))
+        return self._native.invoke(input, _run_config(config, context, self.store))
 
     async def ainvoke(
         self, input: Any, config: Optional[dict] = None, *, context: Any = None, **_: Any
     ) -> Any:
-        return await self._native.ainvoke(input, _run_config(config, context))
+        return await self._native.ainvoke(input, _run_config(config, context, self.store))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config)
@@ -273,7 +280,7 @@ class CompiledStateGraph:
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context)
+        run_config = _run_config(config, context, self.store)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(input, run_config, modes, tagged, state, False, parent)
         yield from first
@@ -291,7 +298,7 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context)
+        run_config = _run_config(config, context, self.store)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(input, run_config, modes, tagged, state, True, parent)
         for part in first:
