@@ -118,6 +118,13 @@ impl NodeScope {
         Ok(self.ctx()?.step())
     }
 
+    /// How many super-steps the run may still take, this one included (LangGraph's
+    /// `RemainingSteps`).
+    #[getter]
+    fn remaining_steps(&self) -> PyResult<usize> {
+        Ok(self.ctx()?.remaining_steps())
+    }
+
     /// The run's id.
     #[getter]
     fn run_id(&self) -> PyResult<String> {

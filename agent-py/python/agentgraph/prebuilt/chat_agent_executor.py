@@ -1,0 +1,217 @@
+"""`create_react_agent`: a chat model that calls tools in a loop until it answers without
+tool calls (LangGraph's prebuilt ReAct agent: an `agent` node and a `tools` `ToolNode`).
+
+LangGraph's `v2` sends each tool call to its own `tools` task; here the `tools` node runs
+a turn's calls together (in parallel, as LangGraph's `v1`): the messages, their order and
+the final state are the same, but `updates`/`tasks` streams show one `tools` task a turn.
+`remaining_steps` comes from the run (agent-core's count) rather than a managed state key.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable, Optional, Sequence, TypedDict, Union
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableLambda, RunnableSequence
+from langchain_core.tools import BaseTool
+
+from agentgraph.constants import END
+from agentgraph.graph.message import add_messages
+from agentgraph.graph.state import StateGraph
+from agentgraph.prebuilt.tool_node import ToolNode
+
+
+class AgentState(TypedDict):
+    """The agent's state: its messages."""
+
+    messages: Annotated[Sequence[BaseMessage], add_messages]
+
+
+def _state_value(state: Any, key: str, default: Any = None) -> Any:
+    return state.get(key, default) if isinstance(state, dict) else getattr(state, key, default)
+
+
+def _prompt_runnable(prompt: Any) -> Runnable:
+    """What the model is given, as a runnable named `Prompt` (as LangGraph's)."""
+    if prompt is None:
+        return RunnableLambda(lambda state: _state_value(state, "messages"), name="Prompt")
+    if isinstance(prompt, str):
+        system = SystemMessage(content=prompt)
+        return RunnableLambda(lambda state: [system] + list(_state_value(state, "messages")), name="Prompt")
+    if isinstance(prompt, SystemMessage):
+        return RunnableLambda(lambda state: [prompt] + list(_state_value(state, "messages")), name="Prompt")
+    if isinstance(prompt, Runnable):
+        return prompt
+    if callable(prompt):
+        return RunnableLambda(prompt, name="Prompt")
+    raise ValueError(f"Got unexpected type for `prompt`: {type(prompt)}")
+
+
+def _should_bind_tools(model: Any, tools: Sequence[BaseTool]) -> bool:
+    if isinstance(model, RunnableSequence):
+        model = next((s for s in model.steps if isinstance(s, (RunnableBinding, BaseChatModel))), model)
+    if not isinstance(model, RunnableBinding) or "tools" not in model.kwargs:
+        return True
+    bound = model.kwargs["tools"]
+    if len(tools) != len(bound):
+        raise ValueError(
+            "Number of tools in the model.bind_tools() and tools passed to create_react_agent must match"
+            f" Got {len(tools)} tools, expected {len(bound)}"
+        )
+    names = set()
+    for spec in bound:
+        if spec.get("type") == "function":
+            names.add(spec["function"]["name"])
+        elif spec.get("name"):
+            names.add(spec["name"])
+    if missing := {t.name for t in tools} - names:
+        raise ValueError(f"Missing tools '{missing}' in the model.bind_tools()")
+    return False
+
+
+def _validate_chat_history(messages: Sequence[BaseMessage]) -> None:
+    calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    missing = [c for c in calls if c["id"] not in answered]
+    if not missing:
+        return
+    raise ValueError(
+        "Found AIMessages with tool_calls that do not have a corresponding ToolMessage. "
+        f"Here are the first few of those tool calls: {missing[:3]}.\n\n"
+        "Every tool call (LLM requesting to call a tool) in the message history MUST have a corresponding ToolMessage "
+        "(result of a tool invocation to return to the LLM) - this is required by most LLM providers.\n"
+        "For troubleshooting, visit: https://docs.langchain.com/oss/python/langgraph/errors/INVALID_CHAT_HISTORY"
+    )
+
+
+def _remaining_steps() -> Optional[int]:
+    """LangGraph's `RemainingSteps` for the running node: agent-core counts the node's own
+    step in, LangGraph does not (1 there means one more step after this one)."""
+    from agentgraph._runtime import current_task
+
+    task = current_task()
+    return task.scope.remaining_steps - 1 if task is not None else None
+
+
+def create_react_agent(
+    model: Any,
+    tools: Union[Sequence[Union[BaseTool, Callable]], ToolNode],
+    *,
+    prompt: Any = None,
+    response_format: Any = None,
+    pre_model_hook: Any = None,
+    post_model_hook: Any = None,
+    state_schema: Optional[type] = None,
+    context_schema: Optional[type] = None,
+    checkpointer: Any = None,
+    store: Any = None,
+    interrupt_before: Optional[list[str]] = None,
+    interrupt_after: Optional[list[str]] = None,
+    debug: bool = False,
+    version: str = "v2",
+    name: Optional[str] = None,
+    **kwargs: Any,
+):
+    """A compiled ReAct agent graph (LangGraph's `create_react_agent`)."""
+    if kwargs:
+        raise TypeError(f"create_react_agent() got unexpected keyword arguments: {kwargs}")
+    if version not in ("v1", "v2"):
+        raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
+    for option, value in (
+        ("response_format", response_format),
+        ("pre_model_hook", pre_model_hook),
+        ("post_model_hook", post_model_hook),
+    ):
+        if value is not None:
+            raise NotImplementedError(f"agentgraph's create_react_agent has no `{option}` yet")
+    if not isinstance(model, Runnable) and callable(model):
+        raise NotImplementedError("agentgraph's create_react_agent takes a chat model, not a model function, so far")
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
+
+        model = init_chat_model(model)
+    state_schema = state_schema or AgentState
+
+    if isinstance(tools, ToolNode):
+        tool_node = tools
+    else:
+        tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
+    tool_classes = list(tool_node.tools_by_name.values())
+    if tool_classes and _should_bind_tools(model, tool_classes):
+        model = model.bind_tools(tool_classes)
+    static_model = _prompt_runnable(prompt) | model
+    return_direct = {t.name for t in tool_classes if t.return_direct}
+
+    def more_steps_needed(response: BaseMessage) -> bool:
+        has_calls = isinstance(response, AIMessage) and bool(response.tool_calls)
+        all_direct = isinstance(response, AIMessage) and all(c["name"] in return_direct for c in response.tool_calls)
+        remaining = _remaining_steps()
+        if remaining is None:
+            return False
+        return (remaining < 1 and all_direct) or (remaining < 2 and has_calls)
+
+    def answer(response: BaseMessage) -> dict:
+        response.name = name
+        if more_steps_needed(response):
+            return {"messages": [AIMessage(id=response.id, content="Sorry, need more steps to process this request.")]}
+        return {"messages": [response]}
+
+    def model_input(state: Any) -> Any:
+        messages = _state_value(state, "messages")
+        if messages is None:
+            raise ValueError(f"Expected input to call_model to have 'messages' key, but got {state}")
+        _validate_chat_history(messages)
+        return state
+
+    def agent(state: Any, config: dict) -> dict:
+        return answer(static_model.invoke(model_input(state), config))
+
+    workflow = StateGraph(state_schema, context_schema=context_schema)
+    workflow.add_node("agent", agent)
+    workflow.set_entry_point("agent")
+    if not tool_classes:
+        return workflow.compile(
+            checkpointer=checkpointer,
+            store=store,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            name=name,
+        )
+
+    def should_continue(state: Any) -> str:
+        last = _state_value(state, "messages")[-1]
+        if not isinstance(last, AIMessage) or not last.tool_calls:
+            return END
+        return "tools"
+
+    workflow.add_node("tools", tool_node)
+    workflow.add_conditional_edges("agent", should_continue, ["tools", END])
+
+    def route_tool_responses(state: Any) -> str:
+        m = None
+        for m in reversed(_state_value(state, "messages")):
+            if not isinstance(m, ToolMessage):
+                break
+            if m.name in return_direct:
+                return END
+        if isinstance(m, AIMessage) and m.tool_calls and any(c["name"] in return_direct for c in m.tool_calls):
+            return END
+        return "agent"
+
+    if return_direct:
+        workflow.add_conditional_edges("tools", route_tool_responses, ["agent", END])
+    else:
+        workflow.add_edge("tools", "agent")
+    return workflow.compile(
+        checkpointer=checkpointer,
+        store=store,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        name=name,
+    )
+
+
+create_tool_calling_executor = create_react_agent
+
+__all__ = ["AgentState", "create_react_agent", "create_tool_calling_executor"]

@@ -1,0 +1,311 @@
+"""`ToolNode`: runs the tool calls of the last `AIMessage` (in parallel, each in a thread
+with the node's context) and answers with their `ToolMessage`s, in the calls' order.
+
+LangGraph 1.x's rules: a call of an unknown tool answers an error message; by default only
+a tool's invalid arguments (`ToolInvocationError`) become an error message and other
+exceptions propagate; `handle_tool_errors=True` (or a string, a function, exception types)
+turns those into error messages too. A tool's arguments annotated `InjectedState` or
+`InjectedStore` get the graph's state (or one key of it) and store, hidden from the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+from concurrent.futures import ThreadPoolExecutor
+from copy import copy
+from typing import Any, Callable, Literal, Optional, Sequence, Union, get_args, get_origin, get_type_hints
+
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolArg
+from langchain_core.tools import tool as create_tool
+from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES, ToolException, get_all_basemodel_annotations
+from pydantic import ValidationError
+
+from agentgraph.errors import GraphInterrupt
+from agentgraph.types import Command
+
+INVALID_TOOL_NAME_ERROR_TEMPLATE = "Error: {requested_tool} is not a valid tool, try one of [{available_tools}]."
+TOOL_CALL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
+TOOL_INVOCATION_ERROR_TEMPLATE = (
+    "Error invoking tool '{tool_name}' with kwargs {tool_kwargs} with error:\n"
+    " {error}\n"
+    " Please fix the error and try again."
+)
+
+
+class InjectedState(InjectedToolArg):
+    """Marks a tool argument as the graph's state (`field`: one key of it)."""
+
+    def __init__(self, field: Optional[str] = None) -> None:
+        self.field = field
+
+
+class InjectedStore(InjectedToolArg):
+    """Marks a tool argument as the graph's store."""
+
+
+class ToolInvocationError(ToolException):
+    """A tool called with arguments its schema refuses."""
+
+    def __init__(self, tool_name: str, source: ValidationError, tool_kwargs: dict, filtered_errors: list) -> None:
+        lines = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', 'Unknown error')}" for e in filtered_errors]
+        self.message = TOOL_INVOCATION_ERROR_TEMPLATE.format(
+            tool_name=tool_name, tool_kwargs=tool_kwargs, error="\n".join(lines)
+        )
+        self.tool_name = tool_name
+        self.tool_kwargs = tool_kwargs
+        self.source = source
+        self.filtered_errors = filtered_errors
+        super().__init__(self.message)
+
+
+def _default_handle_tool_errors(e: Exception) -> str:
+    if isinstance(e, ToolInvocationError):
+        return e.message
+    raise e
+
+
+def msg_content_output(output: Any) -> Union[str, list]:
+    """A tool's output as message content: strings and content blocks as they are, anything
+    else as JSON (or its `str`)."""
+    if isinstance(output, str) or (
+        isinstance(output, list)
+        and all(isinstance(x, dict) and x.get("type") in TOOL_MESSAGE_BLOCK_TYPES for x in output)
+    ):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except Exception:
+        return str(output)
+
+
+class _Injected:
+    """A tool's injected arguments: state ones (argument -> key or `None` for all of it), the store's."""
+
+    __slots__ = ("state", "store")
+
+    def __init__(self, state: dict[str, Optional[str]], store: Optional[str]) -> None:
+        self.state = state
+        self.store = store
+
+
+def _injected_args(tool: BaseTool) -> _Injected:
+    state: dict[str, Optional[str]] = {}
+    store = None
+    try:
+        annotations = get_all_basemodel_annotations(tool.get_input_schema())
+    except Exception:
+        annotations = {}
+    for name, annotation in annotations.items():
+        for marker in _markers(annotation):
+            if marker is InjectedState or isinstance(marker, InjectedState):
+                state[name] = marker.field if isinstance(marker, InjectedState) else None
+            elif marker is InjectedStore or isinstance(marker, InjectedStore):
+                store = name
+    return _Injected(state, store)
+
+
+def _markers(annotation: Any) -> list:
+    """The metadata of `Annotated` types in `annotation` (through unions)."""
+    out = []
+    if hasattr(annotation, "__metadata__"):
+        out.extend(annotation.__metadata__)
+    for arg in get_args(annotation) if get_origin(annotation) is Union else ():
+        out.extend(_markers(arg))
+    return out
+
+
+class ToolNode:
+    """A node that runs the last `AIMessage`'s tool calls (LangGraph's `ToolNode`)."""
+
+    def __init__(
+        self,
+        tools: Sequence[Union[BaseTool, Callable]],
+        *,
+        name: str = "tools",
+        tags: Optional[list[str]] = None,
+        handle_tool_errors: Any = _default_handle_tool_errors,
+        messages_key: str = "messages",
+    ) -> None:
+        self.name = name
+        self.tags = tags
+        self._handle_tool_errors = handle_tool_errors
+        self._messages_key = messages_key
+        self._tools_by_name: dict[str, BaseTool] = {}
+        self._injected: dict[str, _Injected] = {}
+        for tool in tools:
+            tool_ = tool if isinstance(tool, BaseTool) else create_tool(tool)
+            self._tools_by_name[tool_.name] = tool_
+            self._injected[tool_.name] = _injected_args(tool_)
+
+    @property
+    def tools_by_name(self) -> dict[str, BaseTool]:
+        return self._tools_by_name
+
+    # The node: `config` and `runtime` are injected by name.
+    def __call__(self, input: Any, config: dict, runtime: Any = None) -> Any:
+        store = getattr(runtime, "store", None)
+        return self._run(input, config, store)
+
+    def invoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
+        """Runs outside a graph (LangChain's `Runnable.invoke`)."""
+        store = None
+        if config is None:
+            try:
+                from agentgraph.config import get_config, get_store
+
+                config, store = get_config(), get_store()
+            except RuntimeError:
+                config = {}
+        return self._run(input, config, store)
+
+    async def ainvoke(self, input: Any, config: Optional[dict] = None, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(contextvars.copy_context().run, self.invoke, input, config, **kwargs)
+
+    def _run(self, input: Any, config: dict, store: Any) -> Any:
+        tool_calls, input_type = self._parse_input(input)
+        config = {k: v for k, v in (config or {}).items() if k != "run_id"}
+        if len(tool_calls) <= 1:
+            outputs = [self._run_one(call, input, config, store) for call in tool_calls]
+        else:
+            # Each call in a thread with a copy of this context (the task stays current).
+            with ThreadPoolExecutor(max_workers=len(tool_calls)) as pool:
+                futures = [
+                    pool.submit(contextvars.copy_context().run, self._run_one, call, input, config, store)
+                    for call in tool_calls
+                ]
+                outputs = [f.result() for f in futures]
+        return self._combine(outputs, input_type)
+
+    def _combine(self, outputs: list, input_type: str) -> Any:
+        commands = [o for o in outputs if isinstance(o, Command)]
+        if not commands:
+            return outputs if input_type == "list" else {self._messages_key: outputs}
+        if len(outputs) == 1:
+            return outputs[0]
+        raise NotImplementedError("agentgraph's ToolNode takes a Command only from a single tool call so far")
+
+    def _parse_input(self, input: Any) -> tuple[list[ToolCall], Literal["list", "dict"]]:
+        if isinstance(input, list):
+            input_type, messages = "list", input
+        elif isinstance(input, dict) and (messages := input.get(self._messages_key, [])):
+            input_type = "dict"
+        elif messages := getattr(input, self._messages_key, []):
+            input_type = "dict"
+        else:
+            raise ValueError("No message found in input")
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is None:
+            raise ValueError("No AIMessage found in input")
+        return list(last.tool_calls), input_type
+
+    def _run_one(self, call: ToolCall, input: Any, config: dict, store: Any) -> Any:
+        tool = self._tools_by_name.get(call["name"])
+        if tool is None:
+            content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
+                requested_tool=call["name"], available_tools=", ".join(self._tools_by_name)
+            )
+            return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+        try:
+            call_args = {**self._inject(call, input, store), "type": "tool_call"}
+            try:
+                response = tool.invoke(call_args, config)
+            except ValidationError as exc:
+                injected = self._injected[call["name"]]
+                hidden = set(injected.state) | ({injected.store} if injected.store else set())
+                errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] not in hidden]
+                raise ToolInvocationError(call["name"], exc, call["args"], errors) from exc
+        except GraphInterrupt:
+            raise
+        except Exception as e:
+            flag = self._handle_tool_errors
+            if not flag or not isinstance(e, _handled_types(flag)):
+                raise
+            return ToolMessage(
+                content=_error_content(e, flag), name=call["name"], tool_call_id=call["id"], status="error"
+            )
+        if isinstance(response, ToolMessage):
+            response.content = msg_content_output(response.content)
+        return response
+
+    def _inject(self, call: ToolCall, input: Any, store: Any) -> ToolCall:
+        injected = self._injected.get(call["name"])
+        if injected is None or (not injected.state and not injected.store):
+            return call
+        args: dict[str, Any] = {}
+        state = {self._messages_key: input} if isinstance(input, list) else input
+        for arg, key in injected.state.items():
+            if key is None:
+                args[arg] = state
+            elif isinstance(state, dict):
+                args[arg] = state[key]
+            else:
+                args[arg] = getattr(state, key)
+        if injected.store:
+            if store is None:
+                raise ValueError(
+                    "Cannot inject store into tools with InjectedStore annotations - "
+                    "please compile your graph with a store."
+                )
+            args[injected.store] = store
+        out = copy(call)
+        out["args"] = {**call["args"], **args}
+        return out
+
+
+def _handled_types(flag: Any) -> tuple:
+    if isinstance(flag, type) and issubclass(flag, Exception):
+        return (flag,)
+    if isinstance(flag, tuple):
+        return flag
+    if callable(flag) and not isinstance(flag, type):
+        return _infer_handled_types(flag)
+    return (Exception,)
+
+
+def _infer_handled_types(handler: Callable) -> tuple:
+    """The exception types a handler's first parameter is annotated with (all by default)."""
+    params = list(inspect.signature(handler).parameters.values())
+    if not params:
+        return (Exception,)
+    first = params[1] if params[0].name in ("self", "cls") and len(params) == 2 else params[0]
+    hints = get_type_hints(handler)
+    if first.name not in hints:
+        return (Exception,)
+    hint = hints[first.name]
+    if get_origin(hint) is Union or type(hint).__name__ == "UnionType":
+        return tuple(get_args(hint))
+    return (hint,)
+
+
+def _error_content(e: Exception, flag: Any) -> str:
+    if isinstance(flag, (bool, tuple)) or (isinstance(flag, type) and issubclass(flag, Exception)):
+        return TOOL_CALL_ERROR_TEMPLATE.format(error=repr(e))
+    if isinstance(flag, str):
+        return flag
+    if callable(flag):
+        return flag(e)
+    raise ValueError(
+        f"Got unexpected type of `handle_tool_error`. Expected bool, str or callable. Received: {flag}"
+    )
+
+
+def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]:
+    """`"tools"` when the last message calls tools, else `END` (a conditional edge's path)."""
+    if isinstance(state, list):
+        ai_message = state[-1]
+    elif (isinstance(state, dict) and (messages := state.get(messages_key, []))) or (
+        messages := getattr(state, messages_key, [])
+    ):
+        ai_message = messages[-1]
+    else:
+        raise ValueError(f"No messages found in input state to tool_edge: {state}")
+    if hasattr(ai_message, "tool_calls") and len(ai_message.tool_calls) > 0:
+        return "tools"
+    return "__end__"
+
+
+__all__ = ["InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]

@@ -1,0 +1,199 @@
+"""`langgraph.prebuilt`: `create_react_agent` over a scripted chat model (a `BaseChatModel`
+whose `bind_tools` keeps the tools and whose answers call them), `ToolNode` and
+`tools_condition` in a hand-built graph, tool errors, `InjectedState`/`InjectedStore`,
+a prompt, a checkpointer, and the agent's answer when the recursion limit is near."""
+
+from typing import Annotated, Any, Optional
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import InjectedState, InjectedStore, ToolNode, create_react_agent, tools_condition
+from langgraph.store.memory import InMemoryStore
+
+
+class ScriptedModel(BaseChatModel):
+    """Answers with its script's messages in turn; records what it was given."""
+
+    script: list
+    seen: list = []
+    bound: list = []
+    turn: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools, **kwargs):
+        self.bound.append(sorted(t.name for t in tools))
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.seen.append([(type(m).__name__, m.content) for m in messages])
+        step = self.script[self.turn % len(self.script)]
+        self.turn += 1
+        message = AIMessage(content=step.get("content", ""), tool_calls=step.get("calls", []), id=f"ai-{self.turn}")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def call(name, args, id):
+    return {"name": name, "args": args, "id": id, "type": "tool_call"}
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def boom(x: int) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom {x}")
+
+
+@tool
+def count_messages(note: str, state: Annotated[dict, InjectedState]) -> str:
+    """Counts the conversation's messages."""
+    return f"{note}: {len(state['messages'])} messages"
+
+
+@tool
+def last_words(messages: Annotated[list, InjectedState("messages")]) -> str:
+    """The first message's text."""
+    return messages[0].content
+
+
+@tool
+def remember(fact: str, store: Annotated[Any, InjectedStore()]) -> str:
+    """Stores a fact."""
+    store.put(("facts",), "f", {"fact": fact})
+    return "stored"
+
+
+@tool
+def data() -> dict:
+    """Returns structured data."""
+    return {"k": [1, 2]}
+
+
+def show(messages):
+    for m in messages:
+        extra = ""
+        if isinstance(m, AIMessage):
+            extra = f" calls={[(c['name'], c['args'], c['id']) for c in m.tool_calls]} name={m.name}"
+        elif m.type == "tool":
+            extra = f" tool={m.name} id={m.tool_call_id} status={m.status}"
+        print(f"  {type(m).__name__}: {m.content!r}{extra}")
+
+
+# 1. Two turns of tool calls (two calls at once, then one), then an answer.
+model = ScriptedModel(
+    script=[
+        {"calls": [call("add", {"a": 2, "b": 3}, "c1"), call("weather", {"city": "Paris"}, "c2")]},
+        {"calls": [call("add", {"a": 5, "b": 10}, "c3")]},
+        {"content": "2+3+10 is 15 and it is sunny"},
+    ]
+)
+agent = create_react_agent(model, [add, weather], prompt="You are a calculator.")
+out = agent.invoke({"messages": [HumanMessage("add things", id="h1")]})
+print("bound", model.bound)
+show(out["messages"])
+print("model saw", model.seen[-1])
+
+# 2. Stream updates (one call a turn).
+model = ScriptedModel(script=[{"calls": [call("weather", {"city": "Rome"}, "w1")]}, {"content": "done"}])
+agent = create_react_agent(model, [weather], prompt=SystemMessage("Be brief."))
+for chunk in agent.stream({"messages": [("user", "weather?")]}, stream_mode="updates"):
+    for node, update in chunk.items():
+        print("update", node, [(type(m).__name__, m.content) for m in update["messages"]])
+print("model saw", model.seen[0])
+
+# 3. Errors: an unknown tool, a failing tool handled, bad arguments (handled by default).
+model = ScriptedModel(
+    script=[
+        {"calls": [call("nope", {}, "e1"), call("add", {"a": "x"}, "e2")]},
+        {"calls": [call("boom", {"x": 1}, "e3")]},
+        {"content": "gave up"},
+    ]
+)
+agent = create_react_agent(model, ToolNode([add, boom], handle_tool_errors=True))
+show(agent.invoke({"messages": [HumanMessage("try")]})["messages"][1:])
+
+# 4. By default a tool's own exception propagates.
+model = ScriptedModel(script=[{"calls": [call("boom", {"x": 2}, "e4")]}, {"content": "x"}])
+agent = create_react_agent(model, [boom])
+try:
+    agent.invoke({"messages": [HumanMessage("try")]})
+except RuntimeError as error:
+    print("raised", type(error).__name__, error)
+
+# 5. A string handler, and a handler for some exception types only (ToolNode in a graph).
+def calls_boom(state: MessagesState):
+    return {"messages": [AIMessage("", tool_calls=[call("boom", {"x": 3}, "e5")])]}
+
+
+for handler in ["tool failed", (ValueError,), lambda e: f"handled {e}"]:
+    builder = StateGraph(MessagesState)
+    builder.add_node("calls_boom", calls_boom)
+    builder.add_node("tools", ToolNode([boom], handle_tool_errors=handler))
+    builder.add_edge(START, "calls_boom")
+    builder.add_edge("calls_boom", "tools")
+    try:
+        show(builder.compile().invoke({"messages": []})["messages"][1:])
+    except RuntimeError as error:
+        print("raised", type(error).__name__, error)
+
+# 6. A checkpointer: the thread goes on; a store and injected arguments.
+store = InMemoryStore()
+model = ScriptedModel(
+    script=[
+        {"calls": [call("count_messages", {"note": "n"}, "i1"), call("last_words", {}, "i2")]},
+        {"calls": [call("remember", {"fact": "sky is blue"}, "i3"), call("data", {}, "i4")]},
+        {"content": "ok"},
+    ]
+)
+agent = create_react_agent(
+    model, [count_messages, last_words, remember, data], checkpointer=InMemorySaver(), store=store
+)
+config = {"configurable": {"thread_id": "t"}}
+show(agent.invoke({"messages": [HumanMessage("first")]}, config)["messages"])
+print(store.get(("facts",), "f").value)
+out = agent.invoke({"messages": [HumanMessage("second")]}, config)
+print(len(out["messages"]), [type(m).__name__ for m in out["messages"]])
+print(agent.get_state(config).next)
+
+# 7. Near the recursion limit the agent says it needs more steps.
+model = ScriptedModel(script=[{"calls": [call("add", {"a": 1, "b": 1}, "r")]}])
+agent = create_react_agent(model, [add])
+out = agent.invoke({"messages": [HumanMessage("loop")]}, {"recursion_limit": 6})
+print(len(out["messages"]), repr(out["messages"][-1].content))
+
+# 8. ToolNode and tools_condition in a graph of one's own.
+model = ScriptedModel(script=[{"calls": [call("weather", {"city": "Oslo"}, "g1")]}, {"content": "cold"}])
+llm = model.bind_tools([weather])
+
+
+def chatbot(state: MessagesState):
+    return {"messages": [llm.invoke(state["messages"])]}
+
+
+builder = StateGraph(MessagesState)
+builder.add_node("chatbot", chatbot)
+builder.add_node("tools", ToolNode([weather]))
+builder.add_edge(START, "chatbot")
+builder.add_conditional_edges("chatbot", tools_condition)
+builder.add_edge("tools", "chatbot")
+graph = builder.compile()
+show(graph.invoke({"messages": [HumanMessage("weather in Oslo?")]})["messages"])
+print(tools_condition({"messages": [AIMessage("x")]}), tools_condition([AIMessage("", tool_calls=[call("a", {}, "1")])]))
+print(sorted(ToolNode([add, weather]).tools_by_name))
