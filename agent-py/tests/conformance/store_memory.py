@@ -70,7 +70,7 @@ chat("3", "u2", "what is my name?")
 
 hits = store.search(("memories", "u1"), query="pizza")
 print([(h.value, type(h).__name__, isinstance(h, Item), round(h.score, 3)) for h in hits])
-print(sorted(m.value["data"] for m in store.search(("memories",))))
+print([m.value["data"] for m in store.search(("memories",))])
 print(store.list_namespaces())
 
 # The store's own calls.
@@ -84,10 +84,13 @@ print(type(item).__name__, item.namespace, item.key, item.value)
 print(isinstance(item.created_at, datetime), item.created_at.tzinfo is not None, item.created_at <= item.updated_at)
 print(sorted(k for k in item.dict()))
 print(plain.get(("users", "ada"), "missing"))
-print(sorted((h.namespace, h.key, h.score) for h in plain.search(("users",))))
-print(sorted((h.namespace, h.key) for h in plain.search(("users",), filter={"age": {"$gt": 35}})))
-print(sorted((h.namespace, h.key) for h in plain.search(("users",), filter={"name": "Bob"})))
-print(len(plain.search(("users",), limit=2)), len(plain.search((), limit=10)))
+print([(h.namespace, h.key, h.score) for h in plain.search(("users",))])
+print([(h.namespace, h.key) for h in plain.search(("users",), filter={"age": {"$gt": 35}})])
+print([(h.namespace, h.key) for h in plain.search(("users",), filter={"name": "Bob"})])
+print([h.key for h in plain.search(("users",), limit=2)], [h.key for h in plain.search((), limit=2, offset=2)])
+# Without an index a query and an index choice are ignored; order stays the puts'.
+plain.put(("users", "ada"), "prefs", {"lang": "fr", "age": 1}, index=["lang"])
+print([(h.key, h.value) for h in plain.search(("users",), query="anything")])
 print(plain.list_namespaces(prefix=("users",)))
 print(plain.list_namespaces(max_depth=1))
 print(plain.list_namespaces(suffix=("ada",)))
@@ -132,3 +135,22 @@ async def main():
 
 
 asyncio.run(main())
+
+# The how-to without an index: memories come back in the order they were stored.
+notes = InMemoryStore()
+for i, text in enumerate(["likes tea", "lives in Oslo", "has a cat", "likes tea a lot"]):
+    notes.put(("memories", "u9"), f"m{9 - i}", {"data": text})
+notes.put(("memories", "u9"), "m8", {"data": "lives in Bergen"})
+notes.put(("memories", "a0"), "x", {"data": "other user"})
+print([m.value["data"] for m in notes.search(("memories", "u9"), query="where")])
+print([m.value["data"] for m in notes.search(("memories",), limit=3, offset=1)])
+
+# By meaning: ties in score keep the puts' order; items without vectors come last.
+ranked = InMemoryStore(index={"dims": len(VOCAB) + 1, "embed": embed, "fields": ["text"]})
+ranked.put(("r",), "z", {"text": "cats"})
+ranked.put(("r",), "y", {"text": "rust"})
+ranked.put(("r",), "x", {"text": "cats"})
+ranked.put(("r",), "w", {"other": "no text"})
+ranked.put(("r",), "v", {"text": "cats"}, index=False)
+print([(h.key, round(h.score, 3) if h.score is not None else None) for h in ranked.search(("r",), query="cats")])
+print([h.key for h in ranked.search(("r",), query="cats", limit=2, offset=1)])

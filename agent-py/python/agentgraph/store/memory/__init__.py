@@ -7,9 +7,14 @@ lists namespaces. A value must therefore be JSON-serializable. Reads give back t
 was put (a shallow copy kept beside, by namespace and key), as LangGraph's store does: its
 objects and key order survive, which a JSON round trip would lose.
 
-As LangGraph's: a batch's reads see the store before the batch's puts; an item's
-`created_at` is the time of its last put. Unlike it, a search without a query lists the most
-recently updated items first (agent-core's order), not in insertion order.
+The Python side keeps LangGraph's order too (namespaces in the order first put to, keys in
+the order first put within one): a search without a query lists items in it; a search by
+meaning ranks by score, ties in it, and the items without vectors follow in it. agent-core
+answers every match and the Python side orders and pages them (a linear pass, as
+LangGraph's own search). As LangGraph's: a batch's reads see the store before the batch's
+puts; an item's `created_at` is the time of its last put; without an index a search's
+`query` and a put's `index` are ignored. Unlike it, a namespace whose items were all deleted
+is no longer listed.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ class InMemoryStore(BaseStore):
 
     def __init__(self, *, index: Optional[IndexConfig] = None) -> None:
         self.index_config = dict(index) if index else None
-        self._values: dict[tuple[tuple[str, ...], str], Any] = {}
+        # namespace -> key -> value, in LangGraph's order.
+        self._values: dict[tuple[str, ...], dict[str, Any]] = {}
         if index:
             embed = _embed_function(index.get("embed"))
             self._native = _native.NativeStore(index.get("dims"), embed, index.get("fields"))
@@ -53,16 +59,17 @@ class InMemoryStore(BaseStore):
         # Reads first, then the puts (the last of a key's wins), as LangGraph orders a batch.
         reads = [i for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         puts = {(tuple(op.namespace), op.key): op for op in ops if isinstance(op, PutOp)}
-        sent = [ops[i] for i in reads] + list(puts.values())
-        raw = json.loads(self._native.batch(json.dumps([_op_json(op) for op in sent])))
+        indexed = self.index_config is not None
+        sent = [_op_json(ops[i], indexed) for i in reads] + [_op_json(op, indexed) for op in puts.values()]
+        raw = json.loads(self._native.batch(json.dumps(sent)))
         results: list[Result] = [None] * len(ops)
         for i, out in zip(reads, raw):
             results[i] = self._result(ops[i], out)
-        for where, op in puts.items():
+        for (namespace, key), op in puts.items():
             if op.value is None:
-                self._values.pop(where, None)
+                self._values.get(namespace, {}).pop(key, None)
             else:
-                self._values[where] = dict(op.value)
+                self._values.setdefault(namespace, {})[key] = dict(op.value)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -70,7 +77,23 @@ class InMemoryStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _value(self, out: dict) -> Any:
-        return self._values.get((tuple(out["namespace"]), out["key"]), out["value"])
+        return self._values.get(tuple(out["namespace"]), {}).get(out["key"], out["value"])
+
+    def _ordered(self, op: SearchOp, hits: list[SearchItem]) -> list[SearchItem]:
+        """One page of every match, in LangGraph's order (see the module's docs)."""
+        position = {
+            (namespace, key): i
+            for i, (namespace, key) in enumerate((n, k) for n, keys in self._values.items() for k in keys)
+        }
+        hits.sort(key=lambda h: position.get((h.namespace, h.key), len(position)))
+        end = op.offset + op.limit
+        if not (op.query and self.index_config):
+            return hits[op.offset : end]
+        scored = sorted((h for h in hits if h.score is not None), key=lambda h: -h.score)[op.offset : end]
+        scoreless = [h for h in hits if h.score is None]
+        if len(scored) < op.limit:
+            scored.extend(scoreless[: op.limit - len(scored)])
+        return scored
 
     def _result(self, op: Op, out: Any) -> Result:
         # `created_at` is the last put's time, as LangGraph's store (a put makes a new item).
@@ -99,7 +122,7 @@ class InMemoryStore(BaseStore):
                         score=hit.get("score"),
                     )
                 )
-            return hits
+            return self._ordered(op, hits)
         if isinstance(op, ListNamespacesOp):
             return [tuple(ns) for ns in out]
         return None
@@ -115,7 +138,13 @@ def _embed_function(embed: Any) -> Any:
     return lambda texts: embed(list(texts))
 
 
-def _op_json(op: Op) -> dict:
+# A search asks agent-core for every match: the Python side orders and pages them.
+_ALL = 2**53
+
+
+def _op_json(op: Op, indexed: bool) -> dict:
+    """The op for the native store; without an index, a query and an index choice are
+    dropped (LangGraph ignores them; agent-core would refuse them)."""
     if isinstance(op, GetOp):
         return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
     if isinstance(op, PutOp):
@@ -125,7 +154,7 @@ def _op_json(op: Op) -> dict:
             "namespace": list(op.namespace),
             "key": op.key,
             "value": value,
-            "index": op.index,
+            "index": op.index if indexed else None,
             "ttl": op.ttl,
         }
     if isinstance(op, SearchOp):
@@ -133,9 +162,9 @@ def _op_json(op: Op) -> dict:
             "op": "search",
             "namespace_prefix": list(op.namespace_prefix),
             "filter": op.filter,
-            "query": op.query,
-            "limit": op.limit,
-            "offset": op.offset,
+            "query": op.query if indexed else None,
+            "limit": _ALL,
+            "offset": 0,
             "refresh_ttl": op.refresh_ttl,
         }
     if isinstance(op, ListNamespacesOp):
