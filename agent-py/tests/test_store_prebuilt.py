@@ -4,7 +4,7 @@ choices, parallel tool calls, errors from Rust)."""
 import asyncio
 import threading
 import time
-from typing import TypedDict
+from typing import Annotated, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 
 from agentgraph.config import get_store
 from agentgraph.graph import START, MessagesState, StateGraph
-from agentgraph.prebuilt import ToolNode
+from agentgraph.prebuilt import InjectedState, ToolNode
 from agentgraph.store.base import InvalidNamespaceError
 from agentgraph.store.memory import InMemoryStore
 
@@ -115,3 +115,15 @@ def test_tool_calls_run_in_parallel():
     out = builder.compile().invoke({"messages": []})
     assert [m.content for m in out["messages"][1:]] == ["0", "1", "2"]
     assert time.monotonic() - started < 5
+
+
+def test_a_tool_call_with_context_runs_alone_with_its_state():
+    @tool
+    def echo(x: int, note: Annotated[str, InjectedState("note")]) -> str:
+        """Echoes."""
+        return f"{x} {note}"
+
+    node = ToolNode([echo])
+    call = {"name": "echo", "args": {"x": 1}, "id": "c", "type": "tool_call"}
+    out = node.invoke({"__type": "tool_call_with_context", "tool_call": call, "state": {"note": "hi", "messages": []}}, {})
+    assert [(m.content, m.tool_call_id) for m in out["messages"]] == [("1 hi", "c")]

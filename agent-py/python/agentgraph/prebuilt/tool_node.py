@@ -16,7 +16,7 @@ import inspect
 import json
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy
-from typing import Any, Callable, Literal, Optional, Sequence, Union, get_args, get_origin, get_type_hints
+from typing import Any, Callable, Literal, Optional, Sequence, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg
@@ -34,6 +34,14 @@ TOOL_INVOCATION_ERROR_TEMPLATE = (
     " {error}\n"
     " Please fix the error and try again."
 )
+
+
+class ToolCallWithContext(TypedDict):
+    """A tool call sent to a `ToolNode` on its own, with the state it was sent from."""
+
+    __type: Literal["tool_call_with_context"]
+    tool_call: ToolCall
+    state: Any
 
 
 class InjectedState(InjectedToolArg):
@@ -184,11 +192,15 @@ class ToolNode:
         commands = [o for o in outputs if isinstance(o, Command)]
         if not commands:
             return outputs if input_type == "list" else {self._messages_key: outputs}
+        # (A `tool_calls` input answers like a dict one: `{messages_key: [...]}`.)
         if len(outputs) == 1:
             return outputs[0]
         raise NotImplementedError("agentgraph's ToolNode takes a Command only from a single tool call so far")
 
-    def _parse_input(self, input: Any) -> tuple[list[ToolCall], Literal["list", "dict"]]:
+    def _parse_input(self, input: Any) -> tuple[list[ToolCall], Literal["list", "dict", "tool_calls"]]:
+        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+            # One call sent to this node with the state it was sent from (`Send`).
+            return [input["tool_call"]], "tool_calls"
         if isinstance(input, list):
             input_type, messages = "list", input
         elif isinstance(input, dict) and (messages := input.get(self._messages_key, [])):
@@ -236,6 +248,8 @@ class ToolNode:
         if injected is None or (not injected.state and not injected.store):
             return call
         args: dict[str, Any] = {}
+        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+            input = input["state"]
         state = {self._messages_key: input} if isinstance(input, list) else input
         for arg, key in injected.state.items():
             if key is None:
@@ -308,4 +322,4 @@ def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tool
     return "__end__"
 
 
-__all__ = ["InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]
+__all__ = ["ToolCallWithContext", "InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]
