@@ -127,3 +127,25 @@ def test_a_tool_call_with_context_runs_alone_with_its_state():
     call = {"name": "echo", "args": {"x": 1}, "id": "c", "type": "tool_call"}
     out = node.invoke({"__type": "tool_call_with_context", "tool_call": call, "state": {"note": "hi", "messages": []}}, {})
     assert [(m.content, m.tool_call_id) for m in out["messages"]] == [("1 hi", "c")]
+
+
+def test_async_only_tools_run_under_invoke_and_ainvoke():
+    @tool
+    async def slow(x: int) -> int:
+        """Doubles, later."""
+        await asyncio.sleep(0.01)
+        return 2 * x
+
+    def model(state: MessagesState):
+        calls = [{"name": "slow", "args": {"x": i}, "id": f"c{i}", "type": "tool_call"} for i in range(2)]
+        return {"messages": [AIMessage("", tool_calls=calls)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode([slow]))
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "tools")
+    graph = builder.compile()
+    assert [m.content for m in graph.invoke({"messages": []})["messages"][1:]] == ["0", "2"]
+    out = asyncio.run(graph.ainvoke({"messages": []}))
+    assert [m.content for m in out["messages"][1:]] == ["0", "2"]

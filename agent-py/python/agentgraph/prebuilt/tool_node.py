@@ -224,7 +224,12 @@ class ToolNode:
         try:
             call_args = {**self._inject(call, input, store), "type": "tool_call"}
             try:
-                response = tool.invoke(call_args, config)
+                if getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None:
+                    # An async-only tool: this thread runs no event loop (a node's worker or
+                    # the pool's), so it runs to completion here.
+                    response = asyncio.run(tool.ainvoke(call_args, config))
+                else:
+                    response = tool.invoke(call_args, config)
             except ValidationError as exc:
                 injected = self._injected[call["name"]]
                 hidden = set(injected.state) | ({injected.store} if injected.store else set())
