@@ -197,3 +197,20 @@ graph = builder.compile()
 show(graph.invoke({"messages": [HumanMessage("weather in Oslo?")]})["messages"])
 print(tools_condition({"messages": [AIMessage("x")]}), tools_condition([AIMessage("", tool_calls=[call("a", {}, "1")])]))
 print(sorted(ToolNode([add, weather]).tools_by_name))
+
+# 9. Human in the loop: pause before the tools run, then go on.
+model = ScriptedModel(script=[{"calls": [call("weather", {"city": "Rome"}, "w1")]}, {"content": "done"}])
+agent = create_react_agent(model, [weather], checkpointer=InMemorySaver(), interrupt_before=["tools"])
+config = {"configurable": {"thread_id": "1"}}
+out = agent.invoke({"messages": [HumanMessage("hi")]}, config)
+print("paused", agent.get_state(config).next, len(out["messages"]))
+show(agent.invoke(None, config)["messages"][2:])
+print(agent.get_state(config).next)
+
+# 10. A chat history with an unanswered tool call is refused.
+model = ScriptedModel(script=[{"content": "x"}])
+agent = create_react_agent(model, [add])
+try:
+    agent.invoke({"messages": [HumanMessage("a"), AIMessage("", tool_calls=[call("add", {"a": 1, "b": 1}, "u1")])]})
+except ValueError as error:
+    print(type(error).__name__, error)
