@@ -15,17 +15,23 @@ import contextvars
 import inspect
 import json
 from concurrent.futures import ThreadPoolExecutor
-from copy import copy
+from copy import copy, deepcopy
 from typing import Any, Callable, Literal, Optional, Sequence, TypedDict, Union, get_args, get_origin, get_type_hints
 
-from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, RemoveMessage, ToolCall, ToolMessage, convert_to_messages
+from langchain_core.messages.tool import ToolOutputMixin
 from langchain_core.tools import BaseTool, InjectedToolArg
 from langchain_core.tools import tool as create_tool
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES, ToolException, get_all_basemodel_annotations
 from pydantic import ValidationError
 
 from agentgraph.errors import GraphInterrupt
+from agentgraph.graph.message import REMOVE_ALL_MESSAGES
 from agentgraph.types import Command
+
+# A tool's `Command` must reach the node as itself (see `agentgraph.types._ToolOutput`).
+if not issubclass(Command, ToolOutputMixin):
+    Command.__bases__ = (*Command.__bases__, ToolOutputMixin)
 
 INVALID_TOOL_NAME_ERROR_TEMPLATE = "Error: {requested_tool} is not a valid tool, try one of [{available_tools}]."
 TOOL_CALL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
@@ -177,12 +183,12 @@ class ToolNode:
         tool_calls, input_type = self._parse_input(input)
         config = {k: v for k, v in (config or {}).items() if k != "run_id"}
         if len(tool_calls) <= 1:
-            outputs = [self._run_one(call, input, config, store) for call in tool_calls]
+            outputs = [self._run_one(call, input, input_type, config, store) for call in tool_calls]
         else:
             # Each call in a thread with a copy of this context (the task stays current).
             with ThreadPoolExecutor(max_workers=len(tool_calls)) as pool:
                 futures = [
-                    pool.submit(contextvars.copy_context().run, self._run_one, call, input, config, store)
+                    pool.submit(contextvars.copy_context().run, self._run_one, call, input, input_type, config, store)
                     for call in tool_calls
                 ]
                 outputs = [f.result() for f in futures]
@@ -192,10 +198,36 @@ class ToolNode:
         commands = [o for o in outputs if isinstance(o, Command)]
         if not commands:
             return outputs if input_type == "list" else {self._messages_key: outputs}
-        # (A `tool_calls` input answers like a dict one: `{messages_key: [...]}`.)
         if len(outputs) == 1:
             return outputs[0]
-        raise NotImplementedError("agentgraph's ToolNode takes a Command only from a single tool call so far")
+        return self._merged(outputs, input_type)
+
+    def _merged(self, outputs: list, input_type: str) -> Command:
+        """Several calls' outputs, some `Command`s, as one `Command`: LangGraph writes each
+        as its own update, and a node here returns one; list values (messages) concatenate in
+        the calls' order, gotos too, so the state comes out the same."""
+        if input_type == "list":
+            raise NotImplementedError("agentgraph's ToolNode merges tools' Commands for a dict input only")
+        update: dict[str, Any] = {}
+        goto: list = []
+        for output in outputs:
+            if not isinstance(output, Command):
+                part = {self._messages_key: [output]}
+            else:
+                if output.graph is not None:
+                    raise NotImplementedError("agentgraph's ToolNode merges Commands to its own graph only")
+                part = output.update or {}
+                goto.extend([output.goto] if isinstance(output.goto, str) else list(output.goto))
+            for key, value in part.items():
+                if key not in update:
+                    update[key] = list(value) if isinstance(value, (list, tuple)) else value
+                elif isinstance(update[key], list) and isinstance(value, (list, tuple)):
+                    update[key].extend(value)
+                else:
+                    raise NotImplementedError(
+                        f"agentgraph's ToolNode cannot merge two tools' updates of `{key}` yet"
+                    )
+        return Command(update=update, goto=goto)
 
     def _parse_input(self, input: Any) -> tuple[list[ToolCall], Literal["list", "dict", "tool_calls"]]:
         if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
@@ -214,7 +246,7 @@ class ToolNode:
             raise ValueError("No AIMessage found in input")
         return list(last.tool_calls), input_type
 
-    def _run_one(self, call: ToolCall, input: Any, config: dict, store: Any) -> Any:
+    def _run_one(self, call: ToolCall, input: Any, input_type: str, config: dict, store: Any) -> Any:
         tool = self._tools_by_name.get(call["name"])
         if tool is None:
             content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
@@ -235,6 +267,7 @@ class ToolNode:
                 hidden = set(injected.state) | ({injected.store} if injected.store else set())
                 errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] not in hidden]
                 raise ToolInvocationError(call["name"], exc, call["args"], errors) from exc
+            return self._normalize(response, call, input_type)
         except GraphInterrupt:
             raise
         except Exception as e:
@@ -244,9 +277,62 @@ class ToolNode:
             return ToolMessage(
                 content=_error_content(e, flag), name=call["name"], tool_call_id=call["id"], status="error"
             )
+
+    def _normalize(self, response: Any, call: ToolCall, input_type: str) -> Any:
         if isinstance(response, ToolMessage):
             response.content = msg_content_output(response.content)
-        return response
+            return response
+        if isinstance(response, Command):
+            return self._validate_command(response, call, input_type)
+        raise TypeError(f"Tool {call['name']} returned unexpected type: {type(response)}")
+
+    def _validate_command(self, command: Command, call: ToolCall, input_type: str) -> Command:
+        """A tool's `Command`, checked as LangGraph does: its update answers the call with a
+        `ToolMessage` (named for the tool) unless it goes to another graph."""
+        if isinstance(command.update, dict):
+            if input_type not in ("dict", "tool_calls"):
+                raise ValueError(
+                    "Tools can provide a dict in Command.update only when using dict "
+                    f"with '{self._messages_key}' key as ToolNode input, "
+                    f"got: {command.update} for tool '{call['name']}'"
+                )
+            command = deepcopy(command)
+            messages = (command.update or {}).get(self._messages_key, [])
+        elif isinstance(command.update, list):
+            if input_type != "list":
+                raise ValueError(
+                    "Tools can provide a list of messages in Command.update "
+                    "only when using list of messages as ToolNode input, "
+                    f"got: {command.update} for tool '{call['name']}'"
+                )
+            command = deepcopy(command)
+            messages = command.update
+        else:
+            return command
+        # Messages given as dicts are checked as messages but stay dicts in the update (and
+        # so unnamed), as in LangGraph.
+        messages = convert_to_messages(messages)
+        if len(messages) == 1 and isinstance(messages[0], RemoveMessage) and messages[0].id == REMOVE_ALL_MESSAGES:
+            return command
+        matched = False
+        for message in messages:
+            if isinstance(message, ToolMessage) and message.tool_call_id == call["id"]:
+                message.name = call["name"]
+                matched = True
+        if command.graph is None and not matched:
+            example = (
+                '`Command(update={"messages": [ToolMessage("Success", tool_call_id=tool_call_id), ...]}, ...)`'
+                if input_type == "dict"
+                else '`Command(update=[ToolMessage("Success", tool_call_id=tool_call_id), ...], ...)`'
+            )
+            raise ValueError(
+                "Expected to have a matching ToolMessage in Command.update "
+                f"for tool '{call['name']}', got: {messages}. "
+                "Every tool call (LLM requesting to call a tool) "
+                "in the message history MUST have a corresponding ToolMessage. "
+                f"You can fix it by modifying the tool to return {example}."
+            )
+        return command
 
     def _inject(self, call: ToolCall, input: Any, store: Any) -> ToolCall:
         injected = self._injected.get(call["name"])
