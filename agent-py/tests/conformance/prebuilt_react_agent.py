@@ -5,6 +5,8 @@ a prompt, a checkpointer, and the agent's answer when the recursion limit is nea
 
 from typing import Annotated, Any, Optional
 
+from pydantic import BaseModel
+
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -30,6 +32,15 @@ class ScriptedModel(BaseChatModel):
     def bind_tools(self, tools, **kwargs):
         self.bound.append(sorted(t.name for t in tools))
         return self
+
+    def with_structured_output(self, schema, **kwargs):
+        from langchain_core.runnables import RunnableLambda
+
+        def answer(messages):
+            self.seen.append([(type(m).__name__, m.content) for m in messages])
+            return schema(city="Rome", sunny=True)
+
+        return RunnableLambda(answer)
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         self.seen.append([(type(m).__name__, m.content) for m in messages])
@@ -214,3 +225,19 @@ try:
     agent.invoke({"messages": [HumanMessage("a"), AIMessage("", tool_calls=[call("add", {"a": 1, "b": 1}, "u1")])]})
 except ValueError as error:
     print(type(error).__name__, error)
+
+
+# 11. A structured response after the last answer (with and without its own prompt; no tools).
+class Weather(BaseModel):
+    city: str
+    sunny: bool
+
+
+for response_format in [Weather, ("Answer as JSON.", Weather)]:
+    model = ScriptedModel(script=[{"calls": [call("weather", {"city": "Rome"}, "s1")]}, {"content": "sunny"}])
+    agent = create_react_agent(model, [weather], response_format=response_format)
+    out = agent.invoke({"messages": [HumanMessage("weather?")]})
+    print(repr(out["structured_response"]), len(out["messages"]), model.seen[-1][0])
+model = ScriptedModel(script=[{"content": "no tools"}])
+out = create_react_agent(model, [], response_format=Weather).invoke({"messages": [HumanMessage("hi")]})
+print(sorted(out), repr(out["structured_response"]), model.bound)

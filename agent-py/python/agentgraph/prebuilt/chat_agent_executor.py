@@ -28,6 +28,12 @@ class AgentState(TypedDict):
     messages: Annotated[Sequence[BaseMessage], add_messages]
 
 
+class AgentStateWithStructuredResponse(AgentState):
+    """The agent's state with its final answer in `response_format`'s shape."""
+
+    structured_response: Any
+
+
 def _state_value(state: Any, key: str, default: Any = None) -> Any:
     return state.get(key, default) if isinstance(state, dict) else getattr(state, key, default)
 
@@ -68,6 +74,19 @@ def _should_bind_tools(model: Any, tools: Sequence[BaseTool]) -> bool:
     if missing := {t.name for t in tools} - names:
         raise ValueError(f"Missing tools '{missing}' in the model.bind_tools()")
     return False
+
+
+def _chat_model(model: Any) -> BaseChatModel:
+    """The chat model inside a prompt-and-model sequence or a binding (its tools unbound)."""
+    if isinstance(model, RunnableSequence):
+        model = next((s for s in model.steps if isinstance(s, (RunnableBinding, BaseChatModel))), model)
+    if isinstance(model, RunnableBinding):
+        model = model.bound
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(
+            f"Expected `model` to be a ChatModel or RunnableBinding (e.g. model.bind_tools(...)), got {type(model)}"
+        )
+    return model
 
 
 def _validate_chat_history(messages: Sequence[BaseMessage]) -> None:
@@ -119,7 +138,6 @@ def create_react_agent(
     if version not in ("v1", "v2"):
         raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
     for option, value in (
-        ("response_format", response_format),
         ("pre_model_hook", pre_model_hook),
         ("post_model_hook", post_model_hook),
     ):
@@ -131,7 +149,7 @@ def create_react_agent(
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
 
         model = init_chat_model(model)
-    state_schema = state_schema or AgentState
+    state_schema = state_schema or (AgentStateWithStructuredResponse if response_format is not None else AgentState)
 
     if isinstance(tools, ToolNode):
         tool_node = tools
@@ -167,10 +185,25 @@ def create_react_agent(
     def agent(state: Any, config: dict) -> dict:
         return answer(static_model.invoke(model_input(state), config))
 
+    def generate_structured_response(state: Any, config: dict) -> dict:
+        messages = _state_value(state, "messages")
+        schema = response_format
+        if isinstance(response_format, tuple):
+            system_prompt, schema = response_format
+            messages = [SystemMessage(content=system_prompt)] + list(messages)
+        structured = _chat_model(static_model).with_structured_output(schema)
+        return {"structured_response": structured.invoke(messages, config)}
+
     workflow = StateGraph(state_schema, context_schema=context_schema)
     workflow.add_node("agent", agent)
     workflow.set_entry_point("agent")
+    final = END
+    if response_format is not None:
+        workflow.add_node("generate_structured_response", generate_structured_response)
+        final = "generate_structured_response"
     if not tool_classes:
+        if response_format is not None:
+            workflow.add_edge("agent", final)
         return workflow.compile(
             checkpointer=checkpointer,
             store=store,
@@ -182,11 +215,11 @@ def create_react_agent(
     def should_continue(state: Any) -> str:
         last = _state_value(state, "messages")[-1]
         if not isinstance(last, AIMessage) or not last.tool_calls:
-            return END
+            return final
         return "tools"
 
     workflow.add_node("tools", tool_node)
-    workflow.add_conditional_edges("agent", should_continue, ["tools", END])
+    workflow.add_conditional_edges("agent", should_continue, ["tools", final])
 
     def route_tool_responses(state: Any) -> str:
         m = None
@@ -214,4 +247,4 @@ def create_react_agent(
 
 create_tool_calling_executor = create_react_agent
 
-__all__ = ["AgentState", "create_react_agent", "create_tool_calling_executor"]
+__all__ = ["AgentState", "AgentStateWithStructuredResponse", "create_react_agent", "create_tool_calling_executor"]
