@@ -1,8 +1,10 @@
 """`langgraph.prebuilt`: `create_react_agent` over a scripted chat model (a `BaseChatModel`
 whose `bind_tools` keeps the tools and whose answers call them), `ToolNode` and
 `tools_condition` in a hand-built graph, tool errors, `InjectedState`/`InjectedStore`,
-a prompt, a checkpointer, and the agent's answer when the recursion limit is near."""
+a prompt, a checkpointer, the agent's answer when the recursion limit is near, a pause
+before the tools, a structured response and a model function."""
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel
@@ -241,3 +243,23 @@ for response_format in [Weather, ("Answer as JSON.", Weather)]:
 model = ScriptedModel(script=[{"content": "no tools"}])
 out = create_react_agent(model, [], response_format=Weather).invoke({"messages": [HumanMessage("hi")]})
 print(sorted(out), repr(out["structured_response"]), model.bound)
+
+# 12. A model function: the model is picked per call from the state and the run's context.
+@dataclass
+class Ctx:
+    fast: bool
+
+
+fast = ScriptedModel(script=[{"content": "fast answer"}])
+slow = ScriptedModel(script=[{"calls": [call("add", {"a": 1, "b": 2}, "d1")]}, {"content": "slow answer"}])
+
+
+def pick(state, runtime):
+    chosen = fast if runtime.context.fast else slow
+    return chosen.bind_tools([add])
+
+
+agent = create_react_agent(pick, [add], prompt="p", context_schema=Ctx)
+for flag in (True, False):
+    out = agent.invoke({"messages": [HumanMessage("go")]}, context=Ctx(fast=flag))
+    print(flag, [m.content for m in out["messages"]], fast.bound, slow.bound)

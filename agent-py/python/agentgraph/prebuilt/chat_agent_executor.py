@@ -9,6 +9,7 @@ the final state are the same, but `updates`/`tasks` streams show one `tools` tas
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, Any, Callable, Optional, Sequence, TypedDict, Union
 
 from langchain_core.language_models import BaseChatModel
@@ -143,8 +144,11 @@ def create_react_agent(
     ):
         if value is not None:
             raise NotImplementedError(f"agentgraph's create_react_agent has no `{option}` yet")
-    if not isinstance(model, Runnable) and callable(model):
-        raise NotImplementedError("agentgraph's create_react_agent takes a chat model, not a model function, so far")
+    # A model function picks the model per call from the state and the run (its tools bound
+    # by the caller, as in LangGraph).
+    dynamic = not isinstance(model, (str, Runnable)) and callable(model)
+    if dynamic and inspect.iscoroutinefunction(model):
+        raise NotImplementedError("agentgraph's create_react_agent takes a sync model function so far")
     if isinstance(model, str):
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
 
@@ -156,9 +160,12 @@ def create_react_agent(
     else:
         tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
     tool_classes = list(tool_node.tools_by_name.values())
-    if tool_classes and _should_bind_tools(model, tool_classes):
+    if not dynamic and tool_classes and _should_bind_tools(model, tool_classes):
         model = model.bind_tools(tool_classes)
-    static_model = _prompt_runnable(prompt) | model
+    static_model = None if dynamic else _prompt_runnable(prompt) | model
+
+    def resolve(state: Any, runtime: Any) -> Runnable:
+        return _prompt_runnable(prompt) | model(state, runtime) if dynamic else static_model
     return_direct = {t.name for t in tool_classes if t.return_direct}
 
     def more_steps_needed(response: BaseMessage) -> bool:
@@ -182,16 +189,16 @@ def create_react_agent(
         _validate_chat_history(messages)
         return state
 
-    def agent(state: Any, config: dict) -> dict:
-        return answer(static_model.invoke(model_input(state), config))
+    def agent(state: Any, config: dict, runtime: Any) -> dict:
+        return answer(resolve(state, runtime).invoke(model_input(state), config))
 
-    def generate_structured_response(state: Any, config: dict) -> dict:
+    def generate_structured_response(state: Any, config: dict, runtime: Any) -> dict:
         messages = _state_value(state, "messages")
         schema = response_format
         if isinstance(response_format, tuple):
             system_prompt, schema = response_format
             messages = [SystemMessage(content=system_prompt)] + list(messages)
-        structured = _chat_model(static_model).with_structured_output(schema)
+        structured = _chat_model(resolve(state, runtime)).with_structured_output(schema)
         return {"structured_response": structured.invoke(messages, config)}
 
     workflow = StateGraph(state_schema, context_schema=context_schema)
