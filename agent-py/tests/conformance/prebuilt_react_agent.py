@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import InjectedState, InjectedStore, ToolNode, create_react_agent, tools_condition
+from langgraph.prebuilt import InjectedState, InjectedStore, ToolNode, ToolRuntime, create_react_agent, tools_condition
 from langgraph.store.memory import InMemoryStore
 
 
@@ -263,3 +263,33 @@ agent = create_react_agent(pick, [add], prompt="p", context_schema=Ctx)
 for flag in (True, False):
     out = agent.invoke({"messages": [HumanMessage("go")]}, context=Ctx(fast=flag))
     print(flag, [m.content for m in out["messages"]], fast.bound, slow.bound)
+
+
+# 13. A tool's `runtime: ToolRuntime`: state, context, store, call id, config, tools.
+@tool
+def introspect(label: str, runtime: ToolRuntime) -> str:
+    """Looks at its runtime."""
+    runtime.stream_writer({"from tool": label})
+    return str(
+        (
+            label,
+            len(runtime.state["messages"]),
+            runtime.context,
+            runtime.store is store,
+            runtime.tool_call_id,
+            runtime.config["metadata"]["langgraph_node"],
+            sorted(t.name for t in runtime.tools),
+        )
+    )
+
+
+print(sorted(introspect.tool_call_schema.model_json_schema()["properties"]))
+model = ScriptedModel(script=[{"calls": [call("introspect", {"label": "x"}, "t1")]}, {"content": "ok"}])
+agent = create_react_agent(model, [introspect, add], store=store, context_schema=Ctx)
+for mode, chunk in agent.stream(
+    {"messages": [HumanMessage("look")]}, context=Ctx(fast=True), stream_mode=["custom", "updates"]
+):
+    if mode == "custom":
+        print("custom", chunk)
+    elif "tools" in chunk:
+        print("tool said", chunk["tools"]["messages"][0].content)

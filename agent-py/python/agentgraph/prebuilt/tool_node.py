@@ -16,13 +16,33 @@ import inspect
 import json
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy, deepcopy
-from typing import Any, Callable, Literal, Optional, Sequence, TypedDict, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    Callable,
+    Generic,
+    Literal,
+    Optional,
+    Sequence,
+    TypedDict,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from langchain_core.messages import AIMessage, RemoveMessage, ToolCall, ToolMessage, convert_to_messages
 from langchain_core.messages.tool import ToolOutputMixin
 from langchain_core.tools import BaseTool, InjectedToolArg
 from langchain_core.tools import tool as create_tool
-from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES, ToolException, get_all_basemodel_annotations
+from langchain_core.tools.base import (
+    TOOL_MESSAGE_BLOCK_TYPES,
+    ToolException,
+    _DirectlyInjectedToolArg,
+    _is_injected_arg_type,
+    get_all_basemodel_annotations,
+)
 from pydantic import ValidationError
 
 from agentgraph.errors import GraphInterrupt
@@ -32,6 +52,9 @@ from agentgraph.types import Command
 # A tool's `Command` must reach the node as itself (see `agentgraph.types._ToolOutput`).
 if not issubclass(Command, ToolOutputMixin):
     Command.__bases__ = (*Command.__bases__, ToolOutputMixin)
+
+ContextT = TypeVar("ContextT")
+StateT = TypeVar("StateT")
 
 INVALID_TOOL_NAME_ERROR_TEMPLATE = "Error: {requested_tool} is not a valid tool, try one of [{available_tools}]."
 TOOL_CALL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
@@ -96,30 +119,64 @@ def msg_content_output(output: Any) -> Union[str, list]:
         return str(output)
 
 
+@dataclass
+class ToolRuntime(_DirectlyInjectedToolArg, Generic[ContextT, StateT]):
+    """What a tool's `runtime` argument gets: the state, the run's context, config, stream
+    writer and store, the call's id, the node's tools."""
+
+    state: Any
+    context: Any
+    config: dict
+    stream_writer: Callable[[Any], None]
+    tool_call_id: Optional[str]
+    store: Any
+    tools: list = field(default_factory=list)
+    execution_info: Any = None
+    server_info: Any = None
+
+
 class _Injected:
-    """A tool's injected arguments: state ones (argument -> key or `None` for all of it), the store's."""
+    """A tool's injected arguments: state ones (argument -> key or `None` for all of it), the
+    store's, the runtime's, and every injected name (stripped from the model's arguments)."""
 
-    __slots__ = ("state", "store")
+    __slots__ = ("state", "store", "runtime", "all")
 
-    def __init__(self, state: dict[str, Optional[str]], store: Optional[str]) -> None:
+    def __init__(self, state: dict, store: Optional[str], runtime: Optional[str], all: set) -> None:
         self.state = state
         self.store = store
+        self.runtime = runtime
+        self.all = all
+
+    def __bool__(self) -> bool:
+        return bool(self.state or self.store or self.runtime)
 
 
 def _injected_args(tool: BaseTool) -> _Injected:
     state: dict[str, Optional[str]] = {}
-    store = None
+    store = runtime = None
+    names: set[str] = set()
     try:
         annotations = get_all_basemodel_annotations(tool.get_input_schema())
     except Exception:
         annotations = {}
-    for name, annotation in annotations.items():
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    try:
+        hints = get_type_hints(func, include_extras=True) if func else {}
+    except Exception:
+        hints = {}
+    for name, annotation in {**hints, **annotations}.items():
+        if _is_injected_arg_type(annotation):
+            names.add(name)
+        if name == "runtime" or annotation is ToolRuntime or get_origin(annotation) is ToolRuntime:
+            runtime = name
         for marker in _markers(annotation):
             if marker is InjectedState or isinstance(marker, InjectedState):
                 state[name] = marker.field if isinstance(marker, InjectedState) else None
             elif marker is InjectedStore or isinstance(marker, InjectedStore):
                 store = name
-    return _Injected(state, store)
+            elif marker is ToolRuntime:
+                runtime = name
+    return _Injected(state, store, runtime, names)
 
 
 def _markers(annotation: Any) -> list:
@@ -161,34 +218,35 @@ class ToolNode:
 
     # The node: `config` and `runtime` are injected by name.
     def __call__(self, input: Any, config: dict, runtime: Any = None) -> Any:
-        store = getattr(runtime, "store", None)
-        return self._run(input, config, store)
+        return self._run(input, config, runtime)
 
     def invoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        """Runs outside a graph (LangChain's `Runnable.invoke`)."""
-        store = None
+        """Runs outside a graph (LangChain's `Runnable.invoke`), or in a node's code."""
+        runtime = None
         if config is None:
             try:
                 from agentgraph.config import get_config, get_store
+                from agentgraph.runtime import Runtime
 
-                config, store = get_config(), get_store()
+                config = get_config()
+                runtime = Runtime(store=get_store())
             except RuntimeError:
                 config = {}
-        return self._run(input, config, store)
+        return self._run(input, config, runtime)
 
     async def ainvoke(self, input: Any, config: Optional[dict] = None, **kwargs: Any) -> Any:
         return await asyncio.to_thread(contextvars.copy_context().run, self.invoke, input, config, **kwargs)
 
-    def _run(self, input: Any, config: dict, store: Any) -> Any:
+    def _run(self, input: Any, config: dict, runtime: Any) -> Any:
         tool_calls, input_type = self._parse_input(input)
         config = {k: v for k, v in (config or {}).items() if k != "run_id"}
         if len(tool_calls) <= 1:
-            outputs = [self._run_one(call, input, input_type, config, store) for call in tool_calls]
+            outputs = [self._run_one(call, input, input_type, config, runtime) for call in tool_calls]
         else:
             # Each call in a thread with a copy of this context (the task stays current).
             with ThreadPoolExecutor(max_workers=len(tool_calls)) as pool:
                 futures = [
-                    pool.submit(contextvars.copy_context().run, self._run_one, call, input, input_type, config, store)
+                    pool.submit(contextvars.copy_context().run, self._run_one, call, input, input_type, config, runtime)
                     for call in tool_calls
                 ]
                 outputs = [f.result() for f in futures]
@@ -246,7 +304,7 @@ class ToolNode:
             raise ValueError("No AIMessage found in input")
         return list(last.tool_calls), input_type
 
-    def _run_one(self, call: ToolCall, input: Any, input_type: str, config: dict, store: Any) -> Any:
+    def _run_one(self, call: ToolCall, input: Any, input_type: str, config: dict, runtime: Any) -> Any:
         tool = self._tools_by_name.get(call["name"])
         if tool is None:
             content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
@@ -254,7 +312,7 @@ class ToolNode:
             )
             return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
         try:
-            call_args = {**self._inject(call, input, store), "type": "tool_call"}
+            call_args = {**self._inject(call, input, config, runtime), "type": "tool_call"}
             try:
                 if getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None:
                     # An async-only tool: this thread runs no event loop (a node's worker or
@@ -264,7 +322,7 @@ class ToolNode:
                     response = tool.invoke(call_args, config)
             except ValidationError as exc:
                 injected = self._injected[call["name"]]
-                hidden = set(injected.state) | ({injected.store} if injected.store else set())
+                hidden = set(injected.state) | {n for n in (injected.store, injected.runtime) if n}
                 errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] not in hidden]
                 raise ToolInvocationError(call["name"], exc, call["args"], errors) from exc
             return self._normalize(response, call, input_type)
@@ -334,13 +392,24 @@ class ToolNode:
             )
         return command
 
-    def _inject(self, call: ToolCall, input: Any, store: Any) -> ToolCall:
+    def _inject(self, call: ToolCall, input: Any, config: dict, runtime: Any) -> ToolCall:
         injected = self._injected.get(call["name"])
-        if injected is None or (not injected.state and not injected.store):
+        if not injected:
             return call
         args: dict[str, Any] = {}
         if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
             input = input["state"]
+        store = getattr(runtime, "store", None)
+        if injected.runtime:
+            args[injected.runtime] = ToolRuntime(
+                state=input,
+                context=getattr(runtime, "context", None),
+                config=config,
+                stream_writer=getattr(runtime, "stream_writer", None) or _no_op,
+                tool_call_id=call["id"],
+                store=store,
+                tools=list(self._tools_by_name.values()),
+            )
         state = {self._messages_key: input} if isinstance(input, list) else input
         for arg, key in injected.state.items():
             if key is None:
@@ -357,8 +426,12 @@ class ToolNode:
                 )
             args[injected.store] = store
         out = copy(call)
-        out["args"] = {**call["args"], **args}
+        out["args"] = {**{k: v for k, v in call["args"].items() if k not in injected.all}, **args}
         return out
+
+
+def _no_op(_chunk: Any) -> None:
+    pass
 
 
 def _handled_types(flag: Any) -> tuple:
@@ -413,4 +486,4 @@ def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tool
     return "__end__"
 
 
-__all__ = ["ToolCallWithContext", "InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]
+__all__ = ["ToolCallWithContext", "ToolRuntime", "InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]
