@@ -17,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import InjectedState, InjectedStore, ToolNode, ToolRuntime, create_react_agent, tools_condition
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command, interrupt
 
 
 class ScriptedModel(BaseChatModel):
@@ -293,3 +294,22 @@ for mode, chunk in agent.stream(
         print("custom", chunk)
     elif "tools" in chunk:
         print("tool said", chunk["tools"]["messages"][0].content)
+
+
+# 14. A tool that asks a human (`interrupt`), resumed with `Command(resume=...)`.
+
+@tool
+def book(hotel: str) -> str:
+    """Books a hotel after asking."""
+    answer = interrupt({"question": f"book {hotel}?"})
+    return f"booked {hotel}" if answer == "yes" else f"not booked ({answer})"
+
+
+for answers in (["yes"], ["no"]):
+    model = ScriptedModel(script=[{"calls": [call("book", {"hotel": "Ritz"}, "b1")]}, {"content": "done"}])
+    agent = create_react_agent(model, [book], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "h"}}
+    out = agent.invoke({"messages": [HumanMessage("book it")]}, config)
+    print([i.value for i in out["__interrupt__"]], agent.get_state(config).next)
+    out = agent.invoke(Command(resume=answers[0]), config)
+    print([m.content for m in out["messages"]])
