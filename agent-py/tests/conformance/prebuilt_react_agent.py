@@ -313,3 +313,20 @@ for answers in (["yes"], ["no"]):
     print([i.value for i in out["__interrupt__"]], agent.get_state(config).next)
     out = agent.invoke(Command(resume=answers[0]), config)
     print([m.content for m in out["messages"]])
+
+
+# 15. `version="v1"`: a turn's calls in one `tools` task, as updates show; plain functions as tools.
+def shout(text: str) -> str:
+    """Shouts."""
+    return text.upper()
+
+
+model = ScriptedModel(
+    script=[{"calls": [call("shout", {"text": "a"}, "v1"), call("add", {"a": 1, "b": 2}, "v2")]}, {"content": "end"}]
+)
+agent = create_react_agent(model, [shout, add], version="v1")
+for chunk in agent.stream({"messages": [HumanMessage("go")]}, stream_mode="updates"):
+    for node, update in chunk.items():
+        print("v1", node, [(type(m).__name__, m.content, getattr(m, "name", None)) for m in update["messages"]])
+for mode, chunk in agent.stream({"messages": [HumanMessage("go")]}, stream_mode=["tasks"]):
+    print("task", chunk.get("name"), "result" in chunk)
