@@ -149,3 +149,40 @@ def test_async_only_tools_run_under_invoke_and_ainvoke():
     assert [m.content for m in graph.invoke({"messages": []})["messages"][1:]] == ["0", "2"]
     out = asyncio.run(graph.ainvoke({"messages": []}))
     assert [m.content for m in out["messages"][1:]] == ["0", "2"]
+
+
+def test_async_only_tools_run_on_the_callers_loop_under_ainvoke():
+    loops = []
+
+    @tool
+    async def where(x: int) -> int:
+        """Notes its loop."""
+        loops.append(asyncio.get_running_loop())
+        return x
+
+    @tool
+    def plain(x: int) -> int:
+        """A sync tool beside it."""
+        return -x
+
+    def model(state: MessagesState):
+        calls = [
+            {"name": "where", "args": {"x": 1}, "id": "a", "type": "tool_call"},
+            {"name": "plain", "args": {"x": 2}, "id": "b", "type": "tool_call"},
+        ]
+        return {"messages": [AIMessage("", tool_calls=calls)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode([where, plain]))
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "tools")
+    graph = builder.compile()
+
+    async def main():
+        out = await graph.ainvoke({"messages": []})
+        return asyncio.get_running_loop(), [m.content for m in out["messages"][1:]]
+
+    loop, contents = asyncio.run(main())
+    assert contents == ["1", "-2"]
+    assert loops == [loop]

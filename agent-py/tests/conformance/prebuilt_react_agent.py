@@ -4,6 +4,7 @@ whose `bind_tools` keeps the tools and whose answers call them), `ToolNode` and
 a prompt, a checkpointer, the agent's answer when the recursion limit is near, a pause
 before the tools, a structured response and a model function."""
 
+import asyncio
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
@@ -330,3 +331,26 @@ for chunk in agent.stream({"messages": [HumanMessage("go")]}, stream_mode="updat
         print("v1", node, [(type(m).__name__, m.content, getattr(m, "name", None)) for m in update["messages"]])
 for mode, chunk in agent.stream({"messages": [HumanMessage("go")]}, stream_mode=["tasks"]):
     print("task", chunk.get("name"), "result" in chunk)
+
+
+# 16. Async: an async-only tool beside a sync one, under ainvoke and astream.
+@tool
+async def fetch(url: str) -> str:
+    """Fetches a page."""
+    await asyncio.sleep(0)
+    return f"page {url}"
+
+
+async def async_agent():
+    model = ScriptedModel(
+        script=[{"calls": [call("fetch", {"url": "u"}, "f1"), call("add", {"a": 2, "b": 2}, "f2")]}, {"content": "fetched"}]
+    )
+    agent = create_react_agent(model, [fetch, add], version="v1")
+    out = await agent.ainvoke({"messages": [HumanMessage("get")]})
+    print("async", [m.content for m in out["messages"]])
+    async for chunk in agent.astream({"messages": [HumanMessage("get")]}, stream_mode="updates"):
+        for node, update in chunk.items():
+            print("async update", node, [m.content for m in update["messages"]])
+
+
+asyncio.run(async_agent())

@@ -211,6 +211,10 @@ class ToolNode:
             tool_ = tool if isinstance(tool, BaseTool) else create_tool(tool)
             self._tools_by_name[tool_.name] = tool_
             self._injected[tool_.name] = _injected_args(tool_)
+        if any(_async_only(t) for t in self._tools_by_name.values()):
+            # Async-only tools (MCP's, say) are awaited on the caller's loop under `ainvoke`,
+            # where their clients live: the node is async (see `_AsyncToolNode`).
+            self.__class__ = _AsyncToolNode
 
     @property
     def tools_by_name(self) -> dict[str, BaseTool]:
@@ -307,34 +311,57 @@ class ToolNode:
     def _run_one(self, call: ToolCall, input: Any, input_type: str, config: dict, runtime: Any) -> Any:
         tool = self._tools_by_name.get(call["name"])
         if tool is None:
-            content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
-                requested_tool=call["name"], available_tools=", ".join(self._tools_by_name)
-            )
-            return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+            return self._unknown(call)
         try:
             call_args = {**self._inject(call, input, config, runtime), "type": "tool_call"}
             try:
-                if getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None:
-                    # An async-only tool: this thread runs no event loop (a node's worker or
-                    # the pool's), so it runs to completion here.
+                if _async_only(tool):
+                    # No event loop runs in this thread (a node's worker or the pool's).
                     response = asyncio.run(tool.ainvoke(call_args, config))
                 else:
                     response = tool.invoke(call_args, config)
             except ValidationError as exc:
-                injected = self._injected[call["name"]]
-                hidden = set(injected.state) | {n for n in (injected.store, injected.runtime) if n}
-                errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] not in hidden]
-                raise ToolInvocationError(call["name"], exc, call["args"], errors) from exc
+                raise self._invalid(call, exc) from exc
             return self._normalize(response, call, input_type)
         except GraphInterrupt:
             raise
         except Exception as e:
-            flag = self._handle_tool_errors
-            if not flag or not isinstance(e, _handled_types(flag)):
-                raise
-            return ToolMessage(
-                content=_error_content(e, flag), name=call["name"], tool_call_id=call["id"], status="error"
-            )
+            return self._handled(call, e)
+
+    async def _arun_one(self, call: ToolCall, input: Any, input_type: str, config: dict, runtime: Any) -> Any:
+        tool = self._tools_by_name.get(call["name"])
+        if tool is None:
+            return self._unknown(call)
+        try:
+            call_args = {**self._inject(call, input, config, runtime), "type": "tool_call"}
+            try:
+                response = await tool.ainvoke(call_args, config)
+            except ValidationError as exc:
+                raise self._invalid(call, exc) from exc
+            return self._normalize(response, call, input_type)
+        except GraphInterrupt:
+            raise
+        except Exception as e:
+            return self._handled(call, e)
+
+    def _unknown(self, call: ToolCall) -> ToolMessage:
+        content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
+            requested_tool=call["name"], available_tools=", ".join(self._tools_by_name)
+        )
+        return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+    def _invalid(self, call: ToolCall, exc: ValidationError) -> ToolInvocationError:
+        injected = self._injected[call["name"]]
+        hidden = set(injected.state) | {n for n in (injected.store, injected.runtime) if n}
+        errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] not in hidden]
+        return ToolInvocationError(call["name"], exc, call["args"], errors)
+
+    def _handled(self, call: ToolCall, e: Exception) -> ToolMessage:
+        """The error message for a tool's exception, or the exception raised again."""
+        flag = self._handle_tool_errors
+        if not flag or not isinstance(e, _handled_types(flag)):
+            raise e
+        return ToolMessage(content=_error_content(e, flag), name=call["name"], tool_call_id=call["id"], status="error")
 
     def _normalize(self, response: Any, call: ToolCall, input_type: str) -> Any:
         if isinstance(response, ToolMessage):
@@ -428,6 +455,23 @@ class ToolNode:
         out = copy(call)
         out["args"] = {**{k: v for k, v in call["args"].items() if k not in injected.all}, **args}
         return out
+
+
+class _AsyncToolNode(ToolNode):
+    """A `ToolNode` with async-only tools: an async node, its calls gathered on the running
+    loop (sync tools in LangChain's executor threads), as LangGraph's under `ainvoke`."""
+
+    async def __call__(self, input: Any, config: dict, runtime: Any = None) -> Any:
+        tool_calls, input_type = self._parse_input(input)
+        config = {k: v for k, v in (config or {}).items() if k != "run_id"}
+        outputs = await asyncio.gather(
+            *(self._arun_one(call, input, input_type, config, runtime) for call in tool_calls)
+        )
+        return self._combine(list(outputs), input_type)
+
+
+def _async_only(tool: BaseTool) -> bool:
+    return getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None
 
 
 def _no_op(_chunk: Any) -> None:
