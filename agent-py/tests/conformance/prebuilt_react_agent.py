@@ -354,3 +354,19 @@ async def async_agent():
 
 
 asyncio.run(async_agent())
+
+
+# 17. An async model function, under ainvoke.
+async def apick(state, runtime):
+    await asyncio.sleep(0)
+    return slow.bind_tools([add])
+
+
+async def async_model_function():
+    slow.turn = 0
+    agent = create_react_agent(apick, [add])
+    out = await agent.ainvoke({"messages": [HumanMessage("go")]})
+    print("apick", [m.content for m in out["messages"]])
+
+
+asyncio.run(async_model_function())

@@ -147,8 +147,7 @@ def create_react_agent(
     # A model function picks the model per call from the state and the run (its tools bound
     # by the caller, as in LangGraph).
     dynamic = not isinstance(model, (str, Runnable)) and callable(model)
-    if dynamic and inspect.iscoroutinefunction(model):
-        raise NotImplementedError("agentgraph's create_react_agent takes a sync model function so far")
+    is_async_dynamic = dynamic and inspect.iscoroutinefunction(model)
     if isinstance(model, str):
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
 
@@ -166,6 +165,10 @@ def create_react_agent(
 
     def resolve(state: Any, runtime: Any) -> Runnable:
         return _prompt_runnable(prompt) | model(state, runtime) if dynamic else static_model
+
+    async def aresolve(state: Any, runtime: Any) -> Runnable:
+        return _prompt_runnable(prompt) | await model(state, runtime)
+
     return_direct = {t.name for t in tool_classes if t.return_direct}
 
     def more_steps_needed(response: BaseMessage) -> bool:
@@ -192,6 +195,11 @@ def create_react_agent(
     def agent(state: Any, config: dict, runtime: Any) -> dict:
         return answer(resolve(state, runtime).invoke(model_input(state), config))
 
+    async def aagent(state: Any, config: dict, runtime: Any) -> dict:
+        # An async model function makes the node async (awaited on the caller's loop under
+        # `ainvoke`; LangGraph refuses it under `invoke`, agentgraph runs it to completion).
+        return answer(await (await aresolve(state, runtime)).ainvoke(model_input(state), config))
+
     def generate_structured_response(state: Any, config: dict, runtime: Any) -> dict:
         messages = _state_value(state, "messages")
         schema = response_format
@@ -201,12 +209,24 @@ def create_react_agent(
         structured = _chat_model(resolve(state, runtime)).with_structured_output(schema)
         return {"structured_response": structured.invoke(messages, config)}
 
+    async def agenerate_structured_response(state: Any, config: dict, runtime: Any) -> dict:
+        messages = _state_value(state, "messages")
+        schema = response_format
+        if isinstance(response_format, tuple):
+            system_prompt, schema = response_format
+            messages = [SystemMessage(content=system_prompt)] + list(messages)
+        structured = _chat_model(await aresolve(state, runtime)).with_structured_output(schema)
+        return {"structured_response": await structured.ainvoke(messages, config)}
+
     workflow = StateGraph(state_schema, context_schema=context_schema)
-    workflow.add_node("agent", agent)
+    workflow.add_node("agent", aagent if is_async_dynamic else agent)
     workflow.set_entry_point("agent")
     final = END
     if response_format is not None:
-        workflow.add_node("generate_structured_response", generate_structured_response)
+        workflow.add_node(
+            "generate_structured_response",
+            agenerate_structured_response if is_async_dynamic else generate_structured_response,
+        )
         final = "generate_structured_response"
     if not tool_classes:
         if response_format is not None:
