@@ -24,9 +24,9 @@ NOSTREAM = "nostream"
 CONTEXT_KEY = "__agentgraph_context__"
 """Where `invoke(..., context=...)` travels in the run's `configurable` (private, as
 LangGraph's own `__pregel_*` keys there)."""
-STORE_KEY = "__pregel_store"
-"""Where the graph's store (`compile(store=...)`) travels in the run's `configurable` (the
-key LangGraph keeps it under)."""
+STORE_KEY = "__agentgraph_store__"
+"""Where the graph's store (`compile(store=...)`) travels in the run's `configurable`
+(private, as `CONTEXT_KEY`)."""
 
 
 task_id = _native.task_id
