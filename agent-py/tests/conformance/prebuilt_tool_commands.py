@@ -81,3 +81,33 @@ run([call("set_user", {"name": "bo"}, "e"), call("visit", {"place": "lima"}, "f"
 run([call("go_done", {}, "g")])
 run([call("forgetful", {}, "h")])
 run([call("forgetful", {}, "i")], handle=True)
+
+
+# Wrappers around each call: change its arguments, answer in its place, fail.
+def wrapper(request, execute):
+    name = request.tool_call["name"]
+    if name == "plain":
+        doubled = {**request.tool_call, "args": {"x": request.tool_call["args"]["x"] * 2}}
+        return execute(request.override(tool_call=doubled))
+    if name == "visit":
+        return ToolMessage(f"skipped {request.tool_call['args']['place']}", tool_call_id=request.tool_call["id"])
+    raise RuntimeError(f"wrapper refuses {name}")
+
+
+for handle in (True, False):
+
+    def model(state):
+        calls = [call("plain", {"x": 4}, "w1"), call("visit", {"place": "nowhere"}, "w2"), call("set_user", {"name": "z"}, "w3")]
+        return {"messages": [AIMessage("", tool_calls=calls)]}
+
+    builder = StateGraph(State)
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode([plain, visit, set_user], wrap_tool_call=wrapper, handle_tool_errors=handle))
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "tools")
+    try:
+        out = builder.compile().invoke({"messages": [], "visits": []})
+        for m in out["messages"][1:]:
+            print(" ", repr(m.content), m.name, m.status)
+    except RuntimeError as error:
+        print("raised", error)

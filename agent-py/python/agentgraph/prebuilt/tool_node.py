@@ -16,7 +16,7 @@ import inspect
 import json
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy, deepcopy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     Any,
     Callable,
@@ -200,11 +200,15 @@ class ToolNode:
         tags: Optional[list[str]] = None,
         handle_tool_errors: Any = _default_handle_tool_errors,
         messages_key: str = "messages",
+        wrap_tool_call: Optional[Callable] = None,
+        awrap_tool_call: Optional[Callable] = None,
     ) -> None:
         self.name = name
         self.tags = tags
         self._handle_tool_errors = handle_tool_errors
         self._messages_key = messages_key
+        self._wrap_tool_call = wrap_tool_call
+        self._awrap_tool_call = awrap_tool_call
         self._tools_by_name: dict[str, BaseTool] = {}
         self._injected: dict[str, _Injected] = {}
         for tool in tools:
@@ -308,41 +312,101 @@ class ToolNode:
             raise ValueError("No AIMessage found in input")
         return list(last.tool_calls), input_type
 
+    def _request(self, call: ToolCall, input: Any, config: dict, runtime: Any) -> "ToolCallRequest":
+        """The call, its tool and what it may be given: the state it came with, the run's."""
+        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+            input = input["state"]
+        tool_runtime = ToolRuntime(
+            state=input,
+            context=getattr(runtime, "context", None),
+            config=config,
+            stream_writer=getattr(runtime, "stream_writer", None) or _no_op,
+            tool_call_id=call["id"],
+            store=getattr(runtime, "store", None),
+            tools=list(self._tools_by_name.values()),
+        )
+        return ToolCallRequest(call, self._tools_by_name.get(call["name"]), input, tool_runtime)
+
     def _run_one(self, call: ToolCall, input: Any, input_type: str, config: dict, runtime: Any) -> Any:
-        tool = self._tools_by_name.get(call["name"])
-        if tool is None:
-            return self._unknown(call)
+        request = self._request(call, input, config, runtime)
+        if self._wrap_tool_call is None:
+            return self._execute(request, input_type)
         try:
-            call_args = {**self._inject(call, input, config, runtime), "type": "tool_call"}
+            return self._wrap_tool_call(request, lambda req: self._execute(req, input_type))
+        except GraphInterrupt:
+            raise
+        except Exception as e:
+            return self._wrapper_failed(request, e)
+
+    async def _arun_one(self, call: ToolCall, input: Any, input_type: str, config: dict, runtime: Any) -> Any:
+        request = self._request(call, input, config, runtime)
+        if self._awrap_tool_call is None and self._wrap_tool_call is None:
+            return await self._aexecute(request, input_type)
+        try:
+            if self._awrap_tool_call is not None:
+
+                async def execute(req: ToolCallRequest) -> Any:
+                    return await self._aexecute(req, input_type)
+
+                return await self._awrap_tool_call(request, execute)
+            return self._wrap_tool_call(request, lambda req: self._execute(req, input_type))
+        except GraphInterrupt:
+            raise
+        except Exception as e:
+            return self._wrapper_failed(request, e)
+
+    def _wrapper_failed(self, request: "ToolCallRequest", e: Exception) -> ToolMessage:
+        # A wrapper's exception: any becomes a message when errors are handled at all.
+        if not self._handle_tool_errors:
+            raise e
+        call = request.tool_call
+        return ToolMessage(
+            content=_error_content(e, self._handle_tool_errors),
+            name=call["name"],
+            tool_call_id=call["id"],
+            status="error",
+        )
+
+    def _execute(self, request: "ToolCallRequest", input_type: str) -> Any:
+        call, tool = request.tool_call, request.tool
+        if tool is None:
+            return self._unregistered(call)
+        try:
+            call_args = {**self._inject(call, request.runtime, tool), "type": "tool_call"}
             try:
                 if _async_only(tool):
                     # No event loop runs in this thread (a node's worker or the pool's).
-                    response = asyncio.run(tool.ainvoke(call_args, config))
+                    response = asyncio.run(tool.ainvoke(call_args, request.runtime.config))
                 else:
-                    response = tool.invoke(call_args, config)
+                    response = tool.invoke(call_args, request.runtime.config)
             except ValidationError as exc:
-                raise self._invalid(call, exc) from exc
+                raise self._invalid(call, exc, tool) from exc
             return self._normalize(response, call, input_type)
         except GraphInterrupt:
             raise
         except Exception as e:
             return self._handled(call, e)
 
-    async def _arun_one(self, call: ToolCall, input: Any, input_type: str, config: dict, runtime: Any) -> Any:
-        tool = self._tools_by_name.get(call["name"])
+    async def _aexecute(self, request: "ToolCallRequest", input_type: str) -> Any:
+        call, tool = request.tool_call, request.tool
         if tool is None:
-            return self._unknown(call)
+            return self._unregistered(call)
         try:
-            call_args = {**self._inject(call, input, config, runtime), "type": "tool_call"}
+            call_args = {**self._inject(call, request.runtime, tool), "type": "tool_call"}
             try:
-                response = await tool.ainvoke(call_args, config)
+                response = await tool.ainvoke(call_args, request.runtime.config)
             except ValidationError as exc:
-                raise self._invalid(call, exc) from exc
+                raise self._invalid(call, exc, tool) from exc
             return self._normalize(response, call, input_type)
         except GraphInterrupt:
             raise
         except Exception as e:
             return self._handled(call, e)
+
+    def _unregistered(self, call: ToolCall) -> ToolMessage:
+        if call["name"] not in self._tools_by_name:
+            return self._unknown(call)
+        raise TypeError(f"Tool {call['name']} is not registered with ToolNode")
 
     def _unknown(self, call: ToolCall) -> ToolMessage:
         content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
@@ -350,8 +414,8 @@ class ToolNode:
         )
         return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
 
-    def _invalid(self, call: ToolCall, exc: ValidationError) -> ToolInvocationError:
-        injected = self._injected[call["name"]]
+    def _invalid(self, call: ToolCall, exc: ValidationError, tool: BaseTool) -> ToolInvocationError:
+        injected = self._injected.get(call["name"]) or _injected_args(tool)
         hidden = set(injected.state) | {n for n in (injected.store, injected.runtime) if n}
         errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] not in hidden]
         return ToolInvocationError(call["name"], exc, call["args"], errors)
@@ -419,24 +483,17 @@ class ToolNode:
             )
         return command
 
-    def _inject(self, call: ToolCall, input: Any, config: dict, runtime: Any) -> ToolCall:
-        injected = self._injected.get(call["name"])
+    def _inject(self, call: ToolCall, tool_runtime: "ToolRuntime", tool: BaseTool) -> ToolCall:
+        # A wrapper may have swapped the tool: its injections are read from it then.
+        injected = self._injected.get(call["name"]) if self._tools_by_name.get(call["name"]) is tool else None
+        if injected is None:
+            injected = _injected_args(tool)
         if not injected:
             return call
         args: dict[str, Any] = {}
-        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
-            input = input["state"]
-        store = getattr(runtime, "store", None)
+        input, store = tool_runtime.state, tool_runtime.store
         if injected.runtime:
-            args[injected.runtime] = ToolRuntime(
-                state=input,
-                context=getattr(runtime, "context", None),
-                config=config,
-                stream_writer=getattr(runtime, "stream_writer", None) or _no_op,
-                tool_call_id=call["id"],
-                store=store,
-                tools=list(self._tools_by_name.values()),
-            )
+            args[injected.runtime] = tool_runtime
         state = {self._messages_key: input} if isinstance(input, list) else input
         for arg, key in injected.state.items():
             if key is None:
@@ -455,6 +512,24 @@ class ToolNode:
         out = copy(call)
         out["args"] = {**{k: v for k, v in call["args"].items() if k not in injected.all}, **args}
         return out
+
+
+@dataclass
+class ToolCallRequest:
+    """One tool call as a `wrap_tool_call` wrapper sees it: the call, its tool (`None` when
+    unknown), the state it came with, the tool's runtime."""
+
+    tool_call: ToolCall
+    tool: Optional[BaseTool]
+    state: Any
+    runtime: ToolRuntime
+
+    def override(self, **overrides: Any) -> "ToolCallRequest":
+        """A copy with `tool_call`, `tool` or `state` replaced (a new state is the runtime's too)."""
+        request = replace(self, **overrides)
+        if "state" in overrides:
+            request = replace(request, runtime=replace(request.runtime, state=request.state))
+        return request
 
 
 class _AsyncToolNode(ToolNode):
@@ -530,4 +605,4 @@ def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tool
     return "__end__"
 
 
-__all__ = ["ToolCallWithContext", "ToolRuntime", "InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]
+__all__ = ["ToolCallRequest", "ToolCallWithContext", "ToolRuntime", "InjectedState", "InjectedStore", "ToolNode", "tools_condition", "msg_content_output"]
