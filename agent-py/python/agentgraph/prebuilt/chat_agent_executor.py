@@ -5,6 +5,9 @@ LangGraph's `v2` sends each tool call to its own `tools` task; here the `tools` 
 a turn's calls together (in parallel, as LangGraph's `v1`): the messages, their order and
 the final state are the same, but `updates`/`tasks` streams show one `tools` task a turn.
 `remaining_steps` comes from the run (agent-core's count) rather than a managed state key.
+The model is a chat model (its tools bound here unless already bound) or a function of the
+state and runtime giving one per call; `response_format` adds a last node that asks the
+model for a structured answer.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ LangGraph 1.x's rules: a call of an unknown tool answers an error message; by de
 a tool's invalid arguments (`ToolInvocationError`) become an error message and other
 exceptions propagate; `handle_tool_errors=True` (or a string, a function, exception types)
 turns those into error messages too. A tool's arguments annotated `InjectedState` or
-`InjectedStore` get the graph's state (or one key of it) and store, hidden from the model.
+`InjectedStore`, or a `runtime: ToolRuntime`, get the graph's state (or one key of it), store
+or the call's runtime, hidden from the model. A tool may return a `Command` (its update must
+answer the call with a `ToolMessage`); `wrap_tool_call` wraps each call's execution. With
+async-only tools the node is async, so they run on the caller's loop under `ainvoke`.
 """
 
 from __future__ import annotations
