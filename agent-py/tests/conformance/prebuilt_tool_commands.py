@@ -8,8 +8,9 @@ from typing import Annotated
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt import ToolNode, ValidationNode
 from langgraph.types import Command
+from pydantic import BaseModel, Field
 
 
 class State(MessagesState):
@@ -111,3 +112,35 @@ for handle in (True, False):
             print(" ", repr(m.content), m.name, m.status)
     except RuntimeError as error:
         print("raised", error)
+
+
+# ValidationNode: tool calls checked against schemas (a model, a tool, a function).
+
+
+class Point(BaseModel):
+    x: int
+    y: int = Field(ge=0)
+
+
+def area(width: float, height: float) -> float:
+    """An area."""
+    return width * height
+
+
+def propose(state):
+    calls = [
+        call("Point", {"x": 1, "y": 2}, "p1"),
+        call("Point", {"x": "no", "y": -1}, "p2"),
+        call("plain", {"x": 3}, "p3"),
+        call("area", {"width": 2}, "p4"),
+    ]
+    return {"messages": [AIMessage("", tool_calls=calls)]}
+
+
+builder = StateGraph(MessagesState)
+builder.add_node("propose", propose)
+builder.add_node("validation", ValidationNode([Point, plain, area]))
+builder.add_edge(START, "propose")
+builder.add_edge("propose", "validation")
+for m in builder.compile().invoke({"messages": []})["messages"][1:]:
+    print(" ", m.name, m.tool_call_id, m.additional_kwargs, repr(m.content))
