@@ -186,3 +186,30 @@ def test_async_only_tools_run_on_the_callers_loop_under_ainvoke():
     loop, contents = asyncio.run(main())
     assert contents == ["1", "-2"]
     assert loops == [loop]
+
+
+def test_parallel_nodes_share_an_indexed_store():
+    def embed(texts):
+        time.sleep(0.001)  # lets the other node's thread run meanwhile
+        return [[float(len(t)), 1.0] for t in texts]
+
+    store = InMemoryStore(index={"dims": 2, "embed": embed})
+
+    class P(TypedDict):
+        found: Annotated[list, lambda a, b: a + b]
+
+    def writer(prefix):
+        def node(state, *, store):
+            for i in range(50):
+                store.put((prefix,), str(i), {"text": "x" * i})
+            return {"found": [len(store.search((prefix,), query="xx", limit=100))]}
+
+        return node
+
+    builder = StateGraph(P)
+    for prefix in ("a", "b", "c"):
+        builder.add_node(prefix, writer(prefix))
+        builder.add_edge(START, prefix)
+    out = builder.compile(store=store).invoke({"found": []})
+    assert out["found"] == [50, 50, 50]
+    assert store.list_namespaces() == [("a",), ("b",), ("c",)]
