@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from datetime import datetime
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_store
@@ -154,3 +155,23 @@ ranked.put(("r",), "w", {"other": "no text"})
 ranked.put(("r",), "v", {"text": "cats"}, index=False)
 print([(h.key, round(h.score, 3) if h.score is not None else None) for h in ranked.search(("r",), query="cats")])
 print([h.key for h in ranked.search(("r",), query="cats", limit=2, offset=1)])
+
+# A LangChain `Embeddings` as the index's `embed`, streaming `values` as the how-to does.
+
+class BagEmbeddings(Embeddings):
+    def embed_documents(self, texts):
+        return embed(texts)
+
+    def embed_query(self, text):
+        return embed([text])[0]
+
+
+lc_store = InMemoryStore(index={"dims": len(VOCAB) + 1, "embed": BagEmbeddings(), "fields": ["text"]})
+for text in ["rust and cats", "python", "cats"]:
+    lc_store.put(("docs",), text, {"text": text})
+print([(h.key, round(h.score, 3)) for h in lc_store.search(("docs",), query="cats")])
+graph = builder.compile(checkpointer=InMemorySaver(), store=lc_store)
+config = {"configurable": {"thread_id": "lc", "user_id": "u5"}}
+for chunk in graph.stream({"messages": [HumanMessage("Remember: I am Eve")]}, config, stream_mode="values"):
+    print(type(chunk["messages"][-1]).__name__, chunk["messages"][-1].content)
+print([m.value for m in lc_store.search(("memories", "u5"))])
