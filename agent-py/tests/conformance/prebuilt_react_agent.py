@@ -34,7 +34,7 @@ class ScriptedModel(BaseChatModel):
         return "scripted"
 
     def bind_tools(self, tools, **kwargs):
-        self.bound.append(sorted(t.name for t in tools))
+        self.bound.append(sorted(t["type"] if isinstance(t, dict) else t.name for t in tools))
         return self
 
     def with_structured_output(self, schema, **kwargs):
@@ -370,3 +370,9 @@ async def async_model_function():
 
 
 asyncio.run(async_model_function())
+
+
+# 18. A provider's tool (a dict) is bound to the model, not run by the tools node.
+model = ScriptedModel(script=[{"calls": [call("add", {"a": 1, "b": 1}, "p1")]}, {"content": "two"}])
+agent = create_react_agent(model, [add, {"type": "web_search"}])
+print(model.bound, [m.content for m in agent.invoke({"messages": [HumanMessage("q")]})["messages"]])

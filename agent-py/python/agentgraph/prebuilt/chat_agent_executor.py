@@ -58,16 +58,16 @@ def _prompt_runnable(prompt: Any) -> Runnable:
     raise ValueError(f"Got unexpected type for `prompt`: {type(prompt)}")
 
 
-def _should_bind_tools(model: Any, tools: Sequence[BaseTool]) -> bool:
+def _should_bind_tools(model: Any, tools: Sequence[BaseTool], builtin: int = 0) -> bool:
     if isinstance(model, RunnableSequence):
         model = next((s for s in model.steps if isinstance(s, (RunnableBinding, BaseChatModel))), model)
     if not isinstance(model, RunnableBinding) or "tools" not in model.kwargs:
         return True
     bound = model.kwargs["tools"]
-    if len(tools) != len(bound):
+    if len(tools) != len(bound) - builtin:
         raise ValueError(
             "Number of tools in the model.bind_tools() and tools passed to create_react_agent must match"
-            f" Got {len(tools)} tools, expected {len(bound)}"
+            f" Got {len(tools)} tools, expected {len(bound) - builtin}"
         )
     names = set()
     for spec in bound:
@@ -157,13 +157,16 @@ def create_react_agent(
         model = init_chat_model(model)
     state_schema = state_schema or (AgentStateWithStructuredResponse if response_format is not None else AgentState)
 
+    # Provider tools (dicts) go to the model only: the provider runs them.
+    builtin: list[dict] = []
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:
+        builtin = [t for t in tools if isinstance(t, dict)]
         tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
     tool_classes = list(tool_node.tools_by_name.values())
-    if not dynamic and tool_classes and _should_bind_tools(model, tool_classes):
-        model = model.bind_tools(tool_classes)
+    if not dynamic and tool_classes + builtin and _should_bind_tools(model, tool_classes, len(builtin)):
+        model = model.bind_tools(tool_classes + builtin)
     static_model = None if dynamic else _prompt_runnable(prompt) | model
 
     def resolve(state: Any, runtime: Any) -> Runnable:
