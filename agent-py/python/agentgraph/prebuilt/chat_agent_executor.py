@@ -225,6 +225,18 @@ def create_react_agent(
         return {"structured_response": await structured.ainvoke(messages, config)}
 
     workflow = StateGraph(state_schema, context_schema=context_schema)
+
+    def compile_() -> Any:
+        graph = workflow.compile(
+            checkpointer=checkpointer,
+            store=store,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            name=name,
+        )
+        # The agent's name (a supervisor tells its agents apart by it), as LangGraph's.
+        graph.name = name or "LangGraph"
+        return graph
     workflow.add_node("agent", aagent if is_async_dynamic else agent)
     workflow.set_entry_point("agent")
     final = END
@@ -237,13 +249,7 @@ def create_react_agent(
     if not tool_classes:
         if response_format is not None:
             workflow.add_edge("agent", final)
-        return workflow.compile(
-            checkpointer=checkpointer,
-            store=store,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            name=name,
-        )
+        return compile_()
 
     def should_continue(state: Any) -> str:
         last = _state_value(state, "messages")[-1]
@@ -269,13 +275,7 @@ def create_react_agent(
         workflow.add_conditional_edges("tools", route_tool_responses, ["agent", END])
     else:
         workflow.add_edge("tools", "agent")
-    return workflow.compile(
-        checkpointer=checkpointer,
-        store=store,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        name=name,
-    )
+    return compile_()
 
 
 create_tool_calling_executor = create_react_agent
