@@ -16,7 +16,6 @@ use crate::errors::to_py_err;
 use crate::nodes::{PyNode, node_spec, router};
 use crate::outbox::{Outbox, OutboxGuard};
 use crate::runs::{RunEntry, RunGuard};
-use crate::saver::NativeSaver;
 use crate::schema::Schema;
 use crate::scope::from_json;
 use crate::state::{PyState, PyUpdate};
@@ -50,7 +49,7 @@ pub fn compile(
     nodes: Vec<NodeDef>,
     edges: Vec<(Vec<String>, String)>,
     branches: Vec<BranchDef>,
-    checkpointer: Option<PyRef<'_, NativeSaver>>,
+    checkpointer: Option<Bound<'_, PyAny>>,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
 ) -> PyResult<NativeGraph> {
@@ -75,6 +74,18 @@ pub fn compile(
         };
         builder = builder.add_node(name, node_spec(node));
     }
+    // The joins agent-core makes of these edges, by their distinct sources (for a checkpoint
+    // a LangGraph saver holds).
+    let joins = edges
+        .iter()
+        .filter(|(sources, target)| sources.len() > 1 && target != agent_core::END)
+        .map(|(sources, _)| {
+            let mut distinct = sources.clone();
+            distinct.sort();
+            distinct.dedup();
+            distinct.len()
+        })
+        .collect();
     for (sources, target) in edges {
         builder = builder.add_edge(sources, target);
     }
@@ -89,7 +100,7 @@ pub fn compile(
         .interrupt_before(interrupt_before)
         .interrupt_after(interrupt_after);
     let compiled = match checkpointer {
-        Some(saver) => builder.compile_with(saver.saver.clone()),
+        Some(saver) => builder.compile_with(crate::saver::checkpointer(saver, &schema, joins)),
         None => builder.compile(),
     };
     let graph = compiled.map_err(|error| to_py_err(py, error, &schema))?;

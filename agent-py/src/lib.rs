@@ -21,8 +21,14 @@
 //!   a step's state snapshot is reference-count bumps, and no serializer runs on the hot path.
 //!   Converting to JSON or msgpack per step would cost more than the Python nodes themselves
 //!   and lose types (messages, dataclasses). Values are serialized only for a checkpointer,
-//!   with `pickle` for now; LangGraph's own format (msgpack with its extension types, as
-//!   `JsonPlusSerializer` writes) is the next step, so savers are shared with LangGraph.
+//!   in LangGraph's own format: the `(type, bytes)` of the process's serializer
+//!   (`agentgraph.checkpoint.serde`, LangGraph's `JsonPlusSerializer` format by default:
+//!   msgpack with its extension types), so stored values are LangGraph's.
+//! - **Savers** (`saver`): agent-core's memory, SQLite and PostgreSQL savers (read back for
+//!   LangGraph's `get_tuple`/`list` as a run loads them); or any LangGraph
+//!   `BaseCheckpointSaver` through `langgraph_saver`, which rebuilds each field version whole
+//!   and hands the saver LangGraph's checkpoint dict by state key (agent-core's body rides
+//!   along), so LangGraph and agentgraph read each other's threads.
 //! - **Nodes** (`nodes`): a sync function runs in `block_in_place` on a tokio worker (its
 //!   other tasks move away; parallel nodes overlap outside the GIL), an async one is
 //!   awaited on the caller's asyncio loop (`pyo3-async-runtimes`). The state dict a node gets
@@ -36,7 +42,8 @@
 //!   around each call (`agentgraph._runtime`), asks agent-core's `NodeContext::interrupt`, and
 //!   raises `GraphInterrupt` to unwind the node; the wrapper hands agent-core its
 //!   `Interrupted`. Interrupt and resume values cross as JSON (agent-core keeps them as
-//!   `serde_json::Value`).
+//!   `serde_json::Value`); a value JSON has no type for goes through the checkpoint serializer,
+//!   tagged inside that JSON.
 //! - **asyncio** (`bridge`): `ainvoke` and `astream` resolve asyncio futures from tokio
 //!   tasks; `atexit` waits for any hand-over in flight, so a program's last `asyncio.run`
 //!   cannot race the interpreter's finalization.
@@ -64,6 +71,7 @@ mod bridge;
 mod command;
 mod errors;
 mod graph;
+mod langgraph_saver;
 mod nodes;
 mod outbox;
 mod runs;

@@ -4,7 +4,6 @@
 //! [`Interrupted`] error the node must return. In Python, `interrupt()` raises
 //! `GraphInterrupt` instead; the scope keeps the [`Interrupted`], and the node wrapper returns
 //! it to agent-core when that exception comes out of the node.
-
 //!
 //! It is also where a node streams Python objects (`emit`, see [`crate::outbox`]): a sync
 //! node's thread waits (without the GIL) for room in agent-core's channel; an async node,
@@ -15,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::{Interrupted, NodeContext};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::outbox::Outbox;
@@ -214,19 +214,30 @@ pub fn task_id(run_id: &str, step: i64, node: &str) -> String {
     )
 }
 
-/// A Python value as JSON (through `json.dumps`: what interrupts and resumes carry).
+/// An interrupt or resume value as JSON (agent-core keeps them as `serde_json::Value`): JSON
+/// values as they are, any other value (a datetime, a message, a dataclass) as the checkpoint
+/// serializer's `(type, bytes)` in a tagged object (`agentgraph.checkpoint.serde._to_json`).
 pub fn to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
-    let text: String = value
-        .py()
+    static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let py = value.py();
+    let plain = TO_JSON
+        .import(py, "agentgraph.checkpoint.serde", "_to_json")?
+        .call1((value,))?;
+    let text: String = py
         .import("json")?
-        .call_method1("dumps", (value,))?
+        .call_method1("dumps", (plain,))?
         .extract()?;
     serde_json::from_str(&text)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not JSON: {e}")))
 }
 
-/// JSON as a Python value.
+/// JSON as a Python value, `to_json` undone.
 pub fn from_json<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?
-        .call_method1("loads", (value.to_string(),))
+    static FROM_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let plain = py
+        .import("json")?
+        .call_method1("loads", (value.to_string(),))?;
+    FROM_JSON
+        .import(py, "agentgraph.checkpoint.serde", "_from_json")?
+        .call1((plain,))
 }

@@ -169,9 +169,15 @@ class StateGraph:
         ]
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
         if checkpointer and saver is None:
-            raise TypeError(f"agentgraph takes its own checkpointers for now, not {checkpointer!r}")
+            # A LangGraph `BaseCheckpointSaver`: agent-core stores through its methods.
+            if not all(callable(getattr(checkpointer, m, None)) for m in ("put", "put_writes", "get_tuple", "list")):
+                raise TypeError(f"not a checkpointer: {checkpointer!r}")
+            saver = checkpointer
+        keys = _schema_keys(self.state_schema)
+        if hasattr(checkpointer, "_bind_keys"):  # agentgraph's savers: LangGraph's read API
+            checkpointer._bind_keys([(name, reducer is not None) for name, reducer, _ in keys])
         native = _native.compile(
-            _schema_keys(self.state_schema),
+            keys,
             nodes,
             self.edges,
             self.branches,
