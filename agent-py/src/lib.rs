@@ -61,12 +61,16 @@
 //! - **asyncio** (`bridge`): `ainvoke` and `astream` resolve asyncio futures from tokio
 //!   tasks; `atexit` waits for any hand-over in flight, so a program's last `asyncio.run`
 //!   cannot race the interpreter's finalization.
+//! - **The store** (`store`): `agentgraph.store.memory.InMemoryStore` is agent-core's
+//!   `InMemoryStore`; ops and results cross as JSON text (the store holds JSON values), the
+//!   Python side keeps the dicts put (returned as themselves, in LangGraph's order). A graph's
+//!   store travels in the run's config to the nodes that ask for it.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
 //! - **A task's config and arguments** (`agentgraph._runtime`, `agentgraph._stream`): each node
 //!   call gets the config LangGraph builds for a task (`langgraph_*` metadata, the task's
 //!   `checkpoint_ns`), set as LangChain's config context variable too, and the arguments its
-//!   signature names (`config`, `writer`, `runtime`).
+//!   signature names (`config`, `writer`, `runtime`, `store`).
 //! - **Stream modes from Python** (`outbox`): `custom` items and `messages` chunks are Python
 //!   objects; they travel agent-core's own `custom`/`messages` parts as tickets to the
 //!   stream's outbox, so their order against the other parts is agent-core's. A sync node
@@ -89,13 +93,14 @@ mod saver;
 mod schema;
 mod scope;
 mod state;
+mod store;
 mod subgraph;
 mod subgraph_stream;
 mod value;
 
 use pyo3::prelude::*;
 
-/// The native module: `compile`, the compiled graph and stream classes, the savers.
+/// The native module: `compile`, the compiled graph and stream classes, the savers, the store.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
@@ -106,6 +111,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;
+    m.add_class::<store::NativeStore>()?;
     m.add_class::<scope::NodeScope>()?;
     Ok(())
 }

@@ -126,6 +126,13 @@ impl NodeScope {
         Ok(self.context()?.step())
     }
 
+    /// How many super-steps the run may still take, this one included (LangGraph's
+    /// `RemainingSteps`).
+    #[getter]
+    fn remaining_steps(&self) -> PyResult<usize> {
+        Ok(self.context()?.remaining_steps())
+    }
+
     /// The run's id.
     #[getter]
     fn run_id(&self) -> PyResult<String> {

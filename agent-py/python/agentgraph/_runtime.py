@@ -1,6 +1,6 @@
 """What the native module calls around a node: the node's task current (for `interrupt()`,
 `get_stream_writer()`, `get_config()`), its config built as LangGraph builds a task's, and
-the arguments its signature asks for (`config`, `writer`, `runtime`).
+the arguments its signature asks for (`config`, `writer`, `runtime`, `store`).
 
 This runs for every node call, so it does no more than the call needs: the task's config is
 built only when something reads it (the node takes `config`, the stream wants `messages`,
@@ -31,7 +31,8 @@ def _lc_config() -> Optional[contextvars.ContextVar]:
 
 class NodeCall:
     """A node's function and what its signature asks to be injected (LangGraph's rule:
-    `config` by name; `writer` by name when unannotated or `StreamWriter`; `runtime` by name)."""
+    `config` by name; `writer` by name when unannotated or `StreamWriter`; `runtime` and
+    `store` by name)."""
 
     def __init__(self, fn: Callable, triggers: tuple[str, ...] = ()) -> None:
         self.fn = fn
@@ -55,6 +56,10 @@ class Task:
             self._config = _stream.node_config(self.scope, self.run_config, self.triggers)
         return self._config
 
+    def store(self) -> Any:
+        """The graph's store (`compile(store=...)`), or `None`."""
+        return (self.run_config.get("configurable") or {}).get(_stream.STORE_KEY)
+
     def kwargs(self, names: tuple[str, ...]) -> dict:
         out: dict[str, Any] = {}
         for name in names:
@@ -65,8 +70,12 @@ class Task:
             elif name == "runtime":
                 from agentgraph.runtime import Runtime
 
-                context = (self.run_config.get("configurable") or {}).get(_stream.CONTEXT_KEY)
-                out[name] = Runtime(context=context, store=None, stream_writer=_writer(self.scope))
+                configurable = self.run_config.get("configurable") or {}
+                context = configurable.get(_stream.CONTEXT_KEY)
+                store = configurable.get(_stream.STORE_KEY)
+                out[name] = Runtime(context=context, store=store, stream_writer=_writer(self.scope))
+            elif name == "store":
+                out[name] = self.store()
         return out
 
 
@@ -77,7 +86,7 @@ def _injected(fn: Callable) -> tuple[str, ...]:
         return ()
     valid = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     names = []
-    for name in ("config", "writer", "runtime"):
+    for name in ("config", "writer", "runtime", "store"):
         param = params.get(name)
         if param is None or param.kind not in valid:
             continue

@@ -24,6 +24,10 @@ NOSTREAM = "nostream"
 CONTEXT_KEY = "__agentgraph_context__"
 """Where `invoke(..., context=...)` travels in the run's `configurable` (private, as
 LangGraph's own `__pregel_*` keys there)."""
+STORE_KEY = "__agentgraph_store__"
+"""Where the graph's store (`compile(store=...)`) travels in the run's `configurable`
+(private, as `CONTEXT_KEY`)."""
+
 
 task_id = _native.task_id
 

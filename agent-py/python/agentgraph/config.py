@@ -29,4 +29,10 @@ def get_stream_writer() -> StreamWriter:
 
 
 def get_store() -> Any:
-    raise NotImplementedError("agentgraph has no store yet")
+    """The graph's store (`compile(store=...)`), `None` without one."""
+    from agentgraph._runtime import current_task
+
+    task = current_task()
+    if task is None:
+        raise RuntimeError("Called get_config outside of a runnable context")
+    return task.store()

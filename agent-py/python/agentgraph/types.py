@@ -12,6 +12,13 @@ StreamWriter = Callable[[Any], None]
 StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
 
 
+class _ToolOutput:
+    """`Command`'s base: `agentgraph.prebuilt` adds LangChain's `ToolOutputMixin` to
+    `Command`'s bases once it loads LangChain, so a tool returning a `Command` hands it back
+    as itself (LangChain wraps anything else in a `ToolMessage`). Importing LangChain here
+    would cost every program a third of a second."""
+
+
 @dataclass
 class Interrupt:
     """A pause: what the node passed to `interrupt()`, and the pause's id."""
@@ -44,7 +51,7 @@ class Send:
 
 
 @dataclass
-class Command:
+class Command(_ToolOutput):
     """Resume a paused run (`resume`), or, returned by a node, update and route at once."""
 
     graph: Optional[str] = None

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, Optional, Union
 
 from agentgraph import _native
 from agentgraph._runtime import current_scope
-from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
+from agentgraph._stream import CONTEXT_KEY, STORE_KEY, StreamState, resumed
 from agentgraph.constants import END, START
 from agentgraph.graph import _schema
 from agentgraph.types import Send
@@ -138,6 +138,7 @@ class StateGraph:
         *,
         interrupt_before: Optional[Sequence[str]] = None,
         interrupt_after: Optional[Sequence[str]] = None,
+        store: Any = None,
         **_: Any,
     ) -> "CompiledStateGraph":
         from agentgraph._runtime import NodeCall
@@ -186,6 +187,7 @@ class StateGraph:
         )
         names = frozenset(keys.names)
         graph = CompiledStateGraph(native, self, triggers)
+        graph.store = store
         if frozenset(keys.by_schema[self.input_schema]) != names:
             graph._input_names = frozenset(keys.by_schema[self.input_schema])
         if keys.by_schema[self.output_schema] != keys.names:
@@ -216,12 +218,16 @@ def _legacy(kwargs: dict, name: str, given: Optional[type]) -> Optional[type]:
     return given or kwargs[name]
 
 
-def _run_config(config: Optional[dict], context: Any, durability: Optional[str] = None) -> dict:
-    """The caller's config, with the run's `context` where nodes find it (a private key) and
-    `durability=` where LangGraph keeps it."""
+def _run_config(
+    config: Optional[dict], context: Any, durability: Optional[str] = None, store: Any = None
+) -> dict:
+    """The caller's config, with the run's `context` and the graph's store where nodes find
+    them (private keys), and `durability=` where LangGraph keeps it."""
     config = dict(config or {})
     if context is not None:
         config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
+    if store is not None:
+        config["configurable"] = {**config.get("configurable", {}), STORE_KEY: store}
     if durability is not None:
         config["configurable"] = {**config.get("configurable", {}), "__pregel_durability": durability}
     return config
@@ -273,6 +279,7 @@ class CompiledStateGraph:
     # dropped), and the output schema's when they are not (`invoke` returns only those).
     _input_names: Optional[frozenset] = None
     _output_names: Optional[tuple] = None
+    store: Any = None
 
     def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
@@ -304,7 +311,7 @@ class CompiledStateGraph:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
             return self._output(_native.invoke_in(self._native, scope, self._input(input)))
-        run_config = _run_config(config, context, durability)
+        run_config = _run_config(config, context, durability, self.store)
         return self._output(self._native.invoke(self._input(input), run_config))
 
     def _async_nodes(self) -> list[str]:
@@ -344,7 +351,7 @@ class CompiledStateGraph:
         scope = current_scope()
         if scope is not None:
             return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
-        run_config = _run_config(config, context, durability)
+        run_config = _run_config(config, context, durability, self.store)
         return self._output(await self._native.ainvoke(self._input(input), run_config))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
@@ -368,7 +375,7 @@ class CompiledStateGraph:
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context, durability)
+        run_config = _run_config(config, context, durability, self.store)
         input = self._input(input)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(
@@ -391,7 +398,7 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context, durability)
+        run_config = _run_config(config, context, durability, self.store)
         input = self._input(input)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(

@@ -1,0 +1,1 @@
+"""LangGraph's `langgraph.store`: long-term memory shared across threads (`base`, `memory`)."""
