@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod fake_openai;
 pub mod serve;
 
 use std::io::Write;
