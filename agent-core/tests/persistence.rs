@@ -216,6 +216,36 @@ async fn interrupt_after_pauses_after_the_node() {
 }
 
 #[tokio::test]
+async fn interrupt_after_the_last_node_is_a_pause() {
+    let graph = chat_graph(Arc::new(agent_core::InMemorySaver::new()));
+    let config = thread("after-last").interrupt_after(["chat"]);
+    let out = graph.invoke(human("hi"), config.clone()).await.unwrap();
+    assert_eq!(out.messages.len(), 2);
+    assert!(out.next.is_empty(), "nothing is left to run");
+    assert!(
+        out.paused && out.is_paused(),
+        "yet the run paused after `chat`"
+    );
+    // Continuing has nothing to run: the run finishes, unpaused.
+    let out = graph
+        .invoke(Input::Continue, thread_of(&config))
+        .await
+        .unwrap();
+    assert_eq!(out.messages.len(), 2);
+    assert!(!out.paused && !out.is_paused());
+    // Without the interrupt, the same run is no pause.
+    let out = graph
+        .invoke(human("hi"), thread("after-last-none"))
+        .await
+        .unwrap();
+    assert!(!out.paused);
+}
+
+fn thread_of(config: &RunConfig) -> RunConfig {
+    RunConfig::default().thread_id(config.thread_id.clone().unwrap_or_default())
+}
+
+#[tokio::test]
 async fn per_run_interrupts_work_too() {
     let graph = chat_graph(Arc::new(agent_core::InMemorySaver::new()));
     let config = thread("per-run").interrupt_before(["chat"]);

@@ -35,8 +35,8 @@ type BranchDef = (String, Py<PyAny>, Option<Vec<String>>);
 /// A graph compiled to agent-core.
 #[pyclass(frozen, name = "NativeGraph", module = "agentgraph._native")]
 pub struct NativeGraph {
-    graph: CompiledGraph<PyState>,
-    schema: Arc<Schema>,
+    pub(crate) graph: CompiledGraph<PyState>,
+    pub(crate) schema: Arc<Schema>,
 }
 
 /// Builds agent-core's graph from what the Python `StateGraph` recorded.
@@ -96,7 +96,7 @@ pub fn compile(
 }
 
 /// Reads LangGraph's config dict into agent-core's, with a run id for [`crate::runs`].
-fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
+pub(crate) fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
     let mut run = RunConfig::default().recursion_limit(DEFAULT_RECURSION_LIMIT);
     if let Some(limit) = config.get_item("recursion_limit")? {
         run = run.recursion_limit(limit.extract()?);
@@ -158,10 +158,11 @@ impl NativeGraph {
         &self,
         input: &Bound<'_, PyAny>,
         config: &Bound<'_, PyDict>,
+        options: Option<&Bound<'_, PyDict>>,
         locals: Option<pyo3_async_runtimes::TaskLocals>,
     ) -> PyResult<(Input<PyState>, RunConfig, RunGuard)> {
         let input = self.input(input)?;
-        let run = run_config(config)?;
+        let run = crate::run_options::apply(run_config(config)?, options)?;
         let run_id = run.run_id.clone().unwrap_or_default();
         let guard = RunGuard::register(
             run_id,
@@ -177,13 +178,15 @@ impl NativeGraph {
 #[pymethods]
 impl NativeGraph {
     /// Runs to the end (or a pause) and returns the state dict.
+    #[pyo3(signature = (input, config, options=None))]
     fn invoke(
         &self,
         py: Python<'_>,
         input: Bound<'_, PyAny>,
         config: Bound<'_, PyDict>,
+        options: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let (input, run, guard) = self.start(&input, &config, None)?;
+        let (input, run, guard) = self.start(&input, &config, options.as_ref(), None)?;
         let graph = self.graph.clone();
         let result = py.detach(move || {
             let out = pyo3_async_runtimes::tokio::get_runtime().block_on(graph.invoke(input, run));
@@ -197,14 +200,16 @@ impl NativeGraph {
     }
 
     /// `invoke` as an awaitable; async nodes are awaited on the caller's loop.
+    #[pyo3(signature = (input, config, options=None))]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
         input: Bound<'py, PyAny>,
         config: Bound<'py, PyDict>,
+        options: Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
-        let (input, run, guard) = self.start(&input, &config, Some(locals))?;
+        let (input, run, guard) = self.start(&input, &config, options.as_ref(), Some(locals))?;
         let graph = self.graph.clone();
         let schema = self.schema.clone();
         crate::bridge::spawn(py, async move {
@@ -217,9 +222,8 @@ impl NativeGraph {
         })
     }
 
-    /// The thread's latest checkpoint (or `config`'s `checkpoint_id`) as
-    /// `(values, next, configurable, metadata, created_at_ms, parent_configurable, interrupts)`,
-    /// or `None` for a thread with none.
+    /// The thread's latest checkpoint (or `config`'s `checkpoint_id`) as a tuple
+    /// ([`crate::thread::snapshot_tuple`]), or `None` for a thread with none.
     fn get_state(
         &self,
         py: Python<'_>,
@@ -232,37 +236,14 @@ impl NativeGraph {
                 pyo3_async_runtimes::tokio::get_runtime().block_on(graph.get_state(&run))
             })
             .map_err(|error| to_py_err(py, error, &self.schema))?;
-        let Some(snapshot) = snapshot else {
-            return Ok(None);
-        };
-        let configurable = |config: &RunConfig| -> PyResult<Bound<'_, PyDict>> {
-            let dict = PyDict::new(py);
-            dict.set_item("thread_id", config.thread_id.as_deref())?;
-            dict.set_item("checkpoint_ns", &config.checkpoint_ns)?;
-            dict.set_item("checkpoint_id", config.checkpoint_id.as_deref())?;
-            Ok(dict)
-        };
-        let parent = match &snapshot.parent_config {
-            Some(parent) => configurable(parent)?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let tuple = PyTuple::new(
-            py,
-            [
-                snapshot.values.to_dict(py, &self.schema)?.into_any(),
-                PyTuple::new(py, &snapshot.next)?.into_any(),
-                configurable(&snapshot.config)?.into_any(),
-                from_json(py, &snapshot.metadata)?,
-                snapshot.created_at_ms.into_pyobject(py)?.into_any(),
-                parent,
-                PyTuple::new(py, interrupts_list(py, &snapshot.interrupts)?)?.into_any(),
-            ],
-        )?;
-        Ok(Some(tuple.unbind()))
+        snapshot
+            .map(|s| Ok(crate::thread::snapshot_tuple(py, self, &s)?.unbind()))
+            .transpose()
     }
 
     /// Starts a run whose parts are read with `next` / `anext`.
-    #[pyo3(signature = (input, config, modes, tagged, is_async=false))]
+    #[pyo3(signature = (input, config, modes, tagged, is_async=false, options=None))]
+    #[allow(clippy::too_many_arguments)] // LangGraph's `stream` keywords, one each
     fn stream(
         &self,
         py: Python<'_>,
@@ -271,6 +252,7 @@ impl NativeGraph {
         modes: Vec<String>,
         tagged: bool,
         is_async: bool,
+        options: Option<Bound<'_, PyDict>>,
     ) -> PyResult<NativeStream> {
         let modes = stream_modes(&modes)?;
         let locals = if is_async {
@@ -278,7 +260,7 @@ impl NativeGraph {
         } else {
             None
         };
-        let (input, run, guard) = self.start(&input, &config, locals)?;
+        let (input, run, guard) = self.start(&input, &config, options.as_ref(), locals)?;
         let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
         let stream = self.graph.stream(input, run, modes.as_slice());
         let cursor = Cursor {
@@ -310,7 +292,10 @@ fn output_dict(
 }
 
 /// `[Interrupt(value=..., id=...), ...]`.
-fn interrupts_list<'py>(py: Python<'py>, interrupts: &[Interrupt]) -> PyResult<Bound<'py, PyList>> {
+pub(crate) fn interrupts_list<'py>(
+    py: Python<'py>,
+    interrupts: &[Interrupt],
+) -> PyResult<Bound<'py, PyList>> {
     let class = py.import("agentgraph.types")?.getattr("Interrupt")?;
     let list = PyList::empty(py);
     for interrupt in interrupts {
@@ -367,9 +352,9 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     let Ok(output) = stream.into_output().await else {
         return Next::End;
     };
-    if output.interrupts.is_empty() && !output.next.is_empty() && cursor.updates {
-        // A static breakpoint (`interrupt_before`/`interrupt_after`): LangGraph streams an
-        // empty `__interrupt__` update.
+    if output.interrupts.is_empty() && output.paused && cursor.updates {
+        // A static breakpoint (`interrupt_before`/`interrupt_after`, after the last node
+        // too): LangGraph streams an empty `__interrupt__` update.
         cursor.tail.push_back(Next::Interrupts(Vec::new()));
     }
     if !output.interrupts.is_empty() {
@@ -416,6 +401,11 @@ fn part_to_py(
         StreamPart::Updates { node, update } => {
             let dict = PyDict::new(py);
             dict.set_item(node, update.to_py(py, schema)?)?;
+            if update.cached {
+                let metadata = PyDict::new(py);
+                metadata.set_item("cached", true)?;
+                dict.set_item("__metadata__", metadata)?;
+            }
             ("updates", dict.into_any())
         }
         // Other modes are refused when the stream starts.

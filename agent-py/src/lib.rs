@@ -48,11 +48,13 @@ mod command;
 mod errors;
 mod graph;
 mod nodes;
+mod run_options;
 mod runs;
 mod saver;
 mod schema;
 mod scope;
 mod state;
+mod thread;
 mod value;
 
 use pyo3::prelude::*;
@@ -62,6 +64,8 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
+    m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;

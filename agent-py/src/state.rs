@@ -25,6 +25,9 @@ pub struct PyState {
 pub struct PyUpdate {
     pub(crate) schema: Option<Arc<Schema>>,
     pub(crate) writes: Vec<(u8, PyValue)>,
+    /// Read from the node cache rather than written by the node running (the `updates`
+    /// stream says so, as LangGraph does); not stored.
+    pub(crate) cached: bool,
 }
 
 impl Serialize for PyUpdate {
@@ -43,7 +46,11 @@ impl<'de> Deserialize<'de> for PyUpdate {
             })?),
             None => None,
         };
-        Ok(PyUpdate { schema, writes })
+        Ok(PyUpdate {
+            schema,
+            writes,
+            cached: false,
+        })
     }
 }
 
@@ -87,6 +94,7 @@ impl PyUpdate {
         Ok(PyUpdate {
             schema: Some(schema.clone()),
             writes,
+            cached: false,
         })
     }
 
@@ -164,6 +172,7 @@ impl GraphState for PyState {
         PyUpdate {
             schema: self.schema,
             writes,
+            cached: false,
         }
     }
 

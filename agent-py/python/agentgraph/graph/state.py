@@ -11,10 +11,12 @@ import inspect
 import typing
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Optional, Union
 
 from agentgraph import _native
 from agentgraph.constants import END, START
+from agentgraph.graph import _policies
+from agentgraph.types import PregelTask, StateSnapshot
 
 
 def _reducer(metadata: tuple) -> Optional[Callable]:
@@ -92,10 +94,25 @@ class StateGraph:
         self.state_schema = state_schema
         self.context_schema = context_schema
         self.nodes: dict[str, Callable] = {}
+        # Per node: its `retry_policy` and `cache_policy` (LangGraph's `add_node` keywords).
+        self.policies: dict[str, tuple[Any, Any]] = {}
+        self.node_metadata: dict[str, dict] = {}
+        # Conditional edges as given (source, path_map), for `get_graph()`.
+        self.drawn_branches: list[tuple[str, Any]] = []
         self.edges: list[tuple[list[str], str]] = []
         self.branches: list[tuple[str, Callable, Optional[list[str]]]] = []
 
-    def add_node(self, node: Union[str, Callable], action: Optional[Callable] = None, **_: Any) -> "StateGraph":
+    def add_node(
+        self,
+        node: Union[str, Callable],
+        action: Optional[Callable] = None,
+        *,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        **kwargs: Any,
+    ) -> "StateGraph":
+        if retry_policy is None:
+            retry_policy = kwargs.get("retry")  # LangGraph's deprecated spelling
         if not isinstance(node, str):
             node, action = _node_name(node), node
         if action is None:
@@ -105,6 +122,10 @@ class StateGraph:
         if node in (START, END):
             raise ValueError(f"Node `{node}` is reserved.")
         self.nodes[node] = action
+        if kwargs.get("metadata"):
+            self.node_metadata[node] = kwargs["metadata"]
+        if retry_policy is not None or cache_policy is not None:
+            self.policies[node] = (retry_policy, cache_policy)
         return self
 
     def add_edge(self, start_key: Union[str, list[str]], end_key: str) -> "StateGraph":
@@ -135,6 +156,7 @@ class StateGraph:
             return keys
 
         self.branches.append((source, route, destinations))
+        self.drawn_branches.append((source, path_map))
         return self
 
     def add_sequence(self, nodes: Sequence[Union[Callable, tuple[str, Callable]]]) -> "StateGraph":
@@ -162,12 +184,16 @@ class StateGraph:
         *,
         interrupt_before: Optional[Sequence[str]] = None,
         interrupt_after: Optional[Sequence[str]] = None,
+        cache: Any = None,
         **_: Any,
     ) -> "CompiledStateGraph":
-        nodes = [
-            (name, action, _takes_config(action), _is_async(action))
-            for name, action in self.nodes.items()
-        ]
+        nodes = []
+        for name, action in self.nodes.items():
+            takes_config, is_async = _takes_config(action), _is_async(action)
+            retry_policy, cache_policy = self.policies.get(name, (None, None))
+            action = _policies.with_retry(action, retry_policy, is_async)
+            action = _policies.with_cache(name, action, cache_policy, cache, is_async)
+            nodes.append((name, action, takes_config, is_async))
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
         if checkpointer and saver is None:
             raise TypeError(f"agentgraph takes its own checkpointers for now, not {checkpointer!r}")
@@ -177,10 +203,19 @@ class StateGraph:
             self.edges,
             self.branches,
             saver,
-            list(interrupt_before or ()),
-            list(interrupt_after or ()),
+            self._interrupt_nodes(interrupt_before),
+            self._interrupt_nodes(interrupt_after),
         )
-        return CompiledStateGraph(native, self)
+        compiled = CompiledStateGraph(native, self)
+        compiled.interrupt_before_nodes = self._interrupt_nodes(interrupt_before)
+        compiled.interrupt_after_nodes = self._interrupt_nodes(interrupt_after)
+        return compiled
+
+    def _interrupt_nodes(self, nodes: Any) -> list[str]:
+        """A list of node names; LangGraph's `"*"` is every node."""
+        if nodes == "*":
+            return list(self.nodes)
+        return list(nodes or ())
 
 
 def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[list[str], bool]:
@@ -191,50 +226,110 @@ def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[
     return list(stream_mode), True
 
 
-class StateSnapshot(NamedTuple):
-    """A thread's state at a checkpoint (LangGraph's `StateSnapshot`)."""
-
-    values: dict
-    next: tuple
-    config: dict
-    metadata: Optional[dict]
-    created_at: Optional[str]
-    parent_config: Optional[dict]
-    tasks: tuple
-    interrupts: tuple
-
-
 def _snapshot(raw: Optional[tuple], config: dict) -> StateSnapshot:
     if raw is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
-    values, next_, configurable, metadata, created_ms, parent, interrupts = raw
+    values, next_, configurable, metadata, created_ms, parent, interrupts, tasks = raw
     created_at = datetime.fromtimestamp(created_ms / 1000, tz=timezone.utc).isoformat()
     return StateSnapshot(
         values,
         next_,
         {"configurable": configurable},
-        metadata,
+        _metadata(metadata),
         created_at,
         {"configurable": parent} if parent is not None else None,
-        (),
+        _tasks(tasks, next_, configurable),
         interrupts,
     )
+
+
+def _tasks(raw: tuple, next_: tuple, configurable: dict) -> tuple:
+    tasks = [
+        PregelTask(id, name, ("__pregel_pull", name), error, interrupts)
+        for id, name, error, interrupts in raw
+    ]
+    if START in next_ and all(t.name != START for t in tasks):
+        # The input not yet applied: LangGraph shows it as a task of `__start__`.
+        id = f"{configurable.get('checkpoint_id')}:pull:{START}"
+        tasks.insert(0, PregelTask(id, START, ("__pregel_pull", START)))
+    return tuple(tasks)
+
+
+def _metadata(stored: Optional[dict]) -> Optional[dict]:
+    """A checkpoint's metadata as LangGraph shows it: `source`, `step`, what the run's config
+    added, `parents` (agent-core's `run_id` and an update's encoded `writes` are its own)."""
+    if stored is None:
+        return None
+    shown = {k: v for k, v in stored.items() if k not in ("run_id", "parents", "writes")}
+    shown["parents"] = stored.get("parents", {})
+    return shown
+
+
+def _run_options(
+    builder: "StateGraph",
+    interrupt_before: Any,
+    interrupt_after: Any,
+    durability: Optional[str],
+    checkpoint_during: Optional[bool],
+) -> Optional[dict]:
+    """The run's keyword options for the native side (`None` when there are none)."""
+    if checkpoint_during is not None:
+        if durability is not None:
+            raise ValueError(
+                "Cannot use both `checkpoint_during` and `durability` parameters. Please use `durability` instead."
+            )
+        durability = "async" if checkpoint_during else "exit"
+    options: dict = {}
+    if interrupt_before is not None:
+        options["interrupt_before"] = builder._interrupt_nodes(interrupt_before)
+    if interrupt_after is not None:
+        options["interrupt_after"] = builder._interrupt_nodes(interrupt_after)
+    if durability is not None:
+        options["durability"] = durability
+    return options or None
 
 
 class CompiledStateGraph:
     """The runnable graph (LangGraph's `CompiledStateGraph`)."""
 
     stream_mode = "updates"
+    interrupt_before_nodes: list = []
+    interrupt_after_nodes: list = []
 
     def __init__(self, native: Any, builder: StateGraph) -> None:
         self._native = native
         self.builder = builder
 
-    def invoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        return self._native.invoke(input, dict(config or {}))
+    def _options(self, interrupt_before: Any, interrupt_after: Any, durability: Any, kwargs: dict) -> Optional[dict]:
+        return _run_options(
+            self.builder, interrupt_before, interrupt_after, durability, kwargs.get("checkpoint_during")
+        )
 
-    async def ainvoke(self, input: Any, config: Optional[dict] = None, **_: Any) -> Any:
-        return await self._native.ainvoke(input, dict(config or {}))
+    def invoke(
+        self,
+        input: Any,
+        config: Optional[dict] = None,
+        *,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Optional[str] = None,
+        **kwargs: Any,
+    ) -> Any:
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
+        return self._native.invoke(input, dict(config or {}), options)
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: Optional[dict] = None,
+        *,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Optional[str] = None,
+        **kwargs: Any,
+    ) -> Any:
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
+        return await self._native.ainvoke(input, dict(config or {}), options)
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config)
@@ -244,16 +339,65 @@ class CompiledStateGraph:
 
         return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
 
+    def get_state_history(
+        self,
+        config: dict,
+        *,
+        filter: Optional[dict] = None,
+        before: Optional[dict] = None,
+        limit: Optional[int] = None,
+    ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first (one alone when `config` names one)."""
+        for raw in _native.get_state_history(self._native, dict(config), filter, before, limit):
+            yield _snapshot(raw, config)
+
+    async def aget_state_history(
+        self,
+        config: dict,
+        *,
+        filter: Optional[dict] = None,
+        before: Optional[dict] = None,
+        limit: Optional[int] = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        import asyncio
+
+        history = await asyncio.to_thread(
+            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
+        )
+        for snapshot in history:
+            yield snapshot
+
+    def update_state(self, config: dict, values: Any, as_node: Optional[str] = None, **_: Any) -> dict:
+        """Writes `values` through the keys' reducers as if node `as_node` had returned them
+        (the checkpoint's last writer when it was one node), so the next step follows that
+        node's edges; on an older checkpoint this forks. Returns the new checkpoint's config."""
+        return {"configurable": _native.update_state(self._native, dict(config), values, as_node)}
+
+    async def aupdate_state(self, config: dict, values: Any, as_node: Optional[str] = None, **kwargs: Any) -> dict:
+        import asyncio
+
+        return await asyncio.to_thread(self.update_state, config, values, as_node, **kwargs)
+
+    def get_graph(self, config: Optional[dict] = None, *, xray: Any = False) -> Any:
+        """The graph's drawable structure (LangChain's `Graph`: `draw_mermaid()`, ...)."""
+        from agentgraph.graph._draw import draw
+
+        return draw(self.builder, self.interrupt_before_nodes, self.interrupt_after_nodes)
+
     def stream(
         self,
         input: Any,
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
-        **_: Any,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Optional[str] = None,
+        **kwargs: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged)
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
+        stream = self._native.stream(input, dict(config or {}), modes, tagged, False, options)
         while (part := stream.next()) is not None:
             yield part
 
@@ -263,9 +407,13 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
-        **_: Any,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Optional[str] = None,
+        **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged, True)
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
+        stream = self._native.stream(input, dict(config or {}), modes, tagged, True, options)
         while (part := await stream.anext()) is not None:
             yield part
