@@ -76,6 +76,10 @@ pub struct StateSnapshot<S> {
     pub tasks: Vec<PendingTask>,
     /// Every pending interrupt.
     pub interrupts: Vec<Interrupt>,
+    /// The nodes whose writes made this checkpoint's step (`__start__` for an input, none
+    /// for the thread's first checkpoint): what `update_state` takes as its `as_node` when
+    /// given none, as LangGraph infers it.
+    pub writers: Vec<String>,
 }
 
 impl<S> StateSnapshot<S> {
@@ -192,6 +196,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             metadata: record.metadata.to_json(),
             step: record.step,
             created_at_ms: record.created_at_ms,
+            writers: restored.writers,
             values: restored.state,
             next,
             tasks,

@@ -241,6 +241,44 @@ async fn interrupt_after_the_last_node_is_a_pause() {
     assert!(!out.paused);
 }
 
+#[tokio::test]
+async fn snapshots_name_the_nodes_that_wrote_their_step() {
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_node("b", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_node("c", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("a", "c")
+        .add_edge(["b", "c"], END)
+        .compile_with(Arc::new(agent_core::InMemorySaver::new()))
+        .unwrap();
+    let config = thread("writers");
+    graph.invoke(human("hi"), config.clone()).await.unwrap();
+    let history = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let writers: Vec<Vec<String>> = history.iter().map(|s| s.writers.clone()).collect();
+    assert_eq!(
+        writers,
+        [vec!["b", "c"], vec!["a"], vec![START], vec![]],
+        "newest first: the join step, `a`, the input, the thread's first checkpoint"
+    );
+    graph
+        .update_state(&config, ChatUpdate::default(), Some("b"))
+        .await
+        .unwrap();
+    let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+    assert_eq!(snapshot.writers, ["b"]);
+}
+
 fn thread_of(config: &RunConfig) -> RunConfig {
     RunConfig::default().thread_id(config.thread_id.clone().unwrap_or_default())
 }

@@ -67,6 +67,13 @@ impl NodeScope {
         }
     }
 
+    /// Starts the node's next attempt (a retry): its `interrupt()` calls count from the
+    /// first again, so a resumed pause is answered again rather than asked anew.
+    fn restart_attempt(&self) -> PyResult<()> {
+        self.ctx()?.restart_attempt();
+        Ok(())
+    }
+
     /// The node's name.
     #[getter]
     fn node(&self) -> PyResult<String> {

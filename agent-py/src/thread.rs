@@ -24,7 +24,8 @@ fn configurable<'py>(py: Python<'py>, config: &RunConfig) -> PyResult<Bound<'py,
 }
 
 /// A snapshot as `(values, next, configurable, metadata, created_at_ms, parent_configurable,
-/// interrupts, tasks)`, each task `(id, name, error, interrupts)`.
+/// interrupts, tasks, writers)`, each task `(id, name, error, interrupts)`; `writers` are
+/// the nodes that wrote the checkpoint's step (`update_state` infers `as_node` from them).
 pub fn snapshot_tuple<'py>(
     py: Python<'py>,
     graph: &NativeGraph,
@@ -57,6 +58,7 @@ pub fn snapshot_tuple<'py>(
             parent,
             PyTuple::new(py, interrupts_list(py, &snapshot.interrupts)?)?.into_any(),
             PyTuple::new(py, tasks)?.into_any(),
+            PyTuple::new(py, &snapshot.writers)?.into_any(),
         ],
     )
 }

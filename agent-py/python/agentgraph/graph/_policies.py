@@ -58,6 +58,12 @@ def _wait(policies: list, exc: Exception, failures: int) -> Optional[float]:
     return interval + random.uniform(0, 1) if policy.jitter else interval
 
 
+def _restart_attempt() -> None:
+    from agentgraph._runtime import current
+
+    current().restart_attempt()
+
+
 def with_retry(func: Callable, retry_policy: Any, is_async: bool) -> Callable:
     policies = _policies(retry_policy)
     if not policies:
@@ -76,6 +82,7 @@ def with_retry(func: Callable, retry_policy: Any, is_async: bool) -> Callable:
                     if wait is None:
                         raise
                 await asyncio.sleep(wait)
+                _restart_attempt()
 
         return retried
 
@@ -91,6 +98,7 @@ def with_retry(func: Callable, retry_policy: Any, is_async: bool) -> Callable:
                 if wait is None:
                     raise
             time.sleep(wait)
+            _restart_attempt()
 
     return retried
 

@@ -15,6 +15,7 @@ from typing import Any, Optional, Union
 
 from agentgraph import _native
 from agentgraph.constants import END, START
+from agentgraph.errors import InvalidUpdateError
 from agentgraph.graph import _policies
 from agentgraph.types import PregelTask, StateSnapshot
 
@@ -226,10 +227,13 @@ def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[
     return list(stream_mode), True
 
 
-def _snapshot(raw: Optional[tuple], config: dict) -> StateSnapshot:
+def _snapshot(raw: Optional[tuple], config: dict, order: dict) -> StateSnapshot:
+    """LangGraph's snapshot of the native tuple; `order` ranks nodes as LangGraph lists a
+    checkpoint's next tasks (`__start__`, then the nodes as added)."""
     if raw is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
-    values, next_, configurable, metadata, created_ms, parent, interrupts, tasks = raw
+    values, next_, configurable, metadata, created_ms, parent, interrupts, tasks, _ = raw
+    next_ = tuple(sorted(next_, key=lambda name: order.get(name, len(order))))
     created_at = datetime.fromtimestamp(created_ms / 1000, tz=timezone.utc).isoformat()
     return StateSnapshot(
         values,
@@ -238,16 +242,20 @@ def _snapshot(raw: Optional[tuple], config: dict) -> StateSnapshot:
         _metadata(metadata),
         created_at,
         {"configurable": parent} if parent is not None else None,
-        _tasks(tasks, next_, configurable),
+        _tasks(tasks, next_, configurable, order),
         interrupts,
     )
 
 
-def _tasks(raw: tuple, next_: tuple, configurable: dict) -> tuple:
+def _tasks(raw: tuple, next_: tuple, configurable: dict, order: dict) -> tuple:
     tasks = [
         PregelTask(id, name, ("__pregel_pull", name), error, interrupts)
         for id, name, error, interrupts in raw
     ]
+    # Sends' tasks first, as given; then the nodes' own, in LangGraph's order.
+    pulls = [t for t in tasks if ":pull:" in t.id]
+    pulls.sort(key=lambda task: order.get(task.name, len(order)))
+    tasks = [t for t in tasks if ":pull:" not in t.id] + pulls
     if START in next_ and all(t.name != START for t in tasks):
         # The input not yet applied: LangGraph shows it as a task of `__start__`.
         id = f"{configurable.get('checkpoint_id')}:pull:{START}"
@@ -299,6 +307,7 @@ class CompiledStateGraph:
     def __init__(self, native: Any, builder: StateGraph) -> None:
         self._native = native
         self.builder = builder
+        self._order = {name: i for i, name in enumerate([START, *builder.nodes])}
 
     def _options(self, interrupt_before: Any, interrupt_after: Any, durability: Any, kwargs: dict) -> Optional[dict]:
         return _run_options(
@@ -332,7 +341,7 @@ class CompiledStateGraph:
         return await self._native.ainvoke(input, dict(config or {}), options)
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
-        return _snapshot(self._native.get_state(dict(config)), config)
+        return _snapshot(self._native.get_state(dict(config)), config, self._order)
 
     async def aget_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         import asyncio
@@ -349,7 +358,7 @@ class CompiledStateGraph:
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints, newest first (one alone when `config` names one)."""
         for raw in _native.get_state_history(self._native, dict(config), filter, before, limit):
-            yield _snapshot(raw, config)
+            yield _snapshot(raw, config, self._order)
 
     async def aget_state_history(
         self,
@@ -371,7 +380,26 @@ class CompiledStateGraph:
         """Writes `values` through the keys' reducers as if node `as_node` had returned them
         (the checkpoint's last writer when it was one node), so the next step follows that
         node's edges; on an older checkpoint this forks. Returns the new checkpoint's config."""
+        if values is not None and not isinstance(values, dict):
+            raise InvalidUpdateError(
+                f"Expected dict, got {values!r}\nFor troubleshooting, visit: "
+                "https://docs.langchain.com/oss/python/langgraph/errors/INVALID_GRAPH_NODE_RETURN_VALUE"
+            )
+        if as_node is None:
+            as_node = self._last_writer(config)
+        if as_node != START and as_node not in self.builder.nodes:
+            raise InvalidUpdateError(f"Node {as_node} does not exist")
         return {"configurable": _native.update_state(self._native, dict(config), values, as_node)}
+
+    def _last_writer(self, config: dict) -> str:
+        """The node an update counts as when none is named (LangGraph's rule): the one that
+        wrote the checkpoint's step, `__start__` before any node did, an error when several
+        wrote it at once."""
+        raw = self._native.get_state(dict(config))
+        writers = list(dict.fromkeys(raw[8])) if raw is not None else []
+        if len(writers) > 1:
+            raise InvalidUpdateError("Ambiguous update, specify as_node")
+        return writers[0] if writers else START
 
     async def aupdate_state(self, config: dict, values: Any, as_node: Optional[str] = None, **kwargs: Any) -> dict:
         import asyncio
