@@ -393,9 +393,11 @@ class CompiledStateGraph:
 
     def _last_writer(self, config: dict) -> str:
         """The node an update counts as when none is named (LangGraph's rule): the one that
-        wrote the checkpoint's step, `__start__` before any node did, an error when several
-        wrote it at once."""
+        last ran, `__start__` before any did, an error when several ran in that step. Updates
+        write without running, so their checkpoints are passed over."""
         raw = self._native.get_state(dict(config))
+        while raw is not None and raw[3].get("source") in ("update", "fork") and raw[5] is not None:
+            raw = self._native.get_state({"configurable": raw[5]})
         writers = list(dict.fromkeys(raw[8])) if raw is not None else []
         if len(writers) > 1:
             raise InvalidUpdateError("Ambiguous update, specify as_node")
