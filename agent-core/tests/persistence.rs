@@ -279,6 +279,84 @@ async fn snapshots_name_the_nodes_that_wrote_their_step() {
     assert_eq!(snapshot.writers, ["b"]);
 }
 
+#[tokio::test]
+async fn continuing_from_an_addressed_checkpoint_forks_it_first() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["a".to_owned()])
+        })
+        .add_node("b", move |_s: Arc<Chat>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { ChatUpdate::default().messages(vec!["b".to_owned()]) }
+        })
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", END)
+        .compile_with(Arc::new(agent_core::InMemorySaver::new()))
+        .unwrap();
+    let config = thread("replay");
+    graph.invoke(Chat::default(), config.clone()).await.unwrap();
+    let history = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let after_a = history.iter().find(|s| s.step == 1).unwrap();
+    assert_eq!(after_a.next, ["b"]);
+
+    // Time travel: a `fork` copy of the addressed checkpoint, then the branch's steps.
+    let out = graph
+        .invoke(Input::Continue, after_a.config.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.messages, ["a", "b"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "b ran again on the branch");
+    let branch = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let lineage: Vec<(&str, i64)> = branch
+        .iter()
+        .take(2)
+        .map(|s| (s.metadata["source"].as_str().unwrap(), s.step))
+        .collect();
+    assert_eq!(lineage, [("loop", 3), ("fork", 2)]);
+    assert_eq!(branch[1].next, ["b"]);
+    assert_eq!(
+        branch[1].parent_config.as_ref().unwrap().checkpoint_id,
+        after_a.config.checkpoint_id,
+        "the fork hangs off the addressed checkpoint"
+    );
+    assert_eq!(
+        branch.len(),
+        history.len() + 2,
+        "the original branch is intact"
+    );
+
+    // An update's checkpoint, still the latest, is a branch already: no second fork.
+    let updated = graph
+        .update_state(&after_a.config, ChatUpdate::default(), Some("a"))
+        .await
+        .unwrap();
+    graph.invoke(Input::Continue, updated).await.unwrap();
+    let latest = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let sources: Vec<&str> = latest
+        .iter()
+        .take(2)
+        .map(|s| s.metadata["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        ["loop", "fork"],
+        "the update's own checkpoint, then b's step"
+    );
+    assert_eq!(latest.len(), branch.len() + 2);
+}
+
 fn thread_of(config: &RunConfig) -> RunConfig {
     RunConfig::default().thread_id(config.thread_id.clone().unwrap_or_default())
 }

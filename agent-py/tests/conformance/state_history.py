@@ -69,24 +69,26 @@ print([show(s) for s in graph.get_state_history(config, before=history[3].config
 print([show(s) for s in graph.get_state_history(config, filter={"source": "update"})])
 print([show(s) for s in graph.get_state_history(history[4].config)])
 
-# Time travel: from the checkpoint before `one` ran, the run forks and pauses before `three`.
-# (LangGraph 1.2 stores one more checkpoint, a `fork` copy, before the branch's steps:
-# agentgraph does not yet, so steps and counts after a replay are left out.)
+# Time travel: from the checkpoint before `one` ran, the run forks (a `fork` copy of it
+# first) and pauses before `three`.
 old = history[-2].config
 print(show(graph.get_state(old)))
 print(graph.invoke(None, old))
-latest = graph.get_state(config)
-print(latest.values, latest.next, latest.metadata["source"])
+print(show(graph.get_state(config)))
+print([(s.metadata["source"], s.metadata["step"], s.next) for s in graph.get_state_history(config, limit=4)])
 # An update on an old checkpoint forks too; the original history stays.
-graph.update_state(old, {"a": "forked"})
-latest = graph.get_state(config)
-print(latest.values, latest.next)
+print(cid(graph.update_state(old, {"a": "forked"})))
+print(show(graph.get_state(config)))
 print(graph.invoke(None, config))
 print(show(history[0]) == show(graph.get_state(history[0].config)))
-# None writes nothing; the next step follows `two`'s edge.
-graph.update_state(config, None, as_node="two")
+# Continuing from an addressed checkpoint that is the latest forks it as well.
 latest = graph.get_state(config)
-print(latest.values, latest.next, latest.metadata["source"])
+print(graph.invoke(None, latest.config))
+print([(s.metadata["source"], s.metadata["step"], s.next) for s in graph.get_state_history(config, limit=3)])
+# None writes nothing; the next step follows `two`'s edge.
+print(cid(graph.update_state(config, None, as_node="two")))
+print(show(graph.get_state(config)))
+print(len(list(graph.get_state_history(config))))
 
 
 async def main():

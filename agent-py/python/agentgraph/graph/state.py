@@ -269,6 +269,10 @@ def _metadata(stored: Optional[dict]) -> Optional[dict]:
     if stored is None:
         return None
     shown = {k: v for k, v in stored.items() if k not in ("run_id", "parents", "writes")}
+    if shown.get("source") == "fork" and "writes" in stored:
+        # agent-core names an update on an older checkpoint a fork; LangGraph 1.2 keeps
+        # `fork` for the copy time travel starts its branch with (which writes nothing).
+        shown["source"] = "update"
     shown["parents"] = stored.get("parents", {})
     return shown
 
