@@ -42,6 +42,17 @@
 //!   cannot race the interpreter's finalization.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
+//! - **Thread API** (`thread`): `get_state_history` and `update_state` over agent-core's
+//!   `state_api`; snapshots cross as tuples that `agentgraph.graph.state` turns into
+//!   LangGraph's `StateSnapshot`. The rules LangGraph applies around them (which node an
+//!   update counts as, the order of next tasks) live there too, in Python, beside the types.
+//! - **Run options** (`run_options`): `interrupt_before`/`interrupt_after`/`durability` of one
+//!   run, into agent-core's `RunConfig`.
+//! - **Retry and cache policies** are Python wrappers around the node function
+//!   (`agentgraph.graph._policies`): their decisions are Python calls (`retry_on`,
+//!   `key_func`), so agent-core's Rust layers would only add crossings. A cache hit returns
+//!   `CachedWrites`, which `nodes` marks on the update (`PyUpdate::cached`) for the `updates`
+//!   stream.
 
 mod bridge;
 mod command;
