@@ -357,6 +357,50 @@ async fn continuing_from_an_addressed_checkpoint_forks_it_first() {
     assert_eq!(latest.len(), branch.len() + 2);
 }
 
+#[tokio::test]
+async fn an_update_with_a_goto_adds_to_the_next_step() {
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_node("b", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["b".to_owned()])
+        })
+        .add_node("c", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["c".to_owned()])
+        })
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", END)
+        .add_edge("c", END)
+        .compile_with(Arc::new(agent_core::InMemorySaver::new()))
+        .unwrap();
+    let config = thread("goto").interrupt_before(["b"]);
+    graph.invoke(Chat::default(), config.clone()).await.unwrap();
+    let plain = thread_of(&config);
+    graph
+        .update_state_with_goto(
+            &plain,
+            ChatUpdate::default().turns(5),
+            Some("a"),
+            vec!["c".into()],
+        )
+        .await
+        .unwrap();
+    let snapshot = graph.get_state(&plain).await.unwrap().unwrap();
+    assert_eq!(snapshot.next, ["b", "c"], "a's edge and the goto");
+    assert_eq!(snapshot.values.turns, 6);
+    let out = graph.invoke(Input::Continue, plain.clone()).await.unwrap();
+    assert_eq!(out.messages, ["b", "c"]);
+    // Without as_node, the goto joins whatever was next (nothing, once finished).
+    graph
+        .update_state_with_goto(&plain, ChatUpdate::default(), None, vec!["c".into()])
+        .await
+        .unwrap();
+    let snapshot = graph.get_state(&plain).await.unwrap().unwrap();
+    assert_eq!(snapshot.next, ["c"]);
+}
+
 fn thread_of(config: &RunConfig) -> RunConfig {
     RunConfig::default().thread_id(config.thread_id.clone().unwrap_or_default())
 }

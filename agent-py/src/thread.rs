@@ -4,7 +4,7 @@
 //! Snapshots cross to Python as plain tuples; `agentgraph.graph.state` makes LangGraph's
 //! `StateSnapshot` and `PregelTask` of them, so the Python types stay where LangGraph has them.
 
-use agent_core::{ListFilter, RunConfig, StateSnapshot};
+use agent_core::{Goto, ListFilter, RunConfig, StateSnapshot};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -125,15 +125,17 @@ fn checkpoint_id_of(config: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
 }
 
 /// Writes `values` (a dict, or `None` for no write) to the thread as node `as_node`, through
-/// the keys' reducers; returns the new checkpoint's configurable dict.
+/// the keys' reducers, the nodes of `goto` added to the next step (a `Command`'s); returns
+/// the new checkpoint's configurable dict.
 #[pyfunction]
-#[pyo3(signature = (graph, config, values, as_node=None))]
+#[pyo3(signature = (graph, config, values, as_node=None, goto=Vec::new()))]
 pub fn update_state<'py>(
     py: Python<'py>,
     graph: PyRef<'py, NativeGraph>,
     config: Bound<'py, PyDict>,
     values: Bound<'py, PyAny>,
     as_node: Option<String>,
+    goto: Vec<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let run = run_config(&config)?;
     let update = if values.is_none() {
@@ -150,10 +152,11 @@ pub fn update_state<'py>(
     let compiled = graph.graph.clone();
     let written = py
         .detach(move || {
-            pyo3_async_runtimes::tokio::get_runtime().block_on(compiled.update_state(
+            pyo3_async_runtimes::tokio::get_runtime().block_on(compiled.update_state_with_goto(
                 &run,
                 update,
                 as_node.as_deref(),
+                goto.into_iter().map(Goto::Node).collect(),
             ))
         })
         .map_err(|error| to_py_err(py, error, &graph.schema))?;

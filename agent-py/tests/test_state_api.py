@@ -62,12 +62,14 @@ def test_run_time_interrupt_on_an_unknown_node_is_refused():
         graph.invoke({"n": 1}, {"configurable": {"thread_id": "t"}}, interrupt_before=["nope"])
 
 
-def test_update_state_refuses_a_command_for_now():
+def test_update_state_refuses_a_command_that_resumes():
     graph = chain(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     graph.invoke({"n": 1}, config)
+    with pytest.raises(InvalidUpdateError, match="update and goto only"):
+        graph.update_state(config, Command(resume="yes"), as_node="one")
     with pytest.raises(InvalidUpdateError, match="Expected dict"):
-        graph.update_state(config, Command(update={"n": 2}), as_node="one")
+        graph.update_state(config, [("n", 2)], as_node="one")
 
 
 def test_update_state_needs_a_checkpointer():

@@ -1,5 +1,5 @@
 """update_state's as_node rules: a fresh thread (as __start__), the last writer, an ambiguous
-parallel step, unknown nodes, values that are not a dict; next tasks in LangGraph's order; a
+parallel step, unknown nodes, values that are not a dict, a Command (update and goto); next tasks in LangGraph's order; a
 retried node that paused gets its resume value again."""
 
 import operator
@@ -62,6 +62,11 @@ print(attempt(lambda: graph.update_state(thread("done"), {"a": "v"}) and where("
 print(attempt(lambda: graph.update_state(thread("done"), {"zzz": 1}, as_node="two") and where("done")))
 print(attempt(lambda: graph.update_state(thread("done"), {"a": "again"}, as_node="one") and where("done")))
 print(attempt(lambda: graph.invoke(None, thread("done"))))
+# A Command: its update, and its goto besides as_node's edges.
+print(attempt(lambda: graph.update_state(thread("done"), Command(update={"a": "cmd"}, goto="three"), as_node="two") and where("done")))
+print(attempt(lambda: graph.invoke(None, thread("done"))))
+print(attempt(lambda: graph.update_state(thread("cmd"), Command(goto=["two", "three"]), as_node=START) and where("cmd")))
+print(attempt(lambda: graph.invoke(None, thread("cmd"))))
 
 calls = []
 

@@ -17,7 +17,7 @@ from agentgraph import _native
 from agentgraph.constants import END, START
 from agentgraph.errors import InvalidUpdateError
 from agentgraph.graph import _policies
-from agentgraph.types import PregelTask, StateSnapshot
+from agentgraph.types import Command, PregelTask, StateSnapshot
 
 
 def _reducer(metadata: tuple) -> Optional[Callable]:
@@ -384,6 +384,14 @@ class CompiledStateGraph:
         """Writes `values` through the keys' reducers as if node `as_node` had returned them
         (the checkpoint's last writer when it was one node), so the next step follows that
         node's edges; on an older checkpoint this forks. Returns the new checkpoint's config."""
+        goto: list = []
+        if isinstance(values, Command):
+            if values.graph is not None or values.resume is not None:
+                raise InvalidUpdateError("update_state takes a Command's update and goto only")
+            goto = [values.goto] if isinstance(values.goto, str) else list(values.goto)
+            if not all(isinstance(name, str) for name in goto):
+                raise NotImplementedError("update_state: a Command's goto with Send is not supported yet")
+            values = values.update
         if values is not None and not isinstance(values, dict):
             raise InvalidUpdateError(
                 f"Expected dict, got {values!r}\nFor troubleshooting, visit: "
@@ -393,7 +401,7 @@ class CompiledStateGraph:
             as_node = self._last_writer(config)
         if as_node != START and as_node not in self.builder.nodes:
             raise InvalidUpdateError(f"Node {as_node} does not exist")
-        return {"configurable": _native.update_state(self._native, dict(config), values, as_node)}
+        return {"configurable": _native.update_state(self._native, dict(config), values, as_node, goto)}
 
     def _last_writer(self, config: dict) -> str:
         """The node an update counts as when none is named (LangGraph's rule): the one that
