@@ -370,7 +370,8 @@ async fn an_update_with_a_goto_adds_to_the_next_step() {
             ChatUpdate::default().messages(vec!["c".to_owned()])
         })
         .add_edge(START, "a")
-        .add_edge("a", "b")
+        // `c` is reachable (the router never picks it): only a goto runs it here.
+        .add_conditional_edges("a", |_: &Chat| "b", [("b", "b"), ("c", "c")])
         .add_edge("b", END)
         .add_edge("c", END)
         .compile_with(Arc::new(agent_core::InMemorySaver::new()))
