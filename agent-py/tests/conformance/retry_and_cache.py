@@ -117,6 +117,36 @@ graph.invoke({"n": 1, "log": []})
 print(runs)
 
 
+# Defaults for every node; a node's own policy wins.
+runs.clear()
+attempts: list = []
+
+
+def fails_once(name):
+    def node(state):
+        attempts.append(name)
+        if attempts.count(name) == 1:
+            raise ConnectionError(name)
+        return {"log": [name]}
+
+    return node
+
+
+builder = StateGraph(S)
+builder.set_node_defaults(retry_policy=RetryPolicy(**FAST), cache_policy=CachePolicy())
+builder.add_node("x", fails_once("x"))
+builder.add_node("y", fails_once("y"), retry_policy=RetryPolicy(max_attempts=1))
+builder.add_edge(START, "x")
+builder.add_edge("x", "y")
+graph = builder.compile(cache=InMemoryCache())
+for _ in range(3):
+    try:
+        print(list(graph.stream({"n": 1, "log": []})))
+    except ConnectionError as error:
+        print("ConnectionError", error)
+print(attempts)
+
+
 async def main():
     calls.clear()
 

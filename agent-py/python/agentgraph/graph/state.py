@@ -97,6 +97,7 @@ class StateGraph:
         self.nodes: dict[str, Callable] = {}
         # Per node: its `retry_policy` and `cache_policy` (LangGraph's `add_node` keywords).
         self.policies: dict[str, tuple[Any, Any]] = {}
+        self.default_policies: tuple[Any, Any] = (None, None)
         self.node_metadata: dict[str, dict] = {}
         # Conditional edges as given (source, path_map), for `get_graph()`.
         self.drawn_branches: list[tuple[str, Any]] = []
@@ -127,6 +128,24 @@ class StateGraph:
             self.node_metadata[node] = kwargs["metadata"]
         if retry_policy is not None or cache_policy is not None:
             self.policies[node] = (retry_policy, cache_policy)
+        return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        error_handler: Any = None,
+        timeout: Any = None,
+    ) -> "StateGraph":
+        """Policies for every node that does not set its own (applied at `compile()`)."""
+        if error_handler is not None or timeout is not None:
+            raise NotImplementedError("set_node_defaults: error_handler and timeout are not supported by agentgraph yet")
+        retry, cache = self.default_policies
+        self.default_policies = (
+            retry_policy if retry_policy is not None else retry,
+            cache_policy if cache_policy is not None else cache,
+        )
         return self
 
     def add_edge(self, start_key: Union[str, list[str]], end_key: str) -> "StateGraph":
@@ -192,6 +211,10 @@ class StateGraph:
         for name, action in self.nodes.items():
             takes_config, is_async = _takes_config(action), _is_async(action)
             retry_policy, cache_policy = self.policies.get(name, (None, None))
+            if retry_policy is None:
+                retry_policy = self.default_policies[0]
+            if cache_policy is None:
+                cache_policy = self.default_policies[1]
             action = _policies.with_retry(action, retry_policy, is_async)
             action = _policies.with_cache(name, action, cache_policy, cache, is_async)
             nodes.append((name, action, takes_config, is_async))
