@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agent_core::{
-    CompiledGraph, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap, RunConfig,
-    RunOutput, StateGraph, StreamMode, StreamPart,
+    CompiledGraph, DebugEvent, GraphError, GraphStream, INTERRUPT, Input, Interrupt, PathMap,
+    RunConfig, RunOutput, StateGraph, StreamMode, StreamPart,
 };
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
@@ -14,8 +14,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::errors::to_py_err;
 use crate::nodes::{PyNode, node_spec, router};
+use crate::outbox::{Outbox, OutboxGuard};
 use crate::runs::{RunEntry, RunGuard};
-use crate::saver::NativeSaver;
 use crate::schema::Schema;
 use crate::scope::from_json;
 use crate::state::{PyState, PyUpdate};
@@ -49,7 +49,7 @@ pub fn compile(
     nodes: Vec<NodeDef>,
     edges: Vec<(Vec<String>, String)>,
     branches: Vec<BranchDef>,
-    checkpointer: Option<PyRef<'_, NativeSaver>>,
+    checkpointer: Option<Bound<'_, PyAny>>,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
 ) -> PyResult<NativeGraph> {
@@ -74,6 +74,18 @@ pub fn compile(
         };
         builder = builder.add_node(name, node_spec(node));
     }
+    // The joins agent-core makes of these edges, by their distinct sources (for a checkpoint
+    // a LangGraph saver holds).
+    let joins = edges
+        .iter()
+        .filter(|(sources, target)| sources.len() > 1 && target != agent_core::END)
+        .map(|(sources, _)| {
+            let mut distinct = sources.clone();
+            distinct.sort();
+            distinct.dedup();
+            distinct.len()
+        })
+        .collect();
     for (sources, target) in edges {
         builder = builder.add_edge(sources, target);
     }
@@ -88,7 +100,7 @@ pub fn compile(
         .interrupt_before(interrupt_before)
         .interrupt_after(interrupt_after);
     let compiled = match checkpointer {
-        Some(saver) => builder.compile_with(saver.saver.clone()),
+        Some(saver) => builder.compile_with(crate::saver::checkpointer(saver, &schema, joins)),
         None => builder.compile(),
     };
     let graph = compiled.map_err(|error| to_py_err(py, error, &schema))?;
@@ -119,18 +131,39 @@ pub(crate) fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
     Ok(run.run_id(run_id))
 }
 
-/// The stream modes asked for; only `values` and `updates` are served so far.
-fn stream_modes(modes: &[String]) -> PyResult<Vec<StreamMode>> {
-    modes
-        .iter()
-        .map(|mode| match mode.as_str() {
-            "values" => Ok(StreamMode::Values),
-            "updates" => Ok(StreamMode::Updates),
-            other => Err(PyValueError::new_err(format!(
-                "stream_mode `{other}` is not supported by agentgraph yet (values, updates)"
-            ))),
-        })
-        .collect()
+/// What a stream asks of agent-core for LangGraph's modes: `tasks`, `checkpoints` and
+/// `debug` are built from agent-core's `debug` parts and the state (`values`, kept by the
+/// stream even when not asked for).
+fn stream_modes(modes: &[String]) -> PyResult<(Vec<StreamMode>, Wants)> {
+    let mut wants = Wants::default();
+    let mut core = Vec::new();
+    for mode in modes {
+        let (flag, needs): (&mut bool, &[StreamMode]) = match mode.as_str() {
+            "values" => (&mut wants.values, &[StreamMode::Values]),
+            "updates" => (&mut wants.updates, &[StreamMode::Updates]),
+            "custom" => (&mut wants.custom, &[StreamMode::Custom]),
+            "messages" => (&mut wants.messages, &[StreamMode::Messages]),
+            "tasks" => (&mut wants.tasks, &[StreamMode::Debug, StreamMode::Values]),
+            "checkpoints" => (
+                &mut wants.checkpoints,
+                &[StreamMode::Debug, StreamMode::Values],
+            ),
+            "debug" => (&mut wants.debug, &[StreamMode::Debug, StreamMode::Values]),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown stream_mode `{other}` (values, updates, custom, messages, tasks, \
+                     checkpoints, debug)"
+                )));
+            }
+        };
+        *flag = true;
+        for need in needs {
+            if !core.contains(need) {
+                core.push(*need);
+            }
+        }
+    }
+    Ok((core, wants))
 }
 
 impl NativeGraph {
@@ -242,8 +275,8 @@ impl NativeGraph {
     }
 
     /// Starts a run whose parts are read with `next` / `anext`.
-    #[pyo3(signature = (input, config, modes, tagged, is_async=false, options=None))]
-    #[allow(clippy::too_many_arguments)] // LangGraph's `stream` keywords, one each
+    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false, parent_checkpoint=None, options=None))]
+    #[allow(clippy::too_many_arguments)] // what `stream` and `astream` hand over
     fn stream(
         &self,
         py: Python<'_>,
@@ -251,29 +284,48 @@ impl NativeGraph {
         config: Bound<'_, PyDict>,
         modes: Vec<String>,
         tagged: bool,
+        state: Py<PyAny>,
         is_async: bool,
+        parent_checkpoint: Option<String>,
         options: Option<Bound<'_, PyDict>>,
     ) -> PyResult<NativeStream> {
-        let modes = stream_modes(&modes)?;
+        let (core_modes, wants) = stream_modes(&modes)?;
         let locals = if is_async {
             Some(pyo3_async_runtimes::tokio::get_current_locals(py)?)
         } else {
             None
         };
         let (input, run, guard) = self.start(&input, &config, options.as_ref(), locals)?;
+        let run_id = run.run_id.clone().unwrap_or_default();
+        let thread_id = run.thread_id.clone();
+        let outbox = Arc::new(Outbox::new(modes, state));
+        let outbox_guard = crate::outbox::register(run_id.clone(), outbox.clone());
         let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
-        let stream = self.graph.stream(input, run, modes.as_slice());
+        let stream = self.graph.stream(input, run, core_modes.as_slice());
         let cursor = Cursor {
             stream: Some(stream),
             tail: VecDeque::new(),
-            values: modes.contains(&StreamMode::Values),
-            updates: modes.contains(&StreamMode::Updates),
+            values: wants.values,
+            updates: wants.updates,
+            wants,
+            state: None,
+            // A resumed run's first checkpoint follows the one it resumes from.
+            checkpoint: parent_checkpoint,
+            held: None,
+            results: Vec::new(),
+            paused: Vec::new(),
+            outbox: outbox.clone(),
         };
         Ok(NativeStream {
             inner: Arc::new(tokio::sync::Mutex::new(cursor)),
             schema: self.schema.clone(),
             tagged,
-            _guard: Arc::new(guard),
+            facts: Arc::new(RunFacts {
+                run_id,
+                thread_id,
+                outbox,
+            }),
+            _guard: Arc::new((guard, outbox_guard)),
         })
     }
 }
@@ -310,7 +362,27 @@ pub struct NativeStream {
     inner: Arc<tokio::sync::Mutex<Cursor>>,
     schema: Arc<Schema>,
     tagged: bool,
-    _guard: Arc<RunGuard>,
+    facts: Arc<RunFacts>,
+    _guard: Arc<(RunGuard, OutboxGuard)>,
+}
+
+/// What converting a stream's parts needs of its run.
+struct RunFacts {
+    run_id: String,
+    thread_id: Option<String>,
+    outbox: Arc<Outbox>,
+}
+
+/// The modes a stream was asked for, by LangGraph's names.
+#[derive(Default, Clone, Copy)]
+struct Wants {
+    values: bool,
+    updates: bool,
+    custom: bool,
+    messages: bool,
+    tasks: bool,
+    checkpoints: bool,
+    debug: bool,
 }
 
 /// Where a stream is: agent-core's parts, then the chunks LangGraph adds when the run paused.
@@ -319,6 +391,41 @@ struct Cursor {
     tail: VecDeque<Next>,
     values: bool,
     updates: bool,
+    wants: Wants,
+    /// The latest state (a task's input, a checkpoint's values).
+    state: Option<Arc<PyState>>,
+    /// The latest checkpoint's id (the next one's parent).
+    checkpoint: Option<String>,
+    /// A checkpoint waiting for the state it holds (see `Cursor::read`).
+    held: Option<Traced>,
+    /// Task results waiting for their task's update (see `Cursor::read`).
+    results: Vec<Traced>,
+    /// Results of tasks that paused, waiting for the run's end.
+    paused: Vec<Traced>,
+    outbox: Arc<Outbox>,
+}
+
+/// A `tasks`, `checkpoints` or `debug` item, before it meets Python.
+enum Traced {
+    Task {
+        step: i64,
+        node: String,
+        input: Option<Arc<PyState>>,
+    },
+    Result {
+        step: i64,
+        node: String,
+        error: Option<String>,
+        /// Its pause's interrupts, when it paused.
+        interrupts: Vec<Interrupt>,
+    },
+    Checkpoint {
+        step: i64,
+        id: String,
+        parent: Option<String>,
+        values: Option<Arc<PyState>>,
+        next: Vec<String>,
+    },
 }
 
 /// One item for Python.
@@ -328,8 +435,146 @@ enum Next {
     Interrupts(Vec<Interrupt>),
     /// `values`: the last state with `__interrupt__` added.
     PausedValues(PyState, Vec<Interrupt>),
+    /// A `tasks`/`checkpoints`/`debug` item, in the mode named.
+    Traced(&'static str, Arc<Traced>),
     Failed(GraphError),
     End,
+}
+
+impl Cursor {
+    /// Queues in `tail` what `part` gives the caller: nothing for a part only read for the
+    /// state or for a mode not asked for, several items for a part several modes show.
+    fn read(&mut self, part: StreamPart<PyState>) {
+        let wants = self.wants;
+        if let StreamPart::Values(state) = part {
+            self.release_results(None);
+            self.state = Some(state.clone());
+            if wants.values {
+                self.tail.push_back(Next::Part(StreamPart::Values(state)));
+            }
+            // LangGraph shows the input's checkpoint after the state it holds.
+            self.release();
+            return;
+        }
+        self.release();
+        if let StreamPart::Updates { node, update } = part {
+            // LangGraph shows a task's result after its update.
+            let node_name = node.clone();
+            self.tail
+                .push_back(Next::Part(StreamPart::Updates { node, update }));
+            self.release_results(Some(&node_name));
+            return;
+        }
+        if !matches!(part, StreamPart::Debug(DebugEvent::TaskResult { .. })) {
+            self.release_results(None);
+        }
+        match part {
+            StreamPart::Debug(DebugEvent::Task { step, node, .. }) => {
+                let input = self.state.clone();
+                self.trace(Traced::Task { step, node, input });
+            }
+            StreamPart::Debug(DebugEvent::TaskResult {
+                step, node, error, ..
+            }) => {
+                if wants.tasks || wants.debug {
+                    let paused = self.outbox.is_paused(step, &node);
+                    let result = Traced::Result {
+                        step,
+                        node,
+                        error,
+                        interrupts: Vec::new(),
+                    };
+                    // LangGraph shows a paused task's result after the run's interrupts.
+                    if paused {
+                        self.paused.push(result);
+                    } else {
+                        self.results.push(result);
+                    }
+                }
+            }
+            StreamPart::Debug(DebugEvent::Checkpoint {
+                step,
+                checkpoint_id,
+                next,
+            }) => {
+                let parent = self.checkpoint.replace(checkpoint_id.clone());
+                if !(wants.checkpoints || wants.debug) {
+                    return;
+                }
+                let checkpoint = Traced::Checkpoint {
+                    step,
+                    id: checkpoint_id,
+                    parent,
+                    values: self.state.clone(),
+                    next,
+                };
+                // agent-core writes the input's checkpoint (step 0) before streaming the
+                // state it holds: held until that state arrives.
+                if step == 0 {
+                    self.held = Some(checkpoint);
+                } else {
+                    self.trace(checkpoint);
+                }
+            }
+            other => self.tail.push_back(Next::Part(other)),
+        }
+    }
+
+    /// Queues the held results of `node`'s tasks (`None`: of every task).
+    fn release_results(&mut self, node: Option<&str>) {
+        let held = std::mem::take(&mut self.results);
+        for result in held {
+            let matches = match (&result, node) {
+                (_, None) => true,
+                (Traced::Result { node: held, .. }, Some(node)) => held == node,
+                _ => false,
+            };
+            if matches {
+                self.trace(result);
+            } else {
+                self.results.push(result);
+            }
+        }
+    }
+
+    /// Queues a held checkpoint, with the latest state.
+    fn release(&mut self) {
+        if let Some(Traced::Checkpoint {
+            step,
+            id,
+            parent,
+            next,
+            ..
+        }) = self.held.take()
+        {
+            let values = self.state.clone();
+            self.trace(Traced::Checkpoint {
+                step,
+                id,
+                parent,
+                values,
+                next,
+            });
+        }
+    }
+
+    /// Queues a `tasks`/`checkpoints`/`debug` item for each of those modes asked for
+    /// (LangGraph's order: `tasks` or `checkpoints`, then `debug`).
+    fn trace(&mut self, traced: Traced) {
+        let wants = self.wants;
+        let checkpoint = matches!(traced, Traced::Checkpoint { .. });
+        let traced = Arc::new(traced);
+        if checkpoint && wants.checkpoints {
+            self.tail
+                .push_back(Next::Traced("checkpoints", traced.clone()));
+        }
+        if !checkpoint && wants.tasks {
+            self.tail.push_back(Next::Traced("tasks", traced.clone()));
+        }
+        if wants.debug {
+            self.tail.push_back(Next::Traced("debug", traced));
+        }
+    }
 }
 
 async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
@@ -337,14 +582,28 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     if let Some(next) = cursor.tail.pop_front() {
         return next;
     }
-    let Some(stream) = cursor.stream.as_mut() else {
-        return Next::End;
-    };
-    match stream.next().await {
-        Some(Ok(part)) => return Next::Part(part),
-        Some(Err(error)) => return Next::Failed(error),
-        None => {}
+    loop {
+        let Some(stream) = cursor.stream.as_mut() else {
+            return Next::End;
+        };
+        match stream.next().await {
+            Some(Ok(part)) => {
+                cursor.read(part);
+                if let Some(next) = cursor.tail.pop_front() {
+                    return next;
+                }
+            }
+            Some(Err(error)) => {
+                // What the run streamed before it failed goes first.
+                cursor.release_results(None);
+                cursor.tail.push_back(Next::Failed(error));
+                return cursor.tail.pop_front().unwrap_or(Next::End);
+            }
+            None => break,
+        }
     }
+    cursor.release_results(None);
+    cursor.release();
     // The run ended: LangGraph reports a pause in the stream itself (updates first).
     let Some(stream) = cursor.stream.take() else {
         return Next::End;
@@ -363,6 +622,25 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
                 .tail
                 .push_back(Next::Interrupts(output.interrupts.clone()));
         }
+        for result in std::mem::take(&mut cursor.paused) {
+            if let Traced::Result {
+                step, node, error, ..
+            } = result
+            {
+                let interrupts = output
+                    .interrupts
+                    .iter()
+                    .filter(|i| i.node == node)
+                    .cloned()
+                    .collect();
+                cursor.trace(Traced::Result {
+                    step,
+                    node,
+                    error,
+                    interrupts,
+                });
+            }
+        }
         if cursor.values {
             cursor
                 .tail
@@ -378,8 +656,13 @@ fn part_to_py(
     part: Next,
     schema: &Schema,
     tagged: bool,
+    facts: &RunFacts,
 ) -> PyResult<Option<Py<PyAny>>> {
     let part = match part {
+        Next::Traced(mode, traced) => {
+            let chunk = traced_to_py(py, mode, &traced, schema, facts)?;
+            return tag(py, tagged, mode, chunk);
+        }
         Next::End => return Ok(None),
         Next::Failed(error) => return Err(to_py_err(py, error, schema)),
         Next::Interrupts(interrupts) => {
@@ -408,10 +691,82 @@ fn part_to_py(
             }
             ("updates", dict.into_any())
         }
-        // Other modes are refused when the stream starts.
+        StreamPart::Custom { value, .. } => match facts.outbox.take(&value) {
+            Some(object) => ("custom", object.into_bound(py)),
+            None => ("custom", from_json(py, &value)?),
+        },
+        StreamPart::Messages { chunk, .. } => match facts.outbox.take(&chunk) {
+            Some(object) => ("messages", object.into_bound(py)),
+            None => ("messages", from_json(py, &chunk)?),
+        },
+        // Other modes are never asked of agent-core.
         _ => return Ok(Some(py.None())),
     };
     tag(py, tagged, mode, chunk)
+}
+
+/// A `tasks`, `checkpoints` or `debug` item as LangGraph streams it (`agentgraph._stream`).
+fn traced_to_py<'py>(
+    py: Python<'py>,
+    mode: &str,
+    traced: &Traced,
+    schema: &Schema,
+    facts: &RunFacts,
+) -> PyResult<Bound<'py, PyAny>> {
+    let fields = PyDict::new(py);
+    fields.set_item("run_id", &facts.run_id)?;
+    fields.set_item("thread_id", facts.thread_id.as_deref())?;
+    fields.set_item("stream", facts.outbox.state.bind(py))?;
+    let state = |state: &Option<Arc<PyState>>| -> PyResult<Bound<'py, PyAny>> {
+        match state {
+            Some(state) => Ok(state.to_dict(py, schema)?.into_any()),
+            // Before the input: the keys that start with a value (reducers').
+            None => Ok(PyState::default().to_dict(py, schema)?.into_any()),
+        }
+    };
+    let kind = match traced {
+        Traced::Task { step, node, input } => {
+            fields.set_item("step", step)?;
+            fields.set_item("node", node)?;
+            fields.set_item("input", state(input)?)?;
+            "task"
+        }
+        Traced::Result {
+            step,
+            node,
+            error,
+            interrupts,
+        } => {
+            fields.set_item("step", step)?;
+            fields.set_item("node", node)?;
+            fields.set_item("error", error.as_deref())?;
+            // How the Python node ended, as it kept it.
+            fields.set_item("outcome", facts.outbox.result(py, *step, node))?;
+            fields.set_item("interrupts", interrupts_list(py, interrupts)?)?;
+            "task_result"
+        }
+        Traced::Checkpoint {
+            step,
+            id,
+            parent,
+            values,
+            next,
+        } => {
+            fields.set_item("step", step)?;
+            fields.set_item("checkpoint_id", id)?;
+            fields.set_item("parent_id", parent.as_deref())?;
+            fields.set_item("values", state(values)?)?;
+            fields.set_item("next", next)?;
+            "checkpoint"
+        }
+    };
+    let stream = py.import("agentgraph._stream")?;
+    let item = stream.call_method1("chunk", (kind, fields))?;
+    if mode == "debug" {
+        stream.call_method1("debug", item.cast::<PyTuple>()?)
+    } else {
+        item.get_item(2)
+    }
 }
 
 /// `chunk`, or `(mode, chunk)` when several modes were asked.
@@ -439,7 +794,7 @@ impl NativeStream {
         let inner = self.inner.clone();
         let part = py
             .detach(move || pyo3_async_runtimes::tokio::get_runtime().block_on(next_part(&inner)));
-        part_to_py(py, part, &self.schema, self.tagged)
+        part_to_py(py, part, &self.schema, self.tagged, &self.facts)
     }
 
     /// The next part, awaitable; `None` at the end.
@@ -447,10 +802,11 @@ impl NativeStream {
         let inner = self.inner.clone();
         let schema = self.schema.clone();
         let tagged = self.tagged;
+        let facts = self.facts.clone();
         crate::bridge::spawn(py, async move {
             let part = next_part(&inner).await;
             Python::attach(|py| {
-                Ok(part_to_py(py, part, &schema, tagged)?.unwrap_or_else(|| py.None()))
+                Ok(part_to_py(py, part, &schema, tagged, &facts)?.unwrap_or_else(|| py.None()))
             })
         })
     }

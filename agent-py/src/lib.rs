@@ -21,8 +21,14 @@
 //!   a step's state snapshot is reference-count bumps, and no serializer runs on the hot path.
 //!   Converting to JSON or msgpack per step would cost more than the Python nodes themselves
 //!   and lose types (messages, dataclasses). Values are serialized only for a checkpointer,
-//!   with `pickle` for now; LangGraph's own format (msgpack with its extension types, as
-//!   `JsonPlusSerializer` writes) is the next step, so savers are shared with LangGraph.
+//!   in LangGraph's own format: the `(type, bytes)` of the process's serializer
+//!   (`agentgraph.checkpoint.serde`, LangGraph's `JsonPlusSerializer` format by default:
+//!   msgpack with its extension types), so stored values are LangGraph's.
+//! - **Savers** (`saver`): agent-core's memory, SQLite and PostgreSQL savers (read back for
+//!   LangGraph's `get_tuple`/`list` as a run loads them); or any LangGraph
+//!   `BaseCheckpointSaver` through `langgraph_saver`, which rebuilds each field version whole
+//!   and hands the saver LangGraph's checkpoint dict by state key (agent-core's body rides
+//!   along), so LangGraph and agentgraph read each other's threads.
 //! - **Nodes** (`nodes`): a sync function runs in `block_in_place` on a tokio worker (its
 //!   other tasks move away; parallel nodes overlap outside the GIL), an async one is
 //!   awaited on the caller's asyncio loop (`pyo3-async-runtimes`). The state dict a node gets
@@ -36,7 +42,8 @@
 //!   around each call (`agentgraph._runtime`), asks agent-core's `NodeContext::interrupt`, and
 //!   raises `GraphInterrupt` to unwind the node; the wrapper hands agent-core its
 //!   `Interrupted`. Interrupt and resume values cross as JSON (agent-core keeps them as
-//!   `serde_json::Value`).
+//!   `serde_json::Value`); a value JSON has no type for goes through the checkpoint serializer,
+//!   tagged inside that JSON.
 //! - **asyncio** (`bridge`): `ainvoke` and `astream` resolve asyncio futures from tokio
 //!   tasks; `atexit` waits for any hand-over in flight, so a program's last `asyncio.run`
 //!   cannot race the interpreter's finalization.
@@ -53,12 +60,27 @@
 //!   `key_func`), so agent-core's Rust layers would only add crossings. A cache hit returns
 //!   `CachedWrites`, which `nodes` marks on the update (`PyUpdate::cached`) for the `updates`
 //!   stream.
+//! - **A task's config and arguments** (`agentgraph._runtime`, `agentgraph._stream`): each node
+//!   call gets the config LangGraph builds for a task (`langgraph_*` metadata, the task's
+//!   `checkpoint_ns`), set as LangChain's config context variable too, and the arguments its
+//!   signature names (`config`, `writer`, `runtime`).
+//! - **Stream modes from Python** (`outbox`): `custom` items and `messages` chunks are Python
+//!   objects; they travel agent-core's own `custom`/`messages` parts as tickets to the
+//!   stream's outbox, so their order against the other parts is agent-core's. A sync node
+//!   waits for room in the channel (without the GIL); an async node queues, and its wrapper
+//!   forwards while it runs (it shares the caller's loop, which must not block). `messages`
+//!   comes from a LangChain callback handler in the task's config. `tasks`, `checkpoints` and
+//!   `debug` are built from agent-core's `debug` parts, the state (from `values` parts the
+//!   stream reads for itself) and what the node wrapper kept of each task's end, reordered
+//!   as LangGraph shows them (a task's result after its update).
 
 mod bridge;
 mod command;
 mod errors;
 mod graph;
+mod langgraph_saver;
 mod nodes;
+mod outbox;
 mod run_options;
 mod runs;
 mod saver;
@@ -77,6 +99,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
+    m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;
     m.add_class::<saver::NativeSaver>()?;

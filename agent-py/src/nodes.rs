@@ -18,7 +18,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::runs;
 use crate::schema::Schema;
-use crate::scope::NodeScope;
+use crate::scope::{Emitted, NodeScope, forward};
 use crate::state::{PyState, PyUpdate};
 
 /// A Python node as `compile` got it.
@@ -48,13 +48,37 @@ pub fn node_spec(node: PyNode) -> NodeSpec<PyState> {
 async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeResult {
     let entry = runs::lookup(ctx.run_id());
     let locals = entry.as_ref().and_then(|e| e.locals.clone());
-    let scope = Arc::new(Python::attach(|py| Py::new(py, NodeScope::new(ctx)))?);
+    let outbox = crate::outbox::lookup(ctx.run_id());
+    let on_loop = node.is_async && locals.is_some();
+    // An async node on the caller's loop queues what it streams (see `scope`).
+    let (queue, mut queued) = match (on_loop, &outbox) {
+        (true, Some(_)) => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Emitted>();
+            (Some(tx), Some(rx))
+        }
+        _ => (None, None),
+    };
+    let scope = Arc::new(Python::attach(|py| {
+        Py::new(py, NodeScope::new(ctx.clone(), outbox, queue))
+    })?);
     let result = if let (true, Some(locals)) = (node.is_async, locals) {
         let future = Python::attach(|py| {
             let coroutine = call(py, &node, &scope, &state, entry.as_deref())?;
             pyo3_async_runtimes::into_future_with_locals(&locals, coroutine)
         })?;
-        match future.await {
+        let awaited = async {
+            let out = future.await;
+            scope.get().close_queue();
+            out
+        };
+        let forwarded = async {
+            if let Some(queued) = queued.as_mut() {
+                while let Some(item) = queued.recv().await {
+                    forward(&ctx, item).await;
+                }
+            }
+        };
+        match tokio::join!(awaited, forwarded).0 {
             Ok(out) => Python::attach(|py| output(py, &node.schema, out.bind(py))),
             Err(error) => Err(error),
         }
@@ -62,10 +86,8 @@ async fn run(node: Arc<PyNode>, state: Arc<PyState>, ctx: NodeContext) -> NodeRe
         let (node, scope) = (node.clone(), scope.clone());
         tokio::task::block_in_place(|| {
             Python::attach(|py| {
-                let mut out = call(py, &node, &scope, &state, entry.as_deref())?;
-                if node.is_async {
-                    out = py.import("asyncio")?.call_method1("run", (out,))?;
-                }
+                // `call_sync` runs an async function to completion with `asyncio.run`.
+                let out = call(py, &node, &scope, &state, entry.as_deref())?;
                 output(py, &node.schema, &out)
             })
         })
@@ -114,7 +136,7 @@ fn call<'py>(
         PyTuple::new(py, [dict.into_any()])?
     };
     let runtime = py.import("agentgraph._runtime")?;
-    let via = if node.is_async {
+    let via = if node.is_async && entry.is_some_and(|e| e.locals.is_some()) {
         "call_async"
     } else {
         "call_sync"

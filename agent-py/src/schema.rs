@@ -129,6 +129,27 @@ impl Schema {
             .find(|schema| schema.id == id)
     }
 
+    /// The newest live schema whose keys are `keys` (name and slot, in order): how an update
+    /// stored by another process finds its schema (ids are numbered per process).
+    pub fn lookup_by_keys(keys: &[(String, u8)]) -> Option<Arc<Schema>> {
+        let registry = REGISTRY.lock().ok()?;
+        registry
+            .iter()
+            .rev()
+            .filter_map(Weak::upgrade)
+            .find(|schema| schema.has_keys(keys))
+    }
+
+    /// Whether this schema's keys are `keys` (name and slot, in order).
+    pub fn has_keys(&self, keys: &[(String, u8)]) -> bool {
+        self.keys.len() == keys.len()
+            && self
+                .keys
+                .iter()
+                .zip(keys)
+                .all(|(key, (name, slot))| key.name == *name && key.slot == *slot as usize)
+    }
+
     /// The key a slot holds.
     pub fn key_of_slot(&self, slot: usize) -> Option<&Key> {
         self.by_slot

@@ -4,11 +4,32 @@
 //! [`Interrupted`] error the node must return. In Python, `interrupt()` raises
 //! `GraphInterrupt` instead; the scope keeps the [`Interrupted`], and the node wrapper returns
 //! it to agent-core when that exception comes out of the node.
+//!
+//! It is also where a node streams Python objects (`emit`, see [`crate::outbox`]): a sync
+//! node's thread waits (without the GIL) for room in agent-core's channel; an async node,
+//! which runs on the caller's asyncio loop, must not block it, so its items queue and the node
+//! wrapper forwards them while the node runs ([`Emitted`]).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use agent_core::{Interrupted, NodeContext};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::outbox::Outbox;
+
+/// An item an async node streamed: `custom` (`false`) or `messages` (`true`), and its ticket.
+pub type Emitted = (bool, serde_json::Value);
+
+/// Writes an item to agent-core's stream.
+pub async fn forward(ctx: &NodeContext, (message, ticket): Emitted) {
+    if message {
+        ctx.write_message(ticket).await;
+    } else {
+        ctx.write_custom(ticket).await;
+    }
+}
 
 /// The node's context, handed to `agentgraph._runtime` around each call.
 #[pyclass(frozen, name = "NodeScope", module = "agentgraph._native")]
@@ -17,21 +38,39 @@ pub struct NodeScope {
     /// it), and the context must not outlive the run (it holds the run's stream open).
     ctx: Mutex<Option<NodeContext>>,
     pending: Mutex<Option<Interrupted>>,
+    /// The stream's outbox, when the run is a stream.
+    outbox: Option<Arc<Outbox>>,
+    /// An async node's queue of streamed items (`None`: a sync node writes through).
+    queue: Mutex<Option<UnboundedSender<Emitted>>>,
 }
 
 impl NodeScope {
     /// The scope of one node call.
-    pub fn new(ctx: NodeContext) -> Self {
+    pub fn new(
+        ctx: NodeContext,
+        outbox: Option<Arc<Outbox>>,
+        queue: Option<UnboundedSender<Emitted>>,
+    ) -> Self {
         NodeScope {
             ctx: Mutex::new(Some(ctx)),
             pending: Mutex::new(None),
+            outbox,
+            queue: Mutex::new(queue),
         }
     }
 
-    /// Ends the scope: drops the node's context.
+    /// Ends the scope: drops the node's context (and its queue, which ends its forwarding).
     pub fn close(&self) {
         if let Ok(mut ctx) = self.ctx.lock() {
             *ctx = None;
+        }
+        self.close_queue();
+    }
+
+    /// Drops the queue: the forwarding ends once what is queued is written.
+    pub fn close_queue(&self) {
+        if let Ok(mut queue) = self.queue.lock() {
+            *queue = None;
         }
     }
 
@@ -85,21 +124,120 @@ impl NodeScope {
     fn step(&self) -> PyResult<i64> {
         Ok(self.ctx()?.step())
     }
+
+    /// The run's id.
+    #[getter]
+    fn run_id(&self) -> PyResult<String> {
+        Ok(self.ctx()?.run_id().to_owned())
+    }
+
+    /// The task's id (see [`task_id`]).
+    #[getter]
+    fn task_id(&self) -> PyResult<String> {
+        let ctx = self.ctx()?;
+        Ok(task_id(ctx.run_id(), ctx.step(), ctx.node()))
+    }
+
+    /// The stream modes asked for (empty: not a stream).
+    #[getter]
+    fn modes(&self) -> Vec<String> {
+        self.outbox
+            .as_ref()
+            .map(|o| o.modes.clone())
+            .unwrap_or_default()
+    }
+
+    /// The stream's Python state (`agentgraph._stream.StreamState`), or `None`.
+    #[getter]
+    fn stream_state(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.outbox.as_ref().map(|o| o.state.clone_ref(py))
+    }
+
+    /// Streams `item` in the `custom` mode, or in `messages` (a `(chunk, metadata)` tuple).
+    #[pyo3(signature = (item, message=false))]
+    fn emit(&self, py: Python<'_>, item: Py<PyAny>, message: bool) -> PyResult<()> {
+        let Some(outbox) = &self.outbox else {
+            return Ok(());
+        };
+        let ctx = self.ctx()?;
+        let emitted = (message, outbox.put(item));
+        if let Ok(queue) = self.queue.lock()
+            && let Some(queue) = queue.as_ref()
+        {
+            // The forwarding ended only if the node returned; nothing to write then.
+            let _ = queue.send(emitted);
+            return Ok(());
+        }
+        py.detach(|| futures::executor::block_on(forward(&ctx, emitted)));
+        Ok(())
+    }
+
+    /// Keeps how the task ended (`{"result": ...}` or `{"error": ...}`), for the `tasks` and
+    /// `debug` modes.
+    fn task_result(&self, outcome: Py<PyAny>) -> PyResult<()> {
+        if let Some(outbox) = &self.outbox {
+            let ctx = self.ctx()?;
+            outbox.put_result(ctx.step(), ctx.node().to_owned(), outcome);
+        }
+        Ok(())
+    }
+
+    /// Notes that the task paused (its result shows its interrupts, after the run's).
+    fn task_paused(&self) -> PyResult<()> {
+        if let Some(outbox) = &self.outbox {
+            let ctx = self.ctx()?;
+            outbox.put_paused(ctx.step(), ctx.node().to_owned());
+        }
+        Ok(())
+    }
 }
 
-/// A Python value as JSON (through `json.dumps`: what interrupts and resumes carry).
+/// A task's id as the `tasks`/`debug` modes and `checkpoint_ns` show it: uuid-shaped, the
+/// same for a run's step and node wherever it is asked (its start, its result, the checkpoint
+/// that plans it). Not LangGraph's (its ids hash its checkpoint), nor stable across builds.
+#[pyfunction]
+pub fn task_id(run_id: &str, step: i64, node: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        (salt, run_id, step, node).hash(&mut hasher);
+        hasher.finish()
+    };
+    let (high, low) = (half(0), half(1));
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xffff,
+        low >> 48,
+        low & 0xffff_ffff_ffff
+    )
+}
+
+/// An interrupt or resume value as JSON (agent-core keeps them as `serde_json::Value`): JSON
+/// values as they are, any other value (a datetime, a message, a dataclass) as the checkpoint
+/// serializer's `(type, bytes)` in a tagged object (`agentgraph.checkpoint.serde._to_json`).
 pub fn to_json(value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
-    let text: String = value
-        .py()
+    static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let py = value.py();
+    let plain = TO_JSON
+        .import(py, "agentgraph.checkpoint.serde", "_to_json")?
+        .call1((value,))?;
+    let text: String = py
         .import("json")?
-        .call_method1("dumps", (value,))?
+        .call_method1("dumps", (plain,))?
         .extract()?;
     serde_json::from_str(&text)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not JSON: {e}")))
 }
 
-/// JSON as a Python value.
+/// JSON as a Python value, `to_json` undone.
 pub fn from_json<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?
-        .call_method1("loads", (value.to_string(),))
+    static FROM_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let plain = py
+        .import("json")?
+        .call_method1("loads", (value.to_string(),))?;
+    FROM_JSON
+        .import(py, "agentgraph.checkpoint.serde", "_from_json")?
+        .call1((plain,))
 }

@@ -30,22 +30,63 @@ pub struct PyUpdate {
     pub(crate) cached: bool,
 }
 
+/// A stored update names its schema by id and by its keys (name and slot): ids are numbered
+/// per process, so an update another process stored (a finished task's output next to an
+/// interrupted sibling, a pending input) finds the same schema here by its keys. Updates
+/// stored before the keys were added (two elements) are read by id.
 impl Serialize for PyUpdate {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        (self.schema.as_ref().map(|s| s.id), &self.writes).serialize(serializer)
+        let keys: Option<Vec<(&str, u8)>> = self.schema.as_ref().map(|schema| {
+            schema
+                .keys
+                .iter()
+                .map(|key| (key.name.as_str(), key.slot as u8))
+                .collect()
+        });
+        (self.schema.as_ref().map(|s| s.id), &self.writes, keys).serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for PyUpdate {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (id, writes): (Option<u32>, Vec<(u8, PyValue)>) =
-            Deserialize::deserialize(deserializer)?;
-        let schema = match id {
-            Some(id) => Some(Schema::lookup(id).ok_or_else(|| {
-                serde::de::Error::custom(format!("no live graph has state schema {id}"))
-            })?),
-            None => None,
-        };
+        use serde::de::{Error, SeqAccess, Visitor};
+        type Keys = Vec<(String, u8)>;
+        struct Stored(Option<u32>, Vec<(u8, PyValue)>, Option<Keys>);
+        struct StoredVisitor;
+        impl<'de> Visitor<'de> for StoredVisitor {
+            type Value = Stored;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a stored update (schema id, writes, schema keys)")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Stored, A::Error> {
+                let id = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let writes = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                let keys = seq.next_element::<Option<Keys>>()?.flatten();
+                Ok(Stored(id, writes, keys))
+            }
+        }
+        let Stored(id, writes, keys) = deserializer.deserialize_seq(StoredVisitor)?;
+        let schema =
+            match (id, keys) {
+                (None, _) => None,
+                (Some(id), Some(keys)) => Some(
+                    Schema::lookup(id)
+                        .filter(|schema| schema.has_keys(&keys))
+                        .or_else(|| Schema::lookup_by_keys(&keys))
+                        .ok_or_else(|| {
+                            D::Error::custom(
+                                "no live graph has the state schema this update was stored with",
+                            )
+                        })?,
+                ),
+                (Some(id), None) => Some(Schema::lookup(id).ok_or_else(|| {
+                    D::Error::custom(format!("no live graph has state schema {id}"))
+                })?),
+            };
         Ok(PyUpdate {
             schema,
             writes,
@@ -265,6 +306,7 @@ mod tests {
     fn an_update_survives_serialization() {
         Python::initialize();
         let (bytes, expected) = Python::attach(|py| {
+            crate::value::testing::stand_in_serde(py);
             let schema = schema(py);
             let dict = PyDict::new(py);
             dict.set_item("topic", "t").unwrap();
@@ -279,5 +321,39 @@ mod tests {
                 "{'topic': 't'}"
             );
         });
+    }
+
+    #[test]
+    fn an_update_from_another_process_finds_its_schema_by_keys() {
+        Python::initialize();
+        let (schema, keys, writes) = Python::attach(|py| {
+            crate::value::testing::stand_in_serde(py);
+            let schema = schema(py);
+            let keys: Vec<(String, u8)> = schema
+                .keys
+                .iter()
+                .map(|k| (k.name.clone(), k.slot as u8))
+                .collect();
+            let writes = vec![(0u8, PyValue::new("t".into_pyobject(py).unwrap().into_any()))];
+            (schema, keys, writes)
+        });
+        // Another process numbered its schema differently: found by its keys.
+        let bytes = rmp_serde::to_vec(&(Some(u32::MAX), &writes, Some(&keys))).unwrap();
+        let back: PyUpdate = rmp_serde::from_slice(&bytes).unwrap();
+        assert!(back.schema.as_ref().is_some_and(|s| s.has_keys(&keys)));
+        Python::attach(|py| {
+            assert_eq!(
+                back.to_py(py, &schema).unwrap().to_string(),
+                "{'topic': 't'}"
+            );
+        });
+        // Stored before the keys: read by id.
+        let bytes = rmp_serde::to_vec(&(Some(schema.id), &writes)).unwrap();
+        let back: PyUpdate = rmp_serde::from_slice(&bytes).unwrap();
+        assert_eq!(back.schema.map(|s| s.id), Some(schema.id));
+        // Keys no live schema has: an error, not another graph's schema.
+        let other = vec![("nobody".to_owned(), 0u8)];
+        let bytes = rmp_serde::to_vec(&(Some(schema.id), &writes, Some(&other))).unwrap();
+        assert!(rmp_serde::from_slice::<PyUpdate>(&bytes).is_err());
     }
 }

@@ -920,6 +920,26 @@ mod tests {
         assert!(cache.is_none());
     }
 
+    #[test]
+    fn field_value_bytes_rebuilds_a_delta_from_its_base() {
+        let first = encode(&serde_json::json!([1, 2, 3])).unwrap();
+        let second = encode(&serde_json::json!([1, 2, 3, 4])).unwrap();
+        let mut cache = None;
+        let base = make_blob("f", &ver("v1"), first.clone(), &mut cache, true).unwrap();
+        let delta = make_blob("f", &ver("v2"), second.clone(), &mut cache, true).unwrap();
+        assert!(delta.base.is_some());
+        let blobs = [delta, base];
+        assert_eq!(
+            super::super::field_value_bytes("f", "v2", &blobs).unwrap(),
+            second
+        );
+        assert_eq!(
+            super::super::field_value_bytes("f", "v1", &blobs).unwrap(),
+            first
+        );
+        assert!(super::super::field_value_bytes("f", "v2", &blobs[..1]).is_err());
+    }
+
     /// Writes `versions` through `make_blob`/`append_blob` as the executor does (appends when
     /// `appended` says so) and checks that every version rebuilds to the bytes the writer kept.
     fn write_and_rebuild(versions: &[serde_json::Value], appended: bool) -> Vec<FieldBlob> {

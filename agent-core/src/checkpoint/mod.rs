@@ -415,6 +415,20 @@ pub trait Checkpointer: Send + Sync + 'static {
     }
 }
 
+/// The whole encoding of `field` at `version`, rebuilt from `blobs` (its blob and the delta
+/// bases it builds on, compressed or not): what the executor's state decodes that field from.
+///
+/// For a saver that hands values to a store keeping every checkpoint's values whole (an
+/// adapter to another framework's saver): it decodes the field with the state's own
+/// `deserialize_field`, as a load would.
+pub fn field_value_bytes(
+    field: &str,
+    version: &str,
+    blobs: &[FieldBlob],
+) -> Result<Vec<u8>, String> {
+    codec::reconstruct(field, version, &codec::blob_index(blobs)).map(|(bytes, _)| bytes)
+}
+
 /// Blobs that a set of checkpoints needs: their versions plus the delta bases, transitively.
 /// (Only the PostgreSQL saver prunes by it.)
 #[cfg(feature = "postgres")]

@@ -1,10 +1,13 @@
 """LangGraph's `langgraph.types`: `Command`, `interrupt`, `Interrupt`, `StreamMode`,
-`RetryPolicy`, `CachePolicy`, `StateSnapshot`, `PregelTask`, `Durability`."""
+`StreamWriter`, `RetryPolicy`, `CachePolicy`, `StateSnapshot`, `PregelTask`, `Durability`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional, Sequence, Union
+
+StreamWriter = Callable[[Any], None]
+"""What `get_stream_writer()` returns and a node's `writer` parameter is."""
 
 StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
 

@@ -1,1 +1,1 @@
-"""Checkpointers: agent-core's savers."""
+"""Checkpointers: agent-core's savers (memory, SQLite, PostgreSQL), values in LangGraph's serializer format."""

@@ -71,11 +71,11 @@ def with_retry(func: Callable, retry_policy: Any, is_async: bool) -> Callable:
     if is_async:
 
         @functools.wraps(func)
-        async def retried(*args: Any) -> Any:
+        async def retried(*args: Any, **kwargs: Any) -> Any:
             failures = 0
             while True:
                 try:
-                    return await func(*args)
+                    return await func(*args, **kwargs)
                 except Exception as exc:
                     failures += 1
                     wait = _wait(policies, exc, failures)
@@ -87,11 +87,11 @@ def with_retry(func: Callable, retry_policy: Any, is_async: bool) -> Callable:
         return retried
 
     @functools.wraps(func)
-    def retried(*args: Any) -> Any:
+    def retried(*args: Any, **kwargs: Any) -> Any:
         failures = 0
         while True:
             try:
-                return func(*args)
+                return func(*args, **kwargs)
             except Exception as exc:
                 failures += 1
                 wait = _wait(policies, exc, failures)
@@ -120,19 +120,19 @@ def with_cache(name: str, func: Callable, policy: Any, cache: Any, is_async: boo
     if is_async:
 
         @functools.wraps(func)
-        async def cached(*args: Any) -> Any:
+        async def cached(*args: Any, **kwargs: Any) -> Any:
             key, hit, value = lookup(args[0])
             if hit:
                 return CachedWrites(value)
-            return keep(key, await func(*args))
+            return keep(key, await func(*args, **kwargs))
 
         return cached
 
     @functools.wraps(func)
-    def cached(*args: Any) -> Any:
+    def cached(*args: Any, **kwargs: Any) -> Any:
         key, hit, value = lookup(args[0])
         if hit:
             return CachedWrites(value)
-        return keep(key, func(*args))
+        return keep(key, func(*args, **kwargs))
 
     return cached

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
 from agentgraph import _native
+from agentgraph._stream import CONTEXT_KEY, StreamState, resumed
 from agentgraph.constants import END, START
 from agentgraph.errors import InvalidUpdateError
 from agentgraph.graph import _policies
@@ -66,13 +67,6 @@ def _schema_keys(schema: type) -> list[tuple[str, Optional[Callable], Any]]:
             reducer = _reducer(hint.__metadata__)
         keys.append((name, reducer, _initial(base) if reducer is not None else None))
     return keys
-
-
-def _takes_config(func: Callable) -> bool:
-    try:
-        return "config" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _is_async(func: Callable) -> bool:
@@ -207,9 +201,14 @@ class StateGraph:
         cache: Any = None,
         **_: Any,
     ) -> "CompiledStateGraph":
+        from agentgraph._runtime import NodeCall
+
+        # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for.
+        # Retry and cache policies wrap the function itself (`_policies`).
+        triggers = self._triggers()
         nodes = []
         for name, action in self.nodes.items():
-            takes_config, is_async = _takes_config(action), _is_async(action)
+            is_async = _is_async(action)
             retry_policy, cache_policy = self.policies.get(name, (None, None))
             if retry_policy is None:
                 retry_policy = self.default_policies[0]
@@ -217,12 +216,18 @@ class StateGraph:
                 cache_policy = self.default_policies[1]
             action = _policies.with_retry(action, retry_policy, is_async)
             action = _policies.with_cache(name, action, cache_policy, cache, is_async)
-            nodes.append((name, action, takes_config, is_async))
+            nodes.append((name, NodeCall(action, triggers[name]), True, is_async))
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
         if checkpointer and saver is None:
-            raise TypeError(f"agentgraph takes its own checkpointers for now, not {checkpointer!r}")
+            # A LangGraph `BaseCheckpointSaver`: agent-core stores through its methods.
+            if not all(callable(getattr(checkpointer, m, None)) for m in ("put", "put_writes", "get_tuple", "list")):
+                raise TypeError(f"not a checkpointer: {checkpointer!r}")
+            saver = checkpointer
+        keys = _schema_keys(self.state_schema)
+        if hasattr(checkpointer, "_bind_keys"):  # agentgraph's savers: LangGraph's read API
+            checkpointer._bind_keys([(name, reducer is not None) for name, reducer, _ in keys])
         native = _native.compile(
-            _schema_keys(self.state_schema),
+            keys,
             nodes,
             self.edges,
             self.branches,
@@ -230,7 +235,7 @@ class StateGraph:
             self._interrupt_nodes(interrupt_before),
             self._interrupt_nodes(interrupt_after),
         )
-        compiled = CompiledStateGraph(native, self)
+        compiled = CompiledStateGraph(native, self, triggers)
         compiled.interrupt_before_nodes = self._interrupt_nodes(interrupt_before)
         compiled.interrupt_after_nodes = self._interrupt_nodes(interrupt_after)
         return compiled
@@ -240,6 +245,23 @@ class StateGraph:
         if nodes == "*":
             return list(self.nodes)
         return list(nodes or ())
+
+    def _triggers(self) -> dict[str, tuple[str, ...]]:
+        """Each node's trigger channels as LangGraph names them (its tasks show them):
+        `branch:to:<node>`, and `join:<a>+<b>:<node>` for each join edge into it."""
+        channels: dict[str, list[str]] = {name: [f"branch:to:{name}"] for name in self.nodes}
+        for sources, target in self.edges:
+            if len(sources) > 1 and target in channels:
+                channels[target].append(f"join:{'+'.join(sources)}:{target}")
+        return {name: tuple(sorted(names)) for name, names in channels.items()}
+
+
+def _run_config(config: Optional[dict], context: Any) -> dict:
+    """The caller's config, with the run's `context` where nodes find it (a private key)."""
+    config = dict(config or {})
+    if context is not None:
+        config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
+    return config
 
 
 def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[list[str], bool]:
@@ -331,9 +353,10 @@ class CompiledStateGraph:
     interrupt_before_nodes: list = []
     interrupt_after_nodes: list = []
 
-    def __init__(self, native: Any, builder: StateGraph) -> None:
+    def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
         self.builder = builder
+        self._node_triggers = triggers
         self._order = {name: i for i, name in enumerate([START, *builder.nodes])}
 
     def _options(self, interrupt_before: Any, interrupt_after: Any, durability: Any, kwargs: dict) -> Optional[dict]:
@@ -346,26 +369,28 @@ class CompiledStateGraph:
         input: Any,
         config: Optional[dict] = None,
         *,
+        context: Any = None,
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
         **kwargs: Any,
     ) -> Any:
         options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        return self._native.invoke(input, dict(config or {}), options)
+        return self._native.invoke(input, _run_config(config, context), options)
 
     async def ainvoke(
         self,
         input: Any,
         config: Optional[dict] = None,
         *,
+        context: Any = None,
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
         **kwargs: Any,
     ) -> Any:
         options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        return await self._native.ainvoke(input, dict(config or {}), options)
+        return await self._native.ainvoke(input, _run_config(config, context), options)
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config, self._order)
@@ -455,6 +480,7 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        context: Any = None,
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
@@ -462,7 +488,11 @@ class CompiledStateGraph:
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged, False, options)
+        state = StreamState(modes, self._node_triggers)
+        run_config = _run_config(config, context)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(input, run_config, modes, tagged, state, False, parent, options)
+        yield from first
         while (part := stream.next()) is not None:
             yield part
 
@@ -472,6 +502,7 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
+        context: Any = None,
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
@@ -479,6 +510,11 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
         options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        stream = self._native.stream(input, dict(config or {}), modes, tagged, True, options)
+        state = StreamState(modes, self._node_triggers)
+        run_config = _run_config(config, context)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(input, run_config, modes, tagged, state, True, parent, options)
+        for part in first:
+            yield part
         while (part := await stream.anext()) is not None:
             yield part
