@@ -476,7 +476,8 @@ impl Cursor {
             StreamPart::Debug(DebugEvent::TaskResult {
                 step, node, error, ..
             }) => {
-                if wants.tasks || wants.debug {
+                // A task the node cache answered did not run: LangGraph shows no result.
+                if (wants.tasks || wants.debug) && !self.outbox.is_cached(step, &node) {
                     let paused = self.outbox.is_paused(step, &node);
                     let result = Traced::Result {
                         step,

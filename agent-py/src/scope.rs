@@ -182,6 +182,15 @@ impl NodeScope {
         Ok(())
     }
 
+    /// Notes that the task's writes came from the node cache (it has no result to show).
+    fn task_cached(&self) -> PyResult<()> {
+        if let Some(outbox) = &self.outbox {
+            let ctx = self.ctx()?;
+            outbox.put_cached(ctx.step(), ctx.node().to_owned());
+        }
+        Ok(())
+    }
+
     /// Notes that the task paused (its result shows its interrupts, after the run's).
     fn task_paused(&self) -> PyResult<()> {
         if let Some(outbox) = &self.outbox {

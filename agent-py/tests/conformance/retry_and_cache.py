@@ -147,6 +147,16 @@ for _ in range(3):
 print(attempts)
 
 
+# A cache hit in the `tasks` mode: the task starts, and shows no result (it did not run).
+builder = StateGraph(S)
+builder.add_node("slow", lambda s: {"log": [s["n"]]}, cache_policy=CachePolicy())
+builder.add_edge(START, "slow")
+graph = builder.compile(cache=InMemoryCache())
+for _ in range(2):
+    parts = list(graph.stream({"n": 1, "log": []}, stream_mode=["tasks", "updates"]))
+    print([(mode, {k: v for k, v in chunk.items() if k != "id"}) for mode, chunk in parts])
+
+
 async def main():
     calls.clear()
 
