@@ -456,8 +456,10 @@ impl NodeContext {
         *usage.entry(key.to_owned()).or_default() += amount;
     }
 
-    /// Starts a new attempt (retries call the node again from the top).
-    pub(crate) fn restart_attempt(&self) {
+    /// Starts a new attempt: the node is called again from the top, so its `interrupt()`
+    /// calls count from the first again and take the resume values in order. Retry layers
+    /// call it before each attempt (agent-core's own, or one around a foreign function).
+    pub fn restart_attempt(&self) {
         let mut slots = self
             .inner
             .interrupts

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::checkpoint::{CheckpointRecord, Checkpointer, ListFilter, Source, WriteKind};
 use crate::checkpoint::{codec, interning};
-use crate::compiled::CompiledGraph;
+use crate::command::Goto;
+use crate::compiled::{CompiledGraph, Outgoing};
 use crate::config::{RunConfig, new_run_id};
 use crate::constants::START;
 use crate::error::GraphError;
@@ -76,6 +77,10 @@ pub struct StateSnapshot<S> {
     pub tasks: Vec<PendingTask>,
     /// Every pending interrupt.
     pub interrupts: Vec<Interrupt>,
+    /// The nodes whose writes made this checkpoint's step (`__start__` for an input, none
+    /// for the thread's first checkpoint): what `update_state` takes as its `as_node` when
+    /// given none, as LangGraph infers it.
+    pub writers: Vec<String>,
 }
 
 impl<S> StateSnapshot<S> {
@@ -192,6 +197,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             metadata: record.metadata.to_json(),
             step: record.step,
             created_at_ms: record.created_at_ms,
+            writers: restored.writers,
             values: restored.state,
             next,
             tasks,
@@ -294,6 +300,21 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         update: S::Update,
         as_node: Option<&str>,
     ) -> Result<RunConfig, GraphError> {
+        self.update_state_with_goto(config, update, as_node, Vec::new())
+            .await
+    }
+
+    /// [`update_state`](Self::update_state) with a `Command`'s `goto` too (LangGraph's
+    /// `update_state(config, Command(update=..., goto=...), as_node)`): the next step runs
+    /// these besides what `as_node`'s edges route to (without `as_node`, besides the nodes
+    /// that were next).
+    pub async fn update_state_with_goto(
+        &self,
+        config: &RunConfig,
+        update: S::Update,
+        as_node: Option<&str>,
+        goto: Vec<Goto<S>>,
+    ) -> Result<RunConfig, GraphError> {
         let saver = self.saver_for(config, "update_state")?.clone();
         let thread = thread_of(config)?.to_owned();
         // Only an explicit checkpoint id can be an older one; ask for the latest record alone
@@ -369,8 +390,11 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 Some(n) => &graph.out[n],
             };
             let routes = executor::route(graph, outgoing, &run.state);
+            run.frontier.fire(graph, outgoing, node, goto, routes)?;
+            run.frontier.settle_joins(graph);
+        } else if !goto.is_empty() {
             run.frontier
-                .fire(graph, outgoing, node, Vec::new(), routes)?;
+                .fire(graph, &Outgoing::default(), None, goto, Vec::new())?;
             run.frontier.settle_joins(graph);
         }
         run.step = step;

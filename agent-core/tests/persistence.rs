@@ -216,6 +216,197 @@ async fn interrupt_after_pauses_after_the_node() {
 }
 
 #[tokio::test]
+async fn interrupt_after_the_last_node_is_a_pause() {
+    let graph = chat_graph(Arc::new(agent_core::InMemorySaver::new()));
+    let config = thread("after-last").interrupt_after(["chat"]);
+    let out = graph.invoke(human("hi"), config.clone()).await.unwrap();
+    assert_eq!(out.messages.len(), 2);
+    assert!(out.next.is_empty(), "nothing is left to run");
+    assert!(
+        out.paused && out.is_paused(),
+        "yet the run paused after `chat`"
+    );
+    // Continuing has nothing to run: the run finishes, unpaused.
+    let out = graph
+        .invoke(Input::Continue, thread_of(&config))
+        .await
+        .unwrap();
+    assert_eq!(out.messages.len(), 2);
+    assert!(!out.paused && !out.is_paused());
+    // Without the interrupt, the same run is no pause.
+    let out = graph
+        .invoke(human("hi"), thread("after-last-none"))
+        .await
+        .unwrap();
+    assert!(!out.paused);
+}
+
+#[tokio::test]
+async fn snapshots_name_the_nodes_that_wrote_their_step() {
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_node("b", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_node("c", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("a", "c")
+        .add_edge(["b", "c"], END)
+        .compile_with(Arc::new(agent_core::InMemorySaver::new()))
+        .unwrap();
+    let config = thread("writers");
+    graph.invoke(human("hi"), config.clone()).await.unwrap();
+    let history = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let writers: Vec<Vec<String>> = history.iter().map(|s| s.writers.clone()).collect();
+    assert_eq!(
+        writers,
+        [vec!["b", "c"], vec!["a"], vec![START], vec![]],
+        "newest first: the join step, `a`, the input, the thread's first checkpoint"
+    );
+    graph
+        .update_state(&config, ChatUpdate::default(), Some("b"))
+        .await
+        .unwrap();
+    let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+    assert_eq!(snapshot.writers, ["b"]);
+}
+
+#[tokio::test]
+async fn continuing_from_an_addressed_checkpoint_forks_it_first() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["a".to_owned()])
+        })
+        .add_node("b", move |_s: Arc<Chat>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { ChatUpdate::default().messages(vec!["b".to_owned()]) }
+        })
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", END)
+        .compile_with(Arc::new(agent_core::InMemorySaver::new()))
+        .unwrap();
+    let config = thread("replay");
+    graph.invoke(Chat::default(), config.clone()).await.unwrap();
+    let history = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let after_a = history.iter().find(|s| s.step == 1).unwrap();
+    assert_eq!(after_a.next, ["b"]);
+
+    // Time travel: a `fork` copy of the addressed checkpoint, then the branch's steps.
+    let out = graph
+        .invoke(Input::Continue, after_a.config.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.messages, ["a", "b"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "b ran again on the branch");
+    let branch = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let lineage: Vec<(&str, i64)> = branch
+        .iter()
+        .take(2)
+        .map(|s| (s.metadata["source"].as_str().unwrap(), s.step))
+        .collect();
+    assert_eq!(lineage, [("loop", 3), ("fork", 2)]);
+    assert_eq!(branch[1].next, ["b"]);
+    assert_eq!(
+        branch[1].parent_config.as_ref().unwrap().checkpoint_id,
+        after_a.config.checkpoint_id,
+        "the fork hangs off the addressed checkpoint"
+    );
+    assert_eq!(
+        branch.len(),
+        history.len() + 2,
+        "the original branch is intact"
+    );
+
+    // An update's checkpoint, still the latest, is a branch already: no second fork.
+    let updated = graph
+        .update_state(&after_a.config, ChatUpdate::default(), Some("a"))
+        .await
+        .unwrap();
+    graph.invoke(Input::Continue, updated).await.unwrap();
+    let latest = graph
+        .get_state_history(&config, &ListFilter::default())
+        .await
+        .unwrap();
+    let sources: Vec<&str> = latest
+        .iter()
+        .take(2)
+        .map(|s| s.metadata["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        ["loop", "fork"],
+        "the update's own checkpoint, then b's step"
+    );
+    assert_eq!(latest.len(), branch.len() + 2);
+}
+
+#[tokio::test]
+async fn an_update_with_a_goto_adds_to_the_next_step() {
+    let graph = StateGraph::<Chat>::new()
+        .add_node("a", |_s: Arc<Chat>| async {
+            ChatUpdate::default().turns(1)
+        })
+        .add_node("b", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["b".to_owned()])
+        })
+        .add_node("c", |_s: Arc<Chat>| async {
+            ChatUpdate::default().messages(vec!["c".to_owned()])
+        })
+        .add_edge(START, "a")
+        // `c` is reachable (the router never picks it): only a goto runs it here.
+        .add_conditional_edges("a", |_: &Chat| "b", [("b", "b"), ("c", "c")])
+        .add_edge("b", END)
+        .add_edge("c", END)
+        .compile_with(Arc::new(agent_core::InMemorySaver::new()))
+        .unwrap();
+    let config = thread("goto").interrupt_before(["b"]);
+    graph.invoke(Chat::default(), config.clone()).await.unwrap();
+    let plain = thread_of(&config);
+    graph
+        .update_state_with_goto(
+            &plain,
+            ChatUpdate::default().turns(5),
+            Some("a"),
+            vec!["c".into()],
+        )
+        .await
+        .unwrap();
+    let snapshot = graph.get_state(&plain).await.unwrap().unwrap();
+    assert_eq!(snapshot.next, ["b", "c"], "a's edge and the goto");
+    assert_eq!(snapshot.values.turns, 6);
+    let out = graph.invoke(Input::Continue, plain.clone()).await.unwrap();
+    assert_eq!(out.messages, ["b", "c"]);
+    // Without as_node, the goto joins whatever was next (nothing, once finished).
+    graph
+        .update_state_with_goto(&plain, ChatUpdate::default(), None, vec!["c".into()])
+        .await
+        .unwrap();
+    let snapshot = graph.get_state(&plain).await.unwrap().unwrap();
+    assert_eq!(snapshot.next, ["c"]);
+}
+
+fn thread_of(config: &RunConfig) -> RunConfig {
+    RunConfig::default().thread_id(config.thread_id.clone().unwrap_or_default())
+}
+
+#[tokio::test]
 async fn per_run_interrupts_work_too() {
     let graph = chat_graph(Arc::new(agent_core::InMemorySaver::new()));
     let config = thread("per-run").interrupt_before(["chat"]);

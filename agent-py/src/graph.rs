@@ -116,7 +116,7 @@ pub fn compile(
 ///
 /// `durability=` arrives where LangGraph keeps it, `configurable["__pregel_durability"]`;
 /// without it a run checkpoints in the background (`async`), LangGraph's default.
-fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
+pub(crate) fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
     let mut run = RunConfig::default()
         .recursion_limit(DEFAULT_RECURSION_LIMIT)
         .durability(Durability::Async);
@@ -215,10 +215,11 @@ impl NativeGraph {
         &self,
         input: &Bound<'_, PyAny>,
         config: &Bound<'_, PyDict>,
+        options: Option<&Bound<'_, PyDict>>,
         locals: Option<pyo3_async_runtimes::TaskLocals>,
     ) -> PyResult<(Input<PyState>, RunConfig, RunGuard)> {
         let input = self.input(input)?;
-        let run = run_config(config)?;
+        let run = crate::run_options::apply(run_config(config)?, options)?;
         let run_id = run.run_id.clone().unwrap_or_default();
         let guard = RunGuard::register(
             run_id,
@@ -234,13 +235,15 @@ impl NativeGraph {
 #[pymethods]
 impl NativeGraph {
     /// Runs to the end (or a pause) and returns the state dict.
+    #[pyo3(signature = (input, config, options=None))]
     fn invoke(
         &self,
         py: Python<'_>,
         input: Bound<'_, PyAny>,
         config: Bound<'_, PyDict>,
+        options: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let (input, run, guard) = self.start(&input, &config, None)?;
+        let (input, run, guard) = self.start(&input, &config, options.as_ref(), None)?;
         let graph = self.graph.clone();
         let result = py.detach(move || {
             let out = pyo3_async_runtimes::tokio::get_runtime().block_on(graph.invoke(input, run));
@@ -254,14 +257,16 @@ impl NativeGraph {
     }
 
     /// `invoke` as an awaitable; async nodes are awaited on the caller's loop.
+    #[pyo3(signature = (input, config, options=None))]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
         input: Bound<'py, PyAny>,
         config: Bound<'py, PyDict>,
+        options: Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
-        let (input, run, guard) = self.start(&input, &config, Some(locals))?;
+        let (input, run, guard) = self.start(&input, &config, options.as_ref(), Some(locals))?;
         let graph = self.graph.clone();
         let schema = self.schema.clone();
         crate::bridge::spawn(py, async move {
@@ -274,9 +279,8 @@ impl NativeGraph {
         })
     }
 
-    /// The thread's latest checkpoint (or `config`'s `checkpoint_id`) as
-    /// `(values, next, configurable, metadata, created_at_ms, parent_configurable, interrupts)`,
-    /// or `None` for a thread with none.
+    /// The thread's latest checkpoint (or `config`'s `checkpoint_id`) as a tuple
+    /// ([`crate::thread::snapshot_tuple`]), or `None` for a thread with none.
     fn get_state(
         &self,
         py: Python<'_>,
@@ -289,38 +293,14 @@ impl NativeGraph {
                 pyo3_async_runtimes::tokio::get_runtime().block_on(graph.get_state(&run))
             })
             .map_err(|error| to_py_err(py, error, &self.schema))?;
-        let Some(snapshot) = snapshot else {
-            return Ok(None);
-        };
-        let configurable = |config: &RunConfig| -> PyResult<Bound<'_, PyDict>> {
-            let dict = PyDict::new(py);
-            dict.set_item("thread_id", config.thread_id.as_deref())?;
-            dict.set_item("checkpoint_ns", &config.checkpoint_ns)?;
-            dict.set_item("checkpoint_id", config.checkpoint_id.as_deref())?;
-            Ok(dict)
-        };
-        let parent = match &snapshot.parent_config {
-            Some(parent) => configurable(parent)?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let tuple = PyTuple::new(
-            py,
-            [
-                snapshot.values.to_dict(py, &self.schema)?.into_any(),
-                PyTuple::new(py, next_tasks(&snapshot))?.into_any(),
-                configurable(&snapshot.config)?.into_any(),
-                from_json(py, &snapshot.metadata)?,
-                snapshot.created_at_ms.into_pyobject(py)?.into_any(),
-                parent,
-                PyTuple::new(py, interrupts_list(py, &snapshot.interrupts)?)?.into_any(),
-            ],
-        )?;
-        Ok(Some(tuple.unbind()))
+        snapshot
+            .map(|s| Ok(crate::thread::snapshot_tuple(py, self, &s)?.unbind()))
+            .transpose()
     }
 
     /// Starts a run whose parts are read with `next` / `anext`; with `subgraphs`, each part
     /// is `(namespace, chunk)` (`(namespace, mode, chunk)` when `tagged`).
-    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false, parent_checkpoint=None, subgraphs=false))]
+    #[pyo3(signature = (input, config, modes, tagged, state, is_async=false, parent_checkpoint=None, options=None, subgraphs=false))]
     #[allow(clippy::too_many_arguments)] // what `stream` and `astream` hand over
     fn stream(
         &self,
@@ -332,6 +312,7 @@ impl NativeGraph {
         state: Py<PyAny>,
         is_async: bool,
         parent_checkpoint: Option<String>,
+        options: Option<Bound<'_, PyDict>>,
         subgraphs: bool,
     ) -> PyResult<NativeStream> {
         let (core_modes, wants) = stream_modes(&modes)?;
@@ -346,7 +327,7 @@ impl NativeGraph {
         } else {
             None
         };
-        let (input, run, guard) = self.start(&input, &config, locals)?;
+        let (input, run, guard) = self.start(&input, &config, options.as_ref(), locals)?;
         let run_id = run.run_id.clone().unwrap_or_default();
         let thread_id = run.thread_id.clone();
         let outbox = Arc::new(Outbox::new(modes, state));
@@ -385,7 +366,7 @@ impl NativeGraph {
 
 /// LangGraph's `next`: a name per task still to run (a node sent three `Send`s is there three
 /// times; agent-core's `next` names each node once).
-fn next_tasks(snapshot: &agent_core::StateSnapshot<PyState>) -> Vec<&str> {
+pub(crate) fn next_tasks(snapshot: &agent_core::StateSnapshot<PyState>) -> Vec<&str> {
     if snapshot.tasks.is_empty() {
         return snapshot.next.iter().map(String::as_str).collect();
     }
@@ -411,7 +392,10 @@ fn output_dict(
 }
 
 /// `[Interrupt(value=..., id=...), ...]`.
-fn interrupts_list<'py>(py: Python<'py>, interrupts: &[Interrupt]) -> PyResult<Bound<'py, PyList>> {
+pub(crate) fn interrupts_list<'py>(
+    py: Python<'py>,
+    interrupts: &[Interrupt],
+) -> PyResult<Bound<'py, PyList>> {
     let class = py.import("agentgraph.types")?.getattr("Interrupt")?;
     let list = PyList::empty(py);
     for interrupt in interrupts {
@@ -546,7 +530,8 @@ impl Cursor {
             StreamPart::Debug(DebugEvent::TaskResult {
                 step, node, error, ..
             }) => {
-                if wants.tasks || wants.debug {
+                // A task the node cache answered did not run: LangGraph shows no result.
+                if (wants.tasks || wants.debug) && !self.outbox.is_cached(step, &node) {
                     let paused = self.outbox.is_paused(step, &node);
                     let result = Traced::Result {
                         step,
@@ -693,9 +678,9 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
     let Ok(output) = stream.into_output().await else {
         return Next::End;
     };
-    if output.interrupts.is_empty() && !output.next.is_empty() && cursor.updates {
-        // A static breakpoint (`interrupt_before`/`interrupt_after`): LangGraph streams an
-        // empty `__interrupt__` update.
+    if output.interrupts.is_empty() && output.paused && cursor.updates {
+        // A static breakpoint (`interrupt_before`/`interrupt_after`, after the last node
+        // too): LangGraph streams an empty `__interrupt__` update.
         cursor.tail.push_back(Next::Interrupts(Vec::new()));
     }
     if !output.interrupts.is_empty() {
@@ -806,6 +791,11 @@ fn root_part_to_py(
         StreamPart::Updates { node, update } => {
             let dict = PyDict::new(py);
             dict.set_item(node, update.to_py(py, schema)?)?;
+            if update.cached {
+                let metadata = PyDict::new(py);
+                metadata.set_item("cached", true)?;
+                dict.set_item("__metadata__", metadata)?;
+            }
             ("updates", dict.into_any())
         }
         StreamPart::Custom { value, .. } => match facts.outbox.take(&value) {

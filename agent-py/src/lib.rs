@@ -67,6 +67,17 @@
 //!   store travels in the run's config to the nodes that ask for it.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
+//! - **Thread API** (`thread`): `get_state_history` and `update_state` over agent-core's
+//!   `state_api`; snapshots cross as tuples that `agentgraph.graph.state` turns into
+//!   LangGraph's `StateSnapshot`. The rules LangGraph applies around them (which node an
+//!   update counts as, the order of next tasks) live there too, in Python, beside the types.
+//! - **Run options** (`run_options`): `interrupt_before`/`interrupt_after`/`durability` of one
+//!   run, into agent-core's `RunConfig`.
+//! - **Retry and cache policies** are Python wrappers around the node function
+//!   (`agentgraph.graph._policies`): their decisions are Python calls (`retry_on`,
+//!   `key_func`), so agent-core's Rust layers would only add crossings. A cache hit returns
+//!   `CachedWrites`, which `nodes` marks on the update (`PyUpdate::cached`) for the `updates`
+//!   stream.
 //! - **A task's config and arguments** (`agentgraph._runtime`, `agentgraph._stream`): each node
 //!   call gets the config LangGraph builds for a task (`langgraph_*` metadata, the task's
 //!   `checkpoint_ns`), set as LangChain's config context variable too, and the arguments its
@@ -88,6 +99,7 @@ mod graph;
 mod langgraph_saver;
 mod nodes;
 mod outbox;
+mod run_options;
 mod runs;
 mod saver;
 mod schema;
@@ -96,6 +108,7 @@ mod state;
 mod store;
 mod subgraph;
 mod subgraph_stream;
+mod thread;
 mod value;
 
 use pyo3::prelude::*;
@@ -105,6 +118,8 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
+    m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::ainvoke_in, m)?)?;

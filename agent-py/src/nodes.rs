@@ -181,7 +181,10 @@ fn output(
         return Ok(NodeOutput::Update(PyUpdate::default()));
     }
     if let Ok(dict) = out.cast::<PyDict>() {
-        return Ok(NodeOutput::Update(PyUpdate::from_dict(schema, dict)?));
+        let mut update = PyUpdate::from_dict(schema, dict)?;
+        // A result from the node cache (`agentgraph.graph._policies.CachedWrites`).
+        update.cached = !out.is_exact_instance_of::<PyDict>() && is_cached(py, out)?;
+        return Ok(NodeOutput::Update(update));
     }
     if let Some(command) = crate::command::from_py(py, schema, out)? {
         return Ok(NodeOutput::Command(command));
@@ -191,6 +194,13 @@ fn output(
     Err(PyErr::from_value(
         class.call1((format!("Expected dict, got {}", out.repr()?),))?,
     ))
+}
+
+/// Whether a node's dict is `CachedWrites`: its writes came from the node cache.
+fn is_cached(py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static CLASS: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+    let class = CLASS.import(py, "agentgraph.graph._policies", "CachedWrites")?;
+    out.is_instance(class)
 }
 
 /// A router: the Python path function returns the destinations (node names and `Send`s),

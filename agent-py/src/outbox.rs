@@ -28,6 +28,8 @@ pub struct Outbox {
     results: Mutex<HashMap<(i64, String), Py<PyAny>>>,
     /// Tasks that paused on `interrupt()`.
     paused: Mutex<HashSet<(i64, String)>>,
+    /// Tasks whose writes came from the node cache: LangGraph reports no result for them.
+    cached: Mutex<HashSet<(i64, String)>>,
     /// The stream modes asked for, by LangGraph's names.
     pub modes: Vec<String>,
     /// The stream's Python state (`agentgraph._stream.StreamState`: the messages handler).
@@ -42,6 +44,7 @@ impl Outbox {
             next: AtomicU64::new(0),
             results: Mutex::default(),
             paused: Mutex::default(),
+            cached: Mutex::default(),
             modes,
             state,
         }
@@ -74,6 +77,20 @@ impl Outbox {
         if let Ok(mut paused) = self.paused.lock() {
             paused.insert((step, node));
         }
+    }
+
+    /// Notes that the task `node` of `step` read its writes from the node cache.
+    pub fn put_cached(&self, step: i64, node: String) {
+        if let Ok(mut cached) = self.cached.lock() {
+            cached.insert((step, node));
+        }
+    }
+
+    /// Whether the task `node` of `step` read its writes from the node cache.
+    pub fn is_cached(&self, step: i64, node: &str) -> bool {
+        self.cached
+            .lock()
+            .is_ok_and(|cached| cached.contains(&(step, node.to_owned())))
     }
 
     /// Whether the task `node` of `step` paused.

@@ -114,6 +114,13 @@ impl NodeScope {
         }
     }
 
+    /// Starts the node's next attempt (a retry): its `interrupt()` calls count from the
+    /// first again, so a resumed pause is answered again rather than asked anew.
+    fn restart_attempt(&self) -> PyResult<()> {
+        self.context()?.restart_attempt();
+        Ok(())
+    }
+
     /// The node's name.
     #[getter]
     fn node(&self) -> PyResult<String> {
@@ -186,6 +193,15 @@ impl NodeScope {
         if let Some(outbox) = &self.outbox {
             let ctx = self.context()?;
             outbox.put_result(ctx.step(), ctx.node().to_owned(), outcome);
+        }
+        Ok(())
+    }
+
+    /// Notes that the task's writes came from the node cache (it has no result to show).
+    fn task_cached(&self) -> PyResult<()> {
+        if let Some(outbox) = &self.outbox {
+            let ctx = self.context()?;
+            outbox.put_cached(ctx.step(), ctx.node().to_owned());
         }
         Ok(())
     }

@@ -25,6 +25,9 @@ pub struct PyState {
 pub struct PyUpdate {
     pub(crate) schema: Option<Arc<Schema>>,
     pub(crate) writes: Vec<(u8, PyValue)>,
+    /// Read from the node cache rather than written by the node running (the `updates`
+    /// stream says so, as LangGraph does); not stored.
+    pub(crate) cached: bool,
 }
 
 /// A stored update names its schema by id and by its keys (name and slot): ids are numbered
@@ -84,7 +87,11 @@ impl<'de> Deserialize<'de> for PyUpdate {
                     D::Error::custom(format!("no live graph has state schema {id}"))
                 })?),
             };
-        Ok(PyUpdate { schema, writes })
+        Ok(PyUpdate {
+            schema,
+            writes,
+            cached: false,
+        })
     }
 }
 
@@ -128,6 +135,7 @@ impl PyUpdate {
         Ok(PyUpdate {
             schema: Some(schema.clone()),
             writes,
+            cached: false,
         })
     }
 
@@ -205,6 +213,7 @@ impl GraphState for PyState {
         PyUpdate {
             schema: self.schema,
             writes,
+            cached: false,
         }
     }
 

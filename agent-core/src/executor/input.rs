@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::checkpoint::Source;
+use crate::checkpoint::{ListFilter, Source};
 use crate::command::Command;
 use crate::compiled::{Graph, Outgoing};
 use crate::config::{Durability, RunConfig};
@@ -13,7 +13,7 @@ use crate::constants::START;
 use crate::context::RunInfo;
 use crate::error::GraphError;
 use crate::runtime::AnyContext;
-use crate::state::GraphState;
+use crate::state::{FieldSet, GraphState};
 use crate::stream::Emitter;
 
 use super::algo::{self, FROM_START, Frontier};
@@ -248,6 +248,14 @@ impl<'g, S: GraphState> Run<'g, S> {
         if durable.checkpoint_id.is_none() {
             return Err(GraphError::NothingToResume(durable.thread_id.to_string()));
         }
+        if self.replay_forks().await? {
+            self.step += 1;
+            self.checkpoint(Source::Fork, None, FieldSet::EMPTY, &[])
+                .await?;
+        }
+        let Some(durable) = &mut self.durable else {
+            return Ok(());
+        };
         if let Some(update) = durable.pending_input.take() {
             let written = S::writes(&update);
             self.apply_input(update)?;
@@ -256,6 +264,45 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
         self.skip_before_once = true;
         Ok(())
+    }
+
+    /// Whether continuing from the checkpoint the config names (time travel) starts a new
+    /// branch with a `fork` checkpoint, as LangGraph's does: a copy of the addressed
+    /// checkpoint, so what this run writes never lands on a checkpoint other branches start
+    /// from. Not for an update's or a fork's checkpoint that is still the thread's latest
+    /// (it already is a branch of its own), nor for an input not applied yet.
+    ///
+    /// On the fork the step starts over: the addressed step's finished tasks run again,
+    /// its interrupts ask again (their writes, answers and pauses were by task, and the
+    /// fork's tasks are new ones).
+    async fn replay_forks(&mut self) -> Result<bool, GraphError> {
+        let addressed = self.info.config.checkpoint_id.is_some() && self.info.ns.is_root();
+        let Some(durable) = &mut self.durable else {
+            return Ok(false);
+        };
+        if !addressed || durable.pending_input.is_some() {
+            return Ok(false);
+        }
+        let superseded = || async {
+            let latest = durable
+                .saver
+                .list(
+                    &durable.thread_id,
+                    &durable.ns,
+                    &ListFilter {
+                        limit: Some(1),
+                        ..ListFilter::default()
+                    },
+                )
+                .await?;
+            Ok::<bool, GraphError>(latest.first().map(|r| &r.id) != durable.checkpoint_id.as_ref())
+        };
+        let branch = matches!(durable.loaded_source, Some(Source::Update | Source::Fork));
+        if branch && !superseded().await? {
+            return Ok(false);
+        }
+        durable.clear_step();
+        Ok(true)
     }
 
     /// The input step: the input is written as if by a node `__start__`, then START's edges

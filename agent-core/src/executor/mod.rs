@@ -373,6 +373,7 @@ impl<S: GraphState> Run<'_, S> {
             state: Arc::try_unwrap(self.state).unwrap_or_else(|shared| (*shared).clone()),
             interrupts: self.interrupts,
             next,
+            paused: self.paused,
             checkpoint_id,
             steps: self.steps_run,
             tasks: self.tasks_run,

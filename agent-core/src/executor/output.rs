@@ -13,8 +13,12 @@ pub struct RunOutput<S> {
     pub state: S,
     /// Pauses requested by nodes (`interrupt()`); empty when the run finished.
     pub interrupts: Vec<Interrupt>,
-    /// Nodes that would run next: non-empty when the run paused.
+    /// Nodes that would run next: non-empty when the run paused before a step.
     pub next: Vec<String>,
+    /// Whether the run paused rather than finished: an interrupt, or a static interrupt
+    /// before or after a node. A pause after the graph's last node (`interrupt_after`) has
+    /// nothing `next`, yet is a pause (LangGraph reports it as one).
+    pub paused: bool,
     /// The last checkpoint written, when the graph has a checkpointer and a thread.
     pub checkpoint_id: Option<String>,
     /// Super-steps this run executed.
@@ -126,7 +130,7 @@ impl serde::Serialize for RunPath {
 impl<S> RunOutput<S> {
     /// Whether the run paused (an interrupt, or a static interrupt before/after a node).
     pub fn is_paused(&self) -> bool {
-        !self.interrupts.is_empty() || !self.next.is_empty()
+        self.paused || !self.interrupts.is_empty() || !self.next.is_empty()
     }
 
     /// The final state.

@@ -88,7 +88,10 @@ class StreamState:
         if self.handler is not None:
             self.handler.node_output(_node_meta(task.config()["metadata"]), out)
         if self.tasks:
-            task.scope.task_result({"result": _task_result(out)})
+            if type(out).__name__ == "CachedWrites":  # read from the node cache
+                task.scope.task_cached()
+            else:
+                task.scope.task_result({"result": _task_result(out)})
 
     def node_failed(self, task: Any, error: BaseException) -> None:
         if not self.tasks:

@@ -1,10 +1,10 @@
 """LangGraph's `langgraph.types`: `Command`, `Send`, `interrupt`, `Interrupt`, `StreamMode`,
-`StreamWriter`."""
+`StreamWriter`, `RetryPolicy`, `CachePolicy`, `StateSnapshot`, `PregelTask`, `Durability`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Literal, NamedTuple, Optional, Sequence, Union
 
 StreamWriter = Callable[[Any], None]
 """What `get_stream_writer()` returns and a node's `writer` parameter is."""
@@ -69,3 +69,119 @@ def interrupt(value: Any) -> Any:
     from agentgraph._runtime import current
 
     return current().interrupt(value)
+
+
+def default_retry_on(exc: BaseException) -> bool:
+    """Whether a node's exception is worth another attempt by default (LangGraph's rule):
+    connection errors and HTTP 5xx are; programming errors (`ValueError`, `TypeError`,
+    `LookupError`, ...) and OS errors are not; anything else is."""
+    if isinstance(exc, ConnectionError):
+        return True
+    status = _http_status(exc)
+    if status is not _NOT_HTTP:
+        return status is None or 500 <= status < 600
+    return not isinstance(
+        exc,
+        (
+            ValueError,
+            TypeError,
+            ArithmeticError,
+            ImportError,
+            LookupError,
+            NameError,
+            SyntaxError,
+            RuntimeError,
+            ReferenceError,
+            StopIteration,
+            StopAsyncIteration,
+            OSError,
+        ),
+    )
+
+
+_NOT_HTTP = object()
+
+
+def _http_status(exc: BaseException) -> Any:
+    """The status of an `httpx.HTTPStatusError` / `requests.HTTPError` (`None` for a
+    `requests` error without a response), or `_NOT_HTTP`; neither library is imported here."""
+    import sys
+
+    httpx = sys.modules.get("httpx")
+    if httpx is not None and isinstance(exc, httpx.HTTPStatusError):
+        return exc.response.status_code
+    requests = sys.modules.get("requests")
+    if requests is not None and isinstance(exc, requests.HTTPError):
+        return exc.response.status_code if exc.response else None
+    return _NOT_HTTP
+
+
+class RetryPolicy(NamedTuple):
+    """How a node is retried when it raises (LangGraph's `RetryPolicy`): `max_attempts`
+    counts the first; waits start at `initial_interval` seconds, grow by `backoff_factor` up
+    to `max_interval`, plus up to a second at random with `jitter`; `retry_on` is an exception
+    class, a sequence of them, or a predicate."""
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: Union[type[Exception], Sequence[type[Exception]], Callable[[Exception], bool]] = (
+        default_retry_on
+    )
+
+
+def default_cache_key(*args: Any, **kwargs: Any) -> bytes:
+    """A node input's cache key: its pickle, dicts and lists frozen so equal inputs agree."""
+    import pickle
+
+    return pickle.dumps((_freeze(args), _freeze(kwargs)), protocol=5, fix_imports=False)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_freeze(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """How a node's results are cached (LangGraph's `CachePolicy`): keyed by
+    `key_func(state)`, kept `ttl` seconds (forever when `None`)."""
+
+    key_func: Callable[..., Union[str, bytes]] = default_cache_key
+    ttl: Optional[int] = None
+
+
+class PregelTask(NamedTuple):
+    """A task of a checkpoint's next step (LangGraph's `PregelTask`)."""
+
+    id: str
+    name: str
+    path: tuple
+    error: Optional[Exception] = None
+    interrupts: tuple = ()
+    state: Any = None
+    result: Optional[Any] = None
+
+
+class StateSnapshot(NamedTuple):
+    """A thread's state at a checkpoint (LangGraph's `StateSnapshot`)."""
+
+    values: Union[dict, Any]
+    next: tuple
+    config: dict
+    metadata: Optional[dict]
+    created_at: Optional[str]
+    parent_config: Optional[dict]
+    tasks: tuple
+    interrupts: tuple
+
+
+Durability = Literal["sync", "async", "exit"]
+All = Literal["*"]

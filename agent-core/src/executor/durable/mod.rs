@@ -69,6 +69,8 @@ pub(crate) struct Durable<S: GraphState> {
     loaded_id: Option<Arc<str>>,
     /// The nodes whose writes made the restored checkpoint's step.
     pub(crate) writers: Vec<String>,
+    /// What made the restored checkpoint (a run's step, an update, a fork).
+    pub(crate) loaded_source: Option<Source>,
     /// Per field, the version of its last stored value.
     versions: Vec<Option<Arc<str>>>,
     /// Per field, what the next delta is computed against.
@@ -152,6 +154,7 @@ impl<S: GraphState> Durable<S> {
             checkpoint_id: None,
             loaded_id: None,
             writers: Vec::new(),
+            loaded_source: None,
             versions: vec![None; fields],
             caches: vec![None; fields],
             interner: Interner::default(),
@@ -168,6 +171,7 @@ impl<S: GraphState> Durable<S> {
         if let Some(restored) = &mut restored {
             durable.checkpoint_id = Some(restored.record.id.clone());
             durable.loaded_id = durable.checkpoint_id.clone();
+            durable.loaded_source = restored.record.source();
             durable.writers = std::mem::take(&mut restored.writers);
             durable.versions = std::mem::take(&mut restored.versions);
             durable.caches = std::mem::take(&mut restored.caches);

@@ -10,14 +10,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Optional, Union
 
 from agentgraph import _native
 from agentgraph._runtime import current_scope
 from agentgraph._stream import CONTEXT_KEY, STORE_KEY, StreamState, resumed
 from agentgraph.constants import END, START
-from agentgraph.graph import _schema
-from agentgraph.types import Send
+from agentgraph.errors import InvalidUpdateError
+from agentgraph.graph import _policies, _schema
+from agentgraph.types import Command, PregelTask, Send, StateSnapshot
 
 
 def _is_async(func: Callable) -> bool:
@@ -54,6 +55,12 @@ class StateGraph:
         self.nodes: dict[str, Callable] = {}
         # A node's input schema when it is not the state schema (given or annotated).
         self.node_schemas: dict[str, type] = {}
+        # Per node: its `retry_policy` and `cache_policy` (LangGraph's `add_node` keywords).
+        self.policies: dict[str, tuple[Any, Any]] = {}
+        self.default_policies: tuple[Any, Any] = (None, None)
+        self.node_metadata: dict[str, dict] = {}
+        # Conditional edges as given (source, path_map), for `get_graph()`.
+        self.drawn_branches: list[tuple[str, Any]] = []
         self.edges: list[tuple[list[str], str]] = []
         self.branches: list[tuple[str, Callable, Optional[list[str]]]] = []
         # The input schema each branch's path function is annotated with (or None).
@@ -65,8 +72,12 @@ class StateGraph:
         action: Optional[Callable] = None,
         *,
         input_schema: Optional[type] = None,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
         **kwargs: Any,
     ) -> "StateGraph":
+        if retry_policy is None:
+            retry_policy = kwargs.get("retry")  # LangGraph's deprecated spelling
         if not isinstance(node, str):
             node, action = _node_name(node), node
         if action is None:
@@ -79,6 +90,28 @@ class StateGraph:
         schema = _legacy(kwargs, "input", input_schema) or _schema.inferred_input(action)
         if schema is not None:
             self.node_schemas[node] = schema
+        if kwargs.get("metadata"):
+            self.node_metadata[node] = kwargs["metadata"]
+        if retry_policy is not None or cache_policy is not None:
+            self.policies[node] = (retry_policy, cache_policy)
+        return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        error_handler: Any = None,
+        timeout: Any = None,
+    ) -> "StateGraph":
+        """Policies for every node that does not set its own (applied at `compile()`)."""
+        if error_handler is not None or timeout is not None:
+            raise NotImplementedError("set_node_defaults: error_handler and timeout are not supported by agentgraph yet")
+        retry, cache = self.default_policies
+        self.default_policies = (
+            retry_policy if retry_policy is not None else retry,
+            cache_policy if cache_policy is not None else cache,
+        )
         return self
 
     def add_edge(self, start_key: Union[str, list[str]], end_key: str) -> "StateGraph":
@@ -111,6 +144,7 @@ class StateGraph:
 
         self.branches.append((source, route, destinations))
         self.branch_schemas.append(_schema.inferred_input(path))
+        self.drawn_branches.append((source, path_map))
         return self
 
     def add_sequence(self, nodes: Sequence[Union[Callable, tuple[str, Callable]]]) -> "StateGraph":
@@ -139,6 +173,7 @@ class StateGraph:
         interrupt_before: Optional[Sequence[str]] = None,
         interrupt_after: Optional[Sequence[str]] = None,
         store: Any = None,
+        cache: Any = None,
         **_: Any,
     ) -> "CompiledStateGraph":
         from agentgraph._runtime import NodeCall
@@ -151,6 +186,7 @@ class StateGraph:
                 keys.add(schema)
         # Every node gets `(state, config)`; `NodeCall` injects what its signature asks for,
         # and reads through the node's schema where that is not the graph's state dict.
+        # Retry and cache policies wrap the function itself (`_policies`).
         triggers = self._triggers()
         nodes = []
         for name, action in self.nodes.items():
@@ -159,6 +195,13 @@ class StateGraph:
                 nodes.append((name, action._native, False, False))
                 continue
             is_async = _is_async(action)
+            retry_policy, cache_policy = self.policies.get(name, (None, None))
+            if retry_policy is None:
+                retry_policy = self.default_policies[0]
+            if cache_policy is None:
+                cache_policy = self.default_policies[1]
+            action = _policies.with_retry(action, retry_policy, is_async)
+            action = _policies.with_cache(name, action, cache_policy, cache, is_async)
             call = NodeCall(action, triggers[name])
             read = _schema.reader(self.node_schemas.get(name, self.state_schema), keys)
             if read is not None:
@@ -182,8 +225,8 @@ class StateGraph:
             self.edges,
             branches,
             saver,
-            list(interrupt_before or ()),
-            list(interrupt_after or ()),
+            self._interrupt_nodes(interrupt_before),
+            self._interrupt_nodes(interrupt_after),
         )
         names = frozenset(keys.names)
         graph = CompiledStateGraph(native, self, triggers)
@@ -192,7 +235,15 @@ class StateGraph:
             graph._input_names = frozenset(keys.by_schema[self.input_schema])
         if keys.by_schema[self.output_schema] != keys.names:
             graph._output_names = tuple(keys.by_schema[self.output_schema])
+        graph.interrupt_before_nodes = self._interrupt_nodes(interrupt_before)
+        graph.interrupt_after_nodes = self._interrupt_nodes(interrupt_after)
         return graph
+
+    def _interrupt_nodes(self, nodes: Any) -> list[str]:
+        """A list of node names; LangGraph's `"*"` is every node."""
+        if nodes == "*":
+            return list(self.nodes)
+        return list(nodes or ())
 
     def _triggers(self) -> dict[str, tuple[str, ...]]:
         """Each node's trigger channels as LangGraph names them (its tasks show them):
@@ -218,18 +269,14 @@ def _legacy(kwargs: dict, name: str, given: Optional[type]) -> Optional[type]:
     return given or kwargs[name]
 
 
-def _run_config(
-    config: Optional[dict], context: Any, durability: Optional[str] = None, store: Any = None
-) -> dict:
+def _run_config(config: Optional[dict], context: Any, store: Any = None) -> dict:
     """The caller's config, with the run's `context` and the graph's store where nodes find
-    them (private keys), and `durability=` where LangGraph keeps it."""
+    them (private keys)."""
     config = dict(config or {})
     if context is not None:
         config["configurable"] = {**config.get("configurable", {}), CONTEXT_KEY: context}
     if store is not None:
         config["configurable"] = {**config.get("configurable", {}), STORE_KEY: store}
-    if durability is not None:
-        config["configurable"] = {**config.get("configurable", {}), "__pregel_durability": durability}
     return config
 
 
@@ -241,34 +288,78 @@ def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[
     return list(stream_mode), True
 
 
-class StateSnapshot(NamedTuple):
-    """A thread's state at a checkpoint (LangGraph's `StateSnapshot`)."""
-
-    values: dict
-    next: tuple
-    config: dict
-    metadata: Optional[dict]
-    created_at: Optional[str]
-    parent_config: Optional[dict]
-    tasks: tuple
-    interrupts: tuple
-
-
-def _snapshot(raw: Optional[tuple], config: dict) -> StateSnapshot:
+def _snapshot(raw: Optional[tuple], config: dict, order: dict) -> StateSnapshot:
+    """LangGraph's snapshot of the native tuple; `order` ranks nodes as LangGraph lists a
+    checkpoint's next tasks (`__start__`, then the nodes as added)."""
     if raw is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
-    values, next_, configurable, metadata, created_ms, parent, interrupts = raw
+    values, next_, configurable, metadata, created_ms, parent, interrupts, tasks, _ = raw
+    next_ = tuple(sorted(next_, key=lambda name: order.get(name, len(order))))
     created_at = datetime.fromtimestamp(created_ms / 1000, tz=timezone.utc).isoformat()
     return StateSnapshot(
         values,
         next_,
         {"configurable": configurable},
-        metadata,
+        _metadata(metadata),
         created_at,
         {"configurable": parent} if parent is not None else None,
-        (),
+        _tasks(tasks, next_, configurable, order),
         interrupts,
     )
+
+
+def _tasks(raw: tuple, next_: tuple, configurable: dict, order: dict) -> tuple:
+    tasks = [
+        PregelTask(id, name, ("__pregel_pull", name), error, interrupts)
+        for id, name, error, interrupts in raw
+    ]
+    # Sends' tasks first, as given; then the nodes' own, in LangGraph's order.
+    pulls = [t for t in tasks if ":pull:" in t.id]
+    pulls.sort(key=lambda task: order.get(task.name, len(order)))
+    tasks = [t for t in tasks if ":pull:" not in t.id] + pulls
+    if START in next_ and all(t.name != START for t in tasks):
+        # The input not yet applied: LangGraph shows it as a task of `__start__`.
+        id = f"{configurable.get('checkpoint_id')}:pull:{START}"
+        tasks.insert(0, PregelTask(id, START, ("__pregel_pull", START)))
+    return tuple(tasks)
+
+
+def _metadata(stored: Optional[dict]) -> Optional[dict]:
+    """A checkpoint's metadata as LangGraph shows it: `source`, `step`, what the run's config
+    added, `parents` (agent-core's `run_id` and an update's encoded `writes` are its own)."""
+    if stored is None:
+        return None
+    shown = {k: v for k, v in stored.items() if k not in ("run_id", "parents", "writes")}
+    if shown.get("source") == "fork" and "writes" in stored:
+        # agent-core names an update on an older checkpoint a fork; LangGraph 1.2 keeps
+        # `fork` for the copy time travel starts its branch with (which writes nothing).
+        shown["source"] = "update"
+    shown["parents"] = stored.get("parents", {})
+    return shown
+
+
+def _run_options(
+    builder: "StateGraph",
+    interrupt_before: Any,
+    interrupt_after: Any,
+    durability: Optional[str],
+    checkpoint_during: Optional[bool],
+) -> Optional[dict]:
+    """The run's keyword options for the native side (`None` when there are none)."""
+    if checkpoint_during is not None:
+        if durability is not None:
+            raise ValueError(
+                "Cannot use both `checkpoint_during` and `durability` parameters. Please use `durability` instead."
+            )
+        durability = "async" if checkpoint_during else "exit"
+    options: dict = {}
+    if interrupt_before is not None:
+        options["interrupt_before"] = builder._interrupt_nodes(interrupt_before)
+    if interrupt_after is not None:
+        options["interrupt_after"] = builder._interrupt_nodes(interrupt_after)
+    if durability is not None:
+        options["durability"] = durability
+    return options or None
 
 
 class CompiledStateGraph:
@@ -280,11 +371,14 @@ class CompiledStateGraph:
     _input_names: Optional[frozenset] = None
     _output_names: Optional[tuple] = None
     store: Any = None
+    interrupt_before_nodes: list = []
+    interrupt_after_nodes: list = []
 
     def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
         self.builder = builder
         self._node_triggers = triggers
+        self._order = {name: i for i, name in enumerate([START, *builder.nodes])}
 
     def _input(self, input: Any) -> Any:
         return _schema.input_update(input, self._input_names)
@@ -297,22 +391,30 @@ class CompiledStateGraph:
             picked["__interrupt__"] = out["__interrupt__"]
         return picked
 
+    def _options(self, interrupt_before: Any, interrupt_after: Any, durability: Any, kwargs: dict) -> Optional[dict]:
+        return _run_options(
+            self.builder, interrupt_before, interrupt_after, durability, kwargs.get("checkpoint_during")
+        )
+
     def invoke(
         self,
         input: Any,
         config: Optional[dict] = None,
         *,
         context: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
         durability: Optional[str] = None,
-        **_: Any,
+        **kwargs: Any,
     ) -> Any:
         scope = current_scope()
         if scope is not None:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
             return self._output(_native.invoke_in(self._native, scope, self._input(input)))
-        run_config = _run_config(config, context, durability, self.store)
-        return self._output(self._native.invoke(self._input(input), run_config))
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
+        run_config = _run_config(config, context, store=self.store)
+        return self._output(self._native.invoke(self._input(input), run_config, options))
 
     def _async_nodes(self) -> list[str]:
         names = []
@@ -345,22 +447,99 @@ class CompiledStateGraph:
         config: Optional[dict] = None,
         *,
         context: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
         durability: Optional[str] = None,
-        **_: Any,
+        **kwargs: Any,
     ) -> Any:
         scope = current_scope()
         if scope is not None:
             return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
-        run_config = _run_config(config, context, durability, self.store)
-        return self._output(await self._native.ainvoke(self._input(input), run_config))
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
+        run_config = _run_config(config, context, store=self.store)
+        return self._output(await self._native.ainvoke(self._input(input), run_config, options))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
-        return _snapshot(self._native.get_state(dict(config)), config)
+        return _snapshot(self._native.get_state(dict(config)), config, self._order)
 
     async def aget_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         import asyncio
 
         return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+
+    def get_state_history(
+        self,
+        config: dict,
+        *,
+        filter: Optional[dict] = None,
+        before: Optional[dict] = None,
+        limit: Optional[int] = None,
+    ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first (one alone when `config` names one)."""
+        for raw in _native.get_state_history(self._native, dict(config), filter, before, limit):
+            yield _snapshot(raw, config, self._order)
+
+    async def aget_state_history(
+        self,
+        config: dict,
+        *,
+        filter: Optional[dict] = None,
+        before: Optional[dict] = None,
+        limit: Optional[int] = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        import asyncio
+
+        history = await asyncio.to_thread(
+            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
+        )
+        for snapshot in history:
+            yield snapshot
+
+    def update_state(self, config: dict, values: Any, as_node: Optional[str] = None, **_: Any) -> dict:
+        """Writes `values` through the keys' reducers as if node `as_node` had returned them
+        (the checkpoint's last writer when it was one node), so the next step follows that
+        node's edges; on an older checkpoint this forks. Returns the new checkpoint's config."""
+        goto: list = []
+        if isinstance(values, Command):
+            if values.graph is not None or values.resume is not None:
+                raise InvalidUpdateError("update_state takes a Command's update and goto only")
+            goto = [values.goto] if isinstance(values.goto, str) else list(values.goto)
+            if not all(isinstance(name, str) for name in goto):
+                raise NotImplementedError("update_state: a Command's goto with Send is not supported yet")
+            values = values.update
+        if values is not None and not isinstance(values, dict):
+            raise InvalidUpdateError(
+                f"Expected dict, got {values!r}\nFor troubleshooting, visit: "
+                "https://docs.langchain.com/oss/python/langgraph/errors/INVALID_GRAPH_NODE_RETURN_VALUE"
+            )
+        if as_node is None:
+            as_node = self._last_writer(config)
+        if as_node != START and as_node not in self.builder.nodes:
+            raise InvalidUpdateError(f"Node {as_node} does not exist")
+        return {"configurable": _native.update_state(self._native, dict(config), values, as_node, goto)}
+
+    def _last_writer(self, config: dict) -> str:
+        """The node an update counts as when none is named (LangGraph's rule): the one that
+        last ran, `__start__` before any did, an error when several ran in that step. Updates
+        write without running, so their checkpoints are passed over."""
+        raw = self._native.get_state(dict(config))
+        while raw is not None and raw[3].get("source") in ("update", "fork") and raw[5] is not None:
+            raw = self._native.get_state({"configurable": raw[5]})
+        writers = list(dict.fromkeys(raw[8])) if raw is not None else []
+        if len(writers) > 1:
+            raise InvalidUpdateError("Ambiguous update, specify as_node")
+        return writers[0] if writers else START
+
+    async def aupdate_state(self, config: dict, values: Any, as_node: Optional[str] = None, **kwargs: Any) -> dict:
+        import asyncio
+
+        return await asyncio.to_thread(self.update_state, config, values, as_node, **kwargs)
+
+    def get_graph(self, config: Optional[dict] = None, *, xray: Any = False) -> Any:
+        """The graph's drawable structure (LangChain's `Graph`: `draw_mermaid()`, ...)."""
+        from agentgraph.graph._draw import draw
+
+        return draw(self.builder, self.interrupt_before_nodes, self.interrupt_after_nodes)
 
     def stream(
         self,
@@ -370,16 +549,19 @@ class CompiledStateGraph:
         stream_mode: Union[str, Sequence[str], None] = None,
         context: Any = None,
         subgraphs: bool = False,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
         durability: Optional[str] = None,
-        **_: Any,
+        **kwargs: Any,
     ) -> Iterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context, durability, self.store)
+        run_config = _run_config(config, context, store=self.store)
         input = self._input(input)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(
-            input, run_config, modes, tagged, state, False, parent, subgraphs=subgraphs
+            input, run_config, modes, tagged, state, False, parent, options, subgraphs=subgraphs
         )
         yield from first
         while (part := stream.next()) is not None:
@@ -393,16 +575,19 @@ class CompiledStateGraph:
         stream_mode: Union[str, Sequence[str], None] = None,
         context: Any = None,
         subgraphs: bool = False,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
         durability: Optional[str] = None,
-        **_: Any,
+        **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged = _modes(stream_mode, self.stream_mode)
+        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
         state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context, durability, self.store)
+        run_config = _run_config(config, context, store=self.store)
         input = self._input(input)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(
-            input, run_config, modes, tagged, state, True, parent, subgraphs=subgraphs
+            input, run_config, modes, tagged, state, True, parent, options, subgraphs=subgraphs
         )
         for part in first:
             yield part
