@@ -156,6 +156,11 @@ impl<S: GraphState> Run<'_, S> {
         stream: &TaskStream,
         done: &Result<Done<S>, GraphError>,
     ) -> Result<(), GraphError> {
+        // The update as JSON is for these two modes only: a state's serializer may be costly
+        // (agent-py's runs Python's), and `updates`/`values` streams never read it.
+        if !self.streams(StreamMode::Debug) && !self.streams(StreamMode::Events) {
+            return Ok(());
+        }
         let update = match done {
             Ok(Done::Output(writes)) => match streamed::<S>(&writes.updates).as_slice() {
                 [] => Value::Null,
