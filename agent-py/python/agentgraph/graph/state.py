@@ -396,6 +396,39 @@ class CompiledStateGraph:
             self.builder, interrupt_before, interrupt_after, durability, kwargs.get("checkpoint_during")
         )
 
+    def _run_args(
+        self, input: Any, config: Any, context: Any, before: Any, after: Any, durability: Any, kwargs: dict
+    ) -> tuple:
+        """The native run's arguments: the input through the input schema, the run's config,
+        its keyword options."""
+        options = self._options(before, after, durability, kwargs)
+        return self._input(input), _run_config(config, context, store=self.store), options
+
+    def _start_stream(
+        self,
+        input: Any,
+        config: Any,
+        stream_mode: Any,
+        context: Any,
+        subgraphs: bool,
+        before: Any,
+        after: Any,
+        durability: Any,
+        kwargs: dict,
+        *,
+        is_async: bool,
+    ) -> tuple:
+        """`stream`'s and `astream`'s start: the chunks a resumed run shows first, and the
+        native stream."""
+        modes, tagged = _modes(stream_mode, self.stream_mode)
+        input, run_config, options = self._run_args(input, config, context, before, after, durability, kwargs)
+        state = StreamState(modes, self._node_triggers)
+        first, parent = resumed(self, input, run_config, modes, tagged)
+        stream = self._native.stream(
+            input, run_config, modes, tagged, state, is_async, parent, options, subgraphs=subgraphs
+        )
+        return first, stream
+
     def invoke(
         self,
         input: Any,
@@ -412,9 +445,8 @@ class CompiledStateGraph:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
             return self._output(_native.invoke_in(self._native, scope, self._input(input)))
-        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        run_config = _run_config(config, context, store=self.store)
-        return self._output(self._native.invoke(self._input(input), run_config, options))
+        run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
+        return self._output(self._native.invoke(*run))
 
     def _async_nodes(self) -> list[str]:
         names = []
@@ -455,9 +487,8 @@ class CompiledStateGraph:
         scope = current_scope()
         if scope is not None:
             return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
-        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        run_config = _run_config(config, context, store=self.store)
-        return self._output(await self._native.ainvoke(self._input(input), run_config, options))
+        run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
+        return self._output(await self._native.ainvoke(*run))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return _snapshot(self._native.get_state(dict(config)), config, self._order)
@@ -554,14 +585,9 @@ class CompiledStateGraph:
         durability: Optional[str] = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
-        modes, tagged = _modes(stream_mode, self.stream_mode)
-        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context, store=self.store)
-        input = self._input(input)
-        first, parent = resumed(self, input, run_config, modes, tagged)
-        stream = self._native.stream(
-            input, run_config, modes, tagged, state, False, parent, options, subgraphs=subgraphs
+        first, stream = self._start_stream(
+            input, config, stream_mode, context, subgraphs, interrupt_before, interrupt_after,
+            durability, kwargs, is_async=False,
         )
         yield from first
         while (part := stream.next()) is not None:
@@ -580,14 +606,9 @@ class CompiledStateGraph:
         durability: Optional[str] = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        modes, tagged = _modes(stream_mode, self.stream_mode)
-        options = self._options(interrupt_before, interrupt_after, durability, kwargs)
-        state = StreamState(modes, self._node_triggers)
-        run_config = _run_config(config, context, store=self.store)
-        input = self._input(input)
-        first, parent = resumed(self, input, run_config, modes, tagged)
-        stream = self._native.stream(
-            input, run_config, modes, tagged, state, True, parent, options, subgraphs=subgraphs
+        first, stream = self._start_stream(
+            input, config, stream_mode, context, subgraphs, interrupt_before, interrupt_after,
+            durability, kwargs, is_async=True,
         )
         for part in first:
             yield part
