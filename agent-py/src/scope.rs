@@ -133,6 +133,13 @@ impl NodeScope {
         Ok(self.context()?.step())
     }
 
+    /// Whether the task was given a `Send`'s argument rather than the state (a node's input
+    /// schema reads only the state: a `Send`'s argument reaches the node as it was sent).
+    #[getter]
+    fn sent(&self) -> PyResult<bool> {
+        Ok(self.context()?.input::<crate::value::PyValue>().is_some())
+    }
+
     /// How many super-steps the run may still take, this one included (LangGraph's
     /// `RemainingSteps`).
     #[getter]

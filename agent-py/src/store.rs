@@ -1,10 +1,14 @@
-//! agent-core's `InMemoryStore` as the native half of `agentgraph.store.memory.InMemoryStore`.
+//! agent-core's stores (`InMemoryStore`, `SqliteStore`, `PostgresStore`) as the native half
+//! of `agentgraph.store.memory.InMemoryStore`, `agentgraph.store.sqlite.SqliteStore` and
+//! `agentgraph.store.postgres.PostgresStore` (one class: the backend is picked by the
+//! constructor).
 //!
 //! Ops and results cross as JSON text (`json.dumps` on the Python side, serde here): a
 //! store's values are JSON objects in agent-core, so a value goes through JSON once on the
 //! way in and once on the way out whatever the interface, and one string each way keeps this
 //! side to the ops' shapes. A store's calls block the caller without the GIL (parallel nodes
-//! share it); an index's `embed` is a Python callable, called under the GIL again.
+//! share it), on the tokio runtime the graphs run on (the SQL stores need its blocking pool and
+//! its sockets); an index's `embed` is a Python callable, called under the GIL again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,16 +16,17 @@ use std::time::Duration;
 use agent_core::BoxError;
 use agent_core::store::{
     Embed, GetOp, InMemoryStore, IndexChoice, IndexConfig, ListNamespacesOp, MatchCondition, Op,
-    OpResult, PutOp, SearchOp, Store, Ttl,
+    OpResult, PostgresStore, PutOp, SearchOp, SqliteStore, Store, StoreConfig, StoreError, Ttl,
+    TtlConfig,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
-/// The Rust store (`agentgraph.store.memory.InMemoryStore` wraps this one).
+/// The Rust store (`agentgraph.store`'s classes wrap this one).
 #[pyclass(frozen, name = "NativeStore", module = "agentgraph._native")]
 pub struct NativeStore {
-    store: Arc<InMemoryStore>,
+    store: Arc<dyn Store>,
 }
 
 /// An index's embedding function: a Python callable from a list of texts to their vectors.
@@ -112,8 +117,7 @@ impl JsonOp {
                 let ttl = match ttl {
                     Value::Null => Ttl::Never,
                     Value::Number(minutes) => {
-                        let minutes = minutes.as_f64().unwrap_or(0.0).max(0.0);
-                        Ttl::After(Duration::from_secs_f64(minutes * 60.0))
+                        Ttl::After(minutes_to_duration(minutes.as_f64().unwrap_or(0.0)))
                     }
                     _ => Ttl::StoreDefault,
                 };
@@ -169,23 +173,110 @@ fn result_json(result: OpResult) -> PyResult<Value> {
     }
 }
 
+/// A store's settings from the Python side: an index when `embed` is given (over `fields`,
+/// the whole value by default), TTL rules when `ttl` is (`(default minutes, refresh on read)`).
+fn store_config(
+    dims: Option<usize>,
+    embed: Option<Py<PyAny>>,
+    fields: Option<Vec<String>>,
+    ttl: Option<(Option<f64>, bool)>,
+) -> StoreConfig {
+    let mut config = StoreConfig::default();
+    if let Some(embed) = embed {
+        let mut index = IndexConfig::new(dims.unwrap_or(0), Arc::new(PyEmbed(embed)));
+        if let Some(fields) = fields {
+            index = index.fields(fields);
+        }
+        config.index = Some(index);
+    }
+    config.ttl = ttl.map(|(minutes, refresh_on_read)| TtlConfig {
+        default_ttl: minutes.map(minutes_to_duration),
+        refresh_on_read,
+        sweep_interval: None,
+    });
+    config
+}
+
+fn minutes_to_duration(minutes: f64) -> Duration {
+    Duration::from_secs_f64((minutes * 60.0).max(0.0))
+}
+
+/// A store error as Python's: an `embed` callable's own exception is raised as itself.
+fn store_err(error: StoreError) -> PyErr {
+    match error {
+        StoreError::Embed { source, .. } => match source.downcast::<PyErr>() {
+            Ok(error) => *error,
+            Err(source) => bad(source),
+        },
+        other => bad(other),
+    }
+}
+
+/// Runs a store's future to its end on the graphs' tokio runtime, without the GIL.
+fn block<T: Send>(
+    py: Python<'_>,
+    future: impl std::future::Future<Output = Result<T, StoreError>> + Send,
+) -> PyResult<T> {
+    py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(future))
+        .map_err(store_err)
+}
+
 #[pymethods]
 impl NativeStore {
-    /// A store; with `embed` (and `dims`), an index over `fields` (the whole value by default).
+    /// An in-memory store.
     #[new]
-    #[pyo3(signature = (dims=None, embed=None, fields=None))]
-    fn new(dims: Option<usize>, embed: Option<Py<PyAny>>, fields: Option<Vec<String>>) -> Self {
-        let mut store = InMemoryStore::new();
-        if let Some(embed) = embed {
-            let mut index = IndexConfig::new(dims.unwrap_or(0), Arc::new(PyEmbed(embed)));
-            if let Some(fields) = fields {
-                index = index.fields(fields);
-            }
-            store = store.with_index(index);
-        }
+    #[pyo3(signature = (dims=None, embed=None, fields=None, ttl=None))]
+    fn new(
+        dims: Option<usize>,
+        embed: Option<Py<PyAny>>,
+        fields: Option<Vec<String>>,
+        ttl: Option<(Option<f64>, bool)>,
+    ) -> Self {
+        let config = store_config(dims, embed, fields, ttl);
         NativeStore {
-            store: Arc::new(store),
+            store: Arc::new(InMemoryStore::new().with_config(config)),
         }
+    }
+
+    /// A store in the SQLite file at `path` (`None`: a private in-memory database).
+    #[staticmethod]
+    #[pyo3(signature = (path, dims=None, embed=None, fields=None, ttl=None))]
+    fn sqlite(
+        py: Python<'_>,
+        path: Option<String>,
+        dims: Option<usize>,
+        embed: Option<Py<PyAny>>,
+        fields: Option<Vec<String>>,
+        ttl: Option<(Option<f64>, bool)>,
+    ) -> PyResult<Self> {
+        let config = store_config(dims, embed, fields, ttl);
+        let store = py
+            .detach(|| match path {
+                Some(path) => SqliteStore::open(path),
+                None => SqliteStore::in_memory(),
+            })
+            .map_err(store_err)?;
+        Ok(NativeStore {
+            store: Arc::new(store.with_config(config)),
+        })
+    }
+
+    /// A store in the PostgreSQL database at `url` (its tables migrated on connecting).
+    #[staticmethod]
+    #[pyo3(signature = (url, dims=None, embed=None, fields=None, ttl=None))]
+    fn postgres(
+        py: Python<'_>,
+        url: String,
+        dims: Option<usize>,
+        embed: Option<Py<PyAny>>,
+        fields: Option<Vec<String>>,
+        ttl: Option<(Option<f64>, bool)>,
+    ) -> PyResult<Self> {
+        let config = store_config(dims, embed, fields, ttl);
+        let store = block(py, async move { PostgresStore::connect(&url).await })?;
+        Ok(NativeStore {
+            store: Arc::new(store.with_config(config)),
+        })
     }
 
     /// Applies a JSON list of ops in order; a JSON list of their results.
@@ -196,22 +287,17 @@ impl NativeStore {
             .map(JsonOp::into_op)
             .collect::<PyResult<Vec<Op>>>()?;
         let store = self.store.clone();
-        let results = py
-            .detach(|| futures::executor::block_on(store.batch(ops)))
-            .map_err(|error| match error {
-                // An `embed` callable's own exception is raised as itself.
-                agent_core::store::StoreError::Embed { source, .. } => {
-                    match source.downcast::<PyErr>() {
-                        Ok(error) => *error,
-                        Err(source) => bad(source),
-                    }
-                }
-                other => bad(other),
-            })?;
+        let results = block(py, async move { store.batch(ops).await })?;
         let results = results
             .into_iter()
             .map(result_json)
             .collect::<PyResult<Vec<Value>>>()?;
         serde_json::to_string(&results).map_err(bad)
+    }
+
+    /// Deletes the expired items; how many.
+    fn sweep(&self, py: Python<'_>) -> PyResult<usize> {
+        let store = self.store.clone();
+        block(py, async move { store.sweep_expired().await })
     }
 }

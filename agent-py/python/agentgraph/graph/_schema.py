@@ -181,18 +181,27 @@ def _update(out: Any) -> Any:
 
 def wrap_node(func: Callable, read: Callable, is_async: bool) -> Callable:
     """`func` reading through `read` and returning dicts: LangGraph's node mapper and its
-    update of a returned instance. Injected arguments (`config`, `writer`, ...) pass through."""
+    update of a returned instance. Injected arguments (`config`, `writer`, ...) pass through.
+    A `Send`'s argument is not the state: the node gets it as it was sent, as in LangGraph."""
     if is_async:
 
         async def run_async(state: dict, **kwargs: Any) -> Any:
-            return _update(await func(read(state), **kwargs))
+            return _update(await func(state if _sent() else read(state), **kwargs))
 
         return run_async
 
     def run(state: dict, **kwargs: Any) -> Any:
-        return _update(func(read(state), **kwargs))
+        return _update(func(state if _sent() else read(state), **kwargs))
 
     return run
+
+
+def _sent() -> bool:
+    """Whether the running task was given a `Send`'s argument."""
+    from agentgraph._runtime import current_task
+
+    task = current_task()
+    return task is not None and task.scope.sent
 
 
 def wrap_path(path: Callable, read: Optional[Callable]) -> Callable:

@@ -1,9 +1,14 @@
 """`create_react_agent`: a chat model that calls tools in a loop until it answers without
 tool calls (LangGraph's prebuilt ReAct agent: an `agent` node and a `tools` `ToolNode`).
 
-LangGraph's `v2` sends each tool call to its own `tools` task; here the `tools` node runs
-a turn's calls together (in parallel, as LangGraph's `v1`): the messages, their order and
-the final state are the same, but `updates`/`tasks` streams show one `tools` task a turn.
+`version="v2"` (the default, as LangGraph's) sends each tool call of a turn to its own `tools`
+task (a `Send` of the call with the state), so `updates`/`tasks` streams show one item a call
+and a tool's `Command` is that task's own update; `version="v1"` runs a turn's calls in one
+`tools` task (in parallel). `pre_model_hook` is a node before `agent` (its
+`llm_input_messages`, when it writes them, are what the model reads instead of `messages`);
+`post_model_hook` a node after it, routing to the pending calls' `tools` tasks, back to the
+start after tool messages, or to the end. A tool's `Command(graph=Command.PARENT, ...)` ends
+the agent and routes the graph it runs in, as a node's would.
 `remaining_steps` comes from the run (agent-core's count) rather than a managed state key.
 The model is a chat model (its tools bound here unless already bound) or a function of the
 state and runtime giving one per call; `response_format` adds a last node that asks the
@@ -16,14 +21,15 @@ import inspect
 from typing import Annotated, Any, Callable, Optional, Sequence, TypedDict, Union
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableLambda, RunnableSequence
 from langchain_core.tools import BaseTool
 
 from agentgraph.constants import END
 from agentgraph.graph.message import add_messages
 from agentgraph.graph.state import StateGraph
-from agentgraph.prebuilt.tool_node import ToolNode
+from agentgraph.prebuilt.tool_node import ToolCallWithContext, ToolNode
+from agentgraph.types import Send
 
 
 class AgentState(TypedDict):
@@ -141,12 +147,6 @@ def create_react_agent(
         raise TypeError(f"create_react_agent() got unexpected keyword arguments: {kwargs}")
     if version not in ("v1", "v2"):
         raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
-    for option, value in (
-        ("pre_model_hook", pre_model_hook),
-        ("post_model_hook", post_model_hook),
-    ):
-        if value is not None:
-            raise NotImplementedError(f"agentgraph's create_react_agent has no `{option}` yet")
     # A model function picks the model per call from the state and the run (its tools bound
     # by the caller, as in LangGraph).
     dynamic = not isinstance(model, (str, Runnable)) and callable(model)
@@ -192,10 +192,20 @@ def create_react_agent(
         return {"messages": [response]}
 
     def model_input(state: Any) -> Any:
-        messages = _state_value(state, "messages")
+        if pre_model_hook is not None:
+            messages = _state_value(state, "llm_input_messages") or _state_value(state, "messages")
+            expected = "'llm_input_messages' or 'messages' key"
+        else:
+            messages = _state_value(state, "messages")
+            expected = "'messages' key"
         if messages is None:
-            raise ValueError(f"Expected input to call_model to have 'messages' key, but got {state}")
+            raise ValueError(f"Expected input to call_model to have {expected}, but got {state}")
         _validate_chat_history(messages)
+        # The prompt reads `messages`: the hook's messages go there.
+        if isinstance(state, dict):
+            state["messages"] = messages
+        else:
+            state.messages = messages
         return state
 
     def agent(state: Any, config: dict, runtime: Any) -> dict:
@@ -237,8 +247,23 @@ def create_react_agent(
         # The agent's name (a supervisor tells its agents apart by it), as LangGraph's.
         graph.name = name or "LangGraph"
         return graph
-    workflow.add_node("agent", aagent if is_async_dynamic else agent)
-    workflow.set_entry_point("agent")
+
+    # With a pre-model hook, the agent also reads the hook's `llm_input_messages` (a private
+    # key of the graph's state, as in LangGraph).
+    workflow.add_node(
+        "agent",
+        aagent if is_async_dynamic else agent,
+        input_schema=_model_input_schema(state_schema) if pre_model_hook is not None else None,
+    )
+    entrypoint = "agent"
+    if pre_model_hook is not None:
+        workflow.add_node("pre_model_hook", pre_model_hook)
+        workflow.add_edge("pre_model_hook", "agent")
+        entrypoint = "pre_model_hook"
+    workflow.set_entry_point(entrypoint)
+    if post_model_hook is not None:
+        workflow.add_node("post_model_hook", post_model_hook)
+        workflow.add_edge("agent", "post_model_hook")
     final = END
     if response_format is not None:
         workflow.add_node(
@@ -248,17 +273,47 @@ def create_react_agent(
         final = "generate_structured_response"
     if not tool_classes:
         if response_format is not None:
-            workflow.add_edge("agent", final)
+            workflow.add_edge("post_model_hook" if post_model_hook is not None else "agent", final)
         return compile_()
 
-    def should_continue(state: Any) -> str:
+    def sends(calls: list, state: Any) -> list:
+        """One `tools` task a call (`v2`), each with the state the router read."""
+        return [
+            Send("tools", ToolCallWithContext(__type="tool_call_with_context", tool_call=call, state=state))
+            for call in calls
+        ]
+
+    def should_continue(state: Any) -> Union[str, list]:
         last = _state_value(state, "messages")[-1]
         if not isinstance(last, AIMessage) or not last.tool_calls:
-            return final
-        return "tools"
+            return "post_model_hook" if post_model_hook is not None else final
+        if version == "v1":
+            return "tools"
+        if post_model_hook is not None:
+            return "post_model_hook"
+        return sends(last.tool_calls, state)
 
     workflow.add_node("tools", tool_node)
-    workflow.add_conditional_edges("agent", should_continue, ["tools", final])
+    if post_model_hook is not None:
+        agent_paths = ["post_model_hook"]
+        hook_paths = [entrypoint, "tools", final]
+
+        def post_model_hook_router(state: Any) -> Union[str, list]:
+            """To the calls still unanswered, back to the start after tool messages, or on."""
+            messages = _state_value(state, "messages")
+            answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+            last_ai = next(m for m in reversed(messages) if isinstance(m, AIMessage))
+            pending = [c for c in last_ai.tool_calls if c["id"] not in answered]
+            if pending:
+                return sends(pending, state)
+            if isinstance(messages[-1], ToolMessage):
+                return entrypoint
+            return final
+
+        workflow.add_conditional_edges("post_model_hook", post_model_hook_router, hook_paths)
+    else:
+        agent_paths = ["tools", final]
+    workflow.add_conditional_edges("agent", should_continue, agent_paths)
 
     def route_tool_responses(state: Any) -> str:
         m = None
@@ -267,15 +322,31 @@ def create_react_agent(
                 break
             if m.name in return_direct:
                 return END
+        # A parallel call's `return_direct` tool ran in another `Send`.
         if isinstance(m, AIMessage) and m.tool_calls and any(c["name"] in return_direct for c in m.tool_calls):
             return END
-        return "agent"
+        return entrypoint
 
     if return_direct:
-        workflow.add_conditional_edges("tools", route_tool_responses, ["agent", END])
+        workflow.add_conditional_edges("tools", route_tool_responses, [entrypoint, END])
     else:
-        workflow.add_edge("tools", "agent")
+        workflow.add_edge("tools", entrypoint)
     return compile_()
+
+
+def _model_input_schema(state_schema: type) -> type:
+    """The agent node's input with a pre-model hook: the state and `llm_input_messages`."""
+    from pydantic import BaseModel
+
+    if isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
+        from pydantic import create_model
+
+        return create_model("CallModelInputSchema", llm_input_messages=(list[AnyMessage], ...), __base__=state_schema)
+
+    class CallModelInputSchema(state_schema):  # type: ignore[misc, valid-type]
+        llm_input_messages: list[AnyMessage]
+
+    return CallModelInputSchema
 
 
 create_tool_calling_executor = create_react_agent
