@@ -45,11 +45,17 @@ pub fn from_py(
     }
     let mut command = Command::<PyState>::default();
     let update = value.getattr("update")?;
-    if !update.is_none() {
-        let dict = update.cast::<PyDict>().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err("Command(update=...) takes a dict for now")
-        })?;
+    if let Ok(dict) = update.cast::<PyDict>() {
         command.update = Some(PyUpdate::from_dict(schema, dict)?);
+    } else if update.is_instance_of::<pyo3::types::PyList>()
+        || update.is_instance_of::<pyo3::types::PyTuple>()
+    {
+        // `(key, value)` pairs, a key possibly more than once (LangGraph's list form).
+        command.update = Some(PyUpdate::from_pairs(schema, &update)?);
+    } else if !update.is_none() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "Command(update=...) takes a dict or a list of (key, value) pairs for now",
+        ));
     }
     let resume = value.getattr("resume")?;
     if !resume.is_none() {

@@ -139,10 +139,41 @@ impl PyUpdate {
         })
     }
 
-    /// The update as LangGraph's `updates` mode shows it (`None` when it writes nothing).
+    /// An update of `(key, value)` pairs, a key possibly written more than once (each write
+    /// goes through the key's reducer in turn, as LangGraph's `Command(update=[...])`).
+    pub fn from_pairs(schema: &Arc<Schema>, pairs: &Bound<'_, PyAny>) -> PyResult<PyUpdate> {
+        let mut writes = Vec::new();
+        for pair in pairs.try_iter()? {
+            let (name, value): (String, Bound<'_, PyAny>) = pair?.extract()?;
+            if let Some(&index) = schema.by_name.get(&name) {
+                writes.push((schema.keys[index].slot as u8, PyValue::new(value)));
+            }
+        }
+        Ok(PyUpdate {
+            schema: Some(schema.clone()),
+            writes,
+            cached: false,
+        })
+    }
+
+    /// The update as LangGraph's `updates` mode shows it (`None` when it writes nothing; a
+    /// list of one-key dicts, a write each, when it writes a key more than once).
     pub fn to_py<'py>(&self, py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyAny>> {
         if self.writes.is_empty() {
             return Ok(py.None().into_bound(py));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let repeated = self.writes.iter().any(|(slot, _)| !seen.insert(*slot));
+        if repeated {
+            let list = pyo3::types::PyList::empty(py);
+            for (slot, value) in &self.writes {
+                if let Some(key) = schema.key_of_slot(*slot as usize) {
+                    let dict = PyDict::new(py);
+                    dict.set_item(&key.name, value.bind(py))?;
+                    list.append(dict)?;
+                }
+            }
+            return Ok(list.into_any());
         }
         let dict = PyDict::new(py);
         for (slot, value) in &self.writes {

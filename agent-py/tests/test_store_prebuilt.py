@@ -46,11 +46,13 @@ def test_async_nodes_get_the_store_under_ainvoke():
     assert asyncio.run(graph.ainvoke({"out": None}))["out"] == {"v": 1}
 
 
-def test_values_must_be_json():
+def test_values_beyond_json_come_back_as_themselves():
+    # LangGraph's in-memory store keeps the objects; agent-core gets their repr for filters.
     store = InMemoryStore()
-    with pytest.raises(TypeError):
-        store.put(("a",), "k", {"v": object()})
-    assert store.get(("a",), "k") is None
+    marker = object()
+    store.put(("a",), "k", {"v": marker, "n": 1})
+    assert store.get(("a",), "k").value["v"] is marker
+    assert [h.key for h in store.search(("a",), filter={"n": 1})] == ["k"]
 
 
 def test_rust_checks_search_filters():

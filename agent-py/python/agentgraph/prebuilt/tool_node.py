@@ -50,7 +50,7 @@ from pydantic import ValidationError
 
 from agentgraph.errors import GraphInterrupt
 from agentgraph.graph.message import REMOVE_ALL_MESSAGES
-from agentgraph.types import Command
+from agentgraph.types import Command, Send
 
 # A tool's `Command` must reach the node as itself (see `agentgraph.types._ToolOutput`).
 if not issubclass(Command, ToolOutputMixin):
@@ -272,31 +272,28 @@ class ToolNode:
         return self._merged(outputs, input_type)
 
     def _merged(self, outputs: list, input_type: str) -> Command:
-        """Several calls' outputs, some `Command`s, as one `Command`: LangGraph writes each
-        as its own update, and a node here returns one; list values (messages) concatenate in
-        the calls' order, gotos too, so the state comes out the same."""
+        """Several calls' outputs, some `Command`s, as one `Command` whose update lists their
+        writes in the calls' order (a key written by several goes through its reducer for
+        each, and the `updates` stream shows one dict a write, as LangGraph's list of
+        updates); their gotos together. LangGraph refuses two writes of a key without a
+        reducer: so does agentgraph, for values that are not lists."""
         if input_type == "list":
             raise NotImplementedError("agentgraph's ToolNode merges tools' Commands for a dict input only")
-        update: dict[str, Any] = {}
+        writes: list[tuple[str, Any]] = []
         goto: list = []
         for output in outputs:
             if not isinstance(output, Command):
-                part = {self._messages_key: [output]}
-            else:
-                if output.graph is not None:
-                    raise NotImplementedError("agentgraph's ToolNode merges Commands to its own graph only")
-                part = output.update or {}
-                goto.extend([output.goto] if isinstance(output.goto, str) else list(output.goto))
-            for key, value in part.items():
-                if key not in update:
-                    update[key] = list(value) if isinstance(value, (list, tuple)) else value
-                elif isinstance(update[key], list) and isinstance(value, (list, tuple)):
-                    update[key].extend(value)
-                else:
-                    raise NotImplementedError(
-                        f"agentgraph's ToolNode cannot merge two tools' updates of `{key}` yet"
-                    )
-        return Command(update=update, goto=goto)
+                writes.append((self._messages_key, [output]))
+                continue
+            if output.graph is not None:
+                raise NotImplementedError("agentgraph's ToolNode merges Commands to its own graph only")
+            update = output.update or {}
+            writes.extend(update.items() if isinstance(update, dict) else update)
+            goto.extend([output.goto] if isinstance(output.goto, (str, Send)) else list(output.goto))
+        written = [key for key, value in writes if not isinstance(value, (list, tuple))]
+        if len(written) != len(set(written)):
+            raise NotImplementedError("agentgraph's ToolNode cannot merge two tools' updates of one key yet")
+        return Command(update=writes, goto=goto)
 
     def _parse_input(self, input: Any) -> tuple[list[ToolCall], Literal["list", "dict", "tool_calls"]]:
         if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
