@@ -37,11 +37,14 @@
 //! - **Nodes** (`nodes`): a sync function runs in `block_in_place` on a tokio worker (its
 //!   other tasks move away; parallel nodes overlap outside the GIL), an async one is
 //!   awaited on the caller's asyncio loop (`pyo3-async-runtimes`). The state dict a node gets
-//!   is built per call from the slots; its returned dict becomes a `state::PyUpdate`.
+//!   is built per call from the slots; its returned dict becomes a `state::PyUpdate` (a
+//!   `Command`'s list of `(key, value)` pairs too: a key written more than once goes through
+//!   its reducer each time, and the `updates` stream shows one dict a write, as LangGraph).
 //! - **`Send`** (`nodes`, `command`): agent-core sends typed inputs only to nodes that
 //!   declare an input type; a Python node takes the state or a `Send`'s argument, so every
 //!   node declares `PyValue` with `NodeSpec::with_input_or_state` and gets the argument
-//!   verbatim (the very object) when a `Send` carries one. Checkpoints keep it like any value.
+//!   verbatim (the very object) when a `Send` carries one, unread by the node's input schema
+//!   (`NodeScope::sent` tells the Python wrapper). Checkpoints keep it like any value.
 //! - **Subgraphs** (`subgraph`, `subgraph_stream`): a compiled graph as a node and a graph
 //!   invoked inside a node both run through agent-core's `CompiledGraph::invoke_in`, a child
 //!   run of the node's task (its checkpoints, stream namespace and pauses are agent-core's).
@@ -61,10 +64,12 @@
 //! - **asyncio** (`bridge`): `ainvoke` and `astream` resolve asyncio futures from tokio
 //!   tasks; `atexit` waits for any hand-over in flight, so a program's last `asyncio.run`
 //!   cannot race the interpreter's finalization.
-//! - **The store** (`store`): `agentgraph.store.memory.InMemoryStore` is agent-core's
-//!   `InMemoryStore`; ops and results cross as JSON text (the store holds JSON values), the
-//!   Python side keeps the dicts put (returned as themselves, in LangGraph's order). A graph's
-//!   store travels in the run's config to the nodes that ask for it.
+//! - **The stores** (`store`): `agentgraph.store.memory.InMemoryStore`, `.sqlite.SqliteStore`
+//!   and `.postgres.PostgresStore` are agent-core's three stores behind one class
+//!   (`NativeStore`); ops and results cross as JSON text (the stores hold JSON values) and run
+//!   on the graphs' tokio runtime without the GIL. The in-memory store's Python side keeps the
+//!   dicts put (returned as themselves, in LangGraph's order). A graph's store travels in the
+//!   run's config to the nodes that ask for it.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
 //! - **Thread API** (`thread`): `get_state_history` and `update_state` over agent-core's
