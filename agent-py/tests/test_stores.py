@@ -182,3 +182,31 @@ def test_postgres_store_across_instances_and_async():
             return item.value, await store.aget(ns, "k")
 
     assert asyncio.run(main()) == ({"v": 1}, None)
+
+
+def test_async_sqlite_store_takes_an_aiosqlite_connection_for_its_file(tmp_path):
+    aiosqlite = pytest.importorskip("aiosqlite")
+    path = str(tmp_path / "aio.db")
+
+    async def main():
+        async with aiosqlite.connect(path) as conn:
+            store = AsyncSqliteStore(conn)
+            await store.aput(("n",), "k", {"v": 1})
+        return SqliteStore(path).get(("n",), "k").value
+
+    assert asyncio.run(main()) == {"v": 1}
+    assert not list(tmp_path.glob("<*"))  # no file named after the connection object
+
+
+def test_async_sqlite_saver_takes_an_aiosqlite_connection_for_its_file(tmp_path):
+    aiosqlite = pytest.importorskip("aiosqlite")
+    from agentgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = tmp_path / "saver.db"
+
+    async def main():
+        async with aiosqlite.connect(str(path)) as conn:
+            AsyncSqliteSaver(conn)
+
+    asyncio.run(main())
+    assert path.exists() and not list(tmp_path.glob("<*"))

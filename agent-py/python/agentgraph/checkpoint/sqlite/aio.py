@@ -9,16 +9,16 @@ from typing import Any, Optional
 
 from agentgraph._native import NativeSaver
 from agentgraph.checkpoint._native_saver import NativeCheckpointer
-from agentgraph.checkpoint.sqlite import _path
 
 
 class AsyncSqliteSaver(NativeCheckpointer):
     """Checkpoints in a SQLite file, for `ainvoke`/`astream`."""
 
     def __init__(self, conn: Any, *, serde: Optional[Any] = None) -> None:
-        # An `aiosqlite.Connection` is named by its path (`_database` in aiosqlite).
-        target = conn if isinstance(conn, str) else getattr(conn, "_database", conn)
-        super().__init__(NativeSaver.sqlite(_path(target)), serde)
+        # An `aiosqlite.Connection` is named by its database (`agentgraph.store.sqlite.base`).
+        from agentgraph.store.sqlite.base import database_path
+
+        super().__init__(NativeSaver.sqlite(database_path(conn)), serde)
         self.conn = conn
 
     @classmethod
