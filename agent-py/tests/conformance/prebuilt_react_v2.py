@@ -16,7 +16,7 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent
 from langgraph.prebuilt.chat_agent_executor import AgentState
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 
 class ScriptedModel(BaseChatModel):
@@ -204,3 +204,54 @@ for version in ("v2", "v1"):
             print("parent", version, node, brief(update) if not isinstance(update, list) else [brief(u) for u in update], update.get("handed") if isinstance(update, dict) else None)
     out = parent_graph().invoke({"messages": [HumanMessage("hi")], "handed": ""})
     print("parent final", version, out["handed"], [(type(m).__name__, m.content) for m in out["messages"]])
+
+
+# 6. A turn mixing a parent command with another call (v1: one task, ended by the parent
+# command; v2: the other call's task finishes beside it), and v1's parent commands sending
+# (gathered into one; two v2 tasks each ending the agent in one step are not compared:
+# LangGraph keeps one of them).
+class Fanned(MessagesState):
+    got: Annotated[list, operator.add]
+
+
+@tool
+def fan(item: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Sends an item to the parent's worker."""
+    return Command(graph=Command.PARENT, goto=[Send("worker", {"item": item})])
+
+
+def worker(arg):
+    return {"got": [arg["item"]]}
+
+
+for version in ("v1", "v2"):
+    mixed = create_react_agent(
+        ScriptedModel(script=[{"calls": [call("add", {"a": 2, "b": 2}, "a1"), call("hand_off", {"to": "other"}, "h1")]}]),
+        [add, hand_off],
+        version=version,
+    )
+
+    def other2(state: Parent):
+        return {"messages": [AIMessage(f"other got {[m.content for m in state['messages']]}")]}
+
+    builder = StateGraph(Parent)
+    builder.add_node("inner", mixed, destinations=("other",))
+    builder.add_node("other", other2)
+    builder.add_edge(START, "inner")
+    builder.add_edge("other", END)
+    out = builder.compile().invoke({"messages": [HumanMessage("hi")], "handed": ""})
+    print("mixed", version, out["handed"], [m.content for m in out["messages"]])
+
+    if version == "v2":
+        continue
+    fanning = create_react_agent(
+        ScriptedModel(script=[{"calls": [call("fan", {"item": "x"}, "f1"), call("fan", {"item": "y"}, "f2")]}]),
+        [fan],
+        version=version,
+    )
+    builder = StateGraph(Fanned)
+    builder.add_node("inner", fanning)
+    builder.add_node("worker", worker)
+    builder.add_edge(START, "inner")
+    out = builder.compile().invoke({"messages": [HumanMessage("hi")], "got": []})
+    print("fanned", version, sorted(out["got"]), [m.content for m in out["messages"]])

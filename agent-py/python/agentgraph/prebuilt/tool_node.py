@@ -267,6 +267,9 @@ class ToolNode:
         commands = [o for o in outputs if isinstance(o, Command)]
         if not commands:
             return outputs if input_type == "list" else {self._messages_key: outputs}
+        parent = _parent_command(commands)
+        if parent is not None:
+            return parent
         if len(outputs) == 1:
             return outputs[0]
         return self._merged(outputs, input_type)
@@ -543,6 +546,22 @@ class _AsyncToolNode(ToolNode):
             *(self._arun_one(call, input, input_type, config, runtime) for call in tool_calls)
         )
         return self._combine(list(outputs), input_type)
+
+
+def _parent_command(commands: list) -> Optional[Command]:
+    """The command a turn's outputs send to the parent graph, as LangGraph's node ends with
+    it: the parent commands whose gotos are all `Send`s go as one (their Sends together,
+    after the others, without updates, as LangGraph's), and the first parent command ends
+    the node (its siblings' writes are dropped: LangGraph raises it before writing them)."""
+    sends: list = []
+    for command in commands:
+        if command.graph != Command.PARENT:
+            continue
+        if isinstance(command.goto, (list, tuple)) and command.goto and all(isinstance(g, Send) for g in command.goto):
+            sends.extend(command.goto)
+        else:
+            return command
+    return Command(graph=Command.PARENT, goto=sends) if sends else None
 
 
 def _async_only(tool: BaseTool) -> bool:
