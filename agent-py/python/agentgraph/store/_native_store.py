@@ -80,7 +80,7 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _json_default(value: Any) -> Any:
+def _refuse_non_json(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
@@ -98,8 +98,8 @@ class NativeBackedStore(BaseStore):
 
     # --- what a subclass may change -------------------------------------------------------
 
-    def _encode_value(self, value: dict) -> str:
-        return json.dumps(value, default=_json_default)
+    # What JSON cannot hold in a value: refused (`TypeError`), as LangGraph's SQL stores.
+    _json_default = staticmethod(_refuse_non_json)
 
     def _on_puts(self, puts: dict) -> None:
         """Called with a batch's puts (by namespace and key) once they are stored."""
@@ -168,17 +168,15 @@ class NativeBackedStore(BaseStore):
         if isinstance(op, GetOp):
             return json.dumps({"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl})
         if isinstance(op, PutOp):
-            head = json.dumps(
-                {
-                    "op": "put",
-                    "namespace": list(op.namespace),
-                    "key": op.key,
-                    "index": op.index if indexed else None,
-                    "ttl": op.ttl,
-                }
-            )
-            value = "null" if op.value is None else self._encode_value(dict(op.value))
-            return head[:-1] + ', "value": ' + value + "}"
+            put = {
+                "op": "put",
+                "namespace": list(op.namespace),
+                "key": op.key,
+                "value": None if op.value is None else dict(op.value),
+                "index": op.index if indexed else None,
+                "ttl": op.ttl,
+            }
+            return json.dumps(put, default=self._json_default)
         if isinstance(op, SearchOp):
             return json.dumps(self._search_json(op, indexed))
         if isinstance(op, ListNamespacesOp):

@@ -22,7 +22,6 @@ listed.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Optional
 
@@ -39,8 +38,8 @@ class InMemoryStore(NativeBackedStore):
         # namespace -> key -> value, in LangGraph's order (a namespace stays when emptied).
         self._values: dict[tuple[str, ...], dict[str, Any]] = {}
 
-    def _encode_value(self, value: dict) -> str:
-        return json.dumps(value, default=repr)
+    # What JSON cannot hold reaches agent-core as its repr (reads give back the object).
+    _json_default = staticmethod(repr)
 
     def _on_puts(self, puts: dict) -> None:
         for (namespace, key), op in puts.items():
