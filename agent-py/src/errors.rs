@@ -11,7 +11,7 @@ use crate::runs;
 use crate::schema::Schema;
 
 /// `agentgraph.errors.<name>(message)`.
-fn error_class(py: Python<'_>, name: &str, message: String) -> PyErr {
+pub(crate) fn error_class(py: Python<'_>, name: &str, message: String) -> PyErr {
     match py
         .import("agentgraph.errors")
         .and_then(|module| module.getattr(name))

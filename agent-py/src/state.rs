@@ -140,13 +140,25 @@ impl PyUpdate {
     }
 
     /// An update of `(key, value)` pairs, a key possibly written more than once (each write
-    /// goes through the key's reducer in turn, as LangGraph's `Command(update=[...])`).
+    /// goes through the key's reducer in turn, as LangGraph's `Command(update=[...])`); a key
+    /// without a reducer written twice is LangGraph's `InvalidUpdateError`.
     pub fn from_pairs(schema: &Arc<Schema>, pairs: &Bound<'_, PyAny>) -> PyResult<PyUpdate> {
         let mut writes = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for pair in pairs.try_iter()? {
             let (name, value): (String, Bound<'_, PyAny>) = pair?.extract()?;
             if let Some(&index) = schema.by_name.get(&name) {
-                writes.push((schema.keys[index].slot as u8, PyValue::new(value)));
+                let key = &schema.keys[index];
+                if !seen.insert(key.slot) && key.reducer.is_none() {
+                    return Err(crate::errors::error_class(
+                        pairs.py(),
+                        "InvalidUpdateError",
+                        format!(
+                            "At key '{name}': Can receive only one value per step. Use an Annotated key to handle multiple values."
+                        ),
+                    ));
+                }
+                writes.push((key.slot as u8, PyValue::new(value)));
             }
         }
         Ok(PyUpdate {

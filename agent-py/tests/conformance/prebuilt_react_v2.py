@@ -255,3 +255,26 @@ for version in ("v1", "v2"):
     builder.add_edge(START, "inner")
     out = builder.compile().invoke({"messages": [HumanMessage("hi")], "got": []})
     print("fanned", version, sorted(out["got"]), [m.content for m in out["messages"]])
+
+
+# 7. Two tools of one v1 turn writing a key without a reducer: LangGraph's InvalidUpdateError.
+class Named(AgentState):
+    user: str
+
+
+@tool
+def set_user(name: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Sets the user."""
+    return Command(update={"user": name, "messages": [ToolMessage(f"user {name}", tool_call_id=tool_call_id)]})
+
+
+agent = create_react_agent(
+    ScriptedModel(script=[{"calls": [call("set_user", {"name": "a"}, "u1"), call("set_user", {"name": "b"}, "u2")]}]),
+    [set_user],
+    state_schema=Named,
+    version="v1",
+)
+try:
+    agent.invoke({"messages": [HumanMessage("hi")], "user": ""})
+except Exception as error:  # noqa: BLE001
+    print("two writes", type(error).__name__, str(error).splitlines()[0])

@@ -278,8 +278,8 @@ class ToolNode:
         """Several calls' outputs, some `Command`s, as one `Command` whose update lists their
         writes in the calls' order (a key written by several goes through its reducer for
         each, and the `updates` stream shows one dict a write, as LangGraph's list of
-        updates); their gotos together. LangGraph refuses two writes of a key without a
-        reducer: so does agentgraph, for values that are not lists."""
+        updates; a key without a reducer written twice is LangGraph's `InvalidUpdateError`);
+        their gotos together."""
         if input_type == "list":
             raise NotImplementedError("agentgraph's ToolNode merges tools' Commands for a dict input only")
         writes: list[tuple[str, Any]] = []
@@ -293,9 +293,6 @@ class ToolNode:
             update = output.update or {}
             writes.extend(update.items() if isinstance(update, dict) else update)
             goto.extend([output.goto] if isinstance(output.goto, (str, Send)) else list(output.goto))
-        written = [key for key, value in writes if not isinstance(value, (list, tuple))]
-        if len(written) != len(set(written)):
-            raise NotImplementedError("agentgraph's ToolNode cannot merge two tools' updates of one key yet")
         return Command(update=writes, goto=goto)
 
     def _parse_input(self, input: Any) -> tuple[list[ToolCall], Literal["list", "dict", "tool_calls"]]:
