@@ -745,3 +745,87 @@ async fn a_graph_invoked_inside_a_node_is_its_subgraph() {
         .unwrap();
     assert_eq!(out.log, ["handed off", "reviewer"]);
 }
+
+/// A graph whose `call` node invokes `joke` and keeps what it told as `subject`.
+fn calling(
+    joke: agent_core::CompiledGraph<Joke>,
+    saver: Arc<dyn agent_core::Checkpointer>,
+) -> agent_core::CompiledGraph<S> {
+    StateGraph::new()
+        .add_node("call", move |s: Arc<S>, ctx: NodeContext| {
+            let joke = joke.clone();
+            async move {
+                let input = JokeUpdate::default().letters(s.subject.clone());
+                let out = joke.invoke_in(input, &ctx).await?;
+                Ok::<_, agent_core::BoxError>(SUpdate::default().subject(out.state.lines.join(",")))
+            }
+        })
+        .add_edge(START, "call")
+        .add_edge("call", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_thread_subgraph_goes_on_from_its_last_call_and_an_off_one_stores_nothing() {
+    use agent_core::SubgraphCheckpoints::{Off, PerTask, PerThread};
+    for (mode, second) in [
+        (PerTask, "joke about cats"),
+        (PerThread, "joke about bats,joke about cats"),
+    ] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = calling(asking_joke().with_subgraph_checkpoints(mode), saver.clone());
+        let thread = common::unique("per-thread");
+        let config = RunConfig::default().thread_id(thread.clone());
+        let mut told = Vec::new();
+        for answer in ["bats", "cats"] {
+            let input = SUpdate::default().subject("owls".to_owned());
+            let out = graph.invoke(input, config.clone()).await.unwrap();
+            assert_eq!(
+                out.interrupts.len(),
+                1,
+                "{mode:?}: the child pauses each call"
+            );
+            // Per thread: one namespace for the thread, without task ids.
+            let stored = list(&saver, &thread, "call").await;
+            assert_eq!(!stored.is_empty(), mode == PerThread, "{mode:?}");
+            let out = graph
+                .invoke(Command::resume(answer).unwrap(), config.clone())
+                .await
+                .unwrap();
+            told.push(out.subject.clone());
+        }
+        assert_eq!(told, ["joke about bats", second], "{mode:?}");
+    }
+
+    // Off: the child keeps no checkpoints (only the parent's namespace has any).
+    let plain = StateGraph::<Joke>::new()
+        .add_node("tell", |s: Arc<Joke>| async move {
+            JokeUpdate::default().lines(vec![format!("joke about {}", s.letters)])
+        })
+        .add_edge(START, "tell")
+        .add_edge("tell", END)
+        .compile()
+        .unwrap();
+    for (mode, child_checkpoints) in [(PerThread, true), (Off, false)] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = calling(plain.with_subgraph_checkpoints(mode), saver.clone());
+        let thread = common::unique("off");
+        let config = RunConfig::default().thread_id(thread.clone());
+        let input = SUpdate::default().subject("owls".to_owned());
+        let out = graph.invoke(input, config).await.unwrap();
+        assert_eq!(out.subject, "joke about owls");
+        let stored = list(&saver, &thread, "call").await;
+        assert_eq!(!stored.is_empty(), child_checkpoints, "{mode:?}");
+    }
+}
+
+async fn list(
+    saver: &InMemorySaver,
+    thread: &str,
+    ns: &str,
+) -> Vec<agent_core::checkpoint::CheckpointRecord> {
+    agent_core::Checkpointer::list(saver, thread, ns, &agent_core::ListFilter::default())
+        .await
+        .unwrap()
+}

@@ -5,7 +5,9 @@
 //!   it starts from an input mapped from the parent's and its final state is mapped back.
 //! - When the parent checkpoints, the child checkpoints too: in the parent's saver and thread,
 //!   under a namespace of its own (LangGraph's `checkpoint_ns`: the parent's, then
-//!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
+//!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). A graph
+//!   made [`SubgraphCheckpoints::PerThread`] keeps one history per thread instead (its
+//!   namespace without task ids), and an [`SubgraphCheckpoints::Off`] one stores nothing. With `Durability::Exit`, as in LangGraph,
 //!   a child that finishes stores nothing (its result is its task's writes); one that pauses
 //!   or fails stores where it stopped.
 //! - It runs under its parent's run id (the root run's): `ctx.run_id()` in its nodes and the
@@ -28,7 +30,7 @@ use tracing::Instrument;
 
 use crate::checkpoint::{PendingWrite, Source, WriteKind};
 use crate::command::Command;
-use crate::compiled::Graph;
+use crate::compiled::{Graph, SubgraphCheckpoints};
 use crate::config::RunConfig;
 use crate::context::{NodeContext, RunInfo};
 use crate::error::GraphError;
@@ -74,6 +76,19 @@ pub(crate) fn child_ns(parent: &str, node: &str, task: &str) -> String {
     } else {
         format!("{parent}|{segment}")
     }
+}
+
+/// The namespace a per-thread subgraph ([`SubgraphCheckpoints::PerThread`]) of `node`
+/// checkpoints under: the parent's path without task ids, then `node` (LangGraph's
+/// `checkpointer=True` namespace), so every call in the thread finds the same history.
+pub(crate) fn thread_ns(parent: &str, node: &str) -> String {
+    parent
+        .split('|')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| segment.split(':').next().unwrap_or(segment))
+        .chain(std::iter::once(node))
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// A subgraph run's segment of a namespace: `node:<uuid>`, the uuid (v5) derived from the
@@ -125,6 +140,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         name: &str,
         context: Option<AnyContext>,
         store: Option<Arc<dyn crate::store::Store>>,
+        checkpoints: SubgraphCheckpoints,
         start: ChildStart<S>,
         ctx: NodeContext,
     ) -> Result<ChildOutput<S>, NodeError> {
@@ -137,7 +153,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             true,
         );
         let recorded = span.clone();
-        let result = Self::run_child_in(graph, context, store, start, ctx)
+        let result = Self::run_child_in(graph, context, store, checkpoints, start, ctx)
             .instrument(span)
             .await;
         if let Err(error) = &result {
@@ -154,6 +170,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         graph: &'g Graph<S>,
         context: Option<AnyContext>,
         store: Option<Arc<dyn crate::store::Store>>,
+        checkpoints: SubgraphCheckpoints,
         start: ChildStart<S>,
         ctx: NodeContext,
     ) -> Result<ChildOutput<S>, NodeError> {
@@ -162,10 +179,14 @@ impl<'g, S: GraphState> Run<'g, S> {
         let parent = ctx.config();
         // Checkpoints go to the parent's saver and thread, in a namespace of the child's own,
         // through the parent's writer (batched with the parent's and its siblings').
-        let writer = ctx
-            .writer()
-            .filter(|_| parent.thread_id.is_some() && ctx.task_id().is_some());
+        let writer = ctx.writer().filter(|_| {
+            parent.thread_id.is_some()
+                && ctx.task_id().is_some()
+                && checkpoints != SubgraphCheckpoints::Off
+        });
+        let per_thread = checkpoints == SubgraphCheckpoints::PerThread;
         let ns = match (&writer, ctx.task_id()) {
+            (Some(_), Some(_)) if per_thread => thread_ns(&parent.checkpoint_ns, ctx.node()),
             (Some(_), Some(task)) => child_ns(&parent.checkpoint_ns, ctx.node(), task),
             _ => String::new(),
         };
@@ -189,7 +210,8 @@ impl<'g, S: GraphState> Run<'g, S> {
             ..RunConfig::default()
         };
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.
-        let fresh = ctx.take_fresh();
+        // (A per-thread namespace is not named after one: it holds the earlier calls'.)
+        let fresh = ctx.take_fresh() && !per_thread;
         let segment = match ctx.task_id() {
             Some(task) => ns_segment(ctx.node(), task),
             None => format!("{}:{}", ctx.node(), crate::ids::new_id()),
@@ -241,10 +263,12 @@ impl<'g, S: GraphState> Run<'g, S> {
         // (a copy of every update, for nothing).
         let records = matches!(start, ChildStart::Snapshot(_));
         let mut recorded = Vec::new();
-        let resuming = run
-            .durable
-            .as_ref()
-            .is_some_and(|d| d.checkpoint_id.is_some());
+        // A per-task namespace with a checkpoint is this task's run, paused; a per-thread one
+        // holds earlier calls too, so only pending tasks there mean a paused call.
+        let resuming = run.durable.as_ref().is_some_and(|d| {
+            d.checkpoint_id.is_some()
+                && (!per_thread || !run.frontier.is_empty() || !d.interrupted.is_empty())
+        });
         if resuming {
             // Where it paused: the updates it applied before, and the answers for its paused
             // tasks (the parent's resume values for this task).
