@@ -127,7 +127,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
-    m.add_function(wrap_pyfunction!(subgraph_state::with_subgraph_checkpoints, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        subgraph_state::with_subgraph_checkpoints,
+        m
+    )?)?;
     m.add_function(wrap_pyfunction!(subgraph_state::get_state_in, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::ainvoke_in, m)?)?;
     m.add_class::<graph::NativeGraph>()?;

@@ -20,7 +20,10 @@ use crate::graph::{NativeGraph, run_config};
 /// task, LangGraph's `checkpointer=None`), `"thread"` (one history per thread,
 /// `checkpointer=True`) or `"off"` (none, `checkpointer=False`).
 #[pyfunction]
-pub fn with_subgraph_checkpoints(graph: PyRef<'_, NativeGraph>, mode: &str) -> PyResult<NativeGraph> {
+pub fn with_subgraph_checkpoints(
+    graph: PyRef<'_, NativeGraph>,
+    mode: &str,
+) -> PyResult<NativeGraph> {
     let mode = match mode {
         "task" => SubgraphCheckpoints::PerTask,
         "thread" => SubgraphCheckpoints::PerThread,

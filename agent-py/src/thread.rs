@@ -11,9 +11,9 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors::to_py_err;
 use crate::graph::{NativeGraph, interrupts_list};
-use crate::subgraph_state::state_config;
 use crate::scope::{from_json, to_json};
 use crate::state::{PyState, PyUpdate};
+use crate::subgraph_state::state_config;
 
 /// `{"thread_id", "checkpoint_ns", "checkpoint_id"}` of a checkpoint's config.
 fn configurable<'py>(py: Python<'py>, config: &RunConfig) -> PyResult<Bound<'py, PyDict>> {

@@ -3,8 +3,9 @@
 named after its node; the default child starts fresh on each call; a `checkpointer=False`
 one shows no state of its own. `get_state(config)` marks each pending subgraph task with the
 child's namespace, `get_state(config, subgraphs=True)` holds the child's snapshot there, and
-`get_state` / `get_state_history` / `update_state` take a child's `checkpoint_ns` config. A
-`checkpointer=True` graph cannot run as a root graph."""
+`get_state` / `get_state_history` / `update_state` take a child's `checkpoint_ns` config (a
+root run given one goes on from the thread's latest checkpoint). A `checkpointer=True` graph
+cannot run as a root graph."""
 
 import asyncio
 import operator
@@ -91,6 +92,19 @@ for mode in (None, True, False):
         graph.update_state(sub_config, {"value": ["edited"]})
         print("updated", show(graph.get_state(sub_config)))
         print("async", show(asyncio.run(graph.aget_state(sub_config))))
+
+# A root run given a child's config (as a child's snapshot gives it) goes on from the
+# thread's latest checkpoint; the child, rerun by its task, resumes its own.
+seen.clear()
+graph = parent(child(True))
+config = {"configurable": {"thread_id": "2"}}
+graph.invoke({"results": []}, config)
+sub_config = graph.get_state(config, subgraphs=True).tasks[0].state.config
+forked = graph.update_state(sub_config, {"value": ["forked"]})
+print("forked ns", ns(forked), show(graph.get_state(forked)))
+out = graph.invoke(None, forked)
+print(out["results"], [i.value for i in out.get("__interrupt__", ())])
+print(graph.invoke(Command(resume="c"), config), seen)
 
 try:
     child(True).invoke({"value": []}, {"configurable": {"thread_id": "x"}})

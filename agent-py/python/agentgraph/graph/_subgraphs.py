@@ -71,6 +71,17 @@ def route(graph: Any, config: dict, *, for_update: bool = False) -> tuple[Any, A
     return child, graph, own_config(child, config)
 
 
+def root_config(config: Optional[dict]) -> Optional[dict]:
+    """A run of the root graph with a subgraph's config (one a child's snapshot gave) runs
+    the thread from its latest checkpoint, as LangGraph's loop drops a root run's
+    `checkpoint_ns` and `checkpoint_id`: the child, rerun by its task, finds its own."""
+    conf = (config or {}).get("configurable") or {}
+    if not conf.get("checkpoint_ns"):
+        return config
+    conf = {k: v for k, v in conf.items() if k not in ("checkpoint_ns", "checkpoint_id")}
+    return {**config, "configurable": conf}
+
+
 def check_saver(graph: Any, lender: Any) -> None:
     """LangGraph's `_resolve_checkpointer` rules for the state API."""
     if graph.checkpointer is False:

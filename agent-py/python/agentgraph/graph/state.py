@@ -415,6 +415,7 @@ class CompiledStateGraph:
         """The native run's arguments: the input through the input schema, the run's config,
         its keyword options."""
         options = self._options(before, after, durability, kwargs)
+        config = _subgraphs.root_config(config)
         return self._input(input), _run_config(config, context, store=self.store), options
 
     def _start_stream(
