@@ -829,3 +829,56 @@ async fn list(
         .await
         .unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_thread_subgraph_replays_from_what_it_had_at_the_checkpoint_traveled_to() {
+    use agent_core::SubgraphCheckpoints::PerThread;
+    let tell = StateGraph::<Joke>::new()
+        .add_node("tell", |s: Arc<Joke>| async move {
+            JokeUpdate::default().lines(vec![format!("joke about {}", s.letters)])
+        })
+        .add_edge(START, "tell")
+        .add_edge("tell", END)
+        .compile()
+        .unwrap()
+        .with_subgraph_checkpoints(PerThread);
+    let saver = Arc::new(InMemorySaver::new());
+    let graph = calling(tell, saver);
+    let config = RunConfig::default().thread_id(common::unique("replay"));
+    for subject in ["owls", "bats"] {
+        let input = SUpdate::default().subject(subject.to_owned());
+        graph.invoke(input, config.clone()).await.unwrap();
+    }
+    assert_eq!(
+        graph
+            .get_state(&config)
+            .await
+            .unwrap()
+            .unwrap()
+            .values
+            .subject,
+        "joke about owls,joke about bats"
+    );
+    // The second call's checkpoint before `call` ran: the child had told one joke then.
+    let history = graph
+        .get_state_history(&config, &agent_core::ListFilter::default())
+        .await
+        .unwrap();
+    let before_second = history
+        .iter()
+        .find(|s| s.next == ["call"])
+        .expect("the second call's pending step");
+    let out = graph
+        .invoke(agent_core::Input::Continue, before_second.config.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.subject, "joke about owls,joke about bats");
+    // Rerun on its state of then, the child told the second joke once more; the next call
+    // goes on from the replay's state.
+    let input = SUpdate::default().subject("cats".to_owned());
+    let out = graph.invoke(input, config).await.unwrap();
+    assert_eq!(
+        out.subject,
+        "joke about owls,joke about bats,joke about cats"
+    );
+}

@@ -193,6 +193,28 @@ impl<'g, S: GraphState> Run<'g, S> {
         if !ns.is_empty() {
             tracing::Span::current().record("agentgraph.checkpoint.ns", ns.as_str());
         }
+        // A time-traveling run's per-thread child, on its first call: what it had stored
+        // before the checkpoint the run travels to (LangGraph's `ReplayState`), never a resume.
+        let replay = ctx.replay();
+        let mut replayed_from = None;
+        let mut replaying = false;
+        if let (Some(bound), Some(writer), Some(thread)) = (&replay, &writer, &parent.thread_id)
+            && per_thread
+            && bound.first_visit(&ns)
+        {
+            let filter = crate::checkpoint::ListFilter {
+                before: Some(bound.before.to_string()),
+                limit: Some(1),
+                ..Default::default()
+            };
+            let found = writer
+                .saver()
+                .list(thread, &ns, &filter)
+                .await
+                .map_err(failed)?;
+            replayed_from = found.first().map(|record| record.id.to_string());
+            replaying = true;
+        }
         let config = RunConfig {
             recursion_limit: parent.recursion_limit,
             tags: parent.tags.clone(),
@@ -207,11 +229,12 @@ impl<'g, S: GraphState> Run<'g, S> {
             // Stored through the parent's writer (above); kept so the child's nodes see the
             // config their run has.
             checkpointer: parent.checkpointer.clone(),
+            checkpoint_id: replayed_from.clone(),
             ..RunConfig::default()
         };
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.
         // (A per-thread namespace is not named after one: it holds the earlier calls'.)
-        let fresh = ctx.take_fresh() && !per_thread;
+        let fresh = (ctx.take_fresh() && !per_thread) || (replaying && replayed_from.is_none());
         let segment = match ctx.task_id() {
             Some(task) => ns_segment(ctx.node(), task),
             None => format!("{}:{}", ctx.node(), crate::ids::new_id()),
@@ -255,8 +278,12 @@ impl<'g, S: GraphState> Run<'g, S> {
                     event_parents,
                     context: run.info.context.clone(),
                     writer: run.info.writer.clone(),
+                    replay: std::sync::OnceLock::new(),
                 })
             }
+        }
+        if let Some(bound) = replay {
+            let _ = run.info.replay.set(bound);
         }
         // A child over the parent's state hands the parent every update it applied; one over a
         // state of its own hands its final state through the output map, so it records none
@@ -265,10 +292,11 @@ impl<'g, S: GraphState> Run<'g, S> {
         let mut recorded = Vec::new();
         // A per-task namespace with a checkpoint is this task's run, paused; a per-thread one
         // holds earlier calls too, so only pending tasks there mean a paused call.
-        let resuming = run.durable.as_ref().is_some_and(|d| {
-            d.checkpoint_id.is_some()
-                && (!per_thread || !run.frontier.is_empty() || !d.interrupted.is_empty())
-        });
+        let resuming = !replaying
+            && run.durable.as_ref().is_some_and(|d| {
+                d.checkpoint_id.is_some()
+                    && (!per_thread || !run.frontier.is_empty() || !d.interrupted.is_empty())
+            });
         if resuming {
             // Where it paused: the updates it applied before, and the answers for its paused
             // tasks (the parent's resume values for this task).
