@@ -82,13 +82,16 @@ pub(crate) struct RunInfo {
 #[derive(Debug)]
 pub(crate) struct ReplayBound {
     pub(crate) before: Arc<str>,
+    /// The checkpoints named for some namespaces ([`RunConfig::checkpoint_map`]).
+    pub(crate) at: std::collections::BTreeMap<String, String>,
     visited: Mutex<std::collections::HashSet<String>>,
 }
 
 impl ReplayBound {
-    pub(crate) fn new(before: Arc<str>) -> Self {
+    pub(crate) fn new(before: Arc<str>, at: std::collections::BTreeMap<String, String>) -> Self {
         ReplayBound {
             before,
+            at,
             visited: Mutex::new(std::collections::HashSet::new()),
         }
     }

@@ -287,7 +287,10 @@ impl<'g, S: GraphState> Run<'g, S> {
         let _ = self
             .info
             .replay
-            .set(Arc::new(crate::context::ReplayBound::new(before)));
+            .set(Arc::new(crate::context::ReplayBound::new(
+                before,
+                self.info.config.checkpoint_map.clone(),
+            )));
     }
 
     /// Whether continuing from the checkpoint the config names (time travel) starts a new

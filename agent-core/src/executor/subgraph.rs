@@ -198,22 +198,29 @@ impl<'g, S: GraphState> Run<'g, S> {
         let replay = ctx.replay();
         let mut replayed_from = None;
         let mut replaying = false;
+        // Sent to a checkpoint of its own (the run's `checkpoint_map`): continued from there.
+        let mut traveled = false;
         if let (Some(bound), Some(writer), Some(thread)) = (&replay, &writer, &parent.thread_id)
             && per_thread
             && bound.first_visit(&ns)
         {
-            let filter = crate::checkpoint::ListFilter {
-                before: Some(bound.before.to_string()),
-                limit: Some(1),
-                ..Default::default()
-            };
-            let found = writer
-                .saver()
-                .list(thread, &ns, &filter)
-                .await
-                .map_err(failed)?;
-            replayed_from = found.first().map(|record| record.id.to_string());
-            replaying = true;
+            if let Some(id) = bound.at.get(&ns) {
+                replayed_from = Some(id.clone());
+                traveled = true;
+            } else {
+                let filter = crate::checkpoint::ListFilter {
+                    before: Some(bound.before.to_string()),
+                    limit: Some(1),
+                    ..Default::default()
+                };
+                let found = writer
+                    .saver()
+                    .list(thread, &ns, &filter)
+                    .await
+                    .map_err(failed)?;
+                replayed_from = found.first().map(|record| record.id.to_string());
+                replaying = true;
+            }
         }
         let config = RunConfig {
             recursion_limit: parent.recursion_limit,
@@ -292,11 +299,22 @@ impl<'g, S: GraphState> Run<'g, S> {
         let mut recorded = Vec::new();
         // A per-task namespace with a checkpoint is this task's run, paused; a per-thread one
         // holds earlier calls too, so only pending tasks there mean a paused call.
-        let resuming = !replaying
-            && run.durable.as_ref().is_some_and(|d| {
-                d.checkpoint_id.is_some()
-                    && (!per_thread || !run.frontier.is_empty() || !d.interrupted.is_empty())
-            });
+        if traveled && let Some(durable) = &mut run.durable {
+            // Time travel inside the child: its step at that checkpoint runs again, its
+            // interrupts ask again (the answers and outputs kept there were the old branch's),
+            // on a fork checkpoint, so a pause there is where the next call resumes.
+            durable.clear_step();
+            run.step += 1;
+            run.checkpoint(Source::Fork, None, FieldSet::EMPTY, &[])
+                .await
+                .map_err(failed)?;
+        }
+        let resuming = traveled
+            || !replaying
+                && run.durable.as_ref().is_some_and(|d| {
+                    d.checkpoint_id.is_some()
+                        && (!per_thread || !run.frontier.is_empty() || !d.interrupted.is_empty())
+                });
         if resuming {
             // Where it paused: the updates it applied before, and the answers for its paused
             // tasks (the parent's resume values for this task).
@@ -306,8 +324,18 @@ impl<'g, S: GraphState> Run<'g, S> {
                 }
                 let answers = ctx.resume_values();
                 if !answers.is_empty() {
-                    for (task, _) in &durable.interrupted {
-                        durable.resume.insert(task.clone(), answers.clone());
+                    for (task, asked) in &durable.interrupted {
+                        // The parent's task collects every answer given inside the child; a
+                        // child task paused at its interrupt `i` takes the last `i + 1` (the
+                        // earlier ones went to the child's tasks before it).
+                        let index = asked
+                            .iter()
+                            .filter_map(|i| i.id.rsplit('#').next()?.parse::<usize>().ok())
+                            .max()
+                            .unwrap_or(answers.len() - 1);
+                        let take = (index + 1).min(answers.len());
+                        let own = answers[answers.len() - take..].to_vec();
+                        durable.resume.insert(task.clone(), own);
                     }
                 }
             }

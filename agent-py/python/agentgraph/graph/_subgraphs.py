@@ -72,13 +72,19 @@ def route(graph: Any, config: dict, *, for_update: bool = False) -> tuple[Any, A
 
 
 def root_config(config: Optional[dict]) -> Optional[dict]:
-    """A run of the root graph with a subgraph's config (one a child's snapshot gave) runs
-    the thread from its latest checkpoint, as LangGraph's loop drops a root run's
-    `checkpoint_ns` and `checkpoint_id`: the child, rerun by its task, finds its own."""
+    """A run of the root graph with a subgraph's config runs the thread from its latest
+    checkpoint, as LangGraph's loop drops a root run's `checkpoint_ns` and `checkpoint_id`
+    (the child, rerun by its task, finds its own); with a `checkpoint_map` (the config of a
+    child's snapshot reached through its parent's) it travels to the checkpoints named."""
     conf = (config or {}).get("configurable") or {}
     if not conf.get("checkpoint_ns"):
         return config
     conf = {k: v for k, v in conf.items() if k not in ("checkpoint_ns", "checkpoint_id")}
+    # A `checkpoint_map` (a child's snapshot config) travels there: the root to its entry,
+    # each child named to its own on its first call (the native run reads the rest).
+    travel = conf.get("checkpoint_map") or {}
+    if travel.get(""):
+        conf["checkpoint_id"] = travel[""]
     return {**config, "configurable": conf}
 
 
@@ -90,7 +96,7 @@ def check_saver(graph: Any, lender: Any) -> None:
         raise RuntimeError("checkpointer=True cannot be used for root graphs.")
 
 
-def get_state(graph: Any, config: dict, subgraphs: bool, lender: Any = None) -> Any:
+def get_state(graph: Any, config: dict, subgraphs: bool, lender: Any = None, parents: Optional[dict] = None) -> Any:
     from agentgraph.graph.state import _snapshot
 
     if lender is None:
@@ -100,7 +106,25 @@ def get_state(graph: Any, config: dict, subgraphs: bool, lender: Any = None) -> 
         config = own_config(graph, config)
     raw = _native.get_state_in(graph._native, dict(config), lender._native if lender is not None else None)
     snapshot = _snapshot(raw, config, graph._order)
+    if parents and snapshot.metadata is not None:
+        snapshot = with_parents(snapshot, parents)
     return with_task_states(graph, snapshot, subgraphs, lender if lender is not None else graph)
+
+
+def with_parents(snapshot: Any, parents: dict) -> Any:
+    """A child's snapshot reached from its parent's: LangGraph's `checkpoint_map` in its
+    configs (the enclosing graphs' checkpoints by namespace, then its own), which a run given
+    such a config travels to. agentgraph's checkpoints do not store their parents; the
+    parent snapshot the child's was reached from stands for them."""
+
+    def patch(config: Optional[dict]) -> Optional[dict]:
+        if config is None:
+            return None
+        conf = config["configurable"]
+        return {"configurable": {**conf, "checkpoint_map": {**parents, conf["checkpoint_ns"]: conf["checkpoint_id"]}}}
+
+    metadata = {**snapshot.metadata, "parents": dict(parents)}
+    return snapshot._replace(config=patch(snapshot.config), parent_config=patch(snapshot.parent_config), metadata=metadata)
 
 
 def with_task_states(graph: Any, snapshot: Any, subgraphs: bool, root: Any) -> Any:
@@ -118,7 +142,8 @@ def with_task_states(graph: Any, snapshot: Any, subgraphs: bool, root: Any) -> A
             ns = task_ns(conf.get("checkpoint_ns", ""), task.name, task.id)
             child_config = {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns}}
             if subgraphs:
-                task = task._replace(state=get_state(child, child_config, True, lender=root))
+                parents = {**conf.get("checkpoint_map", {}), conf.get("checkpoint_ns", ""): conf["checkpoint_id"]}
+                task = task._replace(state=get_state(child, child_config, True, lender=root, parents=parents))
             else:
                 task = task._replace(state=child_config)
         tasks.append(task)
