@@ -882,3 +882,77 @@ async fn a_per_thread_subgraph_replays_from_what_it_had_at_the_checkpoint_travel
         "joke about owls,joke about bats,joke about cats"
     );
 }
+
+/// A child asking two questions, in two nodes, telling the answers.
+fn two_questions() -> agent_core::CompiledGraph<Joke> {
+    let ask = |n: u32| {
+        move |_s: Arc<Joke>, ctx: NodeContext| async move {
+            let answer: String = ctx.interrupt_as(format!("question {n}?"))?;
+            Ok::<_, agent_core::BoxError>(JokeUpdate::default().lines(vec![answer]))
+        }
+    };
+    StateGraph::<Joke>::new()
+        .add_node("ask_1", ask(1))
+        .add_node("ask_2", ask(2))
+        .add_edge(START, "ask_1")
+        .add_edge("ask_1", "ask_2")
+        .add_edge("ask_2", END)
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_questions_in_two_nodes_each_take_their_own_answer() {
+    use agent_core::SubgraphCheckpoints::{PerTask, PerThread};
+    for mode in [PerTask, PerThread] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = calling(two_questions().with_subgraph_checkpoints(mode), saver);
+        let config = RunConfig::default().thread_id(common::unique("two-questions"));
+        let out = graph.invoke(S::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts[0].value, "question 1?");
+        let out = graph
+            .invoke(Command::resume("a1").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts[0].value, "question 2?", "{mode:?}");
+        let out = graph
+            .invoke(Command::resume("a2").unwrap(), config)
+            .await
+            .unwrap();
+        assert_eq!(out.subject, "a1,a2", "{mode:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_travel_to_a_per_thread_childs_own_checkpoint_continues_it_there() {
+    let saver = Arc::new(InMemorySaver::new());
+    let child =
+        two_questions().with_subgraph_checkpoints(agent_core::SubgraphCheckpoints::PerThread);
+    let graph = calling(child, saver.clone());
+    let thread = common::unique("travel");
+    let config = RunConfig::default().thread_id(thread.clone());
+    graph.invoke(S::default(), config.clone()).await.unwrap();
+    // Where both stood at the first question.
+    let parent_at = graph.get_state(&config).await.unwrap().unwrap().config;
+    let child_at = list(&saver, &thread, "call").await[0].id.to_string();
+    for answer in ["a1", "a2"] {
+        graph
+            .invoke(Command::resume(answer).unwrap(), config.clone())
+            .await
+            .unwrap();
+    }
+    let travel = parent_at.checkpoint_map("call", child_at);
+    let out = graph
+        .invoke(agent_core::Input::Continue, travel)
+        .await
+        .unwrap();
+    assert_eq!(out.interrupts[0].value, "question 1?", "asked again");
+    for answer in ["n1", "n2"] {
+        graph
+            .invoke(Command::resume(answer).unwrap(), config.clone())
+            .await
+            .unwrap();
+    }
+    let state = graph.get_state(&config).await.unwrap().unwrap();
+    assert_eq!(state.values.subject, "n1,n2", "a new branch from there");
+}
