@@ -35,7 +35,25 @@ pub struct CompiledGraph<S: GraphState, C = ()> {
     pub(crate) store: Option<Arc<dyn crate::store::Store>>,
     /// The graph's name in traces (see [`with_name`](Self::with_name)).
     pub(crate) name: Option<Arc<str>>,
+    /// How it checkpoints when run as a subgraph (see [`SubgraphCheckpoints`]).
+    pub(crate) subgraph_checkpoints: SubgraphCheckpoints,
     _context: PhantomData<fn() -> C>,
+}
+
+/// How a graph run as a subgraph checkpoints when its parent does (LangGraph's
+/// `compile(checkpointer=None | True | False)` on a child graph).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SubgraphCheckpoints {
+    /// Each task's run checkpoints under a namespace of its own (`node:<task uuid>`): a
+    /// call starts fresh, a paused one resumes (LangGraph's `checkpointer=None`).
+    #[default]
+    PerTask,
+    /// One history per thread (LangGraph's `checkpointer=True`): the namespace is the
+    /// node's path without task ids (`outer|inner`), so each call goes on from the state the
+    /// last one left (its input applied on top), and a paused call resumes.
+    PerThread,
+    /// No checkpoints (LangGraph's `checkpointer=False`): the child cannot pause.
+    Off,
 }
 
 impl<S: GraphState, C> Clone for CompiledGraph<S, C> {
@@ -46,6 +64,7 @@ impl<S: GraphState, C> Clone for CompiledGraph<S, C> {
             cache: self.cache.clone(),
             store: self.store.clone(),
             name: self.name.clone(),
+            subgraph_checkpoints: self.subgraph_checkpoints,
             _context: PhantomData,
         }
     }
@@ -165,6 +184,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             cache: self.cache.clone(),
             store: self.store.clone(),
             name: self.name.clone(),
+            subgraph_checkpoints: self.subgraph_checkpoints,
             _context: PhantomData,
         }
     }
@@ -179,6 +199,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
             cache: Some(cache),
             store: self.store.clone(),
             name: self.name.clone(),
+            subgraph_checkpoints: self.subgraph_checkpoints,
             _context: PhantomData,
         }
     }
@@ -200,6 +221,19 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let mut graph = self.clone();
         graph.name = Some(name.into());
         graph
+    }
+
+    /// This graph checkpointing as `mode` when it runs as a subgraph (see
+    /// [`SubgraphCheckpoints`]). Cheap: the compiled graph is shared.
+    pub fn with_subgraph_checkpoints(&self, mode: SubgraphCheckpoints) -> Self {
+        let mut graph = self.clone();
+        graph.subgraph_checkpoints = mode;
+        graph
+    }
+
+    /// How this graph checkpoints when it runs as a subgraph.
+    pub fn subgraph_checkpoints(&self) -> SubgraphCheckpoints {
+        self.subgraph_checkpoints
     }
 
     /// The graph's name: the one given to [`with_name`](Self::with_name), else `LangGraph`
@@ -595,6 +629,7 @@ pub(crate) fn compile<S: GraphState, C: 'static>(
         cache: None,
         store: None,
         name: None,
+        subgraph_checkpoints: SubgraphCheckpoints::PerTask,
         _context: PhantomData,
     })
 }

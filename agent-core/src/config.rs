@@ -68,6 +68,11 @@ pub struct RunConfig {
     /// The checkpointer this run stores its checkpoints through (see
     /// [`checkpointer`](Self::checkpointer)), over the compiled graph's own.
     pub checkpointer: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+    /// For a run that travels to an older checkpoint (`checkpoint_id`): the checkpoint each
+    /// per-thread subgraph namespace goes to on its first call (LangGraph's `checkpoint_map`,
+    /// as a subgraph's snapshot config gives it), continued from there instead of given its
+    /// input. Namespaces not named load what they had before `checkpoint_id`.
+    pub checkpoint_map: std::collections::BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -88,6 +93,7 @@ impl std::fmt::Debug for RunConfig {
             writes_metadata,
             store,
             checkpointer,
+            checkpoint_map,
         } = self;
         f.debug_struct("RunConfig")
             .field("recursion_limit", recursion_limit)
@@ -105,6 +111,7 @@ impl std::fmt::Debug for RunConfig {
             .field("store", store)
             // A checkpointer is not `Debug`: its backend's name stands for it.
             .field("checkpointer", &checkpointer.as_ref().map(|c| c.backend()))
+            .field("checkpoint_map", checkpoint_map)
             .finish()
     }
 }
@@ -126,6 +133,7 @@ impl Default for RunConfig {
             writes_metadata: false,
             store: None,
             checkpointer: None,
+            checkpoint_map: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -205,6 +213,13 @@ impl RunConfig {
     /// Sets the checkpoint namespace.
     pub fn checkpoint_ns(mut self, ns: impl Into<String>) -> Self {
         self.checkpoint_ns = ns.into();
+        self
+    }
+
+    /// Sends the per-thread subgraph of namespace `ns` to checkpoint `id` when this run
+    /// travels to an older checkpoint (see [`checkpoint_map`](Self::checkpoint_map)).
+    pub fn checkpoint_map(mut self, ns: impl Into<String>, id: impl Into<String>) -> Self {
+        self.checkpoint_map.insert(ns.into(), id.into());
         self
     }
 

@@ -69,6 +69,40 @@ pub(crate) struct RunInfo {
     /// there too, in their namespace, through the same writer (so their checkpoints batch with
     /// the parent's and their siblings').
     pub(crate) writer: Option<crate::executor::Writer>,
+    /// Set when the root run time-travels (continues from an older checkpoint): what its
+    /// per-thread subgraphs load on their first call (see [`ReplayBound`]).
+    pub(crate) replay: std::sync::OnceLock<Arc<ReplayBound>>,
+}
+
+/// A time-traveling run's bound for its per-thread subgraphs
+/// ([`SubgraphCheckpoints::PerThread`](crate::SubgraphCheckpoints::PerThread)), LangGraph's
+/// `ReplayState`: the first call of each such subgraph loads its latest checkpoint from before
+/// `before` (the state it had at that point of the parent's history), later calls their
+/// latest as usual. Shared by every level of the run.
+#[derive(Debug)]
+pub(crate) struct ReplayBound {
+    pub(crate) before: Arc<str>,
+    /// The checkpoints named for some namespaces ([`RunConfig::checkpoint_map`]).
+    pub(crate) at: std::collections::BTreeMap<String, String>,
+    visited: Mutex<std::collections::HashSet<String>>,
+}
+
+impl ReplayBound {
+    pub(crate) fn new(before: Arc<str>, at: std::collections::BTreeMap<String, String>) -> Self {
+        ReplayBound {
+            before,
+            at,
+            visited: Mutex::new(std::collections::HashSet::new()),
+        }
+    }
+
+    /// Whether this is the first call in namespace `ns` of the run.
+    pub(crate) fn first_visit(&self, ns: &str) -> bool {
+        match self.visited.lock() {
+            Ok(mut visited) => visited.insert(ns.to_owned()),
+            Err(_) => false,
+        }
+    }
 }
 
 impl std::fmt::Debug for RunInfo {
@@ -193,6 +227,11 @@ impl NodeContext {
         self.inner.run.writer.clone()
     }
 
+    /// The time-traveling run's bound for per-thread subgraphs, if the run time-travels.
+    pub(crate) fn replay(&self) -> Option<Arc<ReplayBound>> {
+        self.inner.run.replay.get().cloned()
+    }
+
     /// A context outside any run, for calling a node directly (unit tests of nodes).
     pub fn detached(node: &str) -> Self {
         NodeContext::new(
@@ -210,6 +249,7 @@ impl NodeContext {
                 event_parents: vec!["detached".to_owned()],
                 context: None,
                 writer: None,
+                replay: std::sync::OnceLock::new(),
             }),
             Vec::new(),
             None,

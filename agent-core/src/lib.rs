@@ -99,7 +99,7 @@ pub use checkpoint::{Checkpointer, InMemorySaver, ListFilter};
 #[cfg(feature = "postgres")]
 pub use checkpoint::{Fence, PgListener, PgNotification, PostgresSaver};
 pub use command::{Command, CommandGraph, Goto, Send};
-pub use compiled::{CompiledGraph, Topology};
+pub use compiled::{CompiledGraph, SubgraphCheckpoints, Topology};
 pub use config::{DEFAULT_RECURSION_LIMIT, Durability, RunConfig};
 pub use constants::{END, START};
 pub use context::NodeContext;

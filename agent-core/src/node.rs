@@ -667,6 +667,7 @@ impl<S: GraphState, C: std::marker::Send + Sync + 'static> Node<S> for Subgraph<
                 graph.name(),
                 graph.context.clone(),
                 graph.store.clone(),
+                graph.subgraph_checkpoints,
                 start,
                 ctx,
             )
@@ -714,6 +715,7 @@ where
                 graph.name(),
                 graph.context.clone(),
                 graph.store.clone(),
+                graph.subgraph_checkpoints,
                 start,
                 ctx,
             )
@@ -850,6 +852,7 @@ impl<T: GraphState, C: std::marker::Send + Sync + 'static> crate::compiled::Comp
             self.name(),
             self.context.clone(),
             self.store.clone(),
+            self.subgraph_checkpoints,
             crate::executor::ChildStart::Input(input),
             ctx.clone(),
         )

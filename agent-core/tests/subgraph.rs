@@ -745,3 +745,214 @@ async fn a_graph_invoked_inside_a_node_is_its_subgraph() {
         .unwrap();
     assert_eq!(out.log, ["handed off", "reviewer"]);
 }
+
+/// A graph whose `call` node invokes `joke` and keeps what it told as `subject`.
+fn calling(
+    joke: agent_core::CompiledGraph<Joke>,
+    saver: Arc<dyn agent_core::Checkpointer>,
+) -> agent_core::CompiledGraph<S> {
+    StateGraph::new()
+        .add_node("call", move |s: Arc<S>, ctx: NodeContext| {
+            let joke = joke.clone();
+            async move {
+                let input = JokeUpdate::default().letters(s.subject.clone());
+                let out = joke.invoke_in(input, &ctx).await?;
+                Ok::<_, agent_core::BoxError>(SUpdate::default().subject(out.state.lines.join(",")))
+            }
+        })
+        .add_edge(START, "call")
+        .add_edge("call", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_thread_subgraph_goes_on_from_its_last_call_and_an_off_one_stores_nothing() {
+    use agent_core::SubgraphCheckpoints::{Off, PerTask, PerThread};
+    for (mode, second) in [
+        (PerTask, "joke about cats"),
+        (PerThread, "joke about bats,joke about cats"),
+    ] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = calling(asking_joke().with_subgraph_checkpoints(mode), saver.clone());
+        let thread = common::unique("per-thread");
+        let config = RunConfig::default().thread_id(thread.clone());
+        let mut told = Vec::new();
+        for answer in ["bats", "cats"] {
+            let input = SUpdate::default().subject("owls".to_owned());
+            let out = graph.invoke(input, config.clone()).await.unwrap();
+            assert_eq!(
+                out.interrupts.len(),
+                1,
+                "{mode:?}: the child pauses each call"
+            );
+            // Per thread: one namespace for the thread, without task ids.
+            let stored = list(&saver, &thread, "call").await;
+            assert_eq!(!stored.is_empty(), mode == PerThread, "{mode:?}");
+            let out = graph
+                .invoke(Command::resume(answer).unwrap(), config.clone())
+                .await
+                .unwrap();
+            told.push(out.subject.clone());
+        }
+        assert_eq!(told, ["joke about bats", second], "{mode:?}");
+    }
+
+    // Off: the child keeps no checkpoints (only the parent's namespace has any).
+    let plain = StateGraph::<Joke>::new()
+        .add_node("tell", |s: Arc<Joke>| async move {
+            JokeUpdate::default().lines(vec![format!("joke about {}", s.letters)])
+        })
+        .add_edge(START, "tell")
+        .add_edge("tell", END)
+        .compile()
+        .unwrap();
+    for (mode, child_checkpoints) in [(PerThread, true), (Off, false)] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = calling(plain.with_subgraph_checkpoints(mode), saver.clone());
+        let thread = common::unique("off");
+        let config = RunConfig::default().thread_id(thread.clone());
+        let input = SUpdate::default().subject("owls".to_owned());
+        let out = graph.invoke(input, config).await.unwrap();
+        assert_eq!(out.subject, "joke about owls");
+        let stored = list(&saver, &thread, "call").await;
+        assert_eq!(!stored.is_empty(), child_checkpoints, "{mode:?}");
+    }
+}
+
+async fn list(
+    saver: &InMemorySaver,
+    thread: &str,
+    ns: &str,
+) -> Vec<agent_core::checkpoint::CheckpointRecord> {
+    agent_core::Checkpointer::list(saver, thread, ns, &agent_core::ListFilter::default())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_thread_subgraph_replays_from_what_it_had_at_the_checkpoint_traveled_to() {
+    use agent_core::SubgraphCheckpoints::PerThread;
+    let tell = StateGraph::<Joke>::new()
+        .add_node("tell", |s: Arc<Joke>| async move {
+            JokeUpdate::default().lines(vec![format!("joke about {}", s.letters)])
+        })
+        .add_edge(START, "tell")
+        .add_edge("tell", END)
+        .compile()
+        .unwrap()
+        .with_subgraph_checkpoints(PerThread);
+    let saver = Arc::new(InMemorySaver::new());
+    let graph = calling(tell, saver);
+    let config = RunConfig::default().thread_id(common::unique("replay"));
+    for subject in ["owls", "bats"] {
+        let input = SUpdate::default().subject(subject.to_owned());
+        graph.invoke(input, config.clone()).await.unwrap();
+    }
+    assert_eq!(
+        graph
+            .get_state(&config)
+            .await
+            .unwrap()
+            .unwrap()
+            .values
+            .subject,
+        "joke about owls,joke about bats"
+    );
+    // The second call's checkpoint before `call` ran: the child had told one joke then.
+    let history = graph
+        .get_state_history(&config, &agent_core::ListFilter::default())
+        .await
+        .unwrap();
+    let before_second = history
+        .iter()
+        .find(|s| s.next == ["call"])
+        .expect("the second call's pending step");
+    let out = graph
+        .invoke(agent_core::Input::Continue, before_second.config.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.subject, "joke about owls,joke about bats");
+    // Rerun on its state of then, the child told the second joke once more; the next call
+    // goes on from the replay's state.
+    let input = SUpdate::default().subject("cats".to_owned());
+    let out = graph.invoke(input, config).await.unwrap();
+    assert_eq!(
+        out.subject,
+        "joke about owls,joke about bats,joke about cats"
+    );
+}
+
+/// A child asking two questions, in two nodes, telling the answers.
+fn two_questions() -> agent_core::CompiledGraph<Joke> {
+    let ask = |n: u32| {
+        move |_s: Arc<Joke>, ctx: NodeContext| async move {
+            let answer: String = ctx.interrupt_as(format!("question {n}?"))?;
+            Ok::<_, agent_core::BoxError>(JokeUpdate::default().lines(vec![answer]))
+        }
+    };
+    StateGraph::<Joke>::new()
+        .add_node("ask_1", ask(1))
+        .add_node("ask_2", ask(2))
+        .add_edge(START, "ask_1")
+        .add_edge("ask_1", "ask_2")
+        .add_edge("ask_2", END)
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_questions_in_two_nodes_each_take_their_own_answer() {
+    use agent_core::SubgraphCheckpoints::{PerTask, PerThread};
+    for mode in [PerTask, PerThread] {
+        let saver = Arc::new(InMemorySaver::new());
+        let graph = calling(two_questions().with_subgraph_checkpoints(mode), saver);
+        let config = RunConfig::default().thread_id(common::unique("two-questions"));
+        let out = graph.invoke(S::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts[0].value, "question 1?");
+        let out = graph
+            .invoke(Command::resume("a1").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts[0].value, "question 2?", "{mode:?}");
+        let out = graph
+            .invoke(Command::resume("a2").unwrap(), config)
+            .await
+            .unwrap();
+        assert_eq!(out.subject, "a1,a2", "{mode:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_travel_to_a_per_thread_childs_own_checkpoint_continues_it_there() {
+    let saver = Arc::new(InMemorySaver::new());
+    let child =
+        two_questions().with_subgraph_checkpoints(agent_core::SubgraphCheckpoints::PerThread);
+    let graph = calling(child, saver.clone());
+    let thread = common::unique("travel");
+    let config = RunConfig::default().thread_id(thread.clone());
+    graph.invoke(S::default(), config.clone()).await.unwrap();
+    // Where both stood at the first question.
+    let parent_at = graph.get_state(&config).await.unwrap().unwrap().config;
+    let child_at = list(&saver, &thread, "call").await[0].id.to_string();
+    for answer in ["a1", "a2"] {
+        graph
+            .invoke(Command::resume(answer).unwrap(), config.clone())
+            .await
+            .unwrap();
+    }
+    let travel = parent_at.checkpoint_map("call", child_at);
+    let out = graph
+        .invoke(agent_core::Input::Continue, travel)
+        .await
+        .unwrap();
+    assert_eq!(out.interrupts[0].value, "question 1?", "asked again");
+    for answer in ["n1", "n2"] {
+        graph
+            .invoke(Command::resume(answer).unwrap(), config.clone())
+            .await
+            .unwrap();
+    }
+    let state = graph.get_state(&config).await.unwrap().unwrap();
+    assert_eq!(state.values.subject, "n1,n2", "a new branch from there");
+}

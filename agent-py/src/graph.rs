@@ -147,6 +147,17 @@ pub(crate) fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
         {
             run = run.checkpoint_id(checkpoint.extract::<String>()?);
         }
+        // The subgraphs' checkpoints a time-traveling run goes to (a child's snapshot config).
+        if let Some(map) = configurable.get_item("checkpoint_map")?
+            && let Ok(map) = map.cast::<PyDict>()
+        {
+            for (ns, id) in map.iter() {
+                let ns: String = ns.extract()?;
+                if !ns.is_empty() {
+                    run = run.checkpoint_map(ns, id.extract::<String>()?);
+                }
+            }
+        }
     }
     let run_id = match config.get_item("run_id")? {
         Some(id) if !id.is_none() => id.str()?.to_string(),

@@ -50,6 +50,10 @@
 //!   run of the node's task (its checkpoints, stream namespace and pauses are agent-core's).
 //!   Parent and child are one Rust type with different schemas, so state crosses by key name;
 //!   a child's `Command.PARENT` crosses as the Python command, read with the parent's schema.
+//! - **A subgraph's own state** (`subgraph_state`): `compile(checkpointer=True | False)` on
+//!   a child is agent-core's `SubgraphCheckpoints` (one history per thread, or none); the
+//!   state API on a subgraph's `checkpoint_ns` reads through the child's graph with the root
+//!   graph's saver (the Python side finds the child by the namespace's node names).
 //! - **Routers** run under the GIL in agent-core's barrier; their exceptions leave agent-core
 //!   through a target name no node can have (`runs::stash_error`) and are raised as
 //!   themselves.
@@ -112,6 +116,7 @@ mod scope;
 mod state;
 mod store;
 mod subgraph;
+mod subgraph_state;
 mod subgraph_stream;
 mod thread;
 mod value;
@@ -127,6 +132,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        subgraph_state::with_subgraph_checkpoints,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(subgraph_state::get_state_in, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::ainvoke_in, m)?)?;
     m.add_class::<graph::NativeGraph>()?;
     m.add_class::<graph::NativeStream>()?;

@@ -10,9 +10,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors::to_py_err;
-use crate::graph::{NativeGraph, interrupts_list, run_config};
+use crate::graph::{NativeGraph, interrupts_list};
 use crate::scope::{from_json, to_json};
 use crate::state::{PyState, PyUpdate};
+use crate::subgraph_state::state_config;
 
 /// `{"thread_id", "checkpoint_ns", "checkpoint_id"}` of a checkpoint's config.
 fn configurable<'py>(py: Python<'py>, config: &RunConfig) -> PyResult<Bound<'py, PyDict>> {
@@ -66,7 +67,7 @@ pub fn snapshot_tuple<'py>(
 /// The thread's checkpoints, newest first, as snapshot tuples; `filter` matches metadata
 /// entries, `before` is a checkpoint config, `limit` counts.
 #[pyfunction]
-#[pyo3(signature = (graph, config, filter=None, before=None, limit=None))]
+#[pyo3(signature = (graph, config, filter=None, before=None, limit=None, lender=None))]
 pub fn get_state_history(
     py: Python<'_>,
     graph: PyRef<'_, NativeGraph>,
@@ -74,8 +75,10 @@ pub fn get_state_history(
     filter: Option<Bound<'_, PyDict>>,
     before: Option<Bound<'_, PyDict>>,
     limit: Option<usize>,
+    lender: Option<PyRef<'_, NativeGraph>>,
 ) -> PyResult<Vec<Py<PyTuple>>> {
-    let run = run_config(&config)?;
+    // A subgraph's namespace, through the saver its root lends (`crate::subgraph_state`).
+    let run = state_config(&config, lender.as_deref())?;
     let mut list = ListFilter {
         limit,
         ..ListFilter::default()
@@ -128,7 +131,8 @@ fn checkpoint_id_of(config: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
 /// the keys' reducers, the nodes of `goto` added to the next step (a `Command`'s); returns
 /// the new checkpoint's configurable dict.
 #[pyfunction]
-#[pyo3(signature = (graph, config, values, as_node=None, goto=Vec::new()))]
+#[pyo3(signature = (graph, config, values, as_node=None, goto=Vec::new(), lender=None))]
+#[allow(clippy::too_many_arguments)] // LangGraph's arguments, and the lending root graph
 pub fn update_state<'py>(
     py: Python<'py>,
     graph: PyRef<'py, NativeGraph>,
@@ -136,8 +140,9 @@ pub fn update_state<'py>(
     values: Bound<'py, PyAny>,
     as_node: Option<String>,
     goto: Vec<String>,
+    lender: Option<PyRef<'py, NativeGraph>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let run = run_config(&config)?;
+    let run = state_config(&config, lender.as_deref())?;
     let update = if values.is_none() {
         PyUpdate::default()
     } else {

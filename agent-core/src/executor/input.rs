@@ -95,6 +95,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             usage: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             ns: crate::stream::Namespace::root(),
             context,
+            replay: std::sync::OnceLock::new(),
         });
         let mut run = Run {
             graph,
@@ -248,6 +249,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         if durable.checkpoint_id.is_none() {
             return Err(GraphError::NothingToResume(durable.thread_id.to_string()));
         }
+        self.bound_replay();
         if self.replay_forks().await? {
             self.step += 1;
             self.checkpoint(Source::Fork, None, FieldSet::EMPTY, &[])
@@ -264,6 +266,31 @@ impl<'g, S: GraphState> Run<'g, S> {
         }
         self.skip_before_once = true;
         Ok(())
+    }
+
+    /// A root run continuing from the checkpoint its config names time-travels: its
+    /// per-thread subgraphs first load what they had stored before that checkpoint (before
+    /// the one an update or fork branched from, which was written later than them).
+    fn bound_replay(&self) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        if self.info.config.checkpoint_id.is_none() || !self.info.ns.is_root() {
+            return;
+        }
+        let branched = matches!(durable.loaded_source, Some(Source::Update | Source::Fork));
+        let before = match (branched, &durable.loaded_parent, &durable.checkpoint_id) {
+            (true, Some(parent), _) => parent.clone(),
+            (_, _, Some(id)) => id.clone(),
+            _ => return,
+        };
+        let _ = self
+            .info
+            .replay
+            .set(Arc::new(crate::context::ReplayBound::new(
+                before,
+                self.info.config.checkpoint_map.clone(),
+            )));
     }
 
     /// Whether continuing from the checkpoint the config names (time travel) starts a new

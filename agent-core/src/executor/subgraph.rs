@@ -5,7 +5,9 @@
 //!   it starts from an input mapped from the parent's and its final state is mapped back.
 //! - When the parent checkpoints, the child checkpoints too: in the parent's saver and thread,
 //!   under a namespace of its own (LangGraph's `checkpoint_ns`: the parent's, then
-//!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). With `Durability::Exit`, as in LangGraph,
+//!   `node:<uuid>` with a uuid derived from the task id; nested levels joined by `|`). A graph
+//!   made [`SubgraphCheckpoints::PerThread`] keeps one history per thread instead (its
+//!   namespace without task ids), and an [`SubgraphCheckpoints::Off`] one stores nothing. With `Durability::Exit`, as in LangGraph,
 //!   a child that finishes stores nothing (its result is its task's writes); one that pauses
 //!   or fails stores where it stopped.
 //! - It runs under its parent's run id (the root run's): `ctx.run_id()` in its nodes and the
@@ -28,7 +30,7 @@ use tracing::Instrument;
 
 use crate::checkpoint::{PendingWrite, Source, WriteKind};
 use crate::command::Command;
-use crate::compiled::Graph;
+use crate::compiled::{Graph, SubgraphCheckpoints};
 use crate::config::RunConfig;
 use crate::context::{NodeContext, RunInfo};
 use crate::error::GraphError;
@@ -74,6 +76,19 @@ pub(crate) fn child_ns(parent: &str, node: &str, task: &str) -> String {
     } else {
         format!("{parent}|{segment}")
     }
+}
+
+/// The namespace a per-thread subgraph ([`SubgraphCheckpoints::PerThread`]) of `node`
+/// checkpoints under: the parent's path without task ids, then `node` (LangGraph's
+/// `checkpointer=True` namespace), so every call in the thread finds the same history.
+pub(crate) fn thread_ns(parent: &str, node: &str) -> String {
+    parent
+        .split('|')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| segment.split(':').next().unwrap_or(segment))
+        .chain(std::iter::once(node))
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// A subgraph run's segment of a namespace: `node:<uuid>`, the uuid (v5) derived from the
@@ -125,6 +140,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         name: &str,
         context: Option<AnyContext>,
         store: Option<Arc<dyn crate::store::Store>>,
+        checkpoints: SubgraphCheckpoints,
         start: ChildStart<S>,
         ctx: NodeContext,
     ) -> Result<ChildOutput<S>, NodeError> {
@@ -137,7 +153,7 @@ impl<'g, S: GraphState> Run<'g, S> {
             true,
         );
         let recorded = span.clone();
-        let result = Self::run_child_in(graph, context, store, start, ctx)
+        let result = Self::run_child_in(graph, context, store, checkpoints, start, ctx)
             .instrument(span)
             .await;
         if let Err(error) = &result {
@@ -154,6 +170,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         graph: &'g Graph<S>,
         context: Option<AnyContext>,
         store: Option<Arc<dyn crate::store::Store>>,
+        checkpoints: SubgraphCheckpoints,
         start: ChildStart<S>,
         ctx: NodeContext,
     ) -> Result<ChildOutput<S>, NodeError> {
@@ -162,15 +179,48 @@ impl<'g, S: GraphState> Run<'g, S> {
         let parent = ctx.config();
         // Checkpoints go to the parent's saver and thread, in a namespace of the child's own,
         // through the parent's writer (batched with the parent's and its siblings').
-        let writer = ctx
-            .writer()
-            .filter(|_| parent.thread_id.is_some() && ctx.task_id().is_some());
+        let writer = ctx.writer().filter(|_| {
+            parent.thread_id.is_some()
+                && ctx.task_id().is_some()
+                && checkpoints != SubgraphCheckpoints::Off
+        });
+        let per_thread = checkpoints == SubgraphCheckpoints::PerThread;
         let ns = match (&writer, ctx.task_id()) {
+            (Some(_), Some(_)) if per_thread => thread_ns(&parent.checkpoint_ns, ctx.node()),
             (Some(_), Some(task)) => child_ns(&parent.checkpoint_ns, ctx.node(), task),
             _ => String::new(),
         };
         if !ns.is_empty() {
             tracing::Span::current().record("agentgraph.checkpoint.ns", ns.as_str());
+        }
+        // A time-traveling run's per-thread child, on its first call: what it had stored
+        // before the checkpoint the run travels to (LangGraph's `ReplayState`), never a resume.
+        let replay = ctx.replay();
+        let mut replayed_from = None;
+        let mut replaying = false;
+        // Sent to a checkpoint of its own (the run's `checkpoint_map`): continued from there.
+        let mut traveled = false;
+        if let (Some(bound), Some(writer), Some(thread)) = (&replay, &writer, &parent.thread_id)
+            && per_thread
+            && bound.first_visit(&ns)
+        {
+            if let Some(id) = bound.at.get(&ns) {
+                replayed_from = Some(id.clone());
+                traveled = true;
+            } else {
+                let filter = crate::checkpoint::ListFilter {
+                    before: Some(bound.before.to_string()),
+                    limit: Some(1),
+                    ..Default::default()
+                };
+                let found = writer
+                    .saver()
+                    .list(thread, &ns, &filter)
+                    .await
+                    .map_err(failed)?;
+                replayed_from = found.first().map(|record| record.id.to_string());
+                replaying = true;
+            }
         }
         let config = RunConfig {
             recursion_limit: parent.recursion_limit,
@@ -186,10 +236,12 @@ impl<'g, S: GraphState> Run<'g, S> {
             // Stored through the parent's writer (above); kept so the child's nodes see the
             // config their run has.
             checkpointer: parent.checkpointer.clone(),
+            checkpoint_id: replayed_from.clone(),
             ..RunConfig::default()
         };
         // A namespace named after a checkpoint the parent made in this run holds nothing yet.
-        let fresh = ctx.take_fresh();
+        // (A per-thread namespace is not named after one: it holds the earlier calls'.)
+        let fresh = (ctx.take_fresh() && !per_thread) || (replaying && replayed_from.is_none());
         let segment = match ctx.task_id() {
             Some(task) => ns_segment(ctx.node(), task),
             None => format!("{}:{}", ctx.node(), crate::ids::new_id()),
@@ -233,18 +285,36 @@ impl<'g, S: GraphState> Run<'g, S> {
                     event_parents,
                     context: run.info.context.clone(),
                     writer: run.info.writer.clone(),
+                    replay: std::sync::OnceLock::new(),
                 })
             }
+        }
+        if let Some(bound) = replay {
+            let _ = run.info.replay.set(bound);
         }
         // A child over the parent's state hands the parent every update it applied; one over a
         // state of its own hands its final state through the output map, so it records none
         // (a copy of every update, for nothing).
         let records = matches!(start, ChildStart::Snapshot(_));
         let mut recorded = Vec::new();
-        let resuming = run
-            .durable
-            .as_ref()
-            .is_some_and(|d| d.checkpoint_id.is_some());
+        // A per-task namespace with a checkpoint is this task's run, paused; a per-thread one
+        // holds earlier calls too, so only pending tasks there mean a paused call.
+        if traveled && let Some(durable) = &mut run.durable {
+            // Time travel inside the child: its step at that checkpoint runs again, its
+            // interrupts ask again (the answers and outputs kept there were the old branch's),
+            // on a fork checkpoint, so a pause there is where the next call resumes.
+            durable.clear_step();
+            run.step += 1;
+            run.checkpoint(Source::Fork, None, FieldSet::EMPTY, &[])
+                .await
+                .map_err(failed)?;
+        }
+        let resuming = traveled
+            || !replaying
+                && run.durable.as_ref().is_some_and(|d| {
+                    d.checkpoint_id.is_some()
+                        && (!per_thread || !run.frontier.is_empty() || !d.interrupted.is_empty())
+                });
         if resuming {
             // Where it paused: the updates it applied before, and the answers for its paused
             // tasks (the parent's resume values for this task).
@@ -254,8 +324,18 @@ impl<'g, S: GraphState> Run<'g, S> {
                 }
                 let answers = ctx.resume_values();
                 if !answers.is_empty() {
-                    for (task, _) in &durable.interrupted {
-                        durable.resume.insert(task.clone(), answers.clone());
+                    for (task, asked) in &durable.interrupted {
+                        // The parent's task collects every answer given inside the child; a
+                        // child task paused at its interrupt `i` takes the last `i + 1` (the
+                        // earlier ones went to the child's tasks before it).
+                        let index = asked
+                            .iter()
+                            .filter_map(|i| i.id.rsplit('#').next()?.parse::<usize>().ok())
+                            .max()
+                            .unwrap_or(answers.len() - 1);
+                        let take = (index + 1).min(answers.len());
+                        let own = answers[answers.len() - take..].to_vec();
+                        durable.resume.insert(task.clone(), own);
                     }
                 }
             }

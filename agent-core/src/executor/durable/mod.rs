@@ -71,6 +71,8 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) writers: Vec<String>,
     /// What made the restored checkpoint (a run's step, an update, a fork).
     pub(crate) loaded_source: Option<Source>,
+    /// The parent of the restored checkpoint.
+    pub(crate) loaded_parent: Option<Arc<str>>,
     /// Per field, the version of its last stored value.
     versions: Vec<Option<Arc<str>>>,
     /// Per field, what the next delta is computed against.
@@ -155,6 +157,7 @@ impl<S: GraphState> Durable<S> {
             loaded_id: None,
             writers: Vec::new(),
             loaded_source: None,
+            loaded_parent: None,
             versions: vec![None; fields],
             caches: vec![None; fields],
             interner: Interner::default(),
@@ -172,6 +175,7 @@ impl<S: GraphState> Durable<S> {
             durable.checkpoint_id = Some(restored.record.id.clone());
             durable.loaded_id = durable.checkpoint_id.clone();
             durable.loaded_source = restored.record.source();
+            durable.loaded_parent = restored.record.parent_id.clone();
             durable.writers = std::mem::take(&mut restored.writers);
             durable.versions = std::mem::take(&mut restored.versions);
             durable.caches = std::mem::take(&mut restored.caches);

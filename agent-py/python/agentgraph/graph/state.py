@@ -17,7 +17,7 @@ from agentgraph._runtime import current_scope
 from agentgraph._stream import CONTEXT_KEY, STORE_KEY, StreamState, resumed
 from agentgraph.constants import END, START
 from agentgraph.errors import InvalidUpdateError
-from agentgraph.graph import _policies, _schema
+from agentgraph.graph import _policies, _schema, _subgraphs
 from agentgraph.types import Command, PregelTask, Send, StateSnapshot
 
 
@@ -211,6 +211,10 @@ class StateGraph:
         for (source, route, destinations), schema in zip(self.branches, self.branch_schemas):
             schema = schema or self.node_schemas.get(source, self.state_schema)
             branches.append((source, _schema.wrap_path(route, _schema.reader(schema, keys)), destinations))
+        # `True`/`False` on a child: its own history per thread, or none (`_subgraphs`).
+        own = checkpointer if isinstance(checkpointer, bool) else None
+        if own is not None:
+            checkpointer = None
         saver = getattr(checkpointer, "_native", None) if checkpointer else None
         if checkpointer and saver is None:
             # A LangGraph `BaseCheckpointSaver`: agent-core stores through its methods.
@@ -228,8 +232,15 @@ class StateGraph:
             self._interrupt_nodes(interrupt_before),
             self._interrupt_nodes(interrupt_after),
         )
+        if own:
+            native = _native.with_subgraph_checkpoints(native, "thread")
+        # `False` keeps checkpointing per task natively: LangGraph still lets such a child
+        # `interrupt()` (resumed through its parent); the state API shows it without any.
+        elif own is False:
+            native = _native.with_subgraph_checkpoints(native, "task")
         names = frozenset(keys.names)
         graph = CompiledStateGraph(native, self, triggers)
+        graph.checkpointer = own if own is not None else checkpointer
         graph.store = store
         if frozenset(keys.by_schema[self.input_schema]) != names:
             graph._input_names = frozenset(keys.by_schema[self.input_schema])
@@ -371,6 +382,8 @@ class CompiledStateGraph:
     _input_names: Optional[frozenset] = None
     _output_names: Optional[tuple] = None
     store: Any = None
+    # What `compile(checkpointer=...)` got: a saver, None, or a child's True/False.
+    checkpointer: Any = None
     interrupt_before_nodes: list = []
     interrupt_after_nodes: list = []
 
@@ -402,6 +415,7 @@ class CompiledStateGraph:
         """The native run's arguments: the input through the input schema, the run's config,
         its keyword options."""
         options = self._options(before, after, durability, kwargs)
+        config = _subgraphs.root_config(config)
         return self._input(input), _run_config(config, context, store=self.store), options
 
     def _start_stream(
@@ -420,6 +434,7 @@ class CompiledStateGraph:
     ) -> tuple:
         """`stream`'s and `astream`'s start: the chunks a resumed run shows first, and the
         native stream."""
+        self._check_root()
         modes, tagged = _modes(stream_mode, self.stream_mode)
         input, run_config, options = self._run_args(input, config, context, before, after, durability, kwargs)
         state = StreamState(modes, self._node_triggers)
@@ -445,8 +460,13 @@ class CompiledStateGraph:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
             return self._output(_native.invoke_in(self._native, scope, self._input(input)))
+        self._check_root()
         run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
         return self._output(self._native.invoke(*run))
+
+    def _check_root(self) -> None:
+        if self.checkpointer is True:
+            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
 
     def _async_nodes(self) -> list[str]:
         names = []
@@ -487,11 +507,14 @@ class CompiledStateGraph:
         scope = current_scope()
         if scope is not None:
             return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
+        self._check_root()
         run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
         return self._output(await self._native.ainvoke(*run))
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
-        return _snapshot(self._native.get_state(dict(config)), config, self._order)
+        """The thread's state (a subgraph's, for a config naming its `checkpoint_ns`); with
+        `subgraphs`, each pending subgraph task's own snapshot in `tasks[i].state`."""
+        return _subgraphs.get_state(self, config, subgraphs)
 
     async def aget_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         import asyncio
@@ -507,8 +530,11 @@ class CompiledStateGraph:
         limit: Optional[int] = None,
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints, newest first (one alone when `config` names one)."""
-        for raw in _native.get_state_history(self._native, dict(config), filter, before, limit):
-            yield _snapshot(raw, config, self._order)
+        graph, lender, config = _subgraphs.route(self, config)
+        _subgraphs.check_saver(graph, lender)
+        lent = lender._native if lender is not None else None
+        for raw in _native.get_state_history(graph._native, dict(config), filter, before, limit, lent):
+            yield _subgraphs.with_task_states(graph, _snapshot(raw, config, graph._order), False, lender or graph)
 
     async def aget_state_history(
         self,
@@ -530,6 +556,13 @@ class CompiledStateGraph:
         """Writes `values` through the keys' reducers as if node `as_node` had returned them
         (the checkpoint's last writer when it was one node), so the next step follows that
         node's edges; on an older checkpoint this forks. Returns the new checkpoint's config."""
+        graph, lender, config = _subgraphs.route(self, config, for_update=True)
+        if graph is not self:
+            return graph._update_state(config, values, as_node, lender)
+        _subgraphs.check_saver(self, None)
+        return self._update_state(config, values, as_node, None)
+
+    def _update_state(self, config: dict, values: Any, as_node: Optional[str], lender: Any) -> dict:
         goto: list = []
         if isinstance(values, Command):
             if values.graph is not None or values.resume is not None:
@@ -544,18 +577,20 @@ class CompiledStateGraph:
                 "https://docs.langchain.com/oss/python/langgraph/errors/INVALID_GRAPH_NODE_RETURN_VALUE"
             )
         if as_node is None:
-            as_node = self._last_writer(config)
+            as_node = self._last_writer(config, lender)
         if as_node != START and as_node not in self.builder.nodes:
             raise InvalidUpdateError(f"Node {as_node} does not exist")
-        return {"configurable": _native.update_state(self._native, dict(config), values, as_node, goto)}
+        lent = lender._native if lender is not None else None
+        return {"configurable": _native.update_state(self._native, dict(config), values, as_node, goto, lent)}
 
-    def _last_writer(self, config: dict) -> str:
+    def _last_writer(self, config: dict, lender: Any = None) -> str:
         """The node an update counts as when none is named (LangGraph's rule): the one that
         last ran, `__start__` before any did, an error when several ran in that step. Updates
         write without running, so their checkpoints are passed over."""
-        raw = self._native.get_state(dict(config))
+        lent = lender._native if lender is not None else None
+        raw = _native.get_state_in(self._native, dict(config), lent)
         while raw is not None and raw[3].get("source") in ("update", "fork") and raw[5] is not None:
-            raw = self._native.get_state({"configurable": raw[5]})
+            raw = _native.get_state_in(self._native, {"configurable": raw[5]}, lent)
         writers = list(dict.fromkeys(raw[8])) if raw is not None else []
         if len(writers) > 1:
             raise InvalidUpdateError("Ambiguous update, specify as_node")
