@@ -4,7 +4,7 @@ A stand-in until the Rust `add_messages` of agent-llm is wired: merge by id, app
 `RemoveMessage(id)` deletes, `RemoveMessage(REMOVE_ALL_MESSAGES)` starts over.
 """
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Optional, TypedDict
 
 
 def _coerce(messages: Any) -> list:
@@ -63,3 +63,23 @@ def _is_remove(message: Any) -> bool:
 
 class MessagesState(TypedDict):
     messages: Annotated[list, add_messages]
+
+
+def push_message(message: Any, *, state_key: Optional[str] = "messages") -> Any:
+    """From inside a node: sends `message` (which needs an id) to the `messages` stream mode
+    now and, unless `state_key` is `None`, writes it to that state key as the node finishes
+    (before what the node returns). Returns the message as a LangChain message."""
+    from agentgraph import _runtime, _stream
+
+    task = _runtime.current_task()
+    if task is None:
+        raise RuntimeError("push_message() can only be called from inside a graph's node")
+    (message,) = _coerce([message])
+    if _id(message) is None:
+        raise ValueError("Message ID is required")
+    stream = task.scope.stream_state
+    if stream is not None and stream.handler is not None:
+        stream.handler._emit(message, _stream._node_meta(task.config()["metadata"]))
+    if state_key:
+        task.pushed.append((state_key, message))
+    return message
