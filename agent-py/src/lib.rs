@@ -120,6 +120,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
+    m.add_function(wrap_pyfunction!(thread::copy_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::ainvoke_in, m)?)?;

@@ -162,3 +162,21 @@ pub fn update_state<'py>(
         .map_err(|error| to_py_err(py, error, &graph.schema))?;
     configurable(py, &written)
 }
+
+/// `update_state(config, None, as_node="__copy__")`: the checkpoint copied as its sibling
+/// (agent-core's `copy_checkpoint`); the copy's `configurable`.
+#[pyfunction]
+pub fn copy_checkpoint<'py>(
+    py: Python<'py>,
+    graph: PyRef<'py, NativeGraph>,
+    config: Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let run = run_config(&config)?;
+    let compiled = graph.graph.clone();
+    let written = py
+        .detach(move || {
+            pyo3_async_runtimes::tokio::get_runtime().block_on(compiled.copy_checkpoint(&run))
+        })
+        .map_err(|error| to_py_err(py, error, &graph.schema))?;
+    configurable(py, &written)
+}

@@ -13,13 +13,16 @@ class State(TypedDict):
     log: Annotated[list, add_messages]
 
 
+seen = []  # printed after the run: a sync stream's consumer and its nodes interleave freely
+
+
 def chat(state):
     try:
         push_message(AIMessage(content="no id"))
     except ValueError as error:
-        print("error:", error)
+        seen.append(f"error: {error}")
     pushed = push_message(AIMessage(content="First", id="1"))
-    print("returned:", type(pushed).__name__, pushed.content)
+    seen.append(f"returned: {type(pushed).__name__} {pushed.content}")
     push_message(HumanMessage(content="Second", id="2"))
     push_message(AIMessage(content="side", id="s"), state_key="log")
     push_message({"role": "ai", "content": "only streamed", "id": "x"}, state_key=None)
@@ -38,3 +41,4 @@ for mode, chunk in graph.stream({"messages": [], "log": []}, stream_mode=["messa
     else:
         print("values:", [(m.id, m.content) for m in chunk["messages"]], [m.id for m in chunk["log"]])
 print(graph.invoke({"messages": [], "log": []})["messages"][-1].content)
+print(*seen, sep="\n")

@@ -17,7 +17,7 @@ def step(state: State, config: RunnableConfig):
 
 
 def loop(state):
-    return "step" if state["n"] < 30 else "__end__"
+    return "step" if state["n"] < 20 else "__end__"
 
 
 builder = StateGraph(State)
@@ -33,7 +33,7 @@ try:
 except GraphRecursionError:
     print("recursion limit from with_config")
 print(limited.invoke({"n": 0}, {"recursion_limit": 100})["n"])
-print(graph.invoke({"n": 25})["n"])
+print(graph.invoke({"n": 15})["n"])
 
 
 def seen(state: State, config: RunnableConfig):
