@@ -507,6 +507,40 @@ async fn two_interrupts_in_one_node_are_matched_in_order() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_node_fails_on_is_not_kept() {
+    for (name, saver) in common::backends().await {
+        let graph = StateGraph::new()
+            .add_node("approve", |_s: Arc<Chat>, ctx: NodeContext| async move {
+                let answer: String = ctx.interrupt_as("ship it?")?;
+                if answer == "bad" {
+                    return Err::<ChatUpdate, BoxError>("not an answer".into());
+                }
+                Ok(ChatUpdate::default().approved(Some(answer)))
+            })
+            .add_edge(START, "approve")
+            .add_edge("approve", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("rejected-answer");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        let err = graph
+            .invoke(Command::resume("bad").unwrap(), config.clone())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not an answer"), "{name}: {err}");
+        // The pause still stands, and the next answer is the one the node gets.
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.next, ["approve"], "{name}");
+        let out = graph
+            .invoke(Command::resume("good").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("good"), "{name}");
+    }
+}
+
 #[tokio::test]
 async fn interrupts_without_a_checkpointer_are_an_error() {
     let calls = Arc::new(AtomicUsize::new(0));

@@ -115,8 +115,23 @@ impl<S: GraphState> Run<'_, S> {
         let Ok(data) = codec::encode(&error.to_string()) else {
             return;
         };
+        let id = id.to_string();
+        // A task that fails after this run resumed it did not take the answer (LangGraph
+        // saves a task's resume values with its writes, which a failure drops): stored
+        // without it, the next resume answers the same interrupt again.
+        if durable.resumed_now.contains(&id)
+            && let Some(values) = durable.resume.get(&id)
+            && let Ok(kept) = codec::encode(&values[..values.len().saturating_sub(1)])
+        {
+            durable.submit_writes(vec![PendingWrite {
+                task_id: id.clone(),
+                node: self.graph.names[task.node].to_string(),
+                kind: WriteKind::Resume,
+                data: kept,
+            }]);
+        }
         durable.submit_writes(vec![PendingWrite {
-            task_id: id.to_string(),
+            task_id: id,
             node: self.graph.names[task.node].to_string(),
             kind: WriteKind::Error,
             data,
@@ -140,6 +155,7 @@ impl<S: GraphState> Run<'_, S> {
         for (task, interrupts) in &durable.interrupted {
             let values = durable.resume.entry(task.clone()).or_default();
             values.push(value.clone());
+            durable.resumed_now.push(task.clone());
             let node = interrupts
                 .first()
                 .map(|i| i.node.clone())
