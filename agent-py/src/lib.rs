@@ -67,7 +67,8 @@
 //!   store travels in the run's config to the nodes that ask for it.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
-//! - **Thread API** (`thread`): `get_state_history` and `update_state` over agent-core's
+//! - **Thread API** (`thread`): `get_state_history`, `update_state` and `copy_checkpoint`
+//!   (`as_node="__copy__"`) over agent-core's
 //!   `state_api`; snapshots cross as tuples that `agentgraph.graph.state` turns into
 //!   LangGraph's `StateSnapshot`. The rules LangGraph applies around them (which node an
 //!   update counts as, the order of next tasks) live there too, in Python, beside the types.

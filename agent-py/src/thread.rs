@@ -1,5 +1,6 @@
 //! The thread API over a checkpointer: `get_state`, `get_state_history`, `update_state`
-//! (LangGraph's names), as agent-core's `state_api` serves them.
+//! (LangGraph's names; its `as_node="__copy__"` is `copy_checkpoint`), as agent-core's
+//! `state_api` serves them.
 //!
 //! Snapshots cross to Python as plain tuples; `agentgraph.graph.state` makes LangGraph's
 //! `StateSnapshot` and `PregelTask` of them, so the Python types stay where LangGraph has them.

@@ -1,6 +1,6 @@
 """`interrupt(value, response_schema=...)`: a Pydantic model (or `TypedDict`) is shown as its
 JSON schema on the `Interrupt` and the answer comes back validated into it; a dict schema is
-shown as is and the answer is not validated."""
+shown as is and the answer is not validated. A rejected answer is not kept."""
 
 from typing import Any
 
@@ -56,6 +56,9 @@ def check(schema, answer):
         graph.invoke(Command(resume=answer), config)
     except ValidationError as error:
         print("invalid:", is_invalid_resume(error), error.error_count())
+    # Nothing of the rejected answer is kept: the interrupt is answered again.
+    print("pending:", [i.value for i in graph.get_state(config).interrupts])
+    print("answer:", repr(graph.invoke(Command(resume={"approved": False}), config)["answer"]))
 
 
 check(Decision, {"approved": "nope"})
