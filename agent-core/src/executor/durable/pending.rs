@@ -138,7 +138,8 @@ impl<S: GraphState> Run<'_, S> {
         }]);
     }
 
-    /// Stores the resume value for every paused task of the thread.
+    /// Stores the resume value for the paused tasks of the thread (every one, or those a map
+    /// by interrupt id names).
     pub(crate) async fn store_resume(
         &mut self,
         value: serde_json::Value,
@@ -151,10 +152,29 @@ impl<S: GraphState> Run<'_, S> {
         if durable.interrupted.is_empty() {
             return Err(GraphError::NothingToResume(durable.thread_id.to_string()));
         }
+        // A map keyed by interrupt ids (LangGraph's `Command(resume={id: value})`) answers
+        // the tasks it names, each with its value; the others stay paused. Anything else
+        // answers every paused task.
+        let by_id = value.as_object().filter(|map| {
+            !map.is_empty()
+                && map.keys().all(|key| {
+                    durable
+                        .interrupted
+                        .iter()
+                        .any(|(_, list)| list.iter().any(|i| &i.id == key))
+                })
+        });
         let mut writes = Vec::new();
         for (task, interrupts) in &durable.interrupted {
+            let answer = match by_id {
+                Some(map) => match interrupts.iter().find_map(|i| map.get(&i.id)) {
+                    Some(answer) => answer.clone(),
+                    None => continue,
+                },
+                None => value.clone(),
+            };
             let values = durable.resume.entry(task.clone()).or_default();
-            values.push(value.clone());
+            values.push(answer);
             durable.resumed_now.push(task.clone());
             let node = interrupts
                 .first()
