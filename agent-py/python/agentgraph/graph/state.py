@@ -565,6 +565,13 @@ class CompiledStateGraph:
         """Writes `values` through the keys' reducers as if node `as_node` had returned them
         (the checkpoint's last writer when it was one node), so the next step follows that
         node's edges; on an older checkpoint this forks. Returns the new checkpoint's config."""
+        if as_node == "__copy__":
+            # Time travel's branch point: a sibling copy of the checkpoint (source `fork`),
+            # whose next tasks run afresh. Like LangGraph, a copy takes no values (its bulk
+            # form, a list of updates for the copy, is not supported yet).
+            if isinstance(values, list) and values:
+                raise NotImplementedError("update_state(as_node='__copy__') with a list of updates")
+            return {"configurable": _native.copy_checkpoint(self._native, dict(config))}
         goto: list = []
         if isinstance(values, Command):
             if values.graph is not None or values.resume is not None:
@@ -578,13 +585,6 @@ class CompiledStateGraph:
                 f"Expected dict, got {values!r}\nFor troubleshooting, visit: "
                 "https://docs.langchain.com/oss/python/langgraph/errors/INVALID_GRAPH_NODE_RETURN_VALUE"
             )
-        if as_node == "__copy__":
-            # Time travel's branch point: a sibling copy of the checkpoint (source `fork`),
-            # whose next tasks run afresh. Like LangGraph, a copy takes no values (its bulk
-            # form, a list of updates for the copy, is not supported yet).
-            if isinstance(values, list) and values:
-                raise NotImplementedError("update_state(as_node='__copy__') with a list of updates")
-            return {"configurable": _native.copy_checkpoint(self._native, dict(config))}
         if as_node is None:
             as_node = self._last_writer(config)
         if as_node != START and as_node not in self.builder.nodes:
