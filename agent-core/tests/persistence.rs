@@ -547,7 +547,9 @@ async fn a_resume_map_answers_the_interrupts_it_names() {
         let ask = |question: &'static str| {
             move |_s: Arc<Chat>, ctx: NodeContext| async move {
                 let answer: String = ctx.interrupt_as(question)?;
-                Ok::<_, BoxError>(ChatUpdate::default().messages(vec![format!("{question}={answer}")]))
+                Ok::<_, BoxError>(
+                    ChatUpdate::default().messages(vec![format!("{question}={answer}")]),
+                )
             }
         };
         let graph = StateGraph::new()
@@ -597,7 +599,10 @@ async fn a_resume_map_answers_the_interrupts_it_names() {
                 config,
             )
             .await;
-        assert!(out.is_err(), "{name}: both nodes got the map (not a string)");
+        assert!(
+            out.is_err(),
+            "{name}: both nodes got the map (not a string)"
+        );
     }
 }
 
