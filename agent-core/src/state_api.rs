@@ -12,7 +12,7 @@ use crate::constants::START;
 use crate::error::GraphError;
 use crate::executor::{self, Restored, Run};
 use crate::interrupt::Interrupt;
-use crate::state::GraphState;
+use crate::state::{FieldSet, GraphState};
 
 /// A task the checkpoint's next step holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -405,6 +405,46 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         };
         run.save(source, Some(writes_meta), written, &writer)
             .await?;
+        run.flush().await?;
+        let id = run
+            .durable
+            .as_ref()
+            .and_then(|d| d.checkpoint_id.as_deref().map(str::to_owned))
+            .unwrap_or_default();
+        Ok(RunConfig::default()
+            .thread_id(thread)
+            .checkpoint_ns(config.checkpoint_ns.clone())
+            .checkpoint_id(id))
+    }
+
+    /// A copy of the checkpoint `config` names (the latest without an id) as its sibling:
+    /// the same parent, values and next tasks, one step later, source `fork` (LangGraph's
+    /// `update_state(config, None, as_node="__copy__")`). The addressed step's finished tasks,
+    /// answers and pauses are not copied (they were by task), so running the copy runs them
+    /// afresh. Returns the copy's config.
+    pub async fn copy_checkpoint(&self, config: &RunConfig) -> Result<RunConfig, GraphError> {
+        let saver = self.saver_for(config, "update_state")?.clone();
+        let thread = thread_of(config)?.to_owned();
+        let run_id = match &config.run_id {
+            Some(id) => Arc::from(id.as_str()),
+            None => new_run_id(),
+        };
+        let mut run = Run::open(&self.inner, None, config.clone(), run_id, None).await?;
+        let Some(source) = run.durable.as_ref().and_then(|d| d.checkpoint_id.clone()) else {
+            return Err(GraphError::NothingToResume(thread));
+        };
+        let parent = saver
+            .get(&thread, &config.checkpoint_ns, Some(&source))
+            .await?
+            .record
+            .and_then(|r| r.parent_id);
+        if let Some(durable) = &mut run.durable {
+            durable.clear_step();
+            // The copy's parent is the source's (the parent is the position it replaces).
+            durable.checkpoint_id = parent;
+        }
+        run.step += 1;
+        run.save(Source::Fork, None, FieldSet::EMPTY, &[]).await?;
         run.flush().await?;
         let id = run
             .durable

@@ -507,6 +507,105 @@ async fn two_interrupts_in_one_node_are_matched_in_order() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_node_fails_on_is_not_kept() {
+    for (name, saver) in common::backends().await {
+        let graph = StateGraph::new()
+            .add_node("approve", |_s: Arc<Chat>, ctx: NodeContext| async move {
+                let answer: String = ctx.interrupt_as("ship it?")?;
+                if answer == "bad" {
+                    return Err::<ChatUpdate, BoxError>("not an answer".into());
+                }
+                Ok(ChatUpdate::default().approved(Some(answer)))
+            })
+            .add_edge(START, "approve")
+            .add_edge("approve", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("rejected-answer");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        let err = graph
+            .invoke(Command::resume("bad").unwrap(), config.clone())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not an answer"), "{name}: {err}");
+        // The pause still stands, and the next answer is the one the node gets.
+        let snapshot = graph.get_state(&config).await.unwrap().unwrap();
+        assert_eq!(snapshot.next, ["approve"], "{name}");
+        let out = graph
+            .invoke(Command::resume("good").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("good"), "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_map_answers_the_interrupts_it_names() {
+    for (name, saver) in common::backends().await {
+        let ask = |question: &'static str| {
+            move |_s: Arc<Chat>, ctx: NodeContext| async move {
+                let answer: String = ctx.interrupt_as(question)?;
+                Ok::<_, BoxError>(
+                    ChatUpdate::default().messages(vec![format!("{question}={answer}")]),
+                )
+            }
+        };
+        let graph = StateGraph::new()
+            .add_node("a", ask("qa"))
+            .add_node("b", ask("qb"))
+            .add_edge(START, "a")
+            .add_edge(START, "b")
+            .add_edge("a", END)
+            .add_edge("b", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("resume-map");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        let id = |q: &str| {
+            out.interrupts
+                .iter()
+                .find(|i| i.value == q)
+                .map(|i| i.id.clone())
+                .unwrap()
+        };
+        let (qa, qb) = (id("qa"), id("qb"));
+        let first = graph
+            .invoke(
+                Command::resume(serde_json::json!({ qa: "A" })).unwrap(),
+                config.clone(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(first.interrupts.len(), 1, "{name}: b is still paused");
+        assert_eq!(first.interrupts[0].value, "qb");
+        let second = graph
+            .invoke(
+                Command::resume(serde_json::json!({ qb: "B" })).unwrap(),
+                config.clone(),
+            )
+            .await
+            .unwrap();
+        let mut messages = second.messages.clone();
+        messages.sort();
+        assert_eq!(messages, ["qa=A", "qb=B"], "{name}");
+        // A map that is not by interrupt id is an answer like any other value.
+        let config = thread("resume-plain-map");
+        graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        let out = graph
+            .invoke(
+                Command::resume(serde_json::json!({"not": "an id"})).unwrap(),
+                config,
+            )
+            .await;
+        assert!(
+            out.is_err(),
+            "{name}: both nodes got the map (not a string)"
+        );
+    }
+}
+
 #[tokio::test]
 async fn interrupts_without_a_checkpointer_are_an_error() {
     let calls = Arc::new(AtomicUsize::new(0));

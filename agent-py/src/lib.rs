@@ -76,7 +76,8 @@
 //!   run's config to the nodes that ask for it.
 //! - **Runs' Python context** (`runs`): the config dict and the caller's event loop, by run
 //!   id, for nodes (agent-core's `RunConfig` holds no Python objects).
-//! - **Thread API** (`thread`): `get_state_history` and `update_state` over agent-core's
+//! - **Thread API** (`thread`): `get_state_history`, `update_state` and `copy_checkpoint`
+//!   (`as_node="__copy__"`) over agent-core's
 //!   `state_api`; snapshots cross as tuples that `agentgraph.graph.state` turns into
 //!   LangGraph's `StateSnapshot`. The rules LangGraph applies around them (which node an
 //!   update counts as, the order of next tasks) live there too, in Python, beside the types.
@@ -130,6 +131,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
+    m.add_function(wrap_pyfunction!(thread::copy_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
     m.add_function(wrap_pyfunction!(subgraph::invoke_in, m)?)?;
     m.add_function(wrap_pyfunction!(

@@ -1,5 +1,6 @@
 //! The thread API over a checkpointer: `get_state`, `get_state_history`, `update_state`
-//! (LangGraph's names), as agent-core's `state_api` serves them.
+//! (LangGraph's names; its `as_node="__copy__"` is `copy_checkpoint`), as agent-core's
+//! `state_api` serves them.
 //!
 //! Snapshots cross to Python as plain tuples; `agentgraph.graph.state` makes LangGraph's
 //! `StateSnapshot` and `PregelTask` of them, so the Python types stay where LangGraph has them.
@@ -163,6 +164,24 @@ pub fn update_state<'py>(
                 as_node.as_deref(),
                 goto.into_iter().map(Goto::Node).collect(),
             ))
+        })
+        .map_err(|error| to_py_err(py, error, &graph.schema))?;
+    configurable(py, &written)
+}
+
+/// `update_state(config, None, as_node="__copy__")`: the checkpoint copied as its sibling
+/// (agent-core's `copy_checkpoint`); the copy's `configurable`.
+#[pyfunction]
+pub fn copy_checkpoint<'py>(
+    py: Python<'py>,
+    graph: PyRef<'py, NativeGraph>,
+    config: Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let run = run_config(&config)?;
+    let compiled = graph.graph.clone();
+    let written = py
+        .detach(move || {
+            pyo3_async_runtimes::tokio::get_runtime().block_on(compiled.copy_checkpoint(&run))
         })
         .map_err(|error| to_py_err(py, error, &graph.schema))?;
     configurable(py, &written)

@@ -43,13 +43,16 @@ class NodeCall:
 class Task:
     """A running node: its scope (native), the run's config, its own config once built."""
 
-    __slots__ = ("scope", "run_config", "triggers", "_config")
+    __slots__ = ("scope", "run_config", "triggers", "_config", "pushed")
 
     def __init__(self, scope: Any, run_config: dict, triggers: Optional[tuple]) -> None:
         self.scope = scope
         self.run_config = run_config
         self.triggers = triggers
         self._config: Optional[dict] = None
+        # Writes made during the node (`push_message`), as (key, value): applied before
+        # what the node returns.
+        self.pushed: list = []
 
     def config(self) -> dict:
         if self._config is None:
@@ -148,6 +151,7 @@ def call_sync(scope, node, args):
             out = fn(state, **kwargs)
             if inspect.iscoroutine(out):
                 out = asyncio.run(out)
+            out = _with_pushed(task, out)
         except BaseException as error:
             if stream is not None:
                 stream.node_failed(task, error)
@@ -166,7 +170,7 @@ async def call_async(scope, node, args):
     if stream is not None:
         stream.node_start(task, state)
     try:
-        out = await fn(state, **kwargs)
+        out = _with_pushed(task, await fn(state, **kwargs))
     except BaseException as error:
         if stream is not None:
             stream.node_failed(task, error)
@@ -174,6 +178,31 @@ async def call_async(scope, node, args):
     if stream is not None:
         stream.node_done(task, out)
     return out
+
+
+def _with_pushed(task: Task, out: Any) -> Any:
+    """The node's output with the writes it pushed while running put first (a pushed value
+    and a returned one for the same key are both kept, in that order, as a list)."""
+    if not task.pushed:
+        return out
+    command = out if type(out).__name__ == "Command" else None
+    update = command.update if command is not None else out
+    if update is not None and not isinstance(update, dict):
+        raise TypeError(f"a node that pushed writes must return a dict or None, not {type(update).__name__}")
+    merged: dict = {}
+    for key, value in task.pushed:
+        merged.setdefault(key, []).append(value)
+    for key, value in (update or {}).items():
+        if key in merged:
+            merged[key].extend(value if isinstance(value, list) else [value])
+        else:
+            merged[key] = value
+    task.pushed = []
+    if command is None:
+        return merged
+    import dataclasses
+
+    return dataclasses.replace(command, update=merged)
 
 
 def current_task() -> Optional[Task]:

@@ -27,6 +27,16 @@ class Interrupt:
     id: str
     response_schema: Any = None
 
+    def __post_init__(self) -> None:
+        # An interrupt with a response schema crosses agent-core (which keeps values as
+        # JSON) wrapped with its schema; every Interrupt is made here, so it is unwrapped once.
+        value = self.value
+        if self.response_schema is None and isinstance(value, dict) and _SCHEMA_KEY in value:
+            self.value, self.response_schema = value.get("value"), value[_SCHEMA_KEY]
+
+
+_SCHEMA_KEY = "__agentgraph_response_schema__"
+
 
 class Send:
     """A task for `node` in the next step, run on `arg` instead of the state (map-reduce): a
@@ -62,13 +72,37 @@ class Command(_ToolOutput):
     PARENT: ClassVar[str] = "__parent__"
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     """Pauses the run for a human: the first time, the run stops and the caller gets `value`
     under `__interrupt__`; once resumed with `Command(resume=answer)`, the node runs again and
-    this returns `answer`. Values cross as JSON for now."""
+    this returns `answer`. Values cross as JSON for now.
+
+    `response_schema` describes the answer: a JSON-schema dict is shown as is (the
+    `Interrupt`'s `response_schema`); a Pydantic model, `TypedDict` or dataclass is shown as
+    its JSON schema, and the answer is validated into it (a `pydantic.ValidationError`, which
+    `errors.is_invalid_resume` recognises, when it does not match; nothing is saved, so the
+    interrupt can be answered again)."""
     from agentgraph._runtime import current
 
-    return current().interrupt(value)
+    adapter = None
+    shown = response_schema
+    if response_schema is not None and not isinstance(response_schema, dict):
+        from pydantic import TypeAdapter
+
+        adapter = TypeAdapter(response_schema)
+        shown = adapter.json_schema()
+    answer = current().interrupt(value if shown is None else {_SCHEMA_KEY: shown, "value": value})
+    if adapter is None:
+        return answer
+    from pydantic import ValidationError
+
+    try:
+        return adapter.validate_python(answer)
+    except ValidationError as error:
+        from agentgraph.errors import _mark_invalid_resume
+
+        _mark_invalid_resume(error)
+        raise
 
 
 def default_retry_on(exc: BaseException) -> bool:

@@ -86,6 +86,8 @@ pub(crate) struct Durable<S: GraphState> {
     pub(crate) outputs: HashMap<String, TaskWrites<S>>,
     /// Resume values by task id.
     pub(crate) resume: HashMap<String, Vec<serde_json::Value>>,
+    /// The tasks this run gave a resume value (`store_resume`): one that fails gives it back.
+    pub(crate) resumed_now: Vec<String>,
     /// Tasks paused on `interrupt()`, with what they asked.
     pub(crate) interrupted: Vec<(String, Vec<Interrupt>)>,
     /// The input of an `input` checkpoint, not applied yet.
@@ -164,6 +166,7 @@ impl<S: GraphState> Durable<S> {
             rewritten: FieldSet::EMPTY,
             outputs: HashMap::new(),
             resume: HashMap::new(),
+            resumed_now: Vec::new(),
             interrupted: Vec::new(),
             pending_input: None,
             owed: None,
@@ -200,6 +203,7 @@ impl<S: GraphState> Durable<S> {
     pub(crate) fn clear_step(&mut self) {
         self.outputs.clear();
         self.resume.clear();
+        self.resumed_now.clear();
         self.interrupted.clear();
     }
 

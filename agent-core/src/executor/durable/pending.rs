@@ -115,15 +115,31 @@ impl<S: GraphState> Run<'_, S> {
         let Ok(data) = codec::encode(&error.to_string()) else {
             return;
         };
+        let id = id.to_string();
+        // A task that fails after this run resumed it did not take the answer (LangGraph
+        // saves a task's resume values with its writes, which a failure drops): stored
+        // without it, the next resume answers the same interrupt again.
+        if durable.resumed_now.contains(&id)
+            && let Some(values) = durable.resume.get(&id)
+            && let Ok(kept) = codec::encode(&values[..values.len().saturating_sub(1)])
+        {
+            durable.submit_writes(vec![PendingWrite {
+                task_id: id.clone(),
+                node: self.graph.names[task.node].to_string(),
+                kind: WriteKind::Resume,
+                data: kept,
+            }]);
+        }
         durable.submit_writes(vec![PendingWrite {
-            task_id: id.to_string(),
+            task_id: id,
             node: self.graph.names[task.node].to_string(),
             kind: WriteKind::Error,
             data,
         }]);
     }
 
-    /// Stores the resume value for every paused task of the thread.
+    /// Stores the resume value for the paused tasks of the thread (every one, or those a map
+    /// by interrupt id names).
     pub(crate) async fn store_resume(
         &mut self,
         value: serde_json::Value,
@@ -136,10 +152,30 @@ impl<S: GraphState> Run<'_, S> {
         if durable.interrupted.is_empty() {
             return Err(GraphError::NothingToResume(durable.thread_id.to_string()));
         }
+        // A map keyed by interrupt ids (LangGraph's `Command(resume={id: value})`) answers
+        // the tasks it names, each with its value; the others stay paused. Anything else
+        // answers every paused task.
+        let by_id = value.as_object().filter(|map| {
+            !map.is_empty()
+                && map.keys().all(|key| {
+                    durable
+                        .interrupted
+                        .iter()
+                        .any(|(_, list)| list.iter().any(|i| &i.id == key))
+                })
+        });
         let mut writes = Vec::new();
         for (task, interrupts) in &durable.interrupted {
+            let answer = match by_id {
+                Some(map) => match interrupts.iter().find_map(|i| map.get(&i.id)) {
+                    Some(answer) => answer.clone(),
+                    None => continue,
+                },
+                None => value.clone(),
+            };
             let values = durable.resume.entry(task.clone()).or_default();
-            values.push(value.clone());
+            values.push(answer);
+            durable.resumed_now.push(task.clone());
             let node = interrupts
                 .first()
                 .map(|i| i.node.clone())

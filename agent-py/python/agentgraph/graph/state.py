@@ -280,6 +280,26 @@ def _legacy(kwargs: dict, name: str, given: Optional[type]) -> Optional[type]:
     return given or kwargs[name]
 
 
+def _merge_configs(base: dict, config: Optional[dict]) -> dict:
+    """`config` over `base` as LangGraph merges run configs."""
+    merged = dict(base)
+    for key, value in (config or {}).items():
+        if value is None:
+            continue
+        if key in ("metadata", "configurable") and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        elif key == "tags" and merged.get(key):
+            merged[key] = list(dict.fromkeys([*merged[key], *value]))
+        elif key == "callbacks" and merged.get(key):
+            if isinstance(merged[key], list) and isinstance(value, list):
+                merged[key] = [*merged[key], *value]
+            else:
+                merged[key] = value
+        else:
+            merged[key] = value
+    return merged
+
+
 def _run_config(config: Optional[dict], context: Any, store: Any = None) -> dict:
     """The caller's config, with the run's `context` and the graph's store where nodes find
     them (private keys)."""
@@ -387,6 +407,19 @@ class CompiledStateGraph:
     interrupt_before_nodes: list = []
     interrupt_after_nodes: list = []
 
+    # What `with_config` bound: the base of every run's config.
+    _bound_config: dict = {}
+
+    def with_config(self, config: Optional[dict] = None, **kwargs: Any) -> "CompiledStateGraph":
+        """This graph with `config` (and `kwargs`, e.g. `recursion_limit=`) as the base of
+        each run's config: a run's own config is merged over it (tags and callbacks added,
+        metadata and configurable merged by key, anything else replaced)."""
+        import copy
+
+        bound = copy.copy(self)
+        bound._bound_config = _merge_configs(self._bound_config, {**(config or {}), **kwargs})
+        return bound
+
     def __init__(self, native: Any, builder: StateGraph, triggers: dict) -> None:
         self._native = native
         self.builder = builder
@@ -415,6 +448,8 @@ class CompiledStateGraph:
         """The native run's arguments: the input through the input schema, the run's config,
         its keyword options."""
         options = self._options(before, after, durability, kwargs)
+        if self._bound_config:
+            config = _merge_configs(self._bound_config, config)
         config = _subgraphs.root_config(config)
         return self._input(input), _run_config(config, context, store=self.store), options
 
@@ -563,6 +598,15 @@ class CompiledStateGraph:
         return self._update_state(config, values, as_node, None)
 
     def _update_state(self, config: dict, values: Any, as_node: Optional[str], lender: Any) -> dict:
+        if as_node == "__copy__":
+            # Time travel's branch point: a sibling copy of the checkpoint (source `fork`),
+            # whose next tasks run afresh. Like LangGraph, a copy takes no values (its bulk
+            # form, a list of updates for the copy, is not supported yet).
+            if isinstance(values, list) and values:
+                raise NotImplementedError("update_state(as_node='__copy__') with a list of updates")
+            if lender is not None:
+                raise NotImplementedError("update_state(as_node='__copy__') on a subgraph's checkpoint")
+            return {"configurable": _native.copy_checkpoint(self._native, dict(config))}
         goto: list = []
         if isinstance(values, Command):
             if values.graph is not None or values.resume is not None:
