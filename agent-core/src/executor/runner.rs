@@ -436,6 +436,8 @@ impl<S: GraphState> Run<'_, S> {
             _ => None,
         };
         let node = task.node;
+        // A pause keeps the task's journal (`NodeContext::record`).
+        let journal = ctx.clone();
         let call = match cached {
             None => futures::future::Either::Left(caught(self.graph.nodes[node].call(input, ctx))),
             Some((policy, cache)) => {
@@ -476,7 +478,8 @@ impl<S: GraphState> Run<'_, S> {
                 }))
             }
         };
-        call.instrument(span)
+        call.map(move |result| with_journal(result, &journal))
+            .instrument(span)
     }
 
     /// A node's result as a task's: its writes, a pause, or the error naming node and step.
@@ -524,6 +527,17 @@ impl<S: GraphState> Run<'_, S> {
             }),
         }
     }
+}
+
+/// A paused task's result with its journal attached (what the node recorded before the
+/// interrupt's slot), so the pause keeps it.
+fn with_journal<S: GraphState>(mut result: Caught<S>, ctx: &NodeContext) -> Caught<S> {
+    if let Ok(Err(NodeError::Failed(source))) = &mut result
+        && let Some(interrupted) = source.downcast_mut::<Interrupted>()
+    {
+        interrupted.journal = ctx.journal_before(interrupted.index);
+    }
+    result
 }
 
 /// The input type of the node named `target`, when it takes one.

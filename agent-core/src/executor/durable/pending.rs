@@ -194,16 +194,29 @@ impl<S: GraphState> Run<'_, S> {
             let interrupt = Interrupt {
                 id: format!("{id}#{}", interrupted.index),
                 node: node.clone(),
-                value: interrupted.value,
+                value: interrupted.value.clone(),
             };
             let data =
                 codec::encode(&vec![interrupt.clone()]).map_err(|e| durable.encode_error(e))?;
             writes.push(PendingWrite {
                 task_id: id.clone(),
-                node,
+                node: node.clone(),
                 kind: WriteKind::Interrupt,
                 data,
             });
+            if !interrupted.journal.is_empty() {
+                // What the task recorded before it paused: the resumed task replays it, and
+                // the resume answer lands after it (in the interrupt's slot).
+                let data =
+                    codec::encode(&interrupted.journal).map_err(|e| durable.encode_error(e))?;
+                writes.push(PendingWrite {
+                    task_id: id.clone(),
+                    node: node.clone(),
+                    kind: WriteKind::Resume,
+                    data,
+                });
+                durable.resume.insert(id.clone(), interrupted.journal);
+            }
             durable.interrupted.push((id, vec![interrupt.clone()]));
             self.interrupts.push(interrupt);
         }
