@@ -480,6 +480,7 @@ impl NodeContext {
             .unwrap_or_else(|p| p.into_inner());
         let index = slots.next;
         slots.next += 1;
+        slots.recorded = true;
         (index, slots.resume.get(index).cloned())
     }
 
@@ -500,8 +501,9 @@ impl NodeContext {
         slots.recorded = true;
     }
 
-    /// The journal a pause at slot `index` keeps: the slots before it, when the node recorded
-    /// any (empty otherwise: resume answers are kept as they come).
+    /// The journal a pause at slot `index` keeps: the slots before it, when the node used its
+    /// journal (empty otherwise: resume answers are kept as they come). Slots taken but never
+    /// recorded are `null`, so the resume answer lands in the interrupt's slot.
     pub(crate) fn journal_before(&self, index: usize) -> Vec<serde_json::Value> {
         let slots = self
             .inner

@@ -44,6 +44,6 @@ impl Interrupted {
 pub(crate) struct InterruptSlots {
     pub(crate) resume: Vec<serde_json::Value>,
     pub(crate) next: usize,
-    /// Whether the node recorded into its journal (then a pause keeps `resume`).
+    /// Whether the node used its journal (then a pause keeps `resume`).
     pub(crate) recorded: bool,
 }

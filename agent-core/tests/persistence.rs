@@ -1319,6 +1319,36 @@ async fn a_paused_task_replays_its_journal_when_resumed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrecorded_slot_before_an_interrupt_leaves_the_answer_in_its_slot() {
+    // The slot is taken but nothing recorded (the work itself paused): the resume answer
+    // must land in the interrupt's slot (1), not in the empty one (0).
+    for (name, saver) in common::backends().await {
+        let graph = StateGraph::new()
+            .add_node("entry", |_s: Arc<Chat>, ctx: NodeContext| async move {
+                let (_slot, kept) = ctx.journal_slot();
+                assert!(kept.is_none() || kept == Some(serde_json::Value::Null));
+                let answer = ctx.interrupt("ok?")?;
+                Ok::<_, BoxError>(
+                    ChatUpdate::default().messages(vec![answer.as_str().unwrap_or("?").to_owned()]),
+                )
+            })
+            .add_edge(START, "entry")
+            .add_edge("entry", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("unrecorded");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts.len(), 0, "{name}");
+        assert_eq!(out.messages, ["yes"], "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_journal_a_pause_keeps_only_resume_answers() {
     // The approval node records nothing: two interrupts still take their answers in order
     // (the journal is kept only when a node records into it).
