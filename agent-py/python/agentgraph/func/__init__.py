@@ -171,7 +171,14 @@ class _TaskFunction(Generic[R]):
         failures = 0
         while True:
             try:
+                key = self._key(args, kwargs)
+                if key is not None:
+                    hit, value = _task_cache.get().get(self.name, key)
+                    if hit:
+                        return self._finish(scope, slot, value)
                 value = await self.func(*args, **kwargs)
+                if key is not None:
+                    _task_cache.get().set(self.name, key, value, self.cache_policy.ttl)
                 return self._finish(scope, slot, value)
             except Exception as error:
                 failures += 1
@@ -180,23 +187,28 @@ class _TaskFunction(Generic[R]):
                     raise
                 await asyncio.sleep(wait)
 
+    def _key(self, args: tuple, kwargs: dict) -> Any:
+        """The cache key of a call, or `None` when the call is not cached."""
+        if self.cache_policy is None or _task_cache.get(None) is None:
+            return None
+        return self.cache_policy.key_func(*args, **kwargs)
+
     def _cached(self, args: tuple, kwargs: dict, call: Callable[[], Any]) -> Any:
-        cache = _task_cache.get(None)
-        if self.cache_policy is None or cache is None:
+        key = self._key(args, kwargs)
+        if key is None:
             return call()
-        key_func = self.cache_policy.key_func
-        key = key_func(*args, **kwargs)
-        full = (("__pregel_ns_writes", self.name), str(key))
-        hit = cache.get([full]).get(full)
-        if hit is not None:
-            return hit
+        cache = _task_cache.get()
+        hit, value = cache.get(self.name, key)
+        if hit:
+            return value
         value = call()
-        cache.set({full: (value, self.cache_policy.ttl)})
+        cache.set(self.name, key, value, self.cache_policy.ttl)
         return value
 
     def clear_cache(self, cache: Any) -> None:
+        """Drops this task's cached results."""
         if self.cache_policy is not None:
-            cache.clear([("__pregel_ns_writes", self.name)])
+            cache.clear([self.name])
 
     async def aclear_cache(self, cache: Any) -> None:
         self.clear_cache(cache)

@@ -132,9 +132,12 @@ class _Entrypoint:
                 yield item
 
     def _snapshot(self, snapshot: StateSnapshot) -> StateSnapshot:
+        """The snapshot as LangGraph's entrypoint shows it: the return value (`None` before
+        the first one; `{}` for a thread with no checkpoint)."""
+        if snapshot.metadata is None:
+            return snapshot
         values = snapshot.values
-        values = values.get(_OUTPUT, {}) if isinstance(values, dict) and values else {}
-        return snapshot._replace(values=values)
+        return snapshot._replace(values=values.get(_OUTPUT) if isinstance(values, dict) else values)
 
     def get_state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
         return self._snapshot(self._graph.get_state(config, subgraphs=subgraphs))

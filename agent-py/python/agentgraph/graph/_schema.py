@@ -66,6 +66,9 @@ def managed_keys(schema: Any) -> dict[str, Any]:
         return {}
     managed = {}
     for name, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin is not None and getattr(origin, "_name", None) in ("Required", "NotRequired"):
+            hint = typing.get_args(hint)[0]
         if typing.get_origin(hint) is typing.Annotated:
             found = [m for m in hint.__metadata__ if is_managed_value(m)]
             if found:
