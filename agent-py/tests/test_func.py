@@ -69,3 +69,25 @@ def test_a_failed_task_raises_in_the_entrypoint_and_siblings_finish():
     with pytest.raises(KeyError):
         flow.invoke(0)
     assert sorted(done) == [1, 2]
+
+
+def test_sync_tasks_are_awaitable_in_an_async_entrypoint_and_async_tasks_run_in_a_sync_one():
+    @task
+    def sync_double(x: int) -> int:
+        return 2 * x
+
+    @task
+    async def async_inc(x: int) -> int:
+        await asyncio.sleep(0)
+        return x + 1
+
+    @entrypoint()
+    async def amain(x: int) -> int:
+        return await sync_double(x) + sync_double(x).result()
+
+    @entrypoint()
+    def main(x: int) -> int:
+        return async_inc(x).result()
+
+    assert asyncio.run(amain.ainvoke(3)) == 12
+    assert main.invoke(3) == 4

@@ -50,6 +50,29 @@ class _TaskUpdate:
         self.value = value
 
 
+class _Future(concurrent.futures.Future):
+    """A sync task's future: `.result()` blocks; awaitable in an async entrypoint too."""
+
+    def __await__(self):
+        return (yield from asyncio.wrap_future(self).__await__())
+
+
+def _settle(future: _Future, call: Callable[[], Any]) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(call())
+    except BaseException as error:  # the caller gets it from `.result()`
+        future.set_exception(error)
+
+
+def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _Calls:
     """The futures an entrypoint's call started (waited for before it returns or pauses, so
     every finished result is in the journal)."""
@@ -129,18 +152,25 @@ class _TaskFunction(Generic[R]):
         if isinstance(kept, dict) and _RESULT in kept and len(kept) == 1:
             return self._done(kept[_RESULT])
         context = contextvars.copy_context()
-        if self.is_async:
-            future = asyncio.ensure_future(self._arun(scope, slot, args, kwargs))
+        if self.is_async and _running_loop() is not None:
+            future: Any = asyncio.ensure_future(self._arun(scope, slot, args, kwargs))
         else:
-            future = calls.executor().submit(context.run, self._run, scope, slot, args, kwargs)
+            # A sync task on a thread (an async one called from a sync entrypoint runs to
+            # completion there with `asyncio.run`).
+            future = _Future()
+            if self.is_async:
+                call = functools.partial(asyncio.run, self._arun(scope, slot, args, kwargs))
+            else:
+                call = functools.partial(self._run, scope, slot, args, kwargs)
+            calls.executor().submit(context.run, _settle, future, call)
         calls.futures.append(future)
         return future
 
     def _done(self, value: Any) -> Any:
-        if self.is_async:
+        if self.is_async and _running_loop() is not None:
             future = asyncio.get_running_loop().create_future()
         else:
-            future = concurrent.futures.Future()
+            future = _Future()
         future.set_result(value)
         return future
 
