@@ -50,6 +50,17 @@ class _TaskUpdate:
         self.value = value
 
 
+class _TaskEvent:
+    """A task's start or result on its way to the `tasks` stream (through `custom`):
+    LangGraph's payload without its `id`, which the stream adds."""
+
+    __slots__ = ("id", "payload")
+
+    def __init__(self, id: str, payload: dict) -> None:
+        self.id = id
+        self.payload = payload
+
+
 class _Future(concurrent.futures.Future):
     """A sync task's future: `.result()` blocks; awaitable in an async entrypoint too."""
 
@@ -77,9 +88,12 @@ class _Calls:
     """The futures an entrypoint's call started (waited for before it returns or pauses, so
     every finished result is in the journal)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.futures: list = []
         self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        # Task calls so far (LangGraph's call counter: a task's `langgraph_path`).
+        self.count = 0
 
     def executor(self) -> concurrent.futures.ThreadPoolExecutor:
         if self.pool is None:
@@ -148,12 +162,24 @@ class _TaskFunction(Generic[R]):
         if task is None or calls is None:
             raise RuntimeError("Called get_config outside of a runnable context")
         scope = task.scope
+        index, calls.count = calls.count, calls.count + 1
         slot, kept = scope.journal_slot()
         if isinstance(kept, dict) and _RESULT in kept and len(kept) == 1:
             return self._done(kept[_RESULT])
+        event = None
+        if "custom" in scope.modes and "tasks" in (scope.stream_state.modes if scope.stream_state else ()):
+            import uuid
+
+            event = str(uuid.uuid4())
+            scope.emit(_TaskEvent(event, {"name": self.name, "input": (args, kwargs), "triggers": ("__pregel_push",)}))
         context = contextvars.copy_context()
+        context.run(_task_config, task, self.name, calls.name, index)
+        kwargs = dict(kwargs)
+        if event is not None:
+            kwargs[_EVENT] = event
         if self.is_async and _running_loop() is not None:
-            future: Any = asyncio.ensure_future(self._arun(scope, slot, args, kwargs))
+            # Created inside the task's context: the asyncio task runs in a copy of it.
+            future: Any = context.run(asyncio.ensure_future, self._arun(scope, slot, args, kwargs))
         else:
             # A sync task on a thread (an async one called from a sync entrypoint runs to
             # completion there with `asyncio.run`).
@@ -174,10 +200,13 @@ class _TaskFunction(Generic[R]):
         future.set_result(value)
         return future
 
-    def _finish(self, scope: Any, slot: int, value: Any) -> Any:
+    def _finish(self, scope: Any, slot: int, value: Any, event: Optional[str]) -> Any:
         scope.record(slot, _encode(value))
         if "custom" in scope.modes:
             scope.emit(_TaskUpdate(self.name, value))
+            if event is not None:
+                result = {"name": self.name, "error": None, "result": {"__return__": value}, "interrupts": []}
+                scope.emit(_TaskEvent(event, result))
         return value
 
     def _wait(self, error: Exception, failures: int) -> Optional[float]:
@@ -186,10 +215,11 @@ class _TaskFunction(Generic[R]):
         return _wait(self.retry_policy, error, failures) if self.retry_policy else None
 
     def _run(self, scope: Any, slot: int, args: tuple, kwargs: dict) -> Any:
+        event = kwargs.pop(_EVENT, None)
         failures = 0
         while True:
             try:
-                return self._finish(scope, slot, self._cached(args, kwargs, lambda: self.func(*args, **kwargs)))
+                return self._finish(scope, slot, self._cached(args, kwargs, lambda: self.func(*args, **kwargs)), event)
             except Exception as error:
                 failures += 1
                 wait = self._wait(error, failures)
@@ -198,6 +228,7 @@ class _TaskFunction(Generic[R]):
                 time.sleep(wait)
 
     async def _arun(self, scope: Any, slot: int, args: tuple, kwargs: dict) -> Any:
+        event = kwargs.pop(_EVENT, None)
         failures = 0
         while True:
             try:
@@ -205,11 +236,11 @@ class _TaskFunction(Generic[R]):
                 if key is not None:
                     hit, value = _task_cache.get().get(self.name, key)
                     if hit:
-                        return self._finish(scope, slot, value)
+                        return self._finish(scope, slot, value, event)
                 value = await self.func(*args, **kwargs)
                 if key is not None:
                     _task_cache.get().set(self.name, key, value, self.cache_policy.ttl)
-                return self._finish(scope, slot, value)
+                return self._finish(scope, slot, value, event)
             except Exception as error:
                 failures += 1
                 wait = self._wait(error, failures)
@@ -245,6 +276,26 @@ class _TaskFunction(Generic[R]):
 
 
 _task_cache: contextvars.ContextVar = contextvars.ContextVar("agentgraph_task_cache")
+# The keyword a call's `tasks` event id travels under to the task's runner.
+_EVENT = "__agentgraph_task_event__"
+
+
+def _task_config(task: Any, name: str, entry: str, index: int) -> None:
+    """In a task's context: LangChain's config variable set to the task's config (what a
+    chat model called there reports in `messages`: LangGraph's metadata of a pushed task)."""
+    from agentgraph._runtime import _lc_config
+
+    var = _lc_config()
+    if var is None or var.get(None) is None:
+        return
+    config = var.get()
+    metadata = dict(config.get("metadata") or {})
+    metadata.update(
+        langgraph_node=name,
+        langgraph_triggers=("__pregel_push",),
+        langgraph_path=("__pregel_push", ("__pregel_pull", entry), index, True),
+    )
+    var.set({**config, "metadata": metadata})
 
 
 def task(
@@ -339,12 +390,13 @@ def _node(func: Callable, cache: Any) -> Callable:
     (`entrypoint.final` split) as the state's output and saved value."""
     wants_previous, names = _injected(func)
     is_async = inspect.iscoroutinefunction(func)
+    name = func.__name__
 
     def prepare(state: dict, injected: dict) -> tuple[dict, contextvars.Token, contextvars.Token]:
         kwargs = {k: v for k, v in injected.items() if k in names}
         if wants_previous:
             kwargs["previous"] = state.get(_PREVIOUS)
-        return kwargs, _calls.set(_Calls()), _task_cache.set(cache)
+        return kwargs, _calls.set(_Calls(name)), _task_cache.set(cache)
 
     def update(value: Any) -> dict:
         if isinstance(value, entrypoint.final):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
-from agentgraph.func import _INPUT, _OUTPUT, _PREVIOUS, _TaskUpdate
+from agentgraph.func import _INPUT, _OUTPUT, _PREVIOUS, _TaskEvent, _TaskUpdate
 from agentgraph.types import Command, StateSnapshot
 
 _MODES = ("values", "updates", "custom", "messages", "debug", "tasks", "checkpoints")
@@ -64,6 +64,8 @@ class _Entrypoint:
         inner = list(modes)
         if "updates" in modes and "custom" not in inner:
             inner.append("custom")
+        if "tasks" in modes and "custom" not in inner:
+            inner.append("custom")
         if "values" in modes and "updates" not in inner:
             inner.append("updates")
         return modes, tagged, inner
@@ -86,6 +88,10 @@ class _Entrypoint:
                 return out(ns, mode, chunk)
             if mode == "custom" and isinstance(chunk, _TaskUpdate):
                 return out(ns, "updates", {chunk.name: chunk.value})
+            if mode == "custom" and isinstance(chunk, _TaskEvent):
+                return out(ns, "tasks", {"id": chunk.id, **chunk.payload})
+            if mode == "tasks" and isinstance(chunk, dict) and chunk.get("name") == self.name:
+                return out(ns, mode, self._own_task(chunk))
             if mode == "updates" and isinstance(chunk, dict):
                 if self.name in chunk:
                     wrote[ns] = True
@@ -101,6 +107,20 @@ class _Entrypoint:
             return out(ns, mode, chunk)
 
         return translate
+
+    @staticmethod
+    def _own_task(chunk: dict) -> dict:
+        """The entrypoint's own `tasks` item as LangGraph shows it: its input and return
+        value, triggered by `__start__`."""
+        chunk = dict(chunk)
+        if "input" in chunk:
+            given = chunk["input"]
+            chunk["input"] = given.get(_INPUT) if isinstance(given, dict) else given
+            chunk["triggers"] = ("__start__",)
+        result = chunk.get("result")
+        if isinstance(result, dict) and _OUTPUT in result:
+            chunk["result"] = {"__end__": result[_OUTPUT]}
+        return chunk
 
     def stream(
         self,
