@@ -70,8 +70,10 @@ class _Entrypoint:
             inner.append("updates")
         return modes, tagged, inner
 
-    def _translate(self, modes: list[str], tagged: bool, subgraphs: bool) -> Callable[[Any], list]:
-        wrote: dict = {}
+    def _translate(self, modes: list[str], tagged: bool, subgraphs: bool, input: Any) -> Callable[[Any], list]:
+        # A values chunk shows the return value after the entrypoint wrote it; a resumed run
+        # (no new input) shows the stored one first too, as LangGraph's does.
+        wrote: dict = {(): input is None or isinstance(input, Command)}
 
         def out(ns: tuple, mode: str, chunk: Any) -> list:
             if mode not in modes:
@@ -132,7 +134,7 @@ class _Entrypoint:
         **kwargs: Any,
     ) -> Iterator[Any]:
         modes, tagged, inner = self._modes(stream_mode)
-        translate = self._translate(modes, tagged, subgraphs)
+        translate = self._translate(modes, tagged, subgraphs, input)
         for part in self._graph.stream(self._input(input), config, stream_mode=inner, subgraphs=subgraphs, **kwargs):
             yield from translate(part)
 
@@ -146,7 +148,7 @@ class _Entrypoint:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, tagged, inner = self._modes(stream_mode)
-        translate = self._translate(modes, tagged, subgraphs)
+        translate = self._translate(modes, tagged, subgraphs, input)
         async for part in self._graph.astream(self._input(input), config, stream_mode=inner, subgraphs=subgraphs, **kwargs):
             for item in translate(part):
                 yield item
