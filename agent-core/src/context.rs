@@ -518,6 +518,21 @@ impl NodeContext {
         journal
     }
 
+    /// The whole journal, when the node used it (kept when the task fails, so running the
+    /// thread on replays what finished).
+    pub(crate) fn journal(&self) -> Vec<serde_json::Value> {
+        let slots = self
+            .inner
+            .interrupts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if slots.recorded {
+            slots.resume.clone()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Starts a new attempt: the node is called again from the top, so its `interrupt()`
     /// calls count from the first again and take the resume values in order. Retry layers
     /// call it before each attempt (agent-core's own, or one around a foreign function).

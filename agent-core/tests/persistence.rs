@@ -1368,3 +1368,49 @@ async fn without_a_journal_a_pause_keeps_only_resume_answers() {
         assert_eq!(out.approved.as_deref(), Some("1+2"), "{name}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_task_replays_its_journal_when_the_thread_runs_on() {
+    // The node records a result, then fails the first time: running the thread on (no new
+    // input) retries the node, which finds the result instead of computing it again.
+    for (name, saver) in common::backends().await {
+        let work = Arc::new(AtomicUsize::new(0));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (w, c) = (work.clone(), calls.clone());
+        let graph = StateGraph::new()
+            .add_node("entry", move |_s: Arc<Chat>, ctx: NodeContext| {
+                let (work, calls) = (w.clone(), c.clone());
+                async move {
+                    let (slot, kept) = ctx.journal_slot();
+                    let value = match kept {
+                        Some(kept) => kept,
+                        None => {
+                            work.fetch_add(1, Ordering::SeqCst);
+                            ctx.record(slot, serde_json::json!("slow result"));
+                            serde_json::json!("slow result")
+                        }
+                    };
+                    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                        return Err::<ChatUpdate, BoxError>("flaky".into());
+                    }
+                    Ok(ChatUpdate::default()
+                        .messages(vec![value.as_str().unwrap_or("?").to_owned()]))
+                }
+            })
+            .add_edge(START, "entry")
+            .add_edge("entry", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("journal-failure");
+        let failed = graph.invoke(Chat::default(), config.clone()).await;
+        assert!(failed.is_err(), "{name}");
+        let out = graph.invoke(Input::Continue, config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["slow result"], "{name}");
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "{name}");
+        assert_eq!(
+            work.load(Ordering::SeqCst),
+            1,
+            "{name}: replayed, not computed again"
+        );
+    }
+}

@@ -123,6 +123,23 @@ impl<S: GraphState> Run<'_, S> {
         }]);
     }
 
+    /// Keeps what a failed task recorded in its journal (as its resume values: the task's
+    /// next attempt on this step replays them).
+    pub(crate) fn record_journal(&self, task: &Task<S>, journal: Vec<serde_json::Value>) {
+        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+            return;
+        };
+        let Ok(data) = codec::encode(&journal) else {
+            return;
+        };
+        durable.submit_writes(vec![PendingWrite {
+            task_id: id.to_string(),
+            node: self.graph.names[task.node].to_string(),
+            kind: WriteKind::Resume,
+            data,
+        }]);
+    }
+
     /// Stores the resume value for every paused task of the thread.
     pub(crate) async fn store_resume(
         &mut self,
