@@ -132,7 +132,11 @@ impl NodeContext {
                 step,
                 remaining_steps,
                 run,
-                interrupts: Mutex::new(InterruptSlots { resume, next: 0 }),
+                interrupts: Mutex::new(InterruptSlots {
+                    resume,
+                    next: 0,
+                    recorded: false,
+                }),
                 streaming,
                 task_id,
                 fresh: false.into(),
@@ -268,8 +272,10 @@ impl NodeContext {
         self.inner.step
     }
 
-    /// How many super-steps the run may still take, this one included (LangGraph's
-    /// `RemainingSteps`): a node that sees 1 runs in the last step the limit allows.
+    /// How many super-steps the run may still take, this one included: a node that sees 1
+    /// runs in the last step the limit allows. LangGraph's `RemainingSteps` is one less (it
+    /// leaves the current step out: 0 there in the last step, and its `IsLastStep` is true
+    /// one step before it).
     pub fn remaining_steps(&self) -> usize {
         self.inner.remaining_steps
     }
@@ -309,7 +315,11 @@ impl NodeContext {
         slots.next += 1;
         match slots.resume.get(index) {
             Some(answer) => Ok(answer.clone()),
-            None => Err(Interrupted { index, value }),
+            None => Err(Interrupted {
+                index,
+                value,
+                journal: Vec::new(),
+            }),
         }
     }
 
@@ -494,6 +504,73 @@ impl NodeContext {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         *usage.entry(key.to_owned()).or_default() += amount;
+    }
+
+    /// Takes the next slot of the task's journal, in call order with `interrupt()` (the two
+    /// share the slots: resume answers and recorded values). Returns the slot and what an
+    /// earlier attempt of the task recorded there, if anything (a resume answer too, when the
+    /// call order changed: the caller tells its own values apart). A node replays work it must
+    /// not redo this way (LangGraph's `@task` results inside an entrypoint): slot it, and
+    /// [`record`](Self::record) the result when there is none.
+    pub fn journal_slot(&self) -> (usize, Option<serde_json::Value>) {
+        let mut slots = self
+            .inner
+            .interrupts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let index = slots.next;
+        slots.next += 1;
+        slots.recorded = true;
+        (index, slots.resume.get(index).cloned())
+    }
+
+    /// Records `value` in slot `index` of the task's journal (from
+    /// [`journal_slot`](Self::journal_slot); results may land out of order). When the task then
+    /// pauses, the journal is kept with its interrupt (slots before the interrupt's; a slot
+    /// never recorded reads back as `null`), and the resumed task finds it.
+    pub fn record(&self, index: usize, value: serde_json::Value) {
+        let mut slots = self
+            .inner
+            .interrupts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if slots.resume.len() <= index {
+            slots.resume.resize(index + 1, serde_json::Value::Null);
+        }
+        slots.resume[index] = value;
+        slots.recorded = true;
+    }
+
+    /// The journal a pause at slot `index` keeps: the slots before it, when the node used its
+    /// journal (empty otherwise: resume answers are kept as they come). Slots taken but never
+    /// recorded are `null`, so the resume answer lands in the interrupt's slot.
+    pub(crate) fn journal_before(&self, index: usize) -> Vec<serde_json::Value> {
+        let slots = self
+            .inner
+            .interrupts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !slots.recorded {
+            return Vec::new();
+        }
+        let mut journal: Vec<_> = slots.resume.iter().take(index).cloned().collect();
+        journal.resize(index, serde_json::Value::Null);
+        journal
+    }
+
+    /// The whole journal, when the node used it (kept when the task fails, so running the
+    /// thread on replays what finished).
+    pub(crate) fn journal(&self) -> Vec<serde_json::Value> {
+        let slots = self
+            .inner
+            .interrupts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if slots.recorded {
+            slots.resume.clone()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Starts a new attempt: the node is called again from the top, so its `interrupt()`

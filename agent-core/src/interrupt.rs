@@ -27,6 +27,9 @@ pub struct Interrupt {
 pub struct Interrupted {
     pub(crate) index: usize,
     pub(crate) value: serde_json::Value,
+    /// The task's journal when it paused (see [`NodeContext::record`](crate::NodeContext::record)),
+    /// set by the executor; kept with the pause so the re-run replays it.
+    pub(crate) journal: Vec<serde_json::Value>,
 }
 
 impl Interrupted {
@@ -41,4 +44,6 @@ impl Interrupted {
 pub(crate) struct InterruptSlots {
     pub(crate) resume: Vec<serde_json::Value>,
     pub(crate) next: usize,
+    /// Whether the node used its journal (then a pause keeps `resume`).
+    pub(crate) recorded: bool,
 }

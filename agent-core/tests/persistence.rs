@@ -1361,3 +1361,155 @@ async fn large_text_is_stored_compressed_and_reads_back_on_every_backend() {
         );
     }
 }
+
+/// A node that journals two results (`work` counts their computations), then asks a question:
+/// resumed, it replays the results instead of computing them again. The second result lands
+/// before the first (out of order), as parallel work does.
+fn journal_graph(saver: Arc<dyn Checkpointer>, work: Arc<AtomicUsize>) -> CompiledGraph<Chat> {
+    StateGraph::new()
+        .add_node("entry", move |_s: Arc<Chat>, ctx: NodeContext| {
+            let work = work.clone();
+            async move {
+                let (first, kept_first) = ctx.journal_slot();
+                let (second, kept_second) = ctx.journal_slot();
+                let mut results = Vec::new();
+                for (slot, kept, value) in [(second, kept_second, "b"), (first, kept_first, "a")] {
+                    let value = match kept {
+                        Some(kept) => kept,
+                        None => {
+                            work.fetch_add(1, Ordering::SeqCst);
+                            ctx.record(slot, serde_json::json!(value));
+                            serde_json::json!(value)
+                        }
+                    };
+                    results.push(value.as_str().unwrap_or_default().to_owned());
+                }
+                let answer = ctx.interrupt("ok?")?;
+                results.push(answer.as_str().unwrap_or_default().to_owned());
+                Ok::<_, BoxError>(ChatUpdate::default().messages(results))
+            }
+        })
+        .add_edge(START, "entry")
+        .add_edge("entry", END)
+        .compile_with(saver)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_task_replays_its_journal_when_resumed() {
+    for (name, saver) in common::backends().await {
+        let work = Arc::new(AtomicUsize::new(0));
+        let graph = journal_graph(saver, work.clone());
+        let config = thread("journal");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        assert_eq!(work.load(Ordering::SeqCst), 2, "{name}");
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.messages, ["b", "a", "yes"], "{name}");
+        assert_eq!(
+            work.load(Ordering::SeqCst),
+            2,
+            "{name}: the resumed task replays its journal"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrecorded_slot_before_an_interrupt_leaves_the_answer_in_its_slot() {
+    // The slot is taken but nothing recorded (the work itself paused): the resume answer
+    // must land in the interrupt's slot (1), not in the empty one (0).
+    for (name, saver) in common::backends().await {
+        let graph = StateGraph::new()
+            .add_node("entry", |_s: Arc<Chat>, ctx: NodeContext| async move {
+                let (_slot, kept) = ctx.journal_slot();
+                assert!(kept.is_none() || kept == Some(serde_json::Value::Null));
+                let answer = ctx.interrupt("ok?")?;
+                Ok::<_, BoxError>(
+                    ChatUpdate::default().messages(vec![answer.as_str().unwrap_or("?").to_owned()]),
+                )
+            })
+            .add_edge(START, "entry")
+            .add_edge("entry", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("unrecorded");
+        let out = graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        assert_eq!(out.interrupts.len(), 1, "{name}");
+        let out = graph
+            .invoke(Command::resume("yes").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.interrupts.len(), 0, "{name}");
+        assert_eq!(out.messages, ["yes"], "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_journal_a_pause_keeps_only_resume_answers() {
+    // The approval node records nothing: two interrupts still take their answers in order
+    // (the journal is kept only when a node records into it).
+    for (name, saver) in common::backends().await {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let graph = approval_graph(saver, calls, true);
+        let config = thread("no-journal");
+        graph.invoke(Chat::default(), config.clone()).await.unwrap();
+        graph
+            .invoke(Command::resume("1").unwrap(), config.clone())
+            .await
+            .unwrap();
+        let out = graph
+            .invoke(Command::resume("2").unwrap(), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(out.approved.as_deref(), Some("1+2"), "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_task_replays_its_journal_when_the_thread_runs_on() {
+    // The node records a result, then fails the first time: running the thread on (no new
+    // input) retries the node, which finds the result instead of computing it again.
+    for (name, saver) in common::backends().await {
+        let work = Arc::new(AtomicUsize::new(0));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (w, c) = (work.clone(), calls.clone());
+        let graph = StateGraph::new()
+            .add_node("entry", move |_s: Arc<Chat>, ctx: NodeContext| {
+                let (work, calls) = (w.clone(), c.clone());
+                async move {
+                    let (slot, kept) = ctx.journal_slot();
+                    let value = match kept {
+                        Some(kept) => kept,
+                        None => {
+                            work.fetch_add(1, Ordering::SeqCst);
+                            ctx.record(slot, serde_json::json!("slow result"));
+                            serde_json::json!("slow result")
+                        }
+                    };
+                    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                        return Err::<ChatUpdate, BoxError>("flaky".into());
+                    }
+                    Ok(ChatUpdate::default()
+                        .messages(vec![value.as_str().unwrap_or("?").to_owned()]))
+                }
+            })
+            .add_edge(START, "entry")
+            .add_edge("entry", END)
+            .compile_with(saver)
+            .unwrap();
+        let config = thread("journal-failure");
+        let failed = graph.invoke(Chat::default(), config.clone()).await;
+        assert!(failed.is_err(), "{name}");
+        let out = graph.invoke(Input::Continue, config.clone()).await.unwrap();
+        assert_eq!(out.messages, ["slow result"], "{name}");
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "{name}");
+        assert_eq!(
+            work.load(Ordering::SeqCst),
+            1,
+            "{name}: replayed, not computed again"
+        );
+    }
+}

@@ -550,6 +550,34 @@ async fn nodes_see_remaining_steps_and_can_stop_gracefully() {
 }
 
 #[tokio::test]
+async fn remaining_steps_counts_the_running_step_in() {
+    // A loop that never stops: the recursion limit allows exactly 3 steps, which see 3, 2, 1
+    // (LangGraph's `RemainingSteps` shows 2, 1, 0 for the same run).
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    let graph = StateGraph::new()
+        .add_node("loop", move |_s: Arc<Trace>, ctx: NodeContext| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push(ctx.remaining_steps());
+                TraceUpdate::default()
+            }
+        })
+        .add_edge(START, "loop")
+        .add_edge("loop", "loop")
+        .compile()
+        .unwrap();
+    let out = graph
+        .invoke(Trace::default(), RunConfig::default().recursion_limit(3))
+        .await;
+    assert!(
+        matches!(out, Err(GraphError::RecursionLimit { .. })),
+        "{out:?}"
+    );
+    assert_eq!(*seen.lock().unwrap(), [3, 2, 1]);
+}
+
+#[tokio::test]
 async fn routers_read_their_own_nodes_writes_not_their_siblings() {
     // b and c run in the same step; b's router must see b's write of `route`, not c's.
     let graph = StateGraph::new()

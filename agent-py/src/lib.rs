@@ -88,6 +88,12 @@
 //!   `key_func`), so agent-core's Rust layers would only add crossings. A cache hit returns
 //!   `CachedWrites`, which `nodes` marks on the update (`PyUpdate::cached`) for the `updates`
 //!   stream.
+//! - **The functional API** (`agentgraph.func`): an `@entrypoint` is a one-node graph with
+//!   private keys (input, return value, saved value); `@task` calls inside it are Python
+//!   futures (threads or asyncio tasks) whose results go into agent-core's task journal
+//!   (`NodeScope.journal_slot`/`record` over `NodeContext::journal_slot`/`record`), which a
+//!   pause or a failure keeps, so a resumed entrypoint replays finished tasks. Their `updates` chunks
+//!   travel the `custom` stream and are shown as updates on the Python side.
 //! - **A task's config and arguments** (`agentgraph._runtime`, `agentgraph._stream`): each node
 //!   call gets the config LangGraph builds for a task (`langgraph_*` metadata, the task's
 //!   `checkpoint_ns`), set as LangChain's config context variable too, and the arguments its

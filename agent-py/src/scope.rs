@@ -114,6 +114,23 @@ impl NodeScope {
         }
     }
 
+    /// Takes the task's next journal slot (agent-core's `journal_slot`): `(index, value)`,
+    /// the value an earlier attempt recorded there (as JSON) or `None`.
+    fn journal_slot(&self, py: Python<'_>) -> PyResult<(usize, Option<Py<PyAny>>)> {
+        let (index, kept) = self.context()?.journal_slot();
+        let kept = match kept {
+            Some(value) => Some(from_json(py, &value)?.unbind()),
+            None => None,
+        };
+        Ok((index, kept))
+    }
+
+    /// Records `value` in journal slot `index`: kept if the task pauses, replayed on resume.
+    fn record(&self, index: usize, value: Bound<'_, PyAny>) -> PyResult<()> {
+        self.context()?.record(index, to_json(&value)?);
+        Ok(())
+    }
+
     /// Starts the node's next attempt (a retry): its `interrupt()` calls count from the
     /// first again, so a resumed pause is answered again rather than asked anew.
     fn restart_attempt(&self) -> PyResult<()> {

@@ -305,6 +305,7 @@ impl<S: GraphState> Run<'_, S> {
                 return Ok((vec![kept], Vec::new()));
             }
             let result = self.call(task).await;
+            let result = self.keep_journal(task, result);
             let result = self.task_result(task.node, result);
             if let Some(stream) = &task.stream {
                 self.task_finished(task.node, stream, &result).await?;
@@ -340,6 +341,7 @@ impl<S: GraphState> Run<'_, S> {
                 message: error.to_string(),
             })?;
             let task = &tasks[i];
+            let result = self.keep_journal(task, result);
             let result = self.task_result(task.node, result);
             if let Some(stream) = &task.stream {
                 self.task_finished(task.node, stream, &result).await?;
@@ -436,6 +438,8 @@ impl<S: GraphState> Run<'_, S> {
             _ => None,
         };
         let node = task.node;
+        // A pause keeps the task's journal (`NodeContext::record`).
+        let journal = ctx.clone();
         let call = match cached {
             None => futures::future::Either::Left(caught(self.graph.nodes[node].call(input, ctx))),
             Some((policy, cache)) => {
@@ -476,7 +480,27 @@ impl<S: GraphState> Run<'_, S> {
                 }))
             }
         };
-        call.instrument(span)
+        call.map(move |result| with_journal(result, &journal))
+            .instrument(span)
+    }
+
+    /// A failed task's result without its journal, which is kept for the task (so running
+    /// the thread on replays what the task recorded).
+    fn keep_journal(&self, task: &Task<S>, mut result: Caught<S>) -> Caught<S> {
+        if let Ok(Err(NodeError::Failed(source))) = &mut result
+            && source.is::<Journaled>()
+        {
+            let boxed = std::mem::replace(source, Box::new(std::fmt::Error));
+            if let Ok(journaled) = boxed.downcast::<Journaled>() {
+                let Journaled {
+                    source: inner,
+                    journal,
+                } = *journaled;
+                self.record_journal(task, journal);
+                *source = inner;
+            }
+        }
+        result
     }
 
     /// A node's result as a task's: its writes, a pause, or the error naming node and step.
@@ -523,6 +547,47 @@ impl<S: GraphState> Run<'_, S> {
                 message: panic_message(panic.as_ref()),
             }),
         }
+    }
+}
+
+/// A paused task's result with its journal attached (what the node recorded before the
+/// interrupt's slot), so the pause keeps it.
+/// A failed task's result carries its journal too ([`Journaled`]), taken off again with the
+/// task at hand (`Run::keep_journal`).
+fn with_journal<S: GraphState>(mut result: Caught<S>, ctx: &NodeContext) -> Caught<S> {
+    if let Ok(Err(NodeError::Failed(source))) = &mut result {
+        if let Some(interrupted) = source.downcast_mut::<Interrupted>() {
+            interrupted.journal = ctx.journal_before(interrupted.index);
+        } else {
+            let journal = ctx.journal();
+            if !journal.is_empty() {
+                let inner = std::mem::replace(source, Box::new(std::fmt::Error));
+                *source = Box::new(Journaled {
+                    source: inner,
+                    journal,
+                });
+            }
+        }
+    }
+    result
+}
+
+/// A failed task's error with the journal it recorded before failing.
+#[derive(Debug)]
+pub(crate) struct Journaled {
+    pub(crate) source: crate::error::BoxError,
+    pub(crate) journal: Vec<serde_json::Value>,
+}
+
+impl std::fmt::Display for Journaled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for Journaled {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.source()
     }
 }
 

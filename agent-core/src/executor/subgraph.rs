@@ -435,6 +435,7 @@ impl<'g, S: GraphState> Run<'g, S> {
         NodeError::Failed(Box::new(Interrupted {
             index: ctx.resume_values().len(),
             value,
+            journal: Vec::new(),
         }))
     }
 }

@@ -138,6 +138,23 @@ impl<S: GraphState> Run<'_, S> {
         }]);
     }
 
+    /// Keeps what a failed task recorded in its journal (as its resume values: the task's
+    /// next attempt on this step replays them).
+    pub(crate) fn record_journal(&self, task: &Task<S>, journal: Vec<serde_json::Value>) {
+        let (Some(durable), Some(id)) = (&self.durable, &task.id) else {
+            return;
+        };
+        let Ok(data) = codec::encode(&journal) else {
+            return;
+        };
+        durable.submit_writes(vec![PendingWrite {
+            task_id: id.to_string(),
+            node: self.graph.names[task.node].to_string(),
+            kind: WriteKind::Resume,
+            data,
+        }]);
+    }
+
     /// Stores the resume value for the paused tasks of the thread (every one, or those a map
     /// by interrupt id names).
     pub(crate) async fn store_resume(
@@ -230,16 +247,29 @@ impl<S: GraphState> Run<'_, S> {
             let interrupt = Interrupt {
                 id: format!("{id}#{}", interrupted.index),
                 node: node.clone(),
-                value: interrupted.value,
+                value: interrupted.value.clone(),
             };
             let data =
                 codec::encode(&vec![interrupt.clone()]).map_err(|e| durable.encode_error(e))?;
             writes.push(PendingWrite {
                 task_id: id.clone(),
-                node,
+                node: node.clone(),
                 kind: WriteKind::Interrupt,
                 data,
             });
+            if !interrupted.journal.is_empty() {
+                // What the task recorded before it paused: the resumed task replays it, and
+                // the resume answer lands after it (in the interrupt's slot).
+                let data =
+                    codec::encode(&interrupted.journal).map_err(|e| durable.encode_error(e))?;
+                writes.push(PendingWrite {
+                    task_id: id.clone(),
+                    node: node.clone(),
+                    kind: WriteKind::Resume,
+                    data,
+                });
+                durable.resume.insert(id.clone(), interrupted.journal);
+            }
             durable.interrupted.push((id, vec![interrupt.clone()]));
             self.interrupts.push(interrupt);
         }

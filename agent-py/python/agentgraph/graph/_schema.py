@@ -56,12 +56,34 @@ def _initial(typ: Any) -> Any:
         return None
 
 
+def managed_keys(schema: Any) -> dict[str, Any]:
+    """The schema's managed values (`RemainingSteps`, `IsLastStep`): key to manager."""
+    from agentgraph.managed.base import is_managed_value
+
+    try:
+        hints = typing.get_type_hints(schema, include_extras=True)
+    except (NameError, TypeError):
+        return {}
+    managed = {}
+    for name, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin is not None and getattr(origin, "_name", None) in ("Required", "NotRequired"):
+            hint = typing.get_args(hint)[0]
+        if typing.get_origin(hint) is typing.Annotated:
+            found = [m for m in hint.__metadata__ if is_managed_value(m)]
+            if found:
+                managed[name] = found[-1]
+    return managed
+
+
 def schema_keys(schema: Any) -> list[tuple[str, Optional[Callable], Any]]:
-    """`(key, reducer or None, initial value or None)` of a schema, in declaration order."""
+    """`(key, reducer or None, initial value or None)` of a schema, in declaration order
+    (managed values are no keys: the run computes them for each task)."""
     hints = typing.get_type_hints(schema, include_extras=True)
+    managed = managed_keys(schema)
     keys = []
     for name, hint in hints.items():
-        if name == "__slots__":
+        if name == "__slots__" or name in managed:
             continue
         base = hint
         if typing.get_origin(base) in (typing.Required, typing.NotRequired):
@@ -118,6 +140,8 @@ class Keys:
     def __init__(self) -> None:
         self.specs: list[tuple[str, Optional[Callable], Any]] = []
         self.by_schema: dict[Any, list[str]] = {}
+        # Per schema: its managed values (key to manager), added to what its nodes read.
+        self.managed: dict[Any, dict[str, Any]] = {}
 
     def add(self, schema: Any) -> list[str]:
         """Adds a schema's keys (once per schema) and returns them in its order."""
@@ -131,6 +155,7 @@ class Keys:
                 known.add(spec[0])
                 self.specs.append(spec)
         self.by_schema[schema] = names
+        self.managed[schema] = managed_keys(schema)
         return names
 
     @property
@@ -142,12 +167,36 @@ def reader(schema: Any, keys: Keys) -> Optional[Callable[[dict], Any]]:
     """What turns the full state dict into what a function of `schema` reads, or None when
     that is the dict itself (a `TypedDict` with every key)."""
     names = keys.add(schema)
+    managed = keys.managed.get(schema)
+    if managed:
+        return _with_managed(_reader(schema, names, keys), managed)
+    return _reader(schema, names, keys)
+
+
+def _with_managed(read: Optional[Callable[[dict], Any]], managed: dict) -> Callable[[dict], Any]:
+    """`read` with the managed values of the running task added to the state it reads."""
+
+    def read_managed(state: dict) -> Any:
+        from agentgraph._runtime import current_task
+        from agentgraph.managed.is_last_step import Steps
+
+        task = current_task()
+        if task is not None:
+            steps = Steps.of(task.scope)
+            state = {**state, **{k: m.get(steps) for k, m in managed.items()}}
+        return state if read is None else read(state)
+
+    return read_managed
+
+
+def _reader(schema: Any, names: list, keys: Keys) -> Optional[Callable[[dict], Any]]:
     model = _is_model(schema)
     if not model and names == keys.names:
         return None
-    if names == keys.names:
+    managed = tuple(keys.managed.get(schema) or ())
+    if model and not managed and names == keys.names:
         return lambda state: schema(**state)
-    picked = tuple(names)
+    picked = (*names, *managed)
     if model:
         return lambda state: schema(**{k: state[k] for k in picked if k in state})
     return lambda state: {k: state[k] for k in picked if k in state}

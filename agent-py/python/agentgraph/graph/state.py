@@ -52,6 +52,8 @@ class StateGraph:
         self.input_schema = input_schema or state_schema
         self.output_schema = output_schema or state_schema
         self.context_schema = context_schema
+        # The state schema's managed values (`RemainingSteps`...): key to manager.
+        self.managed: dict[str, Any] = _schema.managed_keys(state_schema)
         self.nodes: dict[str, Callable] = {}
         # A node's input schema when it is not the state schema (given or annotated).
         self.node_schemas: dict[str, type] = {}
