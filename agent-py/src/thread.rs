@@ -177,7 +177,7 @@ pub fn copy_checkpoint<'py>(
     graph: PyRef<'py, NativeGraph>,
     config: Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let run = run_config(&config)?;
+    let run = state_config(&config, None)?;
     let compiled = graph.graph.clone();
     let written = py
         .detach(move || {
