@@ -49,7 +49,7 @@
 //!   a child's `Command.PARENT` crosses as the Python command, read with the parent's schema.
 //! - **Routers** run under the GIL in agent-core's barrier; their exceptions leave agent-core
 //!   through a target name no node can have (`runs::stash_error`) and are raised as
-//!   themselves.
+//!   themselves. An async router is awaited on its run's loop (`async_router`).
 //! - **Errors** (`errors`): a node's exception is re-raised as itself; agent-core's run
 //!   errors become LangGraph's exception classes (`agentgraph.errors`).
 //! - **Interrupts** (`scope`): `interrupt()` finds its node through a context variable set
@@ -92,6 +92,7 @@
 //!   stream reads for itself) and what the node wrapper kept of each task's end, reordered
 //!   as LangGraph shows them (a task's result after its update).
 
+mod async_router;
 mod bridge;
 mod command;
 mod errors;
@@ -118,6 +119,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    m.add_function(wrap_pyfunction!(async_router::await_router, m)?)?;
     m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
     m.add_function(wrap_pyfunction!(scope::task_id, m)?)?;
