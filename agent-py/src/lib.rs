@@ -96,6 +96,7 @@ mod async_router;
 mod bridge;
 mod command;
 mod errors;
+mod feed;
 mod graph;
 mod langgraph_saver;
 mod nodes;
