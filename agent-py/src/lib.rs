@@ -58,9 +58,11 @@
 //!   `Interrupted`. Interrupt and resume values cross as JSON (agent-core keeps them as
 //!   `serde_json::Value`); a value JSON has no type for goes through the checkpoint serializer,
 //!   tagged inside that JSON.
-//! - **asyncio** (`bridge`): `ainvoke` and `astream` resolve asyncio futures from tokio
-//!   tasks; `atexit` waits for any hand-over in flight, so a program's last `asyncio.run`
-//!   cannot race the interpreter's finalization.
+//! - **asyncio** (`bridge`, `feed`): `ainvoke` resolves an asyncio future from a tokio task;
+//!   `astream`'s parts are forwarded to the loop as they come by one task per stream (an
+//!   `anext()` that finds one waiting costs no thread hand-off); `atexit` waits for any
+//!   hand-over in flight, so a program's last `asyncio.run` cannot race the interpreter's
+//!   finalization.
 //! - **The store** (`store`): `agentgraph.store.memory.InMemoryStore` is agent-core's
 //!   `InMemoryStore`; ops and results cross as JSON text (the store holds JSON values), the
 //!   Python side keeps the dicts put (returned as themselves, in LangGraph's order). A graph's
