@@ -116,7 +116,7 @@ pub use node::{
 };
 pub use node_input::NodeInput;
 pub use report::Report;
-pub use route::{IntoRoute, PathMap, Route};
+pub use route::{IntoRoute, PathMap, Route, routing_run_id};
 pub use runtime::{Clock, CompatibleContext, ManualClock, Runtime, SystemClock};
 pub use shared::Shared;
 pub use state::{

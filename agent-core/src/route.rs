@@ -4,7 +4,9 @@
 //! [`Send`] tasks. With a path map, every key must be in it — a missing key is an error, never a
 //! silent stop. Without one, keys are node names.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::command::{Goto, Send};
 
@@ -203,5 +205,56 @@ impl<K: Into<String> + Ord, V: Into<String>> From<HashMap<K, V>> for PathMap {
             map.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         pairs.sort();
         PathMap::from_pairs(pairs)
+    }
+}
+
+thread_local! {
+    /// The run whose routers this thread is calling (see [`routing_run_id`]).
+    static ROUTING_RUN: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// The id of the run whose router is being called on this thread, if one is.
+///
+/// Why: a router is a plain synchronous call on the state, without the run's context. A
+/// router that needs what its caller registered for the run (a binding's event loop to await
+/// an async router on, the run's config) finds it by this id. Outside a router call: `None`.
+pub fn routing_run_id() -> Option<Arc<str>> {
+    ROUTING_RUN.with(|run| run.borrow().clone())
+}
+
+/// Runs `f` (which calls routers) with [`routing_run_id`] giving `run_id`; the previous value
+/// comes back afterwards, also when `f` panics.
+pub(crate) fn routing<R>(run_id: &Arc<str>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<str>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            ROUTING_RUN.with(|run| *run.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(ROUTING_RUN.with(|run| run.replace(Some(run_id.clone()))));
+    f()
+}
+
+#[cfg(test)]
+mod routing_tests {
+    use super::*;
+
+    #[test]
+    fn routing_run_id_is_set_only_inside_and_nests() {
+        assert_eq!(routing_run_id(), None);
+        let outer: Arc<str> = Arc::from("outer");
+        let inner: Arc<str> = Arc::from("inner");
+        routing(&outer, || {
+            assert_eq!(routing_run_id().as_deref(), Some("outer"));
+            routing(&inner, || {
+                assert_eq!(routing_run_id().as_deref(), Some("inner"))
+            });
+            assert_eq!(routing_run_id().as_deref(), Some("outer"));
+        });
+        assert_eq!(routing_run_id(), None);
+        let caught = std::panic::catch_unwind(|| routing(&outer, || panic!("router panicked")));
+        assert!(caught.is_err());
+        assert_eq!(routing_run_id(), None);
     }
 }

@@ -389,7 +389,9 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 None => &graph.start,
                 Some(n) => &graph.out[n],
             };
-            let routes = executor::route(graph, outgoing, &run.state);
+            let routes = crate::route::routing(run.run_id(), || {
+                executor::route(graph, outgoing, &run.state)
+            });
             run.frontier.fire(graph, outgoing, node, goto, routes)?;
             run.frontier.settle_joins(graph);
         } else if !goto.is_empty() {

@@ -46,6 +46,16 @@ where
     Ok(py_future)
 }
 
+/// Counts a hand-over that lives longer than one future (a stream's forwarder, `feed`).
+pub fn enter() {
+    IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Ends what [`enter`] counted.
+pub fn exit() {
+    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+}
+
 /// Waits (without the GIL, up to five seconds) until no result is being handed over.
 #[pyfunction]
 pub fn drain(py: Python<'_>) {

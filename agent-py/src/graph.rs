@@ -360,16 +360,35 @@ impl NativeGraph {
             outbox: outbox.clone(),
             children,
         };
+        let inner = Arc::new(tokio::sync::Mutex::new(cursor));
+        let facts = Arc::new(RunFacts {
+            run_id,
+            thread_id,
+            outbox,
+        });
+        let feed = {
+            let (inner, schema, facts) = (inner.clone(), self.schema.clone(), facts.clone());
+            crate::feed::Feed::new(Arc::new(move || {
+                let (inner, schema, facts) = (inner.clone(), schema.clone(), facts.clone());
+                Box::pin(async move {
+                    let part = next_part(&inner).await;
+                    let last = matches!(part, Next::End | Next::Failed(_));
+                    let item = Python::attach(|py| {
+                        part_to_py(py, part, &schema, tagged, &facts, subgraphs)
+                            .map(|chunk| chunk.unwrap_or_else(|| py.None()))
+                    });
+                    let last = last || item.is_err();
+                    (item, last)
+                })
+            }))
+        };
         Ok(NativeStream {
-            inner: Arc::new(tokio::sync::Mutex::new(cursor)),
+            inner,
             schema: self.schema.clone(),
             tagged,
-            facts: Arc::new(RunFacts {
-                run_id,
-                thread_id,
-                outbox,
-            }),
+            facts,
             subgraphs,
+            feed,
             _guard: Arc::new((guard, outbox_guard)),
         })
     }
@@ -424,7 +443,15 @@ pub struct NativeStream {
     facts: Arc<RunFacts>,
     /// `subgraphs=True`: parts carry their namespace.
     subgraphs: bool,
+    /// `anext()`'s parts, forwarded as they come (`feed`).
+    feed: Arc<crate::feed::Feed>,
     _guard: Arc<(RunGuard, OutboxGuard)>,
+}
+
+impl Drop for NativeStream {
+    fn drop(&mut self) {
+        self.feed.close();
+    }
 }
 
 /// What converting a stream's parts needs of its run.
@@ -924,16 +951,6 @@ impl NativeStream {
 
     /// The next part, awaitable; `None` at the end.
     fn anext<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = self.inner.clone();
-        let schema = self.schema.clone();
-        let (tagged, subgraphs) = (self.tagged, self.subgraphs);
-        let facts = self.facts.clone();
-        crate::bridge::spawn(py, async move {
-            let part = next_part(&inner).await;
-            Python::attach(|py| {
-                Ok(part_to_py(py, part, &schema, tagged, &facts, subgraphs)?
-                    .unwrap_or_else(|| py.None()))
-            })
-        })
+        self.feed.anext(py)
     }
 }

@@ -56,7 +56,7 @@
 //!   graph's saver (the Python side finds the child by the namespace's node names).
 //! - **Routers** run under the GIL in agent-core's barrier; their exceptions leave agent-core
 //!   through a target name no node can have (`runs::stash_error`) and are raised as
-//!   themselves.
+//!   themselves. An async router is awaited on its run's loop (`async_router`).
 //! - **Errors** (`errors`): a node's exception is re-raised as itself; agent-core's run
 //!   errors become LangGraph's exception classes (`agentgraph.errors`).
 //! - **Interrupts** (`scope`): `interrupt()` finds its node through a context variable set
@@ -65,9 +65,11 @@
 //!   `Interrupted`. Interrupt and resume values cross as JSON (agent-core keeps them as
 //!   `serde_json::Value`); a value JSON has no type for goes through the checkpoint serializer,
 //!   tagged inside that JSON.
-//! - **asyncio** (`bridge`): `ainvoke` and `astream` resolve asyncio futures from tokio
-//!   tasks; `atexit` waits for any hand-over in flight, so a program's last `asyncio.run`
-//!   cannot race the interpreter's finalization.
+//! - **asyncio** (`bridge`, `feed`): `ainvoke` resolves an asyncio future from a tokio task;
+//!   `astream`'s parts are forwarded to the loop as they come by one task per stream (an
+//!   `anext()` that finds one waiting costs no thread hand-off); `atexit` waits for any
+//!   hand-over in flight, so a program's last `asyncio.run` cannot race the interpreter's
+//!   finalization.
 //! - **The stores** (`store`): `agentgraph.store.memory.InMemoryStore`, `.sqlite.SqliteStore`
 //!   and `.postgres.PostgresStore` are agent-core's three stores behind one class
 //!   (`NativeStore`); ops and results cross as JSON text (the stores hold JSON values) and run
@@ -108,9 +110,11 @@
 //!   stream reads for itself) and what the node wrapper kept of each task's end, reordered
 //!   as LangGraph shows them (a task's result after its update).
 
+mod async_router;
 mod bridge;
 mod command;
 mod errors;
+mod feed;
 mod graph;
 mod langgraph_saver;
 mod nodes;
@@ -135,6 +139,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    m.add_function(wrap_pyfunction!(async_router::await_router, m)?)?;
     m.add_function(wrap_pyfunction!(thread::get_state_history, m)?)?;
     m.add_function(wrap_pyfunction!(thread::update_state, m)?)?;
     m.add_function(wrap_pyfunction!(thread::copy_checkpoint, m)?)?;

@@ -57,10 +57,45 @@ impl serde::Serialize for PyValue {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (type_, data) =
             Python::attach(|py| dumps_typed(self.0.bind(py))).map_err(serde::ser::Error::custom)?;
+        let human = serializer.is_human_readable();
         let mut pair = serializer.serialize_tuple(2)?;
         pair.serialize_element(&type_)?;
-        pair.serialize_element(&Bytes(&data))?;
+        if human {
+            // JSON has no bytes: a hex string, not a list of numbers (a `serde_json::Value`
+            // of one number a byte takes some 40 bytes a byte; agent-core turns updates into
+            // JSON for `debug`, and wide states held hundreds of MiB so).
+            pair.serialize_element(&hex::encode(&data))?;
+        } else {
+            pair.serialize_element(&Bytes(&data))?;
+        }
         pair.end()
+    }
+}
+
+/// Bytes as lowercase hex, for human-readable formats (JSON), and back.
+mod hex {
+    pub fn encode(data: &[u8]) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(data.len() * 2);
+        for byte in data {
+            out.push(DIGITS[usize::from(byte >> 4)] as char);
+            out.push(DIGITS[usize::from(byte & 0xf)] as char);
+        }
+        out
+    }
+
+    pub fn decode(text: &str) -> Option<Vec<u8>> {
+        fn digit(c: u8) -> Option<u8> {
+            (c as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+        }
+        let bytes = text.as_bytes();
+        if !bytes.len().is_multiple_of(2) {
+            return None;
+        }
+        bytes
+            .chunks_exact(2)
+            .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+            .collect()
     }
 }
 
@@ -152,9 +187,51 @@ mod serde_bytes_buf {
                     }
                     Ok(Buf(out))
                 }
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Buf, E> {
+                    super::hex::decode(v)
+                        .map(Buf)
+                        .ok_or_else(|| E::custom("bytes as hex: not a hex string"))
+                }
             }
-            deserializer.deserialize_bytes(BufVisitor)
+            // Any: a byte string (MessagePack), a hex string or a list of numbers (JSON).
+            deserializer.deserialize_any(BufVisitor)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_carries_bytes_as_hex_and_reads_every_form_back() {
+        Python::initialize();
+        Python::attach(|py| {
+            testing::stand_in_serde(py);
+            let value = PyValue::new(
+                py.eval(c"{'a': [1, 2.5, None, 'x' * 300]}", None, None)
+                    .unwrap(),
+            );
+            let json = serde_json::to_value(&value).unwrap();
+            assert!(json[1].is_string(), "{json}");
+            let back: PyValue = serde_json::from_value(json.clone()).unwrap();
+            assert!(back.bind(py).eq(value.bind(py)).unwrap());
+            let text = serde_json::to_string(&value).unwrap();
+            let back: PyValue = serde_json::from_str(&text).unwrap();
+            assert!(back.bind(py).eq(value.bind(py)).unwrap());
+            // The list of numbers earlier versions wrote.
+            let (type_, data) = dumps_typed(&value.bind(py)).unwrap();
+            let old = serde_json::json!([type_, data]);
+            let back: PyValue = serde_json::from_value(old).unwrap();
+            assert!(back.bind(py).eq(value.bind(py)).unwrap());
+            // MessagePack keeps bytes.
+            let packed = rmp_serde::to_vec(&value).unwrap();
+            let back: PyValue = rmp_serde::from_slice(&packed).unwrap();
+            assert!(back.bind(py).eq(value.bind(py)).unwrap());
+            assert_eq!(hex::decode("0fA0"), Some(vec![0x0f, 0xa0]));
+            assert_eq!(hex::decode("0g"), None);
+            assert_eq!(hex::decode("abc"), None);
+        });
     }
 }
 

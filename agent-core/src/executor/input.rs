@@ -335,14 +335,16 @@ impl<'g, S: GraphState> Run<'g, S> {
     /// The input step: the input is written as if by a node `__start__`, then START's edges
     /// fire.
     pub(super) fn apply_input(&mut self, input: S::Update) -> Result<(), GraphError> {
-        algo::start(
-            self.graph,
-            &mut self.state,
-            self.step,
-            input,
-            &mut self.frontier,
-            self.durable.as_mut().map(|d| &mut d.rewritten),
-        )?;
+        crate::route::routing(&self.info.run_id, || {
+            algo::start(
+                self.graph,
+                &mut self.state,
+                self.step,
+                input,
+                &mut self.frontier,
+                self.durable.as_mut().map(|d| &mut d.rewritten),
+            )
+        })?;
         self.step += 1;
         Ok(())
     }

@@ -248,15 +248,17 @@ impl<S: GraphState> Run<'_, S> {
             let updates = self.step_updates(&writes);
             nodes.clear();
             nodes.extend(tasks.iter().map(|t| t.node));
-            let written = algo::barrier(
-                self.graph,
-                &mut self.state,
-                self.step + 1,
-                writes,
-                &mut self.frontier,
-                self.recorded.as_mut(),
-                self.durable.as_mut().map(|d| &mut d.rewritten),
-            )?;
+            let written = crate::route::routing(&self.info.run_id, || {
+                algo::barrier(
+                    self.graph,
+                    &mut self.state,
+                    self.step + 1,
+                    writes,
+                    &mut self.frontier,
+                    self.recorded.as_mut(),
+                    self.durable.as_mut().map(|d| &mut d.rewritten),
+                )
+            })?;
             self.step_emitted(updates).await?;
             self.step += 1;
             self.steps_run += 1;
@@ -340,6 +342,11 @@ impl<S: GraphState> Run<'_, S> {
     }
 
     /// Records on the run's `span` how it ended: steps and tasks run, whether it paused.
+    /// The run's id.
+    pub(crate) fn run_id(&self) -> &Arc<str> {
+        &self.info.run_id
+    }
+
     pub(crate) fn record_end(&self, span: &tracing::Span) {
         if span.is_disabled() {
             return;

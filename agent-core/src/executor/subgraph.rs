@@ -344,7 +344,9 @@ impl<'g, S: GraphState> Run<'g, S> {
             match start {
                 ChildStart::Snapshot(state) => {
                     run.state = state;
-                    let routes = algo::route(graph, &graph.start, &run.state);
+                    let routes = crate::route::routing(&run.info.run_id, || {
+                        algo::route(graph, &graph.start, &run.state)
+                    });
                     run.frontier
                         .fire(graph, &graph.start, None, Vec::new(), routes)
                         .map_err(failed)?;

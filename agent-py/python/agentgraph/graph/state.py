@@ -136,8 +136,14 @@ class StateGraph:
         else:
             mapping = destinations = None
 
+        # An async path function is awaited on the run's loop (LangGraph's `TypeError` under
+        # the sync API).
+        is_async, name = _is_async(path), getattr(path, "__name__", None)
+
         def route(state: dict) -> list:
             result = path(state)
+            if is_async:
+                result = _native.await_router(result, name)
             keys = list(result) if isinstance(result, (list, tuple)) else [result]
             if mapping is not None:
                 # A `Send` names its node itself; keys go through the path map.

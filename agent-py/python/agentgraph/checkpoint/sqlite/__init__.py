@@ -8,6 +8,7 @@ is shared with other agentgraph programs (any language), not with LangGraph's ow
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,12 +18,21 @@ from agentgraph._native import NativeSaver
 from agentgraph.checkpoint._native_saver import NativeCheckpointer
 
 
-def _path(conn: Union[str, "sqlite3.Connection", Any]) -> Optional[str]:
+def _main_file(rows: Any) -> str:
+    """The file of the `main` database in `PRAGMA database_list` rows ("" in memory)."""
+    return next((row[2] for row in rows if row[1] == "main"), "")
+
+
+def _path(conn: Union[str, "os.PathLike", "sqlite3.Connection"]) -> Optional[str]:
     """The database file of a path or connection; `None` for an in-memory one."""
     if isinstance(conn, sqlite3.Connection):
-        rows = conn.execute("PRAGMA database_list").fetchall()
-        conn = next((row[2] for row in rows if row[1] == "main"), "")
-    conn = str(conn)
+        conn = _main_file(conn.execute("PRAGMA database_list").fetchall())
+    elif isinstance(conn, bytes):
+        conn = conn.decode()
+    elif not isinstance(conn, (str, os.PathLike)):
+        # Never `str()` of an object: that would name a file after its repr.
+        raise TypeError(f"expected a path or a sqlite3.Connection, got {conn!r}")
+    conn = os.fspath(conn)
     if conn in ("", ":memory:") or conn.startswith("file::memory:"):
         return None
     return conn.removeprefix("file:").split("?", 1)[0]

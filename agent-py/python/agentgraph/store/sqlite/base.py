@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -18,24 +17,11 @@ def database_path(conn: Any) -> Optional[str]:
     """The file of a path, `sqlite3.Connection` or `aiosqlite.Connection`; `None` for an
     in-memory database."""
     from agentgraph.checkpoint.sqlite import _path
+    from agentgraph.checkpoint.sqlite.aio import _aiosqlite_database
 
     if not isinstance(conn, (str, os.PathLike, sqlite3.Connection)):
         conn = _aiosqlite_database(conn)
     return _path(os.fspath(conn) if isinstance(conn, os.PathLike) else conn)
-
-
-def _aiosqlite_database(conn: Any) -> Any:
-    """The database an `aiosqlite.Connection` opens: its `_database` (older aiosqlite), else
-    what its connector function closes over (0.20 and later); its `sqlite3` connection lives
-    on aiosqlite's own thread, so it is not asked."""
-    database = getattr(conn, "_database", None)
-    if database is None:
-        connector = getattr(conn, "_connector", None)
-        if connector is not None and getattr(connector, "__closure__", None):
-            database = inspect.getclosurevars(connector).nonlocals.get("database")
-    if database is None:
-        raise TypeError(f"a SQLite database is named by a path or a connection, not {conn!r}")
-    return database.decode() if isinstance(database, bytes) else database
 
 
 class SqliteStore(NativeBackedStore):
