@@ -50,23 +50,24 @@ def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) 
     configurable["checkpoint_ns"] = ns
     config = {**run_config, "metadata": metadata, "configurable": configurable}
     stream = scope.stream_state
-    if stream is not None and stream.messages:
-        config["callbacks"] = _with_handler(run_config.get("callbacks"), stream.handler, run_config.get("tags"))
+    if stream is not None and stream.handlers:
+        config["callbacks"] = _with_handlers(run_config.get("callbacks"), stream.handlers, run_config.get("tags"))
     return config
 
 
-def _with_handler(callbacks: Any, handler: Any, tags: Optional[list]) -> Any:
-    """The task's callbacks: the caller's and the `messages` handler, in a manager that
-    passes the run's tags on to what the node calls (a model called with a config of its own
-    keeps them, as under LangGraph, whose task callbacks are such a manager)."""
+def _with_handlers(callbacks: Any, ours: list, tags: Optional[list]) -> Any:
+    """The task's callbacks: the caller's and the `messages`/`tools` handlers, in a manager
+    that passes the run's tags on to what the node calls (a model called with a config of its
+    own keeps them, as under LangGraph, whose task callbacks are such a manager)."""
     from langchain_core.callbacks import CallbackManager
 
     if callbacks is None or isinstance(callbacks, list):
-        handlers = [*(callbacks or ()), handler]
+        handlers = [*(callbacks or ()), *ours]
         tags = list(tags or ())
         return CallbackManager(handlers, handlers, tags=tags, inheritable_tags=tags)
     manager = callbacks.copy()
-    manager.add_handler(handler, inherit=True)
+    for handler in ours:
+        manager.add_handler(handler, inherit=True)
     return manager
 
 
@@ -79,6 +80,11 @@ class StreamState:
         self.messages = "messages" in self.modes
         self.tasks = "tasks" in self.modes or "debug" in self.modes
         self.handler = _handler_class()() if self.messages else None
+        self.handlers = [self.handler] if self.handler is not None else []
+        if "tools" in self.modes:
+            from agentgraph._stream_tools import handler_class
+
+            self.handlers.append(handler_class()())
 
     def node_start(self, task: Any, state: Any) -> None:
         if self.handler is not None:
