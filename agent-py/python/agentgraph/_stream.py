@@ -13,6 +13,7 @@ Items reach the caller through the node's scope (`scope.emit`), in agent-core's 
 
 from __future__ import annotations
 
+import contextvars
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -30,6 +31,27 @@ STORE_KEY = "__agentgraph_store__"
 
 
 task_id = _native.task_id
+
+_ROOTED: contextvars.ContextVar = contextvars.ContextVar("agentgraph_rooted_emits", default=None)
+"""The scope that takes the `messages`/`tools` items of a graph invoked inside a node with a
+config of its own (`configurable`): LangGraph runs that graph as no task of the caller's, so
+its items stream under the caller's namespace, not a subgraph's."""
+
+
+def emit_scope() -> Any:
+    """The scope a handler's `messages`/`tools` item goes through."""
+    from agentgraph._runtime import current
+
+    rooted = _ROOTED.get()
+    return rooted if rooted is not None else current()
+
+
+def rooted(scope: Any, config: Optional[dict]) -> Optional[contextvars.Token]:
+    """Inside a node, a graph invoked with a `configurable` of its own streams its items
+    through `scope` (the caller's): the token to reset, or `None`."""
+    if not isinstance(config, dict) or "configurable" not in config:
+        return None
+    return _ROOTED.set(scope)
 
 
 def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) -> dict:
@@ -167,14 +189,12 @@ def _make_handler_class() -> type:
             self.seen: set = set()
 
         def _emit(self, message: Any, meta: dict, dedupe: bool = False) -> None:
-            from agentgraph._runtime import current
-
             if dedupe and message.id in self.seen:
                 return
             if message.id is None:
                 message.id = str(uuid.uuid4())
             self.seen.add(message.id)
-            current().emit((message, meta), True)
+            emit_scope().emit((message, meta), True)
 
         def seen_in(self, state: Any) -> None:
             for message in messages_in(state):

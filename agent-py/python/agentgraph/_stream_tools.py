@@ -76,9 +76,9 @@ def _make_handler_class() -> type:
 
         @staticmethod
         def _emit(payload: dict) -> None:
-            from agentgraph._runtime import current
+            from agentgraph._stream import emit_scope
 
-            current().emit(ToolEvent(payload), True)
+            emit_scope().emit(ToolEvent(payload), True)
 
         def tap_output_iter(self, run_id, output):
             return output

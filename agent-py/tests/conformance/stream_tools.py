@@ -1,5 +1,5 @@
 """`stream_mode="tools"`: the start and end (or error) of each tool a node calls, directly or
-through `ToolNode`, beside `messages` and the other modes, v1 and v2."""
+through `ToolNode`, in subgraphs too, beside `messages` and the other modes, v1 and v2."""
 
 import asyncio
 import re
@@ -75,6 +75,12 @@ for mode in ["tools", ["tools"], ["tools", "updates"], ["messages", "tools"], ["
     print(mode, show(parts))
     parts = list(graph.stream({"messages": []}, stream_mode=mode, version="v2"))
     print(mode, "v2", show(parts))
+
+parent = build(("sub", graph))
+for subgraphs in (False, True):
+    print("sub", subgraphs, show(list(parent.stream({"messages": []}, stream_mode="tools", subgraphs=subgraphs))))
+    parts = parent.stream({"messages": []}, stream_mode=["tools", "custom"], subgraphs=subgraphs, version="v2")
+    print("sub v2", subgraphs, show(list(parts)))
 
 agraph = build(
     ("adirect", adirect),

@@ -29,6 +29,7 @@ class S(TypedDict):
 
 
 def first(state: S) -> dict:
+    get_stream_writer()({"sub wrote": state["a"]})
     return {"a": state["a"] + "1"}
 
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
-from agentgraph import _native, _stream_tools, _stream_v2
+from agentgraph import _native, _stream, _stream_tools, _stream_v2
 from agentgraph._runtime import current_scope
 from agentgraph._stream import CONTEXT_KEY, STORE_KEY, StreamState, resumed
 from agentgraph.constants import END, START
@@ -529,7 +529,12 @@ class CompiledStateGraph:
         if scope is not None:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
-            return self._output(_native.invoke_in(self._native, scope, self._input(input)))
+            token = _stream.rooted(scope, config)
+            try:
+                return self._output(_native.invoke_in(self._native, scope, self._input(input)))
+            finally:
+                if token is not None:
+                    _stream._ROOTED.reset(token)
         self._check_root()
         run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
         return self._output(self._native.invoke(*run))
@@ -583,7 +588,12 @@ class CompiledStateGraph:
             return _stream_v2.graph_output([part async for part in parts], "values")
         scope = current_scope()
         if scope is not None:
-            return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
+            token = _stream.rooted(scope, config)
+            try:
+                return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
+            finally:
+                if token is not None:
+                    _stream._ROOTED.reset(token)
         self._check_root()
         run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
         return self._output(await self._native.ainvoke(*run))
