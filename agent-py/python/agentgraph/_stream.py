@@ -42,8 +42,12 @@ def emit_scope() -> Any:
     """The scope a handler's `messages`/`tools` item goes through."""
     from agentgraph._runtime import current
 
+    scope = current()
     rooted = _ROOTED.get()
-    return rooted if rooted is not None else current()
+    # Only for the invoked graph's own tasks, not a stream one of them runs.
+    if rooted is not None and rooted[0] is scope.stream_state:
+        return rooted[1]
+    return scope
 
 
 def rooted(scope: Any, config: Optional[dict]) -> Optional[contextvars.Token]:
@@ -51,7 +55,7 @@ def rooted(scope: Any, config: Optional[dict]) -> Optional[contextvars.Token]:
     through `scope` (the caller's): the token to reset, or `None`."""
     if not isinstance(config, dict) or "configurable" not in config:
         return None
-    return _ROOTED.set(scope)
+    return _ROOTED.set((scope.stream_state, scope))
 
 
 def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) -> dict:
