@@ -359,6 +359,7 @@ impl NativeGraph {
             paused: Vec::new(),
             outbox: outbox.clone(),
             children,
+            subgraphs,
         };
         let inner = Arc::new(tokio::sync::Mutex::new(cursor));
         let facts = Arc::new(RunFacts {
@@ -493,6 +494,8 @@ struct Cursor {
     outbox: Arc<Outbox>,
     /// Subgraphs' parts (with `subgraphs=True`).
     children: crate::subgraph_stream::Children,
+    /// `subgraphs=True`: a subgraph's `messages` and `custom` items are shown too.
+    subgraphs: bool,
 }
 
 /// A `tasks`, `checkpoints` or `debug` item, before it meets Python.
@@ -692,6 +695,9 @@ async fn next_part(inner: &tokio::sync::Mutex<Cursor>) -> Next {
             }
             // Asked of agent-core only for subgraphs' interrupts.
             Some(Ok(StreamPart::Updates { .. })) if !cursor.updates => {}
+            // What a subgraph's node wrote or streamed shows only with `subgraphs=True`.
+            Some(Ok(StreamPart::Messages { meta, .. } | StreamPart::Custom { meta, .. }))
+                if !cursor.subgraphs && !meta.ns.is_root() => {}
             Some(Ok(part)) => {
                 cursor.read(part);
                 if let Some(next) = cursor.tail.pop_front() {
@@ -773,6 +779,11 @@ fn part_to_py(
             let (mode, chunk) = crate::subgraph_stream::to_py(py, chunk)?;
             (ns, tag(py, tagged, mode, chunk)?)
         }
+        // A subgraph's node's `messages` and `custom` items, under its namespace.
+        Next::Part(part @ (StreamPart::Messages { .. } | StreamPart::Custom { .. })) => (
+            part.namespace(),
+            root_part_to_py(py, Next::Part(part), schema, tagged, facts)?,
+        ),
         part => (
             Namespace::root(),
             root_part_to_py(py, part, schema, tagged, facts)?,

@@ -105,7 +105,10 @@
 //!   stream's outbox, so their order against the other parts is agent-core's. A sync node
 //!   waits for room in the channel (without the GIL); an async node queues, and its wrapper
 //!   forwards while it runs (it shares the caller's loop, which must not block). `messages`
-//!   comes from a LangChain callback handler in the task's config. `tasks`, `checkpoints` and
+//!   comes from a LangChain callback handler in the task's config, and so do `tools` events,
+//!   which ride the `messages` route (the Python stream shows them as `tools`). A subgraph's
+//!   `custom`/`messages` parts stream under their namespace, only with `subgraphs=True`.
+//!   `tasks`, `checkpoints` and
 //!   `debug` are built from agent-core's `debug` parts, the state (from `values` parts the
 //!   stream reads for itself) and what the node wrapper kept of each task's end, reordered
 //!   as LangGraph shows them (a task's result after its update).

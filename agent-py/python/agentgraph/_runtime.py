@@ -122,7 +122,7 @@ def _start(scope: Any, node: Any, run_config: dict) -> tuple[Task, Any, Callable
     stream = scope.stream_state
     tokens = [(_task, _task.set(task))]
     lc = _lc_config()
-    if lc is not None or (stream is not None and stream.messages):
+    if lc is not None or (stream is not None and stream.handlers):
         lc = lc or _lc_config_imported()
         tokens.append((lc, lc.set(task.config())))
     return task, stream, fn, task.kwargs(names) if names else {}, tokens

@@ -13,6 +13,7 @@ Items reach the caller through the node's scope (`scope.emit`), in agent-core's 
 
 from __future__ import annotations
 
+import contextvars
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -30,6 +31,31 @@ STORE_KEY = "__agentgraph_store__"
 
 
 task_id = _native.task_id
+
+_ROOTED: contextvars.ContextVar = contextvars.ContextVar("agentgraph_rooted_emits", default=None)
+"""The scope that takes the `messages`/`tools` items of a graph invoked inside a node with a
+config of its own (`configurable`): LangGraph runs that graph as no task of the caller's, so
+its items stream under the caller's namespace, not a subgraph's."""
+
+
+def emit_scope() -> Any:
+    """The scope a handler's `messages`/`tools` item goes through."""
+    from agentgraph._runtime import current
+
+    scope = current()
+    rooted = _ROOTED.get()
+    # Only for the invoked graph's own tasks, not a stream one of them runs.
+    if rooted is not None and rooted[0] is scope.stream_state:
+        return rooted[1]
+    return scope
+
+
+def rooted(scope: Any, config: Optional[dict]) -> Optional[contextvars.Token]:
+    """Inside a node, a graph invoked with a `configurable` of its own streams its items
+    through `scope` (the caller's): the token to reset, or `None`."""
+    if not isinstance(config, dict) or "configurable" not in config:
+        return None
+    return _ROOTED.set((scope.stream_state, scope))
 
 
 def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) -> dict:
@@ -50,23 +76,24 @@ def node_config(scope: Any, run_config: dict, triggers: Optional[tuple] = None) 
     configurable["checkpoint_ns"] = ns
     config = {**run_config, "metadata": metadata, "configurable": configurable}
     stream = scope.stream_state
-    if stream is not None and stream.messages:
-        config["callbacks"] = _with_handler(run_config.get("callbacks"), stream.handler, run_config.get("tags"))
+    if stream is not None and stream.handlers:
+        config["callbacks"] = _with_handlers(run_config.get("callbacks"), stream.handlers, run_config.get("tags"))
     return config
 
 
-def _with_handler(callbacks: Any, handler: Any, tags: Optional[list]) -> Any:
-    """The task's callbacks: the caller's and the `messages` handler, in a manager that
-    passes the run's tags on to what the node calls (a model called with a config of its own
-    keeps them, as under LangGraph, whose task callbacks are such a manager)."""
+def _with_handlers(callbacks: Any, ours: list, tags: Optional[list]) -> Any:
+    """The task's callbacks: the caller's and the `messages`/`tools` handlers, in a manager
+    that passes the run's tags on to what the node calls (a model called with a config of its
+    own keeps them, as under LangGraph, whose task callbacks are such a manager)."""
     from langchain_core.callbacks import CallbackManager
 
     if callbacks is None or isinstance(callbacks, list):
-        handlers = [*(callbacks or ()), handler]
+        handlers = [*(callbacks or ()), *ours]
         tags = list(tags or ())
         return CallbackManager(handlers, handlers, tags=tags, inheritable_tags=tags)
     manager = callbacks.copy()
-    manager.add_handler(handler, inherit=True)
+    for handler in ours:
+        manager.add_handler(handler, inherit=True)
     return manager
 
 
@@ -79,6 +106,11 @@ class StreamState:
         self.messages = "messages" in self.modes
         self.tasks = "tasks" in self.modes or "debug" in self.modes
         self.handler = _handler_class()() if self.messages else None
+        self.handlers = [self.handler] if self.handler is not None else []
+        if "tools" in self.modes:
+            from agentgraph._stream_tools import handler_class
+
+            self.handlers.append(handler_class()())
 
     def node_start(self, task: Any, state: Any) -> None:
         if self.handler is not None:
@@ -161,14 +193,12 @@ def _make_handler_class() -> type:
             self.seen: set = set()
 
         def _emit(self, message: Any, meta: dict, dedupe: bool = False) -> None:
-            from agentgraph._runtime import current
-
             if dedupe and message.id in self.seen:
                 return
             if message.id is None:
                 message.id = str(uuid.uuid4())
             self.seen.add(message.id)
-            current().emit((message, meta), True)
+            emit_scope().emit((message, meta), True)
 
         def seen_in(self, state: Any) -> None:
             for message in messages_in(state):

@@ -219,3 +219,29 @@ class StateSnapshot(NamedTuple):
 
 Durability = Literal["sync", "async", "exit"]
 All = Literal["*"]
+
+
+@dataclass
+class GraphOutput:
+    """What `invoke(..., version="v2")` returns: the graph's output and the interrupts met
+    (LangGraph's; `result[key]` and `key in result` are its deprecated dict-like access)."""
+
+    value: Any
+    interrupts: tuple = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "__interrupt__":
+            return self.interrupts
+        if isinstance(self.value, dict):
+            return self.value[key]
+        try:
+            return getattr(self.value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        if key == "__interrupt__":
+            return bool(self.interrupts)
+        if isinstance(self.value, dict):
+            return key in self.value
+        return isinstance(key, str) and hasattr(self.value, key)

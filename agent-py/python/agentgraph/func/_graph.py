@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
+from agentgraph import _stream_v2
 from agentgraph.func import _INPUT, _OUTPUT, _PREVIOUS, _TaskEvent, _TaskUpdate
 from agentgraph.types import Command, StateSnapshot
 
@@ -45,10 +46,16 @@ class _Entrypoint:
 
     def invoke(self, input: Any, config: Optional[dict] = None, **kwargs: Any) -> Any:
         kwargs.pop("stream_mode", None)
+        if _stream_v2.check(kwargs.pop("version", "v1")):
+            parts = self.stream(input, config, stream_mode="values", version="v2", **kwargs)
+            return _stream_v2.graph_output(list(parts), "values")
         return self._output(self._graph.invoke(self._input(input), config, **kwargs))
 
     async def ainvoke(self, input: Any, config: Optional[dict] = None, **kwargs: Any) -> Any:
         kwargs.pop("stream_mode", None)
+        if _stream_v2.check(kwargs.pop("version", "v1")):
+            parts = self.astream(input, config, stream_mode="values", version="v2", **kwargs)
+            return _stream_v2.graph_output([part async for part in parts], "values")
         return self._output(await self._graph.ainvoke(self._input(input), config, **kwargs))
 
     def _modes(self, stream_mode: Union[str, Sequence[str], None]) -> tuple[list[str], bool, list[str]]:
@@ -131,8 +138,15 @@ class _Entrypoint:
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
         subgraphs: bool = False,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Iterator[Any]:
+        if _stream_v2.check(version):
+            stream_v1 = self.stream(
+                input, config, stream_mode=_stream_v2.modes(stream_mode, self.stream_mode), subgraphs=subgraphs, **kwargs
+            )
+            yield from _stream_v2.parts(stream_v1, subgraphs)
+            return
         modes, tagged, inner = self._modes(stream_mode)
         translate = self._translate(modes, tagged, subgraphs, input)
         for part in self._graph.stream(self._input(input), config, stream_mode=inner, subgraphs=subgraphs, **kwargs):
@@ -145,8 +159,16 @@ class _Entrypoint:
         *,
         stream_mode: Union[str, Sequence[str], None] = None,
         subgraphs: bool = False,
+        version: str = "v1",
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
+        if _stream_v2.check(version):
+            stream_v1 = self.astream(
+                input, config, stream_mode=_stream_v2.modes(stream_mode, self.stream_mode), subgraphs=subgraphs, **kwargs
+            )
+            async for part in _stream_v2.aparts(stream_v1, subgraphs):
+                yield part
+            return
         modes, tagged, inner = self._modes(stream_mode)
         translate = self._translate(modes, tagged, subgraphs, input)
         async for part in self._graph.astream(self._input(input), config, stream_mode=inner, subgraphs=subgraphs, **kwargs):

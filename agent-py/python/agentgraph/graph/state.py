@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
-from agentgraph import _native
+from agentgraph import _native, _stream, _stream_tools, _stream_v2
 from agentgraph._runtime import current_scope
 from agentgraph._stream import CONTEXT_KEY, STORE_KEY, StreamState, resumed
 from agentgraph.constants import END, START
@@ -319,6 +319,27 @@ def _run_config(config: Optional[dict], context: Any, store: Any = None) -> dict
     return config
 
 
+class _ToolsStream:
+    """The native stream, its `tools` events shown as `tools` items (`_stream_tools`)."""
+
+    def __init__(self, native: Any, modes: list, tagged: bool, subgraphs: bool) -> None:
+        self.native, self.modes, self.tagged, self.subgraphs = native, modes, tagged, subgraphs
+
+    def next(self) -> Any:
+        while (part := self.native.next()) is not None:
+            shown = _stream_tools.as_v1(part, self.modes, self.tagged, self.subgraphs)
+            if shown is not None:
+                return shown[0]
+        return None
+
+    async def anext(self) -> Any:
+        while (part := await self.native.anext()) is not None:
+            shown = _stream_tools.as_v1(part, self.modes, self.tagged, self.subgraphs)
+            if shown is not None:
+                return shown[0]
+        return None
+
+
 def _modes(stream_mode: Union[str, Sequence[str], None], default: str) -> tuple[list[str], bool]:
     if stream_mode is None:
         return [default], False
@@ -483,8 +504,13 @@ class CompiledStateGraph:
         state = StreamState(modes, self._node_triggers)
         first, parent = resumed(self, input, run_config, modes, tagged)
         stream = self._native.stream(
-            input, run_config, modes, tagged, state, is_async, parent, options, subgraphs=subgraphs
+            input, run_config, _stream_tools.native_modes(modes), tagged, state, is_async, parent, options,
+            subgraphs=subgraphs,
         )
+        if "tools" in modes or "messages" in modes:
+            # `tools` rides on `messages` (a nested stream's may reach this one too): each
+            # shown as its own mode, or not at all if not asked.
+            return first, _ToolsStream(stream, modes, tagged, subgraphs)
         return first, stream
 
     def invoke(
@@ -496,13 +522,25 @@ class CompiledStateGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Any:
+        if _stream_v2.check(version):
+            parts = self.stream(
+                input, config, stream_mode="values", context=context, interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after, durability=durability, version="v2", **kwargs,
+            )
+            return _stream_v2.graph_output(list(parts), "values")
         scope = current_scope()
         if scope is not None:
             # Inside a node: a subgraph of that node's task (LangGraph's nested invoke).
             self._check_no_async_inside_a_loop()
-            return self._output(_native.invoke_in(self._native, scope, self._input(input)))
+            token = _stream.rooted(scope, config)
+            try:
+                return self._output(_native.invoke_in(self._native, scope, self._input(input)))
+            finally:
+                if token is not None:
+                    _stream._ROOTED.reset(token)
         self._check_root()
         run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
         return self._output(self._native.invoke(*run))
@@ -545,11 +583,23 @@ class CompiledStateGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Any:
+        if _stream_v2.check(version):
+            parts = self.astream(
+                input, config, stream_mode="values", context=context, interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after, durability=durability, version="v2", **kwargs,
+            )
+            return _stream_v2.graph_output([part async for part in parts], "values")
         scope = current_scope()
         if scope is not None:
-            return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
+            token = _stream.rooted(scope, config)
+            try:
+                return self._output(await _native.ainvoke_in(self._native, scope, self._input(input)))
+            finally:
+                if token is not None:
+                    _stream._ROOTED.reset(token)
         self._check_root()
         run = self._run_args(input, config, context, interrupt_before, interrupt_after, durability, kwargs)
         return self._output(await self._native.ainvoke(*run))
@@ -653,6 +703,10 @@ class CompiledStateGraph:
 
         return await asyncio.to_thread(self.update_state, config, values, as_node, **kwargs)
 
+    def _v2_mappers(self) -> tuple:
+        """The v2 stream's coercions of `values` parts and of checkpoints' state."""
+        return _stream_v2.mapper(self.builder.output_schema), _stream_v2.mapper(self.builder.state_schema)
+
     def get_graph(self, config: Optional[dict] = None, *, xray: Any = False) -> Any:
         """The graph's drawable structure (LangChain's `Graph`: `draw_mermaid()`, ...)."""
         from agentgraph.graph._draw import draw
@@ -670,8 +724,19 @@ class CompiledStateGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Iterator[Any]:
+        if _stream_v2.check(version):
+            yield from _stream_v2.parts(
+                self.stream(
+                    input, config, stream_mode=_stream_v2.modes(stream_mode, self.stream_mode),
+                    context=context, subgraphs=subgraphs, interrupt_before=interrupt_before,
+                    interrupt_after=interrupt_after, durability=durability, **kwargs,
+                ),
+                subgraphs, *self._v2_mappers(),
+            )
+            return
         first, stream = self._start_stream(
             input, config, stream_mode, context, subgraphs, interrupt_before, interrupt_after,
             durability, kwargs, is_async=False,
@@ -691,8 +756,18 @@ class CompiledStateGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Optional[str] = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
+        if _stream_v2.check(version):
+            stream_v1 = self.astream(
+                input, config, stream_mode=_stream_v2.modes(stream_mode, self.stream_mode),
+                context=context, subgraphs=subgraphs, interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after, durability=durability, **kwargs,
+            )
+            async for part in _stream_v2.aparts(stream_v1, subgraphs, *self._v2_mappers()):
+                yield part
+            return
         first, stream = self._start_stream(
             input, config, stream_mode, context, subgraphs, interrupt_before, interrupt_after,
             durability, kwargs, is_async=True,
