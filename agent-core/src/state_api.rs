@@ -117,6 +117,19 @@ impl<S> StateSnapshot<S> {
     }
 }
 
+/// The config of the checkpoint `run` saved last, on `config`'s namespace.
+fn saved_config<S: GraphState>(run: &Run<'_, S>, thread: String, config: &RunConfig) -> RunConfig {
+    let id = run
+        .durable
+        .as_ref()
+        .and_then(|d| d.checkpoint_id.as_deref().map(str::to_owned))
+        .unwrap_or_default();
+    RunConfig::default()
+        .thread_id(thread)
+        .checkpoint_ns(config.checkpoint_ns.clone())
+        .checkpoint_id(id)
+}
+
 fn thread_of(config: &RunConfig) -> Result<&str, GraphError> {
     config.thread_id.as_deref().ok_or_else(|| {
         GraphError::InvalidInput("the thread API needs `RunConfig::thread_id`".to_owned())
@@ -408,15 +421,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         run.save(source, Some(writes_meta), written, &writer)
             .await?;
         run.flush().await?;
-        let id = run
-            .durable
-            .as_ref()
-            .and_then(|d| d.checkpoint_id.as_deref().map(str::to_owned))
-            .unwrap_or_default();
-        Ok(RunConfig::default()
-            .thread_id(thread)
-            .checkpoint_ns(config.checkpoint_ns.clone())
-            .checkpoint_id(id))
+        Ok(saved_config(&run, thread, config))
     }
 
     /// A copy of the checkpoint `config` names (the latest without an id) as its sibling:
@@ -448,15 +453,7 @@ impl<S: GraphState, C: Send + Sync + 'static> CompiledGraph<S, C> {
         run.step += 1;
         run.save(Source::Fork, None, FieldSet::EMPTY, &[]).await?;
         run.flush().await?;
-        let id = run
-            .durable
-            .as_ref()
-            .and_then(|d| d.checkpoint_id.as_deref().map(str::to_owned))
-            .unwrap_or_default();
-        Ok(RunConfig::default()
-            .thread_id(thread)
-            .checkpoint_ns(config.checkpoint_ns.clone())
-            .checkpoint_id(id))
+        Ok(saved_config(&run, thread, config))
     }
 
     /// Deletes everything stored for the thread.

@@ -18,6 +18,8 @@ import contextvars
 import inspect
 import json
 import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import Any, Iterable, Optional
 
@@ -255,8 +257,62 @@ class NativeBackedStore(BaseStore):
         return stopped
 
 
+class SqlBackedStore(NativeBackedStore):
+    """A store in a database agent-core opens itself (`SqliteStore`, `PostgresStore`): the
+    constructor, `from_conn_string` and `setup` they share; each says how to open its
+    database (`_open`)."""
+
+    @classmethod
+    def _open(cls, conn: Any, args: dict, options: dict) -> Any:
+        """The native store on `conn`, with `native_args` and the caller's other options."""
+        raise NotImplementedError
+
+    def __init__(
+        self,
+        conn: Any,
+        *,
+        deserializer: Any = None,
+        index: Optional[IndexConfig] = None,
+        ttl: Optional[TTLConfig] = None,
+        **options: Any,
+    ) -> None:
+        if deserializer is not None:
+            raise NotImplementedError(
+                f"agentgraph's {type(self).__name__} reads values as JSON: `deserializer` is not taken"
+            )
+        super().__init__(self._open(conn, native_args(index, ttl), options), index=index, ttl=ttl)
+        self.conn = conn
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, index: Optional[IndexConfig] = None, ttl: Optional[TTLConfig] = None, **options: Any
+    ) -> Iterator[Any]:
+        """A store on `conn_string`, as LangGraph's context manager."""
+        store = cls(conn_string, index=index, ttl=ttl, **options)
+        try:
+            yield store
+        finally:
+            store.stop_ttl_sweeper(0.1)
+
+    def setup(self) -> None:
+        """Nothing left to do: agent-core creates and migrates its tables on opening."""
+
+
 class AsyncStoreMixin:
     """The async classes' `setup` and TTL calls are coroutines, as LangGraph's."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]
+        cls, conn_string: str, *, index: Optional[IndexConfig] = None, ttl: Optional[TTLConfig] = None, **options: Any
+    ) -> AsyncIterator[Any]:
+        """A store on `conn_string`, as LangGraph's async context manager."""
+        store = cls(conn_string, index=index, ttl=ttl, **options)
+        try:
+            yield store
+        finally:
+            NativeBackedStore.stop_ttl_sweeper(store, 0.1)  # type: ignore[arg-type]
 
     async def setup(self) -> None:  # type: ignore[override]
         """Nothing left to do: agent-core creates and migrates its tables on opening."""

@@ -3,29 +3,12 @@ its I/O on agent-core's threads, never on the event loop."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Optional
-
-from agentgraph.store._native_store import AsyncStoreMixin, NativeBackedStore
-from agentgraph.store.base import IndexConfig, TTLConfig
+from agentgraph.store._native_store import AsyncStoreMixin
 from agentgraph.store.sqlite.base import SqliteStore
 
 
 class AsyncSqliteStore(AsyncStoreMixin, SqliteStore):
     """Items in a SQLite file, for `ainvoke`/`astream` (`aget`, `aput`, `asearch`, ...)."""
-
-    @classmethod
-    @asynccontextmanager
-    async def from_conn_string(  # type: ignore[override]
-        cls, conn_string: str, *, index: Optional[IndexConfig] = None, ttl: Optional[TTLConfig] = None
-    ) -> AsyncIterator["AsyncSqliteStore"]:
-        """A store on a file path (or `":memory:"`), as LangGraph's async context manager."""
-        store = cls(conn_string, index=index, ttl=ttl)
-        try:
-            yield store
-        finally:
-            NativeBackedStore.stop_ttl_sweeper(store, 0.1)
 
 
 __all__ = ["AsyncSqliteStore"]
