@@ -501,7 +501,7 @@ where
     }
 }
 
-fn core_error(e: GraphError) -> ApiError {
+pub(crate) fn core_error(e: GraphError) -> ApiError {
     match e {
         GraphError::UnknownNode { name, .. } => {
             ApiError::bad_request(format!("Node {name} does not exist"))

@@ -631,9 +631,16 @@ async fn run(args: &Args) -> Result<String, String> {
     checker.settle(Duration::from_secs(90)).await?;
     let url = fleet.url(0).ok_or("no instance")?;
     let observations = std::mem::take(&mut *obs.lock().map_err(|e| e.to_string())?);
-    let report = checker.check(&observations, &http, &url).await?;
+    let report = checker.check(&observations, &http, &url).await;
     drop(fleet);
+    if report.is_err() && std::env::var_os("AGENTGRAPH_CHAOS_KEEP").is_some() {
+        // Left for a look: the database (its cluster still up) and what the clients saw.
+        let _ = std::fs::write(work.join("observations.txt"), format!("{observations:#?}"));
+        eprintln!("chaos: kept {} (database {db})", work.display());
+        std::mem::forget(cluster);
+        return report;
+    }
     drop(cluster);
     let _ = std::fs::remove_dir_all(&work);
-    Ok(report)
+    report
 }

@@ -358,11 +358,7 @@ async fn remove(
         };
         for thread in app.store.search(Kind::Thread, &query).await? {
             let tid = thread["thread_id"].as_str().unwrap_or_default();
-            app.runs.stop_thread(tid).await?;
-            if let Some(g) = app.graphs.get(doc["graph_id"].as_str().unwrap_or_default()) {
-                g.delete_thread(tid).await?;
-            }
-            app.store.delete(Kind::Thread, tid).await?;
+            super::threads::delete_thread(&app, tid).await?;
         }
     }
     app.store.delete(Kind::Assistant, &id).await?;

@@ -194,11 +194,7 @@ pub(crate) async fn prune(
     let graph = super::threads::graph_of(app, thread);
     match strategy {
         TtlStrategy::Delete => {
-            app.runs.stop_thread(id).await?;
-            app.store.delete(crate::store::Kind::Thread, id).await?;
-            if let Some(graph) = graph {
-                graph.delete_thread(id).await?;
-            }
+            super::threads::delete_thread(app, id).await?;
         }
         TtlStrategy::KeepLatest => {
             if !app.runs.active_on(id).await?.is_empty() {

@@ -246,15 +246,20 @@ async fn remove(
 ) -> Result<StatusCode, ApiError> {
     let doc = found(&app, &caller, &id, Verb::Delete).await?;
     let id = doc["thread_id"].as_str().unwrap_or_default().to_owned();
-    // Its runs first: stopped, and writing nothing more (here or on another instance), so
-    // nothing of the thread comes back after it is gone; then its runs and document, then
-    // its checkpoints.
-    app.runs.stop_thread(&id).await?;
-    app.store.delete(Kind::Thread, &id).await?;
-    if let Some(graph) = graph_of(&app, &doc) {
-        graph.delete_thread(&id).await?;
-    }
+    delete_thread(&app, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a thread. Its runs first: stopped, and writing nothing more (here or on another
+/// instance), so nothing of the thread comes back after it is gone; then its document, runs
+/// and crons in one transaction, which also says which of its runs were claimed as it went
+/// (queued after the first stop): those are stopped too; then its checkpoints, from the
+/// saver every served graph shares (whatever graph, if any, the thread's metadata names).
+pub(crate) async fn delete_thread(app: &App, id: &str) -> Result<(), ApiError> {
+    app.runs.stop_thread(id).await?;
+    let claimed = app.store.delete_thread(id).await?;
+    app.runs.stop_claimed(&claimed).await;
+    app.runs.delete_checkpoints(id).await
 }
 
 /// What a search or count filters threads by.

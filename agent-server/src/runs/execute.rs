@@ -395,6 +395,9 @@ impl Runs {
             ended_as("lease_lost");
             return Next::Unknown;
         }
+        // Its end is decided here: by the strongest stop asked for until now (one that came
+        // as the graph ended included), or by the graph.
+        let stopped = self.decide_end(&run_id, stopped);
         let values_now = || async {
             graph
                 .state(&thread_id, None, false)

@@ -89,6 +89,27 @@ impl Stop {
         }
     }
 
+    /// Which of two stops asked for the same run it ends by: a rollback over everything (its
+    /// client was told the run is undone), a thread's deletion over a cancel's interrupt,
+    /// any cancel over a time limit, anything over a hand-over.
+    fn rank(self) -> u8 {
+        match self {
+            Stop::Handover => 0,
+            Stop::Timeout => 1,
+            Stop::Cancel(CancelAction::Interrupt) => 2,
+            Stop::ThreadDeleted => 3,
+            Stop::Cancel(CancelAction::Rollback) => 4,
+        }
+    }
+
+    /// `self` asked for a run already asked to stop for `before`: the one it ends by.
+    fn over(self, before: Option<Stop>) -> Stop {
+        match before {
+            Some(b) if b.rank() >= self.rank() => b,
+            _ => self,
+        }
+    }
+
     fn parse(s: &str) -> Stop {
         match s {
             "rollback" => Stop::Cancel(CancelAction::Rollback),
@@ -105,6 +126,31 @@ struct Executing {
     stop: watch::Sender<Option<Stop>>,
     gate: Arc<Gate>,
     token: crate::store::Token,
+    /// Its end is decided (by a stop or by its graph): a stop asked for now is too late.
+    ending: bool,
+}
+
+impl Executing {
+    /// Asks it to stop (the strongest stop asked for wins); its gate.
+    fn ask(&self, stop: Stop) -> Arc<Gate> {
+        self.stop.send_if_modified(|now| {
+            let next = Some(stop.over(*now));
+            let changed = next != *now;
+            *now = next;
+            changed
+        });
+        self.gate.clone()
+    }
+}
+
+/// What a stop asked of a run in this process found.
+enum Asked {
+    /// It executes here: its gate, to wait on until it writes nothing more.
+    Here(Arc<Gate>),
+    /// Its end was already decided: the stop comes too late.
+    Ended,
+    /// Not executing yet: the stop is kept for it to find as it starts.
+    Kept,
 }
 
 /// What a claimed run starts with: its stop signal and its gate.
@@ -424,6 +470,7 @@ impl Runs {
                     stop: tx,
                     gate: gate.clone(),
                     token: crate::store::Token::of(run, &self.owner),
+                    ending: false,
                 },
             );
         }
@@ -554,24 +601,42 @@ impl Runs {
     /// more), when it was here.
     fn stop_local(&self, run_id: &str, stop: Stop) -> Option<Arc<Gate>> {
         let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
-        let executing = ex.get(run_id)?;
-        executing.stop.send_replace(Some(stop));
-        Some(executing.gate.clone())
+        Some(ex.get(run_id)?.ask(stop))
     }
 
     /// Stops a run executing in this process, or, when it is not executing yet, keeps the
     /// stop for it to find as it starts (under the same lock [`register`](Self::register)
-    /// takes, so no stop is lost between the two).
-    fn stop_here_or_early(&self, run_id: &str, stop: Stop) -> Option<Arc<Gate>> {
+    /// takes, so no stop is lost between the two). One whose end is already decided is not
+    /// stopped (one store, one process: its end is not refused later, as PostgreSQL's is).
+    fn stop_here_or_early(&self, run_id: &str, stop: Stop) -> Asked {
         let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(executing) = ex.get(run_id) {
-            executing.stop.send_replace(Some(stop));
-            return Some(executing.gate.clone());
+            if executing.ending {
+                return Asked::Ended;
+            }
+            return Asked::Here(executing.ask(stop));
         }
         if let Ok(mut early) = self.early_cancels.lock() {
-            early.insert(run_id.to_owned(), stop);
+            let before = early.get(run_id).copied();
+            early.insert(run_id.to_owned(), stop.over(before));
         }
-        None
+        Asked::Kept
+    }
+
+    /// A run's end is decided: the stop it ends by, the strongest asked for up to now (none
+    /// if its graph ended by itself). In one process a stop asked for later is told the run
+    /// ended; on PostgreSQL its mark refuses the run's end instead.
+    pub(super) fn decide_end(&self, run_id: &str, seen: Option<Stop>) -> Option<Stop> {
+        let mut ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(executing) = ex.get_mut(run_id) else {
+            return seen;
+        };
+        executing.ending = true;
+        let asked = *executing.stop.borrow();
+        match (seen, asked) {
+            (Some(s), asked) => Some(s.over(asked)),
+            (None, asked) => asked,
+        }
     }
 
     /// Cancels a pending or running run; whether there was one to cancel. When it returns,
@@ -657,9 +722,20 @@ impl Runs {
                     action: why.name().to_owned(),
                 })
                 .await?;
-        } else if let Some(gate) = self.stop_here_or_early(id, why) {
-            gate.close().await;
-        } else if !self
+        } else {
+            match self.stop_here_or_early(id, why) {
+                Asked::Here(gate) => gate.close().await,
+                Asked::Ended => return Ok(false),
+                Asked::Kept => return self.kept_for(id).await,
+            }
+        }
+        Ok(true)
+    }
+
+    /// A stop kept for a run not executing here yet: whether there is a run to stop (one
+    /// that ended meanwhile is not, and its kept stop is for nobody).
+    async fn kept_for(&self, id: &str) -> Result<bool, ApiError> {
+        if !self
             .store
             .get(Kind::Run, id)
             .await?
@@ -683,6 +759,34 @@ impl Runs {
             self.stop(&run, Stop::ThreadDeleted).await?;
         }
         Ok(())
+    }
+
+    /// Deletes a thread's checkpoints (every namespace) from the saver the served graphs
+    /// share.
+    pub(crate) async fn delete_checkpoints(&self, thread_id: &str) -> Result<(), ApiError> {
+        self.saver
+            .delete_thread(thread_id)
+            .await
+            .map_err(crate::graph::core_error)
+    }
+
+    /// Stops the runs of a deleted thread that were claimed as it went (their rows are gone:
+    /// nothing claims them again): here, each one's gate closed, or the stop kept for one
+    /// not started yet. On PostgreSQL another instance's run is fenced by its row.
+    pub(crate) async fn stop_claimed(&self, run_ids: &[String]) {
+        for id in run_ids {
+            let gate = if self.store.shared() {
+                self.stop_local(id, Stop::ThreadDeleted)
+            } else {
+                match self.stop_here_or_early(id, Stop::ThreadDeleted) {
+                    Asked::Here(gate) => Some(gate),
+                    Asked::Ended | Asked::Kept => None,
+                }
+            };
+            if let Some(gate) = gate {
+                gate.close().await;
+            }
+        }
     }
 
     /// This instance's workers: how many runs it executes at once, and how many it is

@@ -289,6 +289,10 @@ pub trait RunStore: Send + Sync + 'static {
     async fn ping(&self) -> StoreResult<()>;
     /// Deletes one; whether it existed.
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool>;
+    /// Deletes a thread with its runs and crons in one transaction; its runs that were
+    /// claimed (running) as they went, which their instance must stop: after the delete no
+    /// run of the thread is claimed or queued again.
+    async fn delete_thread(&self, id: &str) -> StoreResult<Vec<String>>;
     /// The runs of a thread, oldest first.
     async fn runs_of(&self, thread_id: &str) -> StoreResult<Vec<Value>>;
     /// Keeps a version of an assistant.

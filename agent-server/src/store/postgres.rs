@@ -415,6 +415,83 @@ impl PostgresStore {
     }
 }
 
+impl PostgresStore {
+    /// Deletes one (a thread with its runs, their events and results, and its crons):
+    /// whether it existed, and a thread's runs that were claimed as they went.
+    async fn remove(&self, kind: Kind, id: &str) -> StoreResult<(bool, Vec<String>)> {
+        let mut c = self.client("delete").await?;
+        let tx = c.transaction().await.map_err(failed("delete"))?;
+        if kind == Kind::Thread {
+            // Its runs' rows first, as a run's end takes them (its run's row, then the
+            // thread's): the same order, so the two never wait on each other.
+            tx.execute(
+                "SELECT 1 FROM api_runs WHERE thread_id = $1 ORDER BY run_id FOR UPDATE",
+                &[&id],
+            )
+            .await
+            .map_err(failed("delete"))?;
+        }
+        let n = tx
+            .execute(
+                &format!("DELETE FROM {} WHERE {} = $1", kind.table(), kind.key()),
+                &[&id],
+            )
+            .await
+            .map_err(failed("delete"))?;
+        let mut claimed = Vec::new();
+        match kind {
+            Kind::Assistant => {
+                tx.execute(
+                    "DELETE FROM api_assistant_versions WHERE assistant_id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(failed("delete"))?;
+            }
+            Kind::Thread => {
+                // Its runs with their stored events and results: nothing of it is left. The
+                // runs go first: their delete waits for a run's writer holding its row (one
+                // queued meanwhile is not among those locked above), so the events it
+                // committed are seen by the deletes after, and no writer passes its fence
+                // again.
+                let rows = tx
+                    .query(
+                        "DELETE FROM api_runs WHERE thread_id = $1 RETURNING run_id, status",
+                        &[&id],
+                    )
+                    .await
+                    .map_err(failed("delete"))?;
+                let runs: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                claimed = rows
+                    .iter()
+                    .filter(|r| r.get::<_, &str>(1) == "running")
+                    .map(|r| r.get(0))
+                    .collect();
+                for table in ["api_run_events", "api_run_results"] {
+                    tx.execute(
+                        &format!("DELETE FROM {table} WHERE run_id = ANY($1)"),
+                        &[&runs],
+                    )
+                    .await
+                    .map_err(failed("delete"))?;
+                }
+                tx.execute("DELETE FROM api_crons WHERE thread_id = $1", &[&id])
+                    .await
+                    .map_err(failed("delete"))?;
+            }
+            Kind::Run => {
+                for table in ["api_run_events", "api_run_results"] {
+                    tx.execute(&format!("DELETE FROM {table} WHERE run_id = $1"), &[&id])
+                        .await
+                        .map_err(failed("delete"))?;
+                }
+            }
+        }
+        tx.commit().await.map_err(failed("delete"))?;
+        Ok((n > 0, claimed))
+    }
+}
+
 #[async_trait]
 impl RunStore for PostgresStore {
     async fn put(&self, kind: Kind, doc: &Value) -> StoreResult<()> {
@@ -555,72 +632,11 @@ impl RunStore for PostgresStore {
     }
 
     async fn delete(&self, kind: Kind, id: &str) -> StoreResult<bool> {
-        let mut c = self.client("delete").await?;
-        let tx = c.transaction().await.map_err(failed("delete"))?;
-        if kind == Kind::Thread {
-            // Its runs' rows first, as a run's end takes them (its run's row, then the
-            // thread's): the same order, so the two never wait on each other.
-            tx.execute(
-                "SELECT 1 FROM api_runs WHERE thread_id = $1 ORDER BY run_id FOR UPDATE",
-                &[&id],
-            )
-            .await
-            .map_err(failed("delete"))?;
-        }
-        let n = tx
-            .execute(
-                &format!("DELETE FROM {} WHERE {} = $1", kind.table(), kind.key()),
-                &[&id],
-            )
-            .await
-            .map_err(failed("delete"))?;
-        match kind {
-            Kind::Assistant => {
-                tx.execute(
-                    "DELETE FROM api_assistant_versions WHERE assistant_id = $1",
-                    &[&id],
-                )
-                .await
-                .map_err(failed("delete"))?;
-            }
-            Kind::Thread => {
-                // Its runs with their stored events and results: nothing of it is left. The
-                // runs go first: their delete waits for a run's writer holding its row (one
-                // queued meanwhile is not among those locked above), so the events it
-                // committed are seen by the deletes after, and no writer passes its fence
-                // again.
-                let runs: Vec<String> = tx
-                    .query(
-                        "DELETE FROM api_runs WHERE thread_id = $1 RETURNING run_id",
-                        &[&id],
-                    )
-                    .await
-                    .map_err(failed("delete"))?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
-                for table in ["api_run_events", "api_run_results"] {
-                    tx.execute(
-                        &format!("DELETE FROM {table} WHERE run_id = ANY($1)"),
-                        &[&runs],
-                    )
-                    .await
-                    .map_err(failed("delete"))?;
-                }
-                tx.execute("DELETE FROM api_crons WHERE thread_id = $1", &[&id])
-                    .await
-                    .map_err(failed("delete"))?;
-            }
-            Kind::Run => {
-                for table in ["api_run_events", "api_run_results"] {
-                    tx.execute(&format!("DELETE FROM {table} WHERE run_id = $1"), &[&id])
-                        .await
-                        .map_err(failed("delete"))?;
-                }
-            }
-        }
-        tx.commit().await.map_err(failed("delete"))?;
-        Ok(n > 0)
+        Ok(self.remove(kind, id).await?.0)
+    }
+
+    async fn delete_thread(&self, id: &str) -> StoreResult<Vec<String>> {
+        Ok(self.remove(Kind::Thread, id).await?.1)
     }
 
     async fn runs_of(&self, thread_id: &str) -> StoreResult<Vec<Value>> {

@@ -519,6 +519,23 @@ impl RunStore for SqliteStore {
         .await
     }
 
+    async fn delete_thread(&self, id: &str) -> StoreResult<Vec<String>> {
+        let id = id.to_owned();
+        self.with("delete thread", move |c| {
+            let tx = immediate(c)?;
+            let claimed = tx
+                .prepare_cached(
+                    "SELECT run_id FROM api_runs WHERE thread_id = ?1 AND status = 'running'",
+                )?
+                .query_map([&id], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            remove(&tx, Kind::Thread, &id)?;
+            tx.commit()?;
+            Ok(claimed)
+        })
+        .await
+    }
+
     async fn runs_of(&self, thread_id: &str) -> StoreResult<Vec<Value>> {
         let id = thread_id.to_owned();
         let rows = self
