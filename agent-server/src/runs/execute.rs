@@ -280,11 +280,16 @@ impl Runs {
         let started = now_ms();
         // A stop asked for before this attempt (a cancel of a run that was then queued again
         // after its instance stopped) applies at once.
-        if self.store.shared()
-            && let Ok(Some(Some(asked))) = self.store.renew(&run_id, &token, self.leases.ttl).await
-            && let Some(gate) = self.stop_local(&run_id, Stop::parse(&asked))
-        {
-            drop(gate);
+        let asked = if self.store.shared() {
+            match self.store.renew(&run_id, &token, self.leases.ttl).await {
+                Ok(Some(asked)) => asked,
+                _ => None,
+            }
+        } else {
+            run["stop_asked"].as_str().map(str::to_owned)
+        };
+        if let Some(asked) = asked {
+            drop(self.stop_local(&run_id, Stop::parse(&asked)));
         }
         let heartbeat = self.clone().heartbeat(run_id.clone(), token.clone());
         let attempt = run["attempt"].as_i64().unwrap_or(1);

@@ -653,6 +653,9 @@ impl Runs {
     /// Stops a pending or running run for `why` (see [`cancel`](Self::cancel)).
     pub(crate) async fn stop(self: &Arc<Self>, run: &Value, why: Stop) -> Result<bool, ApiError> {
         let action = match why {
+            // A rollback acknowledged before (kept in a SQLite run's document, for a run
+            // queued again after a restart) is not weakened.
+            _ if run["stop_asked"] == "rollback" => CancelAction::Rollback,
             Stop::Cancel(a) => a,
             _ => CancelAction::Interrupt,
         };
@@ -723,6 +726,10 @@ impl Runs {
                 })
                 .await?;
         } else {
+            // Kept in the store first: a stop acknowledged outlives this process.
+            if !self.store.request_cancel(id, why.name()).await? {
+                return Ok(false);
+            }
             match self.stop_here_or_early(id, why) {
                 Asked::Here(gate) => gate.close().await,
                 Asked::Ended => return Ok(false),

@@ -129,7 +129,9 @@ impl SqliteStore {
             let attempt = doc["attempt"].as_i64().unwrap_or(1) + 1;
             doc["attempt"] = attempt.into();
             doc["updated_at"] = crate::time::now_iso().into();
-            let status = if attempt > max_attempts {
+            // A run whose stop was acknowledged is queued again whatever its attempts: its
+            // next claim applies the stop before it starts.
+            let status = if attempt > max_attempts && doc["stop_asked"].is_null() {
                 "error"
             } else {
                 "pending"
@@ -724,9 +726,34 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn request_cancel(&self, _run_id: &str, _action: &str) -> StoreResult<bool> {
-        // The run executes in this process: its channel carries the cancel.
-        Ok(true)
+    async fn request_cancel(&self, run_id: &str, action: &str) -> StoreResult<bool> {
+        // The run executes in this process and its channel carries the stop; the stop is
+        // also kept in its document, so one acknowledged to a client survives the process
+        // stopping: the run, queued again at the next start, applies it before it starts.
+        // A rollback asked for is not weakened by a later stop.
+        let (id, action) = (run_id.to_owned(), action.to_owned());
+        self.with("request cancel", move |c| {
+            let tx = immediate(c)?;
+            let asked: Option<Option<String>> = tx
+                .prepare_cached(
+                    "SELECT json_extract(doc, '$.stop_asked') FROM api_runs
+                      WHERE run_id = ?1 AND status = 'running'",
+                )?
+                .query_row([&id], |r| r.get(0))
+                .optional()?;
+            let Some(asked) = asked else {
+                return Ok(false);
+            };
+            if asked.as_deref() != Some("rollback") {
+                tx.prepare_cached(
+                    "UPDATE api_runs SET doc = json_set(doc, '$.stop_asked', ?2) WHERE run_id = ?1",
+                )?
+                .execute(params![id, action])?;
+            }
+            tx.commit()?;
+            Ok(true)
+        })
+        .await
     }
 
     async fn put_cron(&self, doc: &Value, next_run_ms: Option<i64>) -> StoreResult<()> {
