@@ -412,3 +412,62 @@ async fn sqlite_requeues_at_open_up_to_the_attempt_cap() {
     assert_eq!(t["status"], "error", "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn sqlite_keeps_an_acknowledged_stop_across_a_restart() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-run-store-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.sqlite");
+    {
+        let store = SqliteStore::open_with(&path, 1).unwrap();
+        store
+            .enqueue(&thread("ts"), &run("rs", "ts"), Some(CLAIM), NEW)
+            .await
+            .unwrap();
+        // A rollback acknowledged, then a weaker stop: the rollback is what is kept.
+        assert!(store.request_cancel("rs", "rollback").await.unwrap());
+        assert!(store.request_cancel("rs", "interrupt").await.unwrap());
+        // No running run by that id: nothing to stop.
+        assert!(!store.request_cancel("nobody", "interrupt").await.unwrap());
+    }
+    // The process stopped before the run applied its stop: queued again, past the attempt
+    // cap, with the stop for its next claim to apply before it starts.
+    let store = SqliteStore::open_with(&path, 1).unwrap();
+    let r = store.get(Kind::Run, "rs").await.unwrap().unwrap();
+    assert_eq!(
+        (r["status"].as_str(), r["stop_asked"].as_str()),
+        (Some("pending"), Some("rollback")),
+        "{r}"
+    );
+    let claimed = store.claim("me", CLAIM.lease).await.unwrap().unwrap();
+    assert_eq!(claimed["stop_asked"], "rollback");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn sqlite_thread_delete_names_the_runs_claimed_as_it_went() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-run-store-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
+    store
+        .enqueue(&thread("td"), &run("running", "td"), Some(CLAIM), NEW)
+        .await
+        .unwrap();
+    let queued = Queueing {
+        reject_busy: false,
+        new_thread: false,
+    };
+    store
+        .enqueue(&thread("td"), &run("waiting", "td"), Some(CLAIM), queued)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.delete_thread("td").await.unwrap(),
+        vec!["running".to_owned()]
+    );
+    assert!(store.get(Kind::Thread, "td").await.unwrap().is_none());
+    assert!(store.runs_of("td").await.unwrap().is_empty());
+    // Nothing of it is claimed afterwards.
+    assert!(store.claim("me", CLAIM.lease).await.unwrap().is_none());
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -888,3 +888,23 @@ impl Runs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{CancelAction, Stop};
+
+    #[test]
+    fn the_strongest_stop_asked_for_wins() {
+        let rollback = Stop::Cancel(CancelAction::Rollback);
+        let interrupt = Stop::Cancel(CancelAction::Interrupt);
+        assert_eq!(interrupt.over(Some(rollback)), rollback);
+        assert_eq!(rollback.over(Some(interrupt)), rollback);
+        assert_eq!(interrupt.over(Some(Stop::Timeout)), interrupt);
+        assert_eq!(Stop::Handover.over(Some(interrupt)), interrupt);
+        assert_eq!(
+            Stop::ThreadDeleted.over(Some(interrupt)),
+            Stop::ThreadDeleted
+        );
+        assert_eq!(interrupt.over(None), interrupt);
+    }
+}
