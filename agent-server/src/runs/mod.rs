@@ -670,7 +670,9 @@ impl Runs {
                 // deletes them while the run still waits (and so holds back every later run
                 // of its thread, which would otherwise start from them).
                 if action == CancelAction::Rollback
-                    && let Err(e) = self.saver.delete_for_runs(&thread, &[&id]).await
+                    && let Some(saver) = self.pending_saver(&id).await?
+                    && let Err(e) = saver.delete_for_runs(&thread, &[&id]).await
+                    && !matches!(e, agent_core::GraphError::Fenced { .. })
                 {
                     tracing::error!(run_id = id, error = %e, "deleting a rolled back run's checkpoints failed");
                 }
@@ -837,6 +839,29 @@ impl Runs {
             self.refresh_thread(id, None, false).await?;
         }
         Ok(stale.len())
+    }
+
+    /// The saver a pending run's rollback deletes its checkpoints through: only while the
+    /// run is still pending (on PostgreSQL its row held until the delete commits; here, in
+    /// one process, looked at just before). A run claimed, or ended, meanwhile keeps them:
+    /// the next run of its thread may have started from them.
+    async fn pending_saver(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<Arc<dyn Checkpointer>>, ApiError> {
+        Ok(match &self.postgres {
+            Some(pg) => Some(Arc::new(
+                pg.fenced(crate::store::PostgresStore::still_pending(run_id)),
+            )),
+            None => {
+                let pending = self
+                    .store
+                    .get(Kind::Run, run_id)
+                    .await?
+                    .is_some_and(|r| r["status"] == "pending");
+                pending.then(|| self.saver.clone())
+            }
+        })
     }
 
     /// The saver a rolled back run deletes its checkpoints through: on PostgreSQL fenced by

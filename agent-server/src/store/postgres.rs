@@ -400,6 +400,17 @@ impl PostgresStore {
         Self::fence_if(run_id, token, "")
     }
 
+    /// The fence of a pending run's rollback deleting its checkpoints (a run queued again
+    /// after its instance stopped): the run still pending, its row held (a claim skips it)
+    /// until the delete commits. A run claimed meanwhile is stopped as a running one.
+    pub(crate) fn still_pending(run_id: &str) -> agent_core::checkpoint::Fence {
+        agent_core::checkpoint::Fence {
+            sql: "SELECT 1 FROM api_runs WHERE run_id = $1 AND status = 'pending' FOR UPDATE"
+                .to_owned(),
+            params: vec![run_id.to_owned()],
+        }
+    }
+
     fn fence_if(run_id: &str, token: &Token, more: &str) -> agent_core::checkpoint::Fence {
         agent_core::checkpoint::Fence {
             sql: format!(
@@ -781,7 +792,7 @@ impl RunStore for PostgresStore {
             .execute(
                 &format!(
                     "UPDATE api_runs SET status = $4, doc = $5, owner = NULL, lease_until = NULL,
-                       cancel = NULL WHERE {HELD} AND (cancel IS NULL OR $4 = 'interrupted')"
+                       cancel = NULL WHERE {HELD} AND (cancel IS NULL OR ($4 = 'interrupted' AND cancel <> 'rollback'))"
                 ),
                 &[&run_id, &token.owner, &token.attempt, &status, &text],
             )
@@ -989,7 +1000,13 @@ impl RunStore for PostgresStore {
         let c = self.client("cancel").await?;
         let n = c
             .execute(
-                "UPDATE api_runs SET cancel = $2 WHERE run_id = $1 AND status = 'running'",
+                "UPDATE api_runs SET cancel = CASE WHEN cancel IS NOT NULL
+                     AND (CASE cancel WHEN 'rollback' THEN 4 WHEN 'delete' THEN 3
+                          WHEN 'interrupt' THEN 2 WHEN 'timeout' THEN 1 ELSE 0 END)
+                      >= (CASE $2 WHEN 'rollback' THEN 4 WHEN 'delete' THEN 3
+                          WHEN 'interrupt' THEN 2 WHEN 'timeout' THEN 1 ELSE 0 END)
+                     THEN cancel ELSE $2 END
+                  WHERE run_id = $1 AND status = 'running'",
                 &[&run_id, &action],
             )
             .await
