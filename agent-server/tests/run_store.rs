@@ -471,3 +471,60 @@ async fn sqlite_thread_delete_names_the_runs_claimed_as_it_went() {
     assert!(store.claim("me", CLAIM.lease).await.unwrap().is_none());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A rollback asked for a running run is not weakened by an interrupt asked after it, and
+/// the run cannot end `interrupted` over it: its end is refused with the rollback, which
+/// its worker then applies (the run and its checkpoints deleted).
+#[tokio::test]
+async fn postgres_a_rollback_asked_for_outranks_a_later_interrupt() {
+    let Some(url) = common::fresh_database("run_store").await else {
+        return;
+    };
+    let saver = PostgresSaver::connect(&url).await.unwrap();
+    let store = PostgresStore::open(&saver, &url).await.unwrap();
+    let claim = Claim {
+        owner: "me",
+        lease: Duration::from_secs(20),
+    };
+    let Enqueued::Claimed(mut r) = store
+        .enqueue(&thread("tr"), &run("rr", "tr"), Some(claim), NEW)
+        .await
+        .unwrap()
+    else {
+        panic!("claimed as queued");
+    };
+    assert!(store.request_cancel("rr", "rollback").await.unwrap());
+    assert!(store.request_cancel("rr", "interrupt").await.unwrap());
+    r["status"] = "interrupted".into();
+    let refused = store
+        .finish(
+            &r,
+            ThreadEnd::Put(thread("tr")),
+            &token(1),
+            &json!({}),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.asked_stop(), Some("rollback"), "{refused}");
+    // An interrupt alone lets the run end `interrupted`.
+    let Enqueued::Claimed(mut r2) = store
+        .enqueue(&thread("ti"), &run("ri", "ti"), Some(claim), NEW)
+        .await
+        .unwrap()
+    else {
+        panic!("claimed as queued");
+    };
+    assert!(store.request_cancel("ri", "interrupt").await.unwrap());
+    r2["status"] = "interrupted".into();
+    store
+        .finish(
+            &r2,
+            ThreadEnd::Put(thread("ti")),
+            &token(1),
+            &json!({}),
+            None,
+        )
+        .await
+        .unwrap();
+}

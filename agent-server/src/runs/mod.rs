@@ -845,10 +845,7 @@ impl Runs {
     /// run is still pending (on PostgreSQL its row held until the delete commits; here, in
     /// one process, looked at just before). A run claimed, or ended, meanwhile keeps them:
     /// the next run of its thread may have started from them.
-    async fn pending_saver(
-        &self,
-        run_id: &str,
-    ) -> Result<Option<Arc<dyn Checkpointer>>, ApiError> {
+    async fn pending_saver(&self, run_id: &str) -> Result<Option<Arc<dyn Checkpointer>>, ApiError> {
         Ok(match &self.postgres {
             Some(pg) => Some(Arc::new(
                 pg.fenced(crate::store::PostgresStore::still_pending(run_id)),
