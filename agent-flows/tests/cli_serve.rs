@@ -539,6 +539,21 @@ async fn a_clients_write_to_the_state_raises_no_permission_or_limit() {
     .await;
     assert_eq!(status, 200, "{out}");
     no_sql(&tools_run(&c, url, &thread).await, "command goto");
+    // The turns' long-term summary is kept under the operator's user, not the state's.
+    let summary = |user: &str| {
+        let c = c.clone();
+        let path = format!("{url}/store/items?namespace=users.{user}&key=summary");
+        async move { call(&c, Method::GET, path, &Value::Null).await }
+    };
+    let (status, demo) = summary("demo").await;
+    assert_eq!(
+        (status, &demo),
+        (200, &Value::Null),
+        "written as demo: {demo}"
+    );
+    let (status, guest) = summary("guest").await;
+    assert_eq!(status, 200, "{guest}");
+    assert!(guest["value"].is_object(), "{guest}");
 
     // (3) Routes written as the router's, the call marked allowed: the executor checks again.
     let thread = new_thread().await;
