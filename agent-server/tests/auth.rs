@@ -567,6 +567,24 @@ async fn pages_from_other_origins_and_rebinding_hosts_are_refused() {
         op("https://smith.langchain.com").await.unwrap().status(),
         403
     );
+
+    // Any origin only when `*` is written: then a text/plain page from anywhere is served.
+    let star = serve(graphs::server().cors_allow_origins(["*"])).await;
+    let resp = star
+        .http
+        .post(star.url("/threads/search"))
+        .header("content-type", "text/plain")
+        .header("origin", "https://evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers().get("access-control-allow-origin").is_some(),
+        "{:?}",
+        resp.headers()
+    );
 }
 
 /// Every limit is a clear 4xx.
