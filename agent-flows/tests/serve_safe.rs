@@ -80,6 +80,11 @@ settings = { form = "forms/vendor.json" }
 id = "contact-form"
 flow = "form"
 settings = { form = "contact" }
+
+[[assistant]]
+id = "analyst"
+flow = "orchestrator"
+settings = { max_input_chars = 100 }
 "#,
     )
     .unwrap();
@@ -108,7 +113,7 @@ settings = { form = "contact" }
         .map(|a| a["graph_id"].as_str().unwrap())
         .collect();
     ids.sort();
-    assert_eq!(ids, ["contact-form", "vendor-form"]);
+    assert_eq!(ids, ["analyst", "contact-form", "vendor-form"]);
     for (assistant, asks) in [("vendor-form", "company"), ("contact-form", "name")] {
         let out: Value = call(
             "/runs/wait",
@@ -124,6 +129,31 @@ settings = { form = "contact" }
     }
     let resp = call("/threads/search", json!({"limit": 6})).await.unwrap();
     assert_eq!(resp.status(), 422, "the file's page size");
+    // An assistant's ceiling on its flow's limit: a run may lower it, not raise it past 100.
+    let hello = json!({"messages": [{"role": "user", "content": "hello"}]});
+    let resp = call(
+        "/runs/wait",
+        json!({"assistant_id": "analyst", "input": hello, "context": {"max_input_chars": 200}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), 422);
+    let detail = resp.text().await.unwrap();
+    assert!(
+        detail.contains("`max_input_chars`")
+            && detail.contains("more than 100")
+            && detail.contains("operator"),
+        "{detail}"
+    );
+    let resp = call(
+        "/runs/wait",
+        json!({"assistant_id": "analyst", "input": hello, "context": {"max_input_chars": 3}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), 200);
+    let out = resp.text().await.unwrap();
+    assert!(out.contains("the limit is 3"), "{out}");
     let resp = c
         .post(format!("{}/threads/search", server.url))
         .header("x-api-key", "operator-sesame")
