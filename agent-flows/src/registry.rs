@@ -359,6 +359,7 @@ impl<F: FlowSpec> Flow for Entry<F> {
             ..served.clone()
         });
         let for_turns = for_context.clone();
+        let for_writes = for_context.clone();
         let env = |served: &ServeFlow, context: &Value| {
             serve::env_from_context(
                 F::NAME,
@@ -385,6 +386,10 @@ impl<F: FlowSpec> Flow for Entry<F> {
                     F::input(message, &env).map_err(|e| serve::client_error(F::NAME, e))
                 },
             )
+            // A raw input, a command's update or update_state raises no limit either.
+            .write_check(move |values: &Value| {
+                serve::check_state_write(F::OPTIONS, &for_writes.defaults, values)
+            })
             .context_schema(schema)
             .description(served.description.as_deref().unwrap_or(F::SUMMARY)))
     }

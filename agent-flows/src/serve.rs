@@ -245,7 +245,7 @@ pub(crate) fn env_from_context(
                 let most = ceiling(defaults, key, default);
                 if n > most {
                     return Err(format!(
-                        "context.{key}: {n} is more than {most}, the most this server allows; a request may lower it, not raise it"
+                        "context.{key}: {n} is more than {most}, the most {OPERATOR} allows; a request may lower `{key}`, not raise it"
                     ));
                 }
                 n.to_string()
@@ -280,6 +280,37 @@ pub(crate) fn env_from_context(
         }
     }
     Ok(env)
+}
+
+/// A client's write to a served flow's state (a run's raw input, a command's `update`,
+/// `update_state`'s values) checked as its context is: a state field that is also a limit
+/// ([`Access::Ceiling`], react's `max_steps`...) at most the operator's ceiling, so a write
+/// cannot lift what the context may not. Errors quote no value the server holds but the
+/// ceiling.
+pub(crate) fn check_state_write(
+    options: &[FlowOption],
+    defaults: &FlowEnv,
+    values: &Value,
+) -> Result<(), String> {
+    let Some(map) = values.as_object() else {
+        return Ok(());
+    };
+    for option in options {
+        let (Access::Ceiling { default }, Some(value)) = (option.access, map.get(option.key))
+        else {
+            continue;
+        };
+        let key = option.key;
+        // Not a whole number: the state's own parsing refuses it.
+        let Some(n) = whole(value) else { continue };
+        let most = ceiling(defaults, key, default);
+        if n > most {
+            return Err(format!(
+                "{key}: {n} is more than {most}, the most {OPERATOR} allows; a request may lower `{key}`, not raise it"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A served run's error as the client sees it: what is wrong with the request (an option's
@@ -447,7 +478,7 @@ mod tests {
         let error = orchestrator(&none, json!({"max_input_chars": 4001})).unwrap_err();
         assert_eq!(
             error,
-            "context.max_input_chars: 4001 is more than 4000, the most this server allows; a request may lower it, not raise it"
+            "context.max_input_chars: 4001 is more than 4000, the most the server's operator (agent serve's command line or config file) allows; a request may lower `max_input_chars`, not raise it"
         );
         for bad in [json!(-1), json!(1.5), json!("many"), json!(true)] {
             let error = orchestrator(&none, json!({"max_input_chars": bad})).unwrap_err();
@@ -481,6 +512,32 @@ mod tests {
         assert!(
             react(json!({"mode": "llm", "tool_choice": "required", "llm_fallback": true})).is_ok()
         );
+    }
+
+    #[test]
+    fn a_state_write_raises_no_limit_past_the_operators() {
+        let write = |defaults: &FlowEnv, values: Value| {
+            check_state_write(React::OPTIONS, defaults, &values)
+        };
+        let none = FlowEnv::offline();
+        // The flow's default is the ceiling when the operator set none, not its range's top.
+        assert!(write(&none, json!({"max_steps": 6, "user_query": "hi"})).is_ok());
+        let error = write(&none, json!({"max_steps": 8})).unwrap_err();
+        assert!(
+            error.contains("more than 6") && error.contains("operator"),
+            "{error}"
+        );
+        let capped = FlowEnv::offline().with_option("max_steps", "3");
+        assert!(write(&capped, json!({"max_steps": "2"})).is_ok());
+        let error = write(&capped, json!({"max_steps": 4})).unwrap_err();
+        assert_eq!(
+            error,
+            "max_steps: 4 is more than 3, the most the server's operator (agent serve's command line or config file) allows; a request may lower `max_steps`, not raise it"
+        );
+        assert!(write(&none, json!({"max_tool_calls": 16})).is_err());
+        // What is not a limit, or not a number, is the state's parsing to judge.
+        assert!(write(&capped, json!({"max_steps": "many", "step": 99})).is_ok());
+        assert!(write(&capped, json!(["max_steps", 9])).is_ok());
     }
 
     #[test]

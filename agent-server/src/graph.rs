@@ -236,6 +236,10 @@ pub trait ServedGraph: Send + Sync + 'static {
     /// Whether a run's `context` fits the graph (a 422 naming what does not, before the
     /// run is queued).
     fn check_context(&self, context: &Value) -> Result<(), ApiError>;
+    /// Whether a client's write to the state (a run's input, a command's `update`,
+    /// `update_state`'s values) is one the server takes (see [`WriteCheck`]): a 422 naming
+    /// what is not, before the run is queued.
+    fn check_write(&self, values: &Value) -> Result<(), ApiError>;
     /// Starts a run; dropping the stream cancels it.
     fn start(&self, job: GraphJob) -> Result<BoxStream<'static, GraphPart>, ApiError>;
     /// The thread's state (LangGraph's ThreadState), latest or at `checkpoint_id`.
@@ -288,10 +292,18 @@ pub type ContextFn<C> = Arc<dyn Fn(&Value) -> Result<C, String> + Send + Sync>;
 /// what the client sent.
 pub type TurnFn<U> = Arc<dyn Fn(HumanMessage, &Value) -> Result<U, String> + Send + Sync>;
 
+/// Checks a client's write to a graph's state, as JSON, before it is parsed: a run's input
+/// (a chat turn's too), a command's `update`, `update_state`'s values (a thread's
+/// `supersteps` included). An `Err` refuses the write with a 422 carrying its message. For
+/// fields the client must not set or raise: those the server's operator bounds, or those the
+/// graph only takes from the server.
+pub type WriteCheck = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+
 /// A [`CompiledGraph`] served through [`ServedGraph`].
 pub struct Served<S: GraphState, C> {
     graph: CompiledGraph<S, C>,
     context: ContextFn<C>,
+    write_check: Option<WriteCheck>,
     message_fields: Vec<&'static str>,
     context_schema: Option<Value>,
     turn: Option<TurnFn<S::Update>>,
@@ -303,6 +315,7 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
         Served {
             graph,
             context,
+            write_check: None,
             message_fields: messages::message_fields::<S>(),
             context_schema: None,
             turn: None,
@@ -337,6 +350,19 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
         }
     }
 
+    /// Checks every client write to the state with `check` first.
+    pub fn with_write_check(mut self, check: WriteCheck) -> Self {
+        self.write_check = Some(check);
+        self
+    }
+
+    fn checked_write(&self, values: &Value) -> Result<(), ApiError> {
+        match &self.write_check {
+            Some(check) => check(values).map_err(ApiError::invalid),
+            None => Ok(()),
+        }
+    }
+
     /// Reports `schema` as the graph's `context_schema`.
     pub fn with_context_schema(mut self, schema: Value) -> Self {
         self.context_schema = Some(schema);
@@ -350,6 +376,7 @@ impl<S: GraphState, C: Send + Sync + 'static> Served<S, C> {
     }
 
     fn parse_update(&self, mut value: Value) -> Result<S::Update, ApiError> {
+        self.checked_write(&value)?;
         messages::incoming(&self.message_fields, &mut value);
         serde_json::from_value(value)
             .map_err(|e| ApiError::invalid(format!("the values do not fit the graph's state: {e}")))
@@ -520,6 +547,10 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         (self.context)(context)
             .map(|_| ())
             .map_err(ApiError::invalid)
+    }
+
+    fn check_write(&self, values: &Value) -> Result<(), ApiError> {
+        self.checked_write(values)
     }
 
     fn start(&self, job: GraphJob) -> Result<BoxStream<'static, GraphPart>, ApiError> {

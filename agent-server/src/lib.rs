@@ -114,6 +114,7 @@ type Compile = Box<
             Arc<dyn Checkpointer>,
             Arc<dyn agent_core::store::Store>,
             Option<Value>,
+            Option<graph::WriteCheck>,
         ) -> Result<Arc<dyn ServedGraph>, GraphError>
         + Send,
 >;
@@ -129,6 +130,7 @@ enum Storage {
 struct Pending {
     id: String,
     context_schema: Option<Value>,
+    write_check: Option<graph::WriteCheck>,
     description: Option<String>,
     timeout: Option<std::time::Duration>,
     compile: Compile,
@@ -212,6 +214,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Checks every client write to the state of the graph added last (a run's input, a
+    /// command's `update`, `update_state`'s values) with `check` before it is taken: an
+    /// `Err` is a 422 carrying its message (see [`graph::WriteCheck`]).
+    pub fn write_check(
+        mut self,
+        check: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        if let Some(last) = self.graphs.last_mut() {
+            last.write_check = Some(Arc::new(check));
+        }
+        self
+    }
+
     /// Describes the graph added last: its system assistant's `description`, which clients
     /// (and the web page) show beside the graph's name.
     pub fn description(mut self, text: impl Into<String>) -> Self {
@@ -291,7 +306,7 @@ impl ServerBuilder {
         let name = id.clone();
         self.graphs.push(Pending::new(
             id,
-            Box::new(move |saver, memory, schema| {
+            Box::new(move |saver, memory, schema, check| {
                 // Its runs' spans are `invoke_agent {id}` (`gen_ai.agent.name`).
                 let compiled = graph
                     .compile_with(saver)?
@@ -300,6 +315,9 @@ impl ServerBuilder {
                 let mut served = Served::new(compiled, context);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
+                }
+                if let Some(check) = check {
+                    served = served.with_write_check(check);
                 }
                 Ok(Arc::new(served) as Arc<dyn ServedGraph>)
             }),
@@ -331,7 +349,7 @@ impl ServerBuilder {
         let name = id.clone();
         self.graphs.push(Pending::new(
             id,
-            Box::new(move |saver, memory, schema| {
+            Box::new(move |saver, memory, schema, check| {
                 let compiled = graph
                     .compile_with(saver)?
                     .with_store(memory)
@@ -339,6 +357,9 @@ impl ServerBuilder {
                 let mut served = Served::new(compiled, context).with_turns(turn);
                 if let Some(schema) = schema {
                     served = served.with_context_schema(schema);
+                }
+                if let Some(check) = check {
+                    served = served.with_write_check(check);
                 }
                 Ok(Arc::new(served) as Arc<dyn ServedGraph>)
             }),
@@ -594,8 +615,13 @@ impl ServerBuilder {
             if graphs.contains_key(&id) {
                 return Err(ServerError::DuplicateGraph(id));
             }
-            let served = (pending.compile)(saver.clone(), memory.clone(), pending.context_schema)
-                .map_err(|source| ServerError::Graph {
+            let served = (pending.compile)(
+                saver.clone(),
+                memory.clone(),
+                pending.context_schema,
+                pending.write_check,
+            )
+            .map_err(|source| ServerError::Graph {
                 id: id.clone(),
                 source: Box::new(source),
             })?;
@@ -757,6 +783,7 @@ impl Pending {
         Pending {
             id,
             context_schema: None,
+            write_check: None,
             description: None,
             timeout: None,
             compile,

@@ -567,6 +567,24 @@ async fn pages_from_other_origins_and_rebinding_hosts_are_refused() {
         op("https://smith.langchain.com").await.unwrap().status(),
         403
     );
+
+    // Any origin only when `*` is written: then a text/plain page from anywhere is served.
+    let star = serve(graphs::server().cors_allow_origins(["*"])).await;
+    let resp = star
+        .http
+        .post(star.url("/threads/search"))
+        .header("content-type", "text/plain")
+        .header("origin", "https://evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers().get("access-control-allow-origin").is_some(),
+        "{:?}",
+        resp.headers()
+    );
 }
 
 /// Every limit is a clear 4xx.
@@ -711,7 +729,12 @@ async fn no_environment_value_reaches_a_client_in_an_error() {
         })
         .add_edge(START, "leak")
         .add_edge("leak", END);
-    let api = serve(graphs::server().graph("leaky", leaky)).await;
+    let api = serve(
+        graphs::server()
+            .graph("leaky", leaky)
+            .allow_private_webhooks(true),
+    )
+    .await;
     let (_, out) = api
         .post("/runs/wait", json!({"assistant_id": "leaky", "input": {}}))
         .await;
@@ -731,4 +754,289 @@ async fn no_environment_value_reaches_a_client_in_an_error() {
         .unwrap();
     assert!(resp.contains("event: error"), "{resp}");
     assert!(!resp.contains(&secret), "{resp}");
+
+    // An MCP tool call's `isError` result.
+    let mcp = api
+        .http
+        .post(api.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "leaky", "arguments": {}}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        mcp.contains("isError") && mcp.contains("cannot reach"),
+        "{mcp}"
+    );
+    assert!(!mcp.contains(&secret), "{mcp}");
+
+    // A webhook's payload.
+    let got: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = got.clone();
+    let hook = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: String| {
+            let seen = seen.clone();
+            async move { seen.lock().unwrap().push(body) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook_url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, hook).await.unwrap() });
+    api.post(
+        "/runs/wait",
+        json!({"assistant_id": "leaky", "input": {}, "webhook": hook_url}),
+    )
+    .await;
+    let mut delivered = Vec::new();
+    for _ in 0..100 {
+        delivered = got.lock().unwrap().clone();
+        if !delivered.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let payload = delivered.first().expect("the webhook was delivered");
+    assert!(payload.contains("cannot reach"), "{payload}");
+    assert!(!payload.contains(&secret), "{payload}");
+}
+
+/// The `whoami` graph's state: who the run was for, as its typed context said.
+#[derive(GraphState, Clone, Default, Debug)]
+struct Whoami {
+    who: String,
+}
+
+/// A typed context that declares the caller: the server fills it in, a client cannot.
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+struct WhoContext {
+    langgraph_auth_user: Option<Value>,
+}
+
+/// The authenticated user reaches a graph's typed runtime (`rt.context()`), the identity of
+/// the credential, never one a request claims.
+#[tokio::test]
+async fn the_user_reaches_the_typed_runtime() {
+    let whoami = StateGraph::<Whoami, WhoContext>::with_context_type()
+        .add_node(
+            "who",
+            |_s: Arc<Whoami>, rt: agent_core::Runtime<WhoContext>| async move {
+                let user = rt.context().langgraph_auth_user.clone();
+                let who = user
+                    .as_ref()
+                    .and_then(|u| u["identity"].as_str())
+                    .unwrap_or("nobody");
+                WhoamiUpdate::default().who(who.to_owned())
+            },
+        )
+        .add_edge(START, "who")
+        .add_edge("who", END);
+    let api = serve(graphs::server().graph("whoami", whoami).auth(auth().await)).await;
+    let ada = As::bearer(&api, "ada");
+    let out = ada
+        .ok(
+            Method::POST,
+            "/runs/wait",
+            Some(json!({"assistant_id": "whoami", "input": {}})),
+        )
+        .await;
+    assert_eq!(out["who"], "ada", "{out}");
+    let (status, v) = ada
+        .post(
+            "/runs/wait",
+            json!({"assistant_id": "whoami", "input": {},
+                   "context": {"langgraph_auth_user": {"identity": "bob"}}}),
+        )
+        .await;
+    assert_eq!(status, 422, "{v}");
+    let out = As::operator(&api)
+        .ok(
+            Method::POST,
+            "/runs/wait",
+            Some(json!({"assistant_id": "whoami", "input": {}})),
+        )
+        .await;
+    assert_ne!(out["who"], "nobody", "the operator is a user too: {out}");
+}
+
+/// Tokens signed by an identity provider (RS256 and ES256, its public keys in a JWKS file)
+/// with the issuer and audience the server expects: each names its user over HTTP; another
+/// issuer, another audience or a token without `exp` is a 401.
+#[tokio::test]
+async fn jwks_tokens_with_issuer_and_audience_over_http() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-jwks-http-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("jwks.json");
+    std::fs::write(&path, include_str!("fixtures/jwt/jwks.json")).unwrap();
+    let jwt = Jwt::new(JwtKeys::Jwks(path))
+        .await
+        .unwrap()
+        .issuer("https://idp.example")
+        .audience("agents");
+    let api = serve(graphs::server().auth(Builtin::new().jwt(jwt))).await;
+    let es = include_str!("fixtures/jwt/es256.pem");
+    let rs = include_str!("fixtures/jwt/rs256.pem");
+    let sign = |alg: Algorithm, kid: &str, claims: Value| {
+        let mut header = Header::new(alg);
+        header.kid = Some(kid.to_owned());
+        let key = match alg {
+            Algorithm::ES256 => EncodingKey::from_ec_pem(es.as_bytes()),
+            _ => EncodingKey::from_rsa_pem(rs.as_bytes()),
+        }
+        .unwrap();
+        encode(&header, &claims, &key).unwrap()
+    };
+    let exp = jsonwebtoken::get_current_timestamp() + 600;
+    let good =
+        |sub: &str| json!({"sub": sub, "exp": exp, "iss": "https://idp.example", "aud": "agents"});
+    let create = |token: String| {
+        api.http
+            .post(api.url("/threads"))
+            .bearer_auth(token)
+            .json(&json!({}))
+            .send()
+    };
+    for (alg, kid, sub) in [
+        (Algorithm::ES256, "test-es256", "ada"),
+        (Algorithm::RS256, "test-rs256", "bob"),
+    ] {
+        let resp = create(sign(alg, kid, good(sub))).await.unwrap();
+        assert_eq!(resp.status(), 200, "{kid}");
+        let thread: Value = resp.json().await.unwrap();
+        assert_eq!(thread["metadata"]["owner"], sub, "{thread}");
+    }
+    let mut other_issuer = good("ada");
+    other_issuer["iss"] = json!("https://evil.example");
+    let mut other_audience = good("ada");
+    other_audience["aud"] = json!("someone-else");
+    let mut no_exp = good("ada");
+    no_exp.as_object_mut().unwrap().remove("exp");
+    for (what, claims) in [
+        ("issuer", other_issuer),
+        ("audience", other_audience),
+        ("exp", no_exp),
+    ] {
+        let resp = create(sign(Algorithm::ES256, "test-es256", claims))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 401, "{what}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A custom [`agent_server::Auth`], as langgraph-api's `@auth.authenticate` + `@auth.on`:
+/// users in teams (`x-user`, `x-team`), who share what their team makes; deleting a thread
+/// is for no one.
+struct Teams;
+
+#[async_trait::async_trait]
+impl agent_server::Auth for Teams {
+    async fn authenticate(
+        &self,
+        request: &agent_server::auth::AuthRequest<'_>,
+    ) -> Result<agent_server::User, agent_server::auth::AuthError> {
+        let header = |name: &str| {
+            request
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (Some(user), Some(team)) = (header("x-user"), header("x-team")) else {
+            return Err(agent_server::auth::AuthError::Unauthorized(
+                "say who you are".into(),
+            ));
+        };
+        let mut u = agent_server::User::new(user);
+        u.claims.insert("team".into(), team.into());
+        Ok(u)
+    }
+
+    async fn authorize(
+        &self,
+        user: &agent_server::User,
+        action: &agent_server::auth::Action<'_>,
+    ) -> agent_server::auth::Decision {
+        use agent_server::auth::{Decision, Resource, Scope, Verb};
+        if (action.resource, action.verb) == (Resource::Threads, Verb::Delete) {
+            return Decision::Deny;
+        }
+        let team = user.claims["team"].as_str().unwrap_or_default().to_owned();
+        let mut scope = Scope {
+            namespace: vec![team.clone()],
+            ..Scope::default()
+        };
+        scope.metadata.insert("team".into(), team.into());
+        Decision::Scope(scope)
+    }
+}
+
+/// A custom Auth over HTTP: its users, its scope's metadata stamped and filtered, its
+/// denial a 403, its refusal a 401, its user in the graph's `langgraph_auth_user`.
+#[tokio::test]
+async fn a_custom_auth_scopes_and_denies_over_http() {
+    let api = serve(graphs::server().auth(Teams)).await;
+    let call = |user: &str, team: &str, method: Method, path: &str, body: Option<Value>| {
+        let mut req = api
+            .http
+            .request(method, api.url(path))
+            .header("x-user", user)
+            .header("x-team", team);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, thread) = call("alice", "red", Method::POST, "/threads", Some(json!({}))).await;
+    assert_eq!(status, 200, "{thread}");
+    assert_eq!(thread["metadata"]["team"], "red", "{thread}");
+    let t = thread["thread_id"].as_str().unwrap();
+    let path = format!("/threads/{t}");
+    assert_eq!(call("carol", "red", Method::GET, &path, None).await.0, 200);
+    assert_eq!(call("bob", "blue", Method::GET, &path, None).await.0, 404);
+    let (_, count) = call(
+        "bob",
+        "blue",
+        Method::POST,
+        "/threads/count",
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(count, 0);
+    assert_eq!(
+        call("alice", "red", Method::DELETE, &path, None).await.0,
+        403
+    );
+    let (status, _) = api.post("/threads/search", json!({})).await;
+    assert_eq!(status, 401);
+    let (status, out) = call(
+        "carol",
+        "red",
+        Method::POST,
+        &format!("{path}/runs/wait"),
+        Some(json!({"assistant_id": "simple", "input": {"value": "hi"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (_, runs) = call("carol", "red", Method::GET, &format!("{path}/runs"), None).await;
+    let user = &runs[0]["kwargs"]["config"]["configurable"]["langgraph_auth_user"];
+    assert_eq!(user["identity"], "carol", "{runs}");
+    assert_eq!(user["team"], "red", "{runs}");
+    let (status, _) = call(
+        "bob",
+        "blue",
+        Method::PUT,
+        "/store/items",
+        Some(json!({"namespace": ["red", "notes"], "key": "k", "value": {"x": 1}})),
+    )
+    .await;
+    assert_eq!(status, 403, "another team's namespace");
 }

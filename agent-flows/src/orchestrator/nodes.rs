@@ -9,7 +9,7 @@ use agent_llm::{
     AiMessage, CallOptions, ChatModel, HumanMessage, LlmError, Message, ToolCall, ToolMessage,
     TrimMessages, Usage, count_tokens_approximately, invoke_in_node, new_message_id,
 };
-use agent_tools::{ToolError, content_of};
+use agent_tools::{ToolError, ToolRegistry, content_of};
 use serde_json::{Value, json};
 
 use super::memory::{self, MAX_SUMMARY_CHARS};
@@ -22,7 +22,7 @@ use super::safety::{self, Category, SafetyCheck};
 use super::tools::{FailureKind, classify, is_empty_result};
 use super::{
     MAX_CALLS, NextStep, OrchestratorContext, OrchestratorState, OrchestratorStateUpdate, Phase,
-    Planner, RoutedCall, Status, ToolFailure, ToolRecord, Verdict, schema, verify,
+    Planner, RoutedCall, Status, ToolFailure, ToolRecord, UserContext, Verdict, schema, verify,
 };
 use crate::chat;
 use crate::lang::{self, Lang, words};
@@ -480,54 +480,81 @@ pub fn route_after_planner(state: &OrchestratorState) -> &'static str {
     }
 }
 
+/// The user a call runs for. A pinned user (a served run's: the authenticated caller or the
+/// operator's) has their profile read again from the profile store, the operator's: the
+/// state's `user_id` and `user_context` are a copy a client may have written
+/// (`update_state`, a command's `update` with a `goto` past `ingress`), never the authority
+/// on whose permissions a call runs with. Unpinned, the state's copy (what `ingress` loaded).
+fn acting_user(
+    state: &OrchestratorState,
+    context: &OrchestratorContext,
+) -> Result<UserContext, BoxError> {
+    match context.user.as_deref().map(str::trim) {
+        Some(user) if !user.is_empty() => Ok(context.profiles.context_for(user)?),
+        _ => Ok(state.user_context.clone()),
+    }
+}
+
+/// Why `user` may not make a call of `tool` with `args`, if not: an unknown tool, one their
+/// permissions leave out, arguments that do not fit its schema.
+fn refusal_of(
+    registry: &ToolRegistry,
+    user: &UserContext,
+    tool: &str,
+    args: &Value,
+) -> Option<ToolFailure> {
+    let reject = |kind: FailureKind, message: String| Some(ToolFailure { kind, message });
+    match registry.get(tool) {
+        None => reject(
+            FailureKind::UnknownTool,
+            format!(
+                "`{tool}` is not a tool here; the tools are {}",
+                registry.names().collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        Some(_) if !user.may_use(tool) => reject(
+            FailureKind::Forbidden,
+            format!(
+                "user `{}` (role {}) may not use `{tool}`; allowed: {}",
+                user.user_id,
+                user.role,
+                user.permissions.join(", ")
+            ),
+        ),
+        Some(found) => {
+            let args = if args.is_null() {
+                json!({})
+            } else {
+                args.clone()
+            };
+            let violations = schema::validate(&found.parameters(), &args, 3);
+            (!violations.is_empty()).then(|| {
+                let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                ToolFailure {
+                    kind: FailureKind::InvalidArgs,
+                    message: format!(
+                        "invalid arguments for `{tool}` {}; call it with arguments that match its schema",
+                        list.join("; ")
+                    ),
+                }
+            })
+        }
+    }
+}
+
 /// Checks each planned call: known tool, allowed for the user, arguments that fit.
 #[node]
 pub async fn tool_router(
     state: &OrchestratorState,
     rt: &Runtime<OrchestratorContext>,
-) -> OrchestratorStateUpdate {
+) -> Result<OrchestratorStateUpdate, BoxError> {
     let registry = rt.context().tools.registry();
-    let user = &state.user_context;
+    let user = acting_user(state, rt.context())?;
     let routes: Vec<RoutedCall> = state
         .tool_calls
         .iter()
         .map(|call| {
-            let reject = |kind: FailureKind, message: String| ToolFailure { kind, message };
-            let rejection = match registry.get(&call.name) {
-                None => Some(reject(
-                    FailureKind::UnknownTool,
-                    format!(
-                        "`{}` is not a tool here; the tools are {}",
-                        call.name,
-                        registry.names().collect::<Vec<_>>().join(", ")
-                    ),
-                )),
-                Some(_) if !user.may_use(&call.name) => Some(reject(
-                    FailureKind::Forbidden,
-                    format!(
-                        "user `{}` (role {}) may not use `{}`; allowed: {}",
-                        user.user_id,
-                        user.role,
-                        call.name,
-                        user.permissions.join(", ")
-                    ),
-                )),
-                Some(tool) => {
-                    let args = if call.args.is_null() { json!({}) } else { call.args.clone() };
-                    let violations = schema::validate(&tool.parameters(), &args, 3);
-                    (!violations.is_empty()).then(|| {
-                        let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
-                        reject(
-                            FailureKind::InvalidArgs,
-                            format!(
-                                "invalid arguments for `{}` {}; call it with arguments that match its schema",
-                                call.name,
-                                list.join("; ")
-                            ),
-                        )
-                    })
-                }
-            };
+            let rejection = refusal_of(registry, &user, &call.name, &call.args);
             RoutedCall {
                 id: call.id.clone(),
                 tool: call.name.clone(),
@@ -537,9 +564,9 @@ pub async fn tool_router(
             }
         })
         .collect();
-    OrchestratorStateUpdate::default()
+    Ok(OrchestratorStateUpdate::default()
         .routes(routes)
-        .phase(Phase::Route)
+        .phase(Phase::Route))
 }
 
 /// Runs the allowed calls at once; every call gets a result, rejected ones their reason.
@@ -547,10 +574,30 @@ pub async fn tool_router(
 pub async fn tool_executor(
     state: &OrchestratorState,
     rt: &Runtime<OrchestratorContext>,
-) -> OrchestratorStateUpdate {
+) -> Result<OrchestratorStateUpdate, BoxError> {
     let tools = &rt.context().tools;
-    let allowed: Vec<ToolCall> = state
+    // The routes are state too: each call is checked again, for the acting user, so routes
+    // a client wrote run nothing the router would refuse.
+    let user = acting_user(state, rt.context())?;
+    let routes: Vec<RoutedCall> = state
         .routes
+        .iter()
+        .map(|route| {
+            match route
+                .rejection
+                .clone()
+                .or_else(|| refusal_of(tools.registry(), &user, &route.tool, &route.args))
+            {
+                Some(failure) => RoutedCall {
+                    allowed: false,
+                    rejection: Some(failure),
+                    ..route.clone()
+                },
+                None => route.clone(),
+            }
+        })
+        .collect();
+    let allowed: Vec<ToolCall> = routes
         .iter()
         .filter(|r| r.allowed)
         .map(|r| ToolCall::new(r.id.clone(), r.tool.clone(), r.args.clone()))
@@ -564,9 +611,9 @@ pub async fn tool_executor(
     let mut results: BTreeMap<String, _> =
         allowed.iter().map(|c| c.id.clone()).zip(results).collect();
     let round = state.retry_count;
-    let mut outputs = Vec::with_capacity(state.routes.len());
+    let mut outputs = Vec::with_capacity(routes.len());
     let mut records = BTreeMap::new();
-    for route in &state.routes {
+    for route in &routes {
         let record = match (route.rejection.clone(), results.remove(&route.id)) {
             (Some(failure), _) => failed(route, round, failure),
             (None, Some(Ok(output))) => ToolRecord {
@@ -612,7 +659,7 @@ pub async fn tool_executor(
         outputs.push(message);
         records.insert(route.id.clone(), record);
     }
-    OrchestratorStateUpdate::default()
+    Ok(OrchestratorStateUpdate::default()
         .messages(
             outputs
                 .iter()
@@ -622,7 +669,7 @@ pub async fn tool_executor(
         )
         .tool_outputs(outputs)
         .scratchpad(records)
-        .phase(Phase::Execute)
+        .phase(Phase::Execute))
 }
 
 /// What went wrong, without what the record already says: the tool's own message (not
@@ -897,14 +944,13 @@ pub async fn summarizer(
     };
     let summary = memory::add_line(&state.summary, line, MAX_SUMMARY_CHARS);
     if let Some(store) = rt.store() {
-        super::long_term::keep_summary(
-            &*store,
-            &state.user_id,
-            &summary,
-            &state.session_id,
-            state.turn,
-        )
-        .await?;
+        // Under the pinned user's id, not the state's (which a client may have written).
+        let user = match rt.context().user.as_deref().map(str::trim) {
+            Some(user) if !user.is_empty() => user,
+            _ => state.user_id.as_str(),
+        };
+        super::long_term::keep_summary(&*store, user, &summary, &state.session_id, state.turn)
+            .await?;
     }
     let removals = memory::trim_removals(&state.messages, rt.context().settings.context_tokens);
     let phase = if state.safety_check.safe {

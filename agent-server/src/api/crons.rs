@@ -102,6 +102,9 @@ async fn check_payload(
             .map_err(ApiError::invalid)?;
     }
     let graph_id = assistant["graph_id"].as_str().unwrap_or_default();
+    if let Some(graph) = app.graphs.get(graph_id) {
+        super::runs::check_writes(graph.as_ref(), run)?;
+    }
     if let (Some(graph), Some(context)) = (app.graphs.get(graph_id), &run.context) {
         let mut merged = assistant["context"]
             .as_object()

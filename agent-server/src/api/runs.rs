@@ -27,7 +27,7 @@ use super::threads::{found as thread_found, new_thread};
 use super::{AUTH_USER, App, Caller, Shared, StreamPermit, refuse_auth_user, uuid_path};
 use crate::auth::{Resource, Verb};
 use crate::error::ApiError;
-use crate::graph::ApiMode;
+use crate::graph::{ApiMode, ServedGraph};
 use crate::limits::too_many;
 use crate::runs::{CancelAction, RunChannel};
 use crate::store::{self, Kind};
@@ -167,6 +167,18 @@ fn run_fields(app: &App, body: &RunCreate) -> Result<RunFields, ApiError> {
     })
 }
 
+/// Whether the state a run writes (its input, its command's `update`) is one its graph takes
+/// from a client (a 422 before the run is queued, not a run that fails).
+pub(crate) fn check_writes(graph: &dyn ServedGraph, run: &RunCreate) -> Result<(), ApiError> {
+    let update = run.command.as_ref().and_then(|c| c.update.as_ref());
+    for values in [run.input.as_ref(), update].into_iter().flatten() {
+        if !values.is_null() {
+            graph.check_write(values)?;
+        }
+    }
+    Ok(())
+}
+
 /// Validates a run body, resolves its assistant and thread, applies the multitask strategy
 /// and queues the run, for `caller`.
 async fn start(
@@ -236,6 +248,7 @@ async fn start(
             checked.insert(AUTH_USER.into(), u.clone());
         }
         graph.check_context(&Value::Object(checked))?;
+        check_writes(graph.as_ref(), &body)?;
     }
     let temporary = thread.is_none();
     let thread_id = match thread {

@@ -52,6 +52,10 @@ const checks = {
         expect(thread.metadata.owner === who, JSON.stringify(thread));
         const out = await client.runs.wait(thread.thread_id, flow, { input: chat(text) });
         expect(out && !out.__error__, `${who} ${flow}: ${JSON.stringify(out)}`);
+        if (flow === "orchestrator") {
+          // The orchestrator runs for the token's user, whatever a request says.
+          expect(out.user_id === who, `${who} orchestrator ran for ${out.user_id}`);
+        }
       }
     }
   },

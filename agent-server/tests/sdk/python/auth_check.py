@@ -63,6 +63,9 @@ async def check_both_users_use_the_five_flows(ada, bob, op):
             assert thread["metadata"]["owner"] == who, thread
             out = await client.runs.wait(thread["thread_id"], flow, input=chat(text))
             assert isinstance(out, dict) and "__error__" not in out, f"{who} {flow}: {out!r}"
+            if flow == "orchestrator":
+                # The orchestrator runs for the token's user, whatever a request says.
+                assert out["user_id"] == who, f"{who} orchestrator ran for {out['user_id']!r}"
 
 
 async def check_threads_and_runs_are_their_owners(ada, bob, op):
