@@ -528,3 +528,52 @@ async fn postgres_a_rollback_asked_for_outranks_a_later_interrupt() {
         .await
         .unwrap();
 }
+
+/// A run's end (or a refresh) writes the thread's state fields onto the document as it is
+/// stored then: what a request changed since the fields were computed (metadata a PATCH
+/// set, the graph a queued run named) stays.
+async fn refresh_keeps_what_requests_changed(store: Arc<dyn RunStore>) {
+    store
+        .enqueue(&thread("tk"), &run("rk", "tk"), None, NEW)
+        .await
+        .unwrap();
+    let mut fresh = store.get(Kind::Thread, "tk").await.unwrap().unwrap();
+    let mut patched = fresh.clone();
+    patched["metadata"] = json!({"graph_id": "g", "owner": "ada"});
+    assert!(store.update(Kind::Thread, &patched).await.unwrap());
+    fresh["values"] = json!({"n": 1});
+    fresh["status"] = "idle".into();
+    assert!(store.refresh_thread(&fresh).await.unwrap());
+    let t = store.get(Kind::Thread, "tk").await.unwrap().unwrap();
+    assert_eq!(
+        t["metadata"],
+        json!({"graph_id": "g", "owner": "ada"}),
+        "{t}"
+    );
+    assert_eq!(t["values"], json!({"n": 1}));
+    // Still busy: its run is pending.
+    assert_eq!(t["status"], "busy");
+    // A thread that is gone is not made again.
+    assert!(store.delete(Kind::Thread, "tk").await.unwrap());
+    assert!(!store.refresh_thread(&fresh).await.unwrap());
+    assert!(store.get(Kind::Thread, "tk").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn sqlite_refresh_keeps_what_requests_changed() {
+    let dir = std::env::temp_dir().join(format!("agentgraph-run-store-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
+    refresh_keeps_what_requests_changed(Arc::new(store)).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn postgres_refresh_keeps_what_requests_changed() {
+    let Some(url) = common::fresh_database("run_store").await else {
+        return;
+    };
+    let saver = PostgresSaver::connect(&url).await.unwrap();
+    let store = PostgresStore::open(&saver, &url).await.unwrap();
+    refresh_keeps_what_requests_changed(Arc::new(store)).await;
+}

@@ -756,7 +756,7 @@ impl Runs {
         cancelled: bool,
     ) -> Result<(), ApiError> {
         if let Some(thread) = self.thread_after(thread_id, None, error, cancelled).await? {
-            self.store.update(Kind::Thread, &thread).await?;
+            self.store.refresh_thread(&thread).await?;
         }
         Ok(())
     }

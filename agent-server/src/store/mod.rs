@@ -248,6 +248,36 @@ pub enum ThreadEnd {
 /// (`None`: it fires no more).
 pub type CronAdvance = fn(&Value, i64) -> (Value, Option<i64>);
 
+/// The fields of a thread's document a run's end (or a refresh) computes from the thread's
+/// checkpoints and runs. The rest (`metadata`, `config`, ...) is kept as stored: a request
+/// may have changed it since the fields were computed (a run queued, a PATCH).
+const STATE_FIELDS: [&str; 7] = [
+    "status",
+    "values",
+    "interrupts",
+    "error",
+    "updated_at",
+    "state_updated_at",
+    "ttl",
+];
+
+/// `current` (a thread's document as stored) with `fresh`'s state fields.
+pub(crate) fn with_state_of(mut current: Value, fresh: &Value) -> Value {
+    if let Some(doc) = current.as_object_mut() {
+        for field in STATE_FIELDS {
+            match fresh.get(field) {
+                Some(v) => {
+                    doc.insert(field.to_owned(), v.clone());
+                }
+                None => {
+                    doc.remove(field);
+                }
+            }
+        }
+    }
+    current
+}
+
 /// The error a thread shows when its run was abandoned: started as often as it may be and
 /// never ended (its process kept stopping).
 pub(crate) fn abandoned(attempts: i64) -> Value {
@@ -271,6 +301,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// made again). A thread's `status` is written `busy` while a run of it is pending or
     /// running (decided as it is written), whatever the document said.
     async fn update(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
+    /// Writes a thread's state fields (status, values, interrupts, error, ttl, times) from
+    /// `fresh` onto its document as stored, in one transaction (its other fields may have
+    /// changed since `fresh` was read); whether the thread exists.
+    async fn refresh_thread(&self, fresh: &Value) -> StoreResult<bool>;
     /// Inserts a document unless one with its id exists; whether it was inserted.
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool>;
     /// One document.

@@ -352,6 +352,28 @@ async fn with_busy(
     Ok(doc)
 }
 
+/// A thread's document as stored now (its row locked to the commit) with `fresh`'s state
+/// fields and its busy status; `None` when the thread is gone.
+async fn with_state(
+    tx: &tokio_postgres::Transaction<'_>,
+    fresh: &Value,
+) -> Result<Option<Value>, tokio_postgres::Error> {
+    let id = Kind::Thread.id_of(fresh);
+    let Some(row) = tx
+        .query_opt(
+            "SELECT doc FROM api_threads WHERE thread_id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .await?
+    else {
+        return Ok(None);
+    };
+    let current: Value = serde_json::from_str(row.get::<_, &str>(0)).unwrap_or(Value::Null);
+    with_busy(tx, &super::with_state_of(current, fresh))
+        .await
+        .map(Some)
+}
+
 /// Claims, inside the caller's transaction, the oldest pending run whose thread runs nothing
 /// else and whose time has come (one another transaction holds is skipped), for `owner` with
 /// a lease of `lease`; the run as claimed.
@@ -558,6 +580,25 @@ impl RunStore for PostgresStore {
             .map_err(failed("update"))?;
         tx.commit().await.map_err(failed("update"))?;
         Ok(n > 0)
+    }
+
+    async fn refresh_thread(&self, fresh: &Value) -> StoreResult<bool> {
+        let mut c = self.client("refresh thread").await?;
+        let tx = c.transaction().await.map_err(failed("refresh thread"))?;
+        let Some(doc) = with_state(&tx, fresh)
+            .await
+            .map_err(failed("refresh thread"))?
+        else {
+            return Ok(false);
+        };
+        tx.execute(
+            "UPDATE api_threads SET doc = $2 WHERE thread_id = $1",
+            &[&Kind::Thread.id_of(&doc), &doc.to_string()],
+        )
+        .await
+        .map_err(failed("refresh thread"))?;
+        tx.commit().await.map_err(failed("refresh thread"))?;
+        Ok(true)
     }
 
     async fn insert(&self, kind: Kind, doc: &Value) -> StoreResult<bool> {
@@ -823,13 +864,14 @@ impl RunStore for PostgresStore {
                     .map_err(failed("finish run"))?;
             }
             ThreadEnd::Put(doc) => {
-                let doc = with_busy(&tx, doc).await.map_err(failed("finish run"))?;
-                tx.execute(
-                    UPSERT_THREAD,
-                    &[&Kind::Thread.id_of(&doc), &doc.to_string()],
-                )
-                .await
-                .map_err(failed("finish run"))?;
+                if let Some(doc) = with_state(&tx, doc).await.map_err(failed("finish run"))? {
+                    tx.execute(
+                        "UPDATE api_threads SET doc = $2 WHERE thread_id = $1",
+                        &[&Kind::Thread.id_of(&doc), &doc.to_string()],
+                    )
+                    .await
+                    .map_err(failed("finish run"))?;
+                }
             }
             ThreadEnd::Gone => {}
         }

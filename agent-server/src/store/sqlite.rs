@@ -320,6 +320,20 @@ fn remove(conn: &Connection, kind: Kind, id: &str) -> rusqlite::Result<bool> {
     Ok(n > 0)
 }
 
+/// A thread's document as stored now with `fresh`'s state fields and its busy status;
+/// `None` when the thread is gone. Call inside the transaction that writes it.
+fn with_state(conn: &Connection, fresh: &Value) -> rusqlite::Result<Option<Value>> {
+    let current: Option<String> = conn
+        .prepare_cached("SELECT doc FROM api_threads WHERE thread_id = ?1")?
+        .query_row([Kind::Thread.id_of(fresh)], |r| r.get(0))
+        .optional()?;
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    let current: Value = serde_json::from_str(&current).unwrap_or(Value::Null);
+    with_busy(conn, &super::with_state_of(current, fresh)).map(Some)
+}
+
 /// `doc` (a thread's) with its status `busy` while a run of it is pending or running. Call
 /// inside the transaction that writes it.
 fn with_busy(conn: &Connection, doc: &Value) -> rusqlite::Result<Value> {
@@ -430,6 +444,21 @@ impl RunStore for SqliteStore {
                 .execute(params![kind.id_of(&doc), doc.to_string()])?;
             tx.commit()?;
             Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn refresh_thread(&self, fresh: &Value) -> StoreResult<bool> {
+        let fresh = fresh.clone();
+        self.with("refresh thread", move |c| {
+            let tx = immediate(c)?;
+            let Some(doc) = with_state(&tx, &fresh)? else {
+                return Ok(false);
+            };
+            tx.prepare_cached("UPDATE api_threads SET doc = ?2 WHERE thread_id = ?1")?
+                .execute(params![Kind::Thread.id_of(&doc), doc.to_string()])?;
+            tx.commit()?;
+            Ok(true)
         })
         .await
     }
@@ -662,8 +691,9 @@ impl RunStore for SqliteStore {
                     }
                     ThreadEnd::Put(doc) => {
                         write(&tx, &seq, Kind::Run, &run, true)?;
-                        let doc = with_busy(&tx, doc)?;
-                        write(&tx, &seq, Kind::Thread, &doc, true)?;
+                        if let Some(doc) = with_state(&tx, doc)? {
+                            write(&tx, &seq, Kind::Thread, &doc, true)?;
+                        }
                     }
                     ThreadEnd::Gone => {
                         write(&tx, &seq, Kind::Run, &run, true)?;
