@@ -225,6 +225,26 @@ async fn threads_expire_and_prune(api: &Served) {
     let (_, shown) = api.get(&format!("/threads/{k}?include=ttl")).await;
     assert_eq!(shown["ttl"]["strategy"], "keep_latest");
     assert_eq!(shown["ttl"]["ttl_minutes"], 60.0);
+    // Patched as the SDK sends it.
+    let (status, _) = api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/threads/{k}"),
+            Some(json!({"ttl": {"ttl": 90, "strategy": "delete"}})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, shown) = api.get(&format!("/threads/{k}?include=ttl")).await;
+    assert_eq!(shown["ttl"]["strategy"], "delete", "{shown}");
+    assert_eq!(shown["ttl"]["ttl_minutes"], 90.0, "{shown}");
+    let (status, _) = api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/threads/{k}"),
+            Some(json!({"ttl": {"ttl": 60, "strategy": "keep_latest"}})),
+        )
+        .await;
+    assert_eq!(status, 200);
     for tag in ["1", "2"] {
         api.ok(&format!("/threads/{k}/runs/wait"), slow(0.0, tag))
             .await;
@@ -303,6 +323,23 @@ async fn a_client_gone_with_on_disconnect_cancel_stops_the_run(api: &Served) {
     );
     let (_, s) = api.get(&format!("/threads/{t}/state")).await;
     assert_eq!(ran(&s), ["first"], "the step in flight went on: {s}");
+}
+
+/// A server's default ttl (`--thread-ttl`) sweeps a thread created without one of its own;
+/// a thread with its own keeps it.
+async fn the_servers_default_ttl_applies_to_threads_without_one(api: &Served) {
+    let plain = api.thread().await;
+    let own = api.ok("/threads", json!({"ttl": 60})).await["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.ok(&format!("/threads/{plain}/runs/wait"), slow(0.0, "x"))
+        .await;
+    api.until("the thread without a ttl to be swept", async |api| {
+        api.get(&format!("/threads/{plain}")).await.0 == 404
+    })
+    .await;
+    assert_eq!(api.get(&format!("/threads/{own}")).await.0, 200);
 }
 
 /// Side effects of the `effect` graph's node (a model call that costs money, a tool that
@@ -515,8 +552,9 @@ fn server() -> ServerBuilder {
         .ttl_sweep(Duration::from_millis(50))
 }
 
-async fn every_case(builder: impl Fn() -> ServerBuilder) {
-    let api = Served::start(builder()).await;
+/// Every case, on servers `on` puts on a database (a fresh one each).
+async fn every_case(on: impl Fn(ServerBuilder) -> ServerBuilder) {
+    let api = Served::start(on(server())).await;
     cancel_stops_the_run_at_once(&api).await;
     a_cancelled_step_has_no_effect(&api).await;
     a_client_gone_with_on_disconnect_cancel_stops_the_run(&api).await;
@@ -526,26 +564,38 @@ async fn every_case(builder: impl Fn() -> ServerBuilder) {
     threads_expire_and_prune(&api).await;
     keep_latest_prunes_every_namespace(&api).await;
     a_rolled_back_resume_leaves_the_thread_as_before(&api).await;
-    let timed = Served::start(builder().run_timeout(Duration::from_millis(700))).await;
+    let timed = Served::start(on(server().run_timeout(Duration::from_millis(700)))).await;
     a_run_past_its_time_limit_ends_timeout(&timed).await;
+    // The limit of one graph (an assistant's `run_timeout_seconds` in `agent serve`).
+    let per_graph = Served::start(on(graphs::server()
+        .graph("slow", graphs::slow())
+        .graph_timeout(Duration::from_millis(700))))
+    .await;
+    a_run_past_its_time_limit_ends_timeout(&per_graph).await;
+    let expiring = Served::start(on(
+        server().thread_ttl(agent_server::ThreadTtl::new(0.002, "delete").unwrap())
+    ))
+    .await;
+    the_servers_default_ttl_applies_to_threads_without_one(&expiring).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_run_ends_once_on_sqlite() {
     let dir = std::env::temp_dir().join(format!("agentgraph-ends-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    every_case(|| server().sqlite(dir.join(format!("{}.sqlite", uuid::Uuid::new_v4())))).await;
+    every_case(|b| b.sqlite(dir.join(format!("{}.sqlite", uuid::Uuid::new_v4())))).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_run_ends_once_on_postgres() {
-    let Some(a) = common::fresh_database("agentgraph_ends").await else {
-        return;
-    };
-    let Some(b) = common::fresh_database("agentgraph_ends").await else {
-        return;
-    };
-    let urls = std::sync::Mutex::new(vec![b, a]);
-    every_case(|| server().postgres(urls.lock().unwrap().pop().unwrap())).await;
+    let mut urls = Vec::new();
+    for _ in 0..4 {
+        let Some(url) = common::fresh_database("agentgraph_ends").await else {
+            return;
+        };
+        urls.push(url);
+    }
+    let urls = std::sync::Mutex::new(urls);
+    every_case(|b| b.postgres(urls.lock().unwrap().pop().unwrap())).await;
 }
