@@ -294,7 +294,8 @@ async fn joining_a_swept_run_answers_at_once() {
         let asked = Instant::now();
         let resp = tokio::time::timeout(
             Duration::from_secs(5),
-            c.get(format!("{}/threads/{t}/runs/{r}/{path}", b.url)).send(),
+            c.get(format!("{}/threads/{t}/runs/{r}/{path}", b.url))
+                .send(),
         )
         .await
         .unwrap_or_else(|_| panic!("{path} of a swept run hung"))
