@@ -331,22 +331,8 @@ impl Checkpointer for JsonFileSaver {
         run_ids: &[&str],
     ) -> Result<usize, GraphError> {
         let _guard = self.lock.lock().await;
-        let prefix = format!("{}__", hex(thread_id.as_bytes()));
-        let entries = std::fs::read_dir(&self.dir)
-            .map_err(|e| storage(format!("cannot list {}: {e}", self.dir.display())))?;
-        let mut spaces = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(ns) = name
-                .strip_prefix(&prefix)
-                .and_then(|rest| rest.strip_suffix(".json"))
-            {
-                let ns = String::from_utf8(unhex(ns)?).map_err(storage)?;
-                spaces.push(ns);
-            }
-        }
         let mut deleted = 0;
-        for ns in spaces {
+        for ns in self.spaces(thread_id)? {
             let mut file = self.load(thread_id, &ns)?;
             let doomed: Vec<String> = file
                 .checkpoints
@@ -362,15 +348,7 @@ impl Checkpointer for JsonFileSaver {
             if doomed.is_empty() {
                 continue;
             }
-            for id in &doomed {
-                file.checkpoints.remove(id);
-                file.writes.remove(id);
-            }
-            let needed = JsonFileSaver::needed(
-                &file,
-                file.checkpoints.values().flat_map(|r| r.versions.iter()),
-            );
-            file.blobs.retain(|key, _| needed.contains(key));
+            JsonFileSaver::drop_checkpoints(&mut file, &doomed);
             self.save(thread_id, &ns, &file)?;
             deleted += doomed.len();
         }
@@ -395,17 +373,86 @@ impl Checkpointer for JsonFileSaver {
             .take(total - keep_last)
             .cloned()
             .collect();
-        for id in &doomed {
+        JsonFileSaver::drop_checkpoints(&mut file, &doomed);
+        self.save(thread_id, ns, &file)?;
+        Ok(doomed.len())
+    }
+
+    /// Namespace by namespace, as `delete_for_runs`.
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError> {
+        let spaces = {
+            let _guard = self.lock.lock().await;
+            self.spaces(thread_id)?
+        };
+        let mut deleted = 0;
+        for ns in spaces {
+            deleted += self.prune(thread_id, &ns, 1).await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        let _guard = self.lock.lock().await;
+        let mut file = self.load(thread_id, ns)?;
+        if !file.checkpoints.contains_key(checkpoint_id) {
+            return Ok(());
+        }
+        file.writes.remove(checkpoint_id);
+        self.save(thread_id, ns, &file)?;
+        drop(_guard);
+        self.put_writes(thread_id, ns, checkpoint_id, writes).await
+    }
+}
+
+impl JsonFileSaver {
+    /// The namespaces a thread has files for.
+    fn spaces(&self, thread_id: &str) -> Result<Vec<String>, GraphError> {
+        let prefix = format!("{}__", hex(thread_id.as_bytes()));
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| storage(format!("cannot list {}: {e}", self.dir.display())))?;
+        let mut spaces = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(ns) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".json"))
+            {
+                spaces.push(String::from_utf8(unhex(ns)?).map_err(storage)?);
+            }
+        }
+        Ok(spaces)
+    }
+
+    /// Deletes `doomed` with their writes and the blobs nothing kept needs; a kept
+    /// checkpoint whose parent goes names its nearest remaining ancestor.
+    fn drop_checkpoints(file: &mut ThreadFile, doomed: &[String]) {
+        let parents: BTreeMap<String, Option<String>> = file
+            .checkpoints
+            .values()
+            .map(|r| (r.id.clone(), r.parent_id.clone()))
+            .collect();
+        for id in doomed {
             file.checkpoints.remove(id);
             file.writes.remove(id);
         }
+        for record in file.checkpoints.values_mut() {
+            let mut parent = record.parent_id.clone();
+            while let Some(p) = parent.take_if(|p| doomed.contains(p)) {
+                parent = parents.get(&p).cloned().flatten();
+            }
+            record.parent_id = parent;
+        }
         let needed = JsonFileSaver::needed(
-            &file,
+            file,
             file.checkpoints.values().flat_map(|r| r.versions.iter()),
         );
         file.blobs.retain(|key, _| needed.contains(key));
-        self.save(thread_id, ns, &file)?;
-        Ok(doomed.len())
     }
 }
 

@@ -77,6 +77,20 @@ async fn the_kit_catches_a_saver_that_breaks_the_contract() {
         ) -> Result<usize, agent_core::GraphError> {
             self.0.prune(thread_id, ns, keep_last).await
         }
+        async fn keep_latest(&self, thread_id: &str) -> Result<usize, agent_core::GraphError> {
+            self.0.keep_latest(thread_id).await
+        }
+        async fn replace_writes(
+            &self,
+            thread_id: &str,
+            ns: &str,
+            checkpoint_id: &str,
+            writes: &[agent_core::checkpoint::PendingWrite],
+        ) -> Result<(), agent_core::GraphError> {
+            self.0
+                .replace_writes(thread_id, ns, checkpoint_id, writes)
+                .await
+        }
         async fn delete_for_runs(
             &self,
             thread_id: &str,

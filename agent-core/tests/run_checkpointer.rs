@@ -155,6 +155,20 @@ impl Checkpointer for Refusing {
     async fn prune(&self, thread_id: &str, ns: &str, keep: usize) -> Result<usize, GraphError> {
         self.inner.prune(thread_id, ns, keep).await
     }
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError> {
+        self.inner.keep_latest(thread_id).await
+    }
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[agent_core::checkpoint::PendingWrite],
+    ) -> Result<(), GraphError> {
+        self.inner
+            .replace_writes(thread_id, ns, checkpoint_id, writes)
+            .await
+    }
     async fn delete_for_runs(&self, thread_id: &str, runs: &[&str]) -> Result<usize, GraphError> {
         self.inner.delete_for_runs(thread_id, runs).await
     }

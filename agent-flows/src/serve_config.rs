@@ -332,6 +332,12 @@ mod tests {
         assert_eq!(c.settings["max_input_chars"].text(), "2000");
         assert_eq!(c.store.index.as_deref(), Some("offline"));
         assert_eq!(c.store.fields, Some(vec!["text".to_owned()]));
+        // How runs end and what retention deletes (issue 57).
+        assert_eq!(c.server.run_timeout_seconds, Some(600.0));
+        assert_eq!(c.server.thread_ttl_minutes, Some(43200.0));
+        assert_eq!(c.server.thread_ttl_strategy.as_deref(), Some("delete"));
+        let analyst = c.assistants.iter().find(|a| a.id == "analyst").unwrap();
+        assert_eq!(analyst.run_timeout_seconds, Some(120.0));
     }
 
     #[test]

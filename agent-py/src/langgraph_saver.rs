@@ -498,6 +498,24 @@ impl Checkpointer for LangGraphSaver {
         ))
     }
 
+    async fn keep_latest(&self, _thread_id: &str) -> Result<usize, GraphError> {
+        Err(storage(
+            "pruning is not offered through a LangGraph checkpointer",
+        ))
+    }
+
+    async fn replace_writes(
+        &self,
+        _thread_id: &str,
+        _ns: &str,
+        _checkpoint_id: &str,
+        _writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        Err(storage(
+            "replacing a checkpoint's writes is not offered through a LangGraph checkpointer",
+        ))
+    }
+
     async fn delete_for_runs(
         &self,
         _thread_id: &str,

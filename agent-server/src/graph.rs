@@ -708,8 +708,9 @@ impl<S: GraphState, C: Send + Sync + 'static> ServedGraph for Served<S, C> {
         let Some(saver) = self.graph.checkpointer() else {
             return Ok(0);
         };
-        // The root graph's history: what `get_state_history` lists and time travel forks.
-        saver.prune(thread_id, "", 1).await.map_err(core_error)
+        // Each namespace's newest: the root's and every subgraph's (a paused subgraph
+        // resumes from its own).
+        saver.keep_latest(thread_id).await.map_err(core_error)
     }
 
     async fn copy_thread(&self, from: &str, to: &str) -> Result<(), ApiError> {

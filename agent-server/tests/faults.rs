@@ -3,7 +3,8 @@
 //! while it is down, never a 500 or a hang, the pool reconnects, and the run in flight
 //! resumes from its last checkpoint, its input applied once; SQLite on a full disk (a
 //! small tmpfs) — the writes that cannot be made fail with a clear error, and the server
-//! serves again once there is room. Both need root (the cluster runs as `postgres`; the
+//! serves again once there is room; a run whose end could not be written while the disk
+//! was full is recorded once there is room (not left `running`, its thread not `busy`). Both need root (the cluster runs as `postgres`; the
 //! tmpfs is mounted): they run under CI (`CI` set) or with AGENTGRAPH_FAULTS=1.
 
 mod common;
@@ -157,7 +158,11 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        // Lazily: the server under test may still hold its database open.
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
@@ -226,6 +231,88 @@ async fn sqlite_on_a_full_disk_fails_clearly_and_serves_again() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(out["value"], "OK");
+    drop(api);
+    drop(fs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_runs_end_written_on_a_full_disk_is_recorded_once_there_is_room() {
+    if !wanted() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("agentgraph-fullend-{}", uuid::Uuid::new_v4()));
+    let fs = Tmpfs::mount(&dir, "8m").expect("mounting a tmpfs (needs root)");
+    let api = Served::start(
+        graphs::server()
+            .graph("slow", graphs::slow())
+            .sqlite(fs.0.join("server.sqlite")),
+    )
+    .await;
+    let (_, t) = api.post("/threads", json!({})).await;
+    let t = t["thread_id"].as_str().unwrap().to_owned();
+    let (status, run) = api
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "slow", "input": {"seconds": 1.5, "inputs": ["x"]}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    until(
+        "the run to reach `wait`",
+        Duration::from_secs(10),
+        async || {
+            let (_, s) = api.get(&format!("/threads/{t}/state")).await;
+            s["values"]["ran"] == json!(["first"])
+        },
+    )
+    .await;
+    // The disk fills while `wait` sleeps: the run's last checkpoints and its end cannot be
+    // written.
+    let filler = fs.0.join("filler");
+    {
+        use std::io::Write;
+        let chunk = vec![7u8; 1 << 16];
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    std::fs::remove_file(&filler).unwrap();
+    // Room again: the run ends (once), and its thread takes the next run.
+    until(
+        "the run's end to be recorded",
+        Duration::from_secs(30),
+        async || {
+            let (_, run) = api.get(&format!("/threads/{t}/runs/{r}")).await;
+            !matches!(run["status"].as_str(), Some("pending" | "running"))
+        },
+    )
+    .await;
+    let (_, ended) = api.get(&format!("/threads/{t}/runs/{r}")).await;
+    let (_, state) = api.get(&format!("/threads/{t}/state")).await;
+    eprintln!("the run ended {}: {}", ended["status"], state["values"]);
+    until(
+        "the thread to be released",
+        Duration::from_secs(10),
+        async || {
+            let (_, thread) = api.get(&format!("/threads/{t}")).await;
+            thread["status"] != "busy"
+        },
+    )
+    .await;
+    let (status, out) = api
+        .post(
+            &format!("/threads/{t}/runs/wait"),
+            json!({"assistant_id": "slow", "input": {"seconds": 0.0, "inputs": ["y"]}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        out["inputs"].as_array().unwrap().last(),
+        Some(&json!("y")),
+        "{out}"
+    );
     drop(api);
     drop(fs);
 }

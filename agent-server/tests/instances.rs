@@ -1,7 +1,9 @@
 //! Many instances on one PostgreSQL: each run executes exactly once, a client follows a run
 //! that executes on another instance, and a run whose instance is killed (SIGKILL) is taken
 //! over by another and resumes from its last checkpoint — the input applied once, a node
-//! that finished not run again. Each test gets a database of its own; the servers are the
+//! that finished not run again; a cancel asked of one instance stops a run executing on
+//! another within a second, nothing written after; a join of a run whose events and result
+//! were swept answers at once from the run's row. Each test gets a database of its own; the servers are the
 //! reference example, run as processes.
 
 use std::time::{Duration, Instant};
@@ -184,5 +186,126 @@ async fn runs_created_at_once_on_two_instances_each_run_once() {
             "two runs of three nodes, each once: {values}"
         );
         assert_eq!(values["inputs"].as_array().unwrap().len(), 2, "{values}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_on_another_instance_stops_the_run_within_a_second() {
+    let Some(db) = database().await else {
+        return;
+    };
+    let c = http();
+    let a = start(&db, 5000);
+    let thread = post(&c, format!("{}/threads", a.url), json!({})).await;
+    let t = thread["thread_id"].as_str().unwrap().to_owned();
+    let run = post(
+        &c,
+        format!("{}/threads/{t}/runs", a.url),
+        json!({"assistant_id": "slow", "input": {"seconds": 3, "inputs": ["x"]}}),
+    )
+    .await;
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    until(
+        "A to run it into `wait`",
+        Duration::from_secs(20),
+        async || get(&c, format!("{}/threads/{t}/state", a.url)).await["next"] == json!(["wait"]),
+    )
+    .await;
+    // B did not claim it (it started after); the cancel goes through B.
+    let b = start(&db, 5000);
+    let asked = Instant::now();
+    let resp = c
+        .post(format!(
+            "{}/threads/{t}/runs/{r}/cancel?action=interrupt",
+            b.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        resp.status().is_success(),
+        "cancel via B: {}",
+        resp.status()
+    );
+    until("the run to stop", Duration::from_secs(1), async || {
+        get(&c, format!("{}/threads/{t}/runs/{r}", b.url)).await["status"] == "interrupted"
+    })
+    .await;
+    eprintln!("stopped {:?} after the cancel", asked.elapsed());
+    // `wait` (3 s) never finishes: nothing is written after the stop.
+    let history = |url: String| {
+        let c = c.clone();
+        async move {
+            let r = c
+                .post(url)
+                .json(&json!({"limit": 100}))
+                .send()
+                .await
+                .unwrap();
+            r.json::<Vec<Value>>().await.unwrap().len()
+        }
+    };
+    let at_stop = history(format!("{}/threads/{t}/history", a.url)).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        history(format!("{}/threads/{t}/history", a.url)).await,
+        at_stop,
+        "a checkpoint landed after the cancel"
+    );
+    let values = get(&c, format!("{}/threads/{t}/state", a.url)).await["values"].clone();
+    assert_eq!(values["ran"], json!(["first"]), "{values}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joining_a_swept_run_answers_at_once() {
+    let Some(db) = database().await else {
+        return;
+    };
+    let c = http();
+    let a = start(&db, 5000);
+    let thread = post(&c, format!("{}/threads", a.url), json!({})).await;
+    let t = thread["thread_id"].as_str().unwrap().to_owned();
+    let run = post(
+        &c,
+        format!("{}/threads/{t}/runs", a.url),
+        json!({"assistant_id": "slow", "input": {"seconds": 0, "inputs": ["x"]}}),
+    )
+    .await;
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    until("the run to end", Duration::from_secs(20), async || {
+        get(&c, format!("{}/threads/{t}/runs/{r}", a.url)).await["status"] == "success"
+    })
+    .await;
+    // What the sweep does ten minutes after a run's end: its events and result go.
+    let (client, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    for table in ["api_run_events", "api_run_results"] {
+        client
+            .execute(&format!("DELETE FROM {table} WHERE run_id = $1"), &[&r])
+            .await
+            .unwrap();
+    }
+    // B never saw the run: it answers from the run's row, at once, for a join and a join
+    // stream alike.
+    let b = start(&db, 5000);
+    for path in ["join", "stream"] {
+        let asked = Instant::now();
+        let resp = tokio::time::timeout(
+            Duration::from_secs(5),
+            c.get(format!("{}/threads/{t}/runs/{r}/{path}", b.url))
+                .send(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{path} of a swept run hung"))
+        .unwrap();
+        let status = resp.status().as_u16();
+        let body = tokio::time::timeout(Duration::from_secs(5), resp.text())
+            .await
+            .unwrap_or_else(|_| panic!("the {path} body of a swept run never ended"))
+            .unwrap();
+        assert!(status == 200 || status == 404, "{path}: {status} {body}");
+        eprintln!("{path}: {status} in {:?}: {body}", asked.elapsed());
     }
 }

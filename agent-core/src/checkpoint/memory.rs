@@ -14,7 +14,7 @@
 //! both workers, so it is held only for what needs it: checkpoints are packed and their
 //! bytes copied before it is taken, and the ops are dropped after it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::mem::take;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -173,10 +173,6 @@ impl<V> ById<V> {
     /// Oldest first.
     fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &V)> {
         self.0.iter().map(|(k, v)| (&**k, v))
-    }
-
-    fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.0.iter().map(|(k, _)| k)
     }
 
     fn values(&self) -> impl Iterator<Item = &V> {
@@ -541,6 +537,8 @@ impl Thread {
 struct DeletePlan {
     doomed: Vec<Arc<str>>,
     needed: HashMap<(String, String), FieldBlob>,
+    /// Remaining checkpoints whose parent goes, packed again with their new parent.
+    reparented: Vec<(Arc<str>, Box<[u8]>)>,
 }
 
 impl Thread {
@@ -552,16 +550,44 @@ impl Thread {
         ns: &str,
         run_ids: &[&str],
     ) -> Result<Option<DeletePlan>, GraphError> {
-        let mut doomed = Vec::new();
-        let mut kept_versions = Vec::new();
-        for (id, stored) in &self.checkpoints.0 {
-            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
-            let of_run = record
+        self.plan(thread_id, ns, |_, record| {
+            record
                 .metadata
                 .run_id
                 .as_deref()
-                .is_some_and(|run| run_ids.contains(&run));
-            if of_run {
+                .is_some_and(|run| run_ids.contains(&run))
+        })
+    }
+
+    /// All but the newest `keep_last` checkpoints, as [`plan_delete`](Self::plan_delete).
+    fn plan_prune(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        keep_last: usize,
+    ) -> Result<Option<DeletePlan>, GraphError> {
+        let cut = self.checkpoints.len().saturating_sub(keep_last);
+        self.plan(thread_id, ns, |at, _| at < cut)
+    }
+
+    /// The checkpoints `doomed` picks (by position, oldest first, and record), what the
+    /// others need, and the others whose parent goes, packed again with their new parent.
+    fn plan(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        doomed_if: impl Fn(usize, &CheckpointRecord) -> bool,
+    ) -> Result<Option<DeletePlan>, GraphError> {
+        let mut doomed = Vec::new();
+        let mut kept_versions = Vec::new();
+        let mut parents = HashMap::new();
+        for (at, (id, stored)) in self.checkpoints.0.iter().enumerate() {
+            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
+            parents.insert(
+                id.to_string(),
+                record.parent_id.as_deref().map(str::to_owned),
+            );
+            if doomed_if(at, &record) {
                 doomed.push(id.clone());
             } else {
                 kept_versions.extend(
@@ -575,17 +601,45 @@ impl Thread {
         if doomed.is_empty() {
             return Ok(None);
         }
+        let gone: HashSet<&str> = doomed.iter().map(|id| &**id).collect();
+        let mut reparented = Vec::new();
+        let mut scratch = Vec::new();
+        for (id, parent) in super::reparent::reparented(&parents, &gone) {
+            let Some((id, stored)) = self.checkpoints.0.iter().find(|(k, _)| **k == *id) else {
+                continue;
+            };
+            let packed = Packed::read(&stored.packed)?;
+            let blobs: Vec<FieldBlob> = packed
+                .blobs
+                .iter()
+                .map(|(field, base, data)| FieldBlob {
+                    field: field.clone().into(),
+                    version: id.clone(),
+                    base: base.clone(),
+                    data: data.0.clone(),
+                })
+                .collect();
+            let mut record = packed.record(thread_id, ns, id);
+            record.parent_id = parent.map(Into::into);
+            reparented.push((id.clone(), pack(&record, &blobs, &mut scratch)?));
+        }
         Ok(Some(DeletePlan {
             doomed,
             needed: self.needed(kept_versions)?,
+            reparented,
         }))
     }
 
     /// Deletes the planned checkpoints with their writes; their blobs that the others need
-    /// are kept loose, and loose blobs nothing needs go. The deleted values go to `removed`
-    /// (freed by the caller, after the lock).
+    /// are kept loose, and loose blobs nothing needs go; the others whose parent went name
+    /// their new one. The deleted values go to `removed` (freed by the caller, after the
+    /// lock).
     fn apply_delete(&mut self, plan: DeletePlan, removed: &mut Vec<Stored>) {
-        let DeletePlan { doomed, needed } = plan;
+        let DeletePlan {
+            doomed,
+            needed,
+            reparented,
+        } = plan;
         for (key, blob) in &needed {
             if doomed.iter().any(|id| **id == *key.1) {
                 self.loose.insert(key.clone(), blob.clone());
@@ -594,6 +648,11 @@ impl Thread {
         for id in &doomed {
             removed.extend(self.checkpoints.remove(id));
             self.writes.remove(id);
+        }
+        for (id, packed) in reparented {
+            if let Some(at) = self.checkpoints.0.iter().position(|(k, _)| *k == id) {
+                self.checkpoints.0[at].1.packed = packed;
+            }
         }
         self.loose.retain(|k, _| needed.contains_key(k));
     }
@@ -922,48 +981,90 @@ impl Checkpointer for InMemorySaver {
         ns: &str,
         keep_last: usize,
     ) -> Result<usize, GraphError> {
+        let mut removed = Vec::new();
+        let deleted = {
+            let mut threads = self.lock();
+            let Some(thread) = threads
+                .map
+                .get_mut(thread_id)
+                .and_then(|spaces| spaces.get_mut(ns))
+            else {
+                return Ok(0);
+            };
+            let Some(plan) = thread.plan_prune(thread_id, ns, keep_last)? else {
+                return Ok(0);
+            };
+            let deleted = plan.doomed.len();
+            thread.apply_delete(plan, &mut removed);
+            deleted
+        };
+        drop(removed);
+        Ok(deleted)
+    }
+
+    /// Every namespace planned first, then changed, under one lock: all or nothing.
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError> {
+        let mut removed = Vec::new();
+        let deleted = {
+            let mut threads = self.lock();
+            let Some(spaces) = threads.map.get_mut(thread_id) else {
+                return Ok(0);
+            };
+            let mut plans = Vec::new();
+            for (ns, thread) in spaces.iter() {
+                if let Some(plan) = thread.plan_prune(thread_id, ns, 1)? {
+                    plans.push((ns.clone(), plan));
+                }
+            }
+            let mut deleted = 0;
+            for (ns, plan) in plans {
+                if let Some(thread) = spaces.get_mut(&ns) {
+                    deleted += plan.doomed.len();
+                    thread.apply_delete(plan, &mut removed);
+                }
+            }
+            deleted
+        };
+        // Freed after the lock is released.
+        drop(removed);
+        Ok(deleted)
+    }
+
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
         let mut threads = self.lock();
         let Some(thread) = threads
             .map
             .get_mut(thread_id)
             .and_then(|spaces| spaces.get_mut(ns))
         else {
-            return Ok(0);
+            return Ok(());
         };
-        let total = thread.checkpoints.len();
-        if total <= keep_last {
-            return Ok(0);
-        }
-        let doomed: Vec<Arc<str>> = thread
-            .checkpoints
-            .keys()
-            .take(total - keep_last)
-            .cloned()
-            .collect();
-        // What the kept checkpoints need, with the delta bases (read before anything goes).
-        let mut kept_versions = Vec::new();
-        for (id, stored) in thread.checkpoints.iter().skip(total - keep_last) {
-            let record = Packed::read(&stored.packed)?.record(thread_id, ns, id);
-            kept_versions.extend(
-                record
-                    .versions
-                    .iter()
-                    .map(|(f, v)| (f.to_owned(), v.to_owned())),
-            );
-        }
-        let needed = thread.needed(kept_versions)?;
-        // A doomed checkpoint's blobs that are still needed move to the loose map.
-        for (key, blob) in &needed {
-            if doomed.iter().any(|id| **id == *key.1) {
-                thread.loose.insert(key.clone(), blob.clone());
+        let Some((id, _)) = thread.checkpoints.get_key_value(checkpoint_id) else {
+            return Ok(());
+        };
+        let id: Arc<str> = id.into();
+        let old = thread.writes.remove(checkpoint_id);
+        if !writes.is_empty() {
+            let mut kept = Writes::with_capacity(writes.len());
+            for w in writes {
+                kept.put(KeptWrite {
+                    task_id: w.task_id.clone(),
+                    node: w.node.clone(),
+                    kind: w.kind,
+                    data: w.data.clone().into_boxed_slice(),
+                });
             }
+            thread.writes.insert(id, kept);
         }
-        for id in &doomed {
-            thread.checkpoints.remove(id);
-            thread.writes.remove(id);
-        }
-        thread.loose.retain(|k, _| needed.contains_key(k));
-        Ok(doomed.len())
+        drop(threads);
+        drop(old);
+        Ok(())
     }
 }
 
@@ -1115,7 +1216,10 @@ mod tests {
         saver.put(&record("b", Some("a"), &[]), &[]).await.unwrap();
         let before = live();
         saver.prune("t", "", 1).await.unwrap();
-        assert_eq!(live(), before - one_checkpoint - 60);
+        // `b`, whose parent went, is packed again naming none: `nil` for `"a"`, a byte less.
+        assert_eq!(live(), before - one_checkpoint - 60 - 1);
+        let kept = saver.get("t", "", Some("b")).await.unwrap().record.unwrap();
+        assert_eq!(kept.parent_id, None);
         let pruned = saver.get("t", "", Some("a")).await.unwrap();
         assert!(pruned.writes.is_empty());
         saver

@@ -42,6 +42,7 @@ mod postgres_connect;
 mod postgres_listen;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres_migrate;
+mod reparent;
 mod splice;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -388,10 +389,29 @@ pub trait Checkpointer: Send + Sync + 'static {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), GraphError>;
 
     /// Keeps the newest `keep_last` checkpoints of a thread's namespace and deletes the rest
-    /// with their writes and the blobs no kept checkpoint needs. Returns how many checkpoints
+    /// with their writes and the blobs no kept checkpoint needs; the oldest kept one's parent
+    /// is cleared (no history names a checkpoint that is gone). Returns how many checkpoints
     /// were deleted.
     async fn prune(&self, thread_id: &str, ns: &str, keep_last: usize)
     -> Result<usize, GraphError>;
+
+    /// Keeps the newest checkpoint of each of a thread's namespaces (the root's and every
+    /// subgraph's) and deletes the rest as [`prune`](Self::prune) does, in one transaction
+    /// where the store has them: LangGraph's `prune(strategy="keep_latest")`. Returns how
+    /// many checkpoints were deleted.
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError>;
+
+    /// Sets the pending writes of one checkpoint to exactly `writes` (those it has and
+    /// `writes` does not name go); nothing when the checkpoint is not stored. What a rollback
+    /// needs to give a checkpoint back the writes it had before the rolled back run resumed
+    /// from it.
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError>;
 
     /// Deletes the checkpoints of a thread, in every namespace (its subgraphs' too), whose
     /// metadata `run_id` is one of `run_ids` (LangGraph's `delete_for_runs`, for one thread),
@@ -400,10 +420,12 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// them). Returns how many checkpoints were deleted. A store with transactions does it in
     /// one.
     ///
-    /// Every remaining checkpoint still loads, and the thread's next run goes on from the
-    /// latest remaining one: what rolling a run back needs. Pending writes the deleted runs
-    /// attached to a remaining checkpoint (the resume values and task outputs of a run that
-    /// resumed from it) are not told apart from the ones its own run left there, and stay.
+    /// Every remaining checkpoint still loads, a remaining checkpoint whose parent went names
+    /// its nearest remaining ancestor, and the thread's next run goes on from the latest
+    /// remaining one: what rolling a run back needs. Pending writes the deleted runs attached
+    /// to a remaining checkpoint (the resume values and task outputs of a run that resumed
+    /// from it) are not told apart from the ones its own run left there, and stay: the caller
+    /// puts back what it had with [`replace_writes`](Self::replace_writes).
     async fn delete_for_runs(&self, thread_id: &str, run_ids: &[&str])
     -> Result<usize, GraphError>;
 

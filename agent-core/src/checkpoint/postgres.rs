@@ -823,7 +823,7 @@ impl Checkpointer for PostgresSaver {
             .query(
                 "DELETE FROM agentgraph_checkpoints
                   WHERE thread_id = $1 AND metadata->>'run_id' = ANY($2)
-                  RETURNING ns, id, versions::TEXT",
+                  RETURNING ns, id, versions::TEXT, parent_id",
                 &[&thread_id, &run_ids],
             )
             .await
@@ -841,10 +841,12 @@ impl Checkpointer for PostgresSaver {
                 row.try_get(1).map_err(err)?,
                 row.try_get(2).map_err(err)?,
             );
+            let parent: Option<String> = row.try_get(3).map_err(err)?;
             let versions: BTreeMap<String, String> = serde_json::from_str(versions).map_err(err)?;
             let space = spaces.entry(ns.clone()).or_default();
             space.doomed_versions.extend(versions);
             space.doomed_ids.insert(id.clone());
+            space.doomed_parents.insert(id.clone(), parent);
             doomed_ns.push(ns);
             doomed_ids.push(id);
         }
@@ -855,6 +857,11 @@ impl Checkpointer for PostgresSaver {
         )
         .await
         .map_err(err)?;
+        // Later checkpoints whose parent went (a run deleted from the middle of a history)
+        // name their nearest remaining ancestor.
+        for (ns, space) in &spaces {
+            reparent(&tx, thread_id, ns, &space.doomed_parents).await?;
+        }
         let names: Vec<&str> = spaces.keys().map(String::as_str).collect();
         let (kept, blobs) = futures::future::try_join(
             tx.query(
@@ -926,81 +933,194 @@ impl Checkpointer for PostgresSaver {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
         self.check_fence(&tx).await?;
-        let keep = keep_last as i64;
-        let doomed = tx
+        let doomed = prune_ns(&tx, thread_id, ns, keep_last).await?;
+        tx.commit().await.map_err(err)?;
+        Ok(doomed)
+    }
+
+    /// One transaction: every namespace of the thread pruned to its newest.
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        self.check_fence(&tx).await?;
+        let spaces = tx
             .query(
-                "SELECT id FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2
-                  ORDER BY id DESC OFFSET $3",
-                &[&thread_id, &ns, &keep],
+                "SELECT DISTINCT ns FROM agentgraph_checkpoints WHERE thread_id = $1",
+                &[&thread_id],
             )
             .await
             .map_err(err)?;
-        let doomed: Vec<String> = doomed
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<Result<_, _>>()
-            .map_err(err)?;
-        if doomed.is_empty() {
-            return Ok(0);
+        let mut doomed = 0;
+        for row in &spaces {
+            let ns: &str = row.try_get(0).map_err(err)?;
+            doomed += prune_ns(&tx, thread_id, ns, 1).await?;
         }
-        tx.execute(
-            "DELETE FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = ANY($3)",
-            &[&thread_id, &ns, &doomed],
+        tx.commit().await.map_err(err)?;
+        Ok(doomed)
+    }
+
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        self.check_fence(&tx).await?;
+        let stored = tx
+            .query_opt(
+                "SELECT 1 FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3
+                  FOR UPDATE",
+                &[&thread_id, &ns, &checkpoint_id],
+            )
+            .await
+            .map_err(err)?;
+        if stored.is_some() {
+            tx.execute(
+                "DELETE FROM agentgraph_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3",
+                &[&thread_id, &ns, &checkpoint_id],
+            )
+            .await
+            .map_err(err)?;
+            for w in writes {
+                tx.execute(
+                    "INSERT INTO agentgraph_writes (thread_id, ns, checkpoint_id, task_id, kind, node, data)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)
+                     ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind)
+                     DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data",
+                    &[&thread_id, &ns, &checkpoint_id, &w.task_id, &w.kind.code(), &w.node, &w.data],
+                )
+                .await
+                .map_err(err)?;
+            }
+        }
+        tx.commit().await.map_err(err)
+    }
+}
+
+/// Keeps the newest `keep_last` checkpoints of a namespace (inside the caller's transaction)
+/// and deletes the rest with their writes and the blobs no kept one needs; the kept ones
+/// whose parent goes name their nearest remaining ancestor. How many went.
+async fn prune_ns(
+    tx: &deadpool_postgres::Transaction<'_>,
+    thread_id: &str,
+    ns: &str,
+    keep_last: usize,
+) -> Result<usize, GraphError> {
+    let keep = keep_last as i64;
+    let doomed = tx
+        .query(
+            "SELECT id, parent_id FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2
+                  ORDER BY id DESC OFFSET $3",
+            &[&thread_id, &ns, &keep],
         )
         .await
         .map_err(err)?;
-        tx.execute(
+    let parents: HashMap<String, Option<String>> = doomed
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(err)?;
+    if parents.is_empty() {
+        return Ok(0);
+    }
+    let doomed: Vec<&str> = parents.keys().map(String::as_str).collect();
+    tx.execute(
+        "DELETE FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2 AND id = ANY($3)",
+        &[&thread_id, &ns, &doomed],
+    )
+    .await
+    .map_err(err)?;
+    tx.execute(
             "DELETE FROM agentgraph_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = ANY($3)",
             &[&thread_id, &ns, &doomed],
         )
         .await
         .map_err(err)?;
-        let kept = tx
-            .query(
-                "SELECT versions::TEXT FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2",
-                &[&thread_id, &ns],
-            )
-            .await
-            .map_err(err)?;
-        let mut wanted = Vec::new();
-        for row in kept {
-            let text: &str = row.try_get(0).map_err(err)?;
-            let map: BTreeMap<String, String> = serde_json::from_str(text).map_err(err)?;
-            wanted.extend(map);
-        }
-        let rows = tx
+    reparent(tx, thread_id, ns, &parents).await?;
+    let kept = tx
+        .query(
+            "SELECT versions::TEXT FROM agentgraph_checkpoints WHERE thread_id = $1 AND ns = $2",
+            &[&thread_id, &ns],
+        )
+        .await
+        .map_err(err)?;
+    let mut wanted = Vec::new();
+    for row in kept {
+        let text: &str = row.try_get(0).map_err(err)?;
+        let map: BTreeMap<String, String> = serde_json::from_str(text).map_err(err)?;
+        wanted.extend(map);
+    }
+    let rows = tx
             .query(
                 "SELECT field, version, base_version, base_len FROM agentgraph_blobs WHERE thread_id = $1 AND ns = $2",
                 &[&thread_id, &ns],
             )
             .await
             .map_err(err)?;
-        let mut bases: HashMap<(String, String), (String, u64)> = HashMap::new();
-        let mut all = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let key: (String, String) = (r.try_get(0).map_err(err)?, r.try_get(1).map_err(err)?);
-            let base: Option<String> = r.try_get(2).map_err(err)?;
-            if let Some(base) = base {
-                let len: Option<i64> = r.try_get(3).map_err(err)?;
-                bases.insert(key.clone(), (base, len.unwrap_or(0) as u64));
-            }
-            all.push(key);
+    let mut bases: HashMap<(String, String), (String, u64)> = HashMap::new();
+    let mut all = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let key: (String, String) = (r.try_get(0).map_err(err)?, r.try_get(1).map_err(err)?);
+        let base: Option<String> = r.try_get(2).map_err(err)?;
+        if let Some(base) = base {
+            let len: Option<i64> = r.try_get(3).map_err(err)?;
+            bases.insert(key.clone(), (base, len.unwrap_or(0) as u64));
         }
-        let needed = needed_blobs(wanted, |f, v| bases.get(&(f.to_owned(), v.to_owned())));
-        let (fields, versions): (Vec<String>, Vec<String>) =
-            all.into_iter().filter(|k| !needed.contains(k)).unzip();
-        if !fields.is_empty() {
-            tx.execute(
+        all.push(key);
+    }
+    let needed = needed_blobs(wanted, |f, v| bases.get(&(f.to_owned(), v.to_owned())));
+    let (fields, versions): (Vec<String>, Vec<String>) =
+        all.into_iter().filter(|k| !needed.contains(k)).unzip();
+    if !fields.is_empty() {
+        tx.execute(
                 "DELETE FROM agentgraph_blobs b USING unnest($3::TEXT[], $4::TEXT[]) AS d(field, version)
                   WHERE b.thread_id = $1 AND b.ns = $2 AND b.field = d.field AND b.version = d.version",
                 &[&thread_id, &ns, &fields, &versions],
             )
             .await
             .map_err(err)?;
-        }
-        tx.commit().await.map_err(err)?;
-        Ok(doomed.len())
     }
+    Ok(doomed.len())
+}
+
+/// After the checkpoints of `doomed` (id -> parent) went from `ns`: the remaining ones whose
+/// parent was one of them name their nearest remaining ancestor (none when all went).
+async fn reparent(
+    tx: &deadpool_postgres::Transaction<'_>,
+    thread_id: &str,
+    ns: &str,
+    doomed: &HashMap<String, Option<String>>,
+) -> Result<(), GraphError> {
+    let ids: Vec<&str> = doomed.keys().map(String::as_str).collect();
+    let children = tx
+        .query(
+            "SELECT id, parent_id FROM agentgraph_checkpoints
+              WHERE thread_id = $1 AND ns = $2 AND parent_id = ANY($3)",
+            &[&thread_id, &ns, &ids],
+        )
+        .await
+        .map_err(err)?;
+    if children.is_empty() {
+        return Ok(());
+    }
+    let mut parents = doomed.clone();
+    for row in &children {
+        parents.insert(row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?);
+    }
+    let gone: std::collections::HashSet<&str> = ids.into_iter().collect();
+    for (id, parent) in super::reparent::reparented(&parents, &gone) {
+        tx.execute(
+            "UPDATE agentgraph_checkpoints SET parent_id = $4
+              WHERE thread_id = $1 AND ns = $2 AND id = $3",
+            &[&thread_id, &ns, &id, &parent],
+        )
+        .await
+        .map_err(err)?;
+    }
+    Ok(())
 }
 
 /// One namespace of a [`delete_for_runs`](Checkpointer::delete_for_runs): what its deleted
@@ -1008,6 +1128,7 @@ impl Checkpointer for PostgresSaver {
 #[derive(Default)]
 struct Space {
     doomed_ids: std::collections::HashSet<String>,
+    doomed_parents: HashMap<String, Option<String>>,
     doomed_versions: Vec<(String, String)>,
     kept_versions: Vec<(String, String)>,
     /// The stored blobs' keys (field, version), and the delta bases of those that have one.

@@ -23,7 +23,7 @@
 // The `let x = ...; x` blocks end statement borrows before their block does (borrowck).
 #![allow(clippy::let_and_return)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -683,6 +683,92 @@ fn insert_writes(
     Ok(())
 }
 
+/// Keeps the newest `keep_last` checkpoints of a namespace (inside the caller's transaction)
+/// and deletes the rest with their writes and the blob rows no kept one reaches; the kept
+/// ones whose parent goes name their nearest remaining ancestor. How many went.
+fn prune_ns(tx: &Tx<'_>, thread: &str, ns: &str, keep_last: usize) -> Result<usize, GraphError> {
+    // Newest first: the first `keep_last` stay.
+    let stored: Vec<(String, String, String)> = {
+        let mut stmt = tx
+            .prepare(
+                "SELECT id, versions, blob_rows FROM checkpoints
+                      WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![thread, ns], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        rows
+    };
+    let doomed = stored.len().saturating_sub(keep_last);
+    if doomed == 0 {
+        return Ok(0);
+    }
+    let ids: Vec<&str> = stored[keep_last..]
+        .iter()
+        .map(|(id, _, _)| id.as_str())
+        .collect();
+    reparent(tx, thread, ns, &ids)?;
+    // The blob rows the pruned checkpoints need, less those the kept ones need too.
+    let (mut kept_roots, mut doomed_roots) = (Vec::new(), Vec::new());
+    for (i, (id, versions, blob_rows)) in stored.iter().enumerate() {
+        let versions = serde_json::from_str(versions).map_err(err)?;
+        let needs = sqlite_rows::wanted(&versions, blob_rows, true)?;
+        if i < keep_last {
+            kept_roots.extend(needs);
+            continue;
+        }
+        doomed_roots.extend(needs);
+        tx.execute(
+            "DELETE FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+            params![thread, ns, id],
+        )
+        .map_err(err)?;
+        tx.execute(
+            "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3",
+            params![thread, ns, id],
+        )
+        .map_err(err)?;
+    }
+    let kept = sqlite_rows::chains(tx, thread, ns, kept_roots)?;
+    let gone = sqlite_rows::chains(tx, thread, ns, doomed_roots)?;
+    delete_blobs(tx, gone.into_iter().filter(|row| !kept.contains(row)))?;
+    Ok(doomed)
+}
+
+/// Points the checkpoints of `ns` whose parent is in `doomed` at their nearest ancestor not
+/// in it (inside the caller's transaction, before `doomed` are deleted: their parents are
+/// read).
+fn reparent(tx: &Tx<'_>, thread: &str, ns: &str, doomed: &[&str]) -> Result<(), GraphError> {
+    let parents: HashMap<String, Option<String>> = {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT id, parent_id FROM checkpoints WHERE thread_id = ?1 AND ns = ?2",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![thread, ns], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(err)?
+            .collect::<Result<HashMap<_, _>, _>>()
+            .map_err(err)?;
+        rows
+    };
+    let doomed: HashSet<&str> = doomed.iter().copied().collect();
+    let mut stmt = tx
+        .prepare_cached(
+            "UPDATE checkpoints SET parent_id = ?4 WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+        )
+        .map_err(err)?;
+    for (id, parent) in super::reparent::reparented(&parents, &doomed) {
+        stmt.execute(params![thread, ns, id, parent]).map_err(err)?;
+    }
+    Ok(())
+}
+
 const RECORD_COLUMNS: &str =
     "thread_id, ns, id, parent_id, step, created_at_ms, metadata, versions, body";
 
@@ -934,6 +1020,15 @@ impl Checkpointer for SqliteSaver {
                     .map_err(err)?;
                 rows
             };
+            // Later checkpoints of a namespace whose parent goes (a run deleted from the
+            // middle of a history) name their nearest remaining ancestor.
+            let mut by_ns: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for (ns, id, _, _) in &doomed {
+                by_ns.entry(ns.as_str()).or_default().push(id.as_str());
+            }
+            for (ns, ids) in by_ns {
+                reparent(&tx, &thread, ns, &ids)?;
+            }
             // The blob rows each namespace's deleted checkpoints reached.
             let mut reached: BTreeMap<&str, Vec<sqlite_rows::Wanted>> = BTreeMap::new();
             for (ns, id, versions, blob_rows) in &doomed {
@@ -972,54 +1067,72 @@ impl Checkpointer for SqliteSaver {
         let (thread, ns) = (thread_id.to_owned(), ns.to_owned());
         self.with(move |db| {
             let tx = Tx::write(&db.conn).map_err(err)?;
-            // Newest first: the first `keep_last` stay.
-            let stored: Vec<(String, String, String)> = {
+            let doomed = prune_ns(&tx, &thread, &ns, keep_last)?;
+            tx.commit().map_err(err)?;
+            Ok(doomed)
+        })
+        .await
+    }
+
+    /// One write transaction: every namespace of the thread pruned to its newest.
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError> {
+        let thread = thread_id.to_owned();
+        self.with(move |db| {
+            let tx = Tx::write(&db.conn).map_err(err)?;
+            let spaces: Vec<String> = {
                 let mut stmt = tx
-                    .prepare(
-                        "SELECT id, versions, blob_rows FROM checkpoints
-                          WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC",
-                    )
+                    .prepare("SELECT DISTINCT ns FROM checkpoints WHERE thread_id = ?1")
                     .map_err(err)?;
                 let rows = stmt
-                    .query_map(params![thread, ns], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
+                    .query_map(params![thread], |r| r.get(0))
                     .map_err(err)?
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(err)?;
                 rows
             };
-            let doomed = stored.len().saturating_sub(keep_last);
-            if doomed == 0 {
-                tx.commit().map_err(err)?;
-                return Ok(0);
+            let mut doomed = 0;
+            for ns in &spaces {
+                doomed += prune_ns(&tx, &thread, ns, 1)?;
             }
-            // The blob rows the pruned checkpoints need, less those the kept ones need too.
-            let (mut kept_roots, mut doomed_roots) = (Vec::new(), Vec::new());
-            for (i, (id, versions, blob_rows)) in stored.iter().enumerate() {
-                let versions = serde_json::from_str(versions).map_err(err)?;
-                let needs = sqlite_rows::wanted(&versions, blob_rows, true)?;
-                if i < keep_last {
-                    kept_roots.extend(needs);
-                    continue;
-                }
-                doomed_roots.extend(needs);
-                tx.execute(
-                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+            tx.commit().map_err(err)?;
+            Ok(doomed)
+        })
+        .await
+    }
+
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        let (thread, ns, id) = (
+            thread_id.to_owned(),
+            ns.to_owned(),
+            checkpoint_id.to_owned(),
+        );
+        let writes = writes.to_vec();
+        self.with(move |db| {
+            let tx = Tx::write(&db.conn).map_err(err)?;
+            let stored = tx
+                .query_row(
+                    "SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
                     params![thread, ns, id],
+                    |_| Ok(()),
                 )
+                .optional()
                 .map_err(err)?;
+            if stored.is_some() {
                 tx.execute(
                     "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3",
                     params![thread, ns, id],
                 )
                 .map_err(err)?;
+                insert_writes(&tx, &thread, &ns, &id, &writes)?;
             }
-            let kept = sqlite_rows::chains(&tx, &thread, &ns, kept_roots)?;
-            let gone = sqlite_rows::chains(&tx, &thread, &ns, doomed_roots)?;
-            delete_blobs(&tx, gone.into_iter().filter(|row| !kept.contains(row)))?;
             tx.commit().map_err(err)?;
-            Ok(doomed)
+            Ok(())
         })
         .await
     }

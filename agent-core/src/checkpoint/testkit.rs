@@ -46,6 +46,10 @@
 //!   then one in the middle) takes its checkpoints in every namespace with it, every
 //!   remaining checkpoint restores (`get_state`, `get_state_history`), and the next run goes
 //!   on from the latest remaining one.
+//! - [`keep_latest`]: each namespace keeps its newest checkpoint (LangGraph's
+//!   `prune(strategy="keep_latest")`), with its writes and whole delta chains; a kept
+//!   checkpoint whose parent went names none (`prune` too); `replace_writes` sets a
+//!   checkpoint's writes to exactly those given, and does nothing for one not stored.
 //! - [`storage`]: a saver that tells what a thread occupies ([`Checkpointer::storage`])
 //!   counts its checkpoints, values (by field, a delta's base kept by a prune included) and
 //!   pending writes in every namespace, and nothing of other threads; a saver that does not
@@ -75,6 +79,7 @@ pub const CASES: &[&str] = &[
     "interleaved_namespaces",
     "delete_for_runs",
     "graph_runs_deleted",
+    "keep_latest",
     "storage",
 ];
 
@@ -138,6 +143,7 @@ where
     interleaved_namespaces(&factory().await).await?;
     delete_for_runs(&factory().await).await?;
     graph_runs_deleted(&factory().await).await?;
+    keep_latest(&factory().await).await?;
     storage(&factory().await).await?;
     Ok(CASES.to_vec())
 }
@@ -1238,7 +1244,14 @@ pub async fn delete_for_runs(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         (field.to_owned(), version.to_owned(), data.to_vec())
     };
     // run-3's checkpoint builds on run-2's blobs: they stay while it needs them.
-    let (_, latest, _) = blobs_of("", c[4].clone()).await?;
+    let (after, latest, _) = blobs_of("", c[4].clone()).await?;
+    // Its parent, run-2's last checkpoint, went: it names the nearest remaining ancestor.
+    case.check(after.parent_id.as_deref() == Some(c[1].as_str()), || {
+        format!(
+            "run-3's checkpoint names the parent {:?} after run-2 went, expected {}",
+            after.parent_id, c[1]
+        )
+    })?;
     let expected = vec![
         b("count", &c[4], b"4"),
         b("messages", &c[0], b"m0"),
@@ -1301,6 +1314,230 @@ pub async fn delete_for_runs(saver: &Arc<dyn Checkpointer>) -> CaseResult {
         let left = listed(ns).await?;
         case.check(left.is_empty(), || format!("`{ns}` still lists {left:?}"))?;
     }
+    case.call("delete_thread", saver.delete_thread(thread).await)?;
+    case.call("delete_thread", saver.delete_thread(&other).await)?;
+    Ok(())
+}
+
+/// `keep_latest` keeps each namespace's newest checkpoint and what it needs; no kept
+/// checkpoint names a parent that went; `replace_writes` sets a checkpoint's writes.
+pub async fn keep_latest(saver: &Arc<dyn Checkpointer>) -> CaseResult {
+    let case = Case {
+        name: "keep_latest",
+        saver,
+    };
+    let thread = unique("latest");
+    let other = unique("latest-other");
+    let c: Vec<String> = (0..4).map(|n| id(400 + n)).collect();
+    let s: Vec<String> = (0..3).map(|n| id(500 + n)).collect();
+    // The root: `messages` grows by deltas over c0..c2; two subgraph namespaces.
+    let mut puts = vec![
+        (
+            run_record(&thread, "", "r", &c[0], None, 0, &[("messages", &c[0])]),
+            vec![blob("messages", &c[0], None, b"m0")],
+        ),
+        (
+            run_record(
+                &thread,
+                "",
+                "r",
+                &c[1],
+                Some(&c[0]),
+                1,
+                &[("messages", &c[1])],
+            ),
+            vec![blob("messages", &c[1], Some((&c[0], 1)), b"m1")],
+        ),
+        (
+            run_record(
+                &thread,
+                "",
+                "r",
+                &c[2],
+                Some(&c[1]),
+                2,
+                &[("messages", &c[2])],
+            ),
+            vec![blob("messages", &c[2], Some((&c[1], 2)), b"m2")],
+        ),
+        (
+            run_record(&thread, "child:1", "r", &s[0], None, 0, &[("f", &s[0])]),
+            vec![blob("f", &s[0], None, b"s0")],
+        ),
+        (
+            run_record(
+                &thread,
+                "child:1",
+                "r",
+                &s[1],
+                Some(&s[0]),
+                1,
+                &[("f", &s[1])],
+            ),
+            vec![blob("f", &s[1], None, b"s1")],
+        ),
+        (
+            run_record(&thread, "child:2", "r", &s[2], None, 0, &[("f", &s[2])]),
+            vec![blob("f", &s[2], None, b"s2")],
+        ),
+    ];
+    puts.push((
+        run_record(&other, "", "r", &c[0], None, 0, &[("f", &c[0])]),
+        vec![blob("f", &c[0], None, b"o0")],
+    ));
+    puts.push((
+        run_record(&other, "", "r", &c[1], Some(&c[0]), 1, &[("f", &c[1])]),
+        vec![blob("f", &c[1], None, b"o1")],
+    ));
+    for (record, blobs) in &puts {
+        case.call("put", saver.put(record, blobs).await)?;
+    }
+    let write = |task: &str| PendingWrite {
+        task_id: task.to_owned(),
+        node: "n".to_owned(),
+        kind: WriteKind::Output,
+        data: task.as_bytes().to_vec(),
+    };
+    for (ns, cp, task) in [
+        ("", &c[2], "latest"),
+        ("", &c[1], "older"),
+        ("child:1", &s[1], "sub"),
+    ] {
+        case.call(
+            "put_writes",
+            saver.put_writes(&thread, ns, cp, &[write(task)]).await,
+        )?;
+    }
+    let deleted = case.call("keep_latest", saver.keep_latest(&thread).await)?;
+    case.check(deleted == 3, || {
+        format!("keep_latest deleted {deleted}, expected 3 (2 at the root, 1 in `child:1`)")
+    })?;
+    let (case, thread) = (&case, &thread);
+    for (ns, newest, writes) in [
+        ("", &c[2], "latest"),
+        ("child:1", &s[1], "sub"),
+        ("child:2", &s[2], ""),
+    ] {
+        let listed = case.call("list", saver.list(thread, ns, &ListFilter::default()).await)?;
+        let ids: Vec<&str> = listed.iter().map(|r| &*r.id).collect();
+        case.check(ids == [newest.as_str()], || {
+            format!("after keep_latest `{ns}` lists {ids:?}, expected only {newest}")
+        })?;
+        let loaded = case.call("get", saver.get(thread, ns, None).await)?;
+        let record = loaded
+            .record
+            .ok_or_else(|| case.fail(format!("`{ns}`'s newest does not load")))?;
+        case.check(record.parent_id.is_none(), || {
+            format!(
+                "`{ns}`'s kept checkpoint names the deleted parent {:?}",
+                record.parent_id
+            )
+        })?;
+        let kept: Vec<&str> = loaded.writes.iter().map(|w| w.task_id.as_str()).collect();
+        let expected: Vec<&str> = Some(writes).filter(|w| !w.is_empty()).into_iter().collect();
+        case.check(kept == expected, || {
+            format!("`{ns}`'s kept checkpoint has the writes {kept:?}, expected {expected:?}")
+        })?;
+        if ns.is_empty() {
+            let mut blobs: Vec<(String, Vec<u8>)> = loaded
+                .blobs
+                .iter()
+                .map(|b| (b.version.to_string(), b.data.clone()))
+                .collect();
+            blobs.sort();
+            let whole = vec![
+                (c[0].clone(), b"m0".to_vec()),
+                (c[1].clone(), b"m1".to_vec()),
+                (c[2].clone(), b"m2".to_vec()),
+            ];
+            case.check(blobs == whole, || {
+                format!("the kept root checkpoint's delta chain loads {blobs:?}")
+            })?;
+        }
+    }
+    let untouched = case.call("list", saver.list(&other, "", &ListFilter::default()).await)?;
+    case.check(untouched.len() == 2, || {
+        "keep_latest on one thread pruned another".into()
+    })?;
+    // `prune` of one namespace: the oldest kept one's parent went with the rest.
+    let more = [id(403), id(404)];
+    for (i, (cp, parent)) in [(&more[0], &c[2]), (&more[1], &more[0])]
+        .into_iter()
+        .enumerate()
+    {
+        let record = run_record(
+            thread,
+            "",
+            "r",
+            cp,
+            Some(parent),
+            3 + i as i64,
+            &[("messages", &c[2])],
+        );
+        case.call("put", saver.put(&record, &[]).await)?;
+    }
+    case.call("prune", saver.prune(thread, "", 2).await)?;
+    let oldest = case.call("get by id", saver.get(thread, "", Some(&more[0])).await)?;
+    case.check(
+        oldest
+            .record
+            .as_ref()
+            .is_some_and(|r| r.parent_id.is_none()),
+        || {
+            format!(
+                "after prune the oldest kept checkpoint loads as {:?}",
+                oldest.record.map(|r| r.parent_id)
+            )
+        },
+    )?;
+    // `replace_writes`: exactly the writes given; nothing for a checkpoint not stored.
+    let newest = more[1].clone();
+    for task in ["a", "b"] {
+        case.call(
+            "put_writes",
+            saver.put_writes(thread, "", &newest, &[write(task)]).await,
+        )?;
+    }
+    case.call(
+        "replace_writes",
+        saver
+            .replace_writes(thread, "", &newest, &[write("b"), write("c")])
+            .await,
+    )?;
+    let loaded = case.call("get", saver.get(thread, "", Some(&newest)).await)?;
+    let mut tasks: Vec<&str> = loaded.writes.iter().map(|w| w.task_id.as_str()).collect();
+    tasks.sort();
+    case.check(tasks == ["b", "c"], || {
+        format!("after replace_writes the checkpoint has the writes {tasks:?}, expected b and c")
+    })?;
+    case.call(
+        "replace_writes",
+        saver.replace_writes(thread, "", &newest, &[]).await,
+    )?;
+    let loaded = case.call("get", saver.get(thread, "", Some(&newest)).await)?;
+    case.check(loaded.writes.is_empty(), || {
+        "replace_writes with none left writes".into()
+    })?;
+    let missing = id(499);
+    case.call(
+        "replace_writes",
+        saver
+            .replace_writes(thread, "", &missing, &[write("x")])
+            .await,
+    )?;
+    case.call(
+        "put",
+        saver
+            .put(
+                &run_record(thread, "", "r", &missing, Some(&newest), 9, &[]),
+                &[],
+            )
+            .await,
+    )?;
+    let fresh = case.call("get", saver.get(thread, "", Some(&missing)).await)?;
+    case.check(fresh.writes.is_empty(), || {
+        "replace_writes on a checkpoint not stored left writes for it".into()
+    })?;
     case.call("delete_thread", saver.delete_thread(thread).await)?;
     case.call("delete_thread", saver.delete_thread(&other).await)?;
     Ok(())

@@ -517,13 +517,23 @@ impl Runs {
         // thread starts only once the row goes, from the checkpoint before this run (not
         // from one of this run's, whose blobs are about to be deleted). Only while the run is
         // still this worker's: one taken over is its new owner's to finish.
-        let deleted = self
-            .rollback_saver(run_id, token)
-            .delete_for_runs(thread_id, &[run_id])
-            .await;
+        let saver = self.rollback_saver(run_id, token);
+        let deleted = saver.delete_for_runs(thread_id, &[run_id]).await;
         if let Err(e) = deleted {
             tracing::warn!(run_id, error = %e, "the rolled back run's checkpoints were not deleted");
             return Next::Unknown;
+        }
+        // The checkpoint it went on from (a resume) gets back the pending writes it had: its
+        // thread looks as it did before the run (its next, tasks and interrupts too).
+        let written_over = self
+            .gate_of(run_id)
+            .map(|gate| gate.written_over())
+            .unwrap_or_default();
+        for (ns, id, writes) in written_over {
+            if let Err(e) = saver.replace_writes(thread_id, &ns, &id, &writes).await {
+                tracing::warn!(run_id, error = %e, "the writes the rolled back run left were not taken back");
+                return Next::Unknown;
+            }
         }
         match self.store.delete_claimed(run_id, token).await {
             Ok(()) => {

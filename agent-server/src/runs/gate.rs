@@ -4,7 +4,13 @@
 //! way; after it, the run writes nothing — not the step it was in, not a queued write of
 //! async durability drained later — so "cancelled" means nothing more lands, and a
 //! rollback can delete what the run wrote knowing nothing follows.
+//!
+//! A run that goes on from a checkpoint it did not write (a resume) leaves pending writes
+//! on it (the resume values, its tasks' outputs) that deleting the run's own checkpoints
+//! does not take away: the gate keeps the writes each checkpoint had when the run loaded
+//! it, and which ones it wrote on, so a rollback puts them back as they were.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -19,6 +25,15 @@ use tokio::sync::Notify;
 pub(crate) struct Gate {
     state: Mutex<State>,
     idle: Notify,
+    touched: Mutex<Touched>,
+}
+
+/// The checkpoints (namespace, id) a run loaded, with the pending writes each had then, and
+/// those it put writes on.
+#[derive(Default)]
+struct Touched {
+    loaded: HashMap<(String, String), Vec<PendingWrite>>,
+    written: HashSet<(String, String)>,
 }
 
 #[derive(Default)]
@@ -61,6 +76,50 @@ impl Gate {
             }
             idle.await;
         }
+    }
+
+    fn touched(&self) -> std::sync::MutexGuard<'_, Touched> {
+        self.touched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A checkpoint the run loaded: the writes it had first are what a rollback restores.
+    fn loaded(&self, ns: &str, loaded: &LoadedCheckpoint) {
+        let Some(record) = &loaded.record else {
+            return;
+        };
+        self.touched()
+            .loaded
+            .entry((ns.to_owned(), record.id.to_string()))
+            .or_insert_with(|| loaded.writes.clone());
+    }
+
+    /// The checkpoints `ops` put writes on.
+    fn writing(&self, ops: &[StoreOp]) {
+        let mut touched = self.touched();
+        for op in ops {
+            if let StoreOp::Writes {
+                ns, checkpoint_id, ..
+            } = op
+            {
+                touched
+                    .written
+                    .insert((ns.to_string(), checkpoint_id.to_string()));
+            }
+        }
+    }
+
+    /// The checkpoints the run loaded and then put writes on (namespace, id), each with
+    /// the writes it had before: what a rollback gives back to those that remain.
+    pub(crate) fn written_over(&self) -> Vec<(String, String, Vec<PendingWrite>)> {
+        let touched = self.touched();
+        touched
+            .written
+            .iter()
+            .filter_map(|key| {
+                let before = touched.loaded.get(key)?;
+                Some((key.0.clone(), key.1.clone(), before.clone()))
+            })
+            .collect()
     }
 
     /// Whether it was closed.
@@ -113,6 +172,7 @@ impl Checkpointer for Gated {
                 return Some(Err(e));
             }
         };
+        self.gate.writing(ops);
         self.inner.put_batch_now(ops)
     }
 
@@ -129,6 +189,10 @@ impl Checkpointer for Gated {
         writes: &[PendingWrite],
     ) -> Result<(), GraphError> {
         let _writing = self.gate.enter(self.backend())?;
+        self.gate
+            .touched()
+            .written
+            .insert((ns.to_owned(), checkpoint_id.to_owned()));
         self.inner
             .put_writes(thread_id, ns, checkpoint_id, writes)
             .await
@@ -136,6 +200,7 @@ impl Checkpointer for Gated {
 
     async fn put_batch(&self, ops: Vec<StoreOp>) -> Result<(), GraphError> {
         let _writing = self.gate.enter(self.backend())?;
+        self.gate.writing(&ops);
         self.inner.put_batch(ops).await
     }
 
@@ -145,7 +210,9 @@ impl Checkpointer for Gated {
         ns: &str,
         checkpoint_id: Option<&str>,
     ) -> Result<LoadedCheckpoint, GraphError> {
-        self.inner.get(thread_id, ns, checkpoint_id).await
+        let loaded = self.inner.get(thread_id, ns, checkpoint_id).await?;
+        self.gate.loaded(ns, &loaded);
+        Ok(loaded)
     }
 
     async fn list(
@@ -170,6 +237,24 @@ impl Checkpointer for Gated {
     ) -> Result<usize, GraphError> {
         let _writing = self.gate.enter(self.backend())?;
         self.inner.prune(thread_id, ns, keep_last).await
+    }
+
+    async fn keep_latest(&self, thread_id: &str) -> Result<usize, GraphError> {
+        let _writing = self.gate.enter(self.backend())?;
+        self.inner.keep_latest(thread_id).await
+    }
+
+    async fn replace_writes(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), GraphError> {
+        let _writing = self.gate.enter(self.backend())?;
+        self.inner
+            .replace_writes(thread_id, ns, checkpoint_id, writes)
+            .await
     }
 
     async fn delete_for_runs(

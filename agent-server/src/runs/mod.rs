@@ -597,6 +597,12 @@ impl Runs {
         }
     }
 
+    /// The checkpoints' gate of a run executing in this process.
+    pub(crate) fn gate_of(&self, run_id: &str) -> Option<Arc<Gate>> {
+        let ex = self.executing.lock().unwrap_or_else(|p| p.into_inner());
+        ex.get(run_id).map(|e| e.gate.clone())
+    }
+
     /// Stops a run executing in this process; the gate to wait on (until it writes nothing
     /// more), when it was here.
     fn stop_local(&self, run_id: &str, stop: Stop) -> Option<Arc<Gate>> {
