@@ -7,15 +7,12 @@
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask chaos [--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite] | --mutants";
+const USAGE: &str = "usage: cargo xtask chaos [--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite] | --mutants [NAME..]";
 
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
     if args.first().is_some_and(|a| a == "--mutants") {
-        if args.len() > 1 {
-            return Err(USAGE.to_owned());
-        }
-        return crate::chaos_mutants::run();
+        return crate::chaos_mutants::run(&args[1..]);
     }
     let mut seeds = 20u64;
     let mut from = 1u64;

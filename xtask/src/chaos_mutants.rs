@@ -102,10 +102,15 @@ fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs every mutant; an error when one survives.
-pub fn run() -> Result<(), String> {
+/// Runs every mutant (or those whose names contain one of `names`); an error when one
+/// survives.
+pub fn run(names: &[String]) -> Result<(), String> {
     let root = xtask::sourcegen::project_root();
-    let list = mutants(&root)?;
+    let mut list = mutants(&root)?;
+    list.retain(|m| names.is_empty() || names.iter().any(|n| m.name.contains(n.as_str())));
+    if list.is_empty() {
+        return Err(format!("no mutant in {DIR} is named like {names:?}"));
+    }
     let dir = bench::target_dir(&root).join("mutants");
     let tree = dir.join("tree");
     let tree_arg = tree.display().to_string();
@@ -182,7 +187,7 @@ fn each<'a>(
             }),
         };
         if caught.is_none() {
-            eprintln!("{said}");
+            eprintln!("{said}chaos: the run ended {}", out.status);
         }
         rows.push((m, caught, started.elapsed().as_secs()));
     }
