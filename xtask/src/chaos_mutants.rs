@@ -122,7 +122,12 @@ pub fn run(names: &[String]) -> Result<(), String> {
     let _ = git(&root, &["worktree", "remove", "--force", &tree_arg]);
     let rows = rows?;
     eprintln!("\nchaos mutants (a build of HEAD with the patch applied):");
-    for (m, caught, secs) in &rows {
+    for Row {
+        mutant: m,
+        caught,
+        secs,
+    } in &rows
+    {
         let verdict = match caught {
             Some(line) => format!("caught: {line}"),
             None => "NOT CAUGHT".to_owned(),
@@ -135,8 +140,8 @@ pub fn run(names: &[String]) -> Result<(), String> {
     }
     let survived: Vec<&str> = rows
         .iter()
-        .filter(|(_, caught, _)| caught.is_none())
-        .map(|(m, _, _)| m.name.as_str())
+        .filter(|r| r.caught.is_none())
+        .map(|r| r.mutant.name.as_str())
         .collect();
     if survived.is_empty() {
         eprintln!("chaos: all {} mutants caught", rows.len());
@@ -149,12 +154,15 @@ pub fn run(names: &[String]) -> Result<(), String> {
     }
 }
 
-/// Each mutant built and run in `tree`: the checker's line that caught it, or `None`.
-fn each<'a>(
-    list: &'a [Mutant],
-    tree: &Path,
-    target: &Path,
-) -> Result<Vec<(&'a Mutant, Option<String>, u64)>, String> {
+/// One mutant's run: the checker's line that caught it, if any, and how long it took.
+struct Row<'a> {
+    mutant: &'a Mutant,
+    caught: Option<String>,
+    secs: u64,
+}
+
+/// Each mutant built and run in `tree`.
+fn each<'a>(list: &'a [Mutant], tree: &Path, target: &Path) -> Result<Vec<Row<'a>>, String> {
     let mut rows = Vec::new();
     for m in list {
         eprintln!("\nchaos: mutant {}: {}", m.name, m.breaks);
@@ -189,7 +197,11 @@ fn each<'a>(
         if caught.is_none() {
             eprintln!("{said}chaos: the run ended {}", out.status);
         }
-        rows.push((m, caught, started.elapsed().as_secs()));
+        rows.push(Row {
+            mutant: m,
+            caught,
+            secs: started.elapsed().as_secs(),
+        });
     }
     Ok(rows)
 }
