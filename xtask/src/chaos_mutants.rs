@@ -13,10 +13,10 @@
 //! caught by: a phrase of the checker's report for invariant N
 //! ```
 //!
-//! The builds happen in a scratch worktree of HEAD (the working tree is never touched; commit
-//! a new patch before running it) with a target directory of their own,
-//! `<target dir>/mutants`, shared by every mutant so that only agent-server compiles again
-//! (the mutant binaries never land in the usual target directory).
+//! The builds happen in a scratch worktree of HEAD, removed at the end: the working tree is
+//! never touched (the patches are read from it; the server they break is HEAD's). Their
+//! target directory is their own, `<target dir>/mutants`, shared by every mutant so that only
+//! agent-server compiles again, and the broken binaries never land in the usual one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -175,10 +175,16 @@ fn each<'a>(list: &'a [Mutant], tree: &Path, target: &Path) -> Result<Vec<Row<'a
             .args(["build", "-p", "agent-server", "--examples"]);
         shell::run(build)?;
         let started = Instant::now();
+        // A failing run keeps its work (database, servers' logs) in its temporary directory:
+        // one of its own (a short path: PostgreSQL's socket goes in it), removed after it.
+        let tmp = std::env::temp_dir().join(format!("agm-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         let mut chaos = Command::new(target.join("debug/examples/chaos"));
-        chaos.args(&m.args);
+        chaos.args(&m.args).env("TMPDIR", &tmp);
         eprintln!("$ chaos {}", m.args.join(" "));
-        let out = chaos.output().map_err(|e| format!("chaos: {e}"))?;
+        let out = chaos.output().map_err(|e| format!("chaos: {e}"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let out = out?;
         let said = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
