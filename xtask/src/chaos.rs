@@ -2,14 +2,18 @@
 //! several instances of the reference server on one PostgreSQL of its own, and one on
 //! SQLite, clients and faults drawn from each seed, then the checker's invariants. A
 //! failing seed is printed with the command that replays it. `cargo test` runs a short
-//! form of it (agent-server/tests/chaos.rs).
+//! form of it (agent-server/tests/chaos.rs). `--mutants` shows that each invariant the
+//! checker claims fails on a deliberately broken server (`chaos_mutants`).
 
 use crate::shell;
 
-const USAGE: &str = "usage: cargo xtask chaos [--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite]";
+const USAGE: &str = "usage: cargo xtask chaos [--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite] | --mutants [NAME..]";
 
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
+    if args.first().is_some_and(|a| a == "--mutants") {
+        return crate::chaos_mutants::run(&args[1..]);
+    }
     let mut seeds = 20u64;
     let mut from = 1u64;
     let mut seconds = "30".to_owned();

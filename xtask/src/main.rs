@@ -9,6 +9,7 @@ mod bench_python;
 mod bench_server;
 mod bench_store;
 mod chaos;
+mod chaos_mutants;
 mod ci;
 mod codegen;
 mod docs;
@@ -50,8 +51,8 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "chaos",
-        args: "[--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite]",
-        about: "the fault suite: instances of the reference server on a PostgreSQL of its own (and on SQLite), clients and faults (SIGKILL, SIGSTOP past the lease, PostgreSQL restarted) drawn from each seed (default 20 seeds of 30 s), then the checker's invariants; a failing seed prints how to replay it",
+        args: "[--seeds N] [--from SEED] [--seconds S] [--seed SEED] [--backend postgres|sqlite] | --mutants [NAME..]",
+        about: "the fault suite: instances of the reference server on a PostgreSQL of its own (and on SQLite), clients and faults (SIGKILL, SIGSTOP past the lease, PostgreSQL restarted) drawn from each seed (default 20 seeds of 30 s), then the checker's invariants; a failing seed prints how to replay it. `--mutants`: each patch in agent-server/examples/chaos/mutants (a deliberately broken server) (or those whose names contain a NAME) applied to a scratch worktree of HEAD, built, and run: the checker must name the invariant it breaks",
         run: chaos::run,
     },
     Command {
