@@ -286,7 +286,8 @@ impl Threads {
                 Some(json!({"thread_id": new})),
             )
             .await
-            .is_none_or(|(status, _)| status != 200)
+            // 409: made by an earlier try whose answer was lost (its instance killed).
+            .is_none_or(|(status, _)| status != 200 && status != 409)
         {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -570,7 +571,11 @@ async fn run(args: &Args) -> Result<String, String> {
     });
     let obs = Arc::new(Mutex::new(Observations::default()));
     let first: Vec<String> = (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect();
-    let http = reqwest::Client::new();
+    // The checker's reads too are bounded: a read that hangs fails the run, saying which.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| e.to_string())?;
     let url = fleet.url(0).ok_or("no instance")?;
     for t in &first {
         http.post(format!("{url}/threads"))
