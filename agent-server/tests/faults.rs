@@ -39,6 +39,31 @@ async fn until(what: &str, within: Duration, mut check: impl AsyncFnMut() -> boo
     }
 }
 
+/// A new thread with a `slow` run that has run its first node and sleeps in `wait` for
+/// `seconds`: (thread, run).
+async fn run_in_wait(api: &Served, seconds: f64, input: &str) -> (String, String) {
+    let (_, t) = api.post("/threads", json!({})).await;
+    let t = t["thread_id"].as_str().unwrap().to_owned();
+    let (status, run) = api
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "slow", "input": {"seconds": seconds, "inputs": [input]}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    let r = run["run_id"].as_str().unwrap().to_owned();
+    until(
+        "the run to reach `wait`",
+        Duration::from_secs(10),
+        async || {
+            let (_, s) = api.get(&format!("/threads/{t}/state")).await;
+            s["values"]["ran"] == json!(["first"])
+        },
+    )
+    .await;
+    (t, r)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarted_under_load_answers_503_and_loses_no_run() {
     if !wanted() {
@@ -56,25 +81,7 @@ async fn postgres_restarted_under_load_answers_503_and_loses_no_run() {
             }),
     )
     .await;
-    let (_, t) = api.post("/threads", json!({})).await;
-    let t = t["thread_id"].as_str().unwrap().to_owned();
-    let (status, run) = api
-        .post(
-            &format!("/threads/{t}/runs"),
-            json!({"assistant_id": "slow", "input": {"seconds": 2.0, "inputs": ["once"]}}),
-        )
-        .await;
-    assert_eq!(status, 200, "{run}");
-    let r = run["run_id"].as_str().unwrap().to_owned();
-    until(
-        "the run to reach `wait`",
-        Duration::from_secs(10),
-        async || {
-            let (_, s) = api.get(&format!("/threads/{t}/state")).await;
-            s["values"]["ran"] == json!(["first"])
-        },
-    )
-    .await;
+    let (t, r) = run_in_wait(&api, 2.0, "once").await;
 
     pg.down().unwrap();
     // While it is down: a 503 with Retry-After, in time, for reads and writes alike.
@@ -248,25 +255,7 @@ async fn sqlite_a_runs_end_written_on_a_full_disk_is_recorded_once_there_is_room
             .sqlite(fs.0.join("server.sqlite")),
     )
     .await;
-    let (_, t) = api.post("/threads", json!({})).await;
-    let t = t["thread_id"].as_str().unwrap().to_owned();
-    let (status, run) = api
-        .post(
-            &format!("/threads/{t}/runs"),
-            json!({"assistant_id": "slow", "input": {"seconds": 1.5, "inputs": ["x"]}}),
-        )
-        .await;
-    assert_eq!(status, 200, "{run}");
-    let r = run["run_id"].as_str().unwrap().to_owned();
-    until(
-        "the run to reach `wait`",
-        Duration::from_secs(10),
-        async || {
-            let (_, s) = api.get(&format!("/threads/{t}/state")).await;
-            s["values"]["ran"] == json!(["first"])
-        },
-    )
-    .await;
+    let (t, r) = run_in_wait(&api, 1.5, "x").await;
     // The disk fills while `wait` sleeps: the run's last checkpoints and its end cannot be
     // written.
     let filler = fs.0.join("filler");
