@@ -189,6 +189,19 @@ async fn runs_created_at_once_on_two_instances_each_run_once() {
     }
 }
 
+/// A new thread on `url` with a `slow` run (input "x") sleeping `seconds`: (thread, run).
+async fn slow_run(c: &reqwest::Client, url: &str, seconds: f64) -> (String, String) {
+    let thread = post(c, format!("{url}/threads"), json!({})).await;
+    let t = thread["thread_id"].as_str().unwrap().to_owned();
+    let run = post(
+        c,
+        format!("{url}/threads/{t}/runs"),
+        json!({"assistant_id": "slow", "input": {"seconds": seconds, "inputs": ["x"]}}),
+    )
+    .await;
+    (t, run["run_id"].as_str().unwrap().to_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_on_another_instance_stops_the_run_within_a_second() {
     let Some(db) = database().await else {
@@ -196,15 +209,7 @@ async fn a_cancel_on_another_instance_stops_the_run_within_a_second() {
     };
     let c = http();
     let a = start(&db, 5000);
-    let thread = post(&c, format!("{}/threads", a.url), json!({})).await;
-    let t = thread["thread_id"].as_str().unwrap().to_owned();
-    let run = post(
-        &c,
-        format!("{}/threads/{t}/runs", a.url),
-        json!({"assistant_id": "slow", "input": {"seconds": 3, "inputs": ["x"]}}),
-    )
-    .await;
-    let r = run["run_id"].as_str().unwrap().to_owned();
+    let (t, r) = slow_run(&c, &a.url, 3.0).await;
     until(
         "A to run it into `wait`",
         Duration::from_secs(20),
@@ -263,15 +268,7 @@ async fn joining_a_swept_run_answers_at_once() {
     };
     let c = http();
     let a = start(&db, 5000);
-    let thread = post(&c, format!("{}/threads", a.url), json!({})).await;
-    let t = thread["thread_id"].as_str().unwrap().to_owned();
-    let run = post(
-        &c,
-        format!("{}/threads/{t}/runs", a.url),
-        json!({"assistant_id": "slow", "input": {"seconds": 0, "inputs": ["x"]}}),
-    )
-    .await;
-    let r = run["run_id"].as_str().unwrap().to_owned();
+    let (t, r) = slow_run(&c, &a.url, 0.0).await;
     until("the run to end", Duration::from_secs(20), async || {
         get(&c, format!("{}/threads/{t}/runs/{r}", a.url)).await["status"] == "success"
     })
