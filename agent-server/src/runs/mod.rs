@@ -639,10 +639,7 @@ impl Runs {
         };
         executing.ending = true;
         let asked = *executing.stop.borrow();
-        match (seen, asked) {
-            (Some(s), asked) => Some(s.over(asked)),
-            (None, asked) => asked,
-        }
+        seen.map(|s| s.over(asked)).or(asked)
     }
 
     /// Cancels a pending or running run; whether there was one to cancel. When it returns,
